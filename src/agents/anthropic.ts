@@ -1,0 +1,279 @@
+/**
+ * The Anthropic adapter of {@link ModelProvider}: one streamed Messages API call per
+ * `complete()`, on the official SDK (which also does the HTTP retries: `maxRetries`).
+ *
+ * Every request carries three prompt-cache breakpoints: the system prompt, the last
+ * tool, and the last block of the last message, so each turn reads the previous turn's
+ * prefix from the cache. Failures become {@link ModelError}s whose `retryable` tells a
+ * transient failure (429, 5xx, 529, network, timeout, a stream cut short) from one that
+ * will fail again (400, 401, 403, 404, 413). A call aborted through `request.signal`
+ * rejects with an error named `AbortError` instead, so callers can tell a cancellation
+ * from a failure.
+ */
+import Anthropic, {
+  APIConnectionError,
+  APIConnectionTimeoutError,
+  APIError,
+  APIUserAbortError,
+} from "@anthropic-ai/sdk";
+import { ModelError, toError } from "../errors.js";
+import type {
+  ChatMessage,
+  ModelProvider,
+  ModelReply,
+  ModelRequest,
+  TextBlock,
+  ToolSpec,
+  ToolUseBlock,
+} from "../ports.js";
+
+/** Options of {@link createAnthropicProvider}. */
+export interface AnthropicProviderOptions {
+  /**
+   * The API key. Missing or empty is not an error until the first `complete()`. The
+   * environment is not read here: the config loader resolves `ANTHROPIC_API_KEY`.
+   */
+  apiKey?: string;
+  /** Root of an Anthropic-compatible endpoint, without `/v1`. (Default: the SDK's, https://api.anthropic.com) */
+  baseURL?: string;
+  /** Time to wait for the response headers of one HTTP attempt. (Default: 600 000, as the SDK's) */
+  timeoutMs?: number;
+  /** HTTP retries of a 408/409/429/5xx/network failure, inside one `complete()`. (Default: 2) */
+  maxRetries?: number;
+  /** The fetch the SDK uses. (Default: the global fetch) */
+  fetch?: typeof fetch;
+}
+
+/** The message of the ModelError thrown when no API key is configured. */
+export const MISSING_API_KEY_MESSAGE =
+  "No Anthropic API key: set ANTHROPIC_API_KEY in the environment or llm.api_key in picklebot.yaml.";
+
+const EPHEMERAL = { type: "ephemeral" } as const;
+const DEFAULT_TIMEOUT_MS = 600_000;
+
+/** What error messages need to know about the client. */
+interface ClientSettings {
+  apiKey: string;
+  timeoutMs: number;
+}
+
+/** Creates a {@link ModelProvider} that calls the Anthropic Messages API. */
+export function createAnthropicProvider(options: AnthropicProviderOptions = {}): ModelProvider {
+  const settings = {
+    apiKey: options.apiKey ?? "",
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+  };
+  const client = settings.apiKey === "" ? null : createClient(settings, options);
+  return {
+    async complete(request) {
+      if (client === null) throw new ModelError(MISSING_API_KEY_MESSAGE, { retryable: false });
+      return streamReply(client, request, settings);
+    },
+  };
+}
+
+function createClient(settings: ClientSettings, options: AnthropicProviderOptions): Anthropic {
+  return new Anthropic({
+    apiKey: settings.apiKey,
+    timeout: settings.timeoutMs,
+    maxRetries: options.maxRetries ?? 2,
+    ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
+    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+  });
+}
+
+async function streamReply(
+  client: Anthropic,
+  request: ModelRequest,
+  settings: ClientSettings,
+): Promise<ModelReply> {
+  const stream = client.messages.stream(toMessageParams(request), { signal: request.signal });
+  let connected = false;
+  let listenerError: { thrown: unknown } | undefined;
+  stream.on("connect", () => {
+    connected = true;
+  });
+  const onText = request.onText;
+  if (onText) {
+    stream.on("text", (delta) => {
+      // A failing listener is the caller's bug, not the model's: stop and rethrow it as is.
+      try {
+        onText(delta);
+      } catch (thrown) {
+        listenerError ??= { thrown };
+        stream.abort();
+      }
+    });
+  }
+  try {
+    return toModelReply(await stream.finalMessage());
+  } catch (thrown) {
+    if (listenerError) throw listenerError.thrown;
+    throw toModelError(thrown, { ...settings, signal: request.signal, connected });
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Request: our types to the SDK's, with cache breakpoints
+
+function toMessageParams(request: ModelRequest): Anthropic.MessageStreamParams {
+  return {
+    model: request.model,
+    max_tokens: request.maxTokens,
+    // The API rejects empty text blocks, so an empty system prompt is left out.
+    ...(request.system === ""
+      ? {}
+      : { system: [{ type: "text", text: request.system, cache_control: EPHEMERAL }] }),
+    messages: withCacheBreakpoint(request.messages),
+    ...(request.tools.length === 0 ? {} : { tools: toTools(request.tools) }),
+  };
+}
+
+/** The messages with a cache breakpoint on the last block; the caller's objects stay as they were. */
+function withCacheBreakpoint(messages: ChatMessage[]): Anthropic.MessageParam[] {
+  const last = messages.at(-1);
+  if (last === undefined || last.content.length === 0) return messages;
+  const content = last.content.map((block, index) =>
+    index === last.content.length - 1 ? { ...block, cache_control: EPHEMERAL } : block,
+  );
+  return [...messages.slice(0, -1), { role: last.role, content }];
+}
+
+function toTools(tools: ToolSpec[]): Anthropic.Tool[] {
+  return tools.map((tool, index) => ({
+    name: tool.name,
+    description: tool.description,
+    input_schema: { ...tool.input_schema, type: "object" },
+    ...(index === tools.length - 1 ? { cache_control: EPHEMERAL } : {}),
+  }));
+}
+
+// ---------------------------------------------------------------------------------------
+// Reply: the SDK's message to ours
+
+function toModelReply(message: Anthropic.Message): ModelReply {
+  // The SDK accepts a stream that ends without message_delta; the reply is then partial.
+  if (message.stop_reason === null) {
+    throw new ModelError("The Anthropic API stream ended before the reply was complete.", {
+      retryable: true,
+    });
+  }
+  const content: Array<TextBlock | ToolUseBlock> = [];
+  for (const block of message.content) {
+    if (block.type === "text") content.push({ type: "text", text: block.text });
+    if (block.type === "tool_use") {
+      content.push({ type: "tool_use", id: block.id, name: block.name, input: block.input ?? {} });
+    }
+  }
+  const usage = message.usage;
+  return {
+    content,
+    stopReason: message.stop_reason,
+    usage: {
+      input: usage.input_tokens,
+      output: usage.output_tokens,
+      cacheRead: usage.cache_read_input_tokens ?? 0,
+      cacheWrite: usage.cache_creation_input_tokens ?? 0,
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors
+
+const PERMANENT_ERROR_TYPES = new Set([
+  "invalid_request_error",
+  "authentication_error",
+  "permission_error",
+  "not_found_error",
+  "request_too_large",
+  "billing_error",
+]);
+
+interface FailureContext extends ClientSettings {
+  signal: AbortSignal | undefined;
+  /** Whether the response had started: a later non-API error means the stream broke off. */
+  connected: boolean;
+}
+
+function toModelError(thrown: unknown, context: FailureContext): Error {
+  if (context.signal?.aborted || thrown instanceof APIUserAbortError) {
+    return abortError(context.signal, thrown);
+  }
+  if (thrown instanceof ModelError) return thrown;
+  if (thrown instanceof APIConnectionTimeoutError) {
+    const seconds = context.timeoutMs / 1000;
+    return new ModelError(`The Anthropic API did not answer within ${seconds} s.`, {
+      cause: thrown,
+      retryable: true,
+    });
+  }
+  if (thrown instanceof APIConnectionError) {
+    const reason = redact(describeCause(thrown), context.apiKey);
+    return new ModelError(`Could not reach the Anthropic API: ${reason}.`, {
+      cause: thrown,
+      retryable: true,
+    });
+  }
+  if (thrown instanceof APIError) return fromApiError(thrown, context.apiKey);
+  const error = toError(thrown);
+  const message = redact(error.message, context.apiKey);
+  if (context.connected) {
+    return new ModelError(`The Anthropic API stream broke off: ${message}.`, {
+      cause: error,
+      retryable: true,
+    });
+  }
+  return new ModelError(`The Anthropic API call failed: ${message}.`, { cause: error });
+}
+
+function fromApiError(error: APIError, apiKey: string): ModelError {
+  const status = error.status;
+  const type = error.type ?? "error";
+  const detail = redact(error.apiMessage ?? error.message, apiKey);
+  const where = status === undefined ? "in its stream" : `with status ${status}`;
+  let message = `The Anthropic API answered ${where} (${type}): ${detail}`;
+  if (status === 401) message += " Check ANTHROPIC_API_KEY or llm.api_key in picklebot.yaml.";
+  const retryable =
+    status === undefined ? !PERMANENT_ERROR_TYPES.has(type) : isRetryableStatus(status);
+  const retryAfterS = retryAfterSeconds(error.headers);
+  return new ModelError(message, {
+    cause: error,
+    retryable,
+    ...(status === undefined ? {} : { status }),
+    ...(retryAfterS === undefined ? {} : { retryAfterS }),
+    context: { status, type, requestId: error.requestID ?? undefined },
+  });
+}
+
+function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+function retryAfterSeconds(headers: Headers | undefined): number | undefined {
+  const value = headers?.get("retry-after");
+  if (value == null || value.trim() === "") return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1000));
+}
+
+function abortError(signal: AbortSignal | undefined, thrown: unknown): Error {
+  const error = new Error("The model call was cancelled.", { cause: signal?.reason ?? thrown });
+  error.name = "AbortError";
+  return error;
+}
+
+/** The innermost cause, e.g. `connect ECONNREFUSED 127.0.0.1:9` under undici's "fetch failed". */
+function describeCause(error: Error): string {
+  let innermost: Error = error;
+  while (innermost.cause instanceof Error) innermost = innermost.cause;
+  return innermost.message.replace(/\.$/, "");
+}
+
+/** Never let the key reach a message, whatever a proxy or the SDK echoed. */
+function redact(text: string, apiKey: string): string {
+  // A very short "key" would also match ordinary words; real keys are long.
+  return apiKey.length < 8 ? text : text.replaceAll(apiKey, "[redacted]");
+}

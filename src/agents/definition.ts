@@ -1,0 +1,260 @@
+/**
+ * Agent definitions: `agents/<id>/AGENT.md` in the workspace (DESIGN.md §2.2), YAML front
+ * matter between `---` lines followed by the system prompt in markdown.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { type CustomIssueParams, userErrorFromIssues } from "../config/issues.js";
+import { parseYaml } from "../config/load.js";
+import { ID_PATTERN } from "../config/schema.js";
+import { didYouMean } from "../config/suggest.js";
+import { UserError } from "../errors.js";
+
+/** Every tool an agent may list in `tools`. */
+export const KNOWN_TOOLS = [
+  "read",
+  "write",
+  "edit",
+  "bash",
+  "web_fetch",
+  "subagent",
+  "post_message",
+] as const;
+
+/** The tools of an agent whose front matter lists none. */
+export const DEFAULT_TOOLS: readonly string[] = ["read", "write", "edit", "web_fetch"];
+
+/** The file name of a definition inside `agents/<id>/`. */
+export const AGENT_FILE_NAME = "AGENT.md";
+
+/** A loaded agent: who it is, which model and tools it uses, and its system prompt. */
+export interface AgentDefinition {
+  /** The folder name under `agents/`. */
+  id: string;
+  /** Display name (front matter `name`). */
+  name: string;
+  /** One line on what the agent is for. */
+  description: string;
+  /** Overrides `llm.model` when set. */
+  model?: string;
+  /** Overrides `llm.max_tokens` when set. */
+  maxTokens?: number;
+  /** Tool names, each one of {@link KNOWN_TOOLS}. (Default: {@link DEFAULT_TOOLS}) */
+  tools: string[];
+  /** The system prompt, before {@link renderSystemPrompt} substitutes placeholders. */
+  prompt: string;
+  /** Absolute path of the AGENT.md it came from, or `built-in`. */
+  source: string;
+}
+
+/** What {@link loadAgents} found: the valid agents and one error per broken definition. */
+export interface LoadedAgents {
+  agents: Map<string, AgentDefinition>;
+  errors: UserError[];
+}
+
+const BUILT_IN_PROMPT = `You are Pickle, a helpful personal assistant.
+Answer clearly and briefly, and ask when a request is ambiguous.
+Your workspace is {{workspace}}; file paths are relative to it.
+The current time is {{now}}.
+Use your tools when a task needs them, and say so when you are unsure.`;
+
+const frontMatterSchema = z.strictObject({
+  name: z.string().min(1),
+  description: z.string().min(1),
+  model: z.string().min(1).optional(),
+  max_tokens: z.int().positive().describe("a whole number of at least 1").optional(),
+  tools: z
+    .preprocess(
+      (value) => (typeof value === "string" ? value.split(/[\s,]+/).filter(Boolean) : value),
+      z.array(z.string()).superRefine(checkToolNames),
+    )
+    .optional(),
+});
+
+/**
+ * Loads every `agents/<id>/AGENT.md` of the workspace. A broken definition becomes an
+ * error naming its file and field while the others still load; a workspace without
+ * `agents/` has no agents.
+ */
+export function loadAgents(workspace: string): LoadedAgents {
+  const agents = new Map<string, AgentDefinition>();
+  const errors: UserError[] = [];
+  for (const folder of agentFolders(path.join(workspace, "agents"))) {
+    try {
+      const agent = loadAgentFolder(folder);
+      agents.set(agent.id, agent);
+    } catch (thrown) {
+      if (!(thrown instanceof UserError)) throw thrown;
+      errors.push(thrown);
+    }
+  }
+  return { agents, errors };
+}
+
+/**
+ * The agent to run for `id`: a loaded one, else the built-in default agent when `id` is
+ * the configured default, else a UserError listing the known ids.
+ */
+export function resolveAgent(
+  agents: ReadonlyMap<string, AgentDefinition>,
+  id: string,
+  defaultAgentId: string,
+): AgentDefinition {
+  const agent = agents.get(id);
+  if (agent) return agent;
+  if (id === defaultAgentId) return builtInAgent(defaultAgentId);
+  const known = [...new Set([defaultAgentId, ...agents.keys()])].sort();
+  const suggestion = didYouMean(id, known);
+  throw new UserError(
+    `unknown agent "${id}"${suggestion ? `; ${suggestion}` : ""} (known: ${known.join(", ")}); ` +
+      `use one of those or create agents/${id}/${AGENT_FILE_NAME}.`,
+    { context: { agent: id } },
+  );
+}
+
+/** The agent used when `agents/` does not define the default agent. */
+export function builtInAgent(id: string): AgentDefinition {
+  return {
+    id,
+    name: "Pickle",
+    description: "General assistant",
+    tools: [...DEFAULT_TOOLS],
+    prompt: BUILT_IN_PROMPT,
+    source: "built-in",
+  };
+}
+
+/** The agent's system prompt with `{{workspace}}` and `{{now}}` filled in. */
+export function renderSystemPrompt(
+  agent: AgentDefinition,
+  values: { workspace: string; now: Date; timezone: string },
+): string {
+  return agent.prompt.replace(/\{\{\s*(workspace|now)\s*\}\}/g, (_, name: string) =>
+    name === "workspace" ? values.workspace : formatLocalTime(values.now, values.timezone),
+  );
+}
+
+/** `2025-06-01T08:00:00+02:00 (Sunday, Europe/Berlin)`: the wall-clock time in the zone. */
+export function formatLocalTime(now: Date, timezone: string): string {
+  const parts = new Intl.DateTimeFormat("en-US", {
+    timeZone: timezone,
+    hourCycle: "h23",
+    weekday: "long",
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit",
+    timeZoneName: "longOffset",
+  }).formatToParts(now);
+  const part = (type: Intl.DateTimeFormatPartTypes) =>
+    parts.find((candidate) => candidate.type === type)?.value ?? "";
+  const offset = part("timeZoneName").replace("GMT", "") || "+00:00";
+  const date = `${part("year")}-${part("month")}-${part("day")}`;
+  const time = `${part("hour")}:${part("minute")}:${part("second")}`;
+  return `${date}T${time}${offset} (${part("weekday")}, ${timezone})`;
+}
+
+/** Parses one AGENT.md; `file` names it in errors. Throws a UserError when it is broken. */
+export function parseAgentFile(id: string, text: string, file: string): AgentDefinition {
+  const { frontMatter, prompt } = splitFrontMatter(text, file);
+  const raw = parseYaml(frontMatter, file, 1) ?? {};
+  const result = frontMatterSchema.safeParse(raw, { reportInput: true });
+  if (!result.success) throw userErrorFromIssues(file, result.error.issues, frontMatterSchema);
+  if (prompt === "") {
+    throw new UserError(
+      `${file}: the system prompt is empty; write the agent's instructions below the closing ---.`,
+      { context: { file } },
+    );
+  }
+  const fields = result.data;
+  return {
+    id,
+    name: fields.name,
+    description: fields.description,
+    ...(fields.model === undefined ? {} : { model: fields.model }),
+    ...(fields.max_tokens === undefined ? {} : { maxTokens: fields.max_tokens }),
+    tools: fields.tools ? [...new Set(fields.tools)] : [...DEFAULT_TOOLS],
+    prompt,
+    source: file,
+  };
+}
+
+function splitFrontMatter(text: string, file: string): { frontMatter: string; prompt: string } {
+  const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
+  const closing = lines.findIndex((line, index) => index > 0 && line.trimEnd() === "---");
+  if (lines[0]?.trimEnd() !== "---" || closing === -1) {
+    throw new UserError(
+      `${file}: missing YAML front matter; start the file with a line "---", then the fields ` +
+        '(name, description, optional model, max_tokens, tools), then another "---" line.',
+      { context: { file } },
+    );
+  }
+  return {
+    frontMatter: lines.slice(1, closing).join("\n"),
+    prompt: lines
+      .slice(closing + 1)
+      .join("\n")
+      .trim(),
+  };
+}
+
+function checkToolNames(tools: string[], ctx: z.RefinementCtx): void {
+  const allowed: readonly string[] = KNOWN_TOOLS;
+  for (const tool of tools) {
+    if (allowed.includes(tool)) continue;
+    const suggestion = didYouMean(tool, allowed);
+    ctx.addIssue({
+      code: "custom",
+      message:
+        `unknown tool "${tool}"${suggestion ? `; ${suggestion}` : ""} ` +
+        `(allowed: ${allowed.join(", ")}); fix or remove it`,
+      params: { standalone: true } satisfies CustomIssueParams,
+    });
+  }
+}
+
+/** Absolute paths of the agent folders, sorted; dot-folders and plain files are skipped. */
+function agentFolders(agentsDir: string): string[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(agentsDir);
+  } catch (thrown) {
+    const code = (thrown as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return [];
+    throw thrown;
+  }
+  return names
+    .filter((name) => !name.startsWith("."))
+    .map((name) => path.join(agentsDir, name))
+    .filter((folder) => fs.statSync(folder, { throwIfNoEntry: false })?.isDirectory() === true)
+    .sort();
+}
+
+function loadAgentFolder(folder: string): AgentDefinition {
+  const id = path.basename(folder);
+  if (!ID_PATTERN.test(id)) {
+    throw new UserError(
+      `${folder}: "${id}" is not a valid agent id; rename the folder using only letters, ` +
+        "digits, - and _.",
+      { context: { file: folder } },
+    );
+  }
+  const file = path.join(folder, AGENT_FILE_NAME);
+  let text: string;
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch (thrown) {
+    const missing = (thrown as NodeJS.ErrnoException).code === "ENOENT";
+    throw new UserError(
+      missing
+        ? `${folder}: no ${AGENT_FILE_NAME}; add one (see agents/pickle/AGENT.md) or remove the folder.`
+        : `cannot read ${file}: ${(thrown as Error).message}; check its permissions.`,
+      { cause: thrown, context: { file } },
+    );
+  }
+  return parseAgentFile(id, text, file);
+}

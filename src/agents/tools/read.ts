@@ -1,0 +1,84 @@
+import { open, readdir, stat } from "node:fs/promises";
+import { z } from "zod";
+import { ToolError } from "../../errors.js";
+import { defineTool } from "./define-tool.js";
+import type { Tool } from "./types.js";
+import { fileSystemError, resolveInWorkspace } from "./workspace-path.js";
+
+/** Bytes of a file `read` returns; the rest is cut with a note. */
+export const READ_MAX_BYTES = 256 * 1024;
+
+/** Bytes looked at for a NUL byte, the sign of a binary file (as git does). */
+const BINARY_SNIFF_BYTES = 8 * 1024;
+
+/** Entries of a directory named in the error when `read` is given one. */
+const LISTED_ENTRIES = 100;
+
+const readInput = z.object({
+  path: z.string().min(1).describe("File path, relative to the workspace."),
+});
+
+/**
+ * `read {path}`: the text of a file in the workspace, cut at {@link READ_MAX_BYTES}
+ * with a note. Binary files are refused. A directory is an error whose message lists
+ * its entries, so the model can pick a file without needing `bash`.
+ */
+export function createReadTool(): Tool {
+  return defineTool({
+    name: "read",
+    description:
+      "Read a text file from the workspace. Returns its content (at most 256 KiB). " +
+      "Given a directory, the error lists its entries.",
+    input: readInput,
+    async run({ path }, context) {
+      const absolute = await resolveInWorkspace(context.workspace, path);
+      const stats = await stat(absolute).catch((thrown: unknown) => {
+        throw fileSystemError(thrown, path);
+      });
+      if (stats.isDirectory()) throw await directoryError(absolute, path);
+      if (!stats.isFile()) throw new ToolError(`"${path}" is not a regular file`);
+      const head = await readHead(absolute, path, READ_MAX_BYTES + 1);
+      if (head.subarray(0, BINARY_SNIFF_BYTES).includes(0)) {
+        throw new ToolError(
+          `"${path}" is a binary file (${stats.size} bytes); read returns text files only`,
+        );
+      }
+      if (head.length <= READ_MAX_BYTES) return head.toString("utf8");
+      const shown = head.subarray(0, READ_MAX_BYTES).toString("utf8");
+      return `${shown}\n\n[truncated: "${path}" has ${stats.size} bytes; only the first ${READ_MAX_BYTES} are shown]`;
+    },
+  });
+}
+
+async function readHead(absolute: string, path: string, maxBytes: number): Promise<Buffer> {
+  try {
+    const file = await open(absolute, "r");
+    try {
+      const buffer = Buffer.alloc(maxBytes);
+      let filled = 0;
+      while (filled < maxBytes) {
+        const { bytesRead } = await file.read(buffer, filled, maxBytes - filled, filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      return buffer.subarray(0, filled);
+    } finally {
+      await file.close();
+    }
+  } catch (thrown) {
+    throw fileSystemError(thrown, path);
+  }
+}
+
+async function directoryError(absolute: string, path: string): Promise<ToolError> {
+  const entries = await readdir(absolute, { withFileTypes: true });
+  const names = entries
+    .map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name))
+    .sort();
+  if (names.length === 0) return new ToolError(`"${path}" is an empty directory, not a file`);
+  const shown = names.slice(0, LISTED_ENTRIES).join(", ");
+  const more = names.length > LISTED_ENTRIES ? ` and ${names.length - LISTED_ENTRIES} more` : "";
+  return new ToolError(
+    `"${path}" is a directory, not a file; read one of its entries: ${shown}${more}`,
+  );
+}

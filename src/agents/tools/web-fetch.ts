@@ -1,0 +1,170 @@
+import { convert } from "html-to-text";
+import { z } from "zod";
+import { ToolError, toError } from "../../errors.js";
+import { defineTool } from "./define-tool.js";
+import type { Tool } from "./types.js";
+
+/** Options of {@link createWebFetchTool}. */
+export interface WebFetchToolOptions {
+  /** The whole fetch, body included, must finish within this. (Default: 30 000 ms) */
+  timeoutMs?: number;
+  /** Bytes of the body read; reading stops there and the text says so. (Default: 2 MiB) */
+  maxBytes?: number;
+}
+
+const webFetchInput = z.object({
+  url: z.string().min(1).describe("An http:// or https:// URL."),
+});
+
+/** Characters of text returned, so one page cannot fill the model's context. */
+const MAX_TEXT_CHARS = 256 * 1024;
+
+/** Content types turned from HTML into text. */
+const HTML_TYPES = new Set(["text/html", "application/xhtml+xml"]);
+
+/** Content types returned as they are, besides `text/*`. */
+const TEXT_TYPES = new Set([
+  "application/json",
+  "application/xml",
+  "application/javascript",
+  "application/ecmascript",
+  "application/x-www-form-urlencoded",
+  "application/yaml",
+  "application/x-yaml",
+  "application/toml",
+  "application/x-sh",
+  "application/sql",
+  "application/graphql",
+]);
+
+/**
+ * `web_fetch {url}`: GETs an http(s) URL and returns its text. HTML becomes plain
+ * text (images skipped, link URLs kept in brackets); other text types come back as
+ * they are; binary types are refused. A non-2xx answer is an error with its status.
+ */
+export function createWebFetchTool(options: WebFetchToolOptions = {}): Tool {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const maxBytes = options.maxBytes ?? 2 * 1024 * 1024;
+  return defineTool({
+    name: "web_fetch",
+    description:
+      "Fetch a web page or text file over http(s). HTML is returned as plain text with " +
+      "link URLs in brackets; JSON and other text as is; binary files are refused.",
+    input: webFetchInput,
+    async run({ url }, context) {
+      const target = parseHttpUrl(url);
+      const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeoutMs)]);
+      try {
+        return await fetchText(target, signal, maxBytes);
+      } catch (thrown) {
+        if (thrown instanceof ToolError) throw thrown;
+        if (context.signal.aborted) {
+          throw new ToolError(`fetching ${url} was stopped because the job was aborted`);
+        }
+        if (signal.aborted) {
+          throw new ToolError(`${url} did not answer within ${timeoutMs / 1000} s`, {
+            retryable: true,
+          });
+        }
+        throw networkError(url, thrown);
+      }
+    },
+  });
+}
+
+function parseHttpUrl(url: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ToolError(`"${url}" is not a valid URL; give a full http:// or https:// URL`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw new ToolError(
+      `web_fetch only fetches http:// and https:// URLs, not ${parsed.protocol}// ("${url}")`,
+    );
+  }
+  return parsed;
+}
+
+async function fetchText(url: URL, signal: AbortSignal, maxBytes: number): Promise<string> {
+  const response = await fetch(url, { signal, redirect: "follow" });
+  if (!response.ok) {
+    await response.body?.cancel();
+    const status = `${response.status} ${response.statusText}`.trim();
+    throw new ToolError(`${url.href} answered HTTP ${status}`, {
+      retryable: response.status === 429 || response.status >= 500,
+      context: { status: response.status },
+    });
+  }
+  const contentType = response.headers.get("content-type") ?? "";
+  const mediaType = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
+  if (mediaType !== "" && !isTextType(mediaType)) {
+    await response.body?.cancel();
+    throw new ToolError(
+      `${url.href} is ${mediaType}, which is not text; web_fetch returns HTML and text only`,
+    );
+  }
+  const body = await readCapped(response, maxBytes);
+  const text = decode(body.bytes, contentType);
+  const readable = HTML_TYPES.has(mediaType) ? htmlToText(text) : text;
+  if (readable.length > MAX_TEXT_CHARS) {
+    return `${readable.slice(0, MAX_TEXT_CHARS)}\n\n[truncated: the text of ${url.href} has ${readable.length} characters; only the first ${MAX_TEXT_CHARS} are shown]`;
+  }
+  return body.truncated
+    ? `${readable}\n\n[truncated: only the first ${maxBytes} bytes of ${url.href} were read]`
+    : readable;
+}
+
+function isTextType(mediaType: string): boolean {
+  return (
+    mediaType.startsWith("text/") ||
+    HTML_TYPES.has(mediaType) ||
+    TEXT_TYPES.has(mediaType) ||
+    mediaType.endsWith("+json") ||
+    mediaType.endsWith("+xml")
+  );
+}
+
+async function readCapped(
+  response: Response,
+  maxBytes: number,
+): Promise<{ bytes: Buffer; truncated: boolean }> {
+  if (response.body === null) return { bytes: Buffer.alloc(0), truncated: false };
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (size <= maxBytes) {
+    const { done, value } = await reader.read();
+    if (done) return { bytes: Buffer.concat(chunks), truncated: false };
+    chunks.push(value);
+    size += value.length;
+  }
+  await reader.cancel();
+  return { bytes: Buffer.concat(chunks).subarray(0, maxBytes), truncated: true };
+}
+
+function decode(bytes: Buffer, contentType: string): string {
+  const charset = /charset=["']?([\w-]+)/i.exec(contentType)?.[1] ?? "utf-8";
+  try {
+    return new TextDecoder(charset).decode(bytes);
+  } catch {
+    return new TextDecoder("utf-8").decode(bytes);
+  }
+}
+
+function htmlToText(html: string): string {
+  return convert(html, {
+    wordwrap: false,
+    selectors: [
+      { selector: "img", format: "skip" },
+      { selector: "a", options: { hideLinkHrefIfSameAsText: true } },
+    ],
+  });
+}
+
+function networkError(url: string, thrown: unknown): ToolError {
+  const error = toError(thrown);
+  const cause = error.cause instanceof Error ? error.cause.message : error.message;
+  return new ToolError(`could not fetch ${url}: ${cause}`, { cause: error, retryable: true });
+}

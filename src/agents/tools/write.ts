@@ -1,0 +1,35 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { z } from "zod";
+import { defineTool } from "./define-tool.js";
+import type { Tool } from "./types.js";
+import { fileSystemError, resolveInWorkspace } from "./workspace-path.js";
+
+const writeInput = z.object({
+  path: z.string().min(1).describe("File path, relative to the workspace."),
+  content: z.string().describe("The complete new content of the file."),
+});
+
+/**
+ * `write {path, content}`: creates or replaces a file in the workspace, creating its
+ * parent folders. Returns `wrote N bytes to path`.
+ */
+export function createWriteTool(): Tool {
+  return defineTool({
+    name: "write",
+    description:
+      "Create or overwrite a file in the workspace with the given content. " +
+      "Missing parent folders are created.",
+    input: writeInput,
+    async run({ path, content }, context) {
+      const absolute = await resolveInWorkspace(context.workspace, path);
+      try {
+        await mkdir(dirname(absolute), { recursive: true });
+        await writeFile(absolute, content, "utf8");
+      } catch (thrown) {
+        throw fileSystemError(thrown, path);
+      }
+      return `wrote ${Buffer.byteLength(content, "utf8")} bytes to ${path}`;
+    },
+  });
+}

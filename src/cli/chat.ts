@@ -1,0 +1,236 @@
+/**
+ * `picklebot chat`: a conversation in the terminal.
+ *
+ * On a TTY the reply streams as it is generated, tool calls show as one dim line each,
+ * Ctrl+C stops the reply in progress and Ctrl+D (or /exit) leaves. When stdin is not a
+ * TTY every line is one message and only the plain replies go to stdout (tool lines and
+ * errors go to stderr), so the command can be scripted; it exits 1 if a message failed.
+ */
+import { userInfo } from "node:os";
+import { createInterface, type Interface } from "node:readline";
+import { Command } from "commander";
+import { toError, UserError } from "../errors.js";
+import type { Session, TokenUsage } from "../ports.js";
+import { openWorkspace, type WorkspaceContext } from "./context.js";
+
+const DIM = "\x1b[2m";
+const BOLD = "\x1b[1m";
+const RED = "\x1b[31m";
+const RESET = "\x1b[0m";
+
+const HELP_TEXT = [
+  "/new       start a new session",
+  "/sessions  list recent sessions",
+  "/exit      leave (or Ctrl+D)",
+  "Ctrl+C stops a reply in progress.",
+].join("\n");
+
+/** The `chat` command. */
+export function chatCommand(): Command {
+  return new Command("chat")
+    .description("chat with an agent in the terminal (shares the history store with the server)")
+    .option("-a, --agent <id>", "agent to talk to (default: default_agent)")
+    .option("-s, --session <id>", "resume a stored session")
+    .action(async (options: { agent?: string; session?: string }, command: Command) => {
+      const context = openWorkspace(command);
+      try {
+        const chat = new TerminalChat(context, process.stdin.isTTY === true);
+        await chat.open(options);
+        await chat.loop();
+        if (chat.failures > 0) process.exitCode = 1;
+      } finally {
+        await context.close();
+      }
+    });
+}
+
+class TerminalChat {
+  failures = 0;
+  #session: Session | null = null;
+  #agentId = "";
+  #reply: AbortController | null = null;
+  readonly #context: WorkspaceContext;
+  readonly #tty: boolean;
+  readonly #lines: Interface;
+
+  constructor(context: WorkspaceContext, tty: boolean) {
+    this.#context = context;
+    this.#tty = tty;
+    this.#lines = createInterface({ input: process.stdin, output: process.stdout, terminal: tty });
+  }
+
+  /** Picks the agent and, with `--session`, the stored session to resume. */
+  async open(options: { agent?: string; session?: string }): Promise<void> {
+    const { runner, config, storage } = this.#context;
+    if (options.session) {
+      const session = await storage.history.getSession(options.session);
+      if (!session) {
+        throw new UserError(
+          `no session "${options.session}" in ${config.history.path}; run /sessions in picklebot chat to list them`,
+        );
+      }
+      this.#session = session;
+      this.#agentId = session.agentId;
+    } else {
+      this.#agentId = options.agent ?? config.default_agent;
+    }
+    const agent = runner.agent(this.#agentId);
+    if (!this.#tty) return;
+    const resumed = this.#session
+      ? ` — resuming "${this.#session.title ?? this.#session.id}" (${this.#session.messageCount} messages)`
+      : "";
+    this.#say(`${BOLD}${agent.name}${RESET}${resumed}\n${DIM}/help for commands${RESET}\n`);
+  }
+
+  /** Reads messages until /exit or end of input. */
+  async loop(): Promise<void> {
+    this.#lines.on("SIGINT", () => this.#interrupt());
+    this.#prompt();
+    for await (const line of this.#lines) {
+      const text = line.trim();
+      if (text === "/exit" || text === "/quit") break;
+      if (text) await this.#handle(text);
+      this.#prompt();
+    }
+    this.#lines.close();
+    if (this.#tty) this.#say("\n");
+  }
+
+  async #handle(text: string): Promise<void> {
+    if (text === "/new") return this.#newSession();
+    if (text === "/sessions") return this.#listSessions();
+    if (text === "/help") return this.#say(`${HELP_TEXT}\n`);
+    await this.#send(text);
+  }
+
+  async #send(text: string): Promise<void> {
+    const { storage, runner } = this.#context;
+    const session = this.#session ?? (await this.#createSession());
+    this.#reply = new AbortController();
+    const stream = new ReplyPrinter(this.#tty, runner.agent(this.#agentId).name);
+    try {
+      await storage.history.append(session.id, { role: "user", content: [{ type: "text", text }] });
+      const result = await runner.run({
+        agentId: this.#agentId,
+        sessionId: session.id,
+        sessionKey: session.key,
+        signal: this.#reply.signal,
+        events: stream.events(),
+      });
+      stream.finish(result.text, result.usage);
+    } catch (thrown) {
+      stream.fail(this.#reply.signal.aborted ? "stopped" : toError(thrown).message);
+      if (!this.#reply.signal.aborted) this.failures += 1;
+    } finally {
+      this.#reply = null;
+    }
+  }
+
+  async #createSession(): Promise<Session> {
+    const key = `console:${userInfo().username}`;
+    this.#session = await this.#context.storage.history.createSession({
+      key,
+      agentId: this.#agentId,
+    });
+    return this.#session;
+  }
+
+  async #newSession(): Promise<void> {
+    this.#session = null;
+    this.#say(`${this.#tty ? DIM : ""}started a new session${this.#tty ? RESET : ""}\n`);
+  }
+
+  async #listSessions(): Promise<void> {
+    const sessions = await this.#context.storage.history.listSessions({ limit: 20 });
+    if (sessions.length === 0) return this.#say("no sessions yet\n");
+    for (const session of sessions) {
+      const when = new Date(session.updatedAt).toISOString().slice(0, 16).replace("T", " ");
+      const current = session.id === this.#session?.id ? " *" : "";
+      this.#say(
+        `${session.id}  ${when}  ${session.agentId}  ${session.key}  ${session.messageCount} msgs  ${session.title ?? ""}${current}\n`,
+      );
+    }
+    this.#say(`resume one with: picklebot chat --session <id>\n`);
+  }
+
+  #interrupt(): void {
+    if (this.#reply) {
+      this.#reply.abort();
+      return;
+    }
+    this.#say(`\n${DIM}(Ctrl+D or /exit to leave)${RESET}\n`);
+    this.#prompt();
+  }
+
+  #prompt(): void {
+    if (this.#tty) this.#lines.setPrompt(`${BOLD}you ›${RESET} `);
+    if (this.#tty) this.#lines.prompt();
+  }
+
+  #say(text: string): void {
+    process.stdout.write(text);
+  }
+}
+
+/** Prints one reply: streamed with decorations on a TTY, plain text otherwise. */
+class ReplyPrinter {
+  #streamed = "";
+  #atLineStart = true;
+  readonly #tty: boolean;
+  readonly #name: string;
+
+  constructor(tty: boolean, agentName: string) {
+    this.#tty = tty;
+    this.#name = agentName;
+  }
+
+  events() {
+    return {
+      onModelCall: () => {
+        if (this.#tty && this.#atLineStart)
+          this.#write(`${BOLD}${this.#name.toLowerCase()} ›${RESET} `);
+      },
+      onText: (delta: string) => {
+        this.#streamed += delta;
+        if (this.#tty) this.#write(delta);
+      },
+      onToolCall: (_call: unknown, summary: string) => {
+        if (!this.#tty) {
+          process.stderr.write(`· ${summary}\n`);
+          return;
+        }
+        if (!this.#atLineStart) this.#write("\n");
+        this.#write(`${DIM}  ↳ ${summary}${RESET}\n`);
+      },
+    };
+  }
+
+  finish(text: string, usage: TokenUsage): void {
+    if (!this.#tty) {
+      this.#write(`${text}\n`);
+      return;
+    }
+    // A reply found finished in history (a resumed turn) streamed nothing: print it whole.
+    if (!this.#streamed.trim()) this.#write(text);
+    this.#write(`\n${DIM}${formatUsage(usage)}${RESET}\n`);
+  }
+
+  fail(message: string): void {
+    if (this.#tty && !this.#atLineStart) this.#write("\n");
+    const line = `error: ${message}\n`;
+    if (this.#tty) this.#write(`${RED}${line}${RESET}`);
+    else process.stderr.write(line);
+  }
+
+  #write(text: string): void {
+    if (text.length === 0) return;
+    process.stdout.write(text);
+    this.#atLineStart = text.endsWith("\n");
+  }
+}
+
+function formatUsage(usage: TokenUsage): string {
+  const k = (n: number) => (n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n));
+  const cached = usage.cacheRead > 0 ? `, ${k(usage.cacheRead)} cached` : "";
+  return `(${k(usage.input)} in / ${k(usage.output)} out${cached})`;
+}

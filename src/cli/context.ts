@@ -1,0 +1,58 @@
+import type { Command } from "commander";
+import { createAnthropicProvider } from "../agents/anthropic.js";
+import { type AgentDefinition, loadAgents } from "../agents/definition.js";
+import { AgentRunner } from "../agents/runner.js";
+import { type Config, loadConfig, resolveWorkspace } from "../config/index.js";
+import type { ModelProvider } from "../ports.js";
+import { systemClock } from "../server/worker.js";
+import { openStorage, type Storage } from "../storage.js";
+
+/** A workspace opened for a command: its config, agents, storage and agent runner. */
+export interface WorkspaceContext extends LoadedWorkspace {
+  storage: Storage;
+  runner: AgentRunner;
+  close(): Promise<void>;
+}
+
+/** The workspace a command runs in: `--workspace`, then `PICKLEBOT_WORKSPACE`, then cwd. */
+export function workspaceOf(command: Command): string {
+  const { workspace } = command.optsWithGlobals<{ workspace?: string }>();
+  return resolveWorkspace(workspace);
+}
+
+/** The model provider the config names. */
+export function providerFor(config: Config): ModelProvider {
+  return createAnthropicProvider({
+    apiKey: config.llm.api_key,
+    baseURL: config.llm.base_url,
+    timeoutMs: config.llm.timeout_s * 1000,
+  });
+}
+
+/** A workspace's config, agents and model provider, without storage. */
+export interface LoadedWorkspace {
+  workspace: string;
+  config: Config;
+  agents: Map<string, AgentDefinition>;
+  provider: ModelProvider;
+}
+
+/**
+ * Loads the workspace's config and agents. Broken agent files are reported on stderr and
+ * skipped, so one bad AGENT.md does not stop the others.
+ */
+export function loadWorkspace(command: Command): LoadedWorkspace {
+  const workspace = workspaceOf(command);
+  const config = loadConfig(workspace);
+  const { agents, errors } = loadAgents(workspace);
+  for (const error of errors) process.stderr.write(`picklebot: warning: ${error.message}\n`);
+  return { workspace, config, agents, provider: providerFor(config) };
+}
+
+/** Loads the workspace and opens its storage, for commands that read or run agents. */
+export function openWorkspace(command: Command): WorkspaceContext {
+  const loaded = loadWorkspace(command);
+  const storage = openStorage(loaded.config);
+  const runner = new AgentRunner({ ...loaded, history: storage.history, clock: systemClock });
+  return { ...loaded, storage, runner, close: () => storage.close() };
+}

@@ -1,0 +1,125 @@
+/** `picklebot jobs`: inspect the queue and requeue failed jobs. */
+import { Command, InvalidArgumentError } from "commander";
+import { UserError } from "../errors.js";
+import type { Job, JobState } from "../ports.js";
+import { formatReplyTarget } from "../server/cron/definition.js";
+import { openWorkspace } from "./context.js";
+import { formatTime, printJson, printTable } from "./output.js";
+
+const STATES: JobState[] = ["queued", "running", "failed", "done"];
+
+/** The `jobs` command group. */
+export function jobsCommand(): Command {
+  const jobs = new Command("jobs")
+    .description("list jobs in the queue (newest first); see also: jobs show, jobs retry")
+    .option("--state <state>", `only jobs in this state (${STATES.join(" | ")})`, parseState)
+    .option("--limit <n>", "at most this many jobs (default: 50)", parseLimit)
+    .option("--json", "print JSON for scripts")
+    .action(
+      async (options: { state?: JobState; limit?: number; json?: boolean }, command: Command) => {
+        const context = openWorkspace(command);
+        try {
+          const list = await context.storage.queue.list({
+            state: options.state,
+            limit: options.limit ?? 50,
+          });
+          if (options.json) return printJson(list);
+          if (list.length === 0)
+            return void console.log(`no ${options.state ?? ""} jobs`.replace("  ", " "));
+          printTable(
+            ["id", "state", "agent", "session", "attempts", "run at", "last error"],
+            list.map((job) => [
+              job.id,
+              job.state,
+              job.agentId,
+              job.sessionKey,
+              `${job.attempts}/${job.maxAttempts}`,
+              formatTime(job.runAt),
+              truncate(job.lastError ?? "", 60),
+            ]),
+          );
+        } finally {
+          await context.close();
+        }
+      },
+    );
+  jobs
+    .command("show")
+    .description("show one job with its error history")
+    .argument("<id>", "job id")
+    .option("--json", "print JSON for scripts")
+    .action(async (id: string, _options: unknown, command: Command) => {
+      // `jobs` has a --json of its own that commander fills first: read both.
+      const { json } = command.optsWithGlobals<{ json?: boolean }>();
+      const context = openWorkspace(command);
+      try {
+        const job = await context.storage.queue.get(id);
+        if (!job) throw new UserError(`no job "${id}"; list them with picklebot jobs`);
+        if (json) return printJson(job);
+        printJob(job);
+      } finally {
+        await context.close();
+      }
+    });
+  jobs
+    .command("retry")
+    .description("requeue a failed job with a fresh attempt budget")
+    .argument("<id>", "job id (see picklebot jobs --state failed)")
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const context = openWorkspace(command);
+      try {
+        const job = await context.storage.queue.get(id);
+        if (!job)
+          throw new UserError(
+            `no job "${id}"; list failed jobs with picklebot jobs --state failed`,
+          );
+        if (!(await context.storage.queue.retryFailed(id))) {
+          throw new UserError(
+            `job ${id} is ${job.state}, not failed; only failed jobs can be retried`,
+          );
+        }
+        console.log(`requeued job ${id}; a running server picks it up`);
+      } finally {
+        await context.close();
+      }
+    });
+  return jobs;
+}
+
+function printJob(job: Job): void {
+  const fields: [string, string][] = [
+    ["id", job.id],
+    ["state", job.state],
+    ["agent", job.agentId],
+    ["session key", job.sessionKey],
+    ["session id", job.sessionId ?? "-"],
+    ["mode", job.mode],
+    ["reply to", formatReplyTarget(job.replyTo)],
+    ["attempts", `${job.attempts}/${job.maxAttempts}`],
+    ["run at", formatTime(job.runAt)],
+    ["created", formatTime(job.createdAt)],
+    ["message", job.message === "." ? ". (checkpointed: the message is in history)" : job.message],
+  ];
+  for (const [name, value] of fields) console.log(`${name.padEnd(12)} ${value}`);
+  for (const error of job.errors) {
+    console.log(
+      `error        attempt ${error.attempt} at ${formatTime(error.at)}: ${error.message}`,
+    );
+  }
+}
+
+function parseState(value: string): JobState {
+  if ((STATES as string[]).includes(value)) return value as JobState;
+  throw new InvalidArgumentError(`expected one of ${STATES.join(", ")}`);
+}
+
+function parseLimit(value: string): number {
+  const limit = Number(value);
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new InvalidArgumentError("expected a positive whole number");
+  return limit;
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}

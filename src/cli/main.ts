@@ -1,0 +1,56 @@
+import { Command, CommanderError } from "commander";
+import { toError, UsageError, UserError } from "../errors.js";
+import { chatCommand } from "./chat.js";
+import { cronCommand } from "./cron.js";
+import { initCommand } from "./init.js";
+import { jobsCommand } from "./jobs.js";
+import { serverCommand } from "./server.js";
+import { statusCommand } from "./status.js";
+
+/** Builds the `picklebot` program with every sub-command. */
+export function buildProgram(): Command {
+  const program = new Command("picklebot")
+    .description("Self-hosted personal AI agent server")
+    .option(
+      "-w, --workspace <dir>",
+      "workspace folder (default: $PICKLEBOT_WORKSPACE or the current directory)",
+    )
+    .showHelpAfterError("(run with --help for usage)")
+    .exitOverride();
+  for (const command of [
+    serverCommand(),
+    chatCommand(),
+    cronCommand(),
+    jobsCommand(),
+    statusCommand(),
+    initCommand(),
+  ]) {
+    program.addCommand(command.exitOverride().showHelpAfterError("(run with --help for usage)"));
+  }
+  return program;
+}
+
+/** Runs the CLI; user errors print one sentence and exit 1, usage errors exit 2. */
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (thrown) {
+    process.exitCode = reportError(thrown);
+  }
+}
+
+function reportError(thrown: unknown): number {
+  if (thrown instanceof CommanderError) {
+    // commander already printed the message (or the help / version text).
+    return thrown.exitCode === 0 ? 0 : 2;
+  }
+  const error = toError(thrown);
+  if (error instanceof UserError) {
+    process.stderr.write(`picklebot: ${error.message}\n`);
+    return error instanceof UsageError ? 2 : 1;
+  }
+  process.stderr.write(`picklebot: unexpected error: ${error.stack ?? error.message}\n`);
+  return 1;
+}
+
+await main(process.argv);

@@ -1,0 +1,92 @@
+/**
+ * `picklebot server`: runs the supervisor until SIGINT/SIGTERM.
+ *
+ * First signal: stop taking work, let running jobs finish (within job_timeout_s), exit 0.
+ * Second signal: exit at once; jobs still running are requeued at the next start.
+ */
+import { Command, InvalidArgumentError } from "commander";
+import { createLogger, type Logger } from "../log.js";
+import { PicklebotServer } from "../server/server.js";
+import { type LoadedWorkspace, loadWorkspace } from "./context.js";
+import { describeCronsNow } from "./cron.js";
+import { formatTime } from "./output.js";
+
+/** The `server` command. */
+export function serverCommand(): Command {
+  return new Command("server")
+    .description("run the agent server (workers, crons, chat buses, /healthz and /metrics)")
+    .option(
+      "-c, --agent-concurrency <n>",
+      "jobs run at once (overrides workers.agent_concurrency)",
+      positiveInteger,
+    )
+    .action(async (options: { agentConcurrency?: number }, command: Command) => {
+      const loaded = loadWorkspace(command);
+      if (options.agentConcurrency)
+        loaded.config.workers.agent_concurrency = options.agentConcurrency;
+      const logger = createLogger();
+      const server = await PicklebotServer.start({ ...loaded, logger });
+      await printSummary(loaded, server, logger);
+      await untilSignalled(logger);
+      await server.stop();
+      logger.info("picklebot server stopped");
+    });
+}
+
+/** Resolves on the first SIGINT/SIGTERM; a second one exits the process at once. */
+function untilSignalled(logger: Logger): Promise<void> {
+  return new Promise((resolve) => {
+    const onSignal = (signal: NodeJS.Signals) => {
+      process.removeListener("SIGINT", onSignal).removeListener("SIGTERM", onSignal);
+      process.once("SIGINT", () => forceExit(logger)).once("SIGTERM", () => forceExit(logger));
+      logger.info(
+        { signal },
+        "shutting down: finishing running jobs (press Ctrl+C again to force)",
+      );
+      resolve();
+    };
+    process.on("SIGINT", onSignal).on("SIGTERM", onSignal);
+  });
+}
+
+function forceExit(logger: Logger): never {
+  logger.warn("forced exit: running jobs will be requeued at the next start");
+  process.exit(130);
+}
+
+async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, logger: Logger) {
+  const { workspace, config, agents } = loaded;
+  const crons = await describeCronsNow(workspace, config, server.cronState);
+  const summary = {
+    workspace,
+    queue: config.queue.backend,
+    history: `${config.history.backend} (${config.history.path})`,
+    agents: [...new Set([config.default_agent, ...agents.keys()])].join(", "),
+    crons:
+      crons.length === 0
+        ? "none"
+        : crons
+            .map((cron) => `${cron.id} (${cron.status}, next ${formatTime(cron.nextRunAt)})`)
+            .join("; "),
+    buses: enabledBuses(config).join(", ") || "none (enable telegram or discord in picklebot.yaml)",
+    http: server.httpAddress ? `http://${server.httpAddress} (/healthz, /metrics)` : "disabled",
+  };
+  logger.info(summary, "picklebot server started");
+  if (!config.llm.api_key) {
+    logger.warn(
+      "no model API key: set ANTHROPIC_API_KEY (or llm.api_key in picklebot.yaml); jobs fail until one is set",
+    );
+  }
+}
+
+function enabledBuses(config: LoadedWorkspace["config"]): string[] {
+  return (["telegram", "discord"] as const).filter((bus) => config[bus].enabled);
+}
+
+function positiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) {
+    throw new InvalidArgumentError("expected a positive whole number, e.g. 4");
+  }
+  return parsed;
+}

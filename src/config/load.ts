@@ -1,0 +1,119 @@
+/**
+ * Finds the workspace and loads its picklebot.yaml: `.env` first, then YAML, then
+ * `${ENV}` interpolation, then validation against the schema (which fills defaults).
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { parseEnv } from "node:util";
+import { parseDocument } from "yaml";
+import { UserError } from "../errors.js";
+import { interpolateEnv } from "./interpolate.js";
+import { userErrorFromIssues } from "./issues.js";
+import { buildConfigSchema, type Config, type Environment } from "./schema.js";
+
+/** The configuration file's name inside a workspace. */
+export const CONFIG_FILE_NAME = "picklebot.yaml";
+
+/**
+ * The absolute workspace folder: `option` (from `--workspace`), else
+ * `PICKLEBOT_WORKSPACE`, else the current directory. Throws a UserError when it does
+ * not exist or is not a folder.
+ */
+export function resolveWorkspace(
+  option: string | undefined,
+  env: Environment = process.env,
+): string {
+  const chosen = option || env.PICKLEBOT_WORKSPACE || process.cwd();
+  const workspace = path.resolve(chosen);
+  const source = option ? "--workspace" : env.PICKLEBOT_WORKSPACE ? "PICKLEBOT_WORKSPACE" : "";
+  const from = source ? ` (from ${source})` : "";
+  let stats: fs.Stats;
+  try {
+    stats = fs.statSync(workspace);
+  } catch {
+    throw new UserError(
+      `workspace ${workspace}${from} does not exist; create one with \`picklebot init ${chosen}\` ` +
+        "or pass an existing folder with --workspace.",
+      { context: { file: workspace } },
+    );
+  }
+  if (!stats.isDirectory()) {
+    throw new UserError(
+      `workspace ${workspace}${from} is a file, not a folder; pass a folder with --workspace.`,
+      { context: { file: workspace } },
+    );
+  }
+  return workspace;
+}
+
+/**
+ * Loads `<workspace>/picklebot.yaml` (optional: every key has a default). Variables of
+ * `<workspace>/.env` are first added to `env` unless already set there. Throws a
+ * UserError naming the file and key for any problem.
+ */
+export function loadConfig(workspace: string, env: Environment = process.env): Config {
+  loadDotEnv(workspace, env);
+  const file = path.join(workspace, CONFIG_FILE_NAME);
+  const raw = interpolateEnv(readYamlFile(file) ?? {}, env, file);
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new UserError(
+      `${file}: expected a mapping of keys to values (such as \`llm:\`), found ${
+        Array.isArray(raw) ? "a list" : JSON.stringify(raw)
+      }; see \`picklebot init\` for an example.`,
+      { context: { file } },
+    );
+  }
+  const schema = buildConfigSchema({ env, workspace });
+  const result = schema.safeParse(raw, { reportInput: true });
+  if (!result.success) throw userErrorFromIssues(file, result.error.issues, schema);
+  return result.data;
+}
+
+/** Adds the variables of `<workspace>/.env` to `env`, never overriding one already set. */
+export function loadDotEnv(workspace: string, env: Environment): void {
+  const file = path.join(workspace, ".env");
+  const text = readTextIfExists(file);
+  if (text === undefined) return;
+  for (const [name, value] of Object.entries(parseEnv(text))) {
+    if (env[name] === undefined && value !== undefined) env[name] = value;
+  }
+}
+
+/**
+ * The parsed content of a YAML file, or undefined when the file does not exist. A
+ * syntax error is a UserError naming the file and line; `lineOffset` shifts the line
+ * numbers when the YAML is embedded in a larger file (front matter).
+ */
+export function parseYaml(text: string, file: string, lineOffset = 0): unknown {
+  const document = parseDocument(text);
+  const error = document.errors[0];
+  if (error) {
+    const line = (error.linePos?.[0].line ?? 1) + lineOffset;
+    const reason = error.message.split("\n")[0]?.replace(/ at line \d+, column \d+:?$/, "");
+    throw new UserError(
+      `${file}:${line}: YAML syntax error: ${reason}; fix the syntax on line ${line}.`,
+      { cause: error, context: { file, line } },
+    );
+  }
+  return document.toJS();
+}
+
+function readYamlFile(file: string): unknown {
+  const text = readTextIfExists(file);
+  return text === undefined ? undefined : parseYaml(text, file);
+}
+
+function readTextIfExists(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch (thrown) {
+    if ((thrown as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new UserError(
+      `cannot read ${file}: ${(thrown as Error).message}; check its permissions.`,
+      {
+        cause: thrown,
+        context: { file },
+      },
+    );
+  }
+}

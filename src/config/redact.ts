@@ -1,0 +1,20 @@
+import type { Config } from "./schema.js";
+
+/** What `status` shows instead of a secret. */
+function presence(secret: string | undefined): string {
+  return secret === undefined ? "[not set]" : "[set]";
+}
+
+/**
+ * A copy of `config` safe to print: API keys, bot tokens and the database URL (which
+ * may hold a password) are replaced by "[set]" or "[not set]".
+ */
+export function redactConfig(config: Config): Config {
+  return {
+    ...config,
+    llm: { ...config.llm, api_key: presence(config.llm.api_key) },
+    queue: { ...config.queue, url: presence(config.queue.url) },
+    telegram: { ...config.telegram, bot_token: presence(config.telegram.bot_token) },
+    discord: { ...config.discord, bot_token: presence(config.discord.bot_token) },
+  };
+}

@@ -1,0 +1,228 @@
+/**
+ * The schema of picklebot.yaml (DESIGN.md §2.1): every key, its default and its checks,
+ * in one place. Keys stay snake_case in the parsed {@link Config}.
+ */
+import path from "node:path";
+import { z } from "zod";
+import type { CustomIssueParams } from "./issues.js";
+
+/** Environment variables, as `process.env` holds them. */
+export type Environment = Record<string, string | undefined>;
+
+/** What the defaults depend on. */
+export interface ConfigSchemaContext {
+  /** Supplies the defaults of secrets and URLs (ANTHROPIC_API_KEY, DATABASE_URL…). */
+  env: Environment;
+  /** Absolute workspace path; `history.path` is resolved against it. */
+  workspace: string;
+}
+
+/** Letters, digits, `-` and `_`: the shape of agent and cron ids. */
+export const ID_PATTERN = /^[A-Za-z0-9_-]+$/;
+
+/** The host's IANA time zone, the default of `timezone`. */
+export function hostTimeZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
+/** True when `Intl` knows the zone (e.g. `Europe/Berlin`, `UTC`). */
+export function isValidTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Builds the picklebot.yaml schema; defaults read from `context.env`. */
+export function buildConfigSchema(context: ConfigSchemaContext) {
+  return z
+    .strictObject({
+      /** Agent used for chats that name none. */
+      default_agent: z
+        .string()
+        .regex(ID_PATTERN)
+        .describe("an agent id (letters, digits, - and _)")
+        .default("pickle"),
+      /** Default zone of crons and of `{{now}}`. */
+      timezone: z
+        .string()
+        .refine(isValidTimeZone)
+        .describe('an IANA time zone such as "Europe/Berlin" or "UTC"')
+        .default(hostTimeZone),
+      llm: llmSchema(context.env),
+      queue: queueSchema(context.env),
+      workers: workersSchema(),
+      history: historySchema(context.workspace),
+      telegram: telegramSchema(context.env),
+      discord: discordSchema(context.env),
+      http: httpSchema(),
+    })
+    .superRefine((config, ctx) => {
+      if (config.queue.url !== undefined) return;
+      for (const part of ["queue", "history"] as const) {
+        if (config[part].backend !== "postgres") continue;
+        ctx.addIssue({
+          code: "custom",
+          path: ["queue", "url"],
+          message:
+            `required when ${part}.backend is postgres; set DATABASE_URL in the environment ` +
+            "or the workspace .env, or set queue.url (postgres://user:password@host/database)",
+          params: { standalone: true } satisfies CustomIssueParams,
+        });
+        return;
+      }
+    });
+}
+
+/** The validated configuration, with every default filled in. */
+export type Config = z.output<ReturnType<typeof buildConfigSchema>>;
+
+function llmSchema(env: Environment) {
+  return z
+    .strictObject({
+      provider: z.literal("anthropic").default("anthropic"),
+      model: z.string().min(1).default("claude-sonnet-4-6"),
+      /** Absent is allowed: the model call reports a missing key when it is made. */
+      api_key: secret(env, "ANTHROPIC_API_KEY"),
+      base_url: httpUrl().optional(),
+      max_tokens: fromText(z.int().min(1)).default(4096),
+      timeout_s: fromText(z.number().positive()).default(600),
+    })
+    .prefault({});
+}
+
+function queueSchema(env: Environment) {
+  return z
+    .strictObject({
+      backend: z.enum(["sqlite", "memory", "postgres"]).default("sqlite"),
+      url: z
+        .string()
+        .regex(/^postgres(ql)?:\/\//)
+        .describe("a PostgreSQL URL (postgres://user:password@host/database)")
+        .optional()
+        .transform((url) => url ?? (env.DATABASE_URL || undefined)),
+    })
+    .prefault({});
+}
+
+function workersSchema() {
+  return z
+    .strictObject({
+      agent_concurrency: fromText(z.int().min(1)).default(4),
+      max_attempts: fromText(z.int().min(1)).default(5),
+      job_timeout_s: fromText(z.number().positive()).default(300),
+    })
+    .prefault({});
+}
+
+function historySchema(workspace: string) {
+  return z
+    .strictObject({
+      backend: z.enum(["sqlite", "jsonl", "postgres"]).default("sqlite"),
+      path: z
+        .string()
+        .min(1)
+        .default("history")
+        .transform((folder) => path.resolve(workspace, folder)),
+      max_messages: fromText(z.int().min(2)).default(200),
+    })
+    .prefault({});
+}
+
+function telegramSchema(env: Environment) {
+  const userId = fromText(
+    z.int().positive().describe("a Telegram user id (a number such as 123456789)"),
+  );
+  return z
+    .strictObject({
+      enabled: flag().default(false),
+      bot_token: secret(env, "TELEGRAM_BOT_TOKEN"),
+      allowed_user_ids: z.array(userId).default([]),
+      api_root: httpUrl().optional(),
+    })
+    .superRefine(requireTokenWhenEnabled("telegram", "TELEGRAM_BOT_TOKEN"))
+    .prefault({});
+}
+
+function discordSchema(env: Environment) {
+  return z
+    .strictObject({
+      enabled: flag().default(false),
+      bot_token: secret(env, "DISCORD_BOT_TOKEN"),
+      allowed_user_ids: z.array(snowflake("user")).default([]),
+      channel_ids: z.array(snowflake("channel")).default([]),
+      api_base: httpUrl().optional(),
+    })
+    .superRefine(requireTokenWhenEnabled("discord", "DISCORD_BOT_TOKEN"))
+    .prefault({});
+}
+
+function httpSchema() {
+  return z
+    .strictObject({
+      enabled: flag().default(true),
+      host: z.string().min(1).default("127.0.0.1"),
+      port: fromText(z.int().min(0).max(65535).describe("a port number from 0 to 65535")).default(
+        8787,
+      ),
+    })
+    .prefault({});
+}
+
+function requireTokenWhenEnabled(bus: string, envName: string) {
+  return (section: { enabled: boolean; bot_token?: string | undefined }, ctx: z.RefinementCtx) => {
+    if (!section.enabled || section.bot_token !== undefined) return;
+    ctx.addIssue({
+      code: "custom",
+      path: ["bot_token"],
+      message:
+        `required when ${bus}.enabled is true; set ${envName} in the environment or the ` +
+        `workspace .env, or set ${bus}.bot_token, or set ${bus}.enabled: false`,
+      params: { standalone: true } satisfies CustomIssueParams,
+    });
+  };
+}
+
+/** A secret string; when the key is absent it comes from the environment variable. */
+function secret(env: Environment, envName: string) {
+  return z
+    .string()
+    .optional()
+    .transform((value) => (value === undefined ? env[envName] : value) || undefined);
+}
+
+/** A Discord id: digits, best quoted (snowflakes are too long for YAML numbers). */
+function snowflake(kind: string) {
+  return z.preprocess(
+    (value) => (typeof value === "number" && Number.isSafeInteger(value) ? String(value) : value),
+    z
+      .string()
+      .regex(/^\d+$/)
+      .describe(`a Discord ${kind} id written as quoted digits, e.g. "80351110224678912"`),
+  );
+}
+
+function httpUrl() {
+  return z
+    .url({ protocol: /^https?$/ })
+    .describe("an http:// or https:// URL such as http://127.0.0.1:9999");
+}
+
+/** Numbers may also arrive as text, e.g. from `${PORT}`. */
+function fromText<T extends z.ZodType>(schema: T) {
+  return z.preprocess(
+    (value) =>
+      typeof value === "string" && /^\s*-?\d+(\.\d+)?\s*$/.test(value) ? Number(value) : value,
+    schema,
+  );
+}
+
+/** Booleans may also arrive as the text "true" / "false", e.g. from `${ENABLED}`. */
+function flag() {
+  return z.preprocess(
+    (value) => (value === "true" ? true : value === "false" ? false : value),
+    z.boolean(),
+  );
+}

@@ -1,0 +1,79 @@
+/**
+ * The few error classes picklebot throws. Each one wraps its cause, carries context
+ * (file, key, job id) and says whether trying again can help.
+ */
+
+/** Context attached to an error: where it happened and what it concerned. */
+export type ErrorContext = Record<string, string | number | boolean | undefined>;
+
+/** Options shared by all picklebot errors. */
+export interface PicklebotErrorOptions {
+  /** The underlying error, if any. */
+  cause?: unknown;
+  /** Whether retrying the same operation later can succeed. (Default: false) */
+  retryable?: boolean;
+  /** Where it happened: file, key, job id… */
+  context?: ErrorContext;
+}
+
+/** Base class: a failure with a message a person can act on. */
+export class PicklebotError extends Error {
+  readonly retryable: boolean;
+  readonly context: ErrorContext;
+
+  constructor(message: string, options: PicklebotErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.retryable = options.retryable ?? false;
+    this.context = options.context ?? {};
+  }
+}
+
+/**
+ * Something the user can fix: a bad config value, a broken AGENT.md, an unknown id.
+ * The CLI prints its message (no stack) and exits 1.
+ */
+export class UserError extends PicklebotError {}
+
+/** The command line was used wrongly; the CLI exits 2. */
+export class UsageError extends UserError {}
+
+/** A call to the model provider failed; `retryable` tells 429/5xx/network from 400. */
+export class ModelError extends PicklebotError {
+  /** HTTP status, when the provider answered. */
+  readonly status: number | undefined;
+  /** Seconds the provider asked us to wait (retry-after), if it said. */
+  readonly retryAfterS: number | undefined;
+
+  constructor(
+    message: string,
+    options: PicklebotErrorOptions & { status?: number; retryAfterS?: number } = {},
+  ) {
+    super(message, options);
+    this.status = options.status;
+    this.retryAfterS = options.retryAfterS;
+  }
+}
+
+/** A tool was called with bad input or failed; it goes back to the model as `is_error`. */
+export class ToolError extends PicklebotError {}
+
+/** Turns anything thrown into an Error, keeping Errors as they are. */
+export function toError(thrown: unknown): Error {
+  if (thrown instanceof Error) return thrown;
+  if (typeof thrown === "string") return new Error(thrown);
+  try {
+    return new Error(JSON.stringify(thrown));
+  } catch {
+    return new Error(String(thrown));
+  }
+}
+
+/**
+ * True when a retry of the failed operation can help. Our own errors say so themselves;
+ * anything else (a network error, a bug, a crash) gets the benefit of the doubt, and
+ * `max_attempts` bounds the retries.
+ */
+export function isRetryable(thrown: unknown): boolean {
+  return thrown instanceof PicklebotError ? thrown.retryable : true;
+}

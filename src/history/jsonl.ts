@@ -1,0 +1,194 @@
+/**
+ * HistoryStore on plain files, for users who want their history greppable:
+ *
+ * ```
+ * <dir>/index.jsonl            session events, append-only (see jsonl-index.ts)
+ * <dir>/sessions/<id>.jsonl    one line per message: {"role","content","job_id","created_at"}
+ * ```
+ *
+ * Every write is one `appendFileSync` of whole lines, so a crash leaves at most a torn
+ * last line, which readers skip. The message is written before its index event: a crash
+ * between the two leaves the message stored and the session's `messageCount`/`usage`
+ * short by it. History and queue cannot share a transaction here, so a user message
+ * carries its job id and is not appended again when that id is already in the session.
+ */
+
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+import type { AppendOptions, ChatMessage, ContentBlock, HistoryStore, Session } from "../ports.js";
+import { type Clock, systemClock } from "../server/worker.js";
+import { cutContext } from "./context.js";
+import { SessionIndex, toDiskUsage } from "./jsonl-index.js";
+import { appendLine, readAllLines } from "./jsonl-lines.js";
+import {
+  assertSafeSessionId,
+  newSessionId,
+  titleFromMessage,
+  unknownSessionError,
+} from "./session.js";
+
+/** Options of {@link JsonlHistoryStore}. */
+export interface JsonlHistoryStoreOptions {
+  /** Folder of `index.jsonl` and `sessions/`; created on the first write. */
+  dir: string;
+  /** Source of `createdAt`/`updatedAt`. (Default: the system clock) */
+  clock?: Clock;
+  /** New session ids. (Default: time-sortable random ids, `s_…`) */
+  newId?: () => string;
+}
+
+/** A stored content block is kept as written; only its shape is checked. */
+const contentBlockSchema = z.custom<ContentBlock>(
+  (value) =>
+    typeof value === "object" && value !== null && typeof Reflect.get(value, "type") === "string",
+);
+
+const messageLineSchema = z.object({
+  role: z.enum(["user", "assistant"]),
+  content: z.array(contentBlockSchema),
+  job_id: z.string().nullable(),
+  created_at: z.number(),
+});
+
+/** One line of a session file. */
+type MessageLine = z.infer<typeof messageLineSchema>;
+
+const DEFAULT_LIST_LIMIT = 20;
+
+/** Sessions in an append-only index, messages in one JSON Lines file per session. */
+export class JsonlHistoryStore implements HistoryStore {
+  readonly #dir: string;
+  readonly #clock: Clock;
+  readonly #newId: () => string;
+  /** Loaded on first use, then refreshed with the bytes appended since. */
+  #index: SessionIndex | null = null;
+  /** Job ids already in each session file this process has appended to. */
+  readonly #jobIdsBySession = new Map<string, Set<string>>();
+  #foldersCreated = false;
+  #closed = false;
+
+  constructor(options: JsonlHistoryStoreOptions) {
+    this.#dir = options.dir;
+    this.#clock = options.clock ?? systemClock;
+    this.#newId = options.newId ?? (() => newSessionId(this.#clock.now()));
+  }
+
+  async createSession(init: { key: string; agentId: string }): Promise<Session> {
+    const index = this.#currentIndex();
+    const id = this.#newId();
+    assertSafeSessionId(id);
+    if (index.get(id)) throw new Error(`Session id "${id}" is already in ${this.#indexPath()}`);
+    this.#createFolders();
+    index.record({
+      event: "session_created",
+      session_id: id,
+      key: init.key,
+      agent_id: init.agentId,
+      at: this.#clock.now(),
+    });
+    return index.get(id) as Session;
+  }
+
+  async getSession(id: string): Promise<Session | null> {
+    return this.#currentIndex().get(id) ?? null;
+  }
+
+  async currentSession(key: string): Promise<Session | null> {
+    return this.#currentIndex().list(key, 1)[0] ?? null;
+  }
+
+  async listSessions(options: { key?: string; limit?: number } = {}): Promise<Session[]> {
+    const limit = Math.max(0, Math.floor(options.limit ?? DEFAULT_LIST_LIMIT));
+    return this.#currentIndex().list(options.key, limit);
+  }
+
+  async append(
+    sessionId: string,
+    message: ChatMessage,
+    options: AppendOptions = {},
+  ): Promise<boolean> {
+    const index = this.#currentIndex();
+    const session = index.get(sessionId);
+    if (session === undefined) throw unknownSessionError(sessionId);
+    const jobIds = this.#jobIdsOf(sessionId);
+    if (options.jobId !== undefined && jobIds.has(options.jobId)) return false;
+    const now = this.#clock.now();
+    const line: MessageLine = {
+      role: message.role,
+      content: message.content,
+      job_id: options.jobId ?? null,
+      created_at: now,
+    };
+    this.#createFolders();
+    appendLine(this.#sessionPath(sessionId), line);
+    if (options.jobId !== undefined) jobIds.add(options.jobId);
+    const title = session.title === null ? titleFromMessage(message) : null;
+    index.record({
+      event: "message_appended",
+      session_id: sessionId,
+      at: now,
+      ...(title === null ? {} : { title }),
+      ...(options.usage === undefined ? {} : { usage: toDiskUsage(options.usage) }),
+    });
+    return true;
+  }
+
+  async loadContext(sessionId: string, maxMessages: number): Promise<ChatMessage[]> {
+    if (this.#currentIndex().get(sessionId) === undefined) return cutContext([], maxMessages);
+    const messages = this.#readMessageLines(sessionId).map(
+      (line): ChatMessage => ({ role: line.role, content: line.content }),
+    );
+    return cutContext(messages, maxMessages);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#index = null;
+    this.#jobIdsBySession.clear();
+  }
+
+  #currentIndex(): SessionIndex {
+    if (this.#closed) throw new Error("The history store is closed.");
+    this.#index ??= new SessionIndex(this.#indexPath());
+    this.#index.refresh();
+    return this.#index;
+  }
+
+  #jobIdsOf(sessionId: string): Set<string> {
+    let jobIds = this.#jobIdsBySession.get(sessionId);
+    if (jobIds === undefined) {
+      jobIds = new Set();
+      for (const line of this.#readMessageLines(sessionId)) {
+        if (line.job_id !== null) jobIds.add(line.job_id);
+      }
+      this.#jobIdsBySession.set(sessionId, jobIds);
+    }
+    return jobIds;
+  }
+
+  /** The valid lines of one session's file (only that file is read). */
+  #readMessageLines(sessionId: string): MessageLine[] {
+    const lines: MessageLine[] = [];
+    for (const record of readAllLines(this.#sessionPath(sessionId))) {
+      const parsed = messageLineSchema.safeParse(record);
+      if (parsed.success) lines.push(parsed.data);
+    }
+    return lines;
+  }
+
+  #createFolders(): void {
+    if (this.#foldersCreated) return;
+    mkdirSync(join(this.#dir, "sessions"), { recursive: true });
+    this.#foldersCreated = true;
+  }
+
+  #indexPath(): string {
+    return join(this.#dir, "index.jsonl");
+  }
+
+  /** Only called with ids found in the index, which accepts file-safe ids only. */
+  #sessionPath(sessionId: string): string {
+    return join(this.#dir, "sessions", `${sessionId}.jsonl`);
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Session fields both history adapters derive the same way: ids, titles and token sums.
+ */
+
+import { randomBytes } from "node:crypto";
+import { UserError } from "../errors.js";
+import type { ChatMessage, TokenUsage } from "../ports.js";
+
+/** Longest title kept, in characters. */
+export const MAX_TITLE_LENGTH = 80;
+
+/** Session ids are safe as file names: letters, digits, `_` and `-` only. */
+const SAFE_SESSION_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/**
+ * A new session id that sorts by creation time: `s_`, the epoch milliseconds in base 36
+ * (fixed width), then 12 random hex digits.
+ */
+export function newSessionId(now: number): string {
+  const time = Math.max(0, Math.floor(now)).toString(36).padStart(9, "0");
+  return `s_${time}${randomBytes(6).toString("hex")}`;
+}
+
+/** True when `id` is usable as a session id, and so as a file name. */
+export function isSafeSessionId(id: string): boolean {
+  return SAFE_SESSION_ID.test(id);
+}
+
+/** Throws unless `id` is usable as a session id (an injected generator may be wrong). */
+export function assertSafeSessionId(id: string): void {
+  if (!isSafeSessionId(id)) {
+    throw new Error(`Session id ${JSON.stringify(id)} must match ${SAFE_SESSION_ID}`);
+  }
+}
+
+/**
+ * The title a message gives its session: the text of a user message, trimmed, its first
+ * line, at most {@link MAX_TITLE_LENGTH} characters. Null when the message has no text.
+ */
+export function titleFromMessage(message: ChatMessage): string | null {
+  if (message.role !== "user") return null;
+  for (const block of message.content) {
+    if (block.type !== "text") continue;
+    const firstLine = block.text.trim().split(/\r?\n/, 1)[0] ?? "";
+    const title = Array.from(firstLine).slice(0, MAX_TITLE_LENGTH).join("").trimEnd();
+    if (title !== "") return title;
+  }
+  return null;
+}
+
+/** The error of an append to a session the store does not have. */
+export function unknownSessionError(sessionId: string): UserError {
+  return new UserError(
+    `Session "${sessionId}" is not in the history store; start a new session with /new or pick an id from \`picklebot status\`.`,
+    { context: { sessionId } },
+  );
+}
+
+/** No tokens used yet. */
+export function zeroUsage(): TokenUsage {
+  return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+}
+
+/** The sum of two token counts. */
+export function addUsage(total: TokenUsage, more: TokenUsage): TokenUsage {
+  return {
+    input: total.input + more.input,
+    output: total.output + more.output,
+    cacheRead: total.cacheRead + more.cacheRead,
+    cacheWrite: total.cacheWrite + more.cacheWrite,
+  };
+}

@@ -1,0 +1,49 @@
+import { type Logger, pino } from "pino";
+
+export type { Logger };
+
+/** Keys whose values never reach a log line. */
+const SECRET_PATHS = [
+  "*.api_key",
+  "*.apiKey",
+  "*.bot_token",
+  "*.botToken",
+  "*.token",
+  "*.authorization",
+  "*.Authorization",
+];
+
+/** Options of {@link createLogger}. */
+export interface LoggerOptions {
+  /** (Default: `info`, or `PICKLEBOT_LOG_LEVEL`) */
+  level?: string;
+  /** Readable lines instead of JSON. (Default: whether stdout is a TTY) */
+  pretty?: boolean;
+  /** Where lines go. (Default: stdout) */
+  destination?: NodeJS.WritableStream;
+}
+
+/** A pino logger: readable lines on a TTY, JSON otherwise, secrets redacted. */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const level = options.level ?? process.env.PICKLEBOT_LOG_LEVEL ?? "info";
+  const pretty = options.pretty ?? process.stdout.isTTY === true;
+  const redact = { paths: SECRET_PATHS, censor: "[redacted]" };
+  if (pretty) {
+    return pino({
+      level,
+      redact,
+      transport: {
+        target: "pino-pretty",
+        options: { colorize: true, translateTime: "HH:MM:ss", ignore: "pid,hostname" },
+      },
+    });
+  }
+  return options.destination
+    ? pino({ level, redact }, options.destination)
+    : pino({ level, redact });
+}
+
+/** A logger that discards everything (tests, one-shot CLI commands). */
+export function silentLogger(): Logger {
+  return pino({ level: "silent" });
+}

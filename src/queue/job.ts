@@ -1,0 +1,130 @@
+/**
+ * What both queue adapters share about jobs: ids, defaults, and the checks a job must
+ * pass before it is stored (producers are the bus, the crons and the CLI: outside input).
+ */
+import { randomBytes } from "node:crypto";
+import { UserError } from "../errors.js";
+import type { Job, NewJob, ReplyTarget } from "../ports.js";
+
+/** Attempts a job gets when its producer names none (`workers.max_attempts`). */
+export const DEFAULT_MAX_ATTEMPTS = 5;
+
+/** The error recorded for an attempt that was running when its process stopped. */
+export const INTERRUPTED_MESSAGE = "interrupted: the process stopped while the job was running";
+
+const instance = BigInt(`0x${randomBytes(5).toString("hex")}`)
+  .toString(36)
+  .padStart(8, "0")
+  .slice(-8);
+let counter = 0;
+let lastMs = 0;
+let timePart = "";
+
+/**
+ * A new job id: time-ordered (so the id index grows at its end), unique across processes
+ * (a random part per process) and short enough to type in `picklebot jobs retry <id>`.
+ */
+export function newJobId(): string {
+  const now = Date.now();
+  if (now !== lastMs) {
+    lastMs = now;
+    timePart = now.toString(36);
+  }
+  counter = (counter + 1) % 1_679_616; // 36^4: four base-36 digits
+  return `${timePart}${counter.toString(36).padStart(4, "0")}${instance}`;
+}
+
+/** A process-unique prefix for lock tokens: tokens of two claims never collide. */
+export function newLockPrefix(): string {
+  return randomBytes(6).toString("base64url");
+}
+
+/** True when `value` is a {@link ReplyTarget}. */
+export function isReplyTarget(value: unknown): value is ReplyTarget {
+  if (typeof value !== "object" || value === null) return false;
+  const target = value as Record<string, unknown>;
+  switch (target.kind) {
+    case "telegram":
+      return typeof target.chatId === "string" && target.chatId !== "";
+    case "discord":
+      return typeof target.channelId === "string" && target.channelId !== "";
+    case "console":
+    case "silent":
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** The stored form of a validated new job: queued, no attempts yet, defaults applied. */
+export function queuedJob(
+  newJob: NewJob,
+  id: string,
+  now: number,
+  defaultMaxAttempts: number,
+): Job {
+  return {
+    id,
+    agentId: newJob.agentId,
+    sessionKey: newJob.sessionKey,
+    sessionId: newJob.sessionId ?? null,
+    message: newJob.message,
+    mode: newJob.mode,
+    replyTo: { ...newJob.replyTo },
+    state: "queued",
+    attempts: 0,
+    maxAttempts: newJob.maxAttempts ?? defaultMaxAttempts,
+    runAt: newJob.runAt ?? now,
+    lockedBy: null,
+    lockedAt: null,
+    lastError: null,
+    errors: [],
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+/** Throws a {@link UserError} naming the first field of `job` that is not valid. */
+export function validateNewJob(job: NewJob): void {
+  const problem = newJobProblem(job);
+  if (problem) throw new UserError(`Cannot enqueue the job: ${problem}.`, { context: { problem } });
+}
+
+function newJobProblem(job: NewJob): string | null {
+  if (!isNonEmptyString(job.agentId))
+    return `agentId must be a non-empty string, found ${show(job.agentId)}`;
+  if (!isNonEmptyString(job.sessionKey)) {
+    return `sessionKey must be a non-empty string, found ${show(job.sessionKey)}`;
+  }
+  if (typeof job.message !== "string")
+    return `message must be a string, found ${show(job.message)}`;
+  if (job.mode !== "chat" && job.mode !== "job")
+    return `mode must be "chat" or "job", found ${show(job.mode)}`;
+  if (!isReplyTarget(job.replyTo))
+    return `replyTo is not a valid reply target, found ${show(job.replyTo)}`;
+  if (job.sessionId != null && !isNonEmptyString(job.sessionId)) {
+    return `sessionId must be a non-empty string or null, found ${show(job.sessionId)}`;
+  }
+  if (
+    job.maxAttempts !== undefined &&
+    !(Number.isInteger(job.maxAttempts) && job.maxAttempts >= 1)
+  ) {
+    return `maxAttempts must be a whole number of at least 1, found ${show(job.maxAttempts)}`;
+  }
+  if (job.runAt !== undefined && !Number.isFinite(job.runAt)) {
+    return `runAt must be epoch milliseconds, found ${show(job.runAt)}`;
+  }
+  if (job.dedupeKey !== undefined && !isNonEmptyString(job.dedupeKey)) {
+    return `dedupeKey must be a non-empty string when given, found ${show(job.dedupeKey)}`;
+  }
+  return null;
+}
+
+function isNonEmptyString(value: unknown): value is string {
+  return typeof value === "string" && value !== "";
+}
+
+function show(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}

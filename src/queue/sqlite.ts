@@ -1,0 +1,339 @@
+/**
+ * The SQLite job queue (the default): the `jobs` table of the workspace database, shared
+ * with the history so that a checkpoint is one transaction.
+ *
+ * Every method but `complete` runs its statement synchronously before it returns, so the
+ * change is committed (WAL) by the time its promise exists. Completions are committed in
+ * groups: the ones requested in the same tick share one transaction, and each promise
+ * resolves only after that commit, so a resolved completion is as durable as a lone one. Any other call first commits the completions requested
+ * before it, so changes still apply in call order.
+ *
+ * Claims are one UPDATE … RETURNING in an IMMEDIATE transaction; every change after a
+ * claim is fenced by the claim's lock token. Other processes (the CLI) write to the same
+ * file; `onRunnable` notices their commits by polling `PRAGMA data_version`, which reads
+ * no page, only a counter in shared memory.
+ */
+import type Database from "better-sqlite3";
+import type { ClaimedJob, Job, JobAdmin, JobQueue, JobState, NewJob } from "../ports.js";
+import { type Clock, systemClock } from "../server/worker.js";
+import {
+  DEFAULT_MAX_ATTEMPTS,
+  INTERRUPTED_MESSAGE,
+  newJobId,
+  newLockPrefix,
+  queuedJob,
+  validateNewJob,
+} from "./job.js";
+import { RunnableSignal } from "./runnable.js";
+import { claimSql, type JobRow, MAX_CLAIM, parseJobRow, SQL } from "./sqlite-rows.js";
+
+/** Options of {@link SqliteJobQueue}. */
+export interface SqliteJobQueueOptions {
+  /** The database from `openDatabase` (migrated); the queue never closes it. */
+  db: Database.Database;
+  /** (Default: the system clock) */
+  clock?: Clock;
+  /** Id of a new job. (Default: a time-ordered id, see `newJobId`) */
+  newId?: () => string;
+  /** How often other processes' commits are looked for while someone listens. (Default: 50 ms) */
+  pollMs?: number;
+  /** Attempts of a job whose producer names none. (Default: 5) */
+  defaultMaxAttempts?: number;
+}
+
+type Statements = { [name in Exclude<keyof typeof SQL, "claim">]: Database.Statement };
+
+const DEFAULT_LIST_LIMIT = 50;
+
+/** The durable job queue on SQLite, for one process per database file. */
+export class SqliteJobQueue implements JobQueue, JobAdmin {
+  readonly #db: Database.Database;
+  readonly #clock: Clock;
+  readonly #newId: () => string;
+  readonly #pollMs: number;
+  readonly #defaultMaxAttempts: number;
+  readonly #sql: Statements;
+  readonly #dataVersion: Database.Statement;
+  readonly #claimStatements = new Map<number, Database.Statement>();
+  readonly #claimTransaction: (args: ClaimArgs) => ClaimedJob[];
+  readonly #completeTransaction: (completions: PendingCompletion[]) => CompletionResult[];
+  #pendingCompletions: PendingCompletion[] = [];
+  readonly #signal: RunnableSignal;
+  readonly #lockPrefix = newLockPrefix();
+  #claims = 0;
+  #poll: NodeJS.Timeout | null = null;
+  #lastDataVersion = 0;
+
+  constructor(options: SqliteJobQueueOptions) {
+    this.#db = options.db;
+    this.#clock = options.clock ?? systemClock;
+    this.#newId = options.newId ?? newJobId;
+    this.#pollMs = options.pollMs ?? 50;
+    this.#defaultMaxAttempts = options.defaultMaxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+    this.#sql = prepareAll(this.#db);
+    this.#dataVersion = this.#db.prepare("PRAGMA data_version").pluck();
+    const claim = this.#db.transaction((args: ClaimArgs) => this.#claimRows(args));
+    this.#claimTransaction = (args) => claim.immediate(args);
+    const complete = this.#db.transaction((completions: PendingCompletion[]) =>
+      this.#writeCompletions(completions),
+    );
+    this.#completeTransaction = (completions) => complete.immediate(completions);
+    this.#signal = new RunnableSignal({
+      clock: this.#clock,
+      nextDueAt: (now) => this.#sql.nextDueAt.pluck().get(now) as number | null,
+      onActiveChange: (active) => this.#watchOtherProcesses(active),
+    });
+  }
+
+  async enqueue(newJob: NewJob): Promise<Job> {
+    this.#flushCompletions();
+    validateNewJob(newJob);
+    const now = this.#clock.now();
+    const job = queuedJob(newJob, this.#newId(), now, this.#defaultMaxAttempts);
+    const inserted = this.#sql.insert.run({
+      id: job.id,
+      agentId: job.agentId,
+      sessionKey: job.sessionKey,
+      sessionId: job.sessionId,
+      message: job.message,
+      mode: job.mode,
+      replyTo: JSON.stringify(job.replyTo),
+      maxAttempts: job.maxAttempts,
+      runAt: job.runAt,
+      dedupeKey: newJob.dedupeKey ?? null,
+      now,
+    });
+    if (inserted.changes === 0) return this.#byDedupeKey(newJob.dedupeKey);
+    this.#signal.wakeAt(job.runAt);
+    return job;
+  }
+
+  async claim(
+    workerId: string,
+    limit: number,
+    options: { agentIds?: string[] } = {},
+  ): Promise<ClaimedJob[]> {
+    this.#flushCompletions();
+    if (!(limit >= 1)) return [];
+    const agents = options.agentIds ? JSON.stringify(options.agentIds) : null;
+    return this.#claimTransaction({
+      workerId,
+      limit: Math.min(MAX_CLAIM, Math.floor(limit)),
+      agents,
+    });
+  }
+
+  /** {@link checkpoint}, usable inside a `db.transaction` with the history's writes. */
+  checkpointSync(job: ClaimedJob, sessionId: string): boolean {
+    const now = this.#clock.now();
+    return (
+      this.#sql.checkpoint.run({ id: job.id, token: job.lockToken, sessionId, now }).changes > 0
+    );
+  }
+
+  async checkpoint(job: ClaimedJob, sessionId: string): Promise<boolean> {
+    return this.checkpointSync(job, sessionId);
+  }
+
+  /** Marks the job done; resolves after the commit it shares with other completions. */
+  complete(job: ClaimedJob): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.#pendingCompletions.push({ job, resolve, reject });
+      if (this.#pendingCompletions.length === 1) queueMicrotask(() => this.#flushSoon());
+    });
+  }
+
+  /**
+   * Records the failed attempt. The queue does not decide the retry policy: the caller
+   * passes the time of the next attempt, or null once `maxAttempts` is spent (see
+   * `nextAttemptAt` in backoff.ts).
+   */
+  async fail(job: ClaimedJob, error: string, retryAt: number | null): Promise<boolean> {
+    this.#flushCompletions();
+    const now = this.#clock.now();
+    const fence = { id: job.id, token: job.lockToken, error, now };
+    const statement = retryAt === null ? this.#sql.fail : this.#sql.retry;
+    const changed = statement.run(retryAt === null ? fence : { ...fence, retryAt }).changes > 0;
+    if (!changed) return false;
+    if (retryAt === null) this.#signal.notify();
+    else this.#signal.wakeAt(retryAt);
+    return true;
+  }
+
+  /**
+   * Requeues, due at once, every job `workerId` left running, recording the interrupted
+   * attempt in its errors. Attempt counts are kept: a job whose attempts already exceed
+   * `maxAttempts` when claimed again was interrupted every time, and its worker should fail it.
+   */
+  async recover(workerId: string): Promise<number> {
+    this.#flushCompletions();
+    const now = this.#clock.now();
+    const params = { worker: workerId, error: INTERRUPTED_MESSAGE, now };
+    const recovered = this.#sql.recover.run(params).changes;
+    if (recovered > 0) this.#signal.notify();
+    return recovered;
+  }
+
+  onRunnable(listener: () => void): () => void {
+    return this.#signal.subscribe(listener);
+  }
+
+  /** Commits pending completions and stops the timers; the database's owner closes it. */
+  async close(): Promise<void> {
+    this.#flushCompletions();
+    this.#signal.close();
+  }
+
+  async get(id: string): Promise<Job | null> {
+    this.#flushCompletions();
+    const row = this.#sql.byId.get(id) as JobRow | undefined;
+    return row ? parseJobRow(row).job : null;
+  }
+
+  async list(options: { state?: JobState; limit?: number } = {}): Promise<Job[]> {
+    this.#flushCompletions();
+    const params = { state: options.state ?? null, limit: options.limit ?? DEFAULT_LIST_LIMIT };
+    return (this.#sql.list.all(params) as JobRow[]).map((row) => parseJobRow(row).job);
+  }
+
+  async counts(): Promise<Record<JobState, number>> {
+    this.#flushCompletions();
+    const counts: Record<JobState, number> = { queued: 0, running: 0, done: 0, failed: 0 };
+    for (const { state, count } of this.#sql.counts.all() as { state: JobState; count: number }[]) {
+      if (state in counts) counts[state] = count;
+    }
+    return counts;
+  }
+
+  /** Requeues a failed job at the back of its session's line, due now, with fresh attempts. */
+  async retryFailed(id: string): Promise<boolean> {
+    this.#flushCompletions();
+    const changed = this.#sql.retryFailed.run({ id, now: this.#clock.now() }).changes > 0;
+    if (changed) this.#signal.notify();
+    return changed;
+  }
+
+  /** Inside the IMMEDIATE transaction: claims, then fails on the spot rows that cannot run. */
+  #claimRows({ workerId, limit, agents }: ClaimArgs): ClaimedJob[] {
+    const now = this.#clock.now();
+    this.#claims += 1;
+    const token = `${this.#lockPrefix}${this.#claims.toString(36)}`;
+    const rows = this.#claimStatement(limit).all({
+      worker: workerId,
+      now,
+      token,
+      agents,
+    }) as JobRow[];
+    rows.sort((a, b) => a.run_at - b.run_at || a.seq - b.seq);
+    const claimed: ClaimedJob[] = [];
+    for (const row of rows) {
+      const { job, problem } = parseJobRow(row);
+      if (problem === null) claimed.push({ ...job, lockToken: row.lock_token ?? "" });
+      else this.#sql.failMalformed.run({ seq: row.seq, error: `malformed job: ${problem}`, now });
+    }
+    return claimed;
+  }
+
+  /** Flushes now, or once a transaction someone left open across a tick has ended. */
+  #flushSoon(): void {
+    if (this.#db.open && this.#db.inTransaction) setImmediate(() => this.#flushSoon());
+    else this.#flushCompletions();
+  }
+
+  /** Commits the completions requested so far. */
+  #flushCompletions(): void {
+    const waiting = this.#takeCompletions();
+    if (waiting.length === 0) return;
+    try {
+      this.#settleCompletions(this.#completeTransaction(waiting));
+    } catch (error) {
+      for (const completion of waiting) completion.reject(error);
+    }
+  }
+
+  /**
+   * The completions to write now. None inside a caller's open transaction: they would be
+   * resolved before that transaction commits, and it might roll back.
+   */
+  #takeCompletions(): PendingCompletion[] {
+    const waiting = this.#pendingCompletions;
+    if (waiting.length === 0 || this.#db.inTransaction) return [];
+    this.#pendingCompletions = [];
+    return waiting;
+  }
+
+  /** Inside a transaction: writes the completions (they settle once it commits). */
+  #writeCompletions(waiting: PendingCompletion[]): CompletionResult[] {
+    const now = this.#clock.now();
+    return waiting.map((completion) => {
+      const { id, lockToken: token } = completion.job;
+      return { completion, done: this.#sql.complete.run({ id, token, now }).changes > 0 };
+    });
+  }
+
+  /** After the commit: resolves the completions; the next job of their sessions may run. */
+  #settleCompletions(results: CompletionResult[]): void {
+    for (const { completion, done } of results) completion.resolve(done);
+    if (results.some((result) => result.done)) this.#signal.notify();
+  }
+
+  #claimStatement(limit: number): Database.Statement {
+    let statement = this.#claimStatements.get(limit);
+    if (!statement) {
+      statement = this.#db.prepare(claimSql(limit));
+      this.#claimStatements.set(limit, statement);
+    }
+    return statement;
+  }
+
+  #byDedupeKey(dedupeKey: string | undefined): Job {
+    const row = this.#sql.byDedupeKey.get(dedupeKey) as JobRow | undefined;
+    // The conflict came from this key, so the row exists.
+    if (!row) throw new Error(`job with dedupe key ${dedupeKey} vanished during enqueue`);
+    return parseJobRow(row).job;
+  }
+
+  #watchOtherProcesses(active: boolean): void {
+    if (this.#poll) clearInterval(this.#poll);
+    this.#poll = null;
+    if (!active) return;
+    this.#lastDataVersion = this.#dataVersion.get() as number;
+    this.#poll = setInterval(() => this.#checkOtherProcesses(), this.#pollMs);
+    this.#poll.unref();
+  }
+
+  #checkOtherProcesses(): void {
+    if (!this.#db.open) return;
+    const version = this.#dataVersion.get() as number;
+    if (version === this.#lastDataVersion) return;
+    this.#lastDataVersion = version;
+    this.#signal.notify();
+    this.#signal.rescheduleWake();
+  }
+}
+
+interface ClaimArgs {
+  workerId: string;
+  limit: number;
+  agents: string | null;
+}
+
+/** A completion waiting for its commit. */
+interface PendingCompletion {
+  job: ClaimedJob;
+  resolve: (done: boolean) => void;
+  reject: (error: unknown) => void;
+}
+
+/** A completion written in a transaction, to settle once it committed. */
+interface CompletionResult {
+  completion: PendingCompletion;
+  done: boolean;
+}
+
+function prepareAll(db: Database.Database): Statements {
+  const entries = Object.entries(SQL)
+    .filter(([name]) => name !== "claim")
+    .map(([name, text]) => [name, db.prepare(text)]);
+  return Object.fromEntries(entries) as Statements;
+}

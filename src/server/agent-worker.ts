@@ -1,0 +1,248 @@
+/**
+ * AgentWorker: claims jobs and runs them, at most `concurrency` at once (p-queue), one
+ * at a time per session (the queue's claim guarantees it).
+ *
+ * A job's life here:
+ *   claimed ─► session resolved ─► checkpoint (user message in history, message ".")
+ *           ─► agent turn (resumes from history) ─► reply finished ─► complete
+ *   any failure ─► transient: requeued with backoff (until max_attempts, then failed)
+ *               └► permanent: failed at once; the person is told either way.
+ *
+ * Stopping (the run signal aborts): no new claims; running jobs finish within their
+ * own `job_timeout_s`; `run` resolves when the pool is idle.
+ */
+import PQueue from "p-queue";
+import type { AgentRunner } from "../agents/runner.js";
+import { isRetryable, ModelError, PicklebotError, toError } from "../errors.js";
+import type { FrontendRegistry } from "../frontends/registry.js";
+import type { Logger } from "../log.js";
+import type { ClaimedJob, HistoryStore, JobQueue, ReplyStream, Session } from "../ports.js";
+import { retryDelayMs } from "../queue/backoff.js";
+import { CHECKPOINTED, type Checkpoint } from "./checkpoint.js";
+import type { JobOutcome, ServerMetrics } from "./metrics.js";
+import { Wakeup } from "./wakeup.js";
+import type { Clock, Worker } from "./worker.js";
+
+/** What an AgentWorker needs. */
+export interface AgentWorkerOptions {
+  /** Written to `lockedBy` of claimed jobs; crash recovery requeues by it. */
+  workerId: string;
+  queue: JobQueue;
+  history: HistoryStore;
+  checkpoint: Checkpoint;
+  runner: AgentRunner;
+  frontends: FrontendRegistry;
+  /** Jobs run at once (`workers.agent_concurrency`). */
+  concurrency: number;
+  /** Time one attempt may take (`workers.job_timeout_s`). */
+  jobTimeoutMs: number;
+  clock: Clock;
+  logger: Logger;
+  metrics: ServerMetrics;
+  /** Claim only jobs of these agents. (Default: any agent) */
+  agentIds?: string[];
+  /** Backstop poll, in case a wake-up notification is lost. (Default: 1000 ms) */
+  pollMs?: number;
+}
+
+/** A job this worker is running, and how to stop it. */
+interface ActiveJob {
+  job: ClaimedJob;
+  stop: AbortController;
+}
+
+/** Runs agent jobs from the queue. */
+export class AgentWorker implements Worker {
+  readonly name = "agent";
+  readonly #options: AgentWorkerOptions;
+  readonly #active = new Map<string, ActiveJob>();
+
+  constructor(options: AgentWorkerOptions) {
+    this.#options = options;
+  }
+
+  /** Jobs running now. */
+  get running(): ClaimedJob[] {
+    return [...this.#active.values()].map((active) => active.job);
+  }
+
+  /** Aborts the running job of a session key (`/stop`); false when none runs here. */
+  stopSession(sessionKey: string): boolean {
+    for (const active of this.#active.values()) {
+      if (active.job.sessionKey !== sessionKey) continue;
+      active.stop.abort(new PicklebotError("stopped by the user"));
+      return true;
+    }
+    return false;
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    const { queue, concurrency, workerId, agentIds, pollMs = 1000, logger } = this.#options;
+    // Jobs still marked running under our id belong to a previous run that died (the
+    // process, or this worker: a restarted worker has finished all of its own jobs).
+    const recovered = await queue.recover(workerId);
+    if (recovered > 0)
+      logger.info({ recovered }, "requeued jobs left running by the previous server");
+    const pool = new PQueue({ concurrency });
+    const wakeup = new Wakeup();
+    const unsubscribe = queue.onRunnable(() => wakeup.notify());
+    signal.addEventListener("abort", () => wakeup.notify(), { once: true });
+    let fatal: unknown = null;
+    try {
+      while (!signal.aborted && fatal === null) {
+        const free = concurrency - pool.pending - pool.size;
+        const jobs = free > 0 ? await queue.claim(workerId, free, { agentIds }) : [];
+        for (const job of jobs) {
+          pool
+            .add(() => this.#process(job))
+            .catch((error: unknown) => {
+              fatal ??= error;
+            })
+            .finally(() => wakeup.notify());
+        }
+        if (jobs.length === 0 || jobs.length < free) await wakeup.wait(pollMs);
+      }
+    } finally {
+      unsubscribe();
+      await pool.onIdle();
+    }
+    // The outcome of a job could not be written (e.g. the database stayed busy): crash, so
+    // the supervisor restarts this worker, which requeues the job.
+    if (fatal !== null) throw fatal;
+  }
+
+  async #process(job: ClaimedJob): Promise<void> {
+    const { clock, metrics, jobTimeoutMs } = this.#options;
+    const started = clock.now();
+    const stop = new AbortController();
+    this.#active.set(job.id, { job, stop });
+    metrics.jobsInFlight.inc();
+    const signal = AbortSignal.any([stop.signal, AbortSignal.timeout(jobTimeoutMs)]);
+    let outcome: JobOutcome;
+    let reply: ReplyStream | null = null;
+    try {
+      reply = this.#options.frontends.openReply(job.replyTo);
+      outcome = await this.#runJob(job, reply, signal);
+    } catch (thrown) {
+      outcome = await this.#handleFailure(job, reply, signal, thrown);
+    } finally {
+      this.#active.delete(job.id);
+      metrics.jobsInFlight.dec();
+    }
+    const durationS = (clock.now() - started) / 1000;
+    metrics.jobDuration.observe(durationS);
+    metrics.jobsProcessed.inc({ outcome });
+    this.#options.logger.info(
+      {
+        job: job.id,
+        session: job.sessionKey,
+        agent: job.agentId,
+        attempts: job.attempts,
+        durationMs: Math.round(durationS * 1000),
+        outcome,
+      },
+      `job ${outcome}`,
+    );
+  }
+
+  async #runJob(job: ClaimedJob, reply: ReplyStream, signal: AbortSignal): Promise<JobOutcome> {
+    const { queue, checkpoint, runner, metrics } = this.#options;
+    if (job.attempts > job.maxAttempts) {
+      // Requeued by crash recovery after its last attempt: a job that kills the process
+      // every time must not be retried forever.
+      throw new PicklebotError(
+        `interrupted ${job.attempts - 1} times; ${job.lastError ?? "no error recorded"}`,
+      );
+    }
+    reply.typing();
+    const session = await this.#sessionFor(job);
+    if (job.message !== CHECKPOINTED) {
+      const message = {
+        role: "user" as const,
+        content: [{ type: "text" as const, text: job.message }],
+      };
+      if (!(await checkpoint(job, session.id, message))) return "interrupted";
+    }
+    let streamed = "";
+    const result = await runner.run({
+      agentId: job.agentId,
+      sessionId: session.id,
+      sessionKey: job.sessionKey,
+      signal,
+      events: {
+        onModelCall: () => {
+          streamed = "";
+          reply.typing();
+        },
+        onText: (delta) => {
+          streamed += delta;
+          reply.update(streamed);
+        },
+        onToolCall: (call, summary) => reply.toolCall(call.name, summary),
+      },
+    });
+    metrics.countTokens(result.usage);
+    await reply.finish(result.text);
+    if (!(await queue.complete(job))) {
+      this.#options.logger.warn({ job: job.id }, "job finished after its lock was lost");
+    }
+    return "done";
+  }
+
+  /** The job's session: the checkpointed one, the key's current one (chat), or a new one. */
+  async #sessionFor(job: ClaimedJob): Promise<Session> {
+    const { history } = this.#options;
+    if (job.sessionId) {
+      const session = await history.getSession(job.sessionId);
+      if (session) return session;
+      throw new PicklebotError(`session ${job.sessionId} of job ${job.id} is missing from history`);
+    }
+    if (job.mode === "chat") {
+      const current = await history.currentSession(job.sessionKey);
+      if (current && current.agentId === job.agentId) return current;
+    }
+    return history.createSession({ key: job.sessionKey, agentId: job.agentId });
+  }
+
+  async #handleFailure(
+    job: ClaimedJob,
+    reply: ReplyStream | null,
+    signal: AbortSignal,
+    thrown: unknown,
+  ): Promise<JobOutcome> {
+    const { queue, clock, logger } = this.#options;
+    const error = signal.aborted ? toError(signal.reason) : toError(thrown);
+    const timedOut = error.name === "TimeoutError";
+    const stoppedByUser = signal.aborted && !timedOut;
+    const retry =
+      !stoppedByUser && (timedOut || isRetryable(error)) && job.attempts < job.maxAttempts;
+    const message = timedOut
+      ? `timed out after ${this.#options.jobTimeoutMs / 1000} s`
+      : error.message;
+    if (retry) {
+      const retryAfterMs =
+        error instanceof ModelError && error.retryAfterS ? error.retryAfterS * 1000 : 0;
+      const retryAt = clock.now() + retryDelayMs(job.attempts, { retryAfterMs });
+      await queue.fail(job, message, retryAt);
+      logger.warn(
+        { job: job.id, attempt: job.attempts, retryAt, error: message },
+        "job will be retried",
+      );
+      return "retry";
+    }
+    await queue.fail(job, message, null);
+    const why = stoppedByUser ? "Stopped." : failureNotice(job, message);
+    // No reply stream means its frontend failed to open: there is nowhere to tell.
+    await reply
+      ?.fail(why)
+      .catch((failure) =>
+        logger.warn({ job: job.id, error: toError(failure).message }, "could not report a failure"),
+      );
+    return "failed";
+  }
+}
+
+function failureNotice(job: ClaimedJob, message: string): string {
+  const attempts = job.attempts === 1 ? "" : ` after ${job.attempts} attempts`;
+  return `Sorry, I could not finish this${attempts}: ${message}`;
+}

@@ -1,0 +1,56 @@
+import type { Job, JobQueue } from "../../ports.js";
+import type { Clock } from "../worker.js";
+import type { CronDefinition } from "./definition.js";
+
+/** The session key (and dedupe key) of one occurrence: `cron:<id>:<occurrence ISO>`. */
+export function occurrenceKey(cronId: string, occurrenceMs: number): string {
+  return `cron:${cronId}:${new Date(occurrenceMs).toISOString()}`;
+}
+
+/**
+ * Enqueues the job of one occurrence, in a fresh session. The dedupe key is the occurrence,
+ * so enqueueing the same occurrence again (after a crash, or from a second process) returns
+ * the first job instead of storing a second one.
+ */
+export function enqueueOccurrence(
+  queue: JobQueue,
+  cron: CronDefinition,
+  occurrenceMs: number,
+  maxAttempts: number | undefined,
+): Promise<Job> {
+  const key = occurrenceKey(cron.id, occurrenceMs);
+  return queue.enqueue({
+    agentId: cron.agentId,
+    sessionKey: key,
+    sessionId: null,
+    message: cron.prompt,
+    mode: "job",
+    replyTo: cron.deliverTo,
+    dedupeKey: key,
+    maxAttempts,
+  });
+}
+
+/**
+ * Enqueues a cron's prompt now, outside its schedule (`picklebot cron run <id>`). Works for
+ * disabled and finished one-off crons too, and does not touch the cron's stored state.
+ * Session and dedupe key: `cron:<id>:manual:<now ISO>`.
+ */
+export function runCronNow(
+  cron: CronDefinition,
+  queue: JobQueue,
+  clock: Clock,
+  options: { maxAttempts?: number } = {},
+): Promise<Job> {
+  const key = `cron:${cron.id}:manual:${new Date(clock.now()).toISOString()}`;
+  return queue.enqueue({
+    agentId: cron.agentId,
+    sessionKey: key,
+    sessionId: null,
+    message: cron.prompt,
+    mode: "job",
+    replyTo: cron.deliverTo,
+    dedupeKey: key,
+    maxAttempts: options.maxAttempts,
+  });
+}

@@ -1,0 +1,314 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  type AnthropicProviderOptions,
+  createAnthropicProvider,
+  MISSING_API_KEY_MESSAGE,
+} from "../../src/agents/anthropic.js";
+import { ModelError } from "../../src/errors.js";
+import type { ChatMessage, ModelRequest, ToolSpec } from "../../src/ports.js";
+import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+
+const API_KEY = "sk-ant-test-secret-key";
+
+const READ_TOOL: ToolSpec = {
+  name: "read",
+  description: "Reads a file of the workspace.",
+  input_schema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+};
+const WRITE_TOOL: ToolSpec = {
+  name: "write",
+  description: "Writes a file of the workspace.",
+  input_schema: {
+    type: "object",
+    properties: { path: { type: "string" }, content: { type: "string" } },
+  },
+};
+
+let fake: FakeAnthropic;
+
+beforeEach(async () => {
+  fake = await startFakeAnthropic();
+});
+
+afterEach(async () => {
+  await fake.close();
+});
+
+function provider(options: AnthropicProviderOptions = {}) {
+  return createAnthropicProvider({ apiKey: API_KEY, baseURL: fake.url, ...options });
+}
+
+function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
+  return {
+    model: "claude-test",
+    system: "You are Pickle.",
+    messages: [{ role: "user", content: [{ type: "text", text: "Hello" }] }],
+    tools: [],
+    maxTokens: 1024,
+    ...overrides,
+  };
+}
+
+async function failureOf(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (thrown) {
+    if (thrown instanceof Error) return thrown;
+    throw new Error(`expected an Error, got ${String(thrown)}`);
+  }
+  throw new Error("expected the call to fail, but it succeeded");
+}
+
+async function modelErrorOf(promise: Promise<unknown>): Promise<ModelError> {
+  const error = await failureOf(promise);
+  expect(error).toBeInstanceOf(ModelError);
+  return error as ModelError;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object") {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+describe("Anthropic provider: replies", () => {
+  it("streams the reply text as several deltas and returns the whole text", async () => {
+    const text = "Pickles are cucumbers that went on an adventure.";
+    fake.script({ text, chunks: 4 });
+    const deltas: string[] = [];
+
+    const reply = await provider().complete(request({ onText: (delta) => deltas.push(delta) }));
+
+    expect(deltas).toHaveLength(4);
+    expect(deltas.join("")).toBe(text);
+    expect(reply.content).toEqual([{ type: "text", text }]);
+    expect(reply.stopReason).toBe("end_turn");
+  });
+
+  it("assembles tool calls from input_json_delta pieces", async () => {
+    const input = { path: "notes/groceries.md", lines: [1, 2, 3], note: "ünïcode ✓" };
+    fake.script({ text: "Let me look.", toolUses: [{ name: "read", input, id: "toolu_42" }] });
+
+    const reply = await provider().complete(request({ tools: [READ_TOOL] }));
+
+    expect(reply.stopReason).toBe("tool_use");
+    expect(reply.content).toEqual([
+      { type: "text", text: "Let me look." },
+      { type: "tool_use", id: "toolu_42", name: "read", input },
+    ]);
+  });
+
+  it("sends the key, model, max_tokens and tools the caller asked for", async () => {
+    await provider().complete(request({ tools: [READ_TOOL], maxTokens: 321 }));
+
+    const [sent] = fake.requests;
+    expect(sent?.headers.authorization ?? sent?.headers["x-api-key"]).toContain(API_KEY);
+    expect(sent?.body).toMatchObject({ model: "claude-test", max_tokens: 321, stream: true });
+    expect(sent?.body.tools?.map((tool) => tool.name)).toEqual(["read"]);
+  });
+
+  it("maps the reported usage to input, output, cacheRead and cacheWrite", async () => {
+    fake.script({
+      text: "Counted.",
+      usage: {
+        input_tokens: 120,
+        output_tokens: 7,
+        cache_read_input_tokens: 1000,
+        cache_creation_input_tokens: 50,
+      },
+    });
+
+    const reply = await provider().complete(request());
+
+    expect(reply.usage).toEqual({ input: 120, output: 7, cacheRead: 1000, cacheWrite: 50 });
+  });
+});
+
+describe("Anthropic provider: prompt caching", () => {
+  it("marks the system prompt, the last tool and the last message block as cacheable", async () => {
+    const messages: ChatMessage[] = deepFreeze([
+      { role: "user", content: [{ type: "text", text: "What is in notes.md?" }] },
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "toolu_1", name: "read", input: { path: "notes.md" } }],
+      },
+      {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "toolu_1", content: "buy pickles" },
+          { type: "text", text: "Summarise it." },
+        ],
+      },
+    ]);
+    const before = structuredClone(messages);
+
+    const reply = await provider().complete(request({ messages, tools: [READ_TOOL, WRITE_TOOL] }));
+
+    const body = fake.requests[0]?.body;
+    const ephemeral = { type: "ephemeral" };
+    expect(body?.system).toEqual([
+      { type: "text", text: "You are Pickle.", cache_control: ephemeral },
+    ]);
+    expect(body?.tools?.[0]).not.toHaveProperty("cache_control");
+    expect(body?.tools?.[1]).toMatchObject({ name: "write", cache_control: ephemeral });
+    const lastContent = body?.messages.at(-1)?.content as Array<Record<string, unknown>>;
+    expect(lastContent[0]).not.toHaveProperty("cache_control");
+    expect(lastContent[1]).toEqual({
+      type: "text",
+      text: "Summarise it.",
+      cache_control: ephemeral,
+    });
+    expect(JSON.stringify(body?.messages.slice(0, -1))).not.toContain("cache_control");
+    expect(messages).toEqual(before);
+    expect(reply.usage.cacheRead).toBeGreaterThan(0);
+  });
+});
+
+describe("Anthropic provider: failures", () => {
+  it("waits out a 429 and succeeds on the SDK's retry", async () => {
+    fake.script({ error: { status: 429, retryAfterS: 0 } }, { text: "Worth the wait." });
+
+    const reply = await provider({ maxRetries: 2 }).complete(request());
+
+    expect(reply.content).toEqual([{ type: "text", text: "Worth the wait." }]);
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it("reports a 429 without retries left as retryable, with the retry-after delay", async () => {
+    fake.script({ error: { status: 429, message: "Slow down.", retryAfterS: 7 } });
+
+    const error = await modelErrorOf(provider({ maxRetries: 0 }).complete(request()));
+
+    expect(error.retryable).toBe(true);
+    expect(error.status).toBe(429);
+    expect(error.retryAfterS).toBe(7);
+    expect(error.message).toContain("Slow down.");
+  });
+
+  it("reports a 400 as not retryable, with the status and the API's message", async () => {
+    fake.script({ error: { status: 400, message: "max_tokens: must be at least 1" } });
+
+    const error = await modelErrorOf(provider().complete(request()));
+
+    expect(error.retryable).toBe(false);
+    expect(error.status).toBe(400);
+    expect(error.message).toContain("400");
+    expect(error.message).toContain("max_tokens: must be at least 1");
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it("reports a 401 with a hint and never shows the API key", async () => {
+    fake.script({ error: { status: 401, message: `invalid x-api-key ${API_KEY}` } });
+
+    const error = await modelErrorOf(provider().complete(request()));
+
+    expect(error.retryable).toBe(false);
+    expect(error.message).toContain("401");
+    expect(error.message).toContain("ANTHROPIC_API_KEY");
+    expect(error.message).not.toContain(API_KEY);
+  });
+
+  it.each([500, 529])("reports a %i as retryable", async (status) => {
+    fake.script({ error: { status } });
+
+    const error = await modelErrorOf(provider({ maxRetries: 0 }).complete(request()));
+
+    expect(error.retryable).toBe(true);
+    expect(error.status).toBe(status);
+  });
+
+  it("reports a stream cut off mid-reply as retryable", async () => {
+    fake.script({ cutAfterChunks: 2, text: "This reply will never be finished by the model." });
+    const deltas: string[] = [];
+
+    const error = await modelErrorOf(
+      provider().complete(request({ onText: (delta) => deltas.push(delta) })),
+    );
+
+    expect(error.retryable).toBe(true);
+    expect(deltas).toHaveLength(2);
+  });
+
+  it("reports an unreachable endpoint as retryable", async () => {
+    const gone = await startFakeAnthropic();
+    await gone.close();
+
+    const error = await modelErrorOf(
+      createAnthropicProvider({ apiKey: API_KEY, baseURL: gone.url, maxRetries: 0 }).complete(
+        request(),
+      ),
+    );
+
+    expect(error.retryable).toBe(true);
+    expect(error.message).toContain("Could not reach the Anthropic API");
+    expect(error.message).toContain("ECONNREFUSED");
+  });
+
+  it("reports a call that gets no answer within timeoutMs as retryable", async () => {
+    fake.script({ hang: true });
+
+    const error = await modelErrorOf(
+      provider({ timeoutMs: 200, maxRetries: 0 }).complete(request()),
+    );
+
+    expect(error.retryable).toBe(true);
+  });
+
+  it("fails without a request when no API key is configured", async () => {
+    const error = await modelErrorOf(
+      createAnthropicProvider({ baseURL: fake.url }).complete(request()),
+    );
+
+    expect(error.message).toBe(MISSING_API_KEY_MESSAGE);
+    expect(error.message).toBe(
+      "No Anthropic API key: set ANTHROPIC_API_KEY in the environment or llm.api_key in picklebot.yaml.",
+    );
+    expect(error.retryable).toBe(false);
+    expect(fake.requests).toHaveLength(0);
+  });
+});
+
+describe("Anthropic provider: cancellation", () => {
+  it("rejects with an AbortError when the signal aborts a call that gets no answer", async () => {
+    const controller = new AbortController();
+    fake.script(() => {
+      controller.abort();
+      return { hang: true };
+    });
+
+    const error = await failureOf(provider().complete(request({ signal: controller.signal })));
+
+    expect(error.name).toBe("AbortError");
+    expect(error).not.toBeInstanceOf(ModelError);
+  });
+
+  it("rejects with an AbortError when the signal aborts mid-stream", async () => {
+    const controller = new AbortController();
+    fake.script({ text: "one two three four five six", chunks: 6 });
+
+    const error = await failureOf(
+      provider().complete(request({ signal: controller.signal, onText: () => controller.abort() })),
+    );
+
+    expect(error.name).toBe("AbortError");
+  });
+
+  it("rethrows an error thrown by onText unchanged", async () => {
+    const broken = new Error("frontend exploded");
+    fake.script({ text: "streaming along nicely", chunks: 3 });
+
+    const error = await failureOf(
+      provider().complete(
+        request({
+          onText: () => {
+            throw broken;
+          },
+        }),
+      ),
+    );
+
+    expect(error).toBe(broken);
+  });
+});

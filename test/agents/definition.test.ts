@@ -1,0 +1,193 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  DEFAULT_TOOLS,
+  loadAgents,
+  renderSystemPrompt,
+  resolveAgent,
+} from "../../src/agents/definition.js";
+
+let workspace: string;
+
+beforeEach(() => {
+  workspace = fs.mkdtempSync(path.join(os.tmpdir(), "picklebot-agents-"));
+});
+
+afterEach(() => {
+  fs.rmSync(workspace, { recursive: true, force: true });
+});
+
+function writeAgent(id: string, text: string): string {
+  const folder = path.join(workspace, "agents", id);
+  fs.mkdirSync(folder, { recursive: true });
+  const file = path.join(folder, "AGENT.md");
+  fs.writeFileSync(file, text);
+  return file;
+}
+
+function agentText(frontMatter: string, prompt = "You are a test agent."): string {
+  return `---\n${frontMatter}\n---\n${prompt}\n`;
+}
+
+function onlyError(): string {
+  const { errors } = loadAgents(workspace);
+  expect(errors).toHaveLength(1);
+  return errors[0]?.message ?? "";
+}
+
+describe("loadAgents", () => {
+  it("loads a definition with all its fields", () => {
+    const file = writeAgent(
+      "writer",
+      agentText(
+        "name: Writer\ndescription: Drafts texts\nmodel: claude-opus-4-1\nmax_tokens: 2048\n" +
+          "tools: [read, bash, post_message]",
+        "You write.\n\nWell.",
+      ),
+    );
+    const { agents, errors } = loadAgents(workspace);
+    expect(errors).toEqual([]);
+    expect(agents.get("writer")).toEqual({
+      id: "writer",
+      name: "Writer",
+      description: "Drafts texts",
+      model: "claude-opus-4-1",
+      maxTokens: 2048,
+      tools: ["read", "bash", "post_message"],
+      prompt: "You write.\n\nWell.",
+      source: file,
+    });
+  });
+
+  it("gives an agent without a tools field the default tools", () => {
+    writeAgent("plain", agentText("name: Plain\ndescription: Plain agent"));
+    expect(loadAgents(workspace).agents.get("plain")?.tools).toEqual(DEFAULT_TOOLS);
+  });
+
+  it("has no agents when the workspace has no agents folder", () => {
+    expect(loadAgents(workspace)).toEqual({ agents: new Map(), errors: [] });
+  });
+
+  it("loads the agent shipped with the repository", () => {
+    const repo = path.resolve(import.meta.dirname, "../..");
+    const { agents, errors } = loadAgents(repo);
+    expect(errors).toEqual([]);
+    expect(agents.get("pickle")?.name).toBe("Pickle");
+    expect(agents.get("pickle")?.prompt).toContain("{{workspace}}");
+  });
+
+  it("reports a file without front matter while the other agents still load", () => {
+    writeAgent("good", agentText("name: Good\ndescription: Works"));
+    const file = writeAgent("bare", "You are an agent without front matter.\n");
+    const { agents, errors } = loadAgents(workspace);
+    expect([...agents.keys()]).toEqual(["good"]);
+    expect(errors.map((error) => error.message)).toEqual([
+      `${file}: missing YAML front matter; start the file with a line "---", then the fields ` +
+        '(name, description, optional model, max_tokens, tools), then another "---" line.',
+    ]);
+  });
+
+  it("names the field, the unknown tool and the allowed tools", () => {
+    const file = writeAgent("bad", agentText("name: Bad\ndescription: x\ntools: [read, bsh]"));
+    expect(onlyError()).toBe(
+      `${file}: tools: unknown tool "bsh"; did you mean "bash"? (allowed: read, write, edit, ` +
+        "bash, web_fetch, subagent, post_message); fix or remove it.",
+    );
+  });
+
+  it("rejects a max_tokens that is not a positive whole number", () => {
+    const file = writeAgent("bad", agentText("name: Bad\ndescription: x\nmax_tokens: -5"));
+    expect(onlyError()).toBe(
+      `${file}: max_tokens: expected a whole number of at least 1, found -5; ` +
+        "correct it or remove it to use the default.",
+    );
+  });
+
+  it("rejects an unknown front-matter key with a suggestion", () => {
+    const file = writeAgent("bad", agentText("name: Bad\ndescription: x\nmodle: claude"));
+    expect(onlyError()).toContain(`${file}: modle: unknown key; did you mean "model"?`);
+  });
+
+  it("names a missing required field", () => {
+    const file = writeAgent("bad", agentText("description: x"));
+    expect(onlyError()).toBe(`${file}: name: missing (expected text); add it.`);
+  });
+
+  it("gives the line in the file of a front-matter syntax error", () => {
+    const file = writeAgent("bad", agentText("name: Bad\ndescription: x\ntools: [read"));
+    expect(onlyError()).toMatch(new RegExp(`^${file}:[45]: YAML syntax error`));
+  });
+
+  it("rejects an empty prompt and a folder name that is not an id", () => {
+    const file = writeAgent("empty", agentText("name: E\ndescription: x", ""));
+    writeAgent("has space", agentText("name: S\ndescription: x"));
+    const messages = loadAgents(workspace).errors.map((error) => error.message);
+    expect(messages).toEqual([
+      `${file}: the system prompt is empty; write the agent's instructions below the closing ---.`,
+      expect.stringContaining('"has space" is not a valid agent id'),
+    ]);
+  });
+});
+
+describe("resolveAgent", () => {
+  it("falls back to the built-in agent for the default id", () => {
+    const agent = resolveAgent(new Map(), "pickle", "pickle");
+    expect(agent).toMatchObject({ id: "pickle", name: "Pickle", source: "built-in" });
+    expect(agent.tools).toEqual(DEFAULT_TOOLS);
+  });
+
+  it("prefers a defined agent over the built-in one", () => {
+    writeAgent("pickle", agentText("name: My Pickle\ndescription: mine"));
+    const { agents } = loadAgents(workspace);
+    expect(resolveAgent(agents, "pickle", "pickle").name).toBe("My Pickle");
+  });
+
+  it("names an unknown agent and the known ones", () => {
+    writeAgent("writer", agentText("name: Writer\ndescription: x"));
+    const { agents } = loadAgents(workspace);
+    expect(() => resolveAgent(agents, "writr", "pickle")).toThrow(
+      'unknown agent "writr"; did you mean "writer"? (known: pickle, writer); use one of ' +
+        "those or create agents/writr/AGENT.md.",
+    );
+  });
+});
+
+describe("renderSystemPrompt", () => {
+  it("substitutes the workspace and the local time with its zone", () => {
+    const agent = resolveAgent(new Map(), "pickle", "pickle");
+    const prompt = renderSystemPrompt(
+      { ...agent, prompt: "Work in {{workspace}}. Now: {{ now }}." },
+      {
+        workspace: "/home/me/bot",
+        now: new Date("2025-06-01T06:00:00Z"),
+        timezone: "Europe/Berlin",
+      },
+    );
+    expect(prompt).toBe(
+      "Work in /home/me/bot. Now: 2025-06-01T08:00:00+02:00 (Sunday, Europe/Berlin).",
+    );
+  });
+
+  it("writes UTC with a +00:00 offset and leaves other braces alone", () => {
+    const agent = { ...resolveAgent(new Map(), "p", "p"), prompt: "{{now}} {{other}}" };
+    const prompt = renderSystemPrompt(agent, {
+      workspace: "/w",
+      now: new Date("2025-01-01T00:00:00Z"),
+      timezone: "UTC",
+    });
+    expect(prompt).toBe("2025-01-01T00:00:00+00:00 (Wednesday, UTC) {{other}}");
+  });
+
+  it("fills the placeholders of the built-in prompt", () => {
+    const agent = resolveAgent(new Map(), "pickle", "pickle");
+    const prompt = renderSystemPrompt(agent, {
+      workspace: "/w",
+      now: new Date(),
+      timezone: "UTC",
+    });
+    expect(prompt).toContain("/w");
+    expect(prompt).not.toContain("{{");
+  });
+});

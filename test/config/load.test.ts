@@ -1,0 +1,260 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { loadConfig, redactConfig, resolveWorkspace } from "../../src/config/index.js";
+import { UserError } from "../../src/errors.js";
+
+let workspace: string;
+
+beforeEach(() => {
+  workspace = fs.mkdtempSync(path.join(os.tmpdir(), "picklebot-config-"));
+});
+
+afterEach(() => {
+  fs.rmSync(workspace, { recursive: true, force: true });
+});
+
+function writeConfig(text: string): string {
+  const file = path.join(workspace, "picklebot.yaml");
+  fs.writeFileSync(file, text);
+  return file;
+}
+
+function loadError(env: Record<string, string | undefined> = {}): UserError {
+  try {
+    loadConfig(workspace, env);
+  } catch (thrown) {
+    if (thrown instanceof UserError) return thrown;
+    throw thrown;
+  }
+  throw new Error("expected loadConfig to fail");
+}
+
+describe("loadConfig", () => {
+  it("fills every default when there is no picklebot.yaml", () => {
+    const config = loadConfig(workspace, {});
+    expect(config.default_agent).toBe("pickle");
+    expect(config.timezone).toBe(Intl.DateTimeFormat().resolvedOptions().timeZone);
+    expect(config.llm).toEqual({
+      provider: "anthropic",
+      model: "claude-sonnet-4-6",
+      api_key: undefined,
+      max_tokens: 4096,
+      timeout_s: 600,
+    });
+    expect(config.queue).toEqual({ backend: "sqlite", url: undefined });
+    expect(config.workers).toEqual({ agent_concurrency: 4, max_attempts: 5, job_timeout_s: 300 });
+    expect(config.history).toEqual({
+      backend: "sqlite",
+      path: path.join(workspace, "history"),
+      max_messages: 200,
+    });
+    expect(config.telegram.enabled).toBe(false);
+    expect(config.telegram.allowed_user_ids).toEqual([]);
+    expect(config.discord.channel_ids).toEqual([]);
+    expect(config.http).toEqual({ enabled: true, host: "127.0.0.1", port: 8787 });
+  });
+
+  it("takes secrets and the database URL from the environment by default", () => {
+    const config = loadConfig(workspace, {
+      ANTHROPIC_API_KEY: "sk-test",
+      TELEGRAM_BOT_TOKEN: "123:abc",
+      DATABASE_URL: "postgres://localhost/picklebot",
+    });
+    expect(config.llm.api_key).toBe("sk-test");
+    expect(config.telegram.bot_token).toBe("123:abc");
+    expect(config.queue.url).toBe("postgres://localhost/picklebot");
+  });
+
+  it("reads values from the file and treats an empty section as defaults", () => {
+    writeConfig(
+      [
+        "default_agent: helper",
+        "timezone: Europe/Berlin",
+        "telegram:",
+        "llm:",
+        "  model: claude-opus-4-1",
+        "history:",
+        "  path: /var/lib/picklebot",
+        "http:",
+        "  port: 0",
+      ].join("\n"),
+    );
+    const config = loadConfig(workspace, {});
+    expect(config.default_agent).toBe("helper");
+    expect(config.timezone).toBe("Europe/Berlin");
+    expect(config.llm.model).toBe("claude-opus-4-1");
+    expect(config.telegram.enabled).toBe(false);
+    expect(config.history.path).toBe(path.resolve("/var/lib/picklebot"));
+    expect(config.http.port).toBe(0);
+  });
+
+  it("replaces environment references in string values, numbers included", () => {
+    writeConfig(
+      `llm:\n  api_key: \${MY_KEY}\n  base_url: "http://\${HOST}:9999"\nhttp:\n  port: \${PORT}\n`,
+    );
+    const config = loadConfig(workspace, { MY_KEY: "sk-1", HOST: "127.0.0.1", PORT: "9000" });
+    expect(config.llm.api_key).toBe("sk-1");
+    expect(config.llm.base_url).toBe("http://127.0.0.1:9999");
+    expect(config.http.port).toBe(9000);
+  });
+
+  it("names the key and the variable when a variable is not set", () => {
+    const file = writeConfig(`telegram:\n  bot_token: \${TG_TOKEN}\n`);
+    expect(loadError().message).toBe(
+      `${file}: telegram.bot_token: environment variable TG_TOKEN is not set; set it in the ` +
+        "environment or in the workspace .env file, or remove the reference.",
+    );
+  });
+
+  it("keeps $$ followed by {NAME} as the literal text", () => {
+    writeConfig(`llm:\n  model: "a-$\${MODEL}"\n`);
+    expect(loadConfig(workspace, {}).llm.model).toBe(`a-\${MODEL}`);
+  });
+
+  it("loads the workspace .env without overriding variables already set", () => {
+    fs.writeFileSync(path.join(workspace, ".env"), "ANTHROPIC_API_KEY=from-dotenv\nMODEL=m-env\n");
+    writeConfig(`llm:\n  model: \${MODEL}\n`);
+    const env: Record<string, string | undefined> = { MODEL: "m-shell" };
+    const config = loadConfig(workspace, env);
+    expect(config.llm.model).toBe("m-shell");
+    expect(config.llm.api_key).toBe("from-dotenv");
+    expect(env.ANTHROPIC_API_KEY).toBe("from-dotenv");
+  });
+
+  it("rejects an unknown key and suggests the closest known one", () => {
+    const file = writeConfig("llm:\n  modle: claude-sonnet-4-5\n");
+    expect(loadError().message).toBe(
+      `${file}: llm.modle: unknown key; did you mean "model"? ` +
+        "(known keys under llm: provider, model, api_key, base_url, max_tokens, timeout_s).",
+    );
+  });
+
+  it("suggests for a misspelt top-level key too", () => {
+    writeConfig("telegarm:\n  enabled: false\n");
+    expect(loadError().message).toContain('telegarm: unknown key; did you mean "telegram"?');
+  });
+
+  it("names the key, the expected and the found value for a wrong type", () => {
+    const file = writeConfig("workers:\n  agent_concurrency: lots\n");
+    expect(loadError().message).toBe(
+      `${file}: workers.agent_concurrency: expected a whole number, found "lots"; ` +
+        "correct it or remove it to use the default.",
+    );
+  });
+
+  it("checks ranges", () => {
+    writeConfig("http:\n  port: 70000\nhistory:\n  max_messages: 1\n");
+    const message = loadError().message;
+    expect(message).toContain("http.port: expected a port number from 0 to 65535, found 70000");
+    expect(message).toContain(
+      "history.max_messages: expected a whole number of at least 2, found 1",
+    );
+  });
+
+  it("lists the allowed values of an enumeration", () => {
+    writeConfig("queue:\n  backend: redis\n");
+    expect(loadError().message).toContain(
+      'queue.backend: expected one of "sqlite", "memory", "postgres", found "redis"',
+    );
+  });
+
+  it("rejects a time zone Intl does not know", () => {
+    const file = writeConfig("timezone: Mars/Olympus\n");
+    expect(loadError().message).toBe(
+      `${file}: timezone: expected an IANA time zone such as "Europe/Berlin" or "UTC", ` +
+        'found "Mars/Olympus"; correct it or remove it to use the default.',
+    );
+  });
+
+  it("requires a bot token only when the bus is enabled", () => {
+    writeConfig("telegram:\n  enabled: true\n");
+    expect(loadError().message).toContain(
+      "telegram.bot_token: required when telegram.enabled is true; set TELEGRAM_BOT_TOKEN",
+    );
+    expect(loadConfig(workspace, { TELEGRAM_BOT_TOKEN: "1:x" }).telegram.enabled).toBe(true);
+  });
+
+  it("requires a database URL for the postgres queue", () => {
+    writeConfig("queue:\n  backend: postgres\n");
+    expect(loadError().message).toContain(
+      "queue.url: required when queue.backend is postgres; set DATABASE_URL",
+    );
+  });
+
+  it("accepts telegram ids as numbers or digit strings and discord ids as strings", () => {
+    writeConfig(
+      [
+        "telegram:",
+        '  allowed_user_ids: [123, "456"]',
+        "discord:",
+        '  allowed_user_ids: ["80351110224678912", 42]',
+      ].join("\n"),
+    );
+    const config = loadConfig(workspace, {});
+    expect(config.telegram.allowed_user_ids).toEqual([123, 456]);
+    expect(config.discord.allowed_user_ids).toEqual(["80351110224678912", "42"]);
+  });
+
+  it("rejects a discord id too long to be an exact YAML number", () => {
+    writeConfig("discord:\n  allowed_user_ids: [80351110224678912]\n");
+    expect(loadError().message).toContain(
+      "discord.allowed_user_ids[0]: expected a Discord user id written as quoted digits",
+    );
+  });
+
+  it("never repeats a secret value in an error", () => {
+    writeConfig("llm:\n  api_key: [sk-secret-value]\n");
+    expect(loadError().message).not.toContain("sk-secret-value");
+  });
+
+  it("names the file and line of a YAML syntax error", () => {
+    const file = writeConfig("llm:\n  model: ok\n  max_tokens: [1, 2\nhttp:\n  port: 1\n");
+    const message = loadError().message;
+    expect(message).toMatch(
+      new RegExp(`^${file.replaceAll("\\", "\\\\")}:\\d+: YAML syntax error`),
+    );
+    expect(message).toMatch(/fix the syntax on line \d+\.$/);
+  });
+
+  it("reports the line of a duplicated key", () => {
+    const file = writeConfig("http:\n  port: 1\nhttp:\n  port: 2\n");
+    expect(loadError().message).toContain(`${file}:3: YAML syntax error`);
+  });
+});
+
+describe("redactConfig", () => {
+  it("shows whether secrets are set, never their values", () => {
+    const config = loadConfig(workspace, { ANTHROPIC_API_KEY: "sk-hidden" });
+    const shown = redactConfig(config);
+    expect(shown.llm.api_key).toBe("[set]");
+    expect(shown.telegram.bot_token).toBe("[not set]");
+    expect(JSON.stringify(shown)).not.toContain("sk-hidden");
+    expect(config.llm.api_key).toBe("sk-hidden");
+  });
+});
+
+describe("resolveWorkspace", () => {
+  it("prefers the option, then PICKLEBOT_WORKSPACE, then the current directory", () => {
+    expect(resolveWorkspace(workspace, {})).toBe(workspace);
+    expect(resolveWorkspace(undefined, { PICKLEBOT_WORKSPACE: workspace })).toBe(workspace);
+    expect(resolveWorkspace(undefined, {})).toBe(process.cwd());
+  });
+
+  it("explains a workspace that does not exist", () => {
+    const missing = path.join(workspace, "nope");
+    expect(() => resolveWorkspace(missing, {})).toThrow(
+      `workspace ${missing} (from --workspace) does not exist; create one with ` +
+        `\`picklebot init ${missing}\` or pass an existing folder with --workspace.`,
+    );
+  });
+
+  it("explains a workspace that is a file", () => {
+    const file = path.join(workspace, "file.txt");
+    fs.writeFileSync(file, "");
+    expect(() => resolveWorkspace(undefined, { PICKLEBOT_WORKSPACE: file })).toThrow(
+      /is a file, not a folder/,
+    );
+  });
+});

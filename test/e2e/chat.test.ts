@@ -1,0 +1,198 @@
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
+import { CLI, childEnv, runCli } from "../helpers/cli.js";
+import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+
+let fake: FakeAnthropic;
+let ws: TempWorkspace;
+
+beforeEach(async () => {
+  fake = await startFakeAnthropic();
+  ws = makeWorkspace({ "picklebot.yaml": fakeModelConfig(fake.url) });
+});
+
+afterEach(async () => {
+  await fake.close();
+  ws.remove();
+});
+
+const chat = (input: string, args: string[] = []) =>
+  runCli(["chat", "--workspace", ws.dir, ...args], { input });
+
+/** The text of every message the model was sent in one request, in order. */
+function sentTexts(requestIndex: number): string[] {
+  const request = fake.requests[requestIndex];
+  if (!request) throw new Error(`no request ${requestIndex}`);
+  return request.body.messages.map((message) =>
+    typeof message.content === "string"
+      ? message.content
+      : message.content.map((block) => String(block.text ?? block.type)).join(""),
+  );
+}
+
+describe("picklebot chat (scripted, stdin not a TTY)", () => {
+  it("prints the model's reply for each line", async () => {
+    fake.script({ text: "Hello! How can I help?" }, (request) => ({
+      text: `echo: ${lastUserText(request)}`,
+    }));
+    const result = await chat("hi\nwhat time is it?\n");
+    expect(result.stderr).toBe("");
+    expect(result.stdout).toBe("Hello! How can I help?\necho: what time is it?\n");
+    expect(result.code).toBe(0);
+    expect(sentTexts(1)).toEqual(["hi", "Hello! How can I help?", "what time is it?"]);
+  });
+
+  it("runs a tool loop that writes a file in the workspace and answers from it", async () => {
+    fake.script(
+      {
+        toolUses: [{ name: "write", input: { path: "notes/todo.md", content: "- buy pickles\n" } }],
+      },
+      { toolUses: [{ name: "read", input: { path: "notes/todo.md" } }] },
+      (request) => {
+        const last = request.body.messages.at(-1)?.content;
+        const result = Array.isArray(last) ? String(last[0]?.content) : "";
+        return { text: `Your list says: ${result.trim()}` };
+      },
+    );
+    const result = await chat("remember to buy pickles\n");
+    expect(readFileSync(join(ws.dir, "notes/todo.md"), "utf8")).toBe("- buy pickles\n");
+    expect(result.stdout).toBe("Your list says: - buy pickles\n");
+    expect(result.stderr).toContain("· write notes/todo.md");
+    expect(result.code).toBe(0);
+  });
+
+  it("refuses a path outside the workspace and tells the model", async () => {
+    fake.script(
+      { toolUses: [{ name: "write", input: { path: "../escaped.txt", content: "x" } }] },
+      (request) => {
+        const last = request.body.messages.at(-1)?.content;
+        const block = Array.isArray(last) ? last[0] : undefined;
+        return {
+          text: `tool said (${block?.is_error ? "error" : "ok"}): ${String(block?.content)}`,
+        };
+      },
+    );
+    const result = await chat("write outside\n");
+    expect(existsSync(join(ws.dir, "..", "escaped.txt"))).toBe(false);
+    expect(result.stdout).toMatch(
+      /^tool said \(error\): path "\.\.\/escaped\.txt" is outside the workspace/,
+    );
+  });
+
+  it("resumes a stored session with --session and sends the earlier turns", async () => {
+    fake.script({ text: "Nice to meet you, Ada." });
+    await chat("my name is Ada\n");
+    const list = await chat("/sessions\n");
+    const sessionId = list.stdout.match(/^(s_\w+)/m)?.[1];
+    expect(sessionId).toBeDefined();
+
+    fake.script((request) => ({ text: `you said ${request.body.messages.length} things` }));
+    const resumed = await chat("what is my name?\n", ["--session", sessionId ?? ""]);
+    expect(resumed.code).toBe(0);
+    const last = fake.requests.length - 1;
+    expect(sentTexts(last)).toEqual([
+      "my name is Ada",
+      "Nice to meet you, Ada.",
+      "what is my name?",
+    ]);
+  });
+
+  it("waits out a 429 and then answers", async () => {
+    fake.script({ error: { status: 429, retryAfterS: 0 } }, { text: "worth the wait" });
+    const result = await chat("hello\n");
+    expect(result.stdout).toBe("worth the wait\n");
+    expect(result.code).toBe(0);
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it("shows a 400 as an error and keeps the session usable", async () => {
+    fake.script(
+      { error: { status: 400, message: "messages: text content blocks must be non-empty" } },
+      { text: "all good now" },
+    );
+    const result = await chat("first\nsecond\n");
+    expect(result.stderr).toContain("error: The Anthropic API answered with status 400");
+    expect(result.stderr).toContain("text content blocks must be non-empty");
+    expect(result.stdout).toBe("all good now\n");
+    expect(result.code).toBe(1);
+    expect(sentTexts(1)).toEqual(["first", "second"]);
+  });
+
+  it("names the missing API key instead of crashing", async () => {
+    ws.write("picklebot.yaml", `llm:\n  base_url: ${fake.url}\n`);
+    const result = await chat("hello\n");
+    expect(result.stderr).toContain("No Anthropic API key: set ANTHROPIC_API_KEY");
+    expect(result.code).toBe(1);
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it("reports an unknown session id in one sentence", async () => {
+    const result = await chat("", ["--session", "s_nope"]);
+    expect(result.stderr).toMatch(/^picklebot: no session "s_nope"/);
+    expect(result.code).toBe(1);
+  });
+
+  it("reports a broken picklebot.yaml with the key and exits 1", async () => {
+    ws.write("picklebot.yaml", "workers:\n  agent_concurency: 2\n");
+    const result = await chat("hello\n");
+    expect(result.stderr).toContain("picklebot.yaml: workers.agent_concurency: unknown key");
+    expect(result.stderr).toContain('did you mean "agent_concurrency"?');
+    expect(result.stderr).not.toContain("    at ");
+    expect(result.code).toBe(1);
+  });
+});
+
+describe("picklebot chat (interactive, on a terminal)", () => {
+  it("streams the reply while it is generated, and Ctrl+D leaves", async () => {
+    let release: () => void = () => {};
+    const resume = new Promise<void>((resolve) => (release = resolve));
+    fake.script({ text: "Streaming word by word", chunks: 3, pauseAfterChunks: 1, resume });
+    const command = `${process.execPath} ${CLI} chat --workspace ${ws.dir}`;
+    const child = spawn("script", ["-qfec", command, "/dev/null"], { env: childEnv() });
+    let screen = "";
+    child.stdout.on("data", (chunk: Buffer) => (screen += chunk));
+    await waitFor(() => screen.includes("you ›"));
+    child.stdin.write("hi\n");
+    await waitFor(() => screen.includes("Strea"));
+    // The first piece is on screen while the model is still generating the rest.
+    expect(screen).not.toContain("word by word");
+    release();
+    await waitFor(() => screen.includes("word by word"));
+    child.stdin.write("\x04");
+    const code = await new Promise((resolve) => child.on("close", resolve));
+    expect(code).toBe(0);
+  });
+
+  it("Ctrl+C stops the reply in progress but not the program, and /new starts a session", async () => {
+    fake.script({ hang: true }, { text: "still here" });
+    const command = `${process.execPath} ${CLI} chat --workspace ${ws.dir}`;
+    const child = spawn("script", ["-qfec", command, "/dev/null"], { env: childEnv() });
+    let screen = "";
+    child.stdout.on("data", (chunk: Buffer) => (screen += chunk));
+    await waitFor(() => screen.includes("you ›"));
+    child.stdin.write("tell me a very long story\n");
+    await waitFor(() => fake.requests.length === 1);
+    child.stdin.write("\x03");
+    await waitFor(() => screen.includes("error: stopped"));
+    child.stdin.write("/new\n");
+    await waitFor(() => screen.includes("started a new session"));
+    child.stdin.write("are you there?\n");
+    await waitFor(() => screen.includes("still here"));
+    child.stdin.write("/exit\n");
+    const code = await new Promise((resolve) => child.on("close", resolve));
+    expect(code).toBe(0);
+    // The new session does not carry the stopped turn.
+    expect(sentTexts(1)).toEqual(["are you there?"]);
+  });
+});
+
+async function waitFor(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting for the terminal");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * What a user trusts the server for: a job survives the process being killed at the worst
+ * moments, and a graceful stop lets running work finish. The server runs as a child process
+ * against the fake Anthropic API; the tests read its database and its log.
+ */
+import { hostname } from "node:os";
+import type Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Job, NewJob } from "../../src/ports.js";
+import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import { runCli } from "../helpers/cli.js";
+import {
+  enqueueJob,
+  killAllServers,
+  type LogLine,
+  openWorkspaceDb,
+  type ServerProcess,
+  sessionMessages,
+  startServer,
+  waitUntil,
+} from "../helpers/server.js";
+import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+
+const PROMPT = "What is on my calendar today?";
+const RECOVERED = "requeued jobs left running by the previous server";
+
+let fake: FakeAnthropic;
+let ws: TempWorkspace;
+let db: Database.Database | null = null;
+
+beforeEach(async () => {
+  fake = await startFakeAnthropic();
+  ws = makeWorkspace({
+    "picklebot.yaml": fakeModelConfig(fake.url),
+    "crons/calendar.yaml": `schedule: "0 0 1 1 *"\nprompt: ${PROMPT}\nenabled: false\n`,
+  });
+});
+
+afterEach(async () => {
+  await killAllServers();
+  db?.close();
+  db = null;
+  await fake.close();
+  ws.remove();
+});
+
+/** A chat message typed at a terminal: its reply goes to the server log (`console`). */
+function consoleJob(message: string): NewJob {
+  return {
+    agentId: "pickle",
+    sessionKey: "console:crash-test",
+    message,
+    mode: "chat",
+    replyTo: { kind: "console" },
+  };
+}
+
+function database(): Database.Database {
+  db ??= openWorkspaceDb(ws.dir);
+  return db;
+}
+
+/** The job as `picklebot jobs --json` lists it. */
+async function jobShow(id: string): Promise<Job> {
+  const result = await runCli(["jobs", "--json", "--workspace", ws.dir]);
+  if (result.code !== 0) throw new Error(`picklebot jobs: ${result.stderr}`);
+  const job = (JSON.parse(result.stdout) as Job[]).find((candidate) => candidate.id === id);
+  if (!job) throw new Error(`picklebot jobs does not list ${id}`);
+  return job;
+}
+
+/** The log line for the end of the job's only attempt on this server. */
+async function outcomeOn(server: ServerProcess, job: Job): Promise<LogLine> {
+  const [line] = await server.jobOutcomes(job.id);
+  if (!line) throw new Error(`no outcome for job ${job.id}`);
+  return line;
+}
+
+/** The log line of a reply delivered to the console frontend. */
+function deliveredReply(server: ServerProcess): Promise<LogLine> {
+  return server.waitForLog((line) => line.msg === "reply" && line.frontend === "console");
+}
+
+function messagesOf(job: Job) {
+  if (!job.sessionId) throw new Error(`job ${job.id} has no session`);
+  return sessionMessages(database(), job.sessionId);
+}
+
+describe("picklebot server, killed and stopped", () => {
+  it("finishes a job after a SIGKILL during its model call, with the message stored once", async () => {
+    fake.script({ hang: true }, { text: "Lunch with Ada at noon." });
+    const first = await startServer(ws.dir);
+    const enqueued = await enqueueJob(ws.dir, consoleJob(PROMPT));
+    await waitUntil(() => fake.requests.length === 1, "the model is called");
+
+    // The checkpoint was committed before the call: the message is history, the job is ".".
+    const inFlight = await jobShow(enqueued.id);
+    expect(inFlight).toMatchObject({ state: "running", message: ".", attempts: 1 });
+    expect(messagesOf(inFlight)).toEqual([{ role: "user", text: PROMPT, jobId: enqueued.id }]);
+
+    await first.kill();
+    const second = await startServer(ws.dir);
+    // Requeued at start-up, not after some lease expired.
+    expect(second.linesMatching(RECOVERED)).toEqual([expect.objectContaining({ recovered: 1 })]);
+
+    expect(await outcomeOn(second, enqueued)).toMatchObject({ outcome: "done", attempts: 2 });
+    expect((await deliveredReply(second)).reply).toBe("Lunch with Ada at noon.");
+    expect(fake.requests).toHaveLength(2);
+    // The model saw the prompt once, not once per attempt.
+    expect(fake.requests[1]?.body.messages).toEqual([
+      { role: "user", content: [expect.objectContaining({ type: "text", text: PROMPT })] },
+    ]);
+    const job = await jobShow(enqueued.id);
+    expect(job).toMatchObject({ state: "done", attempts: 2 });
+    expect(job.errors).toEqual([expect.objectContaining({ attempt: 1 })]);
+    expect(job.errors[0]?.message).toMatch(/^interrupted/);
+    expect(messagesOf(job)).toEqual([
+      { role: "user", text: PROMPT, jobId: enqueued.id },
+      { role: "assistant", text: "Lunch with Ada at noon.", jobId: null },
+    ]);
+  });
+
+  it("redelivers a stored reply without a second model call when the job was never acknowledged", async () => {
+    fake.script({ text: "Dentist at 3 pm." }, { text: "a second, unwanted answer" });
+    const first = await startServer(ws.dir);
+    const enqueued = await enqueueJob(ws.dir, consoleJob(PROMPT));
+    expect(await outcomeOn(first, enqueued)).toMatchObject({ outcome: "done", attempts: 1 });
+    await first.kill();
+    // The moment between storing the reply and acknowledging the job is too short to hit
+    // with a signal, so recreate what a SIGKILL there leaves: the same rows, the job still
+    // running under this host's lock.
+    const unacknowledged = database()
+      .prepare(
+        `UPDATE jobs SET state = 'running', locked_by = ?, locked_at = updated_at,
+           lock_token = 'held-by-the-killed-process'
+         WHERE id = ? AND state = 'done' AND message = '.'`,
+      )
+      .run(hostname(), enqueued.id);
+    expect(unacknowledged.changes).toBe(1);
+
+    const second = await startServer(ws.dir);
+    expect(second.linesMatching(RECOVERED)).toEqual([expect.objectContaining({ recovered: 1 })]);
+    expect(await outcomeOn(second, enqueued)).toMatchObject({ outcome: "done", attempts: 2 });
+    expect((await deliveredReply(second)).reply).toBe("Dentist at 3 pm.");
+    expect(fake.requests).toHaveLength(1);
+    const job = await jobShow(enqueued.id);
+    expect(job.state).toBe("done");
+    expect(messagesOf(job)).toEqual([
+      { role: "user", text: PROMPT, jobId: enqueued.id },
+      { role: "assistant", text: "Dentist at 3 pm.", jobId: null },
+    ]);
+  });
+
+  it("lets a running job finish on SIGTERM, takes no new one, and exits 0", async () => {
+    let release: () => void = () => {};
+    const resume = new Promise<void>((resolve) => (release = resolve));
+    fake.script({ text: "Finished despite the SIGTERM.", pauseAfterChunks: 1, resume });
+    const server = await startServer(ws.dir);
+    const running = await cronRun();
+    await waitUntil(() => fake.requests.length === 1, "the model is called");
+
+    server.signal("SIGTERM");
+    await server.waitForLog((line) => line.msg.startsWith("shutting down"));
+    const later = await cronRun();
+    release();
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+
+    const done = await outcomeOn(server, running);
+    expect(done).toMatchObject({ outcome: "done", attempts: 1 });
+    const stopped = await server.waitForLog("picklebot server stopped");
+    expect(server.logs.indexOf(done)).toBeLessThan(server.logs.indexOf(stopped));
+    const job = await jobShow(running.id);
+    expect(job).toMatchObject({ state: "done", attempts: 1 });
+    expect(messagesOf(job).at(-1)).toEqual({
+      role: "assistant",
+      text: "Finished despite the SIGTERM.",
+      jobId: null,
+    });
+    // Enqueued during the shutdown: left for the next start.
+    expect(await jobShow(later.id)).toMatchObject({ state: "queued", attempts: 0 });
+    expect(fake.requests).toHaveLength(1);
+  });
+
+  it("exits at once on a second Ctrl+C and finishes the interrupted job at the next start", async () => {
+    fake.script({ hang: true }, { text: "Picked up again." });
+    const first = await startServer(ws.dir);
+    const enqueued = await enqueueJob(ws.dir, consoleJob(PROMPT));
+    await waitUntil(() => fake.requests.length === 1, "the model is called");
+
+    first.signal("SIGINT");
+    await first.waitForLog((line) => line.msg.startsWith("shutting down"));
+    first.signal("SIGINT");
+    expect(await first.exited).toEqual({ code: 130, signal: null });
+    expect(first.linesMatching((line) => line.msg.startsWith("forced exit"))).toHaveLength(1);
+
+    const second = await startServer(ws.dir);
+    expect(second.linesMatching(RECOVERED)).toEqual([expect.objectContaining({ recovered: 1 })]);
+    expect(await outcomeOn(second, enqueued)).toMatchObject({ outcome: "done", attempts: 2 });
+    expect((await deliveredReply(second)).reply).toBe("Picked up again.");
+  });
+});
+
+async function cronRun(): Promise<Job> {
+  const result = await runCli(["cron", "run", "calendar", "--json", "--workspace", ws.dir]);
+  if (result.code !== 0) throw new Error(`picklebot cron run: ${result.stderr}`);
+  return JSON.parse(result.stdout) as Job;
+}

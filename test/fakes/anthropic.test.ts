@@ -1,0 +1,100 @@
+import Anthropic from "@anthropic-ai/sdk";
+import { afterEach, describe, expect, it } from "vitest";
+import { type FakeAnthropic, lastUserText, splitInto, startFakeAnthropic } from "./anthropic.js";
+
+let fake: FakeAnthropic | undefined;
+
+afterEach(async () => {
+  await fake?.close();
+  fake = undefined;
+});
+
+function clientFor(server: FakeAnthropic): Anthropic {
+  return new Anthropic({ apiKey: "sk-ant-fake", baseURL: server.url, maxRetries: 0 });
+}
+
+function ask(client: Anthropic, text: string) {
+  return client.messages.create({
+    model: "claude-test",
+    max_tokens: 100,
+    messages: [{ role: "user", content: text }],
+  });
+}
+
+describe("fake Anthropic server", () => {
+  it("answers a non-streaming request with a whole JSON message", async () => {
+    fake = await startFakeAnthropic();
+    fake.script({ text: "Checking.", toolUses: [{ name: "read", input: { path: "a.md" } }] });
+
+    const message = await ask(clientFor(fake), "read a.md");
+
+    expect(message.stop_reason).toBe("tool_use");
+    expect(message.content).toEqual([
+      { type: "text", text: "Checking." },
+      { type: "tool_use", id: "toolu_fake_1", name: "read", input: { path: "a.md" } },
+    ]);
+    expect(message.usage.output_tokens).toBeGreaterThan(0);
+  });
+
+  it("consumes the script in order, then falls back to the default reply", async () => {
+    fake = await startFakeAnthropic();
+    fake.script({ text: "first" }, { text: "second", delayMs: 5 });
+    const client = clientFor(fake);
+
+    const texts: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const message = await ask(client, `question ${i}`);
+      texts.push(
+        message.content.map((block) => (block.type === "text" ? block.text : "")).join(""),
+      );
+    }
+
+    expect(texts).toEqual(["first", "second", "ok"]);
+    expect(fake.unusedReplies).toBe(0);
+    expect(fake.requests.map((request) => lastUserText(request))).toEqual([
+      "question 0",
+      "question 1",
+      "question 2",
+    ]);
+    expect(fake.requests[0]?.headers["content-type"]).toContain("application/json");
+  });
+
+  it("computes dynamic replies from the request, e.g. an echo as the default", async () => {
+    fake = await startFakeAnthropic({
+      defaultReply: (request) => ({ text: `echo: ${lastUserText(request)}` }),
+    });
+
+    const message = await ask(clientFor(fake), "pickles");
+
+    expect(message.content).toEqual([{ type: "text", text: "echo: pickles" }]);
+  });
+
+  it("answers unknown routes with an Anthropic-style 404 error body", async () => {
+    fake = await startFakeAnthropic();
+
+    const response = await fetch(`${fake.url}/v1/models`);
+
+    expect(response.status).toBe(404);
+    expect(await response.json()).toMatchObject({
+      type: "error",
+      error: { type: "not_found_error" },
+    });
+  });
+
+  it("drops a hanging request when it closes, so nothing waits forever", async () => {
+    fake = await startFakeAnthropic();
+    const server = fake;
+    server.script(() => {
+      void server.close();
+      return { hang: true };
+    });
+
+    await expect(ask(clientFor(server), "hello?")).rejects.toThrow();
+  });
+
+  it("splits text into the asked number of pieces, fewer when it is short", () => {
+    expect(splitInto("abcdef", 3)).toEqual(["ab", "cd", "ef"]);
+    expect(splitInto("ab", 5)).toEqual(["a", "b"]);
+    expect(splitInto("", 3)).toEqual([""]);
+  });
+});

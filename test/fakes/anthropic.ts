@@ -1,0 +1,446 @@
+/**
+ * A fake Anthropic Messages API on 127.0.0.1, for tests that run the real SDK.
+ *
+ * `POST /v1/messages` answers with the next scripted reply (or the default reply when
+ * the script is empty): an SSE stream when the request says `stream: true`, plain JSON
+ * otherwise. Every request is recorded. Token counts are rough but deterministic:
+ * input ≈ request JSON length / 4, output ≈ reply text length / 4; a request that marks
+ * anything with `cache_control` reports everything but its newest message as
+ * `cache_read_input_tokens`.
+ */
+import { once } from "node:events";
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** A tool call the fake model makes. */
+export interface FakeToolUse {
+  name: string;
+  input: Record<string, unknown>;
+  /** (Default: `toolu_fake_<n>`) */
+  id?: string;
+}
+
+/** Waits this long before answering. */
+interface Delayed {
+  delayMs?: number;
+}
+
+/** Token counts as the API reports them. */
+export interface FakeUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_input_tokens: number;
+  cache_creation_input_tokens: number;
+}
+
+/** Replaces some of the estimated token counts. */
+interface WithUsage {
+  usage?: Partial<FakeUsage>;
+}
+
+/** A text answer, stop reason `end_turn`. */
+export interface FakeTextReply extends Delayed, WithUsage {
+  text: string;
+  /** Number of `text_delta` events the text is split into. (Default: 3, or fewer for short text) */
+  chunks?: number;
+  /** (Default: `end_turn`) */
+  stopReason?: string;
+  /** Streams this many text deltas, then waits for `resume` before sending the rest. */
+  pauseAfterChunks?: number;
+  /** Settles when the paused stream may go on. */
+  resume?: Promise<unknown>;
+}
+
+/** Tool calls, optionally after some text; stop reason `tool_use`. */
+export interface FakeToolReply extends Delayed, WithUsage {
+  toolUses: FakeToolUse[];
+  text?: string;
+}
+
+/** An HTTP error with Anthropic's JSON error body and an optional `retry-after` header. */
+export interface FakeErrorReply extends Delayed {
+  error: { status: number; message?: string; retryAfterS?: number };
+}
+
+/** A stream that sends `cutAfterChunks` text deltas, then drops the connection. */
+export interface FakeCutReply extends Delayed {
+  cutAfterChunks: number;
+  text: string;
+}
+
+/** Never answers; the request ends only when the client gives up. */
+export interface FakeHangReply extends Delayed {
+  hang: true;
+}
+
+/** One scripted answer. */
+export type FakeReply =
+  | FakeTextReply
+  | FakeToolReply
+  | FakeErrorReply
+  | FakeCutReply
+  | FakeHangReply;
+
+/** A reply, or a function that picks one from the request (e.g. an echo). */
+export type FakeReplySource = FakeReply | ((request: RecordedRequest) => FakeReply);
+
+/** A request body as the Messages API receives it (only the fields the fake reads are typed). */
+export interface FakeMessagesBody {
+  model: string;
+  max_tokens: number;
+  stream?: boolean;
+  system?: string | Array<Record<string, unknown>>;
+  messages: Array<{ role: string; content: string | Array<Record<string, unknown>> }>;
+  tools?: Array<Record<string, unknown>>;
+  [field: string]: unknown;
+}
+
+/** A request the fake received. */
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** The parsed JSON body. */
+  body: FakeMessagesBody;
+}
+
+/** Options of {@link startFakeAnthropic}. */
+export interface FakeAnthropicOptions {
+  /** Answer when the script is empty. (Default: `{ text: "ok" }`) */
+  defaultReply?: FakeReplySource;
+}
+
+/** A running fake. */
+export interface FakeAnthropic {
+  /** Base URL for the SDK's `baseURL` (no `/v1`). */
+  readonly url: string;
+  /** Every request received, oldest first. */
+  readonly requests: RecordedRequest[];
+  /** Scripted replies not used yet. */
+  readonly unusedReplies: number;
+  /** Appends replies to the script; each request consumes one, in order. */
+  script(...replies: FakeReplySource[]): void;
+  /** Stops the server and drops open connections (hanging requests included). */
+  close(): Promise<void>;
+}
+
+/** The text of the newest user message of a request: handy for echo replies. */
+export function lastUserText(request: RecordedRequest): string {
+  const message = request.body.messages.filter((m) => m.role === "user").at(-1);
+  if (!message) return "";
+  if (typeof message.content === "string") return message.content;
+  return message.content
+    .map((block) => {
+      if (block.type === "text") return String(block.text);
+      if (block.type === "tool_result") return String(block.content);
+      return "";
+    })
+    .join("");
+}
+
+/** Starts a fake Messages API on 127.0.0.1 with a free port. */
+export async function startFakeAnthropic(
+  options: FakeAnthropicOptions = {},
+): Promise<FakeAnthropic> {
+  const queue: FakeReplySource[] = [];
+  const requests: RecordedRequest[] = [];
+  const defaultReply = options.defaultReply ?? { text: "ok" };
+  const counter = { messages: 0, toolUses: 0 };
+
+  const server = createServer((req, res) => {
+    void handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) sendError(res, 500, `fake server failed: ${String(error)}`);
+      else res.destroy();
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = await readBody(req);
+    const path = new URL(req.url ?? "/", "http://fake").pathname;
+    if (req.method !== "POST" || path !== "/v1/messages") {
+      sendError(res, 404, `no route for ${req.method} ${path}`);
+      return;
+    }
+    let body: FakeMessagesBody;
+    try {
+      body = JSON.parse(raw) as FakeMessagesBody;
+    } catch {
+      sendError(res, 400, "request body is not valid JSON");
+      return;
+    }
+    const request: RecordedRequest = { method: req.method, path, headers: req.headers, body };
+    requests.push(request);
+    const source = queue.shift() ?? defaultReply;
+    const reply = typeof source === "function" ? source(request) : source;
+    if (reply.delayMs) await sleepUnlessClosed(reply.delayMs, res);
+    if (res.destroyed) return;
+    counter.messages += 1;
+    answer(reply, body, res, `msg_fake_${counter.messages}`, counter);
+  }
+
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    get unusedReplies() {
+      return queue.length;
+    },
+    script(...replies) {
+      queue.push(...replies);
+    },
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// Answering one request
+
+function answer(
+  reply: FakeReply,
+  body: FakeMessagesBody,
+  res: ServerResponse,
+  messageId: string,
+  counter: { toolUses: number },
+): void {
+  if ("hang" in reply) return;
+  if ("error" in reply) {
+    const { status, message, retryAfterS } = reply.error;
+    sendError(res, status, message ?? defaultErrorMessage(status), retryAfterS);
+    return;
+  }
+  const plan = planMessage(reply, body, messageId, counter);
+  if (body.stream === true) void streamMessage(plan, res);
+  else sendPlainMessage(plan, res);
+}
+
+/** What the fake will send: blocks with their pieces, and how it ends. */
+interface MessagePlan {
+  id: string;
+  message: Record<string, unknown>;
+  blocks: Array<
+    | { kind: "text"; pieces: string[] }
+    | { kind: "tool_use"; id: string; name: string; input: unknown; pieces: string[] }
+  >;
+  stopReason: string;
+  usage: FakeUsage;
+  /** Text deltas to send before dropping the connection; null: send everything. */
+  cutAfter: number | null;
+  /** Text deltas to send before waiting for `until`; null: no pause. */
+  pause: { after: number; until: Promise<unknown> } | null;
+}
+
+function planMessage(
+  reply: FakeTextReply | FakeToolReply | FakeCutReply,
+  body: FakeMessagesBody,
+  messageId: string,
+  counter: { toolUses: number },
+): MessagePlan {
+  const blocks: MessagePlan["blocks"] = [];
+  let cutAfter: number | null = null;
+  let stopReason = "end_turn";
+  if ("cutAfterChunks" in reply) {
+    cutAfter = reply.cutAfterChunks;
+    blocks.push({ kind: "text", pieces: splitInto(reply.text, reply.cutAfterChunks + 1) });
+  } else if ("toolUses" in reply) {
+    stopReason = "tool_use";
+    if (reply.text) blocks.push({ kind: "text", pieces: splitInto(reply.text, 3) });
+    for (const use of reply.toolUses) {
+      counter.toolUses += 1;
+      const id = use.id ?? `toolu_fake_${counter.toolUses}`;
+      const json = JSON.stringify(use.input);
+      blocks.push({
+        kind: "tool_use",
+        id,
+        name: use.name,
+        input: use.input,
+        pieces: splitInto(json, 3),
+      });
+    }
+  } else {
+    stopReason = reply.stopReason ?? "end_turn";
+    blocks.push({ kind: "text", pieces: splitInto(reply.text, reply.chunks ?? 3) });
+  }
+  const outputChars = blocks.reduce((sum, block) => sum + block.pieces.join("").length, 0);
+  const scripted = "usage" in reply ? reply.usage : undefined;
+  const usage = { ...estimateUsage(body, outputChars), ...scripted };
+  const message = {
+    id: messageId,
+    type: "message",
+    role: "assistant",
+    model: body.model,
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage: { ...usage, output_tokens: 1 },
+  };
+  const pause =
+    "resume" in reply && reply.resume
+      ? { after: reply.pauseAfterChunks ?? 1, until: reply.resume }
+      : null;
+  return { id: messageId, message, blocks, stopReason, usage, cutAfter, pause };
+}
+
+function estimateUsage(body: FakeMessagesBody, outputChars: number): FakeUsage {
+  const { stream: _stream, ...params } = body;
+  const total = Math.ceil(JSON.stringify(params).length / 4);
+  let cacheRead = 0;
+  if (JSON.stringify(params).includes('"cache_control"')) {
+    const prefix = { system: body.system, tools: body.tools, messages: body.messages.slice(0, -1) };
+    cacheRead = Math.min(total - 1, Math.ceil(JSON.stringify(prefix).length / 4));
+  }
+  return {
+    input_tokens: total - cacheRead,
+    output_tokens: Math.max(1, Math.ceil(outputChars / 4)),
+    cache_read_input_tokens: cacheRead,
+    cache_creation_input_tokens: 0,
+  };
+}
+
+async function streamMessage(plan: MessagePlan, res: ServerResponse): Promise<void> {
+  res.writeHead(200, {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    "request-id": `req_${plan.id}`,
+  });
+  const send = (type: string, data: Record<string, unknown>) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  send("message_start", { message: plan.message });
+  send("ping", {});
+  let textDeltasSent = 0;
+  for (const [index, block] of plan.blocks.entries()) {
+    if (block.kind === "text") {
+      send("content_block_start", { index, content_block: { type: "text", text: "" } });
+      for (const piece of block.pieces) {
+        if (plan.cutAfter !== null && textDeltasSent >= plan.cutAfter) {
+          dropConnection(res);
+          return;
+        }
+        if (plan.pause && textDeltasSent === plan.pause.after) await plan.pause.until;
+        send("content_block_delta", { index, delta: { type: "text_delta", text: piece } });
+        textDeltasSent += 1;
+      }
+      if (plan.cutAfter !== null) {
+        dropConnection(res);
+        return;
+      }
+    } else {
+      const start = { type: "tool_use", id: block.id, name: block.name, input: {} };
+      send("content_block_start", { index, content_block: start });
+      for (const piece of block.pieces) {
+        const delta = { type: "input_json_delta", partial_json: piece };
+        send("content_block_delta", { index, delta });
+      }
+    }
+    send("content_block_stop", { index });
+  }
+  const { output_tokens, ...inputUsage } = plan.usage;
+  send("message_delta", {
+    delta: { stop_reason: plan.stopReason, stop_sequence: null },
+    usage: { output_tokens, ...inputUsage },
+  });
+  send("message_stop", {});
+  res.end();
+}
+
+function sendPlainMessage(plan: MessagePlan, res: ServerResponse): void {
+  const content = plan.blocks.map((block) =>
+    block.kind === "text"
+      ? { type: "text", text: block.pieces.join("") }
+      : { type: "tool_use", id: block.id, name: block.name, input: block.input },
+  );
+  const message = { ...plan.message, content, stop_reason: plan.stopReason, usage: plan.usage };
+  const json = JSON.stringify(message);
+  if (plan.cutAfter !== null) {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.write(json.slice(0, Math.floor(json.length / 2)));
+    dropConnection(res);
+    return;
+  }
+  res.writeHead(200, { "content-type": "application/json", "request-id": `req_${plan.id}` });
+  res.end(json);
+}
+
+// ---------------------------------------------------------------------------------------
+// Small pieces
+
+const ERROR_TYPES: Record<number, string> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  403: "permission_error",
+  404: "not_found_error",
+  413: "request_too_large",
+  429: "rate_limit_error",
+  500: "api_error",
+  529: "overloaded_error",
+};
+
+function defaultErrorMessage(status: number): string {
+  if (status === 429) return "Number of request tokens has exceeded your rate limit.";
+  if (status === 529) return "Overloaded";
+  if (status >= 500) return "Internal server error";
+  return "Invalid request";
+}
+
+function sendError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  retryAfterS?: number,
+): void {
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    "request-id": `req_fake_error_${status}`,
+  };
+  if (retryAfterS !== undefined) headers["retry-after"] = String(retryAfterS);
+  const type = ERROR_TYPES[status] ?? "api_error";
+  res.writeHead(status, headers);
+  res.end(JSON.stringify({ type: "error", error: { type, message } }));
+}
+
+/** Sends what was written so far, then destroys the socket: the client sees a cut stream. */
+function dropConnection(res: ServerResponse): void {
+  res.write("", () => res.socket?.destroy());
+}
+
+/** Splits text into `count` pieces of about equal length (fewer when the text is short). */
+export function splitInto(text: string, count: number): string[] {
+  const pieces = Math.max(1, Math.min(count, text.length));
+  const size = Math.ceil(text.length / pieces);
+  const result: string[] = [];
+  for (let start = 0; start < text.length; start += size)
+    result.push(text.slice(start, start + size));
+  return result.length > 0 ? result : [""];
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function sleepUnlessClosed(ms: number, res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    res.once("close", done);
+    function done(): void {
+      clearTimeout(timer);
+      res.off("close", done);
+      resolve();
+    }
+  });
+}

@@ -1,0 +1,722 @@
+/**
+ * A fake Discord (REST v10 + gateway v10) on 127.0.0.1 for tests that drive the real
+ * discord.js 14 client.
+ *
+ * Point the client at it with `new Client({ ..., rest: { api: fake.restRoot } })`; the
+ * client learns the gateway URL from `GET /gateway/bot`. The gateway speaks uncompressed
+ * JSON (discord.js asks for `?v=10&encoding=json`, and for `compress` only when zlib-sync is
+ * installed, which the fake refuses with close code 4012).
+ *
+ * Gateway session: HELLO → IDENTIFY → READY (one unavailable guild) → GUILD_CREATE, then
+ * heartbeats are ACKed and test messages arrive as MESSAGE_CREATE with increasing `s`.
+ * A RESUME replays the events after the client's sequence number, then sends RESUMED.
+ * REST answers like Discord: 204 without a content type for typing and deletes, JSON
+ * errors `{ message, code }`, and 429 with the rate-limit headers and body.
+ */
+import { randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { APIMessage, APIUser } from "discord.js";
+import { type WebSocket, WebSocketServer } from "ws";
+
+/** Options for {@link startFakeDiscord}. */
+export interface FakeDiscordOptions {
+  /** Bot token the fake accepts. (Default: a well-formed fake token, see `fake.token`) */
+  token?: string;
+  /** Gateway heartbeat interval sent in HELLO. (Default: 41250) */
+  heartbeatIntervalMs?: number;
+}
+
+/** One message a test user sends, see {@link FakeDiscord.sendUserMessage}. */
+export interface DiscordUserMessageInput {
+  /** Channel id: a DM channel id (any new id makes a DM channel) or a guild text channel. */
+  channelId: string;
+  /** Author's user id. */
+  userId: string;
+  /** Message text. */
+  content: string;
+  /** Guild of the channel; omit for a DM. Must be `fake.guildId`. */
+  guildId?: string;
+  /** Mention the bot: prefixes "<@botId> " unless present, and lists the bot in `mentions`. */
+  mentionsBot?: boolean;
+  /** Author's username. (Default: "user<userId>") */
+  username?: string;
+}
+
+/** A failure the fake answers instead of a REST route, see {@link FakeDiscord.failNext}. */
+export type DiscordFailure =
+  | { status: 429; retryAfter: number }
+  | { status: 400 | 403 | 404; code: number; message: string }
+  | { status: 500 | 502 | 503 };
+
+/** One REST request the client made, in arrival order. */
+export interface DiscordCall {
+  /** HTTP method, upper case. */
+  method: string;
+  /** Path below the API version, e.g. "/channels/42/messages". */
+  path: string;
+  /** JSON body (for multipart: `payload_json` plus `files: [{ name, filename, size }]`). */
+  body: Record<string, unknown> | undefined;
+  /** Epoch milliseconds (fractional) when the request arrived. */
+  time: number;
+  /** HTTP status the fake answered. */
+  status: number;
+}
+
+interface GatewaySession {
+  id: string;
+  sequence: number;
+  events: object[];
+  socket: WebSocket | undefined;
+}
+
+interface ChannelState {
+  channel: Record<string, unknown>;
+  botMessages: Map<string, APIMessage>;
+}
+
+class RestFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: object,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(JSON.stringify(body));
+  }
+}
+
+const DISCORD_EPOCH = 1420070400000n;
+const MAX_CONTENT_LENGTH = 2000;
+/** ViewChannel | SendMessages | ReadMessageHistory, for the @everyone role. */
+const EVERYONE_PERMISSIONS = "68608";
+
+/** Starts the fake REST + gateway on 127.0.0.1 on a free port. Call `close()` when done. */
+export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
+  const fake = new FakeDiscord(options);
+  await fake.listen();
+  return fake;
+}
+
+/** The running fake; see the file header for the protocol it follows. */
+export class FakeDiscord {
+  /** The bot user (`GET /users/@me`, READY). */
+  readonly botUser: APIUser = {
+    id: "100000000000000001",
+    username: "picklebot-test",
+    discriminator: "0",
+    global_name: null,
+    avatar: null,
+    bot: true,
+  };
+  /** The token the fake accepts. */
+  readonly token: string;
+  /** The one guild the bot is in. */
+  readonly guildId = "200000000000000001";
+  /** The guild's text channel. */
+  readonly guildChannelId = "200000000000000002";
+  /** Every REST request, in arrival order, failures included. */
+  readonly sent: DiscordCall[] = [];
+  /** IDENTIFY payloads received (`d`), e.g. to check intents. */
+  readonly identifies: Record<string, unknown>[] = [];
+  /** Query strings of gateway connections, e.g. "?v=10&encoding=json". */
+  readonly gatewayQueries: string[] = [];
+  /** Heartbeats received (all sessions). */
+  heartbeats = 0;
+
+  private readonly server: Server;
+  private readonly gateway: WebSocketServer;
+  private readonly heartbeatIntervalMs: number;
+  private readonly sessions = new Map<string, GatewaySession>();
+  private readonly channels = new Map<string, ChannelState>();
+  private readonly failures: { route: string; failure: DiscordFailure; remaining: number }[] = [];
+  private readonly listeners = new Set<() => void>();
+  private snowflakeCounter = 0n;
+
+  constructor(options: FakeDiscordOptions = {}) {
+    const encodedId = Buffer.from(this.botUser.id).toString("base64url");
+    this.token = options.token ?? `${encodedId}.Fake00.fake-discord-token-for-tests`;
+    this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 41_250;
+    this.channels.set(this.guildChannelId, {
+      channel: {
+        id: this.guildChannelId,
+        type: 0,
+        guild_id: this.guildId,
+        name: "general",
+        position: 0,
+        permission_overwrites: [],
+        parent_id: null,
+        nsfw: false,
+        topic: null,
+        rate_limit_per_user: 0,
+      },
+      botMessages: new Map(),
+    });
+    this.server = createServer((request, response) => {
+      this.handle(request, response).catch((error: unknown) => {
+        response.writeHead(500).end(String(error));
+      });
+    });
+    this.gateway = new WebSocketServer({ server: this.server });
+    this.gateway.on("connection", (socket, request) => this.accept(socket, request));
+  }
+
+  /** REST root for discord.js: `new Client({ rest: { api: fake.restRoot } })`. */
+  get restRoot(): string {
+    return `http://127.0.0.1:${this.port}/api`;
+  }
+
+  /** The gateway URL that `GET /gateway/bot` hands out. */
+  get gatewayUrl(): string {
+    return `ws://127.0.0.1:${this.port}`;
+  }
+
+  /** Number of gateway sessions currently connected and identified. */
+  get connectedSessions(): number {
+    return [...this.sessions.values()].filter((session) => session.socket).length;
+  }
+
+  private get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** Listens on 127.0.0.1, port 0. */
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+  }
+
+  /** Closes gateway sockets and REST connections, then stops listening. */
+  async close(): Promise<void> {
+    for (const socket of this.gateway.clients) socket.terminate();
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.gateway.close(() => resolve()));
+    await closed;
+  }
+
+  /** Closes every gateway connection with `code` (4000 makes discord.js resume). */
+  disconnect(code = 4000): void {
+    for (const session of this.sessions.values()) {
+      session.socket?.close(code, "fake gateway disconnect");
+      session.socket = undefined;
+    }
+    this.notify();
+  }
+
+  /**
+   * Sends a user's message as MESSAGE_CREATE to the connected client, waiting up to
+   * `timeoutMs` for a session to be ready. A channel id without `guildId` becomes a DM.
+   */
+  async sendUserMessage(input: DiscordUserMessageInput, timeoutMs = 10_000): Promise<APIMessage> {
+    const session = await this.waitFor(
+      () => [...this.sessions.values()].find((s) => s.socket),
+      timeoutMs,
+    );
+    const author: APIUser = {
+      id: input.userId,
+      username: input.username ?? `user${input.userId}`,
+      discriminator: "0",
+      global_name: null,
+      avatar: null,
+    };
+    const state = this.channelFor(input, author);
+    const mention = `<@${this.botUser.id}>`;
+    const content =
+      input.mentionsBot && !input.content.includes(mention)
+        ? `${mention} ${input.content}`
+        : input.content;
+    const message = {
+      ...this.newMessage(state, author, content),
+      mentions: input.mentionsBot ? [this.botUser] : [],
+    };
+    state.channel.last_message_id = message.id;
+    const member = {
+      roles: [],
+      joined_at: new Date().toISOString(),
+      deaf: false,
+      mute: false,
+      flags: 0,
+    };
+    const event = input.guildId
+      ? { ...message, guild_id: input.guildId, member, channel_type: 0 }
+      : { ...message, channel_type: 1 };
+    this.dispatch(session, "MESSAGE_CREATE", event);
+    return message;
+  }
+
+  /**
+   * Makes the next `times` requests matching `route` fail. `route` is "METHOD /path" where a
+   * `:name` segment matches anything, e.g. "POST /channels/:id/messages". @discordjs/rest
+   * retries a 5xx three times before it rejects, so use `times: 4` to surface one.
+   */
+  failNext(route: string, failure: DiscordFailure, times = 1): void {
+    this.failures.push({ route, failure, remaining: times });
+  }
+
+  /** Current content (after edits, without deleted ones) of each bot message in a channel. */
+  messages(channelId: string): string[] {
+    return [...(this.channels.get(channelId)?.botMessages.values() ?? [])].map((m) => m.content);
+  }
+
+  /** REST calls matching a route pattern such as "POST /channels/:id/messages". */
+  callsTo(route: string): DiscordCall[] {
+    return this.sent.filter((call) => routeMatches(route, call.method, call.path));
+  }
+
+  /**
+   * Resolves with the first truthy value of `check`, re-evaluated whenever the fake's state
+   * changes; rejects after `timeoutMs` with the latest calls in the message.
+   */
+  waitFor<T>(check: () => T | false | null | undefined, timeoutMs = 5000): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const finish = (): void => {
+        clearTimeout(timer);
+        this.listeners.delete(attempt);
+      };
+      const attempt = (): void => {
+        try {
+          const value = check();
+          if (value) {
+            finish();
+            resolve(value);
+          }
+        } catch (error) {
+          finish();
+          reject(error);
+        }
+      };
+      const timer = setTimeout(() => {
+        finish();
+        const recent = this.sent
+          .slice(-8)
+          .map((call) => `${call.method} ${call.path} ${call.status}`);
+        reject(new Error(`waitFor timed out after ${timeoutMs} ms; last calls: ${recent}`));
+      }, timeoutMs);
+      this.listeners.add(attempt);
+      attempt();
+    });
+  }
+
+  /** Waits for a successful REST call matching `route` (see {@link failNext}) and returns it. */
+  waitForCall(
+    route: string,
+    match: (call: DiscordCall) => boolean = () => true,
+    timeoutMs = 5000,
+  ): Promise<DiscordCall> {
+    return this.waitFor(
+      () => this.callsTo(route).find((call) => call.status < 300 && match(call)),
+      timeoutMs,
+    );
+  }
+
+  private notify(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+
+  private snowflake(): string {
+    this.snowflakeCounter += 1n;
+    return String(((BigInt(Date.now()) - DISCORD_EPOCH) << 22n) + (this.snowflakeCounter % 4096n));
+  }
+
+  private newMessage(state: ChannelState, author: APIUser, content: string): APIMessage {
+    return {
+      id: this.snowflake(),
+      channel_id: String(state.channel.id),
+      author,
+      content,
+      timestamp: new Date().toISOString(),
+      edited_timestamp: null,
+      tts: false,
+      mention_everyone: false,
+      mentions: [],
+      mention_roles: [],
+      attachments: [],
+      embeds: [],
+      pinned: false,
+      type: 0,
+      components: [],
+    };
+  }
+
+  private channelFor(input: DiscordUserMessageInput, author: APIUser): ChannelState {
+    const existing = this.channels.get(input.channelId);
+    if (input.guildId !== undefined) {
+      if (input.guildId !== this.guildId || existing?.channel.guild_id !== this.guildId) {
+        throw new Error(
+          `sendUserMessage: channel ${input.channelId} is not a text channel of guild ${this.guildId}`,
+        );
+      }
+      return existing;
+    }
+    if (existing?.channel.guild_id !== undefined) {
+      throw new Error(
+        `sendUserMessage: channel ${input.channelId} is a guild channel; pass guildId`,
+      );
+    }
+    return existing ?? this.openDm(input.channelId, author);
+  }
+
+  private openDm(channelId: string, recipient: APIUser): ChannelState {
+    const state = {
+      channel: { id: channelId, type: 1, recipients: [recipient], last_message_id: null },
+      botMessages: new Map(),
+    };
+    this.channels.set(channelId, state);
+    return state;
+  }
+
+  // --- gateway -------------------------------------------------------------------------
+
+  private accept(socket: WebSocket, request: IncomingMessage): void {
+    const query = new URL(request.url ?? "/", "http://127.0.0.1").searchParams;
+    this.gatewayQueries.push(`?${query}`);
+    if (query.get("v") !== "10" || query.get("encoding") !== "json" || query.has("compress")) {
+      socket.close(4012, "fake gateway speaks only v=10, encoding=json, without compress");
+      return;
+    }
+    let session: GatewaySession | undefined;
+    socket.on("message", (raw) => {
+      const payload = JSON.parse(String(raw)) as { op: number; d: Record<string, unknown> | null };
+      if (payload.op === 1) {
+        this.heartbeats += 1;
+        socket.send(JSON.stringify({ op: 11, d: null }));
+      } else if (payload.op === 2) {
+        session = this.identify(socket, payload.d ?? {});
+      } else if (payload.op === 6) {
+        session = this.resume(socket, payload.d ?? {});
+      }
+      this.notify();
+    });
+    socket.on("close", () => {
+      if (session?.socket === socket) session.socket = undefined;
+      this.notify();
+    });
+    socket.send(
+      JSON.stringify({
+        op: 10,
+        d: { heartbeat_interval: this.heartbeatIntervalMs },
+        s: null,
+        t: null,
+      }),
+    );
+  }
+
+  private identify(
+    socket: WebSocket,
+    identify: Record<string, unknown>,
+  ): GatewaySession | undefined {
+    this.identifies.push(identify);
+    if (identify.token !== this.token) {
+      socket.close(4004, "Authentication failed.");
+      return undefined;
+    }
+    const session: GatewaySession = {
+      id: randomBytes(16).toString("hex"),
+      sequence: 0,
+      events: [],
+      socket,
+    };
+    this.sessions.set(session.id, session);
+    this.dispatch(session, "READY", {
+      v: 10,
+      user: { ...this.botUser, verified: true, mfa_enabled: false, flags: 0 },
+      guilds: [{ id: this.guildId, unavailable: true }],
+      session_id: session.id,
+      resume_gateway_url: this.gatewayUrl,
+      shard: [0, 1],
+      application: { id: this.botUser.id, flags: 0 },
+    });
+    this.dispatch(session, "GUILD_CREATE", this.guildCreate());
+    return session;
+  }
+
+  private resume(socket: WebSocket, resume: Record<string, unknown>): GatewaySession | undefined {
+    const session = this.sessions.get(String(resume.session_id));
+    if (!session || resume.token !== this.token) {
+      socket.send(JSON.stringify({ op: 9, d: false, s: null, t: null }));
+      return undefined;
+    }
+    session.socket = socket;
+    const missed = session.events.filter(
+      (event) => (event as { s: number }).s > Number(resume.seq),
+    );
+    for (const event of missed) socket.send(JSON.stringify(event));
+    this.dispatch(session, "RESUMED", null);
+    return session;
+  }
+
+  private dispatch(session: GatewaySession, type: string, data: unknown): void {
+    session.sequence += 1;
+    const event = { op: 0, t: type, s: session.sequence, d: data };
+    session.events.push(event);
+    session.socket?.send(JSON.stringify(event));
+  }
+
+  private guildCreate(): Record<string, unknown> {
+    const joinedAt = new Date().toISOString();
+    const channels = [...this.channels.values()]
+      .map((state) => state.channel)
+      .filter((channel) => channel.guild_id === this.guildId);
+    return {
+      id: this.guildId,
+      name: "Fake Guild",
+      icon: null,
+      owner_id: "1",
+      afk_timeout: 300,
+      verification_level: 0,
+      default_message_notifications: 0,
+      explicit_content_filter: 0,
+      roles: [
+        {
+          id: this.guildId,
+          name: "@everyone",
+          color: 0,
+          hoist: false,
+          position: 0,
+          permissions: EVERYONE_PERMISSIONS,
+          managed: false,
+          mentionable: false,
+          flags: 0,
+        },
+      ],
+      emojis: [],
+      stickers: [],
+      features: [],
+      mfa_level: 0,
+      system_channel_flags: 0,
+      premium_tier: 0,
+      preferred_locale: "en-US",
+      nsfw_level: 0,
+      joined_at: joinedAt,
+      large: false,
+      unavailable: false,
+      member_count: 2,
+      members: [
+        { user: this.botUser, roles: [], joined_at: joinedAt, deaf: false, mute: false, flags: 0 },
+      ],
+      channels,
+      threads: [],
+      presences: [],
+      voice_states: [],
+      stage_instances: [],
+      guild_scheduled_events: [],
+    };
+  }
+
+  // --- REST ----------------------------------------------------------------------------
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const method = request.method ?? "GET";
+    const path = new URL(request.url ?? "/", "http://127.0.0.1").pathname.replace(
+      /^\/api\/v\d+/,
+      "",
+    );
+    const body = await readBody(request);
+    const call: DiscordCall = { method, path, body, time: epochNow(), status: 200 };
+    try {
+      if (request.headers.authorization !== `Bot ${this.token}`) {
+        throw new RestFailure(401, { message: "401: Unauthorized", code: 0 });
+      }
+      this.throwInjectedFailure(method, path);
+      const result = this.route(method, path, body ?? {});
+      call.status = result === undefined ? 204 : 200;
+      this.recordAndSend(call, response, result === undefined ? "" : JSON.stringify(result));
+    } catch (error) {
+      if (!(error instanceof RestFailure)) throw error;
+      call.status = error.status;
+      this.recordAndSend(call, response, JSON.stringify(error.body), error.headers);
+    }
+  }
+
+  private recordAndSend(
+    call: DiscordCall,
+    response: ServerResponse,
+    body: string,
+    headers: Record<string, string> = {},
+  ): void {
+    this.sent.push(call);
+    const contentType: Record<string, string> =
+      body === "" ? {} : { "content-type": "application/json" };
+    response.writeHead(call.status, { ...contentType, ...headers }).end(body);
+    this.notify();
+  }
+
+  private throwInjectedFailure(method: string, path: string): void {
+    const index = this.failures.findIndex((entry) => routeMatches(entry.route, method, path));
+    const entry = this.failures[index];
+    if (!entry) return;
+    entry.remaining -= 1;
+    if (entry.remaining <= 0) this.failures.splice(index, 1);
+    const { failure } = entry;
+    if (failure.status === 429) {
+      const seconds = String(failure.retryAfter);
+      throw new RestFailure(
+        429,
+        { message: "You are being rate limited.", retry_after: failure.retryAfter, global: false },
+        {
+          "retry-after": seconds,
+          "x-ratelimit-limit": "5",
+          "x-ratelimit-remaining": "0",
+          "x-ratelimit-reset-after": seconds,
+          "x-ratelimit-bucket": "fake-bucket",
+          "x-ratelimit-scope": "user",
+        },
+      );
+    }
+    if ("code" in failure)
+      throw new RestFailure(failure.status, { message: failure.message, code: failure.code });
+    throw new RestFailure(failure.status, { message: `${failure.status}: Server Error`, code: 0 });
+  }
+
+  /** Returns the JSON result, or undefined for 204 No Content. */
+  private route(method: string, path: string, body: Record<string, unknown>): unknown {
+    const [, first, id, sub, messageId] = path.split("/");
+    const key = `${method} /${first}/${first === "channels" ? ":id" : id}${sub ? `/${sub}` : ""}${messageId ? "/:mid" : ""}`;
+    switch (key) {
+      case "GET /gateway/bot":
+        return {
+          url: this.gatewayUrl,
+          shards: 1,
+          session_start_limit: {
+            total: 1000,
+            remaining: 999,
+            reset_after: 14_400_000,
+            max_concurrency: 1,
+          },
+        };
+      case "GET /users/@me":
+        return this.botUser;
+      case "POST /users/@me/channels":
+        return this.createDm(String(body.recipient_id)).channel;
+      case "GET /channels/:id":
+        return this.channel(id).channel;
+      case "POST /channels/:id/typing":
+        this.channel(id);
+        return undefined;
+      case "POST /channels/:id/messages":
+        return this.createMessage(this.channel(id), body);
+      case "GET /channels/:id/messages/:mid":
+        return this.botMessage(id, messageId);
+      case "PATCH /channels/:id/messages/:mid":
+        return this.editMessage(id, messageId, body);
+      case "DELETE /channels/:id/messages/:mid":
+        this.botMessage(id, messageId);
+        this.channel(id).botMessages.delete(String(messageId));
+        return undefined;
+      default:
+        throw new RestFailure(404, { message: "404: Not Found", code: 0 });
+    }
+  }
+
+  private channel(id: string | undefined): ChannelState {
+    const state = this.channels.get(String(id));
+    if (!state) throw new RestFailure(404, { message: "Unknown Channel", code: 10003 });
+    return state;
+  }
+
+  private createDm(userId: string): ChannelState {
+    const existing = [...this.channels.values()].find(
+      (state) => (state.channel.recipients as APIUser[] | undefined)?.[0]?.id === userId,
+    );
+    const recipient = {
+      id: userId,
+      username: `user${userId}`,
+      discriminator: "0",
+      global_name: null,
+      avatar: null,
+    };
+    return existing ?? this.openDm(this.snowflake(), recipient);
+  }
+
+  private botMessage(channelId: string | undefined, messageId: string | undefined): APIMessage {
+    const message = this.channel(channelId).botMessages.get(String(messageId));
+    if (!message) throw new RestFailure(404, { message: "Unknown Message", code: 10008 });
+    return message;
+  }
+
+  private createMessage(state: ChannelState, body: Record<string, unknown>): APIMessage {
+    const content = checkContent(body);
+    const message = this.newMessage(state, this.botUser, content);
+    const guildId = state.channel.guild_id;
+    const stored = typeof guildId === "string" ? { ...message, guild_id: guildId } : message;
+    if (Array.isArray(body.embeds)) stored.embeds = body.embeds;
+    const reference = body.message_reference as { message_id?: string } | undefined;
+    if (reference?.message_id) {
+      Object.assign(stored, {
+        type: 19,
+        message_reference: { ...reference, channel_id: state.channel.id },
+      });
+    }
+    state.botMessages.set(stored.id, stored);
+    state.channel.last_message_id = stored.id;
+    return stored;
+  }
+
+  private editMessage(
+    channelId: string | undefined,
+    messageId: string | undefined,
+    body: Record<string, unknown>,
+  ): APIMessage {
+    const message = this.botMessage(channelId, messageId);
+    const edited = { ...message, edited_timestamp: new Date().toISOString() };
+    if ("content" in body) edited.content = checkContent(body);
+    this.channel(channelId).botMessages.set(edited.id, edited);
+    return edited;
+  }
+}
+
+function checkContent(body: Record<string, unknown>): string {
+  const content = typeof body.content === "string" ? body.content : "";
+  const hasOther =
+    (Array.isArray(body.embeds) && body.embeds.length > 0) || Array.isArray(body.files);
+  if (content === "" && !hasOther)
+    throw new RestFailure(400, { message: "Cannot send an empty message", code: 50006 });
+  if (content.length > MAX_CONTENT_LENGTH) {
+    const errors = {
+      content: {
+        _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }],
+      },
+    };
+    throw new RestFailure(400, { message: "Invalid Form Body", code: 50035, errors });
+  }
+  return content;
+}
+
+function routeMatches(route: string, method: string, path: string): boolean {
+  const [routeMethod, routePath = ""] = route.split(" ");
+  const expected = routePath.split("/");
+  const actual = path.split("/");
+  if (routeMethod?.toUpperCase() !== method || expected.length !== actual.length) return false;
+  return expected.every((segment, index) => segment.startsWith(":") || segment === actual[index]);
+}
+
+function epochNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+async function readBody(request: IncomingMessage): Promise<Record<string, unknown> | undefined> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  const body = Buffer.concat(chunks);
+  if (body.length === 0) return undefined;
+  const type = request.headers["content-type"] ?? "";
+  const boundary = /boundary=(.+)$/.exec(type)?.[1];
+  if (!boundary) return JSON.parse(body.toString()) as Record<string, unknown>;
+  return readMultipart(body, boundary);
+}
+
+/** discord.js sends files as multipart: `payload_json` plus `files[n]` parts. */
+function readMultipart(body: Buffer, boundary: string): Record<string, unknown> {
+  const files: { name: string; filename: string; size: number }[] = [];
+  let payload: Record<string, unknown> = {};
+  for (const part of body.toString("latin1").split(`--${boundary}`)) {
+    const split = part.indexOf("\r\n\r\n");
+    if (split < 0) continue;
+    const headers = part.slice(0, split);
+    const content = Buffer.from(part.slice(split + 4).replace(/\r\n$/, ""), "latin1");
+    const name = /name="([^"]*)"/.exec(headers)?.[1] ?? "";
+    const filename = /filename="([^"]*)"/.exec(headers)?.[1];
+    if (filename !== undefined) files.push({ name, filename, size: content.length });
+    else if (name === "payload_json") payload = JSON.parse(content.toString("utf8"));
+  }
+  return { ...payload, files };
+}

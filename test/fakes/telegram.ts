@@ -1,0 +1,768 @@
+/**
+ * A fake Telegram Bot API server on 127.0.0.1 for tests that drive the real telegraf client.
+ *
+ * It serves `POST|GET /bot<token>/<method>` with JSON, url-encoded, multipart or query
+ * parameters (telegraf 4.16 sends JSON unless a file is attached, then multipart) and
+ * answers like Telegram: `{ ok: true, result }` or `{ ok: false, error_code, description }`.
+ *
+ * Updates follow Telegram's rules: `getUpdates` returns every update with
+ * `update_id >= offset`, drops (confirms) those below it, and holds the request open until
+ * an update arrives or `timeout` seconds pass. A second poller ends the first with 409.
+ * Formatted text (`parse_mode` MarkdownV2 or HTML) is parsed the way Telegram does, so a
+ * bad escape fails with "can't parse entities" and lengths are counted after parsing; the
+ * legacy "Markdown" mode is taken as plain text. Bot messages to a chat the fake has not
+ * seen fail with "chat not found", as in Telegram: use `openChat` for a chat with no update.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Chat, Message, MessageEntity, Update, UserFromGetMe } from "telegraf/types";
+
+/** Options for {@link startFakeTelegram}. */
+export interface FakeTelegramOptions {
+  /** Bot token the fake accepts; others get 401. (Default: "123456789:TEST-fake-telegram-token") */
+  token?: string;
+  /** The bot's @username, without "@". (Default: "picklebot_test_bot") */
+  botUsername?: string;
+}
+
+/** One message a test user sends to the bot, see {@link FakeTelegram.sendUserMessage}. */
+export interface UserMessageInput {
+  /** Chat id: the user's id for a private chat, a negative id for a group. */
+  chatId: number;
+  /** Sender's Telegram user id. */
+  userId: number;
+  /** Message text; a leading "/command" gets a bot_command entity, as in Telegram. */
+  text: string;
+  /** Kind of chat. (Default: "group" for a negative chatId, else "private") */
+  chatType?: "private" | "group" | "supergroup";
+  /** Make the message a reply to the bot's latest message in this chat. (Default: false) */
+  replyToBot?: boolean;
+  /** Mention the bot: prefixes "@<botUsername> " unless the text already has it. (Default: false) */
+  mention?: boolean;
+  /** Sender's username, without "@". (Default: none) */
+  username?: string;
+}
+
+/** A failure the fake answers instead of running a method, see {@link FakeTelegram.failNext}. */
+export type TelegramFailure =
+  | { status: 429; retryAfter: number }
+  | { status: 400 | 401 | 403 | 404 | 409; description: string }
+  | { status: 500 | 502 | 503 | 504 };
+
+/** One request the bot made, in arrival order. */
+export interface TelegramCall {
+  /** Bot API method as called, e.g. "sendMessage". */
+  method: string;
+  /** Parameters from the query string and body; form values stay strings. */
+  params: Record<string, unknown>;
+  /** Epoch milliseconds (fractional) when the request arrived. */
+  time: number;
+  /** HTTP status the fake answered (a held getUpdates is recorded as 200). */
+  status: number;
+}
+
+/** An update the fake queued, and when it went out in a getUpdates response. */
+export interface QueuedUpdate {
+  update: Update.MessageUpdate<Message.TextMessage>;
+  /** Epoch milliseconds (fractional) when the test queued it. */
+  queuedAt: number;
+  /** Each time it was returned by getUpdates (more than once if not confirmed in between). */
+  deliveredAt: number[];
+}
+
+type Params = Record<string, unknown>;
+type TextMessage = Message.TextMessage;
+type UserChat = Exclude<Chat, Chat.ChannelChat>;
+/** A new text message from a user, as `getUpdates` carries it. */
+export type UserTextMessage = Update.MessageUpdate<TextMessage>["message"];
+
+interface ChatState {
+  chat: UserChat;
+  nextMessageId: number;
+  botMessages: Map<number, TextMessage>;
+}
+
+interface HeldPoll {
+  offset: number;
+  limit: number;
+  response: ServerResponse;
+  timer: NodeJS.Timeout;
+}
+
+const NOT_MODIFIED =
+  "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message";
+const MAX_TEXT_LENGTH = 4096;
+
+/** An error response of the Bot API. */
+class ApiFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly description: string,
+    readonly retryAfter?: number,
+  ) {
+    super(description);
+  }
+
+  get body(): object {
+    return {
+      ok: false,
+      error_code: this.status,
+      description: this.description,
+      ...(this.retryAfter === undefined ? {} : { parameters: { retry_after: this.retryAfter } }),
+    };
+  }
+}
+
+/** Starts a fake Bot API server on 127.0.0.1 on a free port. Call `close()` when done. */
+export async function startFakeTelegram(options: FakeTelegramOptions = {}): Promise<FakeTelegram> {
+  const fake = new FakeTelegram(options);
+  await fake.listen();
+  return fake;
+}
+
+/** The running fake; see the file header for the protocol it follows. */
+export class FakeTelegram {
+  /** The token the fake accepts. */
+  readonly token: string;
+  /** What `getMe` returns. */
+  readonly botUser: UserFromGetMe;
+  /** Every request the bot made, in arrival order (including getUpdates and failures). */
+  readonly sent: TelegramCall[] = [];
+  /** Every update queued by the test, in order. */
+  readonly updateLog: QueuedUpdate[] = [];
+  /** The highest `offset` a getUpdates call confirmed (0 until one does). */
+  confirmedOffset = 0;
+  /** Commands from the latest setMyCommands. */
+  commands: unknown = [];
+
+  private readonly server: Server;
+  private readonly chats = new Map<number, ChatState>();
+  private readonly failures = new Map<string, { failure: TelegramFailure; remaining: number }[]>();
+  private readonly polls = new Set<HeldPoll>();
+  private readonly listeners = new Set<() => void>();
+  private pending: QueuedUpdate[] = [];
+  private nextUpdateId = 1;
+
+  constructor(options: FakeTelegramOptions = {}) {
+    this.token = options.token ?? "123456789:TEST-fake-telegram-token";
+    this.botUser = {
+      id: Number(this.token.split(":")[0]) || 123456789,
+      is_bot: true,
+      first_name: "Picklebot Test",
+      username: options.botUsername ?? "picklebot_test_bot",
+      can_join_groups: true,
+      can_read_all_group_messages: false,
+      supports_inline_queries: false,
+    };
+    this.server = createServer((request, response) => {
+      this.handle(request, response).catch((error: unknown) => {
+        response.writeHead(500).end(String(error));
+      });
+    });
+  }
+
+  /** Root URL for telegraf's `new Telegraf(token, { telegram: { apiRoot } })`. */
+  get apiRoot(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** Listens on 127.0.0.1, port 0. */
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+  }
+
+  /** Ends held polls and open connections, then stops listening. */
+  async close(): Promise<void> {
+    for (const poll of this.polls) this.answerPoll(poll, []);
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    await closed;
+  }
+
+  /** Registers a chat the bot may write to without an update (a user who pressed Start earlier). */
+  openChat(
+    chatId: number,
+    chatType: UserMessageInput["chatType"] = chatId < 0 ? "group" : "private",
+  ): UserChat {
+    const existing = this.chats.get(chatId);
+    if (existing) return existing.chat;
+    const chat: UserChat =
+      chatType === "private"
+        ? { id: chatId, type: "private", first_name: `User ${chatId}` }
+        : { id: chatId, type: chatType, title: `Test group ${chatId}` };
+    this.chats.set(chatId, { chat, nextMessageId: 1, botMessages: new Map() });
+    return chat;
+  }
+
+  /** Queues a text message from a user; the bot receives it through getUpdates. */
+  sendUserMessage(input: UserMessageInput): Update.MessageUpdate<TextMessage> {
+    this.openChat(input.chatId, input.chatType);
+    const state = this.chatState(input.chatId);
+    const { text, entities } = this.userText(input);
+    const message: UserTextMessage = {
+      message_id: state.nextMessageId++,
+      from: { id: input.userId, is_bot: false, first_name: `User ${input.userId}` },
+      chat: state.chat,
+      date: Math.floor(Date.now() / 1000),
+      text,
+      ...(entities.length > 0 ? { entities } : {}),
+      ...(input.replyToBot ? { reply_to_message: this.latestBotMessage(input.chatId) } : {}),
+    };
+    if (input.username !== undefined) message.from.username = input.username;
+    const update = { update_id: this.nextUpdateId++, message };
+    const queued = { update, queuedAt: epochNow(), deliveredAt: [] };
+    this.updateLog.push(queued);
+    this.pending.push(queued);
+    this.flushPolls();
+    return update;
+  }
+
+  /** Makes the next `times` calls of `method` fail with `failure` instead of running. */
+  failNext(method: string, failure: TelegramFailure, times = 1): void {
+    const queue = this.failures.get(method.toLowerCase()) ?? [];
+    queue.push({ failure, remaining: times });
+    this.failures.set(method.toLowerCase(), queue);
+  }
+
+  /** Current text (after edits, without deleted ones) of each bot message in a chat, in order. */
+  messages(chatId: number): string[] {
+    return [...(this.chats.get(chatId)?.botMessages.values() ?? [])].map((message) => message.text);
+  }
+
+  /** Calls of one method, in order. */
+  callsOf(method: string): TelegramCall[] {
+    return this.sent.filter((call) => call.method === method);
+  }
+
+  /**
+   * Resolves with the first truthy value of `check`, re-evaluated whenever the fake's state
+   * changes; rejects after `timeoutMs` with the latest calls in the message.
+   */
+  waitFor<T>(check: () => T | false | null | undefined, timeoutMs = 5000): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const finish = (): void => {
+        clearTimeout(timer);
+        this.listeners.delete(attempt);
+      };
+      const attempt = (): void => {
+        try {
+          const value = check();
+          if (value) {
+            finish();
+            resolve(value);
+          }
+        } catch (error) {
+          finish();
+          reject(error);
+        }
+      };
+      const timer = setTimeout(() => {
+        finish();
+        const recent = this.sent.slice(-8).map((call) => `${call.method} ${call.status}`);
+        reject(new Error(`waitFor timed out after ${timeoutMs} ms; last calls: ${recent}`));
+      }, timeoutMs);
+      this.listeners.add(attempt);
+      attempt();
+    });
+  }
+
+  /** Waits for a successful call of `method` matching `match`, and returns it. */
+  waitForCall(
+    method: string,
+    match: (call: TelegramCall) => boolean = () => true,
+    timeoutMs = 5000,
+  ): Promise<TelegramCall> {
+    return this.waitFor(
+      () => this.sent.find((c) => c.method === method && c.status === 200 && match(c)),
+      timeoutMs,
+    );
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const url = new URL(request.url ?? "/", "http://127.0.0.1");
+    const route = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
+    const params = await readParams(request, url);
+    if (!route) return void reply(response, new ApiFailure(404, "Not Found"));
+    const [, token, method = ""] = route;
+    const call: TelegramCall = { method, params, time: epochNow(), status: 200 };
+    try {
+      if (token !== this.token) throw new ApiFailure(401, "Unauthorized");
+      this.throwInjectedFailure(method);
+      if (method.toLowerCase() === "getupdates") {
+        this.record(call);
+        return this.getUpdates(params, response);
+      }
+      const result = this.runMethod(method, params);
+      this.record(call);
+      reply(response, result);
+    } catch (error) {
+      if (!(error instanceof ApiFailure)) throw error;
+      call.status = error.status;
+      this.record(call);
+      reply(response, error);
+    }
+  }
+
+  private record(call: TelegramCall): void {
+    this.sent.push(call);
+    this.notify();
+  }
+
+  private notify(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+
+  private throwInjectedFailure(method: string): void {
+    const queue = this.failures.get(method.toLowerCase());
+    const next = queue?.[0];
+    if (!queue || !next) return;
+    next.remaining -= 1;
+    if (next.remaining <= 0) queue.shift();
+    const { failure } = next;
+    if (failure.status === 429) {
+      const description = `Too Many Requests: retry after ${failure.retryAfter}`;
+      throw new ApiFailure(429, description, failure.retryAfter);
+    }
+    throw new ApiFailure(failure.status, "description" in failure ? failure.description : "");
+  }
+
+  private runMethod(method: string, params: Params): unknown {
+    switch (method.toLowerCase()) {
+      case "getme":
+        return this.botUser;
+      case "deletewebhook":
+      case "close":
+        return true;
+      case "getwebhookinfo":
+        return {
+          url: "",
+          has_custom_certificate: false,
+          pending_update_count: this.pending.length,
+        };
+      case "sendmessage":
+        return this.sendMessage(params);
+      case "editmessagetext":
+        return this.editMessageText(params);
+      case "deletemessage":
+        return this.deleteMessage(params);
+      case "sendchataction":
+        this.chatState(params.chat_id);
+        return true;
+      case "setmycommands":
+        this.commands = parseJsonField(params.commands);
+        return true;
+      case "getmycommands":
+        return this.commands;
+      case "deletemycommands":
+        this.commands = [];
+        return true;
+      default:
+        throw new ApiFailure(404, "Not Found");
+    }
+  }
+
+  private sendMessage(params: Params): TextMessage {
+    const state = this.chatState(params.chat_id);
+    const { text, entities } = parseFormatted(params);
+    const replyTo = state.botMessages.get(Number(params.reply_to_message_id));
+    const message: TextMessage = {
+      message_id: state.nextMessageId++,
+      from: this.botUser,
+      chat: state.chat,
+      date: Math.floor(Date.now() / 1000),
+      text,
+      ...(entities.length > 0 ? { entities } : {}),
+      ...(replyTo ? { reply_to_message: { ...replyTo, reply_to_message: undefined } } : {}),
+    };
+    state.botMessages.set(message.message_id, message);
+    return message;
+  }
+
+  private editMessageText(params: Params): TextMessage {
+    const state = this.chatState(params.chat_id);
+    const message = state.botMessages.get(Number(params.message_id));
+    if (!message) throw new ApiFailure(400, "Bad Request: message to edit not found");
+    const { text, entities } = parseFormatted(params);
+    const sameEntities = JSON.stringify(entities) === JSON.stringify(message.entities ?? []);
+    if (message.text === text && sameEntities) throw new ApiFailure(400, NOT_MODIFIED);
+    const edited: TextMessage = { ...message, text, edit_date: Math.floor(Date.now() / 1000) };
+    if (entities.length > 0) edited.entities = entities;
+    else delete edited.entities;
+    state.botMessages.set(message.message_id, edited);
+    return edited;
+  }
+
+  private deleteMessage(params: Params): true {
+    const state = this.chatState(params.chat_id);
+    if (!state.botMessages.delete(Number(params.message_id))) {
+      throw new ApiFailure(400, "Bad Request: message to delete not found");
+    }
+    return true;
+  }
+
+  private chatState(chatId: unknown): ChatState {
+    if (chatId === undefined || chatId === "")
+      throw new ApiFailure(400, "Bad Request: chat_id is empty");
+    const state = this.chats.get(Number(chatId));
+    if (!state) throw new ApiFailure(400, "Bad Request: chat not found");
+    return state;
+  }
+
+  private latestBotMessage(chatId: number): TextMessage & { reply_to_message: undefined } {
+    const latest = [...this.chatState(chatId).botMessages.values()].at(-1);
+    if (!latest) throw new Error(`replyToBot: the bot has not written in chat ${chatId} yet`);
+    // Telegram does not nest replies: the quoted message carries no reply_to_message.
+    return { ...latest, reply_to_message: undefined };
+  }
+
+  private userText(input: UserMessageInput): { text: string; entities: MessageEntity[] } {
+    const handle = `@${this.botUser.username}`;
+    const text =
+      input.mention && !input.text.includes(handle) ? `${handle} ${input.text}` : input.text;
+    const entities: MessageEntity[] = [];
+    const command = /^\/\w+(@\w+)?/.exec(text);
+    if (command) entities.push({ type: "bot_command", offset: 0, length: command[0].length });
+    const mentionAt = text.indexOf(handle);
+    if (mentionAt >= 0 && !command?.[0].includes(handle)) {
+      entities.push({ type: "mention", offset: mentionAt, length: handle.length });
+    }
+    return { text, entities };
+  }
+
+  private getUpdates(params: Params, response: ServerResponse): void {
+    const offset = Number(params.offset ?? 0);
+    const limit = Math.min(Math.max(Number(params.limit ?? 100), 1), 100);
+    const timeoutS = Number(params.timeout ?? 0);
+    if (offset > 0) {
+      this.pending = this.pending.filter((queued) => queued.update.update_id >= offset);
+      this.confirmedOffset = Math.max(this.confirmedOffset, offset);
+    }
+    for (const poll of this.polls) {
+      const conflict =
+        "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running";
+      this.answerPoll(poll, new ApiFailure(409, conflict));
+    }
+    const poll: HeldPoll = {
+      offset,
+      limit,
+      response,
+      timer: setTimeout(() => this.answerPoll(poll, []), timeoutS * 1000),
+    };
+    this.polls.add(poll);
+    response.on("close", () => this.forgetPoll(poll));
+    if (timeoutS <= 0 || this.available(poll).length > 0)
+      this.answerPoll(poll, this.available(poll));
+    this.notify();
+  }
+
+  private available(poll: HeldPoll): QueuedUpdate[] {
+    return this.pending
+      .filter((queued) => queued.update.update_id >= poll.offset)
+      .slice(0, poll.limit);
+  }
+
+  private flushPolls(): void {
+    for (const poll of this.polls) {
+      const ready = this.available(poll);
+      if (ready.length > 0) this.answerPoll(poll, ready);
+    }
+    this.notify();
+  }
+
+  private answerPoll(poll: HeldPoll, result: QueuedUpdate[] | ApiFailure): void {
+    this.forgetPoll(poll);
+    if (poll.response.writableEnded || poll.response.destroyed) return;
+    if (Array.isArray(result)) {
+      const time = epochNow();
+      for (const queued of result) queued.deliveredAt.push(time);
+      reply(
+        poll.response,
+        result.map((queued) => queued.update),
+      );
+    } else {
+      reply(poll.response, result);
+    }
+  }
+
+  private forgetPoll(poll: HeldPoll): void {
+    clearTimeout(poll.timer);
+    this.polls.delete(poll);
+  }
+}
+
+function epochNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+function reply(response: ServerResponse, result: unknown): void {
+  const failure = result instanceof ApiFailure ? result : undefined;
+  const body = JSON.stringify(failure ? failure.body : { ok: true, result });
+  response.writeHead(failure?.status ?? 200, { "content-type": "application/json" }).end(body);
+}
+
+function parseJsonField(value: unknown): unknown {
+  return typeof value === "string" ? JSON.parse(value) : value;
+}
+
+async function readParams(request: IncomingMessage, url: URL): Promise<Params> {
+  const params: Params = Object.fromEntries(url.searchParams);
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  const body = Buffer.concat(chunks);
+  const type = request.headers["content-type"] ?? "";
+  if (body.length === 0) return params;
+  if (type.startsWith("application/json")) return { ...params, ...JSON.parse(body.toString()) };
+  if (type.startsWith("application/x-www-form-urlencoded")) {
+    return { ...params, ...Object.fromEntries(new URLSearchParams(body.toString())) };
+  }
+  const boundary = /boundary=(.+)$/.exec(type)?.[1];
+  return boundary ? { ...params, ...readMultipart(body, boundary) } : params;
+}
+
+/** Text fields as strings; file parts as `{ filename, size }`. */
+function readMultipart(body: Buffer, boundary: string): Params {
+  const params: Params = {};
+  for (const part of body.toString("latin1").split(`--${boundary}`)) {
+    const split = part.indexOf("\r\n\r\n");
+    if (split < 0) continue;
+    const headers = part.slice(0, split);
+    const content = Buffer.from(part.slice(split + 4).replace(/\r\n$/, ""), "latin1");
+    const name = /name="([^"]*)"/.exec(headers)?.[1];
+    const filename = /filename="([^"]*)"/.exec(headers)?.[1];
+    if (name === undefined) continue;
+    params[name] =
+      filename === undefined ? content.toString("utf8") : { filename, size: content.length };
+  }
+  return params;
+}
+
+/** Applies `parse_mode` like Telegram: returns the plain text and entities, or a 400. */
+function parseFormatted(params: Params): { text: string; entities: MessageEntity[] } {
+  const source = typeof params.text === "string" ? params.text : String(params.text ?? "");
+  const mode = String(params.parse_mode ?? "");
+  const parsed =
+    mode === "MarkdownV2"
+      ? parseMarkdownV2(source)
+      : mode === "HTML"
+        ? parseHtml(source)
+        : { text: source, entities: (parseJsonField(params.entities) as MessageEntity[]) ?? [] };
+  if (parsed.text.trim() === "") throw new ApiFailure(400, "Bad Request: message text is empty");
+  if (parsed.text.length > MAX_TEXT_LENGTH)
+    throw new ApiFailure(400, "Bad Request: message is too long");
+  parsed.entities.sort((a, b) => a.offset - b.offset || b.length - a.length);
+  return parsed;
+}
+
+const MARKDOWN_V2_RESERVED = new Set("_*[]()~`>#+-=|{}.!");
+const ENTITY_NAMES: Record<string, string> = {
+  bold: "Bold",
+  italic: "Italic",
+  underline: "Underline",
+  strikethrough: "Strikethrough",
+  spoiler: "Spoiler",
+  text_link: "TextUrl",
+};
+
+function entityError(reason: string): ApiFailure {
+  return new ApiFailure(400, `Bad Request: can't parse entities: ${reason}`);
+}
+
+/** MarkdownV2 as documented in the Bot API "Formatting options" section. */
+function parseMarkdownV2(source: string): { text: string; entities: MessageEntity[] } {
+  const entities: MessageEntity[] = [];
+  const open: { type: MessageEntity["type"]; offset: number; at: number }[] = [];
+  const byteOffset = (index: number): number => Buffer.byteLength(source.slice(0, index));
+  let text = "";
+  let quoteStart: number | undefined;
+  let i = 0;
+  const toggle = (type: MessageEntity["type"], width: number): void => {
+    const top = open.at(-1);
+    if (top?.type === type) {
+      open.pop();
+      if (text.length > top.offset)
+        entities.push({
+          type,
+          offset: top.offset,
+          length: text.length - top.offset,
+        } as MessageEntity);
+    } else if (open.some((entity) => entity.type === type) && top) {
+      throw entityError(
+        `Can't find end of ${ENTITY_NAMES[top.type]} entity at byte offset ${byteOffset(top.at)}`,
+      );
+    } else {
+      open.push({ type, offset: text.length, at: i });
+    }
+    i += width;
+  };
+  const closeQuote = (): void => {
+    if (quoteStart !== undefined)
+      entities.push({ type: "blockquote", offset: quoteStart, length: text.length - quoteStart });
+    quoteStart = undefined;
+  };
+  while (i < source.length) {
+    const char = source[i] ?? "";
+    const next = source[i + 1];
+    const lineStart = i === 0 || source[i - 1] === "\n";
+    if (lineStart && (char === ">" || source.startsWith("**>", i))) {
+      quoteStart ??= text.length;
+      i += char === ">" ? 1 : 3;
+    } else if (lineStart && quoteStart !== undefined) {
+      closeQuote();
+    } else if (char === "\\") {
+      if (next === undefined)
+        throw entityError(`Character '\\' is reserved and must be escaped with the preceding '\\'`);
+      text += next;
+      i += 2;
+    } else if (char === "`") {
+      const code = readCode(source, i, byteOffset);
+      if (code.text.length > 0)
+        entities.push({
+          ...code.entity,
+          offset: text.length,
+          length: code.text.length,
+        } as MessageEntity);
+      text += code.text;
+      i = code.end;
+    } else if (char === "*") toggle("bold", 1);
+    else if (char === "_") toggle(next === "_" ? "underline" : "italic", next === "_" ? 2 : 1);
+    else if (char === "~") toggle("strikethrough", 1);
+    else if (char === "|" && next === "|") toggle("spoiler", 2);
+    else if (char === "[") {
+      open.push({ type: "text_link", offset: text.length, at: i });
+      i += 1;
+    } else if (char === "]" && open.at(-1)?.type === "text_link") {
+      const link = open.pop() as { offset: number; at: number };
+      const url = readUntilUnescaped(source, i + 2, ")");
+      if (next !== "(" || url === undefined)
+        throw entityError(`Can't find end of a URL at byte offset ${byteOffset(i + 1)}`);
+      entities.push({
+        type: "text_link",
+        offset: link.offset,
+        length: text.length - link.offset,
+        url: url.value,
+      });
+      i = url.end + 1;
+    } else if (MARKDOWN_V2_RESERVED.has(char)) {
+      throw entityError(
+        `Character '${char}' is reserved and must be escaped with the preceding '\\'`,
+      );
+    } else {
+      text += char;
+      i += 1;
+    }
+  }
+  closeQuote();
+  const unclosed = open[0];
+  if (unclosed)
+    throw entityError(
+      `Can't find end of ${ENTITY_NAMES[unclosed.type]} entity at byte offset ${byteOffset(unclosed.at)}`,
+    );
+  return { text, entities };
+}
+
+function readUntilUnescaped(
+  source: string,
+  from: number,
+  terminator: string,
+): { value: string; end: number } | undefined {
+  let value = "";
+  for (let i = from; i < source.length; i += 1) {
+    const char = source[i];
+    if (char === "\\") {
+      value += source[i + 1] ?? "";
+      i += 1;
+    } else if (source.startsWith(terminator, i)) {
+      return { value, end: i };
+    } else {
+      value += char;
+    }
+  }
+  return undefined;
+}
+
+/** Reads `inline code` or a ```pre block``` starting at `at`. */
+function readCode(
+  source: string,
+  at: number,
+  byteOffset: (index: number) => number,
+): { text: string; end: number; entity: { type: "code" } | { type: "pre"; language?: string } } {
+  const fence = source.startsWith("```", at) ? "```" : "`";
+  const body = readUntilUnescaped(source, at + fence.length, fence);
+  const name = fence === "```" ? "Pre" : "Code";
+  if (!body) throw entityError(`Can't find end of ${name} entity at byte offset ${byteOffset(at)}`);
+  const end = body.end + fence.length;
+  if (fence === "`") return { text: body.value, end, entity: { type: "code" } };
+  const firstLine = /^([\w+#-]+)?\n/.exec(body.value);
+  const language = firstLine?.[1];
+  const text = firstLine ? body.value.slice(firstLine[0].length) : body.value;
+  return { text, end, entity: language ? { type: "pre", language } : { type: "pre" } };
+}
+
+const HTML_TAGS: Record<string, MessageEntity["type"]> = {
+  b: "bold",
+  strong: "bold",
+  i: "italic",
+  em: "italic",
+  u: "underline",
+  ins: "underline",
+  s: "strikethrough",
+  strike: "strikethrough",
+  del: "strikethrough",
+  "tg-spoiler": "spoiler",
+  span: "spoiler",
+  a: "text_link",
+  code: "code",
+  pre: "pre",
+  blockquote: "blockquote",
+};
+const HTML_ESCAPES: Record<string, string> = { lt: "<", gt: ">", amp: "&", quot: '"' };
+
+/** Telegram's HTML subset: known tags only, balanced, with &lt; &gt; &amp; &quot; escapes. */
+function parseHtml(source: string): { text: string; entities: MessageEntity[] } {
+  const entities: MessageEntity[] = [];
+  const open: { tag: string; offset: number; href?: string }[] = [];
+  const byteOffset = (index: number): number => Buffer.byteLength(source.slice(0, index));
+  let text = "";
+  let i = 0;
+  while (i < source.length) {
+    const tag = /^<(\/?)([a-zA-Z][\w-]*)([^>]*)>/.exec(source.slice(i));
+    const htmlEscape = /^&(lt|gt|amp|quot);/.exec(source.slice(i));
+    if (tag) {
+      const [whole, closing, rawName = "", attributes = ""] = tag;
+      const name = rawName.toLowerCase();
+      const type = HTML_TAGS[name];
+      if (!type)
+        throw entityError(`Unsupported start tag "${name}" at byte offset ${byteOffset(i)}`);
+      if (closing) {
+        const top = open.pop();
+        if (top?.tag !== name)
+          throw entityError(
+            `Unmatched end tag at byte offset ${byteOffset(i)}, expected "</${top?.tag}>", found "</${name}>"`,
+          );
+        const entity = { type, offset: top.offset, length: text.length - top.offset };
+        if (entity.length > 0)
+          entities.push((top.href ? { ...entity, url: top.href } : entity) as MessageEntity);
+      } else {
+        const href = /href\s*=\s*"([^"]*)"/.exec(attributes)?.[1];
+        open.push(
+          href === undefined
+            ? { tag: name, offset: text.length }
+            : { tag: name, offset: text.length, href },
+        );
+      }
+      i += whole.length;
+    } else if (htmlEscape) {
+      text += HTML_ESCAPES[htmlEscape[1] ?? ""];
+      i += htmlEscape[0].length;
+    } else if (source[i] === "<") {
+      throw entityError(`Unsupported start tag "" at byte offset ${byteOffset(i)}`);
+    } else {
+      text += source[i];
+      i += 1;
+    }
+  }
+  const unclosed = open.at(-1);
+  if (unclosed)
+    throw entityError(`Can't find end tag corresponding to start tag "${unclosed.tag}"`);
+  return { text, entities };
+}

@@ -1,0 +1,62 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+/** The built CLI entry point (dist/ is built by the global setup). */
+export const CLI = fileURLToPath(new URL("../../bin/picklebot.js", import.meta.url));
+
+/** What a finished CLI run printed. */
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Options of {@link runCli}. */
+export interface RunOptions {
+  cwd?: string;
+  env?: Record<string, string | undefined>;
+  /** Written to stdin, which is then closed. */
+  input?: string;
+  timeoutMs?: number;
+}
+
+/** Environment for child processes: no real API keys or tokens leak into tests. */
+export function childEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  for (const name of [
+    "ANTHROPIC_API_KEY",
+    "TELEGRAM_BOT_TOKEN",
+    "DISCORD_BOT_TOKEN",
+    "PICKLEBOT_WORKSPACE",
+  ]) {
+    if (!(name in extra)) delete env[name];
+  }
+  return env;
+}
+
+/** Starts `picklebot <args>` as a child process. */
+export function startCli(args: string[], options: RunOptions = {}): ChildProcess {
+  return spawn(process.execPath, [CLI, ...args], {
+    cwd: options.cwd,
+    env: childEnv(options.env),
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+}
+
+/** Runs `picklebot <args>` to completion and collects its output. */
+export function runCli(args: string[], options: RunOptions = {}): Promise<CliResult> {
+  const child = startCli(args, options);
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk));
+  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk));
+  child.stdin?.end(options.input ?? "");
+  const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 20_000);
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}

@@ -1,0 +1,334 @@
+/**
+ * The JobQueue + JobAdmin contract, written once and run against every adapter
+ * (test/queue/sqlite.test.ts, test/queue/memory.test.ts; Postgres later).
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { UserError } from "../../src/errors.js";
+import type { ClaimedJob, JobAdmin, JobQueue, NewJob } from "../../src/ports.js";
+import type { Clock } from "../../src/server/worker.js";
+
+/** A clock that moves only when the test says so. */
+export class ManualClock implements Clock {
+  #time = Date.UTC(2025, 0, 1);
+
+  now(): number {
+    return this.#time;
+  }
+
+  advance(ms: number): void {
+    this.#time += ms;
+  }
+}
+
+/** A queue under test, empty, with the clock it reads. */
+export interface QueueFixture {
+  queue: JobQueue & JobAdmin;
+  clock: ManualClock;
+  /** Closes the queue and deletes its storage. */
+  cleanup(): Promise<void>;
+}
+
+/** A chat job for `sessionKey`; `overrides` change any field. */
+export function chatJob(
+  sessionKey: string,
+  message: string,
+  overrides: Partial<NewJob> = {},
+): NewJob {
+  return {
+    agentId: "pickle",
+    sessionKey,
+    message,
+    mode: "chat",
+    replyTo: { kind: "telegram", chatId: sessionKey },
+    ...overrides,
+  };
+}
+
+/** Resolves on the listener's next call, or rejects after `timeoutMs` (a generous bound). */
+export function nextRunnable(queue: JobQueue, timeoutMs = 10_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      unsubscribe();
+      reject(new Error(`onRunnable did not fire within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const unsubscribe = queue.onRunnable(() => {
+      clearTimeout(timer);
+      unsubscribe();
+      resolve();
+    });
+  });
+}
+
+const messages = (jobs: ClaimedJob[]) => jobs.map((job) => job.message);
+
+/** Runs the contract against queues made by `makeQueue`. */
+export function queueContract(name: string, makeQueue: () => Promise<QueueFixture>): void {
+  describe(`JobQueue contract: ${name}`, () => {
+    let fixture: QueueFixture;
+    let queue: JobQueue & JobAdmin;
+    let clock: ManualClock;
+
+    beforeEach(async () => {
+      fixture = await makeQueue();
+      ({ queue, clock } = fixture);
+    });
+
+    afterEach(async () => {
+      await fixture.cleanup();
+    });
+
+    it("returns the stored job from enqueue, queued and due now", async () => {
+      const job = await queue.enqueue(chatJob("telegram:1", "hello", { maxAttempts: 3 }));
+      expect(job).toMatchObject({
+        agentId: "pickle",
+        sessionKey: "telegram:1",
+        sessionId: null,
+        message: "hello",
+        mode: "chat",
+        replyTo: { kind: "telegram", chatId: "telegram:1" },
+        state: "queued",
+        attempts: 0,
+        maxAttempts: 3,
+        runAt: clock.now(),
+        lockedBy: null,
+        lastError: null,
+        errors: [],
+      });
+      expect(await queue.get(job.id)).toEqual(job);
+    });
+
+    it("runs the jobs of one session one at a time, in arrival order", async () => {
+      for (const text of ["first", "second", "third"]) await queue.enqueue(chatJob("s", text));
+      for (const text of ["first", "second", "third"]) {
+        const claimed = await queue.claim("w", 10);
+        expect(messages(claimed)).toEqual([text]);
+        expect(await queue.claim("w", 10)).toEqual([]);
+        expect(await queue.complete(claimed[0] as ClaimedJob)).toBe(true);
+      }
+      expect(await queue.claim("w", 10)).toEqual([]);
+    });
+
+    it("runs different sessions at once, oldest first, up to the limit", async () => {
+      for (const key of ["a", "b", "c", "d", "e"]) await queue.enqueue(chatJob(key, `job ${key}`));
+      const first = await queue.claim("w", 3);
+      expect(messages(first)).toEqual(["job a", "job b", "job c"]);
+      expect(new Set(first.map((job) => job.lockToken)).size).toBe(3);
+      expect(messages(await queue.claim("w", 10))).toEqual(["job d", "job e"]);
+    });
+
+    it("claims at most one job per session in one claim", async () => {
+      await queue.enqueue(chatJob("a", "a1"));
+      await queue.enqueue(chatJob("a", "a2"));
+      await queue.enqueue(chatJob("b", "b1"));
+      expect(messages(await queue.claim("w", 10))).toEqual(["a1", "b1"]);
+    });
+
+    it("does not run a delayed job before its time", async () => {
+      await queue.enqueue(chatJob("s", "later", { runAt: clock.now() + 60_000 }));
+      await queue.enqueue(chatJob("t", "now"));
+      expect(messages(await queue.claim("w", 10))).toEqual(["now"]);
+      clock.advance(59_999);
+      expect(await queue.claim("w", 10)).toEqual([]);
+      clock.advance(1);
+      expect(messages(await queue.claim("w", 10))).toEqual(["later"]);
+    });
+
+    it("keeps session order while the first job waits for its retry", async () => {
+      await queue.enqueue(chatJob("s", "first"));
+      await queue.enqueue(chatJob("s", "second"));
+      const [first] = await queue.claim("w", 10);
+      expect(await queue.fail(first as ClaimedJob, "429 rate limited", clock.now() + 10_000)).toBe(
+        true,
+      );
+      expect(await queue.claim("w", 10)).toEqual([]);
+      clock.advance(10_000);
+      const [again] = await queue.claim("w", 10);
+      expect(again).toMatchObject({ message: "first", attempts: 2, lastError: "429 rate limited" });
+      await queue.complete(again as ClaimedJob);
+      expect(messages(await queue.claim("w", 10))).toEqual(["second"]);
+    });
+
+    it("counts every claim as an attempt", async () => {
+      await queue.enqueue(chatJob("s", "flaky"));
+      for (const attempt of [1, 2, 3]) {
+        const [job] = await queue.claim("w", 1);
+        expect(job?.attempts).toBe(attempt);
+        await queue.fail(job as ClaimedJob, `error ${attempt}`, clock.now());
+      }
+      expect((await queue.list())[0]?.attempts).toBe(3);
+    });
+
+    it("refuses changes from a stale claim after recovery (fencing)", async () => {
+      await queue.enqueue(chatJob("s", "hello"));
+      const [stale] = (await queue.claim("old-process", 1)) as [ClaimedJob];
+      expect(await queue.recover("old-process")).toBe(1);
+      const [fresh] = (await queue.claim("new-process", 1)) as [ClaimedJob];
+      expect(fresh.lockToken).not.toBe(stale.lockToken);
+      expect(await queue.complete(stale)).toBe(false);
+      expect(await queue.fail(stale, "late", null)).toBe(false);
+      expect(await queue.checkpoint(stale, "session-1")).toBe(false);
+      expect(await queue.get(fresh.id)).toMatchObject({
+        state: "running",
+        lockedBy: "new-process",
+        message: "hello",
+        sessionId: null,
+      });
+      expect(await queue.complete(fresh)).toBe(true);
+      expect(await queue.complete(fresh)).toBe(false);
+      expect((await queue.get(fresh.id))?.state).toBe("done");
+    });
+
+    it("records the checkpoint: the session id, and the message becomes '.'", async () => {
+      await queue.enqueue(chatJob("s", "remember this"));
+      const [job] = (await queue.claim("w", 1)) as [ClaimedJob];
+      expect(await queue.checkpoint(job, "session-7")).toBe(true);
+      expect(await queue.get(job.id)).toMatchObject({ message: ".", sessionId: "session-7" });
+      await queue.recover("w");
+      expect(await queue.claim("w", 1)).toMatchObject([{ message: ".", sessionId: "session-7" }]);
+    });
+
+    it("fails a job for good with its error history, and frees its session", async () => {
+      await queue.enqueue(chatJob("s", "doomed", { maxAttempts: 2 }));
+      await queue.enqueue(chatJob("s", "next"));
+      const [first] = (await queue.claim("w", 1)) as [ClaimedJob];
+      await queue.fail(first, "503 overloaded", clock.now());
+      clock.advance(5);
+      const [second] = (await queue.claim("w", 1)) as [ClaimedJob];
+      expect(await queue.fail(second, "503 again", null)).toBe(true);
+      const failed = await queue.get(first.id);
+      expect(failed).toMatchObject({ state: "failed", attempts: 2, lastError: "503 again" });
+      expect(failed?.lockedBy).toBeNull();
+      expect(failed?.errors).toEqual([
+        { attempt: 1, at: clock.now() - 5, message: "503 overloaded" },
+        { attempt: 2, at: clock.now(), message: "503 again" },
+      ]);
+      expect(await queue.counts()).toEqual({ queued: 1, running: 0, done: 0, failed: 1 });
+      expect((await queue.list({ state: "failed" })).map((job) => job.id)).toEqual([first.id]);
+      expect(messages(await queue.claim("w", 10))).toEqual(["next"]);
+    });
+
+    it("requeues a failed job on retryFailed, with a fresh attempt budget", async () => {
+      const job = await queue.enqueue(chatJob("s", "retry me", { maxAttempts: 1 }));
+      expect(await queue.retryFailed(job.id)).toBe(false);
+      const [claimed] = (await queue.claim("w", 1)) as [ClaimedJob];
+      await queue.fail(claimed, "400 bad request", null);
+      clock.advance(1000);
+      expect(await queue.retryFailed(job.id)).toBe(true);
+      expect(await queue.get(job.id)).toMatchObject({
+        state: "queued",
+        attempts: 0,
+        runAt: clock.now(),
+        errors: [{ attempt: 1, message: "400 bad request" }],
+      });
+      expect(await queue.retryFailed(job.id)).toBe(false);
+      expect(await queue.retryFailed("no-such-job")).toBe(false);
+      expect(await queue.claim("w", 1)).toMatchObject([{ id: job.id, attempts: 1 }]);
+    });
+
+    it("puts a retried failed job behind the jobs already waiting in its session", async () => {
+      const doomed = await queue.enqueue(chatJob("s", "doomed", { maxAttempts: 1 }));
+      await queue.enqueue(chatJob("s", "waiting"));
+      const [claimed] = (await queue.claim("w", 1)) as [ClaimedJob];
+      await queue.fail(claimed, "boom", null);
+      await queue.retryFailed(doomed.id);
+      const [waiting] = (await queue.claim("w", 10)) as [ClaimedJob];
+      expect(waiting.message).toBe("waiting");
+      expect(await queue.claim("w", 10)).toEqual([]);
+      await queue.complete(waiting);
+      expect(messages(await queue.claim("w", 10))).toEqual(["doomed"]);
+    });
+
+    it("recovers only the jobs of the named worker, due at once", async () => {
+      await queue.enqueue(chatJob("a", "mine"));
+      await queue.enqueue(chatJob("b", "theirs"));
+      await queue.claim("host-1", 1);
+      await queue.claim("host-2", 1);
+      clock.advance(60_000);
+      expect(await queue.recover("host-1")).toBe(1);
+      expect(await queue.recover("host-1")).toBe(0);
+      expect(await queue.counts()).toMatchObject({ queued: 1, running: 1 });
+      const [again] = (await queue.claim("host-1", 10)) as [ClaimedJob];
+      expect(again).toMatchObject({ message: "mine", attempts: 2, lockedBy: "host-1" });
+      expect(again.errors).toHaveLength(1);
+      expect(again.errors[0]?.message).toMatch(/interrupted/);
+      expect((await queue.list({ state: "running" })).map((job) => job.lockedBy).sort()).toEqual([
+        "host-1",
+        "host-2",
+      ]);
+    });
+
+    it("stores a job once per dedupe key and returns the first one", async () => {
+      const first = await queue.enqueue(chatJob("cron:daily:1", "first", { dedupeKey: "daily@1" }));
+      const second = await queue.enqueue(
+        chatJob("cron:daily:1", "second", { dedupeKey: "daily@1" }),
+      );
+      const other = await queue.enqueue(chatJob("cron:daily:2", "other", { dedupeKey: "daily@2" }));
+      expect(second).toEqual(first);
+      expect(other.id).not.toBe(first.id);
+      expect((await queue.counts()).queued).toBe(2);
+    });
+
+    it("claims only jobs of the agents asked for", async () => {
+      await queue.enqueue(chatJob("a", "for pickle"));
+      await queue.enqueue(chatJob("b", "for coder", { agentId: "coder" }));
+      expect(messages(await queue.claim("w", 10, { agentIds: ["coder"] }))).toEqual(["for coder"]);
+      expect(await queue.claim("w", 10, { agentIds: [] })).toEqual([]);
+      expect(messages(await queue.claim("w", 10))).toEqual(["for pickle"]);
+    });
+
+    it("calls onRunnable listeners on enqueue and when a session's next job is freed", async () => {
+      const enqueued = nextRunnable(queue);
+      await queue.enqueue(chatJob("s", "one"));
+      await enqueued;
+      await queue.enqueue(chatJob("s", "two"));
+      const [one] = (await queue.claim("w", 10)) as [ClaimedJob];
+      const freed = nextRunnable(queue);
+      await queue.complete(one);
+      await freed;
+    });
+
+    it("calls onRunnable when a delayed job falls due", async () => {
+      const due = nextRunnable(queue);
+      await queue.enqueue(chatJob("s", "soon", { runAt: clock.now() + 20 }));
+      clock.advance(20);
+      await due;
+      expect(messages(await queue.claim("w", 1))).toEqual(["soon"]);
+    });
+
+    it("stops calling a listener once unsubscribed", async () => {
+      let calls = 0;
+      const unsubscribe = queue.onRunnable(() => {
+        calls += 1;
+      });
+      unsubscribe();
+      await queue.enqueue(chatJob("s", "quiet"));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(calls).toBe(0);
+    });
+
+    it("lists newest first with a state filter and a limit, and counts by state", async () => {
+      const ids: string[] = [];
+      for (const key of ["a", "b", "c", "d"]) ids.push((await queue.enqueue(chatJob(key, key))).id);
+      const [a] = (await queue.claim("w", 1)) as [ClaimedJob];
+      await queue.complete(a);
+      await queue.claim("w", 1);
+      expect((await queue.list()).map((job) => job.id)).toEqual([...ids].reverse());
+      expect((await queue.list({ limit: 2 })).map((job) => job.id)).toEqual([ids[3], ids[2]]);
+      expect((await queue.list({ state: "done" })).map((job) => job.id)).toEqual([ids[0]]);
+      expect((await queue.list({ state: "queued" })).map((job) => job.id)).toEqual([
+        ids[3],
+        ids[2],
+      ]);
+      expect(await queue.counts()).toEqual({ queued: 2, running: 1, done: 1, failed: 0 });
+      expect(await queue.get("no-such-job")).toBeNull();
+    });
+
+    it("refuses a malformed job with a message naming the field", async () => {
+      const bad = chatJob("s", "hi", { replyTo: { kind: "pager" } as never });
+      await expect(queue.enqueue(bad)).rejects.toThrow(UserError);
+      await expect(queue.enqueue(bad)).rejects.toThrow(/replyTo is not a valid reply target/);
+      await expect(queue.enqueue(chatJob("", "hi"))).rejects.toThrow(/sessionKey must be/);
+      expect((await queue.counts()).queued).toBe(0);
+    });
+  });
+}
