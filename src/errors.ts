@@ -55,6 +55,27 @@ export class ModelError extends PicklebotError {
   }
 }
 
+/**
+ * A chat platform (Telegram, Discord) refused or failed a send, edit or typing call.
+ * `retryable` is true for 429, 5xx and network errors; `formatRejected` for a text the
+ * platform could not parse as Markdown (resend it as plain text).
+ */
+export class ChatPlatformError extends PicklebotError {
+  /** Seconds the platform asked us to wait (429 `retry_after`), if it said. */
+  readonly retryAfterS: number | undefined;
+  /** The platform rejected the text's formatting, not the message. */
+  readonly formatRejected: boolean;
+
+  constructor(
+    message: string,
+    options: PicklebotErrorOptions & { retryAfterS?: number; formatRejected?: boolean } = {},
+  ) {
+    super(message, options);
+    this.retryAfterS = options.retryAfterS;
+    this.formatRejected = options.formatRejected ?? false;
+  }
+}
+
 /** A tool was called with bad input or failed; it goes back to the model as `is_error`. */
 export class ToolError extends PicklebotError {}
 

@@ -281,3 +281,65 @@ export interface Frontend {
   /** Starts showing a reply to `target`. */
   openReply(target: ReplyTarget): ReplyStream;
 }
+
+// ---------------------------------------------------------------------------------------
+// ChatPlatform: the network edge of one chat platform
+
+/** The chat platforms picklebot runs a bot on. */
+export type ChatPlatformKind = "telegram" | "discord";
+
+/** A text message a person sent to the bot, already filtered by the platform's rules. */
+export interface IncomingChatMessage {
+  platform: ChatPlatformKind;
+  /** Telegram chat id or Discord channel id: where the reply goes, and the session key. */
+  chatId: string;
+  /** The sender's platform user id, checked against `allowed_user_ids`. */
+  userId: string;
+  /** The sender's display name, for logs and `pairing list`. */
+  userName: string;
+  /** The text, with a leading bot mention removed. */
+  text: string;
+  /** True in a private chat / DM. */
+  direct: boolean;
+  /** Unique per platform (Telegram update id, Discord message id): dedupes redeliveries. */
+  messageId: string;
+}
+
+/** A message the platform confirmed it stored. */
+export interface SentChatMessage {
+  messageId: string;
+}
+
+/** How a text is rendered: the platform's Markdown flavour, or plain text. */
+export type TextFormat = "markdown" | "plain";
+
+/** `connecting` (starting or reconnecting after a lost connection), `connected`, `stopped`. */
+export type ChatPlatformState = "connecting" | "connected" | "stopped";
+
+/**
+ * One chat platform's bot connection (telegraf, discord.js): converts platform updates to
+ * {@link IncomingChatMessage} and sends text. Allowlists, sessions, streaming, splitting
+ * and retries live once in the core, not here.
+ *
+ * Failures of `send`, `edit` and `typing` throw {@link ChatPlatformError}.
+ */
+export interface ChatPlatform {
+  readonly kind: ChatPlatformKind;
+  /** Longest text one message may hold (Telegram 4096, Discord 2000). */
+  readonly maxMessageLength: number;
+  /** The connection's state, for `/healthz` and `status`. */
+  readonly state: ChatPlatformState;
+  /**
+   * Connects and passes every accepted message to `onMessage`, which must return at once
+   * (it only enqueues). Resolves once connected; a lost connection is retried with backoff.
+   */
+  start(onMessage: (message: IncomingChatMessage) => void): Promise<void>;
+  /** Stops receiving first (Telegram commits its update offset), then disconnects. */
+  stop(): Promise<void>;
+  /** Sends a new message to a chat. */
+  send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage>;
+  /** Replaces the text of a message the bot sent ("not modified" counts as success). */
+  edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void>;
+  /** Shows the typing indicator for a few seconds. */
+  typing(chatId: string): Promise<void>;
+}
