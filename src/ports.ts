@@ -130,6 +130,11 @@ export interface ModelRequest {
   messages: ChatMessage[];
   tools: ToolSpec[];
   maxTokens: number;
+  /**
+   * The current time, shown to the model after the newest message's cache breakpoint,
+   * so that a new time never invalidates the cached prompt. (Default: not sent)
+   */
+  currentTime?: string;
   /** Aborts the call (job timeout, `/stop`, Ctrl+C). */
   signal?: AbortSignal;
   /** Receives the reply's text as it streams. */

@@ -3,8 +3,9 @@
  * `complete()`, on the official SDK (which also does the HTTP retries: `maxRetries`).
  *
  * Every request carries three prompt-cache breakpoints: the system prompt, the last
- * tool, and the last block of the last message, so each turn reads the previous turn's
- * prefix from the cache. Failures become {@link ModelError}s whose `retryable` tells a
+ * tool, and the last stored block of the last message, so each call reads the previous
+ * call's prefix from the cache. The current time, which changes on every call, goes
+ * after the last breakpoint for the same reason. Failures become {@link ModelError}s whose `retryable` tells a
  * transient failure (429, 5xx, 529, network, timeout, a stream cut short) from one that
  * will fail again (400, 401, 403, 404, 413). A call aborted through `request.signal`
  * rejects with an error named `AbortError` instead, so callers can tell a cancellation
@@ -124,18 +125,27 @@ function toMessageParams(request: ModelRequest): Anthropic.MessageStreamParams {
     ...(request.system === ""
       ? {}
       : { system: [{ type: "text", text: request.system, cache_control: EPHEMERAL }] }),
-    messages: withCacheBreakpoint(request.messages),
+    messages: withCacheBreakpoint(request.messages, request.currentTime),
     ...(request.tools.length === 0 ? {} : { tools: toTools(request.tools) }),
   };
 }
 
-/** The messages with a cache breakpoint on the last block; the caller's objects stay as they were. */
-function withCacheBreakpoint(messages: ChatMessage[]): Anthropic.MessageParam[] {
+/**
+ * The messages with a cache breakpoint on the last block, then the current time as an
+ * extra block that is not cached; the caller's objects stay as they were.
+ */
+function withCacheBreakpoint(
+  messages: ChatMessage[],
+  currentTime: string | undefined,
+): Anthropic.MessageParam[] {
   const last = messages.at(-1);
   if (last === undefined || last.content.length === 0) return messages;
-  const content = last.content.map((block, index) =>
+  const content: Anthropic.ContentBlockParam[] = last.content.map((block, index) =>
     index === last.content.length - 1 ? { ...block, cache_control: EPHEMERAL } : block,
   );
+  if (currentTime !== undefined) {
+    content.push({ type: "text", text: `(current time: ${currentTime})` });
+  }
   return [...messages.slice(0, -1), { role: last.role, content }];
 }
 

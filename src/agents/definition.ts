@@ -57,7 +57,7 @@ export interface LoadedAgents {
 const BUILT_IN_PROMPT = `You are Pickle, a helpful personal assistant.
 Answer clearly and briefly, and ask when a request is ambiguous.
 Your workspace is {{workspace}}; file paths are relative to it.
-The current time is {{now}}.
+Today is {{now}}; the newest message ends with the current time.
 Use your tools when a task needs them, and say so when you are unsure.`;
 
 const frontMatterSchema = z.strictObject({
@@ -126,18 +126,33 @@ export function builtInAgent(id: string): AgentDefinition {
   };
 }
 
-/** The agent's system prompt with `{{workspace}}` and `{{now}}` filled in. */
+/**
+ * The agent's system prompt with `{{workspace}}` and `{{now}}` filled in. `{{now}}` is
+ * the date, not the time: the system prompt heads the cached prompt, so it may change
+ * only once a day; the model is given the exact time with the newest message instead.
+ */
 export function renderSystemPrompt(
   agent: AgentDefinition,
   values: { workspace: string; now: Date; timezone: string },
 ): string {
   return agent.prompt.replace(/\{\{\s*(workspace|now)\s*\}\}/g, (_, name: string) =>
-    name === "workspace" ? values.workspace : formatLocalTime(values.now, values.timezone),
+    name === "workspace" ? values.workspace : formatLocalDate(values.now, values.timezone),
   );
+}
+
+/** `2025-06-01 (Sunday, Europe/Berlin)`: the date in the zone. */
+export function formatLocalDate(now: Date, timezone: string): string {
+  const parts = localTimeParts(now, timezone);
+  return `${parts.date} (${parts.weekday}, ${timezone})`;
 }
 
 /** `2025-06-01T08:00:00+02:00 (Sunday, Europe/Berlin)`: the wall-clock time in the zone. */
 export function formatLocalTime(now: Date, timezone: string): string {
+  const parts = localTimeParts(now, timezone);
+  return `${parts.date}T${parts.time}${parts.offset} (${parts.weekday}, ${timezone})`;
+}
+
+function localTimeParts(now: Date, timezone: string) {
   const parts = new Intl.DateTimeFormat("en-US", {
     timeZone: timezone,
     hourCycle: "h23",
@@ -152,10 +167,12 @@ export function formatLocalTime(now: Date, timezone: string): string {
   }).formatToParts(now);
   const part = (type: Intl.DateTimeFormatPartTypes) =>
     parts.find((candidate) => candidate.type === type)?.value ?? "";
-  const offset = part("timeZoneName").replace("GMT", "") || "+00:00";
-  const date = `${part("year")}-${part("month")}-${part("day")}`;
-  const time = `${part("hour")}:${part("minute")}:${part("second")}`;
-  return `${date}T${time}${offset} (${part("weekday")}, ${timezone})`;
+  return {
+    date: `${part("year")}-${part("month")}-${part("day")}`,
+    time: `${part("hour")}:${part("minute")}:${part("second")}`,
+    offset: part("timeZoneName").replace("GMT", "") || "+00:00",
+    weekday: part("weekday"),
+  };
 }
 
 /** Parses one AGENT.md; `file` names it in errors. Throws a UserError when it is broken. */

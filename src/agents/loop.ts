@@ -36,6 +36,8 @@ export interface TurnOptions {
   provider: ModelProvider;
   /** The rendered system prompt. */
   system: string;
+  /** The time the turn started, as the model is shown it. (Default: not shown) */
+  currentTime?: string;
   model: string;
   maxTokens: number;
   tools: Tool[];
@@ -91,6 +93,7 @@ async function callModel(options: TurnOptions, messages: ChatMessage[]) {
   const reply = await options.provider.complete({
     model: options.model,
     system: options.system,
+    currentTime: options.currentTime,
     messages,
     tools: options.tools.map((tool) => tool.spec),
     maxTokens: options.maxTokens,

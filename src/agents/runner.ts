@@ -1,7 +1,12 @@
 import type { Config } from "../config/index.js";
 import type { HistoryStore, ModelProvider } from "../ports.js";
 import type { Clock } from "../server/worker.js";
-import { type AgentDefinition, renderSystemPrompt, resolveAgent } from "./definition.js";
+import {
+  type AgentDefinition,
+  formatLocalTime,
+  renderSystemPrompt,
+  resolveAgent,
+} from "./definition.js";
 import { runTurn, type TurnEvents, type TurnResult } from "./loop.js";
 import { createToolbox } from "./tools/index.js";
 import type { Tool } from "./tools/types.js";
@@ -48,15 +53,13 @@ export class AgentRunner {
     const { workspace, config, history, provider, clock } = this.#options;
     const agent = this.agent(request.agentId);
     const extraTools = this.#options.extraTools?.(agent, request.sessionKey) ?? [];
+    const now = new Date(clock.now());
     return runTurn({
       sessionId: request.sessionId,
       history,
       provider,
-      system: renderSystemPrompt(agent, {
-        workspace,
-        now: new Date(clock.now()),
-        timezone: config.timezone,
-      }),
+      system: renderSystemPrompt(agent, { workspace, now, timezone: config.timezone }),
+      currentTime: formatLocalTime(now, config.timezone),
       model: agent.model ?? config.llm.model,
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
       tools: createToolbox(agent.tools, { extraTools }),

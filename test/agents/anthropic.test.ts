@@ -162,7 +162,31 @@ describe("Anthropic provider: prompt caching", () => {
     });
     expect(JSON.stringify(body?.messages.slice(0, -1))).not.toContain("cache_control");
     expect(messages).toEqual(before);
-    expect(reply.usage.cacheRead).toBeGreaterThan(0);
+    expect(reply.usage.cacheWrite).toBeGreaterThan(0);
+  });
+
+  it("sends the current time after the breakpoint, so the next call reads the cached prefix", async () => {
+    const first: ChatMessage[] = [{ role: "user", content: [{ type: "text", text: "Hi" }] }];
+    const opening = await provider().complete(
+      request({ messages: first, currentTime: "2025-06-01T08:00:00+02:00" }),
+    );
+    const lastContent = fake.requests[0]?.body.messages.at(-1)?.content;
+    expect(lastContent).toEqual([
+      { type: "text", text: "Hi", cache_control: { type: "ephemeral" } },
+      { type: "text", text: "(current time: 2025-06-01T08:00:00+02:00)" },
+    ]);
+
+    const second: ChatMessage[] = [
+      ...first,
+      { role: "assistant", content: [{ type: "text", text: "Hello!" }] },
+      { role: "user", content: [{ type: "text", text: "How are you?" }] },
+    ];
+    const next = await provider().complete(
+      request({ messages: second, currentTime: "2025-06-01T08:03:10+02:00" }),
+    );
+
+    expect(opening.usage.cacheRead).toBe(0);
+    expect(next.usage.cacheRead).toBeGreaterThanOrEqual(opening.usage.cacheWrite);
   });
 });
 

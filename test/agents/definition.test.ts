@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   DEFAULT_TOOLS,
+  formatLocalTime,
   loadAgents,
   renderSystemPrompt,
   resolveAgent,
@@ -155,7 +156,7 @@ describe("resolveAgent", () => {
 });
 
 describe("renderSystemPrompt", () => {
-  it("substitutes the workspace and the local time with its zone", () => {
+  it("substitutes the workspace and the local date with its zone", () => {
     const agent = resolveAgent(new Map(), "pickle", "pickle");
     const prompt = renderSystemPrompt(
       { ...agent, prompt: "Work in {{workspace}}. Now: {{ now }}." },
@@ -165,19 +166,24 @@ describe("renderSystemPrompt", () => {
         timezone: "Europe/Berlin",
       },
     );
-    expect(prompt).toBe(
-      "Work in /home/me/bot. Now: 2025-06-01T08:00:00+02:00 (Sunday, Europe/Berlin).",
-    );
+    expect(prompt).toBe("Work in /home/me/bot. Now: 2025-06-01 (Sunday, Europe/Berlin).");
   });
 
-  it("writes UTC with a +00:00 offset and leaves other braces alone", () => {
+  it("keeps the same prompt all day, so the cached prompt stays valid, and leaves other braces alone", () => {
     const agent = { ...resolveAgent(new Map(), "p", "p"), prompt: "{{now}} {{other}}" };
-    const prompt = renderSystemPrompt(agent, {
-      workspace: "/w",
-      now: new Date("2025-01-01T00:00:00Z"),
-      timezone: "UTC",
-    });
-    expect(prompt).toBe("2025-01-01T00:00:00+00:00 (Wednesday, UTC) {{other}}");
+    const at = (iso: string) =>
+      renderSystemPrompt(agent, { workspace: "/w", now: new Date(iso), timezone: "UTC" });
+    expect(at("2025-01-01T00:00:00Z")).toBe("2025-01-01 (Wednesday, UTC) {{other}}");
+    expect(at("2025-01-01T23:59:59Z")).toBe(at("2025-01-01T00:00:00Z"));
+  });
+
+  it("formats the current time with its offset, +00:00 for UTC", () => {
+    expect(formatLocalTime(new Date("2025-06-01T06:00:00Z"), "Europe/Berlin")).toBe(
+      "2025-06-01T08:00:00+02:00 (Sunday, Europe/Berlin)",
+    );
+    expect(formatLocalTime(new Date("2025-01-01T00:00:00Z"), "UTC")).toBe(
+      "2025-01-01T00:00:00+00:00 (Wednesday, UTC)",
+    );
   });
 
   it("fills the placeholders of the built-in prompt", () => {

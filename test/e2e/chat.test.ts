@@ -2,7 +2,12 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
+import {
+  type FakeAnthropic,
+  lastUserText,
+  messageText,
+  startFakeAnthropic,
+} from "../fakes/anthropic.js";
 import { CLI, childEnv, runCli } from "../helpers/cli.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
@@ -27,9 +32,7 @@ function sentTexts(requestIndex: number): string[] {
   const request = fake.requests[requestIndex];
   if (!request) throw new Error(`no request ${requestIndex}`);
   return request.body.messages.map((message) =>
-    typeof message.content === "string"
-      ? message.content
-      : message.content.map((block) => String(block.text ?? block.type)).join(""),
+    messageText(message, (block) => String(block.type)),
   );
 }
 

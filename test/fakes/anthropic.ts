@@ -4,9 +4,13 @@
  * `POST /v1/messages` answers with the next scripted reply (or the default reply when
  * the script is empty): an SSE stream when the request says `stream: true`, plain JSON
  * otherwise. Every request is recorded. Token counts are rough but deterministic:
- * input ≈ request JSON length / 4, output ≈ reply text length / 4; a request that marks
- * anything with `cache_control` reports everything but its newest message as
- * `cache_read_input_tokens`.
+ * input ≈ request JSON length / 4, output ≈ reply text length / 4.
+ *
+ * Prompt caching is modelled as the API does it: the prompt is the sequence of blocks
+ * tools → system → message content; a block with `cache_control` writes the prefix that
+ * ends with it to the cache, and a request reads the longest prefix it shares, ending at
+ * a block boundary, with one written before (`cache_read_input_tokens`). Tokens between
+ * that prefix and the last breakpoint are `cache_creation_input_tokens`.
  */
 import { once } from "node:events";
 import {
@@ -129,18 +133,31 @@ export interface FakeAnthropic {
   close(): Promise<void>;
 }
 
-/** The text of the newest user message of a request: handy for echo replies. */
-export function lastUserText(request: RecordedRequest): string {
-  const message = request.body.messages.filter((m) => m.role === "user").at(-1);
-  if (!message) return "";
+/** picklebot's note of the current time, which ends the newest message of a request. */
+const TIME_NOTE = /^\(current time: .*\)$/;
+
+/** A message of a request as the person sees it: its text, without the time note. */
+export function messageText(
+  message: FakeMessagesBody["messages"][number],
+  show: (block: Record<string, unknown>) => string = () => "",
+): string {
   if (typeof message.content === "string") return message.content;
   return message.content
     .map((block) => {
-      if (block.type === "text") return String(block.text);
-      if (block.type === "tool_result") return String(block.content);
-      return "";
+      if (block.type === "text")
+        return TIME_NOTE.test(String(block.text)) ? "" : String(block.text);
+      return show(block);
     })
     .join("");
+}
+
+/** The text (and tool results) of the newest user message of a request: handy for echo replies. */
+export function lastUserText(request: RecordedRequest): string {
+  const message = request.body.messages.filter((m) => m.role === "user").at(-1);
+  if (!message) return "";
+  return messageText(message, (block) =>
+    block.type === "tool_result" ? String(block.content) : "",
+  );
 }
 
 /** Starts a fake Messages API on 127.0.0.1 with a free port. */
@@ -151,6 +168,7 @@ export async function startFakeAnthropic(
   const requests: RecordedRequest[] = [];
   const defaultReply = options.defaultReply ?? { text: "ok" };
   const counter = { messages: 0, toolUses: 0 };
+  const promptCache = new Set<string>();
 
   const server = createServer((req, res) => {
     void handle(req, res).catch((error: unknown) => {
@@ -180,7 +198,7 @@ export async function startFakeAnthropic(
     if (reply.delayMs) await sleepUnlessClosed(reply.delayMs, res);
     if (res.destroyed) return;
     counter.messages += 1;
-    answer(reply, body, res, `msg_fake_${counter.messages}`, counter);
+    answer(reply, body, res, `msg_fake_${counter.messages}`, counter, promptCache);
   }
 
   server.listen(0, "127.0.0.1");
@@ -213,6 +231,7 @@ function answer(
   res: ServerResponse,
   messageId: string,
   counter: { toolUses: number },
+  promptCache: Set<string>,
 ): void {
   if ("hang" in reply) return;
   if ("error" in reply) {
@@ -220,7 +239,7 @@ function answer(
     sendError(res, status, message ?? defaultErrorMessage(status), retryAfterS);
     return;
   }
-  const plan = planMessage(reply, body, messageId, counter);
+  const plan = planMessage(reply, body, messageId, counter, promptCache);
   if (body.stream === true) void streamMessage(plan, res);
   else sendPlainMessage(plan, res);
 }
@@ -246,6 +265,7 @@ function planMessage(
   body: FakeMessagesBody,
   messageId: string,
   counter: { toolUses: number },
+  promptCache: Set<string>,
 ): MessagePlan {
   const blocks: MessagePlan["blocks"] = [];
   let cutAfter: number | null = null;
@@ -274,7 +294,7 @@ function planMessage(
   }
   const outputChars = blocks.reduce((sum, block) => sum + block.pieces.join("").length, 0);
   const scripted = "usage" in reply ? reply.usage : undefined;
-  const usage = { ...estimateUsage(body, outputChars), ...scripted };
+  const usage = { ...estimateUsage(body, outputChars, promptCache), ...scripted };
   const message = {
     id: messageId,
     type: "message",
@@ -292,20 +312,53 @@ function planMessage(
   return { id: messageId, message, blocks, stopReason, usage, cutAfter, pause };
 }
 
-function estimateUsage(body: FakeMessagesBody, outputChars: number): FakeUsage {
-  const { stream: _stream, ...params } = body;
-  const total = Math.ceil(JSON.stringify(params).length / 4);
-  let cacheRead = 0;
-  if (JSON.stringify(params).includes('"cache_control"')) {
-    const prefix = { system: body.system, tools: body.tools, messages: body.messages.slice(0, -1) };
-    cacheRead = Math.min(total - 1, Math.ceil(JSON.stringify(prefix).length / 4));
+function estimateUsage(body: FakeMessagesBody, outputChars: number, cache: Set<string>): FakeUsage {
+  const blocks = promptBlocks(body);
+  const tokens = (end: number) =>
+    Math.ceil(blocks.slice(0, end).reduce((sum, block) => sum + block.text.length, 0) / 4);
+  const prefixKey = (end: number) =>
+    blocks
+      .slice(0, end)
+      .map((block) => block.text)
+      .join("\n");
+  const breakpoints = blocks.flatMap((block, index) => (block.breakpoint ? [index + 1] : []));
+  const lastBreakpoint = breakpoints.at(-1) ?? 0;
+  let readEnd = 0;
+  for (let end = lastBreakpoint; end > 0 && readEnd === 0; end--) {
+    if (cache.has(prefixKey(end))) readEnd = end;
   }
+  for (const end of breakpoints) cache.add(prefixKey(end));
+  const writeEnd = Math.max(readEnd, lastBreakpoint);
   return {
-    input_tokens: total - cacheRead,
+    input_tokens: Math.max(1, tokens(blocks.length) - tokens(writeEnd)),
     output_tokens: Math.max(1, Math.ceil(outputChars / 4)),
-    cache_read_input_tokens: cacheRead,
-    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: tokens(readEnd),
+    cache_creation_input_tokens: tokens(writeEnd) - tokens(readEnd),
   };
+}
+
+/**
+ * The prompt as cacheable blocks, in the API's order. A block's text leaves out its
+ * `cache_control`, so a prefix matches whichever of its blocks carried the mark.
+ */
+function promptBlocks(body: FakeMessagesBody): Array<{ text: string; breakpoint: boolean }> {
+  const block = (prefix: string, { cache_control, ...rest }: Record<string, unknown>) => ({
+    text: `${prefix}${JSON.stringify(rest)}`,
+    breakpoint: cache_control !== undefined,
+  });
+  const system =
+    typeof body.system === "string" ? [{ type: "text", text: body.system }] : (body.system ?? []);
+  return [
+    ...(body.tools ?? []).map((tool) => block("tool:", tool)),
+    ...system.map((part) => block("system:", part)),
+    ...body.messages.flatMap((message, index) => {
+      const content =
+        typeof message.content === "string"
+          ? [{ type: "text", text: message.content }]
+          : message.content;
+      return content.map((part) => block(`${index}:${message.role}:`, part));
+    }),
+  ];
 }
 
 async function streamMessage(plan: MessagePlan, res: ServerResponse): Promise<void> {
