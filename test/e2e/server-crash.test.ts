@@ -7,7 +7,7 @@ import { hostname } from "node:os";
 import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job, NewJob } from "../../src/ports.js";
-import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import { type FakeAnthropic, messageText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { runCli } from "../helpers/cli.js";
 import {
   enqueueJob,
@@ -107,9 +107,8 @@ describe("picklebot server, killed and stopped", () => {
     expect((await deliveredReply(second)).reply).toBe("Lunch with Ada at noon.");
     expect(fake.requests).toHaveLength(2);
     // The model saw the prompt once, not once per attempt.
-    expect(fake.requests[1]?.body.messages).toEqual([
-      { role: "user", content: [expect.objectContaining({ type: "text", text: PROMPT })] },
-    ]);
+    const sent = fake.requests[1]?.body.messages ?? [];
+    expect(sent.map((message) => [message.role, messageText(message)])).toEqual([["user", PROMPT]]);
     const job = await jobShow(enqueued.id);
     expect(job).toMatchObject({ state: "done", attempts: 2 });
     expect(job.errors).toEqual([expect.objectContaining({ attempt: 1 })]);
