@@ -10,7 +10,7 @@ import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job, NewJob } from "../../src/ports.js";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
-import { runCli } from "../helpers/cli.js";
+import { isAlive, runCli } from "../helpers/cli.js";
 import {
   enqueueJob,
   killAllServers,
@@ -243,15 +243,6 @@ describe("picklebot server, job_timeout_s", () => {
     ]);
   });
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function cronRun(): Promise<Job> {
   const result = await runCli(["cron", "run", "calendar", "--json", "--workspace", ws.dir]);
