@@ -13,7 +13,7 @@
  *                delivering it, acknowledging the job
  * Between two cycles the database says which crash window each running job was in.
  *
- * Usage: npm run chaos -- [--cycles 20] [--seed N] [--rate 4] [--keep]
+ * Usage: npm run chaos -- [--cycles 20] [--seed N] [--rate 4] [--keep] (see USAGE)
  */
 import { cpus } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -56,7 +56,15 @@ interface Settings {
   seed: number;
   rate: number;
   keep: boolean;
+  help: boolean;
 }
+
+const USAGE = `usage: npm run chaos -- [--cycles N] [--seed N] [--rate JOBS_PER_S] [--keep]
+  --cycles  SIGKILL and restart the server this many times (default: 20)
+  --seed    draw the same kill modes, delays and job mix as an earlier run (default: from
+            the clock; timing still differs)
+  --rate    jobs enqueued per second, also while the server is down (default: 4)
+  --keep    keep the temp workspace (it is always kept when a check fails)`;
 
 /** What the run saw, for the summary. */
 interface Tally {
@@ -71,7 +79,17 @@ interface Tally {
 
 /** One run; resolves the process exit code. */
 export async function main(argv: string[]): Promise<number> {
-  const settings = parseSettings(argv);
+  let settings: Settings;
+  try {
+    settings = parseSettings(argv);
+  } catch (error) {
+    console.error(`chaos: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    return 2;
+  }
+  if (settings.help) {
+    console.log(USAGE);
+    return 0;
+  }
   const random = new Random(settings.seed);
   const model = await ChaosModel.start({ random });
   const ws = makeWorkspace({
@@ -286,6 +304,7 @@ function parseSettings(argv: string[]): Settings {
       seed: { type: "string" },
       rate: { type: "string", default: "4" },
       keep: { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
     },
   });
   const cycles = Number(values.cycles);
@@ -297,5 +316,5 @@ function parseSettings(argv: string[]): Settings {
     }
   }
   if (rate < 1) throw new Error("--rate must be at least 1 job per second");
-  return { cycles, seed, rate, keep: values.keep ?? false };
+  return { cycles, seed, rate, keep: values.keep ?? false, help: values.help ?? false };
 }
