@@ -124,6 +124,7 @@ export async function main(argv: string[]): Promise<number> {
     await drain(ws, inspector, tally);
     const verdict = verifyRun(ws.dir, producer.jobs, model.calls, tally.doneLogs);
     tally.violations.push(...verdict.violations);
+    for (const failure of producer.failures) tally.violations.push(`an enqueue failed: ${failure}`);
     const seconds = (performance.now() - begin) / 1000;
     printSummary(settings, tally, { ...verdict, jobs: producer.jobs.length, seconds, model });
     return tally.violations.length === 0 ? 0 : 1;

@@ -75,6 +75,8 @@ export class Producer {
   readonly jobs: EnqueuedJob[] = [];
   /** The same jobs by tag. */
   readonly byTag = new Map<string, EnqueuedJob>();
+  /** Why enqueues failed (the database stayed locked past its busy timeout). */
+  readonly failures: string[] = [];
   readonly #db;
   readonly #queue: SqliteJobQueue;
   readonly #random: Random;
@@ -90,7 +92,11 @@ export class Producer {
   /** Enqueues `perSecond` jobs a second, starting now. */
   start(perSecond: number): void {
     this.#timer = setInterval(() => {
-      this.#enqueueing = this.#enqueueing.then(() => this.enqueueOne());
+      this.#enqueueing = this.#enqueueing
+        .then(() => this.enqueueOne())
+        .catch((error: unknown) => {
+          this.failures.push(error instanceof Error ? error.message : String(error));
+        });
     }, 1000 / perSecond);
   }
 
