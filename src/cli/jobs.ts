@@ -65,7 +65,9 @@ export function jobsCommand(): Command {
     .command("retry")
     .description("requeue a failed job with a fresh attempt budget")
     .argument("<id>", "job id (see picklebot jobs --state failed)")
+    .option("--json", "print the requeued job as JSON")
     .action(async (id: string, _options: unknown, command: Command) => {
+      const { json } = command.optsWithGlobals<{ json?: boolean }>();
       const context = openWorkspace(command);
       try {
         const job = await context.storage.queue.get(id);
@@ -78,6 +80,7 @@ export function jobsCommand(): Command {
             `job ${id} is ${job.state}, not failed; only failed jobs can be retried`,
           );
         }
+        if (json) return printJson(await context.storage.queue.get(id));
         console.log(`requeued job ${id}; a running server picks it up`);
       } finally {
         await context.close();

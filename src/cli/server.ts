@@ -20,11 +20,12 @@ export function serverCommand(): Command {
       "jobs run at once (overrides workers.agent_concurrency)",
       positiveInteger,
     )
-    .action(async (options: { agentConcurrency?: number }, command: Command) => {
+    .option("--json", "log JSON lines even on a terminal (they are JSON whenever it is not one)")
+    .action(async (options: { agentConcurrency?: number; json?: boolean }, command: Command) => {
       const loaded = loadWorkspace(command);
       if (options.agentConcurrency)
         loaded.config.workers.agent_concurrency = options.agentConcurrency;
-      const logger = createLogger();
+      const logger = createLogger(options.json ? { pretty: false } : {});
       const server = await PicklebotServer.start({ ...loaded, logger });
       await printSummary(loaded, server, logger);
       await untilSignalled(logger);

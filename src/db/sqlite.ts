@@ -8,14 +8,33 @@ export type { Database } from "better-sqlite3";
 const MIGRATIONS_DIR = new URL("../../migrations/sqlite/", import.meta.url);
 
 /**
+ * Page size of a new database. Every committed enqueue writes four pages to the WAL (the
+ * row and three index entries), so commit cost grows with the page: 1 KiB pages commit
+ * about a fifth faster than the 4 KiB default, and long messages (tens of KiB) read and
+ * write about a third slower, which next to a model call does not show. An existing
+ * database keeps its page size.
+ */
+const NEW_DATABASE_PAGE_SIZE = 1024;
+
+/**
+ * WAL size at which a commit copies the WAL back into the database (a checkpoint, with two
+ * fsyncs). SQLite's default of 1000 pages meant one checkpoint every 250 enqueues.
+ */
+const CHECKPOINT_WAL_BYTES = 8 * 1024 * 1024;
+
+/**
  * Opens (creating if needed) picklebot's SQLite database: WAL, `synchronous=NORMAL`,
  * a busy timeout so the CLI and the server can share it, and every migration applied.
  */
 export function openDatabase(path: string): Database.Database {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path, { timeout: 5000 });
+  // Only takes effect before the first table exists, so it must come before WAL mode.
+  db.pragma(`page_size = ${NEW_DATABASE_PAGE_SIZE}`);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
+  const pageSize = db.pragma("page_size", { simple: true }) as number;
+  db.pragma(`wal_autocheckpoint = ${Math.round(CHECKPOINT_WAL_BYTES / pageSize)}`);
   db.pragma("foreign_keys = ON");
   // The claim statement builds small temporary b-trees; keep them off the disk.
   db.pragma("temp_store = MEMORY");

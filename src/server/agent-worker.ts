@@ -17,7 +17,7 @@ import { isRetryable, ModelError, PicklebotError, toError } from "../errors.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type { Logger } from "../log.js";
 import type { ClaimedJob, HistoryStore, JobQueue, ReplyStream, Session } from "../ports.js";
-import { retryDelayMs } from "../queue/backoff.js";
+import { nextAttemptAt } from "../queue/backoff.js";
 import { CHECKPOINTED, type Checkpoint } from "./checkpoint.js";
 import type { JobOutcome, ServerMetrics } from "./metrics.js";
 import { Wakeup } from "./wakeup.js";
@@ -214,15 +214,16 @@ export class AgentWorker implements Worker {
     const error = signal.aborted ? toError(signal.reason) : toError(thrown);
     const timedOut = error.name === "TimeoutError";
     const stoppedByUser = signal.aborted && !timedOut;
-    const retry =
-      !stoppedByUser && (timedOut || isRetryable(error)) && job.attempts < job.maxAttempts;
+    const retryAfterMs =
+      error instanceof ModelError && error.retryAfterS ? error.retryAfterS * 1000 : 0;
+    const retryAt =
+      !stoppedByUser && (timedOut || isRetryable(error))
+        ? nextAttemptAt(job, clock.now(), { retryAfterMs })
+        : null;
     const message = timedOut
       ? `timed out after ${this.#options.jobTimeoutMs / 1000} s`
       : error.message;
-    if (retry) {
-      const retryAfterMs =
-        error instanceof ModelError && error.retryAfterS ? error.retryAfterS * 1000 : 0;
-      const retryAt = clock.now() + retryDelayMs(job.attempts, { retryAfterMs });
+    if (retryAt !== null) {
       await queue.fail(job, message, retryAt);
       logger.warn(
         { job: job.id, attempt: job.attempts, retryAt, error: message },

@@ -3,12 +3,14 @@
  * moments, and a graceful stop lets running work finish. The server runs as a child process
  * against the fake Anthropic API; the tests read its database and its log.
  */
+import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
+import { join } from "node:path";
 import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job, NewJob } from "../../src/ports.js";
 import { type FakeAnthropic, messageText, startFakeAnthropic } from "../fakes/anthropic.js";
-import { runCli } from "../helpers/cli.js";
+import { isAlive, runCli } from "../helpers/cli.js";
 import {
   enqueueJob,
   killAllServers,
@@ -196,6 +198,48 @@ describe("picklebot server, killed and stopped", () => {
     expect(second.linesMatching(RECOVERED)).toEqual([expect.objectContaining({ recovered: 1 })]);
     expect(await outcomeOn(second, enqueued)).toMatchObject({ outcome: "done", attempts: 2 });
     expect((await deliveredReply(second)).reply).toBe("Picked up again.");
+  });
+});
+
+describe("picklebot server, job_timeout_s", () => {
+  it("aborts a model call and then a bash command that outlive the attempt, and retries the job", async () => {
+    ws.write("picklebot.yaml", fakeModelConfig(fake.url, "workers:\n  job_timeout_s: 1\n"));
+    ws.write(
+      "agents/pickle/AGENT.md",
+      "---\nname: Pickle\ndescription: Runs commands\ntools: [bash]\n---\nYou run commands.\n",
+    );
+    // The first run records its pid and outlives the attempt; the rerun returns at once.
+    const command =
+      "if [ -e sleeper.pid ]; then echo rerun; else echo $$ > sleeper.pid; exec sleep 60; fi";
+    fake.script(
+      { hang: true },
+      { toolUses: [{ name: "bash", input: { command } }] },
+      { text: "The command ran." },
+    );
+    const server = await startServer(ws.dir);
+    const enqueued = await enqueueJob(ws.dir, consoleJob(PROMPT));
+
+    const outcomes = await server.jobOutcomes(enqueued.id, 3, 20_000);
+    expect(outcomes.map((line) => [line.outcome, line.attempts])).toEqual([
+      ["retry", 1],
+      ["retry", 2],
+      ["done", 3],
+    ]);
+    const job = await jobShow(enqueued.id);
+    expect(job.errors.map((error) => error.message)).toEqual([
+      "timed out after 1 s",
+      "timed out after 1 s",
+    ]);
+    // The abort reached the command: its process is gone, not left sleeping.
+    const pid = Number(readFileSync(join(ws.dir, "sleeper.pid"), "utf8"));
+    await waitUntil(() => !isAlive(pid), `the sleeping command (pid ${pid}) is killed`);
+    expect(fake.requests).toHaveLength(3);
+    expect(messagesOf(job).map((message) => message.text)).toEqual([
+      PROMPT,
+      "[tool_use]",
+      "[tool_result]",
+      "The command ran.",
+    ]);
   });
 });
 

@@ -4,13 +4,15 @@
  * the log, and the server's HTTP endpoints and companion commands.
  */
 
+import { spawn } from "node:child_process";
 import type { AddressInfo } from "node:net";
 import { createServer } from "node:net";
+import { join } from "node:path";
 import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job } from "../../src/ports.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
-import { runCli } from "../helpers/cli.js";
+import { CLI, childEnv, runCli } from "../helpers/cli.js";
 import {
   freePort,
   killAllServers,
@@ -223,6 +225,124 @@ describe("picklebot server", () => {
     expect(text).toContain(`server     running (pid ${server.pid})`);
     expect(text).toContain("worker   agent: running, 0 restarts");
     expect(text).toContain("queue      0 queued, 0 running, 1 done, 0 failed");
+  });
+});
+
+describe("picklebot server, operated from the command line", () => {
+  it("sums itself up at start-up and warns that no API key is set; jobs then fail saying so", async () => {
+    ws.write("picklebot.yaml", `llm:\n  base_url: ${fake.url}\nhttp:\n  port: 0\n`);
+    ws.write("agents/scribe/AGENT.md", "---\nname: Scribe\ndescription: Writes\n---\nYou write.\n");
+    ws.write("crons/daily.yaml", `schedule: "0 8 * * *"\nprompt: Good morning.\n`);
+    const server = await startServer(ws.dir);
+
+    const summary = await server.waitForLog("picklebot server started");
+    expect(summary).toMatchObject({
+      workspace: ws.dir,
+      queue: "sqlite",
+      history: `sqlite (${join(ws.dir, "history")})`,
+      agents: "pickle, scribe",
+      buses: "none (enable telegram or discord in picklebot.yaml)",
+    });
+    expect(summary.crons).toMatch(
+      /^daily \(scheduled, next \d{4}-\d\d-\d\d 08:00:00\); news \(disabled, next -\)$/,
+    );
+    expect(summary.http).toMatch(/^http:\/\/127\.0\.0\.1:\d+ \(\/healthz, \/metrics\)$/);
+    const warning = await server.waitForLog((line) => line.msg.startsWith("no model API key"));
+    expect(warning.level).toBe(40);
+    expect(warning.msg).toContain("ANTHROPIC_API_KEY");
+
+    const enqueued = await cronRun();
+    expect(await firstOutcome(server, enqueued)).toMatchObject({ outcome: "failed", attempts: 1 });
+    expect((await jobFromCli(enqueued.id)).lastError).toContain("No Anthropic API key");
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it("requeues a failed job with `jobs retry --json`, which the running server then finishes", async () => {
+    fake.script({ error: { status: 400 } }, { text: "Second time lucky." });
+    const server = await startServer(ws.dir);
+    const enqueued = await cronRun();
+    expect(await firstOutcome(server, enqueued)).toMatchObject({ outcome: "failed" });
+
+    const retried = JSON.parse(await cli("jobs", "retry", enqueued.id, "--json")) as Job;
+    expect(retried).toMatchObject({ id: enqueued.id, state: "queued", attempts: 0 });
+    const outcomes = await server.jobOutcomes(enqueued.id, 2);
+    expect(outcomes[1]).toMatchObject({ outcome: "done", attempts: 1 });
+    const job = await jobFromCli(enqueued.id);
+    expect(job.state).toBe("done");
+    // It resumed from history: the prompt is there once.
+    expect(messagesOf(job)).toEqual([
+      { role: "user", text: PROMPT, jobId: job.id },
+      { role: "assistant", text: "Second time lucky.", jobId: null },
+    ]);
+
+    const again = await runCli(["jobs", "retry", enqueued.id, "--workspace", ws.dir]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe(
+      `picklebot: job ${enqueued.id} is done, not failed; only failed jobs can be retried\n`,
+    );
+  });
+
+  it("restarts the agent worker after the database stayed locked, and /metrics counts it", async () => {
+    const server = await startServer(ws.dir);
+    // Another process holds the write lock past the busy timeout: the worker's claim fails.
+    const locker = openWorkspaceDb(ws.dir);
+    locker.exec("BEGIN IMMEDIATE");
+    try {
+      const crash = await server.waitForLog("worker crashed", 20_000);
+      expect(crash).toMatchObject({ worker: "agent", error: "database is locked" });
+    } finally {
+      locker.exec("COMMIT");
+      locker.close();
+    }
+
+    fake.script({ text: "Back on my feet." });
+    const enqueued = await cronRun();
+    expect(await firstOutcome(server, enqueued)).toMatchObject({ outcome: "done" });
+    const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
+    expect(metrics).toContain('picklebot_worker_restarts_total{worker="agent"} 1');
+    const health = (await (await fetch(`${server.httpUrl}/healthz`)).json()) as {
+      workers: { name: string }[];
+    };
+    expect(health.workers.find((worker) => worker.name === "agent")).toMatchObject({
+      state: "running",
+      restarts: 1,
+      lastError: "database is locked",
+    });
+  });
+
+  it("answers --help on every command, and each takes --json", async () => {
+    const commands = [
+      ["server"],
+      ["cron", "list"],
+      ["cron", "run"],
+      ["jobs"],
+      ["jobs", "show"],
+      ["jobs", "retry"],
+      ["status"],
+    ];
+    for (const command of commands) {
+      const result = await runCli([...command, "--help"]);
+      expect(result.code, command.join(" ")).toBe(0);
+      expect(result.stdout).toContain(`Usage: picklebot ${command.join(" ")} [options]`);
+      expect(result.stdout, command.join(" ")).toContain("--json");
+    }
+  });
+
+  it("logs JSON lines on a terminal with --json", async () => {
+    const command = `${process.execPath} ${CLI} server --json --workspace ${ws.dir}`;
+    const terminal = spawn("script", ["-qfec", command, "/dev/null"], { env: childEnv() });
+    let screen = "";
+    terminal.stdout.on("data", (chunk: Buffer) => (screen += chunk));
+    const started = await new Promise<LogLine>((resolve, reject) => {
+      terminal.on("close", () => reject(new Error(`the server stopped:\n${screen}`)));
+      terminal.stdout.on("data", () => {
+        const line = screen.split(/\r?\n/).find((text) => text.includes("server started"));
+        if (line) resolve(JSON.parse(line) as LogLine);
+      });
+    });
+    expect(started).toMatchObject({ msg: "picklebot server started", level: 30 });
+    process.kill(Number(started.pid), "SIGKILL");
+    await new Promise((resolve) => terminal.on("close", resolve));
   });
 });
 

@@ -47,21 +47,25 @@ interface WithUsage {
   usage?: Partial<FakeUsage>;
 }
 
-/** A text answer, stop reason `end_turn`. */
-export interface FakeTextReply extends Delayed, WithUsage {
-  text: string;
-  /** Number of `text_delta` events the text is split into. (Default: 3, or fewer for short text) */
-  chunks?: number;
-  /** (Default: `end_turn`) */
-  stopReason?: string;
+/** Holds a streamed reply in the middle of its text until the test lets it go on. */
+interface Pausable {
   /** Streams this many text deltas, then waits for `resume` before sending the rest. */
   pauseAfterChunks?: number;
   /** Settles when the paused stream may go on. */
   resume?: Promise<unknown>;
 }
 
-/** Tool calls, optionally after some text; stop reason `tool_use`. */
-export interface FakeToolReply extends Delayed, WithUsage {
+/** A text answer, stop reason `end_turn`. */
+export interface FakeTextReply extends Delayed, WithUsage, Pausable {
+  text: string;
+  /** Number of `text_delta` events the text is split into. (Default: 3, or fewer for short text) */
+  chunks?: number;
+  /** (Default: `end_turn`) */
+  stopReason?: string;
+}
+
+/** Tool calls, optionally after some text (which is where a pause happens); stop reason `tool_use`. */
+export interface FakeToolReply extends Delayed, WithUsage, Pausable {
   toolUses: FakeToolUse[];
   text?: string;
 }

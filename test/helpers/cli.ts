@@ -60,3 +60,13 @@ export function runCli(args: string[], options: RunOptions = {}): Promise<CliRes
     });
   });
 }
+
+/** Whether a process with this id exists (signal 0 checks without sending anything). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
+import BetterSqlite from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/db/sqlite.js";
 import type { ClaimedJob } from "../../src/ports.js";
@@ -81,6 +82,26 @@ describe("SqliteJobQueue", () => {
     expect(db.pragma("user_version", { simple: true })).toBeGreaterThanOrEqual(2);
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all();
     expect(tables).toEqual(expect.arrayContaining(["jobs", "sessions", "messages"]));
+  });
+
+  it("creates a database with small pages in WAL mode, and keeps the page size of an older one", () => {
+    expect(db.pragma("page_size", { simple: true })).toBe(1024);
+    expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+    db.close();
+
+    const older = tempDatabasePath();
+    const created = new BetterSqlite(older.path);
+    created.pragma("page_size = 4096");
+    created.exec("CREATE TABLE notes (text TEXT)");
+    created.close();
+    db = openDatabase(older.path);
+    try {
+      expect(db.pragma("page_size", { simple: true })).toBe(4096);
+      expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+    } finally {
+      db.close();
+      rmSync(older.dir, { recursive: true, force: true });
+    }
   });
 
   it("keeps queued and running jobs across a restart; recover requeues the running one", async () => {

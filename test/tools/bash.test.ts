@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createBashTool } from "../../src/agents/tools/bash.js";
+import { isAlive } from "../helpers/cli.js";
 import { createTempWorkspace, type TempWorkspace } from "./workspace.js";
 
 let temp: TempWorkspace;
@@ -9,15 +10,6 @@ beforeEach(() => {
   temp = createTempWorkspace();
 });
 afterEach(() => temp.remove());
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe("bash", () => {
   const bash = createBashTool();

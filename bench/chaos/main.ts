@@ -1,0 +1,321 @@
+/**
+ * The chaos run: a real `picklebot server` (the built CLI) on a temp workspace, against
+ * the fake Anthropic server, under a steady stream of jobs enqueued from this process, is
+ * SIGKILLed at random moments and restarted, `--cycles` times. Then one last server drains
+ * the queue and stops with SIGTERM, and the run checks what a user trusts the server for
+ * (see verify.ts). Exit code 0 only when nothing was violated.
+ *
+ * Each cycle starts a server and kills it in one of these ways:
+ *   startup      at a random moment after the spawn (often before it is up, or recovering)
+ *   random       at a random moment while it runs
+ *   model-call   while a model call is streaming
+ *   after-reply  a few hundred microseconds after a model reply arrived: storing the reply,
+ *                delivering it, acknowledging the job
+ * Between two cycles the database says which crash window each running job was in.
+ *
+ * Usage: npm run chaos -- [--cycles 20] [--seed N] [--rate 4] [--keep] (see USAGE)
+ */
+import { cpus } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+import { startCli } from "../../test/helpers/cli.js";
+import { type LogLine, ServerProcess } from "../../test/helpers/server.js";
+import {
+  fakeModelConfig,
+  makeWorkspace,
+  type TempWorkspace,
+} from "../../test/helpers/workspace.js";
+import { type CrashWindow, Inspector } from "./inspect.js";
+import { ChaosModel } from "./model.js";
+import { Random } from "./random.js";
+import { verifyRun } from "./verify.js";
+import { CHAOS_MAX_ATTEMPTS, type ModelCall, Producer } from "./workload.js";
+
+type KillMode = "startup" | "random" | "model-call" | "after-reply";
+
+const KILL_MODES: ReadonlyArray<readonly [KillMode, number]> = [
+  ["startup", 1],
+  ["random", 3],
+  ["model-call", 3],
+  ["after-reply", 3],
+];
+
+const WORKSPACE_CONFIG = `workers:
+  agent_concurrency: 4
+  max_attempts: ${CHAOS_MAX_ATTEMPTS}
+  job_timeout_s: 60
+history:
+  max_messages: 20
+`;
+
+const STARTED = "picklebot server started";
+const RECOVERED = "requeued jobs left running by the previous server";
+
+interface Settings {
+  cycles: number;
+  seed: number;
+  rate: number;
+  keep: boolean;
+  help: boolean;
+}
+
+const USAGE = `usage: npm run chaos -- [--cycles N] [--seed N] [--rate JOBS_PER_S] [--keep]
+  --cycles  SIGKILL and restart the server this many times (default: 20)
+  --seed    draw the same kill modes, delays and job mix as an earlier run (default: from
+            the clock; timing still differs)
+  --rate    jobs enqueued per second, also while the server is down (default: 4)
+  --keep    keep the temp workspace (it is always kept when a check fails)`;
+
+/** What the run saw, for the summary. */
+interface Tally {
+  kills: Map<KillMode, number>;
+  windows: Map<CrashWindow, number>;
+  /** Kills that left at least one stored reply unacknowledged. */
+  unacknowledgedKills: number;
+  recovered: number;
+  doneLogs: Map<string, number>;
+  violations: string[];
+}
+
+/** One run; resolves the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  let settings: Settings;
+  try {
+    settings = parseSettings(argv);
+  } catch (error) {
+    console.error(`chaos: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    return 2;
+  }
+  if (settings.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const random = new Random(settings.seed);
+  const model = await ChaosModel.start({ random });
+  const ws = makeWorkspace({
+    "picklebot.yaml": fakeModelConfig(model.url, WORKSPACE_CONFIG),
+    "notes.txt": "The chaos run reads this file as its tool call.\n",
+  });
+  const producer = new Producer(ws.dir, random);
+  const inspector = new Inspector(ws.dir);
+  const tally: Tally = {
+    kills: new Map(),
+    windows: new Map(),
+    unacknowledgedKills: 0,
+    recovered: 0,
+    doneLogs: new Map(),
+    violations: [],
+  };
+  const begin = performance.now();
+  console.log(
+    `chaos: ${settings.cycles} cycles, seed ${settings.seed}, ${settings.rate} jobs/s, workspace ${ws.dir}`,
+  );
+  try {
+    producer.start(settings.rate);
+    for (let cycle = 1; cycle <= settings.cycles; cycle += 1) {
+      const line = await runCycle({ ws, producer, model, random, inspector, tally });
+      const counts = inspector.counts();
+      console.log(
+        `cycle ${cycle}/${settings.cycles} ${line}; jobs ${producer.jobs.length} enqueued, ${counts.done ?? 0} done`,
+      );
+    }
+    await producer.stop();
+    console.log(`draining ${inspector.unfinished()} unfinished jobs with a last server`);
+    await drain(ws, inspector, tally);
+    const verdict = verifyRun(ws.dir, producer.jobs, model.calls, tally.doneLogs);
+    tally.violations.push(...verdict.violations);
+    for (const failure of producer.failures) tally.violations.push(`an enqueue failed: ${failure}`);
+    const seconds = (performance.now() - begin) / 1000;
+    printSummary(settings, tally, { ...verdict, jobs: producer.jobs.length, seconds, model });
+    return tally.violations.length === 0 ? 0 : 1;
+  } finally {
+    await producer.close();
+    inspector.close();
+    await model.close();
+    if (!settings.keep && tally.violations.length === 0) ws.remove();
+    else console.log(`workspace kept for inspection: ${ws.dir}`);
+  }
+}
+
+interface CycleContext {
+  ws: TempWorkspace;
+  producer: Producer;
+  model: ChaosModel;
+  random: Random;
+  inspector: Inspector;
+  tally: Tally;
+}
+
+/** Starts a server, kills it as the drawn mode says, records what the kill hit. */
+async function runCycle(context: CycleContext): Promise<string> {
+  const { model, inspector, tally } = context;
+  const mode = context.random.pick(KILL_MODES);
+  const started = performance.now();
+  const server = spawnServer(context.ws);
+  const note = await killWhen(mode, server, context).catch((error: unknown) => {
+    tally.violations.push(`the server did not start: ${String(error).slice(0, 2000)}`);
+    return "did not start";
+  });
+  await server.kill();
+  const upMs = Math.round(performance.now() - started);
+  model.dropPending();
+  countLogs(server, tally);
+  tally.kills.set(mode, (tally.kills.get(mode) ?? 0) + 1);
+  const windows = inspector.crashWindows();
+  for (const window of windows) tally.windows.set(window, (tally.windows.get(window) ?? 0) + 1);
+  if (windows.includes("reply stored, job not acknowledged")) tally.unacknowledgedKills += 1;
+  const hit = windows.length === 0 ? "no job was running" : `${windows.length} job(s) were running`;
+  return `${mode.padEnd(11)} killed after ${upMs} ms (${note}); ${hit}`;
+}
+
+function spawnServer(ws: TempWorkspace): ServerProcess {
+  const child = startCli(["server", "--workspace", ws.dir]);
+  child.stdin?.end();
+  return new ServerProcess(child);
+}
+
+/** Waits for the moment `mode` kills at; resolves a note on what was waited for. */
+async function killWhen(mode: KillMode, server: ServerProcess, context: CycleContext) {
+  const { model, random } = context;
+  if (mode === "startup") {
+    await sleep(random.between(0, 800));
+    return server.linesMatching(STARTED).length > 0 ? "was up" : "was starting";
+  }
+  await server.waitForLog(STARTED, 20_000);
+  if (mode === "random") {
+    await sleep(random.between(0, 600));
+    return "at random";
+  }
+  const held = await model.holdCall(800);
+  if (!held) return "no model call came";
+  if (mode === "model-call") {
+    await sleep(random.between(0, 5));
+    return `during call #${held.call.number}`;
+  }
+  held.release();
+  // Let the fake write the rest of the reply before this thread busy-waits.
+  await new Promise((resolve) => setImmediate(resolve));
+  const began = performance.now();
+  const stored = untilReplyStored(context, held.call);
+  const waited = (performance.now() - began).toFixed(1);
+  return `${stored ? "right after storing" : "after"} the reply of call #${held.call.number}, ${waited} ms`;
+}
+
+/**
+ * Busy-polls the database (up to 300 ms) until the reply of `call` is committed, then
+ * lingers 0–0.2 ms: the kill lands while the reply is delivered or the job acknowledged.
+ * A timer could not aim this finely, and a server on a loaded host takes a variable time.
+ */
+function untilReplyStored(context: CycleContext, call: ModelCall): boolean {
+  const job = context.producer.byTag.get(call.jobTag);
+  if (!job) return false;
+  const deadline = performance.now() + 300;
+  let stored = false;
+  while (!stored && performance.now() < deadline) {
+    stored = context.inspector.replyStored(job.id, call.number);
+  }
+  spin(context.random.between(0, 0.2));
+  return stored;
+}
+
+/** Busy-waits `ms`: a timer cannot wait for less than a millisecond. */
+function spin(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // The point is to burn the time, precisely.
+  }
+}
+
+function countLogs(server: ServerProcess, tally: Tally): void {
+  for (const line of server.logs) {
+    if (line.msg === RECOVERED) tally.recovered += Number(line.recovered ?? 0);
+    if (isDone(line)) {
+      const id = String(line.job);
+      tally.doneLogs.set(id, (tally.doneLogs.get(id) ?? 0) + 1);
+    }
+  }
+}
+
+function isDone(line: LogLine): boolean {
+  return line.outcome === "done" && typeof line.job === "string";
+}
+
+/** A last server finishes every job, then stops on SIGTERM, which must exit 0. */
+async function drain(ws: TempWorkspace, inspector: Inspector, tally: Tally): Promise<void> {
+  const server = spawnServer(ws);
+  try {
+    await server.waitForLog(STARTED, 20_000);
+    const deadline = Date.now() + 300_000;
+    while (inspector.unfinished() > 0 && Date.now() < deadline) await sleep(100);
+    if (inspector.unfinished() > 0) {
+      tally.violations.push(`${inspector.unfinished()} jobs still unfinished after 5 minutes`);
+    }
+    server.signal("SIGTERM");
+    const exit = await server.exited;
+    if (exit.code !== 0) {
+      tally.violations.push(`the last server exited ${JSON.stringify(exit)} on SIGTERM, not 0`);
+    }
+  } catch (error) {
+    tally.violations.push(`the last server failed: ${String(error).slice(0, 2000)}`);
+  } finally {
+    await server.kill();
+    countLogs(server, tally);
+  }
+}
+
+interface Outcome {
+  jobs: number;
+  jobsDone: number;
+  lostCalls: number;
+  seconds: number;
+  model: ChaosModel;
+}
+
+function printSummary(settings: Settings, tally: Tally, outcome: Outcome): void {
+  const list = <K>(map: Map<K, number>) =>
+    [...map].map(([name, count]) => `${name} ${count}`).join(", ") || "none";
+  const killCount = [...tally.kills.values()].reduce((sum, count) => sum + count, 0);
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`;
+  console.log("");
+  console.log(`chaos summary (seed ${settings.seed}; ${machine})`);
+  console.log(
+    `  cycles      ${settings.cycles} in ${outcome.seconds.toFixed(1)} s (${(outcome.seconds / Math.max(1, settings.cycles)).toFixed(2)} s per cycle)`,
+  );
+  console.log(`  kills       ${killCount} SIGKILLs: ${list(tally.kills)}`);
+  console.log(`  jobs        ${outcome.jobs} enqueued, ${outcome.jobsDone} done`);
+  console.log(
+    `  model calls ${outcome.model.calls.length}, of which ${outcome.lostCalls} were cut off by a kill`,
+  );
+  console.log(`  recovered   ${tally.recovered} running jobs requeued at start-up`);
+  console.log(`  windows hit ${list(tally.windows)}`);
+  console.log(`  unacknowledged replies after ${tally.unacknowledgedKills} kills`);
+  if (tally.violations.length === 0) {
+    console.log("chaos: no violations");
+    return;
+  }
+  for (const violation of tally.violations.slice(0, 50)) console.log(`  VIOLATION ${violation}`);
+  console.log(`chaos: ${tally.violations.length} violations`);
+}
+
+function parseSettings(argv: string[]): Settings {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      cycles: { type: "string", default: "20" },
+      seed: { type: "string" },
+      rate: { type: "string", default: "4" },
+      keep: { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
+    },
+  });
+  const cycles = Number(values.cycles);
+  const rate = Number(values.rate);
+  const seed = values.seed === undefined ? Date.now() % 2 ** 31 : Number(values.seed);
+  for (const [name, value] of Object.entries({ cycles, rate, seed })) {
+    if (!Number.isInteger(value) || value < 0) {
+      throw new Error(`--${name} must be a whole number, got ${String(values[name as "cycles"])}`);
+    }
+  }
+  if (rate < 1) throw new Error("--rate must be at least 1 job per second");
+  return { cycles, seed, rate, keep: values.keep ?? false, help: values.help ?? false };
+}
