@@ -142,7 +142,7 @@ export class DiscordPlatform implements ChatPlatform {
       throw this.#loginError(error);
     }
     this.#state = "connected";
-    this.#logger.info({ platform: "discord", bot: this.#client.user?.tag }, "discord connected");
+    this.#logger.debug({ bot: this.#client.user?.tag }, "discord gateway ready");
   }
 
   /** Ignores further messages, then closes the gateway connection. */
@@ -185,7 +185,7 @@ export class DiscordPlatform implements ChatPlatform {
       onMessage(incoming);
     } catch (error) {
       this.#logger.error(
-        { platform: "discord", chatId: incoming.chatId, err: this.#scrubError(error) },
+        { chatId: incoming.chatId, error: this.#scrubError(error).message },
         "discord message handler failed; the message was dropped",
       );
     }
@@ -289,24 +289,24 @@ export class DiscordPlatform implements ChatPlatform {
     client.on(Events.ShardReady, connected);
     client.on(Events.ShardResume, () => {
       connected();
-      log.info({ platform: "discord" }, "discord connection resumed");
+      log.info("discord connection resumed");
     });
     client.on(Events.ShardReconnecting, () => {
       if (this.#state === "stopped") return;
       this.#state = "connecting";
-      log.warn({ platform: "discord" }, "discord connection lost; reconnecting");
+      log.warn("discord connection lost; reconnecting");
     });
     client.on(Events.ShardDisconnect, (event) => {
       if (this.#state === "stopped") return;
       this.#state = "connecting";
       const fix = unrecoverableFix({ code: event.code }) ?? `gateway closed with ${event.code}`;
-      log.error({ platform: "discord", closeCode: event.code }, `discord gave up: ${fix}`);
+      log.error({ closeCode: event.code }, `discord gave up: ${fix}`);
     });
     client.on(Events.ShardError, (error) => {
-      log.warn({ platform: "discord", err: this.#scrubError(error) }, "discord gateway error");
+      log.warn({ error: this.#scrubError(error).message }, "discord gateway error");
     });
     client.on(Events.Error, (error) => {
-      log.error({ platform: "discord", err: this.#scrubError(error) }, "discord client error");
+      log.error({ error: this.#scrubError(error).message }, "discord client error");
     });
   }
 

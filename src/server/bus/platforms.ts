@@ -4,6 +4,7 @@
  * `allowed_user_ids` in {@link allowedUserIds}).
  */
 import type { Config } from "../../config/index.js";
+import { DiscordPlatform } from "../../frontends/discord.js";
 import { TelegramPlatform } from "../../frontends/telegram.js";
 import type { Logger } from "../../log.js";
 import type { ChatPlatform, ChatPlatformKind } from "../../ports.js";
@@ -26,7 +27,17 @@ export function createPlatforms(config: Config, options: PlatformFactoryOptions)
       }),
     );
   }
-  // discord: the Discord helper adds `new DiscordPlatform(...)` here.
+  const { discord } = config;
+  if (discord.enabled && discord.bot_token) {
+    platforms.push(
+      new DiscordPlatform({
+        token: discord.bot_token,
+        apiBase: discord.api_base,
+        channelIds: discord.channel_ids,
+        logger: options.logger.child({ platform: "discord" }),
+      }),
+    );
+  }
   return platforms;
 }
 
