@@ -7,6 +7,7 @@
  *   const server = await startBusServer(ws.dir, ["telegram"]);
  */
 import type { ChatPlatformKind } from "../../src/ports.js";
+import type { FakeDiscord } from "../fakes/discord.js";
 import type { FakeTelegram } from "../fakes/telegram.js";
 import { type ServerProcess, type StartServerOptions, startServer } from "./server.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "./workspace.js";
@@ -21,6 +22,16 @@ export function telegramYaml(
 ): string {
   const allowed = JSON.stringify(options.allowedUserIds ?? []);
   return `telegram:\n  enabled: true\n  bot_token: "${fake.token}"\n  api_root: ${fake.apiRoot}\n  allowed_user_ids: ${allowed}\n`;
+}
+
+/** The `discord:` section of picklebot.yaml for a fake Discord (REST root and gateway). */
+export function discordYaml(
+  fake: FakeDiscord,
+  options: { allowedUserIds?: string[]; channelIds?: string[] } = {},
+): string {
+  const allowed = JSON.stringify(options.allowedUserIds ?? []);
+  const channels = JSON.stringify(options.channelIds ?? []);
+  return `discord:\n  enabled: true\n  bot_token: "${fake.token}"\n  api_base: ${fake.restRoot}\n  allowed_user_ids: ${allowed}\n  channel_ids: ${channels}\n`;
 }
 
 /** A temp workspace: the fake model, plus the bus sections (`telegramYaml`, a discord one…). */
