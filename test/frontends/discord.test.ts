@@ -314,6 +314,25 @@ describe("DiscordPlatform connection", () => {
     expect(JSON.stringify(lines)).not.toContain(fake.token);
   });
 
+  it("fails to start with a retryable error while Discord answers 500, then starts", async () => {
+    fake = await startFakeDiscord();
+    platform = new DiscordPlatform({ token: fake.token, apiBase: fake.restRoot });
+    fake.failNext("GET /gateway/bot", { status: 500 });
+    const received: IncomingChatMessage[] = [];
+
+    const error = await platform.start((m) => received.push(m)).catch((e) => e);
+    expect(error).toBeInstanceOf(ChatPlatformError);
+    expect(error).toMatchObject({ retryable: true });
+    expect(platform.state).toBe("stopped");
+
+    await platform.start((m) => received.push(m));
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "once" });
+    await receivedCount(received, 1);
+
+    expect(platform.state).toBe("connected");
+    expect(received.map((m) => m.text)).toEqual(["once"]);
+  });
+
   it("stops receiving and closes the gateway connection on stop", async () => {
     const { fake, platform } = await startPlatform();
     expect(fake.connectedSessions).toBe(1);
