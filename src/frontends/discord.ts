@@ -95,7 +95,6 @@ export class DiscordPlatform implements ChatPlatform {
   readonly #logger: Logger;
   readonly #client: Client;
   #state: ChatPlatformState = "stopped";
-  #receiving = false;
 
   constructor(options: DiscordPlatformOptions) {
     this.#token = options.token;
@@ -117,6 +116,8 @@ export class DiscordPlatform implements ChatPlatform {
         timeout: options.requestTimeoutMs ?? 15_000,
       },
     });
+    // REST needs no gateway session: replies and outbox deliveries work while it reconnects.
+    this.#client.rest.setToken(options.token);
     this.#watchConnection();
   }
 
@@ -128,7 +129,6 @@ export class DiscordPlatform implements ChatPlatform {
   /** Logs in, and resolves once the gateway session is ready. */
   async start(onMessage: (message: IncomingChatMessage) => void): Promise<void> {
     this.#state = "connecting";
-    this.#receiving = true;
     this.#client.on(Events.MessageCreate, (message) => this.#receive(message, onMessage));
     const abortWait = new AbortController();
     const ready = once(this.#client, Events.ClientReady, { signal: abortWait.signal });
@@ -145,11 +145,11 @@ export class DiscordPlatform implements ChatPlatform {
     this.#logger.debug({ bot: this.#client.user?.tag }, "discord gateway ready");
   }
 
-  /** Ignores further messages, then closes the gateway connection. */
+  /** Ignores further messages, then closes the gateway connection; sending still works. */
   async stop(): Promise<void> {
-    this.#receiving = false;
     this.#client.removeAllListeners(Events.MessageCreate);
     await this.#client.destroy();
+    this.#client.rest.setToken(this.#token);
     this.#state = "stopped";
   }
 
@@ -178,7 +178,6 @@ export class DiscordPlatform implements ChatPlatform {
   }
 
   #receive(message: Message, onMessage: (message: IncomingChatMessage) => void): void {
-    if (!this.#receiving) return;
     const incoming = this.#accept(message);
     if (!incoming) return;
     try {

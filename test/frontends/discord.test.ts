@@ -209,6 +209,20 @@ describe("DiscordPlatform sending", () => {
   });
 });
 
+describe("DiscordPlatform sending without a gateway session", () => {
+  it("sends before start and after stop, as REST needs no gateway", async () => {
+    fake = await startFakeDiscord();
+    platform = new DiscordPlatform({ token: fake.token, apiBase: fake.restRoot });
+
+    await platform.send(fake.guildChannelId, "before", "markdown");
+    await platform.start(() => {});
+    await platform.stop();
+    await platform.send(fake.guildChannelId, "after", "markdown");
+
+    expect(fake.messages(fake.guildChannelId)).toEqual(["before", "after"]);
+  });
+});
+
 describe("DiscordPlatform errors", () => {
   it("surfaces a 429 at once as a retryable error with the wait Discord asked for", async () => {
     const { fake, platform } = await startPlatform();
