@@ -4,6 +4,7 @@ import { chatCommand } from "./chat.js";
 import { cronCommand } from "./cron.js";
 import { initCommand } from "./init.js";
 import { jobsCommand } from "./jobs.js";
+import { pairingCommand } from "./pairing.js";
 import { serverCommand } from "./server.js";
 import { statusCommand } from "./status.js";
 
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
     cronCommand(),
     jobsCommand(),
     statusCommand(),
+    pairingCommand(),
     initCommand(),
   ]) {
     program.addCommand(command.exitOverride().showHelpAfterError("(run with --help for usage)"));
