@@ -8,7 +8,8 @@
  *               sent, later text edits it; past `maxMessageLength` it continues in new
  *               messages (split like the final text). Each message id goes to the outbox
  *               draft, so a retry of the job edits the same messages.
- *               A 429 pauses the stream for retry_after; any other error stops streaming.
+ *               A 429 holds the chat (stream and delivery) for retry_after; any other
+ *               error stops streaming.
  *   finish() ─► the final text becomes a pending outbox entry (stored before any send),
  *               then delivered now; a failed delivery is retried by the outbox loop.
  */
@@ -88,7 +89,6 @@ class ChatReply implements ReplyStream {
   #flushTimer: NodeJS.Timeout | null = null;
   #typingTimer: NodeJS.Timeout | null = null;
   #lastActivity = 0;
-  #pausedUntil = 0;
   #streamStopped = false;
   #finished = false;
 
@@ -148,8 +148,10 @@ class ChatReply implements ReplyStream {
     if (this.#flushTimer) return;
     const { clock, editIntervalMs = 1000 } = this.#options;
     const now = clock.now();
-    const lastEdit = this.#lastEditAt.get(this.#address.chatId) ?? 0;
-    const wait = Math.max(0, lastEdit + editIntervalMs - now, this.#pausedUntil - now);
+    const { chatId } = this.#address;
+    const lastEdit = this.#lastEditAt.get(chatId) ?? 0;
+    const held = this.#options.delivery.heldUntil(chatId);
+    const wait = Math.max(0, lastEdit + editIntervalMs - now, held - now);
     this.#flushTimer = setTimeout(() => {
       this.#flushTimer = null;
       this.#flushing = this.#flushing.then(() => this.#flush());
@@ -206,7 +208,8 @@ class ChatReply implements ReplyStream {
   #onStreamError(thrown: unknown): void {
     const error = toError(thrown);
     if (error instanceof ChatPlatformError && error.retryAfterS !== undefined) {
-      this.#pausedUntil = this.#options.clock.now() + error.retryAfterS * 1000;
+      const until = this.#options.clock.now() + error.retryAfterS * 1000;
+      this.#options.delivery.holdChat(this.#address.chatId, until);
       this.#schedule();
       return;
     }

@@ -11,6 +11,7 @@
  * An entry is delivered by one caller at a time (the AgentWorker's `finish` and the loop
  * may race for a fresh entry).
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { ChatPlatformError, toError } from "../../errors.js";
 import type { Logger } from "../../log.js";
 import type { ChatPlatform, SentChatMessage } from "../../ports.js";
@@ -64,6 +65,8 @@ export class OutboxDelivery {
   readonly #options: OutboxDeliveryOptions;
   readonly #inFlight = new Set<number>();
   readonly #wakeup = new Wakeup();
+  /** Chats the platform asked us to leave alone (429 retry_after), until epoch ms. */
+  readonly #heldUntil = new Map<string, number>();
 
   constructor(options: OutboxDeliveryOptions) {
     this.#options = options;
@@ -74,12 +77,24 @@ export class OutboxDelivery {
     this.#wakeup.notify();
   }
 
+  /** Holds every call to a chat until `untilMs` (the platform answered 429 retry_after). */
+  holdChat(chatId: string, untilMs: number): void {
+    this.#heldUntil.set(chatId, Math.max(untilMs, this.#heldUntil.get(chatId) ?? 0));
+  }
+
+  /** Until when calls to a chat are held (0 when they are not). */
+  heldUntil(chatId: string): number {
+    return this.#heldUntil.get(chatId) ?? 0;
+  }
+
   /** Delivers a pending entry now; true once the platform confirmed it. Never throws. */
   async deliver(entry: OutboxEntry): Promise<boolean> {
     if (entry.state !== "pending" || entry.text === null) return entry.state === "delivered";
     if (this.#inFlight.has(entry.id)) return false;
     this.#inFlight.add(entry.id);
     try {
+      const wait = this.heldUntil(entry.chatId) - this.#options.clock.now();
+      if (wait > 0) await sleep(wait, undefined, { ref: false });
       await this.#sendParts(entry, entry.text);
       await this.#options.outbox.markDelivered(entry.id, this.#options.clock.now());
       return true;
@@ -99,7 +114,7 @@ export class OutboxDelivery {
       const blocked = new Set<string>();
       for (const entry of await outbox.due(platform.kind, clock.now(), 50)) {
         if (signal.aborted) break;
-        if (blocked.has(entry.chatId)) continue;
+        if (blocked.has(entry.chatId) || this.heldUntil(entry.chatId) > clock.now()) continue;
         if (!(await this.deliver(entry))) blocked.add(entry.chatId);
       }
       await this.#wakeup.wait(pollMs);
@@ -146,6 +161,7 @@ export class OutboxDelivery {
     }
     const retryAfterMs =
       error instanceof ChatPlatformError && error.retryAfterS ? error.retryAfterS * 1000 : 0;
+    if (retryAfterMs > 0) this.holdChat(entry.chatId, now + retryAfterMs);
     const retryAt = now + retryDelayMs(entry.attempts + 1, { retryAfterMs });
     await outbox.markRetry(entry.id, error.message, retryAt, now);
     logger.warn({ ...where, error: error.message, retryAt }, "reply not delivered; will retry");
