@@ -8,10 +8,17 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job } from "../../src/ports.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { busWorkspace, healthz, startBusServer, telegramYaml } from "../helpers/bus.js";
+import { busWorkspace, healthz, startBusServer, telegramYaml, waitForBus } from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
-import { killAllServers, openWorkspaceDb, sessionMessages, waitUntil } from "../helpers/server.js";
-import type { TempWorkspace } from "../helpers/workspace.js";
+import {
+  freePort,
+  killAllServers,
+  openWorkspaceDb,
+  sessionMessages,
+  startServer,
+  waitUntil,
+} from "../helpers/server.js";
+import { fakeModelConfig, type TempWorkspace } from "../helpers/workspace.js";
 
 const OWNER = 4242;
 const STRANGER = 777;
@@ -342,6 +349,70 @@ describe("Telegram delivery you can trust", () => {
     expect(model.requests.map(lastUserText)).toEqual(["hi", "again"]);
   });
 });
+
+describe("Telegram connection and agent posts", () => {
+  it("retries a lost connection with backoff, showing it in /healthz and status, without leaking the token", async () => {
+    const port = await freePort();
+    const yaml = telegramYaml(telegram, { allowedUserIds: [OWNER] });
+    ws.write(
+      "picklebot.yaml",
+      fakeModelConfig(model.url, yaml.replace(telegram.apiRoot, `http://127.0.0.1:${port}`)),
+    );
+    const server = await startServer(ws.dir);
+    await server.waitForLog("telegram: could not connect");
+    const down = await fetch(`${server.httpUrl}/healthz`);
+    expect(down.status).toBe(503);
+    expect(await down.json()).toMatchObject({
+      buses: [{ platform: "telegram", state: "connecting" }],
+    });
+
+    const revived = await startFakeTelegram({ port });
+    try {
+      await waitForBus(server, ["telegram"], 20_000);
+      const up = await fetch(`${server.httpUrl}/healthz`);
+      expect(up.status).toBe(200);
+      expect(await up.json()).toMatchObject({
+        buses: [{ platform: "telegram", state: "connected" }],
+      });
+      revived.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "back?" });
+      await revived.waitFor(() => revived.messages(OWNER)[0] === "echo: back?", 10_000);
+    } finally {
+      await revived.close();
+    }
+    expect(server.transcript()).not.toContain(telegram.token);
+  });
+
+  it("lets a cron's agent post into its deliver_to chat with post_message, through the outbox", async () => {
+    ws.write(
+      "agents/poster/AGENT.md",
+      "---\nname: Poster\ndescription: Posts news\ntools: [post_message]\n---\nYou post updates.\n",
+    );
+    ws.write(
+      "crons/news.yaml",
+      `schedule: "0 0 1 1 *"\nagent: poster\nprompt: post the news\nenabled: false\ndeliver_to: telegram:${OWNER}\n`,
+    );
+    telegram.openChat(OWNER);
+    model.script(
+      {
+        toolUses: [{ name: "post_message", input: { text: "Breaking: pickles are **crunchy**." } }],
+      },
+      { text: "All news posted." },
+    );
+    const server = await startBusServer(ws.dir, ["telegram"]);
+    const job = JSON.parse(await cli("cron", "run", "news", "--json")) as Job;
+    await server.jobOutcomes(job.id, 1);
+    await chatShows(OWNER, ["Breaking: pickles are crunchy.", "All news posted."]);
+    const toolResult = lastUserText(model.requests[1] ?? never());
+    expect(toolResult).toBe(`posted to telegram:${OWNER}`);
+    const text = await cli("status");
+    expect(text).toContain("  bus      telegram: connected");
+    expect(text).toContain("outbox     0 replies waiting for delivery, 0 refused by the platform");
+  });
+});
+
+function never(): never {
+  throw new Error("missing value");
+}
 
 async function waitForOutbox(pending: number): Promise<void> {
   await waitUntil(
