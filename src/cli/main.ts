@@ -27,9 +27,16 @@ export function buildProgram(): Command {
     pairingCommand(),
     initCommand(),
   ]) {
-    program.addCommand(command.exitOverride().showHelpAfterError("(run with --help for usage)"));
+    program.addCommand(withUsageErrors(command));
   }
   return program;
+}
+
+/** Usage errors exit 2 with a hint, on a command and every sub-command below it. */
+function withUsageErrors(command: Command): Command {
+  command.exitOverride().showHelpAfterError("(run with --help for usage)");
+  for (const sub of command.commands) withUsageErrors(sub);
+  return command;
 }
 
 /** Runs the CLI; user errors print one sentence and exit 1, usage errors exit 2. */

@@ -106,9 +106,14 @@ function toEntry(row: OutboxRow): OutboxEntry {
   };
 }
 
+/** A damaged id list costs only the edit-in-place: delivery then sends new messages. */
 function parseIds(json: string): string[] {
-  const parsed: unknown = JSON.parse(json);
-  return Array.isArray(parsed) ? parsed.map(String) : [];
+  try {
+    const parsed: unknown = JSON.parse(json);
+    return Array.isArray(parsed) ? parsed.map(String) : [];
+  } catch {
+    return [];
+  }
 }
 
 /** The {@link OutboxStore} in picklebot's SQLite database (migration 004, table `outbox`). */

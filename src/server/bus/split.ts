@@ -20,7 +20,8 @@ export function splitMessage(text: string, maxLength: number): string[] {
     const fence = openFenceAt(rest, cut);
     const head = rest.slice(0, cut).trimEnd();
     parts.push(fence === null ? head : `${head}${CLOSING_FENCE}`);
-    const tail = rest.slice(cut).replace(/^\s*\n/, "");
+    // Drop the separator (a line break or a space), keep any indentation after it.
+    const tail = rest.slice(cut).replace(/^[ \t]*\n+|^ /, "");
     rest = fence === null ? tail : `${fence}\n${tail}`;
   }
   if (rest.trim().length > 0 || parts.length === 0) parts.push(rest);
