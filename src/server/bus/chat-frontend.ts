@@ -141,7 +141,7 @@ class ChatReply implements ReplyStream {
     await this.#flushing;
     const { outbox, delivery, clock } = this.#options;
     const entry = await outbox.submit(this.#address, text, clock.now());
-    await delivery.deliver(entry);
+    await delivery.deliver(entry, this.#shown);
   }
 
   #schedule(): void {

@@ -87,15 +87,19 @@ export class OutboxDelivery {
     return this.#heldUntil.get(chatId) ?? 0;
   }
 
-  /** Delivers a pending entry now; true once the platform confirmed it. Never throws. */
-  async deliver(entry: OutboxEntry): Promise<boolean> {
+  /**
+   * Delivers a pending entry now; true once the platform confirmed it. Never throws.
+   * `shown`: the text each of the entry's messages already shows (a stream that just
+   * ended), so identical parts are not edited again.
+   */
+  async deliver(entry: OutboxEntry, shown: readonly string[] = []): Promise<boolean> {
     if (entry.state !== "pending" || entry.text === null) return entry.state === "delivered";
     if (this.#inFlight.has(entry.id)) return false;
     this.#inFlight.add(entry.id);
     try {
       const wait = this.heldUntil(entry.chatId) - this.#options.clock.now();
       if (wait > 0) await sleep(wait, undefined, { ref: false });
-      await this.#sendParts(entry, entry.text);
+      await this.#sendParts(entry, entry.text, shown);
       await this.#options.outbox.markDelivered(entry.id, this.#options.clock.now());
       return true;
     } catch (thrown) {
@@ -121,13 +125,15 @@ export class OutboxDelivery {
     }
   }
 
-  async #sendParts(entry: OutboxEntry, text: string): Promise<void> {
+  async #sendParts(entry: OutboxEntry, text: string, shown: readonly string[]): Promise<void> {
     const { platform, outbox, clock } = this.#options;
     const ids = [...entry.messageIds];
     const parts = splitMessage(text, platform.maxMessageLength);
     for (const [index, part] of parts.entries()) {
-      const shown = ids[index];
-      if (shown !== undefined && (await this.#editOrLose(entry.chatId, shown, part))) continue;
+      const existing = ids[index];
+      if (existing !== undefined && shown[index] === part) continue;
+      if (existing !== undefined && (await this.#editOrLose(entry.chatId, existing, part)))
+        continue;
       const sent = await sendFormatted(platform, entry.chatId, part);
       ids[index] = sent.messageId;
       // Stored before the next part: a retry after a crash edits this one, not resends it.
