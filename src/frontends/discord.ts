@@ -3,12 +3,16 @@
  * for sending, editing and typing. It converts and filters, nothing more; allowlists,
  * sessions, streaming, splitting and retries live in the core.
  *
- * State machine (`state`): `stopped` → `start()` → `connecting` → READY → `connected`.
- * When the gateway drops the connection discord.js reconnects and resumes by itself; its
- * shard events move the state to `connecting` (shardReconnecting) and back to `connected`
- * (shardResume, shardReady). A close Discord calls unrecoverable (bad token, a privileged
- * intent not enabled) is logged with the fix and leaves the state at `connecting`.
- * `stop()` ignores further messages first, then destroys the client: `stopped`.
+ *   start():  `connecting` ─► login (GET /gateway/bot, IDENTIFY) ─► READY ─► `connected`
+ *             a failed login ─► logged with its fix, retried with backoff (1 s doubling
+ *             to 60 s) until it works or stop() is called
+ *   dropped:  discord.js reconnects and resumes by itself; its shard events move the state
+ *             to `connecting` (shardReconnecting) and back to `connected` (shardResume)
+ *   given up: a close discord.js will not recover from (token reset, intent switched off)
+ *             ─► `connecting`, destroy the client and log in again as in start()
+ *   stop():   ignore further messages ─► destroy the client ─► `stopped`
+ *
+ * The REST client keeps its token throughout, so sends work while the gateway is away.
  *
  * Formatting: Discord renders Markdown itself and never rejects a message for it, so
  * `markdown` text passes through unchanged. `plain` text is sent with Markdown escaped so
@@ -16,6 +20,7 @@
  * Mentions in the bot's text never ping anyone (`allowed_mentions: { parse: [] }`).
  */
 import { once } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   Client,
   DiscordAPIError,
@@ -37,6 +42,7 @@ import type {
   SentChatMessage,
   TextFormat,
 } from "../ports.js";
+import { retryDelayMs } from "../queue/backoff.js";
 
 /** Options of {@link DiscordPlatform}. */
 export interface DiscordPlatformOptions {
@@ -50,6 +56,8 @@ export interface DiscordPlatformOptions {
   logger?: Logger;
   /** Milliseconds before a REST request is aborted. (Default: 15000) */
   requestTimeoutMs?: number;
+  /** Wait after the first failed login; doubles up to a minute. (Default: 1000) */
+  reconnectBaseMs?: number;
 }
 
 const DEFAULT_API_BASE = "https://discord.com/api";
@@ -94,12 +102,15 @@ export class DiscordPlatform implements ChatPlatform {
   readonly #channelIds: ReadonlySet<string>;
   readonly #logger: Logger;
   readonly #client: Client;
+  readonly #reconnectBaseMs: number;
   #state: ChatPlatformState = "stopped";
+  #abort = new AbortController();
 
   constructor(options: DiscordPlatformOptions) {
     this.#token = options.token;
     this.#channelIds = new Set(options.channelIds ?? []);
     this.#logger = options.logger ?? silentLogger();
+    this.#reconnectBaseMs = options.reconnectBaseMs ?? 1000;
     this.#client = new Client({
       intents: [
         GatewayIntentBits.Guilds,
@@ -126,30 +137,22 @@ export class DiscordPlatform implements ChatPlatform {
     return this.#state;
   }
 
-  /** Logs in, and resolves once the gateway session is ready. */
+  /**
+   * Logs in, retrying with backoff, and resolves once the gateway session is ready (or
+   * when `stop()` is called first).
+   */
   async start(onMessage: (message: IncomingChatMessage) => void): Promise<void> {
+    this.#abort = new AbortController();
     this.#state = "connecting";
     this.#client.on(Events.MessageCreate, (message) => this.#receive(message, onMessage));
-    const abortWait = new AbortController();
-    const ready = once(this.#client, Events.ClientReady, { signal: abortWait.signal });
-    ready.catch(() => {}); // rejected only by abortWait, when login itself failed
-    try {
-      await this.#client.login(this.#token);
-      await ready;
-    } catch (error) {
-      abortWait.abort();
-      await this.stop();
-      throw this.#loginError(error);
-    }
-    this.#state = "connected";
-    this.#logger.debug({ bot: this.#client.user?.tag }, "discord gateway ready");
+    await this.#connect(this.#abort.signal);
   }
 
   /** Ignores further messages, then closes the gateway connection; sending still works. */
   async stop(): Promise<void> {
+    this.#abort.abort();
     this.#client.removeAllListeners(Events.MessageCreate);
-    await this.#client.destroy();
-    this.#client.rest.setToken(this.#token);
+    await this.#disconnect();
     this.#state = "stopped";
   }
 
@@ -175,6 +178,59 @@ export class DiscordPlatform implements ChatPlatform {
     await this.#request("show typing", chatId, () =>
       this.#client.rest.post(Routes.channelTyping(chatId)),
     );
+  }
+
+  async #connect(signal: AbortSignal): Promise<void> {
+    for (let failures = 1; !signal.aborted; failures += 1) {
+      try {
+        await this.#login(signal);
+        if (!signal.aborted) this.#state = "connected";
+        return;
+      } catch (error) {
+        if (signal.aborted) return;
+        await this.#disconnect();
+        await this.#backoff(failures, this.#loginError(error), signal);
+      }
+    }
+  }
+
+  async #login(signal: AbortSignal): Promise<void> {
+    const loginFailed = new AbortController();
+    const ready = once(this.#client, Events.ClientReady, {
+      signal: AbortSignal.any([signal, loginFailed.signal]),
+    });
+    ready.catch(() => {}); // rejected only on abort: stop(), or login itself failed
+    try {
+      await this.#client.login(this.#token);
+    } catch (error) {
+      loginFailed.abort();
+      throw error;
+    }
+    await ready;
+    this.#logger.debug({ bot: this.#client.user?.tag }, "discord gateway ready");
+  }
+
+  /** Closes the gateway connection; the REST client keeps its token. */
+  async #disconnect(): Promise<void> {
+    await this.#client.destroy();
+    this.#client.rest.setToken(this.#token);
+  }
+
+  async #backoff(failures: number, error: ChatPlatformError, signal: AbortSignal): Promise<void> {
+    const delay = retryDelayMs(failures, {
+      baseMs: this.#reconnectBaseMs,
+      capMs: 60_000,
+      retryAfterMs: (error.retryAfterS ?? 0) * 1000,
+    });
+    const level = error.retryable ? "warn" : "error";
+    this.#logger[level]({ error: error.message, retryInMs: delay }, "discord: could not connect");
+    await sleep(delay, undefined, { signal }).catch(() => undefined);
+  }
+
+  /** discord.js gave up on the session: log in again from scratch, as start() does. */
+  async #relogin(): Promise<void> {
+    await this.#disconnect();
+    await this.#connect(this.#abort.signal);
   }
 
   #receive(message: Message, onMessage: (message: IncomingChatMessage) => void): void {
@@ -291,15 +347,19 @@ export class DiscordPlatform implements ChatPlatform {
       log.info("discord connection resumed");
     });
     client.on(Events.ShardReconnecting, () => {
-      if (this.#state === "stopped") return;
+      if (this.#state === "stopped" || this.#abort.signal.aborted) return;
       this.#state = "connecting";
       log.warn("discord connection lost; reconnecting");
     });
     client.on(Events.ShardDisconnect, (event) => {
-      if (this.#state === "stopped") return;
+      // While logging in, the failed login itself is retried by #connect.
+      if (this.#state !== "connected" || this.#abort.signal.aborted) return;
       this.#state = "connecting";
       const fix = unrecoverableFix({ code: event.code }) ?? `gateway closed with ${event.code}`;
-      log.error({ closeCode: event.code }, `discord gave up: ${fix}`);
+      log.error({ closeCode: event.code }, `discord gave up on the session: ${fix}`);
+      this.#relogin().catch((error: unknown) => {
+        log.error({ error: this.#scrubError(error).message }, "discord: could not log in again");
+      });
     });
     client.on(Events.ShardError, (error) => {
       log.warn({ error: this.#scrubError(error).message }, "discord gateway error");

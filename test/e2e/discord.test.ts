@@ -7,7 +7,7 @@ import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/a
 import { type FakeDiscord, startFakeDiscord } from "../fakes/discord.js";
 import { busWorkspace, discordYaml, healthz, startBusServer } from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
-import { killAllServers } from "../helpers/server.js";
+import { killAllServers, startServer } from "../helpers/server.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
 
 const OWNER = "400000000000000001";
@@ -97,6 +97,27 @@ describe("picklebot server with a Discord bot", () => {
     expect(anthropic.requests.map(lastUserText)).toEqual(["say hello"]);
   });
 
+  it("starts a fresh session of a guild channel on `@bot /new`", async () => {
+    await startServerWithDiscord();
+    const mention = { channelId: discord.guildChannelId, guildId: discord.guildId, userId: OWNER };
+    const shown = (count: number) =>
+      discord.waitFor(() => {
+        const messages = discord.messages(discord.guildChannelId);
+        return messages.length === count && messages;
+      }, 15_000);
+
+    await discord.sendUserMessage({ ...mention, content: "remember pickles", mentionsBot: true });
+    await shown(1);
+    await discord.sendUserMessage({ ...mention, content: "/new", mentionsBot: true });
+    const [, started] = await shown(2);
+    await discord.sendUserMessage({ ...mention, content: "what did I say?", mentionsBot: true });
+    const [, , answer] = await shown(3);
+
+    expect(started).toMatch(/^Started a new conversation/);
+    expect(answer).toBe("echo: what did I say?");
+    expect(anthropic.requests.map((request) => request.body.messages.length)).toEqual([1, 1]);
+  });
+
   it("refuses an unknown user with their id and a pairing code, never calling the model", async () => {
     await startServerWithDiscord();
 
@@ -152,6 +173,23 @@ describe("picklebot server with a Discord bot", () => {
 
     expect(await healthz(server)).toMatchObject({
       buses: [{ platform: "discord", state: "connected" }],
+    });
+    expect(server.transcript()).not.toContain(discord.token);
+  });
+
+  it("keeps trying, and says where to enable the Message Content intent, when Discord refuses it", async () => {
+    await discord.close();
+    discord = await startFakeDiscord({ messageContentIntentEnabled: false });
+    ws = busWorkspace(anthropic.url, discordYaml(discord, { allowedUserIds: [OWNER] }));
+    const server = await startServer(ws.dir);
+
+    await server.waitForLog((line) => JSON.stringify(line).includes("Message Content Intent"));
+    const health = await fetch(`${server.httpUrl}/healthz`);
+
+    expect(health.status).toBe(503);
+    expect(await health.json()).toMatchObject({
+      buses: [{ platform: "discord", state: "connecting" }],
+      workers: expect.arrayContaining([expect.objectContaining({ name: "bus", restarts: 0 })]),
     });
     expect(server.transcript()).not.toContain(discord.token);
   });

@@ -38,25 +38,36 @@ interface StartOptions {
   fakeOptions?: FakeDiscordOptions;
   /** Called after the message is recorded. */
   onMessage?: (message: IncomingChatMessage) => void;
+  /** Runs once the fake is up, before the platform starts (e.g. to inject failures). */
+  beforeStart?: (fake: FakeDiscord) => void;
+  /** Wait until connected. (Default: true) */
+  waitUntilStarted?: boolean;
 }
 
 /** Starts the fake and a connected platform that records what it passes on. */
 async function startPlatform(start: StartOptions = {}): Promise<Started> {
   fake = await startFakeDiscord(start.fakeOptions);
   const { logger, lines } = recordingLogger();
-  const options = { token: fake.token, apiBase: fake.restRoot, logger, ...start.options?.(fake) };
-  platform = new DiscordPlatform(options);
+  const options = { token: fake.token, apiBase: fake.restRoot, logger, reconnectBaseMs: 1 };
+  platform = new DiscordPlatform({ ...options, ...start.options?.(fake) });
+  start.beforeStart?.(fake);
   const received: IncomingChatMessage[] = [];
-  await platform.start((message) => {
+  const started = platform.start((message) => {
     received.push(message);
     start.onMessage?.(message);
   });
+  if (start.waitUntilStarted ?? true) await started;
   return { fake, platform, received, lines };
 }
 
 /** Waits until `count` messages have arrived; the gateway delivers in order. */
 async function receivedCount(received: IncomingChatMessage[], count: number): Promise<void> {
   await waitUntil(() => received.length >= count, `${count} message(s) were received`);
+}
+
+/** The log lines of failed logins. */
+function couldNotConnect(lines: Started["lines"]) {
+  return lines.filter((line) => line.msg === "discord: could not connect");
 }
 
 function guildMessage(f: FakeDiscord, content: string, mentionsBot = true) {
@@ -283,32 +294,33 @@ describe("DiscordPlatform errors", () => {
     expect(error).toMatchObject({ retryable: true });
   });
 
-  it("rejects a wrong token at start with a message naming the key, not the token", async () => {
+  it("keeps retrying a wrong token, logging the key to fix but never the token", async () => {
     fake = await startFakeDiscord();
     const token = "MTAwMDAwMDAwMDAwMDAwMDAx.Wrong0.this-token-is-secret";
     const { logger, lines } = recordingLogger();
-    platform = new DiscordPlatform({ token, apiBase: fake.restRoot, logger });
+    platform = new DiscordPlatform({ token, apiBase: fake.restRoot, logger, reconnectBaseMs: 1 });
 
-    const error = await platform.start(() => {}).catch((e) => e);
+    const started = platform.start(() => {});
+    await waitUntil(() => couldNotConnect(lines).length >= 2, "two failed logins were logged");
 
-    expect(error).toBeInstanceOf(ChatPlatformError);
-    expect(error).toMatchObject({ retryable: false });
-    expect(error.message).toMatch(/discord\.bot_token/);
+    expect(platform.state).toBe("connecting");
+    expect(couldNotConnect(lines)[0]?.error).toMatch(/discord\.bot_token/);
+    await platform.stop();
+    await started;
     expect(platform.state).toBe("stopped");
-    const everything = `${error.message} ${error.stack} ${String(error.cause?.stack)} ${JSON.stringify(lines)}`;
-    expect(everything).not.toContain(token);
+    expect(JSON.stringify(lines)).not.toContain(token);
   });
 
   it("says how to enable the Message Content intent when Discord refuses it", async () => {
-    const { logger } = recordingLogger();
-    fake = await startFakeDiscord({ messageContentIntentEnabled: false });
-    platform = new DiscordPlatform({ token: fake.token, apiBase: fake.restRoot, logger });
+    const { fake, lines } = await startPlatform({
+      fakeOptions: { messageContentIntentEnabled: false },
+      waitUntilStarted: false,
+    });
 
-    const error = await platform.start(() => {}).catch((e) => e);
+    await waitUntil(() => couldNotConnect(lines).length > 0, "a failed login was logged");
 
-    expect(error).toBeInstanceOf(ChatPlatformError);
-    expect(error.message).toMatch(/Message Content Intent/);
-    expect(error.message).not.toContain(fake.token);
+    expect(couldNotConnect(lines)[0]?.error).toMatch(/Message Content Intent/);
+    expect(JSON.stringify(lines)).not.toContain(fake.token);
   });
 });
 
@@ -328,23 +340,34 @@ describe("DiscordPlatform connection", () => {
     expect(JSON.stringify(lines)).not.toContain(fake.token);
   });
 
-  it("fails to start with a retryable error while Discord answers 500, then starts", async () => {
-    fake = await startFakeDiscord();
-    platform = new DiscordPlatform({ token: fake.token, apiBase: fake.restRoot });
-    fake.failNext("GET /gateway/bot", { status: 500 });
-    const received: IncomingChatMessage[] = [];
-
-    const error = await platform.start((m) => received.push(m)).catch((e) => e);
-    expect(error).toBeInstanceOf(ChatPlatformError);
-    expect(error).toMatchObject({ retryable: true });
-    expect(platform.state).toBe("stopped");
-
-    await platform.start((m) => received.push(m));
+  it("keeps logging in with backoff while Discord answers 500, then connects", async () => {
+    const { fake, platform, received, lines } = await startPlatform({
+      fakeOptions: {},
+      beforeStart: (f) => f.failNext("GET /gateway/bot", { status: 500 }, 2),
+    });
     await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "once" });
     await receivedCount(received, 1);
 
     expect(platform.state).toBe("connected");
+    expect(couldNotConnect(lines).map((line) => line.level)).toEqual([40, 40]);
     expect(received.map((m) => m.text)).toEqual(["once"]);
+    expect(fake.identifies).toHaveLength(1);
+  });
+
+  it("logs in again when Discord ends the session for good, and keeps receiving", {
+    timeout: 30_000,
+  }, async () => {
+    const { fake, platform, received, lines } = await startPlatform();
+
+    fake.disconnect(4004);
+    // discord.js spaces IDENTIFYs five seconds apart, as Discord demands.
+    await fake.waitFor(() => fake.identifies.length === 2 && fake.connectedSessions === 1, 20_000);
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "back" });
+    await receivedCount(received, 1);
+
+    expect(received.map((m) => m.text)).toEqual(["back"]);
+    await waitUntil(() => platform.state === "connected", "the platform is connected again");
+    expect(lines.some((line) => line.msg.includes("discord gave up on the session"))).toBe(true);
   });
 
   it("stops receiving and closes the gateway connection on stop", async () => {
