@@ -9,9 +9,11 @@
  *   memory          the server's resident set (VmRSS) idle with the bus connected, then
  *                   after every --batch-size of --messages messages across --chats chats
  *                   (each batch: one message per chat, all answered before the next batch),
- *                   each taken after --settle-ms of quiet
+ *                   each taken after --settle-ms of quiet, and once more after
+ *                   --final-idle-ms without work (V8 gives freed pages back when idle)
  *
  * Usage: npm run build && node bench/bus.js [--latency 200] [--messages 5000] [--chats 100]
+ *        [--settle-ms 3000] [--final-idle-ms 30000]
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -153,6 +155,9 @@ export async function runBusBench(options = {}) {
       }
     }
     const loadSeconds = (performance.now() - started) / 1000;
+    // V8 returns freed heap pages to the system only after a while without work.
+    await sleep(options.finalIdleMs ?? 30_000);
+    memory.push({ messages: batches * chatCount, rss: rssMiB(server.pid), idle: true });
     return report({ latencies, memory, loadSeconds, messageCount: batches * chatCount, chatCount });
   } finally {
     server.kill("SIGKILL");
@@ -176,8 +181,10 @@ function report({ latencies, memory, loadSeconds, messageCount, chatCount }) {
   );
   const memoryTable = markdownTable(
     ["after messages", "RSS"],
-    memory.map(({ messages, rss }) => [
-      messages === 0 ? "0 (idle, bus connected)" : messages.toLocaleString("en-US"),
+    memory.map(({ messages, rss, idle }) => [
+      messages === 0
+        ? "0 (idle, bus connected)"
+        : `${messages.toLocaleString("en-US")}${idle ? " (then idle)" : ""}`,
       `${rss.toFixed(1)} MiB`,
     ]),
   );
@@ -201,6 +208,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
       messages: { type: "string" },
       chats: { type: "string" },
       "settle-ms": { type: "string" },
+      "final-idle-ms": { type: "string" },
     },
   });
   const result = await runBusBench({
@@ -208,6 +216,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
     messages: values.messages ? Number(values.messages) : undefined,
     chats: values.chats ? Number(values.chats) : undefined,
     settleMs: values["settle-ms"] ? Number(values["settle-ms"]) : undefined,
+    finalIdleMs: values["final-idle-ms"] ? Number(values["final-idle-ms"]) : undefined,
   });
   console.log(result.markdown);
 }

@@ -54,6 +54,13 @@ function gate(): { promise: Promise<void>; open: () => void } {
   return { promise, open };
 }
 
+/** Scripts a reply that streams its first chunk, then hangs until the test opens its gate. */
+function scriptHeldReply(text: string, chunks: number): { open: () => void } {
+  const held = gate();
+  model.script({ text, chunks, pauseAfterChunks: 1, resume: held.promise });
+  return held;
+}
+
 function say(text: string, userId = OWNER, chatId = userId) {
   return telegram.sendUserMessage({ chatId, userId, text });
 }
@@ -83,9 +90,8 @@ function database(): Database.Database {
 
 describe("Telegram chat", () => {
   it("streams a DM reply: the first text is sent, then edited in place into the full reply", async () => {
-    const held = gate();
     const answer = "Pickles are cucumbers in brine.";
-    model.script({ text: answer, chunks: 3, pauseAfterChunks: 1, resume: held.promise });
+    const held = scriptHeldReply(answer, 3);
     const server = await startBusServer(ws.dir, ["telegram"]);
 
     say("what is a pickle?");
@@ -207,13 +213,7 @@ describe("Telegram chat", () => {
   });
 
   it("aborts a long reply on /stop: the model stream is cut and the chat says so", async () => {
-    const never = gate();
-    model.script({
-      text: "A very long story begins here and goes on",
-      chunks: 4,
-      pauseAfterChunks: 1,
-      resume: never.promise,
-    });
+    scriptHeldReply("A very long story begins here and goes on", 4);
     const server = await startBusServer(ws.dir, ["telegram"]);
     say("tell me a long story");
     await telegram.waitForCall("sendMessage", undefined, 10_000);
@@ -302,13 +302,7 @@ describe("Telegram delivery you can trust", () => {
   });
 
   it("answers once after a SIGKILL in the middle of a reply, without handling the update twice", async () => {
-    const never = gate();
-    model.script({
-      text: "The answer is 42, as always.",
-      chunks: 3,
-      pauseAfterChunks: 1,
-      resume: never.promise,
-    });
+    scriptHeldReply("The answer is 42, as always.", 3);
     const first = await startBusServer(ws.dir, ["telegram"]);
     say("what is the answer?");
     await telegram.waitForCall("sendMessage", undefined, 10_000);
