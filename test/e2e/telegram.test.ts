@@ -301,6 +301,21 @@ describe("Telegram delivery you can trust", () => {
     expect(server.transcript()).not.toContain(telegram.token);
   });
 
+  it("keeps an undelivered reply across a restart and delivers it once the platform is back", async () => {
+    telegram.failNext("sendMessage", { status: 502 }, 1000);
+    const first = await startBusServer(ws.dir, ["telegram"]);
+    say("are you there?");
+    await waitForOutbox(1);
+    await first.kill();
+
+    telegram.clearFailures();
+    await startBusServer(ws.dir, ["telegram"]);
+    await chatShows(OWNER, ["echo: are you there?"], 20_000);
+    await waitForOutbox(0);
+    expect(model.requests).toHaveLength(1);
+    expect((await jobs())[0]).toMatchObject({ state: "done", attempts: 1 });
+  });
+
   it("answers once after a SIGKILL in the middle of a reply, without handling the update twice", async () => {
     scriptHeldReply("The answer is 42, as always.", 3);
     const first = await startBusServer(ws.dir, ["telegram"]);

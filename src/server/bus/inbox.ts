@@ -4,7 +4,7 @@
  *   sender allowed (allowed_user_ids or paired)? ── no ─► logged; at most once an hour a
  *      │                                              refusal with their id and a code
  *      yes
- *      ├─ /new, /status, /stop, /start, /help ─► answered here, no job
+ *      ├─ /new, /status, /stop, /start, /help, or no text ─► answered here, no job
  *      └─ anything else ─► one chat job, session key `<platform>:<chat id>`, dedupe key
  *                          `<platform>:<message id>` (a redelivered update adds nothing)
  */
@@ -81,6 +81,8 @@ export class ChatInbox {
       const command = /^\/(\w+)(?:@\S*)?(?:\s|$)/.exec(message.text.trim())?.[1]?.toLowerCase();
       const run = command === undefined ? undefined : this.#commands[command];
       if (run) return await this.#options.answer(message, await run(message));
+      // A bare mention ("@bot") leaves no text: the model would refuse an empty message.
+      if (message.text.trim() === "") return await this.#options.answer(message, HELP);
       await this.#enqueue(message);
     } catch (thrown) {
       const error = toError(thrown);
