@@ -254,8 +254,9 @@ export class DiscordPlatform implements ChatPlatform {
     if (!direct) {
       if (!this.#inAllowedChannel(message) || !message.mentions.users.has(botId)) return undefined;
     }
+    // No text at all (an image, a sticker) is not for us; a bare mention is, and gets help.
+    if (message.content.trim() === "") return undefined;
     const text = direct ? message.content.trim() : stripMention(message.content, botId);
-    if (text === "") return undefined;
     return {
       platform: "discord",
       chatId: message.channelId,

@@ -104,7 +104,7 @@ describe("DiscordPlatform receiving", () => {
     ]);
   });
 
-  it("passes on a guild message that mentions the bot, without the mention", async () => {
+  it("passes on guild messages that mention the bot, without the mention (a bare one too)", async () => {
     const { fake, received } = await startPlatform({ options: () => ({ channelIds: [] }) });
 
     await fake.sendUserMessage(guildMessage(fake, "what is the weather?"));
@@ -113,13 +113,17 @@ describe("DiscordPlatform receiving", () => {
     );
     await receivedCount(received, 2);
 
+    await fake.sendUserMessage(guildMessage(fake, ""));
+    await receivedCount(received, 3);
+
     expect(received.map((m) => [m.chatId, m.text, m.direct])).toEqual([
       [fake.guildChannelId, "what is the weather?", false],
       [fake.guildChannelId, "tell a joke", false],
+      [fake.guildChannelId, "", false],
     ]);
   });
 
-  it("ignores guild messages without a mention, from bots and from itself", async () => {
+  it("ignores guild messages without a mention, messages without text, from bots and itself", async () => {
     const { fake, received } = await startPlatform();
 
     await fake.sendUserMessage(guildMessage(fake, "just chatting", false));
@@ -135,7 +139,7 @@ describe("DiscordPlatform receiving", () => {
       bot: true,
     });
     await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: fake.botUser.id, content: "me" });
-    await fake.sendUserMessage(guildMessage(fake, "", true));
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "" });
     await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "the only one" });
     await receivedCount(received, 1);
 
