@@ -1,117 +1,47 @@
 /**
- * Chat bus benchmark: `picklebot server` as a child process with the Telegram bus on the
- * fake Bot API (test/fakes/telegram.ts, real telegraf inside the server) and an instant
- * fake model (test/fakes/anthropic.ts answering "ok" in one chunk).
+ * Chat bus benchmark: `picklebot server` as a child process with both buses connected,
+ * Telegram on the fake Bot API (test/fakes/telegram.ts, real telegraf inside the server)
+ * and Discord on the fake REST + gateway (test/fakes/discord.ts, real discord.js), and an
+ * instant fake model (test/fakes/anthropic.ts answering "ok" in one chunk). The messages
+ * go to one platform, `--platform telegram` (default) or `discord`.
  *
- *   first response  the fake hands an update to the bot's held getUpdates → the first
- *                   sendChatAction or sendMessage for that chat (p50/p99 over --latency
+ *   first response  the bot receives a message (Telegram: the fake hands the update to the
+ *                   held getUpdates; Discord: the fake sends MESSAGE_CREATE) → the first
+ *                   typing or message call for that chat (p50/p99 over --latency
  *                   messages, one at a time, round-robin over the chats)
- *   memory          the server's resident set (VmRSS) idle with the bus connected, then
+ *   memory          the server's resident set (VmRSS) idle with both buses connected, then
  *                   after every --batch-size of --messages messages across --chats chats
  *                   (each batch: one message per chat, all answered before the next batch),
  *                   each taken after --settle-ms of quiet, and once more after
  *                   --final-idle-ms without work (V8 gives freed pages back when idle)
  *
- * Usage: npm run build && node bench/bus.js [--latency 200] [--messages 5000] [--chats 100]
- *        [--settle-ms 3000] [--final-idle-ms 30000]
+ * Usage: npm run build && node bench/bus.js [--platform telegram|discord] [--latency 200]
+ *        [--messages 5000] [--chats 100] [--settle-ms 3000] [--final-idle-ms 30000]
  */
-import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { discordDriver, telegramDriver } from "./lib/platforms.js";
+import { loadFakes, rssMiB, sleep, startServer } from "./lib/server.js";
 import { formatMs, markdownTable, percentile } from "./lib/stats.js";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-
-/** Compiles the two fakes (TypeScript, under test/) into a temp folder and imports them. */
-async function loadFakes(dir) {
-  const out = join(dir, "fakes");
-  mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, "package.json"), '{ "type": "module" }\n');
-  execFileSync(
-    process.execPath,
-    [
-      join(ROOT, "node_modules/typescript/bin/tsc"),
-      ...["--ignoreConfig", "--outDir", out, "--rootDir", join(ROOT, "test/fakes")],
-      ...["--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2023"],
-      ...["--skipLibCheck", "--types", "node"],
-      join(ROOT, "test/fakes/telegram.ts"),
-      join(ROOT, "test/fakes/anthropic.ts"),
-    ],
-    { cwd: ROOT, stdio: "inherit" },
-  );
-  const telegram = await import(pathToFileURL(join(out, "telegram.js")).href);
-  const anthropic = await import(pathToFileURL(join(out, "anthropic.js")).href);
-  return {
-    startFakeTelegram: telegram.startFakeTelegram,
-    startFakeAnthropic: anthropic.startFakeAnthropic,
-  };
-}
-
-/** Starts the server and resolves once the Telegram bus is connected. */
-function startServer(workspace) {
-  const child = spawn(
-    process.execPath,
-    [join(ROOT, "bin/picklebot.js"), "server", "--workspace", workspace],
-    {
-      env: { ...process.env, TELEGRAM_BOT_TOKEN: "", ANTHROPIC_API_KEY: "" },
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
-  return new Promise((resolve, reject) => {
-    let partial = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk) => {
-      const lines = (partial + chunk).split("\n");
-      partial = lines.pop() ?? "";
-      if (lines.some((line) => line.includes('"msg":"chat platform connected"'))) resolve(child);
-    });
-    child.on("exit", (code) => reject(new Error(`server exited with ${code} before connecting`)));
-  });
-}
-
-function rssMiB(pid) {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
-  return kib / 1024;
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The first bot call (typing or a message) to `chatId` at or after `since`. */
-function firstResponse(telegram, chatId, since) {
-  return telegram.waitFor(
-    () =>
-      telegram.sent.find(
-        (call) =>
-          (call.method === "sendChatAction" || call.method === "sendMessage") &&
-          Number(call.params.chat_id) === chatId &&
-          call.time >= since,
-      ),
-    15_000,
-  );
-}
-
-/** Sends one message and waits for its reply; returns update delivery → first response, ms. */
-async function timedMessage(telegram, chatId, n) {
-  const before = telegram.messages(chatId).length;
-  const update = telegram.sendUserMessage({ chatId, userId: chatId, text: `latency ${n}` });
-  const queued = telegram.updateLog.find((entry) => entry.update === update);
-  await telegram.waitFor(() => queued.deliveredAt.length > 0, 15_000);
-  const delivered = queued.deliveredAt[0];
-  const first = await firstResponse(telegram, chatId, delivered);
-  await telegram.waitFor(() => telegram.messages(chatId).length > before, 15_000);
-  return first.time - delivered;
+/** Sends one message and waits for its reply; returns delivery → first bot call, ms. */
+async function timedMessage(platform, chat, n) {
+  const before = platform.replies(chat);
+  const delivered = await platform.send(chat, `latency ${n}`);
+  const first = await platform.firstCallAt(chat, delivered);
+  await platform.waitFor(() => platform.replies(chat) > before, 15_000);
+  return first - delivered;
 }
 
 /** One message in every chat, all answered. */
-async function batch(telegram, chats, n) {
-  const expected = chats.map((chatId) => telegram.messages(chatId).length + 1);
-  for (const chatId of chats)
-    telegram.sendUserMessage({ chatId, userId: chatId, text: `load ${n}` });
-  await telegram.waitFor(
-    () => chats.every((chatId, i) => telegram.messages(chatId).length >= expected[i]),
+async function batch(platform, chats, n) {
+  const expected = chats.map((chat) => platform.replies(chat) + 1);
+  await Promise.all(chats.map((chat) => platform.send(chat, `load ${n}`)));
+  await platform.waitFor(
+    () => chats.every((chat, i) => platform.replies(chat) >= expected[i]),
     120_000,
   );
 }
@@ -123,32 +53,41 @@ export async function runBusBench(options = {}) {
   const chatCount = options.chats ?? 100;
   const settleMs = options.settleMs ?? 3000;
   const dir = mkdtempSync(join(tmpdir(), "picklebot-bench-bus-"));
-  const { startFakeTelegram, startFakeAnthropic } = await loadFakes(dir);
-  const model = await startFakeAnthropic({ defaultReply: { text: "ok", chunks: 1 } });
-  const telegram = await startFakeTelegram();
-  const chats = Array.from({ length: chatCount }, (_, i) => 1000 + i);
+  const fakes = await loadFakes(["telegram", "discord", "anthropic"]);
+  const model = await fakes.anthropic.startFakeAnthropic({
+    defaultReply: { text: "ok", chunks: 1 },
+  });
+  const telegram = await fakes.telegram.startFakeTelegram();
+  const discord = await fakes.discord.startFakeDiscord();
+  // Both buses are connected throughout; the messages go to the one measured.
+  const platforms = {
+    telegram: telegramDriver(telegram, chatCount),
+    discord: discordDriver(discord, chatCount),
+  };
+  const platform = platforms[options.platform ?? "telegram"];
+  const { chats } = platform;
   const workspace = join(dir, "ws");
   mkdirSync(workspace);
   writeFileSync(
     join(workspace, "picklebot.yaml"),
     `llm:\n  api_key: bench\n  base_url: ${model.url}\nhttp:\n  port: 0\n` +
-      `telegram:\n  enabled: true\n  bot_token: "${telegram.token}"\n  api_root: ${telegram.apiRoot}\n` +
-      `  allowed_user_ids: [${chats.join(", ")}]\n`,
+      platforms.telegram.yaml +
+      platforms.discord.yaml,
   );
-  const server = await startServer(workspace);
+  const server = await startServer(workspace, 2);
   try {
     await sleep(settleMs);
     const idle = rssMiB(server.pid);
     const latencies = [];
     for (let n = 0; n < latencyCount; n += 1) {
-      latencies.push(await timedMessage(telegram, chats[n % chats.length], n));
+      latencies.push(await timedMessage(platform, chats[n % chats.length], n));
     }
     const memory = [{ messages: 0, rss: idle }];
     const batches = Math.ceil(messageCount / chatCount);
     const every = Math.max(1, Math.floor(batches / 5));
     const started = performance.now();
     for (let b = 1; b <= batches; b += 1) {
-      await batch(telegram, chats, b);
+      await batch(platform, chats, b);
       if (b % every === 0 || b === batches) {
         await sleep(settleMs);
         memory.push({ messages: b * chatCount, rss: rssMiB(server.pid) });
@@ -158,16 +97,18 @@ export async function runBusBench(options = {}) {
     // V8 returns freed heap pages to the system only after a while without work.
     await sleep(options.finalIdleMs ?? 30_000);
     memory.push({ messages: batches * chatCount, rss: rssMiB(server.pid), idle: true });
-    return report({ latencies, memory, loadSeconds, messageCount: batches * chatCount, chatCount });
+    const messageTotal = batches * chatCount;
+    return report({ platform, latencies, memory, loadSeconds, messageCount: messageTotal });
   } finally {
     server.kill("SIGKILL");
     await telegram.close();
+    await discord.close();
     await model.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-function report({ latencies, memory, loadSeconds, messageCount, chatCount }) {
+function report({ platform, latencies, memory, loadSeconds, messageCount }) {
   const latencyTable = markdownTable(
     ["messages", "p50", "p99", "max"],
     [
@@ -183,18 +124,18 @@ function report({ latencies, memory, loadSeconds, messageCount, chatCount }) {
     ["after messages", "RSS"],
     memory.map(({ messages, rss, idle }) => [
       messages === 0
-        ? "0 (idle, bus connected)"
+        ? "0 (idle, both buses connected)"
         : `${messages.toLocaleString("en-US")}${idle ? " (then idle)" : ""}`,
       `${rss.toFixed(1)} MiB`,
     ]),
   );
   const rate = (messageCount / loadSeconds).toFixed(0);
   const markdown = [
-    "### Update → first Telegram call (typing or message), instant fake model",
+    `### Update → first ${platform.name} call (typing or message), instant fake model`,
     "",
     latencyTable,
     "",
-    `### Resident memory, ${messageCount.toLocaleString("en-US")} messages across ${chatCount} chats (${rate} messages/s end to end)`,
+    `### Resident memory, ${messageCount.toLocaleString("en-US")} ${platform.name} messages across ${platform.chats.length} chats (${rate} messages/s end to end)`,
     "",
     memoryTable,
   ].join("\n");
@@ -209,6 +150,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
       chats: { type: "string" },
       "settle-ms": { type: "string" },
       "final-idle-ms": { type: "string" },
+      platform: { type: "string" },
     },
   });
   const result = await runBusBench({
@@ -217,6 +159,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
     chats: values.chats ? Number(values.chats) : undefined,
     settleMs: values["settle-ms"] ? Number(values["settle-ms"]) : undefined,
     finalIdleMs: values["final-idle-ms"] ? Number(values["final-idle-ms"]) : undefined,
+    platform: values.platform,
   });
   console.log(result.markdown);
 }

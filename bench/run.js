@@ -9,5 +9,8 @@ const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(
 console.log(`# picklebot benchmarks — ${new Date().toISOString().slice(0, 10)} — ${machine}\n`);
 const queue = await runQueueBench({});
 console.log(queue.markdown);
-const bus = await runBusBench({});
-console.log(`\n## Chat bus, Telegram on the fake Bot API (\`bench/bus.js\`)\n\n${bus.markdown}`);
+for (const platform of ["telegram", "discord"]) {
+  const bus = await runBusBench({ platform });
+  console.log(`\n## Chat bus, messages on ${platform}, both buses connected (\`bench/bus.js\`)\n`);
+  console.log(bus.markdown);
+}
