@@ -346,7 +346,6 @@ describe("DiscordPlatform connection", () => {
 
   it("keeps logging in with backoff while Discord answers 500, then connects", async () => {
     const { fake, platform, received, lines } = await startPlatform({
-      fakeOptions: {},
       beforeStart: (f) => f.failNext("GET /gateway/bot", { status: 500 }, 2),
     });
     await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "once" });
