@@ -66,11 +66,16 @@ function say(text: string, userId = OWNER, chatId = userId) {
 }
 
 /** Waits until the bot's messages in a chat are exactly `expected`. */
-function chatShows(chatId: number, expected: string[], timeoutMs = 10_000) {
-  return telegram.waitFor(
-    () => JSON.stringify(telegram.messages(chatId)) === JSON.stringify(expected),
-    timeoutMs,
-  );
+async function chatShows(chatId: number, expected: string[], timeoutMs = 10_000): Promise<void> {
+  try {
+    await telegram.waitFor(
+      () => JSON.stringify(telegram.messages(chatId)) === JSON.stringify(expected),
+      timeoutMs,
+    );
+  } catch (error) {
+    const shown = JSON.stringify(telegram.messages(chatId));
+    throw new Error(`chat ${chatId} shows ${shown}, not ${JSON.stringify(expected)}: ${error}`);
+  }
 }
 
 async function cli(...args: string[]): Promise<string> {
