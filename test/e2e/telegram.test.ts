@@ -132,7 +132,7 @@ describe("Telegram chat", () => {
   });
 
   it("refuses an unknown user once with their id and a pairing code, and never calls the model", async () => {
-    await startBusServer(ws.dir, ["telegram"]);
+    const server = await startBusServer(ws.dir, ["telegram"]);
     say("hello?", STRANGER);
     const [refusal] = await telegram.waitFor(() => {
       const shown = telegram.messages(STRANGER);
@@ -149,6 +149,14 @@ describe("Telegram chat", () => {
     expect(telegram.messages(STRANGER)).toHaveLength(1);
     expect(model.requests.map(lastUserText)).toEqual(["ping"]);
     expect((await jobs()).map((job) => job.sessionKey)).toEqual([`telegram:${OWNER}`]);
+    // Every attempt is logged, the silent second one too.
+    const attempts = server.linesMatching("message from a user who is not allowed; no job");
+    expect(attempts).toHaveLength(2);
+    expect(attempts[0]).toMatchObject({
+      platform: "telegram",
+      user: String(STRANGER),
+      chat: String(STRANGER),
+    });
   });
 
   it("admits a user approved with `picklebot pairing approve`, whose next message then runs", async () => {
