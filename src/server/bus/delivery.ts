@@ -93,20 +93,31 @@ export class OutboxDelivery {
    * ended), so identical parts are not edited again.
    */
   async deliver(entry: OutboxEntry, shown: readonly string[] = []): Promise<boolean> {
-    if (entry.state !== "pending" || entry.text === null) return entry.state === "delivered";
     if (this.#inFlight.has(entry.id)) return false;
     this.#inFlight.add(entry.id);
     try {
+      // Read again under the in-flight mark: the caller's copy may be stale (another
+      // caller delivered it meanwhile), and a stale copy would send the reply twice.
+      const current = (await this.#options.outbox.get(entry.dedupeKey)) ?? entry;
+      if (current.state !== "pending" || current.text === null) {
+        return current.state === "delivered";
+      }
+      return await this.#attempt(current, current.text, shown);
+    } finally {
+      this.#inFlight.delete(entry.id);
+    }
+  }
+
+  async #attempt(entry: OutboxEntry, text: string, shown: readonly string[]): Promise<boolean> {
+    try {
       const wait = this.heldUntil(entry.chatId) - this.#options.clock.now();
       if (wait > 0) await sleep(wait, undefined, { ref: false });
-      await this.#sendParts(entry, entry.text, shown);
+      await this.#sendParts(entry, text, shown);
       await this.#options.outbox.markDelivered(entry.id, this.#options.clock.now());
       return true;
     } catch (thrown) {
       await this.#recordFailure(entry, thrown);
       return false;
-    } finally {
-      this.#inFlight.delete(entry.id);
     }
   }
 
