@@ -83,8 +83,8 @@ class ChatReply implements ReplyStream {
   #latest = "";
   /** Text shown in each message of the stream, and the messages' ids. */
   #shown: string[] = [];
-  #ids: string[] | null = null;
-  #draftId: number | null = null;
+  /** The outbox draft: its id, and the ids of the messages showing this reply. */
+  #draft: { id: number; messageIds: string[] } | null = null;
   #flushing: Promise<void> = Promise.resolve();
   #flushTimer: NodeJS.Timeout | null = null;
   #typingTimer: NodeJS.Timeout | null = null;
@@ -162,29 +162,33 @@ class ChatReply implements ReplyStream {
   async #flush(): Promise<void> {
     if (this.#finished || this.#streamStopped) return;
     try {
-      const ids = await this.#draftIds();
-      if (ids === null) return;
+      const draft = await this.#openDraft();
+      if (draft === null) return;
       const parts = splitMessage(this.#latest, this.#options.platform.maxMessageLength);
       for (const [index, part] of parts.entries()) {
         if (this.#shown[index] === part) continue;
-        await this.#showPart(ids, index, part);
+        await this.#showPart(draft, index, part);
       }
     } catch (thrown) {
       this.#onStreamError(thrown);
     }
   }
 
-  async #showPart(ids: string[], index: number, part: string): Promise<void> {
+  async #showPart(
+    draft: { id: number; messageIds: string[] },
+    index: number,
+    part: string,
+  ): Promise<void> {
     const { platform, outbox, clock } = this.#options;
     const { chatId } = this.#address;
     this.#lastEditAt.set(chatId, clock.now());
     this.#stopTyping();
-    const existing = ids[index];
+    const existing = draft.messageIds[index];
     if (existing !== undefined) {
       await editFormatted(platform, chatId, existing, part);
     } else {
-      ids[index] = (await sendFormatted(platform, chatId, part)).messageId;
-      await outbox.setMessageIds(this.#draftId ?? -1, ids, clock.now());
+      draft.messageIds[index] = (await sendFormatted(platform, chatId, part)).messageId;
+      await outbox.setMessageIds(draft.id, draft.messageIds, clock.now());
     }
     this.#shown[index] = part;
   }
@@ -193,16 +197,15 @@ class ChatReply implements ReplyStream {
    * The messages this reply already has, from the outbox draft (a retry continues them);
    * null when the reply's final text is already in the outbox (nothing left to stream).
    */
-  async #draftIds(): Promise<string[] | null> {
-    if (this.#ids) return this.#ids;
-    const draft = await this.#options.outbox.openDraft(this.#address, this.#options.clock.now());
-    if (draft.state !== "draft") {
+  async #openDraft(): Promise<{ id: number; messageIds: string[] } | null> {
+    if (this.#draft) return this.#draft;
+    const entry = await this.#options.outbox.openDraft(this.#address, this.#options.clock.now());
+    if (entry.state !== "draft") {
       this.#streamStopped = true;
       return null;
     }
-    this.#draftId = draft.id;
-    this.#ids = [...draft.messageIds];
-    return this.#ids;
+    this.#draft = { id: entry.id, messageIds: [...entry.messageIds] };
+    return this.#draft;
   }
 
   #onStreamError(thrown: unknown): void {
