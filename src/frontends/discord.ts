@@ -29,6 +29,7 @@ import {
   GatewayIntentBits,
   HTTPError,
   type Message,
+  Options,
   Partials,
   RateLimitError,
   Routes,
@@ -119,6 +120,12 @@ export class DiscordPlatform implements ChatPlatform {
         GatewayIntentBits.DirectMessages,
       ],
       partials: [Partials.Channel],
+      // Incoming messages are handed on at once; caching them (200 per channel by default)
+      // would only grow the heap with every chat.
+      makeCache: Options.cacheWithLimits({
+        ...Options.DefaultMakeCacheSettings,
+        MessageManager: 0,
+      }),
       rest: {
         api: options.apiBase ?? DEFAULT_API_BASE,
         // Retries and rate-limit waits belong to the core, which knows whether to wait.
