@@ -2,9 +2,15 @@
 // `npm run bench`: every benchmark in one run, printed as markdown tables for
 // bench/RESULTS.md. Each script also runs on its own (node bench/<name>.js).
 import { cpus, totalmem } from "node:os";
+import { runBusBench } from "./bus.js";
 import { runQueueBench } from "./queue.js";
 
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
 console.log(`# picklebot benchmarks — ${new Date().toISOString().slice(0, 10)} — ${machine}\n`);
 const queue = await runQueueBench({});
 console.log(queue.markdown);
+for (const platform of ["telegram", "discord"]) {
+  const bus = await runBusBench({ platform });
+  console.log(`\n## Chat bus, messages on ${platform}, both buses connected (\`bench/bus.js\`)\n`);
+  console.log(bus.markdown);
+}

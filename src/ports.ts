@@ -279,12 +279,21 @@ export interface ReplyStream {
   fail(message: string): Promise<void>;
 }
 
+/** What a frontend may know about the reply it opens. */
+export interface ReplyContext {
+  /**
+   * The job the reply answers. A reply opened again for the same job (a retry, a resume
+   * after a crash) continues the first one, and its final text is delivered once.
+   */
+  jobId?: string;
+}
+
 /** A place where a person reads an agent's replies. */
 export interface Frontend {
   /** The {@link ReplyTarget} kind this frontend serves. */
   readonly kind: ReplyTarget["kind"];
   /** Starts showing a reply to `target`. */
-  openReply(target: ReplyTarget): ReplyStream;
+  openReply(target: ReplyTarget, context?: ReplyContext): ReplyStream;
 }
 
 // ---------------------------------------------------------------------------------------

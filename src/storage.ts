@@ -1,6 +1,7 @@
 /**
  * Opens the persistence a workspace's config selects, in one place: the history store,
- * the job queue, the cron state, and the checkpoint that ties history and queue.
+ * the job queue, the cron state, the chat outbox and pairings, and the checkpoint that ties
+ * history and queue.
  *
  * SQLite (the default) keeps all of them in one database file, `history/picklebot.db`,
  * so the checkpoint is a single transaction.
@@ -13,6 +14,8 @@ import { SqliteHistoryStore } from "./history/sqlite.js";
 import type { ChatMessage, ClaimedJob, HistoryStore, JobAdmin, JobQueue } from "./ports.js";
 import { MemoryJobQueue } from "./queue/memory.js";
 import { SqliteJobQueue } from "./queue/sqlite.js";
+import { type OutboxStore, SqliteOutboxStore } from "./server/bus/outbox.js";
+import { type PairingStore, SqlitePairingStore } from "./server/bus/pairing.js";
 import { type Checkpoint, sequentialCheckpoint } from "./server/checkpoint.js";
 import { type CronStateStore, SqliteCronStateStore } from "./server/cron/state.js";
 import { type Clock, systemClock } from "./server/worker.js";
@@ -23,6 +26,10 @@ export interface Storage {
   queue: JobQueue & JobAdmin;
   cronState: CronStateStore;
   checkpoint: Checkpoint;
+  /** Chat replies waiting for (or done with) delivery. */
+  outbox: OutboxStore;
+  /** Chat users admitted by `picklebot pairing approve`. */
+  pairing: PairingStore;
   /** Closes the queue, the history store and the database. */
   close(): Promise<void>;
 }
@@ -51,6 +58,8 @@ export function openStorage(config: Config, clock: Clock = systemClock): Storage
     queue,
     cronState: new SqliteCronStateStore({ db }),
     checkpoint,
+    outbox: new SqliteOutboxStore({ db }),
+    pairing: new SqlitePairingStore({ db }),
     async close() {
       await queue.close();
       await history.close();

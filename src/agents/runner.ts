@@ -1,5 +1,5 @@
 import type { Config } from "../config/index.js";
-import type { HistoryStore, ModelProvider } from "../ports.js";
+import type { HistoryStore, ModelProvider, ReplyTarget } from "../ports.js";
 import type { Clock } from "../server/worker.js";
 import {
   type AgentDefinition,
@@ -20,7 +20,7 @@ export interface AgentRunnerOptions {
   provider: ModelProvider;
   clock: Clock;
   /** Tools that need server parts (subagent, post_message), by name. (Default: none) */
-  extraTools?: (agent: AgentDefinition, sessionKey: string) => Tool[];
+  extraTools?: (agent: AgentDefinition, sessionKey: string, request: RunRequest) => Tool[];
 }
 
 /** One turn to run: whose, where, and who is watching. */
@@ -30,6 +30,10 @@ export interface RunRequest {
   sessionKey: string;
   signal: AbortSignal;
   events?: TurnEvents;
+  /** The job the turn belongs to, when a worker runs one. */
+  jobId?: string;
+  /** Where the job's reply goes (post_message posts there). */
+  replyTo?: ReplyTarget;
 }
 
 /**
@@ -52,7 +56,7 @@ export class AgentRunner {
   run(request: RunRequest): Promise<TurnResult> {
     const { workspace, config, history, provider, clock } = this.#options;
     const agent = this.agent(request.agentId);
-    const extraTools = this.#options.extraTools?.(agent, request.sessionKey) ?? [];
+    const extraTools = this.#options.extraTools?.(agent, request.sessionKey, request) ?? [];
     const now = new Date(clock.now());
     return runTurn({
       sessionId: request.sessionId,

@@ -4,6 +4,7 @@ import { chatCommand } from "./chat.js";
 import { cronCommand } from "./cron.js";
 import { initCommand } from "./init.js";
 import { jobsCommand } from "./jobs.js";
+import { pairingCommand } from "./pairing.js";
 import { serverCommand } from "./server.js";
 import { statusCommand } from "./status.js";
 
@@ -23,11 +24,19 @@ export function buildProgram(): Command {
     cronCommand(),
     jobsCommand(),
     statusCommand(),
+    pairingCommand(),
     initCommand(),
   ]) {
-    program.addCommand(command.exitOverride().showHelpAfterError("(run with --help for usage)"));
+    program.addCommand(withUsageErrors(command));
   }
   return program;
+}
+
+/** Usage errors exit 2 with a hint, on a command and every sub-command below it. */
+function withUsageErrors(command: Command): Command {
+  command.exitOverride().showHelpAfterError("(run with --help for usage)");
+  for (const sub of command.commands) withUsageErrors(sub);
+  return command;
 }
 
 /** Runs the CLI; user errors print one sentence and exit 1, usage errors exit 2. */

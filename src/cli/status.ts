@@ -1,6 +1,7 @@
 /** `picklebot status`: the server, its workers, the queue, sessions and crons at a glance. */
 import { Command } from "commander";
 import type { Session } from "../ports.js";
+import type { OutboxSummary } from "../server/bus/outbox.js";
 import type { CronRow } from "../server/cron/worker.js";
 import { runningServer } from "../server/workspace-lock.js";
 import { openWorkspace } from "./context.js";
@@ -25,6 +26,7 @@ export function statusCommand(): Command {
             ? { running: true, pid: server.pid, health: await fetchHealth(server.http) }
             : { running: false },
           queue: await storage.queue.counts(),
+          outbox: await storage.outbox.summary(),
           sessions: await storage.history.listSessions({ limit: 5 }),
           crons: await describeCronsNow(workspace, config, storage.cronState),
         };
@@ -53,6 +55,7 @@ interface Status {
   workspace: string;
   server: { running: boolean; pid?: number; health?: unknown };
   queue: Record<string, number>;
+  outbox: OutboxSummary;
   sessions: Session[];
   crons: CronRow[];
 }
@@ -63,14 +66,17 @@ function printStatus(status: Status): void {
   console.log(
     `server     ${server.running ? `running (pid ${server.pid})` : "not running (start it with picklebot server)"}`,
   );
-  const workers = (
-    server.health as { workers?: { name: string; state: string; restarts: number }[] } | null
-  )?.workers;
-  for (const worker of workers ?? []) {
+  const health = server.health as {
+    workers?: { name: string; state: string; restarts: number }[];
+    buses?: { platform: string; state: string }[];
+  } | null;
+  for (const worker of health?.workers ?? []) {
     console.log(`  worker   ${worker.name}: ${worker.state}, ${worker.restarts} restarts`);
   }
+  for (const bus of health?.buses ?? []) console.log(`  bus      ${bus.platform}: ${bus.state}`);
   const queue = Object.entries(status.queue).map(([state, count]) => `${count} ${state}`);
   console.log(`queue      ${queue.join(", ")}`);
+  console.log(`outbox     ${describeOutbox(status.outbox)}`);
   console.log(`sessions   ${status.sessions.length === 0 ? "none yet" : "most recent:"}`);
   for (const session of status.sessions) {
     const tokens = session.usage.input + session.usage.output;
@@ -84,4 +90,13 @@ function printStatus(status: Status): void {
       `  ${cron.id}  ${cron.schedule} (${cron.timezone})  ${cron.status}, next ${formatTime(cron.nextRunAt)}`,
     );
   }
+}
+
+/** One line about chat replies not delivered yet; a pile-up says what to look at. */
+function describeOutbox(outbox: OutboxSummary): string {
+  const line = `${outbox.pending} replies waiting for delivery, ${outbox.failed} refused by the platform`;
+  if (outbox.pending === 0 && outbox.failed === 0) return line;
+  const oldest =
+    outbox.oldestPendingAt === null ? "" : ` (oldest from ${formatTime(outbox.oldestPendingAt)})`;
+  return `${line}${oldest}; see the server log for why (an unreachable platform is retried)`;
 }

@@ -1,4 +1,4 @@
-import type { Frontend, ReplyStream, ReplyTarget } from "../ports.js";
+import type { Frontend, ReplyContext, ReplyStream, ReplyTarget } from "../ports.js";
 import { SilentFrontend } from "./silent.js";
 
 /**
@@ -26,7 +26,7 @@ export class FrontendRegistry {
   }
 
   /** Opens a reply on the frontend serving `target`. */
-  openReply(target: ReplyTarget): ReplyStream {
-    return (this.#byKind.get(target.kind) ?? this.#fallback).openReply(target);
+  openReply(target: ReplyTarget, context?: ReplyContext): ReplyStream {
+    return (this.#byKind.get(target.kind) ?? this.#fallback).openReply(target, context);
   }
 }

@@ -121,7 +121,7 @@ export class AgentWorker implements Worker {
     let outcome: JobOutcome;
     let reply: ReplyStream | null = null;
     try {
-      reply = this.#options.frontends.openReply(job.replyTo);
+      reply = this.#options.frontends.openReply(job.replyTo, { jobId: job.id });
       outcome = await this.#runJob(job, reply, signal);
     } catch (thrown) {
       outcome = await this.#handleFailure(job, reply, signal, thrown);
@@ -169,6 +169,8 @@ export class AgentWorker implements Worker {
       sessionId: session.id,
       sessionKey: job.sessionKey,
       signal,
+      jobId: job.id,
+      replyTo: job.replyTo,
       events: {
         onModelCall: () => {
           streamed = "";

@@ -11,14 +11,17 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import type { AgentDefinition } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
+import { createPostMessageTool } from "../agents/tools/post-message.js";
 import type { Config } from "../config/index.js";
 import { toError, UserError } from "../errors.js";
 import { LogFrontend } from "../frontends/log.js";
 import { FrontendRegistry } from "../frontends/registry.js";
 import type { Logger } from "../log.js";
-import type { JobAdmin, JobQueue, ModelProvider } from "../ports.js";
+import type { ChatPlatformKind, JobAdmin, JobQueue, ModelProvider } from "../ports.js";
 import { openStorage, type Storage } from "../storage.js";
 import { AgentWorker } from "./agent-worker.js";
+import { allowedUserIds, createPlatforms } from "./bus/platforms.js";
+import { MessageBusWorker } from "./bus/worker.js";
 import type { CronStateStore } from "./cron/state.js";
 import { CronWorker } from "./cron/worker.js";
 import { HttpEndpoint } from "./http.js";
@@ -52,6 +55,7 @@ export class PicklebotServer {
   readonly #queue: JobQueue & JobAdmin;
   readonly #supervisor: Supervisor;
   #http: HttpEndpoint | null = null;
+  #bus: MessageBusWorker | null = null;
   #depthTimer: NodeJS.Timeout | null = null;
 
   private constructor(options: ServerOptions) {
@@ -92,7 +96,9 @@ export class PicklebotServer {
     await this.#startHttp();
     const workerId = hostname();
     this.frontends.register(new LogFrontend(logger.child({ frontend: "console" })));
-    this.#supervisor.start(this.#agentWorker(workerId, clock));
+    const agentWorker = this.#agentWorker(workerId, clock);
+    this.#supervisor.start(agentWorker);
+    this.#startBus(agentWorker, clock);
     this.#supervisor.start(
       new CronWorker({
         cronDir: join(this.#options.workspace, "crons"),
@@ -109,10 +115,60 @@ export class PicklebotServer {
     await this.#refreshQueueDepth();
   }
 
+  #startBus(agentWorker: AgentWorker, clock: Clock): void {
+    const { config, logger } = this.#options;
+    const platforms = () => createPlatforms(config, { logger });
+    if (platforms().length === 0) return;
+    this.#bus = new MessageBusWorker({
+      createPlatforms: platforms,
+      allowedUserIds: (platform) => allowedUserIds(config, platform),
+      agentId: config.default_agent,
+      queue: this.#queue,
+      history: this.#storage.history,
+      pairing: this.#storage.pairing,
+      outbox: this.#storage.outbox,
+      frontends: this.frontends,
+      stopSession: (key) => agentWorker.stopSession(key),
+      clock,
+      logger: logger.child({ worker: "bus" }),
+    });
+    this.#supervisor.start(this.#bus);
+  }
+
+  /** Posts into a chat through the outbox; delivered now when its bus runs. */
+  async #postToChat(
+    platform: ChatPlatformKind,
+    chatId: string,
+    text: string,
+    dedupeKey: string,
+  ): Promise<boolean> {
+    if (this.#bus) return this.#bus.post(platform, chatId, text, dedupeKey);
+    const now = (this.#options.clock ?? systemClock).now();
+    await this.#storage.outbox.submit({ dedupeKey, platform, chatId }, text, now);
+    return false;
+  }
+
   #agentWorker(workerId: string, clock: Clock): AgentWorker {
     const { workspace, config, agents, provider, logger } = this.#options;
     const history = this.#storage.history;
-    const runner = new AgentRunner({ workspace, config, agents, history, provider, clock });
+    const runner = new AgentRunner({
+      workspace,
+      config,
+      agents,
+      history,
+      provider,
+      clock,
+      extraTools: (_agent, _key, request) =>
+        request.jobId && request.replyTo
+          ? [
+              createPostMessageTool({
+                target: request.replyTo,
+                jobId: request.jobId,
+                post: (...args) => this.#postToChat(...args),
+              }),
+            ]
+          : [],
+    });
     return new AgentWorker({
       workerId,
       queue: this.#queue,
@@ -135,11 +191,7 @@ export class PicklebotServer {
       host: http.host,
       port: http.port,
       registry: this.metrics.registry,
-      health: async () => ({
-        healthy: this.#supervisor.healthy(),
-        workers: this.#supervisor.health(),
-        queue: await this.#queue.counts(),
-      }),
+      health: () => this.#health(),
     });
     try {
       this.httpAddress = await this.#http.listen();
@@ -147,6 +199,18 @@ export class PicklebotServer {
     } catch (error) {
       throw listenError(error, http.host, http.port);
     }
+  }
+
+  /** `/healthz`: unhealthy while a worker restarts or a chat platform is not connected. */
+  async #health() {
+    const buses = this.#bus?.connections() ?? [];
+    return {
+      healthy: this.#supervisor.healthy() && buses.every((bus) => bus.state === "connected"),
+      workers: this.#supervisor.health(),
+      queue: await this.#queue.counts(),
+      buses,
+      outbox: await this.#storage.outbox.summary(),
+    };
   }
 
   async #refreshQueueDepth(): Promise<void> {

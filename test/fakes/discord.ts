@@ -25,6 +25,11 @@ export interface FakeDiscordOptions {
   token?: string;
   /** Gateway heartbeat interval sent in HELLO. (Default: 41250) */
   heartbeatIntervalMs?: number;
+  /**
+   * Whether the application has the Message Content privileged intent enabled; when not, an
+   * IDENTIFY asking for it is closed with 4014 "Disallowed intent(s)". (Default: true)
+   */
+  messageContentIntentEnabled?: boolean;
 }
 
 /** One message a test user sends, see {@link FakeDiscord.sendUserMessage}. */
@@ -41,6 +46,8 @@ export interface DiscordUserMessageInput {
   mentionsBot?: boolean;
   /** Author's username. (Default: "user<userId>") */
   username?: string;
+  /** The author is a bot account. (Default: false) */
+  bot?: boolean;
 }
 
 /** A failure the fake answers instead of a REST route, see {@link FakeDiscord.failNext}. */
@@ -89,6 +96,8 @@ const DISCORD_EPOCH = 1420070400000n;
 const MAX_CONTENT_LENGTH = 2000;
 /** ViewChannel | SendMessages | ReadMessageHistory, for the @everyone role. */
 const EVERYONE_PERMISSIONS = "68608";
+/** GatewayIntentBits.MessageContent, a privileged intent. */
+const MESSAGE_CONTENT_INTENT = 1 << 15;
 
 /** Starts the fake REST + gateway on 127.0.0.1 on a free port. Call `close()` when done. */
 export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
@@ -126,6 +135,7 @@ export class FakeDiscord {
   private readonly server: Server;
   private readonly gateway: WebSocketServer;
   private readonly heartbeatIntervalMs: number;
+  private readonly messageContentIntentEnabled: boolean;
   private readonly sessions = new Map<string, GatewaySession>();
   private readonly channels = new Map<string, ChannelState>();
   private readonly failures: { route: string; failure: DiscordFailure; remaining: number }[] = [];
@@ -136,6 +146,7 @@ export class FakeDiscord {
     const encodedId = Buffer.from(this.botUser.id).toString("base64url");
     this.token = options.token ?? `${encodedId}.Fake00.fake-discord-token-for-tests`;
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 41_250;
+    this.messageContentIntentEnabled = options.messageContentIntentEnabled ?? true;
     this.channels.set(this.guildChannelId, {
       channel: {
         id: this.guildChannelId,
@@ -217,6 +228,7 @@ export class FakeDiscord {
       discriminator: "0",
       global_name: null,
       avatar: null,
+      ...(input.bot ? { bot: true } : {}),
     };
     const state = this.channelFor(input, author);
     const mention = `<@${this.botUser.id}>`;
@@ -407,6 +419,10 @@ export class FakeDiscord {
     this.identifies.push(identify);
     if (identify.token !== this.token) {
       socket.close(4004, "Authentication failed.");
+      return undefined;
+    }
+    if (!this.messageContentIntentEnabled && Number(identify.intents) & MESSAGE_CONTENT_INTENT) {
+      socket.close(4014, "Disallowed intent(s).");
       return undefined;
     }
     const session: GatewaySession = {

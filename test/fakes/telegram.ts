@@ -23,6 +23,8 @@ export interface FakeTelegramOptions {
   token?: string;
   /** The bot's @username, without "@". (Default: "picklebot_test_bot") */
   botUsername?: string;
+  /** Port to listen on, e.g. one a server was configured with before the fake ran. (Default: a free one) */
+  port?: number;
 }
 
 /** One message a test user sends to the bot, see {@link FakeTelegram.sendUserMessage}. */
@@ -142,9 +144,11 @@ export class FakeTelegram {
   private readonly listeners = new Set<() => void>();
   private pending: QueuedUpdate[] = [];
   private nextUpdateId = 1;
+  private readonly port: number;
 
   constructor(options: FakeTelegramOptions = {}) {
     this.token = options.token ?? "123456789:TEST-fake-telegram-token";
+    this.port = options.port ?? 0;
     this.botUser = {
       id: Number(this.token.split(":")[0]) || 123456789,
       is_bot: true,
@@ -168,7 +172,7 @@ export class FakeTelegram {
 
   /** Listens on 127.0.0.1, port 0. */
   async listen(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+    await new Promise<void>((resolve) => this.server.listen(this.port, "127.0.0.1", resolve));
   }
 
   /** Ends held polls and open connections, then stops listening. */
@@ -222,6 +226,11 @@ export class FakeTelegram {
     const queue = this.failures.get(method.toLowerCase()) ?? [];
     queue.push({ failure, remaining: times });
     this.failures.set(method.toLowerCase(), queue);
+  }
+
+  /** Drops every failure injected with {@link failNext} and not used yet: the API recovers. */
+  clearFailures(): void {
+    this.failures.clear();
   }
 
   /** Current text (after edits, without deleted ones) of each bot message in a chat, in order. */

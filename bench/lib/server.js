@@ -1,0 +1,81 @@
+/**
+ * What the chat bus benchmarks share: the fakes of `test/fakes/` compiled for plain node,
+ * `picklebot server` as a child process, and its resident memory.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/**
+ * Compiles the named fakes (TypeScript, `test/fakes/<name>.ts`) and imports them:
+ * `{ telegram: module, anthropic: module, ... }`. They are compiled below `node_modules`
+ * so that their imports (ws, discord.js) resolve, and removed once loaded.
+ */
+export async function loadFakes(names) {
+  mkdirSync(join(ROOT, "node_modules/.cache"), { recursive: true });
+  const out = mkdtempSync(join(ROOT, "node_modules/.cache/picklebot-bench-fakes-"));
+  try {
+    writeFileSync(join(out, "package.json"), '{ "type": "module" }\n');
+    execFileSync(
+      process.execPath,
+      [
+        join(ROOT, "node_modules/typescript/bin/tsc"),
+        ...["--ignoreConfig", "--outDir", out, "--rootDir", join(ROOT, "test/fakes")],
+        ...["--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2023"],
+        ...["--skipLibCheck", "--types", "node"],
+        ...names.map((name) => join(ROOT, `test/fakes/${name}.ts`)),
+      ],
+      { cwd: ROOT, stdio: "inherit" },
+    );
+    const modules = await Promise.all(
+      names.map((name) => import(pathToFileURL(join(out, `${name}.js`)).href)),
+    );
+    return Object.fromEntries(names.map((name, i) => [name, modules[i]]));
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Starts `picklebot server` on `workspace` and resolves with the child process once
+ * `platforms` chat buses reported "chat platform connected". Tokens come from the
+ * workspace's picklebot.yaml only.
+ */
+export function startServer(workspace, platforms = 1) {
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, "bin/picklebot.js"), "server", "--workspace", workspace],
+    {
+      env: {
+        ...process.env,
+        TELEGRAM_BOT_TOKEN: "",
+        DISCORD_BOT_TOKEN: "",
+        ANTHROPIC_API_KEY: "",
+      },
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  return new Promise((resolve, reject) => {
+    let partial = "";
+    let connected = 0;
+    child.stdout.setEncoding("utf8").on("data", (chunk) => {
+      const lines = (partial + chunk).split("\n");
+      partial = lines.pop() ?? "";
+      connected += lines.filter((line) => line.includes('"msg":"chat platform connected"')).length;
+      if (connected >= platforms) resolve(child);
+    });
+    child.on("exit", (code) => reject(new Error(`server exited with ${code} before connecting`)));
+  });
+}
+
+/** The resident set (VmRSS) of a process, in MiB. */
+export function rssMiB(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
+  return kib / 1024;
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

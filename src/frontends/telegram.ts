@@ -1,0 +1,270 @@
+/**
+ * Telegram adapter of the {@link ChatPlatform} port, on telegraf 4.16 with long polling.
+ *
+ * Thin on purpose: it turns updates into {@link IncomingChatMessage}s and sends, edits and
+ * shows "typing…". Allowlists, sessions, streaming, splitting and retries live in the core.
+ *
+ *   start(): getMe + deleteWebhook (retried) ─► connected ─► poll loop
+ *   poll loop: getUpdates (held open) ─► each update through telegraf's middleware, whose
+ *              only handler converts it and hands it over ─► next getUpdates confirms it
+ *              a failed poll ─► connecting, retried with backoff (1 s doubling to 60 s)
+ *   stop():    abort the held poll ─► confirm the offset with one getUpdates ─► stopped
+ *
+ * We poll ourselves instead of `bot.launch()` so that the state is visible and the offset
+ * is committed on every stop. The bot token appears in every API URL: every error this
+ * file produces or logs has it replaced by `<token>`.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { Telegraf, TelegramError } from "telegraf";
+import { message } from "telegraf/filters";
+import type { Message, Update, UserFromGetMe } from "telegraf/types";
+import { ChatPlatformError, toError } from "../errors.js";
+import type { Logger } from "../log.js";
+import type {
+  ChatPlatform,
+  ChatPlatformState,
+  IncomingChatMessage,
+  SentChatMessage,
+  TextFormat,
+} from "../ports.js";
+import { retryDelayMs } from "../queue/backoff.js";
+import { toTelegramMarkdownV2 } from "./telegram-markdown.js";
+
+/** Options of {@link TelegramPlatform}. */
+export interface TelegramPlatformOptions {
+  /** The bot token from BotFather. */
+  token: string;
+  /** Bot API root, for a local Bot API server or a test fake. (Default: https://api.telegram.org) */
+  apiRoot?: string;
+  logger: Logger;
+  /** How long one getUpdates is held open, in seconds. (Default: 50) */
+  pollTimeoutS?: number;
+  /** Delay before the first reconnect; doubles up to 60 s. (Default: 1000 ms) */
+  reconnectBaseMs?: number;
+}
+
+const NOT_MODIFIED = /message is not modified/i;
+const PARSE_ERROR = /can't parse entities|can't find end/i;
+
+/** A Telegram bot: long polling in, Bot API calls out. */
+export class TelegramPlatform implements ChatPlatform {
+  readonly kind = "telegram";
+  readonly maxMessageLength = 4096;
+  readonly #options: TelegramPlatformOptions;
+  readonly #bot: Telegraf;
+  readonly #abort = new AbortController();
+  #state: ChatPlatformState = "stopped";
+  #offset = 0;
+  #polling: Promise<void> | null = null;
+
+  constructor(options: TelegramPlatformOptions) {
+    this.#options = options;
+    this.#bot = new Telegraf(options.token, {
+      telegram: options.apiRoot ? { apiRoot: options.apiRoot } : {},
+    });
+  }
+
+  get state(): ChatPlatformState {
+    return this.#state;
+  }
+
+  async start(onMessage: (message: IncomingChatMessage) => void): Promise<void> {
+    this.#state = "connecting";
+    this.#bot.on(message("text"), (ctx) => {
+      const incoming = toIncoming(ctx.message, ctx.update.update_id, ctx.botInfo);
+      if (incoming) onMessage(incoming);
+    });
+    this.#bot.catch((error) => {
+      this.#options.logger.error({ error: this.#scrub(error) }, "telegram handler failed");
+    });
+    await this.#connect();
+    if (this.#abort.signal.aborted) return;
+    this.#polling = this.#pollLoop();
+  }
+
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await this.#polling;
+    this.#polling = null;
+    this.#state = "stopped";
+  }
+
+  async send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage> {
+    const sent = await this.#call(() =>
+      this.#bot.telegram.sendMessage(chatId, render(text, format), extra(format)),
+    );
+    return { messageId: String(sent.message_id) };
+  }
+
+  async edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void> {
+    try {
+      await this.#call(() =>
+        this.#bot.telegram.editMessageText(
+          chatId,
+          Number(messageId),
+          undefined,
+          render(text, format),
+          extra(format),
+        ),
+      );
+    } catch (error) {
+      if (error instanceof ChatPlatformError && NOT_MODIFIED.test(error.message)) return;
+      throw error;
+    }
+  }
+
+  async typing(chatId: string): Promise<void> {
+    await this.#call(() => this.#bot.telegram.sendChatAction(chatId, "typing"));
+  }
+
+  /** getMe and deleteWebhook, retried until they succeed or the platform is stopped. */
+  async #connect(): Promise<void> {
+    for (let failures = 1; !this.#abort.signal.aborted; failures += 1) {
+      try {
+        this.#bot.botInfo = await this.#call(() => this.#bot.telegram.getMe());
+        await this.#call(() => this.#bot.telegram.deleteWebhook());
+        this.#state = "connected";
+        this.#options.logger.info({ bot: this.#bot.botInfo.username }, "telegram connected");
+        return;
+      } catch (error) {
+        await this.#backoff(failures, error, "telegram: could not connect");
+      }
+    }
+  }
+
+  async #pollLoop(): Promise<void> {
+    const signal = this.#abort.signal;
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        const updates = await this.#call(() =>
+          this.#bot.telegram.callApi(
+            "getUpdates",
+            {
+              timeout: this.#options.pollTimeoutS ?? 50,
+              offset: this.#offset,
+              allowed_updates: ["message"],
+            },
+            // telegraf types the signal of the abort-controller polyfill; node-fetch takes either.
+            { signal: signal as never },
+          ),
+        );
+        if (failures > 0) this.#options.logger.info("telegram reconnected");
+        failures = 0;
+        this.#state = "connected";
+        await this.#handle(updates);
+      } catch (error) {
+        if (signal.aborted) break;
+        failures += 1;
+        this.#state = "connecting";
+        await this.#backoff(failures, error, "telegram: polling failed");
+      }
+    }
+    await this.#commitOffset();
+  }
+
+  async #handle(updates: Update[]): Promise<void> {
+    for (const update of updates) {
+      this.#offset = update.update_id + 1;
+      // The only handler hands the message over and returns: this never waits for an agent.
+      await this.#bot.handleUpdate(update);
+    }
+  }
+
+  /** Confirms every update taken so far, so a restart never receives them again. */
+  async #commitOffset(): Promise<void> {
+    if (this.#offset === 0) return;
+    try {
+      await this.#call(() =>
+        this.#bot.telegram.callApi("getUpdates", { offset: this.#offset, limit: 1, timeout: 0 }),
+      );
+    } catch (error) {
+      this.#options.logger.warn(
+        { error: toError(error).message },
+        "telegram: could not confirm the update offset; the last updates may arrive again",
+      );
+    }
+  }
+
+  async #backoff(failures: number, error: unknown, what: string): Promise<void> {
+    const platformError = error instanceof ChatPlatformError ? error : this.#scrub(error);
+    const retryAfterMs = (platformError.retryAfterS ?? 0) * 1000;
+    const delay = retryDelayMs(failures, {
+      baseMs: this.#options.reconnectBaseMs ?? 1000,
+      capMs: 60_000,
+      retryAfterMs,
+    });
+    this.#options.logger.warn({ error: platformError.message, retryInMs: delay }, what);
+    await sleep(delay, undefined, { signal: this.#abort.signal }).catch(() => undefined);
+  }
+
+  /** Runs one Bot API call; every failure becomes a token-free {@link ChatPlatformError}. */
+  async #call<T>(request: () => Promise<T>): Promise<T> {
+    try {
+      return await request();
+    } catch (error) {
+      throw this.#scrub(error);
+    }
+  }
+
+  #scrub(thrown: unknown): ChatPlatformError {
+    if (thrown instanceof ChatPlatformError) return thrown;
+    const token = this.#options.token;
+    const clean = (text: string) => text.split(token).join("<token>");
+    if (thrown instanceof TelegramError) {
+      const description = clean(thrown.description);
+      return new ChatPlatformError(`telegram: ${thrown.code} ${description}`, {
+        retryable: thrown.code === 429 || thrown.code >= 500,
+        retryAfterS: thrown.parameters?.retry_after,
+        formatRejected: thrown.code === 400 && PARSE_ERROR.test(description),
+        context: { status: thrown.code },
+      });
+    }
+    // Network errors (node-fetch) carry the request URL, token included.
+    return new ChatPlatformError(`telegram: ${clean(toError(thrown).message)}`, {
+      retryable: true,
+    });
+  }
+}
+
+function render(text: string, format: TextFormat): string {
+  return format === "markdown" ? toTelegramMarkdownV2(text) : text;
+}
+
+function extra(format: TextFormat) {
+  return {
+    ...(format === "markdown" ? { parse_mode: "MarkdownV2" as const } : {}),
+    link_preview_options: { is_disabled: true },
+  };
+}
+
+/**
+ * The message as the core sees it, or null when the bot should ignore it: in groups, only
+ * messages that mention the bot, reply to it, or name it in a command (`/new@bot`).
+ */
+function toIncoming(
+  msg: Message.TextMessage,
+  updateId: number,
+  bot: UserFromGetMe,
+): IncomingChatMessage | null {
+  const direct = msg.chat.type === "private";
+  const handle = `@${bot.username}`;
+  const mentioned = (msg.entities ?? []).some(
+    (entity) =>
+      (entity.type === "mention" || entity.type === "bot_command") &&
+      msg.text.slice(entity.offset, entity.offset + entity.length).endsWith(handle),
+  );
+  const repliedTo = msg.reply_to_message?.from?.id === bot.id;
+  if (!direct && !mentioned && !repliedTo) return null;
+  if (!msg.from || msg.from.is_bot) return null;
+  const text = msg.text.startsWith(handle) ? msg.text.slice(handle.length).trim() : msg.text;
+  return {
+    platform: "telegram",
+    chatId: String(msg.chat.id),
+    userId: String(msg.from.id),
+    userName: msg.from.username ? `@${msg.from.username}` : msg.from.first_name,
+    text: text.replace(new RegExp(`^(/\\w+)${handle}\\b`), "$1"),
+    direct,
+    messageId: String(updateId),
+  };
+}

@@ -1,0 +1,186 @@
+/**
+ * Delivery of outbox entries to one chat platform.
+ *
+ *   deliver(entry): split the text ─► edit the parts a stream already showed, send the
+ *                   rest (each new message id stored at once) ─► delivered
+ *                   a 429 / 5xx / network error ─► retried at backoff (or retry_after)
+ *                   any other refusal ─► failed, kept with its error
+ *   run(signal):    every `pollMs` (or on wake) delivers the due entries, oldest first;
+ *                   an entry of a chat that just failed waits, so a chat keeps its order.
+ *
+ * An entry is delivered by one caller at a time (the AgentWorker's `finish` and the loop
+ * may race for a fresh entry).
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { ChatPlatformError, toError } from "../../errors.js";
+import type { Logger } from "../../log.js";
+import type { ChatPlatform, SentChatMessage } from "../../ports.js";
+import { retryDelayMs } from "../../queue/backoff.js";
+import { Wakeup } from "../wakeup.js";
+import type { Clock } from "../worker.js";
+import type { OutboxEntry, OutboxStore } from "./outbox.js";
+import { splitMessage } from "./split.js";
+
+/** Options of {@link OutboxDelivery}. */
+export interface OutboxDeliveryOptions {
+  platform: ChatPlatform;
+  outbox: OutboxStore;
+  clock: Clock;
+  logger: Logger;
+  /** How often due entries are looked for. (Default: 1000 ms) */
+  pollMs?: number;
+}
+
+/** Sends a new message as Markdown, or as plain text when the platform rejects the Markdown. */
+export async function sendFormatted(
+  platform: ChatPlatform,
+  chatId: string,
+  text: string,
+): Promise<SentChatMessage> {
+  try {
+    return await platform.send(chatId, text, "markdown");
+  } catch (error) {
+    if (!(error instanceof ChatPlatformError && error.formatRejected)) throw error;
+    return platform.send(chatId, text, "plain");
+  }
+}
+
+/** Edits a message as Markdown, or as plain text when the platform rejects the Markdown. */
+export async function editFormatted(
+  platform: ChatPlatform,
+  chatId: string,
+  messageId: string,
+  text: string,
+): Promise<void> {
+  try {
+    await platform.edit(chatId, messageId, text, "markdown");
+  } catch (error) {
+    if (!(error instanceof ChatPlatformError && error.formatRejected)) throw error;
+    await platform.edit(chatId, messageId, text, "plain");
+  }
+}
+
+/** Delivers outbox entries of one platform, now and on retry. */
+export class OutboxDelivery {
+  readonly #options: OutboxDeliveryOptions;
+  readonly #inFlight = new Set<number>();
+  readonly #wakeup = new Wakeup();
+  /** Chats the platform asked us to leave alone (429 retry_after), until epoch ms. */
+  readonly #heldUntil = new Map<string, number>();
+
+  constructor(options: OutboxDeliveryOptions) {
+    this.#options = options;
+  }
+
+  /** Makes the loop look for due entries now. */
+  wake(): void {
+    this.#wakeup.notify();
+  }
+
+  /** Holds every call to a chat until `untilMs` (the platform answered 429 retry_after). */
+  holdChat(chatId: string, untilMs: number): void {
+    this.#heldUntil.set(chatId, Math.max(untilMs, this.#heldUntil.get(chatId) ?? 0));
+  }
+
+  /** Until when calls to a chat are held (0 when they are not). */
+  heldUntil(chatId: string): number {
+    return this.#heldUntil.get(chatId) ?? 0;
+  }
+
+  /**
+   * Delivers a pending entry now; true once the platform confirmed it. Never throws.
+   * `shown`: the text each of the entry's messages already shows (a stream that just
+   * ended), so identical parts are not edited again.
+   */
+  async deliver(entry: OutboxEntry, shown: readonly string[] = []): Promise<boolean> {
+    if (this.#inFlight.has(entry.id)) return false;
+    this.#inFlight.add(entry.id);
+    try {
+      // Read again under the in-flight mark: the caller's copy may be stale (another
+      // caller delivered it meanwhile), and a stale copy would send the reply twice.
+      const current = (await this.#options.outbox.get(entry.dedupeKey)) ?? entry;
+      if (current.state !== "pending" || current.text === null) {
+        return current.state === "delivered";
+      }
+      return await this.#attempt(current, current.text, shown);
+    } finally {
+      this.#inFlight.delete(entry.id);
+    }
+  }
+
+  async #attempt(entry: OutboxEntry, text: string, shown: readonly string[]): Promise<boolean> {
+    try {
+      const wait = this.heldUntil(entry.chatId) - this.#options.clock.now();
+      if (wait > 0) await sleep(wait, undefined, { ref: false });
+      await this.#sendParts(entry, text, shown);
+      await this.#options.outbox.markDelivered(entry.id, this.#options.clock.now());
+      return true;
+    } catch (thrown) {
+      await this.#recordFailure(entry, thrown);
+      return false;
+    }
+  }
+
+  /** Delivers due entries until `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    const { outbox, platform, clock, pollMs = 1000 } = this.#options;
+    signal.addEventListener("abort", () => this.#wakeup.notify(), { once: true });
+    while (!signal.aborted) {
+      const blocked = new Set<string>();
+      for (const entry of await outbox.due(platform.kind, clock.now(), 50)) {
+        if (signal.aborted) break;
+        if (blocked.has(entry.chatId) || this.heldUntil(entry.chatId) > clock.now()) continue;
+        if (!(await this.deliver(entry))) blocked.add(entry.chatId);
+      }
+      await this.#wakeup.wait(pollMs);
+    }
+  }
+
+  async #sendParts(entry: OutboxEntry, text: string, shown: readonly string[]): Promise<void> {
+    const { platform, outbox, clock } = this.#options;
+    const ids = [...entry.messageIds];
+    const parts = splitMessage(text, platform.maxMessageLength);
+    for (const [index, part] of parts.entries()) {
+      const existing = ids[index];
+      if (existing !== undefined && shown[index] === part) continue;
+      if (existing !== undefined && (await this.#editOrLose(entry.chatId, existing, part)))
+        continue;
+      const sent = await sendFormatted(platform, entry.chatId, part);
+      ids[index] = sent.messageId;
+      // Stored before the next part: a retry after a crash edits this one, not resends it.
+      await outbox.setMessageIds(entry.id, ids, clock.now());
+    }
+  }
+
+  /** Edits a part shown while streaming; false when that message is gone (send a new one). */
+  async #editOrLose(chatId: string, messageId: string, text: string): Promise<boolean> {
+    try {
+      await editFormatted(this.#options.platform, chatId, messageId, text);
+      return true;
+    } catch (error) {
+      if (error instanceof ChatPlatformError && !error.retryable) return false;
+      throw error;
+    }
+  }
+
+  async #recordFailure(entry: OutboxEntry, thrown: unknown): Promise<void> {
+    const { outbox, clock, logger } = this.#options;
+    const error = toError(thrown);
+    const now = clock.now();
+    const where = { outbox: entry.dedupeKey, chat: entry.chatId, attempt: entry.attempts + 1 };
+    if (error instanceof ChatPlatformError && !error.retryable) {
+      await outbox.markFailed(entry.id, error.message, now);
+      logger.error(
+        { ...where, error: error.message },
+        "reply refused by the platform; not retried",
+      );
+      return;
+    }
+    const retryAfterMs =
+      error instanceof ChatPlatformError && error.retryAfterS ? error.retryAfterS * 1000 : 0;
+    if (retryAfterMs > 0) this.holdChat(entry.chatId, now + retryAfterMs);
+    const retryAt = now + retryDelayMs(entry.attempts + 1, { retryAfterMs });
+    await outbox.markRetry(entry.id, error.message, retryAt, now);
+    logger.warn({ ...where, error: error.message, retryAt }, "reply not delivered; will retry");
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * What happens to a message a chat platform received, for every platform alike:
+ *
+ *   sender allowed (allowed_user_ids or paired)? ── no ─► logged; at most once an hour a
+ *      │                                              refusal with their id and a code
+ *      yes
+ *      ├─ /new, /status, /stop, /start, /help, or no text ─► answered here, no job
+ *      └─ anything else ─► one chat job, session key `<platform>:<chat id>`, dedupe key
+ *                          `<platform>:<message id>` (a redelivered update adds nothing)
+ */
+import { toError } from "../../errors.js";
+import type { Logger } from "../../log.js";
+import type {
+  ChatPlatformKind,
+  HistoryStore,
+  IncomingChatMessage,
+  JobAdmin,
+  JobQueue,
+  ReplyTarget,
+} from "../../ports.js";
+import type { Clock } from "../worker.js";
+import { PAIRING_CODE_TTL_MS, type PairingStore } from "./pairing.js";
+
+/** Options of {@link ChatInbox}. */
+export interface ChatInboxOptions {
+  /** User ids admitted by picklebot.yaml, per platform. */
+  allowedUserIds: (platform: ChatPlatformKind) => Set<string>;
+  /** The agent chats talk to (`default_agent`). */
+  agentId: string;
+  queue: JobQueue & JobAdmin;
+  history: HistoryStore;
+  pairing: PairingStore;
+  /** Sends a short answer into the message's chat, through the outbox. */
+  answer: (message: IncomingChatMessage, text: string) => Promise<void>;
+  /** Aborts the running job of a session key; false when none runs. */
+  stopSession: (sessionKey: string) => boolean;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** The session key of a chat: `telegram:<chat_id>` or `discord:<channel_id>`. */
+export function chatSessionKey(message: Pick<IncomingChatMessage, "platform" | "chatId">): string {
+  return `${message.platform}:${message.chatId}`;
+}
+
+/** The reply target of a chat. */
+export function chatReplyTarget(platform: ChatPlatformKind, chatId: string): ReplyTarget {
+  return platform === "telegram"
+    ? { kind: "telegram", chatId }
+    : { kind: "discord", channelId: chatId };
+}
+
+const HELP =
+  "Send me a message and I will answer. Commands: /new starts a new conversation, " +
+  "/status shows the agent, the conversation size and the queue, /stop stops the reply in progress.";
+
+/** Turns accepted messages into jobs and answers chat commands. */
+export class ChatInbox {
+  readonly #options: ChatInboxOptions;
+  readonly #commands: Record<string, (message: IncomingChatMessage) => Promise<string>>;
+
+  constructor(options: ChatInboxOptions) {
+    this.#options = options;
+    this.#commands = {
+      new: (message) => this.#newSession(message),
+      status: (message) => this.#status(message),
+      stop: async (message) =>
+        options.stopSession(chatSessionKey(message))
+          ? "Stopping the reply in progress."
+          : "Nothing is running in this chat.",
+      start: async () => HELP,
+      help: async () => HELP,
+    };
+  }
+
+  /** Handles one message; never throws (failures are logged and told to the sender). */
+  async handle(message: IncomingChatMessage): Promise<void> {
+    const { logger } = this.#options;
+    try {
+      if (!(await this.#isAllowed(message))) return await this.#refuse(message);
+      const command = /^\/(\w+)(?:@\S*)?(?:\s|$)/.exec(message.text.trim())?.[1]?.toLowerCase();
+      const run = command === undefined ? undefined : this.#commands[command];
+      if (run) return await this.#options.answer(message, await run(message));
+      // A bare mention ("@bot") leaves no text: the model would refuse an empty message.
+      if (message.text.trim() === "") return await this.#options.answer(message, HELP);
+      await this.#enqueue(message);
+    } catch (thrown) {
+      const error = toError(thrown);
+      logger.error(
+        { platform: message.platform, chat: message.chatId, error: error.message },
+        "could not take a chat message",
+      );
+      await this.#options
+        .answer(message, "Sorry, I could not take that message; please send it again.")
+        .catch(() => undefined);
+    }
+  }
+
+  async #isAllowed(message: IncomingChatMessage): Promise<boolean> {
+    if (this.#options.allowedUserIds(message.platform).has(message.userId)) return true;
+    return this.#options.pairing.isApproved(message.platform, message.userId);
+  }
+
+  async #refuse(message: IncomingChatMessage): Promise<void> {
+    const { pairing, clock, logger } = this.#options;
+    const { platform, userId, userName, chatId } = message;
+    logger.warn(
+      { platform, user: userId, userName, chat: chatId },
+      "message from a user who is not allowed; no job",
+    );
+    const now = clock.now();
+    if (!(await pairing.noteRefusal(platform, userId, now))) return;
+    const request = await pairing.requestCode({ platform, userId, userName, chatId }, now);
+    const intro = `Sorry, I only answer people my owner allowed. Your ${platform} user id is ${userId}.`;
+    const ask = request
+      ? ` To be let in, ask the owner to run: picklebot pairing approve ${request.code} (valid for ${PAIRING_CODE_TTL_MS / 60_000} minutes).`
+      : ` Too many people are waiting for approval right now; ask the owner to add your id to ${platform}.allowed_user_ids.`;
+    await this.#options.answer(message, intro + ask);
+  }
+
+  async #enqueue(message: IncomingChatMessage): Promise<void> {
+    const { queue, agentId, logger } = this.#options;
+    const sessionKey = chatSessionKey(message);
+    const job = await queue.enqueue({
+      agentId,
+      sessionKey,
+      sessionId: null,
+      message: message.text,
+      mode: "chat",
+      replyTo: chatReplyTarget(message.platform, message.chatId),
+      dedupeKey: `${message.platform}:${message.messageId}`,
+    });
+    logger.info({ job: job.id, session: sessionKey, user: message.userId }, "chat message queued");
+  }
+
+  async #newSession(message: IncomingChatMessage): Promise<string> {
+    const { history, agentId } = this.#options;
+    const session = await history.createSession({ key: chatSessionKey(message), agentId });
+    return `Started a new conversation (${session.id}). Earlier messages are kept but no longer sent to the agent.`;
+  }
+
+  async #status(message: IncomingChatMessage): Promise<string> {
+    const { history, queue, agentId } = this.#options;
+    const key = chatSessionKey(message);
+    const session = await history.currentSession(key);
+    const size = session
+      ? `${session.messageCount} messages, ${session.usage.input + session.usage.output} tokens used`
+      : "none yet";
+    const running = (await queue.list({ state: "running", limit: 1000 })).some(
+      (job) => job.sessionKey === key,
+    );
+    const waiting = (await queue.list({ state: "queued", limit: 1000 })).filter(
+      (job) => job.sessionKey === key,
+    ).length;
+    const queueLine = `${running ? "a reply is running" : "nothing running"}, ${waiting} waiting`;
+    return [`Agent: ${agentId}`, `Conversation: ${size}`, `Queue: ${queueLine}`].join("\n");
+  }
+}

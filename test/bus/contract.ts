@@ -1,0 +1,144 @@
+/**
+ * The OutboxStore and PairingStore suites, written once as functions of a factory so every
+ * adapter (SQLite now, PostgreSQL later) runs the same cases.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { OutboxStore } from "../../src/server/bus/outbox.js";
+import {
+  MAX_PENDING_PER_PLATFORM,
+  PAIRING_CODE_TTL_MS,
+  type PairingStore,
+} from "../../src/server/bus/pairing.js";
+
+/** A store under test, and how to reopen it (a restart) and clean up. */
+export interface StoreHandle<Store> {
+  store: Store;
+  reopen(): Promise<Store>;
+  cleanup(): Promise<void>;
+}
+
+const address = { dedupeKey: "job:1", platform: "telegram" as const, chatId: "42" };
+const HOUR = 60 * 60 * 1000;
+
+/** Runs the OutboxStore contract against a factory. */
+export function outboxContract(name: string, open: () => Promise<StoreHandle<OutboxStore>>): void {
+  describe(`OutboxStore contract: ${name}`, () => {
+    let handle: StoreHandle<OutboxStore>;
+    let outbox: OutboxStore;
+    beforeEach(async () => {
+      handle = await open();
+      outbox = handle.store;
+    });
+    afterEach(() => handle.cleanup());
+
+    it("keeps a draft's message ids, and turns the draft into a pending entry on submit", async () => {
+      const draft = await outbox.openDraft(address, 1000);
+      expect(draft).toMatchObject({ state: "draft", text: null, messageIds: [] });
+      await outbox.setMessageIds(draft.id, ["7", "8"], 1001);
+      expect((await outbox.openDraft(address, 1002)).messageIds).toEqual(["7", "8"]);
+
+      const pending = await outbox.submit(address, "final", 1003);
+      expect(pending).toMatchObject({
+        id: draft.id,
+        state: "pending",
+        text: "final",
+        messageIds: ["7", "8"],
+      });
+      expect(await outbox.due("telegram", 1003, 10)).toEqual([pending]);
+      expect(await outbox.due("discord", 1003, 10)).toEqual([]);
+    });
+
+    it("never submits a key twice: a resumed job's reply is delivered once", async () => {
+      const first = await outbox.submit(address, "answer", 1000);
+      await outbox.markDelivered(first.id, 1100);
+      const again = await outbox.submit(address, "answer again", 2000);
+      expect(again).toMatchObject({ state: "delivered", text: "answer", deliveredAt: 1100 });
+      expect(await outbox.due("telegram", 5000, 10)).toEqual([]);
+    });
+
+    it("retries at the given time, counting attempts, and survives a reopen", async () => {
+      const entry = await outbox.submit(address, "answer", 1000);
+      await outbox.markRetry(entry.id, "telegram: 500", 5000, 1001);
+      expect(await outbox.due("telegram", 4999, 10)).toEqual([]);
+      outbox = await handle.reopen();
+      const [due] = await outbox.due("telegram", 5000, 10);
+      expect(due).toMatchObject({ attempts: 1, lastError: "telegram: 500", nextAttemptAt: 5000 });
+      expect(await outbox.summary()).toEqual({ pending: 1, failed: 0, oldestPendingAt: 1000 });
+    });
+
+    it("keeps a refused entry as failed, out of the due list", async () => {
+      const entry = await outbox.submit(address, "answer", 1000);
+      await outbox.markFailed(entry.id, "telegram: 403 bot was blocked by the user", 1001);
+      expect(await outbox.due("telegram", 9999, 10)).toEqual([]);
+      expect(await outbox.summary()).toEqual({ pending: 0, failed: 1, oldestPendingAt: null });
+      expect(await outbox.get(address.dedupeKey)).toMatchObject({ state: "failed", attempts: 1 });
+    });
+  });
+}
+
+/** Runs the PairingStore contract against a factory. */
+export function pairingContract(
+  name: string,
+  open: () => Promise<StoreHandle<PairingStore>>,
+): void {
+  describe(`PairingStore contract: ${name}`, () => {
+    let handle: StoreHandle<PairingStore>;
+    let pairing: PairingStore;
+    const bob = { platform: "telegram" as const, userId: "555", userName: "@bob", chatId: "555" };
+    beforeEach(async () => {
+      handle = await open();
+      pairing = handle.store;
+    });
+    afterEach(() => handle.cleanup());
+
+    it("gives a user the same 8-character code for an hour, then a new one", async () => {
+      const first = await pairing.requestCode(bob, 0);
+      expect(first?.code).toMatch(/^[A-Z2-9]{8}$/);
+      expect((await pairing.requestCode(bob, HOUR - 1))?.code).toBe(first?.code);
+      const later = await pairing.requestCode(bob, HOUR);
+      expect(later?.code).not.toBe(first?.code);
+      expect(later?.expiresAt).toBe(HOUR + PAIRING_CODE_TTL_MS);
+    });
+
+    it(`hands out at most ${MAX_PENDING_PER_PLATFORM} pending codes per platform`, async () => {
+      for (let n = 0; n < MAX_PENDING_PER_PLATFORM; n += 1) {
+        expect(await pairing.requestCode({ ...bob, userId: `u${n}` }, 0)).not.toBeNull();
+      }
+      expect(await pairing.requestCode({ ...bob, userId: "one-too-many" }, 0)).toBeNull();
+      expect(
+        await pairing.requestCode({ ...bob, platform: "discord", userId: "d1" }, 0),
+      ).not.toBeNull();
+      expect(await pairing.requestCode({ ...bob, userId: "after-expiry" }, HOUR)).not.toBeNull();
+    });
+
+    it("approves by code (any case), once, and revokes; approvals survive a reopen", async () => {
+      const request = await pairing.requestCode(bob, 0);
+      const code = request?.code ?? "";
+      expect(await pairing.approve(code.toLowerCase(), 10)).toMatchObject({
+        userId: "555",
+        approvedAt: 10,
+      });
+      expect(await pairing.approve(code, 11)).toBeNull();
+      expect(await pairing.pending(12)).toEqual([]);
+      pairing = await handle.reopen();
+      expect(await pairing.isApproved("telegram", "555")).toBe(true);
+      expect(await pairing.isApproved("discord", "555")).toBe(false);
+      expect(await pairing.revoke("555")).toEqual([
+        expect.objectContaining({ platform: "telegram" }),
+      ]);
+      expect(await pairing.isApproved("telegram", "555")).toBe(false);
+    });
+
+    it("refuses an expired code", async () => {
+      const request = await pairing.requestCode(bob, 0);
+      expect(await pairing.approve(request?.code ?? "", PAIRING_CODE_TTL_MS)).toBeNull();
+    });
+
+    it("lets a refusal through at most once an hour per user", async () => {
+      expect(await pairing.noteRefusal("telegram", "555", 0)).toBe(true);
+      expect(await pairing.noteRefusal("telegram", "555", HOUR - 1)).toBe(false);
+      expect(await pairing.noteRefusal("telegram", "556", 1)).toBe(true);
+      expect(await pairing.noteRefusal("telegram", "555", HOUR)).toBe(true);
+    });
+  });
+}

@@ -1,0 +1,385 @@
+/**
+ * DiscordPlatform with the real discord.js client against the fake Discord REST + gateway
+ * on 127.0.0.1: what it passes on, what it ignores, what it sends, and how it fails.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { ChatPlatformError } from "../../src/errors.js";
+import { DiscordPlatform, type DiscordPlatformOptions } from "../../src/frontends/discord.js";
+import type { IncomingChatMessage } from "../../src/ports.js";
+import { recordingLogger } from "../cron/fakes.js";
+import { type FakeDiscord, type FakeDiscordOptions, startFakeDiscord } from "../fakes/discord.js";
+import { waitUntil } from "../helpers/server.js";
+
+const MESSAGE_CONTENT_INTENT = 1 << 15;
+const DM_CHANNEL = "300000000000000001";
+const USER = "400000000000000001";
+const OTHER_BOT = "400000000000000002";
+
+let fake: FakeDiscord | undefined;
+let platform: DiscordPlatform | undefined;
+
+afterEach(async () => {
+  await platform?.stop();
+  await fake?.close();
+  platform = undefined;
+  fake = undefined;
+});
+
+interface Started {
+  fake: FakeDiscord;
+  platform: DiscordPlatform;
+  received: IncomingChatMessage[];
+  lines: ReturnType<typeof recordingLogger>["lines"];
+}
+
+interface StartOptions {
+  /** Adapter options beyond token, REST root and logger, given the running fake. */
+  options?: (fake: FakeDiscord) => Partial<DiscordPlatformOptions>;
+  fakeOptions?: FakeDiscordOptions;
+  /** Called after the message is recorded. */
+  onMessage?: (message: IncomingChatMessage) => void;
+  /** Runs once the fake is up, before the platform starts (e.g. to inject failures). */
+  beforeStart?: (fake: FakeDiscord) => void;
+  /** Wait until connected. (Default: true) */
+  waitUntilStarted?: boolean;
+}
+
+/** Starts the fake and a connected platform that records what it passes on. */
+async function startPlatform(start: StartOptions = {}): Promise<Started> {
+  fake = await startFakeDiscord(start.fakeOptions);
+  const { logger, lines } = recordingLogger();
+  const options = { token: fake.token, apiBase: fake.restRoot, logger, reconnectBaseMs: 1 };
+  platform = new DiscordPlatform({ ...options, ...start.options?.(fake) });
+  start.beforeStart?.(fake);
+  const received: IncomingChatMessage[] = [];
+  const started = platform.start((message) => {
+    received.push(message);
+    start.onMessage?.(message);
+  });
+  if (start.waitUntilStarted ?? true) await started;
+  return { fake, platform, received, lines };
+}
+
+/** Waits until `count` messages have arrived; the gateway delivers in order. */
+async function receivedCount(received: IncomingChatMessage[], count: number): Promise<void> {
+  await waitUntil(() => received.length >= count, `${count} message(s) were received`);
+}
+
+/** The log lines of failed logins. */
+function couldNotConnect(lines: Started["lines"]) {
+  return lines.filter((line) => line.msg === "discord: could not connect");
+}
+
+function guildMessage(f: FakeDiscord, content: string, mentionsBot = true) {
+  return { channelId: f.guildChannelId, guildId: f.guildId, userId: USER, content, mentionsBot };
+}
+
+describe("DiscordPlatform receiving", () => {
+  it("connects with the four intents and passes a DM on", async () => {
+    const { fake, platform, received } = await startPlatform();
+
+    const sent = await fake.sendUserMessage({
+      channelId: DM_CHANNEL,
+      userId: USER,
+      username: "ada",
+      content: "  hello there ",
+    });
+    await receivedCount(received, 1);
+
+    expect(platform.state).toBe("connected");
+    expect(platform.maxMessageLength).toBe(2000);
+    expect(Number(fake.identifies[0]?.intents)).toBe(
+      (1 << 0) | (1 << 9) | MESSAGE_CONTENT_INTENT | (1 << 12),
+    );
+    expect(received).toEqual([
+      {
+        platform: "discord",
+        chatId: DM_CHANNEL,
+        userId: USER,
+        userName: "ada",
+        text: "hello there",
+        direct: true,
+        messageId: sent.id,
+      },
+    ]);
+  });
+
+  it("passes on guild messages that mention the bot, without the mention (a bare one too)", async () => {
+    const { fake, received } = await startPlatform({ options: () => ({ channelIds: [] }) });
+
+    await fake.sendUserMessage(guildMessage(fake, "what is the weather?"));
+    await fake.sendUserMessage(
+      guildMessage(fake, `tell <@!${fake.botUser.id}> a joke <@${fake.botUser.id}>`),
+    );
+    await receivedCount(received, 2);
+
+    await fake.sendUserMessage(guildMessage(fake, ""));
+    await receivedCount(received, 3);
+
+    expect(received.map((m) => [m.chatId, m.text, m.direct])).toEqual([
+      [fake.guildChannelId, "what is the weather?", false],
+      [fake.guildChannelId, "tell a joke", false],
+      [fake.guildChannelId, "", false],
+    ]);
+  });
+
+  it("ignores guild messages without a mention, messages without text, from bots and itself", async () => {
+    const { fake, received } = await startPlatform();
+
+    await fake.sendUserMessage(guildMessage(fake, "just chatting", false));
+    await fake.sendUserMessage({
+      ...guildMessage(fake, "I am a bot"),
+      userId: OTHER_BOT,
+      bot: true,
+    });
+    await fake.sendUserMessage({
+      channelId: DM_CHANNEL,
+      userId: OTHER_BOT,
+      content: "x",
+      bot: true,
+    });
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: fake.botUser.id, content: "me" });
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "" });
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "the only one" });
+    await receivedCount(received, 1);
+
+    expect(received.map((m) => m.text)).toEqual(["the only one"]);
+  });
+
+  it("ignores mentions outside channel_ids but still takes DMs", async () => {
+    const { fake, received } = await startPlatform({
+      options: () => ({ channelIds: ["999999999999999999"] }),
+    });
+
+    await fake.sendUserMessage(guildMessage(fake, "outside the filter"));
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "a DM" });
+    await receivedCount(received, 1);
+
+    expect(received.map((m) => m.text)).toEqual(["a DM"]);
+  });
+
+  it("takes mentions in a channel listed in channel_ids", async () => {
+    const { fake, received } = await startPlatform({
+      options: (f) => ({ channelIds: ["999999999999999999", f.guildChannelId] }),
+    });
+
+    await fake.sendUserMessage(guildMessage(fake, "inside the filter"));
+    await receivedCount(received, 1);
+
+    expect(received.map((m) => m.text)).toEqual(["inside the filter"]);
+  });
+
+  it("keeps receiving when a handler throws, and logs it", async () => {
+    const { fake, received, lines } = await startPlatform({
+      onMessage: (message) => {
+        if (message.text === "first") throw new Error("handler broke");
+      },
+    });
+
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "first" });
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "second" });
+    await receivedCount(received, 2);
+
+    expect(received.map((m) => m.text)).toEqual(["first", "second"]);
+    expect(lines.some((line) => line.msg.includes("handler failed"))).toBe(true);
+  });
+});
+
+describe("DiscordPlatform sending", () => {
+  it("sends, edits and shows typing through REST, never pinging anyone", async () => {
+    const { fake, platform } = await startPlatform();
+    const channel = fake.guildChannelId;
+
+    await platform.typing(channel);
+    const sent = await platform.send(
+      channel,
+      "**Thinking** about <@123> and @everyone",
+      "markdown",
+    );
+    await platform.edit(channel, sent.messageId, "**Done**.", "markdown");
+
+    expect(fake.messages(channel)).toEqual(["**Done**."]);
+    expect(fake.callsTo("POST /channels/:id/typing").map((call) => call.status)).toEqual([204]);
+    const [post] = fake.callsTo("POST /channels/:id/messages");
+    expect(post?.body).toMatchObject({ allowed_mentions: { parse: [] } });
+    expect(fake.callsTo("PATCH /channels/:id/messages/:mid")).toHaveLength(1);
+  });
+
+  it("escapes Markdown in plain text so it shows literally", async () => {
+    const { fake, platform } = await startPlatform();
+
+    await platform.send(fake.guildChannelId, "code_AB_12 *not bold*", "plain");
+
+    expect(fake.messages(fake.guildChannelId)).toEqual(["code\\_AB\\_12 \\*not bold\\*"]);
+  });
+
+  it("sends into a DM channel it learned from an incoming message", async () => {
+    const { fake, platform, received } = await startPlatform();
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "hi" });
+    await receivedCount(received, 1);
+
+    await platform.send(received[0]?.chatId ?? "", "hello back", "markdown");
+
+    expect(fake.messages(DM_CHANNEL)).toEqual(["hello back"]);
+  });
+});
+
+describe("DiscordPlatform sending without a gateway session", () => {
+  it("sends before start and after stop, as REST needs no gateway", async () => {
+    fake = await startFakeDiscord();
+    platform = new DiscordPlatform({ token: fake.token, apiBase: fake.restRoot });
+
+    await platform.send(fake.guildChannelId, "before", "markdown");
+    await platform.start(() => {});
+    await platform.stop();
+    await platform.send(fake.guildChannelId, "after", "markdown");
+
+    expect(fake.messages(fake.guildChannelId)).toEqual(["before", "after"]);
+  });
+});
+
+describe("DiscordPlatform errors", () => {
+  it("surfaces a 429 at once as a retryable error with the wait Discord asked for", async () => {
+    const { fake, platform } = await startPlatform();
+    fake.failNext("POST /channels/:id/messages", { status: 429, retryAfter: 3 });
+
+    const error = await platform.send(fake.guildChannelId, "hi", "markdown").catch((e) => e);
+
+    expect(error).toBeInstanceOf(ChatPlatformError);
+    expect(error).toMatchObject({ retryable: true });
+    expect(error.retryAfterS).toBeGreaterThanOrEqual(3);
+    expect(error.message).toMatch(/rate limited/);
+    expect(fake.callsTo("POST /channels/:id/messages").map((call) => call.status)).toEqual([429]);
+  });
+
+  it("surfaces a 500 at once as retryable, leaving retries to the core", async () => {
+    const { fake, platform } = await startPlatform();
+    fake.failNext("PATCH /channels/:id/messages/:mid", { status: 500 });
+    const sent = await platform.send(fake.guildChannelId, "one", "markdown");
+
+    const error = await platform
+      .edit(fake.guildChannelId, sent.messageId, "two", "markdown")
+      .catch((e) => e);
+
+    expect(error).toBeInstanceOf(ChatPlatformError);
+    expect(error).toMatchObject({ retryable: true });
+    expect(error.message).toMatch(/could not edit a message in channel \d+: .*HTTP 500/);
+    expect(fake.callsTo("PATCH /channels/:id/messages/:mid")).toHaveLength(1);
+  });
+
+  it("reports a refused or too long message as not retryable, naming Discord's reason", async () => {
+    const { fake, platform } = await startPlatform();
+    fake.failNext("POST /channels/:id/typing", {
+      status: 403,
+      code: 50013,
+      message: "Missing Permissions",
+    });
+
+    const refused = await platform.typing(fake.guildChannelId).catch((e) => e);
+    const tooLong = await platform
+      .send(fake.guildChannelId, "x".repeat(2001), "markdown")
+      .catch((e) => e);
+    const unknown = await platform.send("123", "hi", "markdown").catch((e) => e);
+
+    expect(refused).toMatchObject({ retryable: false });
+    expect(refused.message).toMatch(/Missing Permissions \(HTTP 403, code 50013\)/);
+    expect(tooLong).toMatchObject({ retryable: false });
+    expect(tooLong.message).toMatch(/code 50035/);
+    expect(unknown.message).toMatch(/Unknown Channel/);
+  });
+
+  it("reports a lost network as retryable", async () => {
+    const { fake, platform } = await startPlatform();
+    await fake.close();
+
+    const error = await platform.send("123", "hi", "markdown").catch((e) => e);
+
+    expect(error).toBeInstanceOf(ChatPlatformError);
+    expect(error).toMatchObject({ retryable: true });
+  });
+
+  it("keeps retrying a wrong token, logging the key to fix but never the token", async () => {
+    fake = await startFakeDiscord();
+    const token = "MTAwMDAwMDAwMDAwMDAwMDAx.Wrong0.this-token-is-secret";
+    const { logger, lines } = recordingLogger();
+    platform = new DiscordPlatform({ token, apiBase: fake.restRoot, logger, reconnectBaseMs: 1 });
+
+    const started = platform.start(() => {});
+    await waitUntil(() => couldNotConnect(lines).length >= 2, "two failed logins were logged");
+
+    expect(platform.state).toBe("connecting");
+    expect(couldNotConnect(lines)[0]?.error).toMatch(/discord\.bot_token/);
+    await platform.stop();
+    await started;
+    expect(platform.state).toBe("stopped");
+    expect(JSON.stringify(lines)).not.toContain(token);
+  });
+
+  it("says how to enable the Message Content intent when Discord refuses it", async () => {
+    const { fake, lines } = await startPlatform({
+      fakeOptions: { messageContentIntentEnabled: false },
+      waitUntilStarted: false,
+    });
+
+    await waitUntil(() => couldNotConnect(lines).length > 0, "a failed login was logged");
+
+    expect(couldNotConnect(lines)[0]?.error).toMatch(/Message Content Intent/);
+    expect(JSON.stringify(lines)).not.toContain(fake.token);
+  });
+});
+
+describe("DiscordPlatform connection", () => {
+  it("reconnects after the gateway drops the connection and keeps receiving", async () => {
+    const { fake, platform, received, lines } = await startPlatform();
+
+    fake.disconnect(4000);
+    await waitUntil(() => lines.some((l) => l.msg.includes("resumed")), "the session resumed");
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "still there?" });
+    await receivedCount(received, 1);
+
+    expect(received.map((m) => m.text)).toEqual(["still there?"]);
+    expect(platform.state).toBe("connected");
+    expect(lines.map((l) => l.msg)).toContain("discord connection lost; reconnecting");
+    expect(fake.identifies).toHaveLength(1);
+    expect(JSON.stringify(lines)).not.toContain(fake.token);
+  });
+
+  it("keeps logging in with backoff while Discord answers 500, then connects", async () => {
+    const { fake, platform, received, lines } = await startPlatform({
+      beforeStart: (f) => f.failNext("GET /gateway/bot", { status: 500 }, 2),
+    });
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "once" });
+    await receivedCount(received, 1);
+
+    expect(platform.state).toBe("connected");
+    expect(couldNotConnect(lines).map((line) => line.level)).toEqual([40, 40]);
+    expect(received.map((m) => m.text)).toEqual(["once"]);
+    expect(fake.identifies).toHaveLength(1);
+  });
+
+  it("logs in again when Discord ends the session for good, and keeps receiving", {
+    timeout: 30_000,
+  }, async () => {
+    const { fake, platform, received, lines } = await startPlatform();
+
+    fake.disconnect(4004);
+    // discord.js spaces IDENTIFYs five seconds apart, as Discord demands.
+    await fake.waitFor(() => fake.identifies.length === 2 && fake.connectedSessions === 1, 20_000);
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "back" });
+    await receivedCount(received, 1);
+
+    expect(received.map((m) => m.text)).toEqual(["back"]);
+    await waitUntil(() => platform.state === "connected", "the platform is connected again");
+    expect(lines.some((line) => line.msg.includes("discord gave up on the session"))).toBe(true);
+  });
+
+  it("stops receiving and closes the gateway connection on stop", async () => {
+    const { fake, platform } = await startPlatform();
+    expect(fake.connectedSessions).toBe(1);
+
+    await platform.stop();
+
+    expect(platform.state).toBe("stopped");
+    await fake.waitFor(() => fake.connectedSessions === 0);
+  });
+});

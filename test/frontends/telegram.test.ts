@@ -1,0 +1,133 @@
+/**
+ * TelegramPlatform against the fake Bot API, in process: what it hands over, how each Bot
+ * API failure comes back as a ChatPlatformError, and that the token never shows.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ChatPlatformError } from "../../src/errors.js";
+import { TelegramPlatform } from "../../src/frontends/telegram.js";
+import { silentLogger } from "../../src/log.js";
+import type { IncomingChatMessage } from "../../src/ports.js";
+import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { freePort } from "../helpers/server.js";
+
+let fake: FakeTelegram;
+let platform: TelegramPlatform;
+let received: IncomingChatMessage[];
+
+beforeEach(async () => {
+  fake = await startFakeTelegram();
+  platform = new TelegramPlatform({
+    token: fake.token,
+    apiRoot: fake.apiRoot,
+    logger: silentLogger(),
+  });
+  received = [];
+});
+
+afterEach(async () => {
+  await platform.stop();
+  await fake.close();
+});
+
+async function started(): Promise<void> {
+  await platform.start((message) => received.push(message));
+  await fake.waitForCall("getUpdates");
+}
+
+async function failure(call: Promise<unknown>): Promise<ChatPlatformError> {
+  const error = await call.then(
+    () => null,
+    (thrown: unknown) => thrown,
+  );
+  if (!(error instanceof ChatPlatformError))
+    throw new Error(`expected a ChatPlatformError, got ${String(error)}`);
+  return error;
+}
+
+describe("TelegramPlatform", () => {
+  it("hands over private messages, and group messages only when mentioned or replied to", async () => {
+    await started();
+    expect(platform.state).toBe("connected");
+    fake.sendUserMessage({ chatId: 5, userId: 5, text: "hi", username: "ann" });
+    fake.sendUserMessage({ chatId: -9, userId: 5, text: "not for the bot" });
+    fake.sendUserMessage({ chatId: -9, userId: 6, text: "/status@picklebot_test_bot" });
+    const last = fake.sendUserMessage({ chatId: -9, userId: 5, text: "hello bot", mention: true });
+    await fake.waitFor(() => fake.confirmedOffset > last.update_id || received.length === 3);
+    expect(received).toEqual([
+      {
+        platform: "telegram",
+        chatId: "5",
+        userId: "5",
+        userName: "@ann",
+        text: "hi",
+        direct: true,
+        messageId: "1",
+      },
+      expect.objectContaining({ chatId: "-9", userId: "6", text: "/status", direct: false }),
+      expect.objectContaining({
+        chatId: "-9",
+        text: "hello bot",
+        messageId: String(last.update_id),
+      }),
+    ]);
+  });
+
+  it("sends Markdown as MarkdownV2 and edits; 'message is not modified' is a success", async () => {
+    await started();
+    fake.openChat(5);
+    const sent = await platform.send("5", "a **b** c.", "markdown");
+    expect(fake.messages(5)).toEqual(["a b c."]);
+    await platform.edit("5", sent.messageId, "a **b** c.", "markdown");
+    await platform.edit("5", sent.messageId, "plain *text*", "plain");
+    expect(fake.messages(5)).toEqual(["plain *text*"]);
+  });
+
+  it("turns 429, parse errors, 5xx and refusals into ChatPlatformErrors that say what to do", async () => {
+    await started();
+    fake.openChat(5);
+    fake.failNext("sendMessage", { status: 429, retryAfter: 7 });
+    expect(await failure(platform.send("5", "x", "plain"))).toMatchObject({
+      retryable: true,
+      retryAfterS: 7,
+    });
+    fake.failNext("sendMessage", {
+      status: 400,
+      description: "Bad Request: can't parse entities: oops",
+    });
+    expect(await failure(platform.send("5", "x", "markdown"))).toMatchObject({
+      retryable: false,
+      formatRejected: true,
+    });
+    fake.failNext("sendChatAction", { status: 502 });
+    expect(await failure(platform.typing("5"))).toMatchObject({
+      retryable: true,
+      formatRejected: false,
+    });
+    const blocked = await failure(platform.send("404", "x", "plain"));
+    expect(blocked).toMatchObject({
+      retryable: false,
+      message: "telegram: 400 Bad Request: chat not found",
+    });
+  });
+
+  it("never puts the token in an error, even a network error whose URL holds it", async () => {
+    const offline = new TelegramPlatform({
+      token: fake.token,
+      apiRoot: `http://127.0.0.1:${await freePort()}`,
+      logger: silentLogger(),
+    });
+    const error = await failure(offline.send("5", "x", "plain"));
+    expect(error.retryable).toBe(true);
+    expect(error.message).toContain("ECONNREFUSED");
+    expect(`${error.message} ${String(error.cause ?? "")}`).not.toContain(fake.token);
+  });
+
+  it("confirms the update offset when it stops", async () => {
+    await started();
+    const update = fake.sendUserMessage({ chatId: 5, userId: 5, text: "hi" });
+    await fake.waitFor(() => received.length === 1);
+    await platform.stop();
+    expect(platform.state).toBe("stopped");
+    expect(fake.confirmedOffset).toBe(update.update_id + 1);
+  });
+});

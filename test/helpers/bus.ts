@@ -1,0 +1,78 @@
+/**
+ * End-to-end helpers for the chat buses: a workspace whose picklebot.yaml points the model
+ * at the fake Anthropic API and enables a bus against a fake platform, and a server start
+ * that waits until the bus is connected.
+ *
+ *   const ws = busWorkspace(anthropic.url, telegramYaml(telegram, { allowedUserIds: [42] }));
+ *   const server = await startBusServer(ws.dir, ["telegram"]);
+ */
+import type { ChatPlatformKind } from "../../src/ports.js";
+import type { FakeDiscord } from "../fakes/discord.js";
+import type { FakeTelegram } from "../fakes/telegram.js";
+import { type ServerProcess, type StartServerOptions, startServer } from "./server.js";
+import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "./workspace.js";
+
+/** The log line the MessageBusWorker writes once a platform is connected (`platform` field). */
+export const BUS_CONNECTED = "chat platform connected";
+
+/** The `telegram:` section of picklebot.yaml for a fake Bot API server. */
+export function telegramYaml(
+  fake: FakeTelegram,
+  options: { allowedUserIds?: number[] } = {},
+): string {
+  const allowed = JSON.stringify(options.allowedUserIds ?? []);
+  return `telegram:\n  enabled: true\n  bot_token: "${fake.token}"\n  api_root: ${fake.apiRoot}\n  allowed_user_ids: ${allowed}\n`;
+}
+
+/** The `discord:` section of picklebot.yaml for a fake Discord (REST root and gateway). */
+export function discordYaml(
+  fake: FakeDiscord,
+  options: { allowedUserIds?: string[]; channelIds?: string[] } = {},
+): string {
+  const allowed = JSON.stringify(options.allowedUserIds ?? []);
+  const channels = JSON.stringify(options.channelIds ?? []);
+  return `discord:\n  enabled: true\n  bot_token: "${fake.token}"\n  api_base: ${fake.restRoot}\n  allowed_user_ids: ${allowed}\n  channel_ids: ${channels}\n`;
+}
+
+/** A temp workspace: the fake model, plus the bus sections (`telegramYaml`, a discord one…). */
+export function busWorkspace(
+  modelUrl: string,
+  busYaml: string,
+  files: Record<string, string> = {},
+): TempWorkspace {
+  return makeWorkspace({ "picklebot.yaml": fakeModelConfig(modelUrl, busYaml), ...files });
+}
+
+/** Starts `picklebot server` and waits until each named platform reports it is connected. */
+export async function startBusServer(
+  workspace: string,
+  platforms: ChatPlatformKind[],
+  options: StartServerOptions = {},
+): Promise<ServerProcess> {
+  const server = await startServer(workspace, options);
+  await waitForBus(server, platforms);
+  return server;
+}
+
+/**
+ * Waits for the "connected" line of each platform on a running server (it may come before
+ * or after the "started" line).
+ */
+export async function waitForBus(
+  server: ServerProcess,
+  platforms: ChatPlatformKind[],
+  timeoutMs = 15_000,
+): Promise<void> {
+  for (const platform of platforms) {
+    await server.waitForLog(
+      (line) => line.msg === BUS_CONNECTED && line.platform === platform,
+      timeoutMs,
+    );
+  }
+}
+
+/** The server's `/healthz` report. */
+export async function healthz(server: ServerProcess): Promise<Record<string, unknown>> {
+  const response = await fetch(`${server.httpUrl}/healthz`);
+  return (await response.json()) as Record<string, unknown>;
+}
