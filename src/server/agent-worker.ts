@@ -18,6 +18,7 @@ import type { FrontendRegistry } from "../frontends/registry.js";
 import type { Logger } from "../log.js";
 import type { ClaimedJob, HistoryStore, JobQueue, ReplyStream, Session } from "../ports.js";
 import { nextAttemptAt } from "../queue/backoff.js";
+import { deadline } from "../timeout.js";
 import { CHECKPOINTED, type Checkpoint } from "./checkpoint.js";
 import type { JobOutcome, ServerMetrics } from "./metrics.js";
 import { Wakeup } from "./wakeup.js";
@@ -117,7 +118,7 @@ export class AgentWorker implements Worker {
     const stop = new AbortController();
     this.#active.set(job.id, { job, stop });
     metrics.jobsInFlight.inc();
-    const signal = AbortSignal.any([stop.signal, AbortSignal.timeout(jobTimeoutMs)]);
+    const { signal, clear } = deadline(stop.signal, jobTimeoutMs);
     let outcome: JobOutcome;
     let reply: ReplyStream | null = null;
     try {
@@ -126,6 +127,7 @@ export class AgentWorker implements Worker {
     } catch (thrown) {
       outcome = await this.#handleFailure(job, reply, signal, thrown);
     } finally {
+      clear();
       this.#active.delete(job.id);
       metrics.jobsInFlight.dec();
     }

@@ -1,6 +1,7 @@
 import { convert } from "html-to-text";
 import { z } from "zod";
 import { ToolError, toError } from "../../errors.js";
+import { deadline } from "../../timeout.js";
 import { defineTool } from "./define-tool.js";
 import type { Tool } from "./types.js";
 
@@ -53,7 +54,7 @@ export function createWebFetchTool(options: WebFetchToolOptions = {}): Tool {
     input: webFetchInput,
     async run({ url }, context) {
       const target = parseHttpUrl(url);
-      const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeoutMs)]);
+      const { signal, clear } = deadline(context.signal, timeoutMs);
       try {
         return await fetchText(target, signal, maxBytes);
       } catch (thrown) {
@@ -67,6 +68,8 @@ export function createWebFetchTool(options: WebFetchToolOptions = {}): Tool {
           });
         }
         throw networkError(url, thrown);
+      } finally {
+        clear();
       }
     },
   });
