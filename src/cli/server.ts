@@ -6,7 +6,7 @@
  */
 import { Command, InvalidArgumentError } from "commander";
 import { createLogger, type Logger } from "../log.js";
-import { PicklebotServer } from "../server/server.js";
+import type { PicklebotServer } from "../server/server.js";
 import { type LoadedWorkspace, loadWorkspace } from "./context.js";
 import { describeCronsNow } from "./cron.js";
 import { formatTime } from "./output.js";
@@ -26,6 +26,8 @@ export function serverCommand(): Command {
       if (options.agentConcurrency)
         loaded.config.workers.agent_concurrency = options.agentConcurrency;
       const logger = createLogger(options.json ? { pretty: false } : {});
+      // Loaded here, not at the top: the other commands need none of the server's libraries.
+      const { PicklebotServer } = await import("../server/server.js");
       const server = await PicklebotServer.start({ ...loaded, logger });
       await printSummary(loaded, server, logger);
       await untilSignalled(logger);

@@ -20,7 +20,7 @@ import type { Logger } from "../log.js";
 import type { ChatPlatformKind, JobAdmin, JobQueue, ModelProvider } from "../ports.js";
 import { openStorage, type Storage } from "../storage.js";
 import { AgentWorker } from "./agent-worker.js";
-import { allowedUserIds, createPlatforms } from "./bus/platforms.js";
+import { allowedUserIds, enabledPlatforms, loadPlatformFactory } from "./bus/platforms.js";
 import { MessageBusWorker } from "./bus/worker.js";
 import type { CronStateStore } from "./cron/state.js";
 import { CronWorker } from "./cron/worker.js";
@@ -97,8 +97,11 @@ export class PicklebotServer {
     const workerId = hostname();
     this.frontends.register(new LogFrontend(logger.child({ frontend: "console" })));
     const agentWorker = this.#agentWorker(workerId, clock);
+    this.#bus = await this.#createBus(agentWorker, clock);
+    // The bus registers its chat frontends as it starts: before the agent worker, so
+    // that a job recovered at start-up finds its chat's frontend.
+    if (this.#bus) this.#supervisor.start(this.#bus);
     this.#supervisor.start(agentWorker);
-    this.#startBus(agentWorker, clock);
     this.#supervisor.start(
       new CronWorker({
         cronDir: join(this.#options.workspace, "crons"),
@@ -115,12 +118,11 @@ export class PicklebotServer {
     await this.#refreshQueueDepth();
   }
 
-  #startBus(agentWorker: AgentWorker, clock: Clock): void {
+  async #createBus(agentWorker: AgentWorker, clock: Clock): Promise<MessageBusWorker | null> {
     const { config, logger } = this.#options;
-    const platforms = () => createPlatforms(config, { logger });
-    if (platforms().length === 0) return;
-    this.#bus = new MessageBusWorker({
-      createPlatforms: platforms,
+    if (enabledPlatforms(config).length === 0) return null;
+    return new MessageBusWorker({
+      createPlatforms: await loadPlatformFactory(config, { logger }),
       allowedUserIds: (platform) => allowedUserIds(config, platform),
       agentId: config.default_agent,
       queue: this.#queue,
@@ -132,7 +134,6 @@ export class PicklebotServer {
       clock,
       logger: logger.child({ worker: "bus" }),
     });
-    this.#supervisor.start(this.#bus);
   }
 
   /** Posts into a chat through the outbox; delivered now when its bus runs. */
