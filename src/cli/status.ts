@@ -15,7 +15,7 @@ export function statusCommand(): Command {
     )
     .option("--json", "print JSON for scripts")
     .action(async (options: { json?: boolean }, command: Command) => {
-      const context = openWorkspace(command);
+      const context = await openWorkspace(command);
       try {
         const { config, storage, workspace } = context;
         const server = runningServer(config.history.path);
