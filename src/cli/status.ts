@@ -1,8 +1,13 @@
-/** `picklebot status`: the server, its workers, the queue, sessions and crons at a glance. */
+/**
+ * `picklebot status`: the server, its workers, the queue, sessions and crons at a glance;
+ * in PostgreSQL mode the cluster's instances and leader instead of the local server.
+ */
 import { Command } from "commander";
+import type { InstanceRow, LeaseHolder } from "../cluster/store.js";
 import type { Session } from "../ports.js";
 import type { CronRow } from "../server/cron/worker.js";
 import { runningServer } from "../server/workspace-lock.js";
+import type { Storage } from "../storage.js";
 import { openWorkspace } from "./context.js";
 import { describeCronsNow } from "./cron.js";
 import { formatTime, printJson } from "./output.js";
@@ -24,6 +29,7 @@ export function statusCommand(): Command {
           server: server
             ? { running: true, pid: server.pid, health: await fetchHealth(server.http) }
             : { running: false },
+          cluster: await describeCluster(storage),
           queue: await storage.queue.counts(),
           sessions: await storage.history.listSessions({ limit: 5 }),
           crons: await describeCronsNow(workspace, config, storage.cronState),
@@ -34,6 +40,20 @@ export function statusCommand(): Command {
         await context.close();
       }
     });
+}
+
+/** The cluster's instances and leader (PostgreSQL mode), or null for a single process. */
+async function describeCluster(storage: Storage): Promise<ClusterStatus | null> {
+  if (!storage.cluster) return null;
+  const { store } = storage.cluster;
+  return { instances: await store.instances(), leader: await store.leader(), now: Date.now() };
+}
+
+interface ClusterStatus {
+  instances: InstanceRow[];
+  leader: LeaseHolder | null;
+  /** When this was read: heartbeat ages are relative to it. */
+  now: number;
 }
 
 /** The running server's `/healthz` report, or null when it cannot be reached. */
@@ -52,6 +72,7 @@ async function fetchHealth(address: string | undefined): Promise<unknown> {
 interface Status {
   workspace: string;
   server: { running: boolean; pid?: number; health?: unknown };
+  cluster: ClusterStatus | null;
   queue: Record<string, number>;
   sessions: Session[];
   crons: CronRow[];
@@ -59,6 +80,28 @@ interface Status {
 
 function printStatus(status: Status): void {
   console.log(`workspace  ${status.workspace}`);
+  if (status.cluster) printCluster(status.cluster);
+  else printServer(status);
+  const queue = Object.entries(status.queue).map(([state, count]) => `${count} ${state}`);
+  console.log(`queue      ${queue.join(", ")}${status.cluster ? " (whole cluster)" : ""}`);
+  printSessionsAndCrons(status);
+}
+
+function printCluster({ instances, leader, now }: ClusterStatus): void {
+  console.log(
+    `leader     ${leader ? `${leader.holder} (since ${formatTime(leader.acquiredAt)})` : "none (no instance holds the lease)"}`,
+  );
+  console.log(`instances  ${instances.length === 0 ? "none running" : instances.length}`);
+  for (const instance of instances) {
+    const age = ((now - instance.heartbeatAt) / 1000).toFixed(1);
+    const role = instance.id === leader?.holder ? "  [leader]" : "";
+    console.log(
+      `  ${instance.id}  ${instance.hostname} pid ${instance.pid}  v${instance.version}  concurrency ${instance.concurrency}  agents ${instance.agents.join(",")}  heartbeat ${age} s ago${role}`,
+    );
+  }
+}
+
+function printServer(status: Status): void {
   const { server } = status;
   console.log(
     `server     ${server.running ? `running (pid ${server.pid})` : "not running (start it with picklebot server)"}`,
@@ -69,8 +112,9 @@ function printStatus(status: Status): void {
   for (const worker of workers ?? []) {
     console.log(`  worker   ${worker.name}: ${worker.state}, ${worker.restarts} restarts`);
   }
-  const queue = Object.entries(status.queue).map(([state, count]) => `${count} ${state}`);
-  console.log(`queue      ${queue.join(", ")}`);
+}
+
+function printSessionsAndCrons(status: Status): void {
   console.log(`sessions   ${status.sessions.length === 0 ? "none yet" : "most recent:"}`);
   for (const session of status.sessions) {
     const tokens = session.usage.input + session.usage.output;

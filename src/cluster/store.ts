@@ -63,7 +63,8 @@ interface InstanceRecord {
   heartbeat_at: Date;
 }
 
-const EXPIRED = "heartbeat_at < now() - ttl_ms * interval '1 millisecond'";
+/** An instance row whose heartbeat is older than its TTL. */
+const EXPIRED = "instances.heartbeat_at < now() - instances.ttl_ms * interval '1 millisecond'";
 
 const SQL = {
   byId: "SELECT * FROM instances WHERE id = $1",
@@ -73,7 +74,7 @@ const SQL = {
     ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, pid = excluded.pid,
       version = excluded.version, agents = excluded.agents, concurrency = excluded.concurrency,
       ttl_ms = excluded.ttl_ms, started_at = now(), heartbeat_at = now()
-    WHERE instances.${EXPIRED} OR $8::boolean
+    WHERE ${EXPIRED} OR $8::boolean
     RETURNING id`,
   // Writes the row again when the leader removed it (this process stalled past its TTL,
   // or PostgreSQL emptied the UNLOGGED table in crash recovery).

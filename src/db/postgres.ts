@@ -69,35 +69,37 @@ export async function openPostgres(options: OpenPostgresOptions): Promise<pg.Poo
 
 /** Applies the migrations newer than `schema_migrations`, each in its own transaction. */
 async function migrate(pool: pg.Pool): Promise<void> {
-  const client = await pool.connect();
-  try {
+  await withClient(pool, async (client) => {
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS schema_migrations (
-        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    const applied = await client.query<{ version: number }>(
-      "SELECT version FROM schema_migrations",
-    );
-    const done = new Set(applied.rows.map((row) => row.version));
-    for (const { version, file } of migrationFiles()) {
-      if (done.has(version)) continue;
-      await client.query("BEGIN");
-      try {
-        await client.query(readFileSync(new URL(file, MIGRATIONS_DIR), "utf8"));
-        await client.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [
-          version,
-          file,
-        ]);
-        await client.query("COMMIT");
-      } catch (error) {
-        await client.query("ROLLBACK");
-        throw error;
-      }
+    try {
+      await applyMigrations(client);
+    } finally {
+      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => {});
     }
-  } finally {
-    await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => {});
-    client.release();
+  });
+}
+
+async function applyMigrations(client: pg.PoolClient): Promise<void> {
+  await client.query(
+    `CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+  );
+  const applied = await client.query<{ version: number }>("SELECT version FROM schema_migrations");
+  const done = new Set(applied.rows.map((row) => row.version));
+  for (const { version, file } of migrationFiles()) {
+    if (done.has(version)) continue;
+    await client.query("BEGIN");
+    try {
+      await client.query(readFileSync(new URL(file, MIGRATIONS_DIR), "utf8"));
+      await client.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [
+        version,
+        file,
+      ]);
+      await client.query("COMMIT");
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    }
   }
 }
 
@@ -173,24 +175,46 @@ export async function retryOnDisconnect<T>(operation: () => Promise<T>): Promise
   }
 }
 
-/** Runs `work` in a transaction on one pooled connection; rolls back when it throws. */
-export async function inTransaction<T>(
+/**
+ * Runs `work` on one pooled connection. A connection the server drops while it is checked
+ * out emits "error" on the client (an unhandled one would end the process); the query in
+ * flight rejects anyway, and the broken connection is discarded rather than pooled.
+ */
+export async function withClient<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
 ): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on("error", onError);
   try {
-    await client.query("BEGIN");
-    const result = await work(client);
-    await client.query("COMMIT");
-    return result;
+    return await work(client);
   } catch (error) {
-    await client.query("ROLLBACK").catch((rollbackError: Error) => {
-      broken = rollbackError;
-    });
+    if (isConnectionError(error)) broken ??= error as Error;
     throw error;
   } finally {
+    client.off("error", onError);
     client.release(broken);
   }
+}
+
+/** Runs `work` in a transaction on one pooled connection; rolls back when it throws. */
+export function inTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  return withClient(pool, async (client) => {
+    await client.query("BEGIN");
+    try {
+      const result = await work(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    }
+  });
 }

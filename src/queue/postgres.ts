@@ -143,20 +143,17 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
   }
 
   /** {@link checkpoint} on a connection inside the caller's transaction. */
-  async checkpointOn(client: pg.ClientBase, job: ClaimedJob, sessionId: string): Promise<boolean> {
+  async checkpointOn(
+    client: pg.ClientBase | pg.Pool,
+    job: ClaimedJob,
+    sessionId: string,
+  ): Promise<boolean> {
     const params = [job.id, job.lockToken, sessionId, this.#clock.now()];
     return ((await client.query(PG.checkpoint, params)).rowCount ?? 0) > 0;
   }
 
   async checkpoint(job: ClaimedJob, sessionId: string): Promise<boolean> {
-    return retryOnDisconnect(async () => {
-      const client = await this.#pool.connect();
-      try {
-        return await this.checkpointOn(client, job, sessionId);
-      } finally {
-        client.release();
-      }
-    });
+    return retryOnDisconnect(() => this.checkpointOn(this.#pool, job, sessionId));
   }
 
   /** Marks the job done; completions requested in the same tick share one statement. */
