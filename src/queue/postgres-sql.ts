@@ -28,6 +28,15 @@ const NOTIFY_FREED = (finished: string) => `(SELECT count(*) FROM (
       AND n.seq > f.seq AND n.state = 'queued')
     LIMIT 1) woken)`;
 
+/**
+ * Makes the statement's commit asynchronous (`synchronous_commit = off` for its own
+ * transaction only). Used for claims and completions, the hot path: a PostgreSQL crash
+ * may forget the last few hundred milliseconds of them, which only runs those jobs again
+ * (as after a process crash), the same trade SQLite mode makes with `synchronous=NORMAL`.
+ * Enqueues, failures and checkpoints keep the default: durable before they resolve.
+ */
+const ASYNC_COMMIT = "(SELECT set_config('synchronous_commit', 'off', true)) async_commit";
+
 /** Every statement of the PostgreSQL queue. */
 export const PG = {
   // $1 id, $2 agent, $3 session key, $4 session id, $5 message, $6 mode, $7 reply_to,
@@ -58,7 +67,7 @@ export const PG = {
             ORDER BY p.seq DESC LIMIT 1), 'done') IN ('done', 'failed')
       ORDER BY c.run_at, c.seq
       LIMIT $5
-      FOR UPDATE OF c SKIP LOCKED) picked
+      FOR UPDATE OF c SKIP LOCKED) picked, ${ASYNC_COMMIT}
     WHERE j.seq = picked.seq
     RETURNING j.*`,
   // $1 token prefix: the rows a claim took, when its reply was lost with the connection.
@@ -72,7 +81,7 @@ export const PG = {
   // $1 ids, $2 tokens, $3 now: a group of completions in one statement.
   complete: `WITH done AS (
       UPDATE jobs j SET state = 'done', ${UNLOCK}, updated_at = $3
-      FROM unnest($1::text[], $2::text[]) AS c(id, token)
+      FROM unnest($1::text[], $2::text[]) AS c(id, token), ${ASYNC_COMMIT}
       WHERE j.id = c.id AND j.lock_token = c.token AND j.state = 'running'
       RETURNING j.id, j.session_key, j.seq)
     SELECT done.id, ${NOTIFY_FREED("done")} AS woken FROM done`,
