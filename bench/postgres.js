@@ -12,7 +12,9 @@
  *                     pollingIntervalSeconds 0.5 (its minimum); send() wakes local workers
  *   graphile-worker   `run()` with `concurrency`, its defaults otherwise (LISTEN/NOTIFY)
  *
- * Usage: npm run build && node bench/postgres.js [--n 5000] [--concurrency 8]
+ * Latency under load is measured at one arrival rate for all (`--load-rate`, default 100/s).
+ *
+ * Usage: npm run build && node bench/postgres.js [--n 5000] [--concurrency 8] [--load-rate 100]
  *        [--only picklebot-pg-1,picklebot-pg-3,pg-boss,graphile-worker]
  * The server: PICKLEBOT_BENCH_DATABASE_URL (Default: postgres://postgres@127.0.0.1:5432/test).
  */
@@ -55,7 +57,7 @@ function picklebotOneProcess(url) {
   return jobQueueSystem(async () => {
     const pool = await openPostgres({ url, poolSize: 10, applicationName: "bench" });
     await pool.query("TRUNCATE jobs RESTART IDENTITY");
-    const queue = new PostgresJobQueue({ pool, listenConfig: connectionConfig({ url }) });
+    const queue = new PostgresJobQueue({ pool, connection: connectionConfig({ url }) });
     return {
       queue,
       async close() {
@@ -195,7 +197,10 @@ function pgBossSystem(url) {
         for (let from = 0; from < n; from += 1000) {
           const size = Math.min(1000, n - from);
           await boss.insert(
-            Array.from({ length: size }, (_, offset) => ({ name, data: { key: `p${from + offset}` } })),
+            Array.from({ length: size }, (_, offset) => ({
+              name,
+              data: { key: `p${from + offset}` },
+            })),
           );
         }
         let completed = 0;
@@ -298,6 +303,9 @@ export async function runPostgresBench(options = {}) {
     rounds: 2,
     loadSeconds: 2,
     loadCap: 10_000,
+    // The same arrival rate for every system: each one's own half capacity would load the
+    // faster systems harder and make their latencies incomparable.
+    loadRate: 100,
     only: ["picklebot-pg-1", "picklebot-pg-3", "pg-boss", "graphile-worker"],
     log: (line) => console.log(line),
     ...options,
@@ -381,12 +389,14 @@ async function main() {
       n: { type: "string" },
       concurrency: { type: "string" },
       only: { type: "string" },
+      "load-rate": { type: "string" },
     },
   });
   const options = {};
   if (values.n) options.n = Number(values.n);
   if (values.concurrency) options.concurrency = Number(values.concurrency);
   if (values.only) options.only = values.only.split(",");
+  if (values["load-rate"]) options.loadRate = Number(values["load-rate"]);
   const begin = performance.now();
   console.log(`node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? "unknown CPU"}`);
   const { markdown, settings } = await runPostgresBench(options);

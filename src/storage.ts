@@ -96,7 +96,7 @@ async function openPostgresStorage(config: Config, clock: Clock): Promise<Storag
           pool,
           clock,
           defaultMaxAttempts,
-          listenConfig: connectionConfig({ ...settings, applicationName: "picklebot-listen" }),
+          connection: connectionConfig({ ...settings, applicationName: "picklebot-listen" }),
         })
       : null;
   const local =

@@ -86,8 +86,9 @@ export async function measure(system, options) {
     }
     return latencies;
   });
-  // Producer and worker share this thread, so capacity is the two costs added up.
-  const rate = 0.5 / (1 / enqueuePerS + 1 / processedPerS);
+  // Producer and worker share this thread, so capacity is the two costs added up; a fixed
+  // `loadRate` puts every system under the same arrival rate instead.
+  const rate = options.loadRate ?? 0.5 / (1 / enqueuePerS + 1 / processedPerS);
   const total = Math.max(200, Math.min(options.loadCap, Math.round(rate * loadSeconds)));
   const load = await system.latencies(concurrency, (enqueue, started) =>
     latencyUnderLoad(total, rate, enqueue, started),

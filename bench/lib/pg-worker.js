@@ -24,7 +24,7 @@ const wallNow = () => performance.timeOrigin + performance.now();
 
 async function open({ url }) {
   pool = await openPostgres({ url, poolSize: 10, applicationName: "bench-worker" });
-  queue = new PostgresJobQueue({ pool, listenConfig: connectionConfig({ url }) });
+  queue = new PostgresJobQueue({ pool, connection: connectionConfig({ url }) });
   process.send({ cmd: "opened" });
 }
 

@@ -37,6 +37,21 @@ const NOTIFY_FREED = (finished: string) => `(SELECT count(*) FROM (
  */
 const ASYNC_COMMIT = "(SELECT set_config('synchronous_commit', 'off', true)) async_commit";
 
+/** The job before `job` in its session's line is finished (or there is none). */
+const LINE_FREE = (job: string) => `coalesce((SELECT p.state FROM jobs p
+      WHERE p.session_key = ${job}.session_key AND p.seq < ${job}.seq
+      ORDER BY p.seq DESC LIMIT 1), 'done') IN ('done', 'failed')`;
+
+/**
+ * Another job of `job`'s agent could be claimed right now ($11: now). Then no process that
+ * can run the agent is idle (it would be claiming that job), so a new job need not wake
+ * anyone: it is claimed when a worker comes back for more. Skipping those notifications
+ * matters under load: PostgreSQL serializes the commits of notifying transactions.
+ */
+const CLAIMABLE_OF_AGENT = (job: string) => `EXISTS (SELECT 1 FROM jobs c
+    WHERE c.state = 'queued' AND c.run_at <= $11 AND c.agent_id = ${job}.agent_id
+      AND ${LINE_FREE("c")})`;
+
 /** Every statement of the PostgreSQL queue. */
 export const PG = {
   // $1 id, $2 agent, $3 session key, $4 session id, $5 message, $6 mode, $7 reply_to,
@@ -51,7 +66,9 @@ export const PG = {
       FROM (SELECT pg_advisory_xact_lock(hashtext($3)) OFFSET 0) session_lock
       ON CONFLICT DO NOTHING
       RETURNING *)
-    SELECT inserted.*, pg_notify('${JOBS_CHANNEL}', inserted.run_at::text) AS notified
+    SELECT inserted.*, (SELECT pg_notify('${JOBS_CHANNEL}', inserted.run_at::text)
+      WHERE inserted.run_at > $11 OR (${LINE_FREE("inserted")} AND NOT ${CLAIMABLE_OF_AGENT("inserted")})
+    ) AS notified
     FROM inserted`,
   byId: "SELECT * FROM jobs WHERE id = $1",
   byDedupeKey: "SELECT * FROM jobs WHERE dedupe_key = $1",
@@ -62,9 +79,7 @@ export const PG = {
       SELECT c.seq FROM jobs c
       WHERE c.state = 'queued' AND c.run_at <= $2
         AND ($4::text[] IS NULL OR c.agent_id = ANY ($4::text[]))
-        AND coalesce((SELECT p.state FROM jobs p
-            WHERE p.session_key = c.session_key AND p.seq < c.seq
-            ORDER BY p.seq DESC LIMIT 1), 'done') IN ('done', 'failed')
+        AND ${LINE_FREE("c")}
       ORDER BY c.run_at, c.seq
       LIMIT $5
       FOR UPDATE OF c SKIP LOCKED) picked, ${ASYNC_COMMIT}

@@ -14,7 +14,7 @@
  * - A lost connection is retried on a new one wherever repeating is safe (see
  *   `retryOnDisconnect`); a claim whose reply was lost finds its rows by its lock token.
  */
-import type pg from "pg";
+import pg from "pg";
 import { PgListener } from "../db/pg-listener.js";
 import { isConnectionError, retryOnDisconnect } from "../db/postgres.js";
 import type { ClaimedJob, Job, JobAdmin, JobQueue, JobState, NewJob } from "../ports.js";
@@ -35,8 +35,12 @@ import { RunnableSignal } from "./runnable.js";
 export interface PostgresJobQueueOptions {
   /** The pool from `openPostgres` (migrated); the queue never closes it. */
   pool: pg.Pool;
-  /** Settings for the LISTEN connection; without them only the backstop poll wakes listeners. */
-  listenConfig?: pg.ClientConfig;
+  /**
+   * Settings for the queue's own connections: the LISTEN connection, and two connections
+   * for claims and completions, so that a burst of enqueues on `pool` cannot starve the
+   * workers. Without them everything uses `pool` and only the backstop poll wakes listeners.
+   */
+  connection?: pg.ClientConfig;
   /** (Default: the system clock) */
   clock?: Clock;
   /** Id of a new job. (Default: a time-ordered id, see `newJobId`) */
@@ -61,6 +65,8 @@ interface PendingCompletion {
 /** The durable job queue on PostgreSQL, for any number of processes. */
 export class PostgresJobQueue implements JobQueue, JobAdmin {
   readonly #pool: pg.Pool;
+  /** Claims and completions: `pool`, or the queue's own small pool. */
+  readonly #workPool: pg.Pool;
   readonly #options: PostgresJobQueueOptions;
   readonly #clock: Clock;
   readonly #newId: () => string;
@@ -75,6 +81,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
 
   constructor(options: PostgresJobQueueOptions) {
     this.#pool = options.pool;
+    this.#workPool = options.connection ? openWorkPool(options.connection) : options.pool;
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
     this.#newId = options.newId ?? newJobId;
@@ -214,6 +221,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
     await Promise.allSettled([...this.#flushing]);
     this.#signal.close();
     await this.#listener?.close();
+    if (this.#workPool !== this.#pool) await this.#workPool.end();
   }
 
   async get(id: string): Promise<Job | null> {
@@ -254,13 +262,13 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
   /** The claim; when the connection dropped mid-way, the rows it took (found by token). */
   async #claimRows(params: unknown[], token: string): Promise<JobRow[]> {
     try {
-      return (await this.#pool.query<JobRow>(PG.claim, params)).rows;
+      return (await this.#workPool.query<JobRow>(PG.claim, params)).rows;
     } catch (error) {
       if (!isConnectionError(error)) throw error;
       return retryOnDisconnect(async () => {
-        const taken = await this.#pool.query<JobRow>(PG.claimedBy, [token]);
+        const taken = await this.#workPool.query<JobRow>(PG.claimedBy, [token]);
         if (taken.rows.length > 0) return taken.rows;
-        return (await this.#pool.query<JobRow>(PG.claim, params)).rows;
+        return (await this.#workPool.query<JobRow>(PG.claim, params)).rows;
       });
     }
   }
@@ -274,7 +282,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
     try {
       const params = [ids, tokens, this.#clock.now()];
       const result = await retryOnDisconnect(() =>
-        this.#pool.query<{ id: string }>(PG.complete, params),
+        this.#workPool.query<{ id: string }>(PG.complete, params),
       );
       const done = new Set(result.rows.map((row) => row.id));
       for (const completion of waiting) completion.resolve(done.has(completion.job.id));
@@ -290,10 +298,10 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
     void this.#listener?.close();
     this.#listener = null;
     if (!active) return;
-    const { listenConfig, backstopPollMs = 2000, onListenError } = this.#options;
-    if (listenConfig) {
+    const { connection, backstopPollMs = 2000, onListenError } = this.#options;
+    if (connection) {
       this.#listener = new PgListener({
-        config: listenConfig,
+        config: connection,
         channel: JOBS_CHANNEL,
         onNotify: (payload) => this.#onNotification(payload),
         // Notifications sent while the connection was down are lost: look again.
@@ -325,4 +333,14 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
       })
       .catch(() => undefined);
   }
+}
+
+/** Connections of the queue's own pool for claims and completions. */
+const WORK_POOL_SIZE = 2;
+
+function openWorkPool(connection: pg.ClientConfig): pg.Pool {
+  const pool = new pg.Pool({ ...connection, max: WORK_POOL_SIZE });
+  // An idle connection the server drops emits here; the pool discards it.
+  pool.on("error", () => undefined);
+  return pool;
 }

@@ -26,7 +26,7 @@ describe.skipIf(skipReason !== null)("PostgresJobQueue", () => {
     const queue = new PostgresJobQueue({
       pool,
       clock,
-      listenConfig: connectionConfig({ url: database.url }),
+      connection: connectionConfig({ url: database.url }),
       backstopPollMs: 50,
     });
     return { pool, queue, clock };
