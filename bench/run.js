@@ -2,9 +2,12 @@
 // `npm run bench`: every benchmark in one run, printed as markdown tables for
 // bench/RESULTS.md. Each script also runs on its own (node bench/<name>.js).
 import { cpus, totalmem } from "node:os";
+import { runPostgresBench } from "./postgres.js";
 import { runQueueBench } from "./queue.js";
 
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
 console.log(`# picklebot benchmarks — ${new Date().toISOString().slice(0, 10)} — ${machine}\n`);
 const queue = await runQueueBench({});
 console.log(queue.markdown);
+const postgres = await runPostgresBench({});
+console.log(`\n${postgres.markdown}`);
