@@ -28,7 +28,7 @@ import pg from "pg";
 import PgBoss from "pg-boss";
 import { connectionConfig, openPostgres } from "../dist/db/postgres.js";
 import { PostgresJobQueue } from "../dist/queue/postgres.js";
-import { benchJob, jobQueueSystem, measure, waiters } from "./lib/measure.js";
+import { benchJob, countdown, jobQueueSystem, measure, waiters } from "./lib/measure.js";
 import { formatMs, formatRate, markdownTable, percentile } from "./lib/stats.js";
 
 const ADMIN_URL =
@@ -130,20 +130,17 @@ function picklebotCluster(url, count) {
       ),
     processRate(n, concurrency) {
       const done = new Array(count).fill(0);
-      let finish;
-      const finished = new Promise((resolve) => {
-        finish = resolve;
-      });
+      const completions = countdown(n);
       const onMessage = (index, message) => {
         if (message.done === undefined) return;
+        completions.tick(message.done - done[index]);
         done[index] = message.done;
-        if (done.reduce((sum, value) => sum + value, 0) >= n) finish();
       };
       return withCluster(onMessage, async (children, producer) => {
         for (let index = 0; index < n; index += 1) await producer.enqueue(benchJob(`p${index}`));
         const begin = performance.now();
         for (const child of children) child.run(concurrency, false);
-        await finished;
+        await completions.done;
         return n / ((performance.now() - begin) / 1000);
       });
     },
@@ -203,17 +200,12 @@ function pgBossSystem(url) {
             })),
           );
         }
-        let completed = 0;
-        let finish;
-        const finished = new Promise((resolve) => {
-          finish = resolve;
-        });
+        const completions = countdown(n);
         const begin = performance.now();
         await workers(boss, concurrency, 100, async (jobs) => {
-          completed += jobs.length;
-          if (completed >= n) setImmediate(finish);
+          setImmediate(() => completions.tick(jobs.length));
         });
-        await finished;
+        await completions.done;
         return n / ((performance.now() - begin) / 1000);
       }),
     latencies: (concurrency, scenario) =>
@@ -261,18 +253,11 @@ function graphileSystem(url) {
     processRate: (n, concurrency) =>
       withUtils(async (utils) => {
         for (let index = 0; index < n; index += 1) await utils.addJob("noop", { key: `p${index}` });
-        let completed = 0;
-        let finish;
-        const finished = new Promise((resolve) => {
-          finish = resolve;
-        });
+        const completions = countdown(n);
         const begin = performance.now();
         const runner = await start(concurrency, async () => {});
-        runner.events.on("job:success", () => {
-          completed += 1;
-          if (completed === n) finish();
-        });
-        await finished;
+        runner.events.on("job:success", () => completions.tick());
+        await completions.done;
         const seconds = (performance.now() - begin) / 1000;
         await runner.stop();
         return n / seconds;

@@ -24,7 +24,7 @@ import PQueue from "p-queue";
 import { openDatabase } from "../dist/db/sqlite.js";
 import { MemoryJobQueue } from "../dist/queue/memory.js";
 import { SqliteJobQueue } from "../dist/queue/sqlite.js";
-import { jobQueueSystem, measure, waiters } from "./lib/measure.js";
+import { countdown, jobQueueSystem, measure, waiters } from "./lib/measure.js";
 import { formatMs, formatRate, markdownTable, percentile } from "./lib/stats.js";
 
 const REDIS = { host: "127.0.0.1", port: 6379 };
@@ -129,16 +129,11 @@ function bullSystem() {
           await queue.addBulk(jobs);
         }
         const bull = worker(concurrency, async () => {});
-        let completed = 0;
-        const finished = new Promise((resolve) => {
-          bull.on("completed", () => {
-            completed += 1;
-            if (completed === n) resolve();
-          });
-        });
+        const completions = countdown(n);
+        bull.on("completed", () => completions.tick());
         const begin = performance.now();
         void bull.run();
-        await finished;
+        await completions.done;
         const seconds = (performance.now() - begin) / 1000;
         await bull.close();
         return n / seconds;

@@ -97,6 +97,22 @@ export async function measure(system, options) {
 }
 
 /** Our JobQueue adapters, through the benchmark runner (a minimal AgentWorker). */
+/** `done` resolves once `tick(count)` has counted `n` in all. */
+export function countdown(n) {
+  let left = n;
+  let resolve;
+  const done = new Promise((settle) => {
+    resolve = settle;
+  });
+  return {
+    done,
+    tick(count = 1) {
+      left -= count;
+      if (left <= 0) resolve();
+    },
+  };
+}
+
 /** A system over a JobQueue adapter; `open()` (sync or async) makes a fresh, empty one. */
 export function jobQueueSystem(open) {
   return {
@@ -111,21 +127,14 @@ export function jobQueueSystem(open) {
     async processRate(n, concurrency) {
       const { queue, close } = await open();
       for (let index = 0; index < n; index += 1) await queue.enqueue(benchJob(`p${index}`));
-      let completed = 0;
-      let allDone;
-      const finished = new Promise((resolve) => {
-        allDone = resolve;
-      });
+      const completions = countdown(n);
       const begin = performance.now();
       const runner = startRunner(queue, {
         concurrency,
         handler: noop,
-        onComplete: () => {
-          completed += 1;
-          if (completed === n) allDone();
-        },
+        onComplete: () => completions.tick(),
       });
-      await finished;
+      await completions.done;
       const seconds = (performance.now() - begin) / 1000;
       runner.stop();
       await close();
