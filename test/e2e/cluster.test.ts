@@ -237,6 +237,43 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
     });
   });
 
+  it("refuses a second live process with the same instance id, saying how to fix it", async () => {
+    await startInstance("twin");
+    const workspace = makeWorkspace({
+      "picklebot.yaml": fakeModelConfig(
+        fake.url,
+        `queue:\n  backend: postgres\n  url: ${database.url}\nhistory:\n  backend: postgres\n`,
+      ),
+    });
+    workspaces.push(workspace);
+    const second = await runCli(["server", "--workspace", workspace.dir], {
+      env: { PICKLEBOT_INSTANCE_ID: "twin" },
+    });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain('instance id "twin" is in use by pid');
+    expect(second.stderr).toContain("PICKLEBOT_INSTANCE_ID");
+  });
+
+  it("finishes its running job on SIGTERM before it deregisters", async () => {
+    const server = await startInstance("leaving");
+    let release: () => void = () => undefined;
+    const resume = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    fake.script({ text: "done at last", chunks: 3, pauseAfterChunks: 1, resume });
+    const running = await producer.enqueue(job("console:bye", "one more thing"));
+    await waitUntil(() => fake.requests.length >= 1, "the model call");
+    server.signal("SIGTERM");
+    await server.waitForLog((line) => String(line.msg).startsWith("shutting down"));
+    const { rows } = await pool.query("SELECT id FROM instances");
+    expect(rows.map((row) => row.id)).toEqual(["leaving"]);
+    release();
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+    expect(await jobRow(running.id)).toMatchObject({ state: "done", attempts: 1 });
+    expect((await pool.query("SELECT id FROM instances")).rows).toEqual([]);
+    expect(await leader()).toBeNull();
+  });
+
   it("elects a new leader within the lease TTL when the leader is killed; crons fire once per occurrence", async () => {
     const cron = { "crons/tick.yaml": 'schedule: "* * * * *"\nprompt: tick\ncatch_up: true\n' };
     const servers = [
