@@ -61,21 +61,60 @@ async function latencyUnderLoad(total, ratePerS, enqueue, started) {
   return latencies;
 }
 
-/** The best of `rounds` throughput runs: this machine's noise only ever slows a run down. */
-export async function bestOf(rounds, run) {
-  let best = 0;
-  for (let round = 0; round < rounds; round += 1) best = Math.max(best, await run());
-  return best;
+/**
+ * The measurements, written once for anything with `enqueue(key)` and a handler hook.
+ * Throughputs are the best of `rounds` runs: this machine's noise only ever slows a run down.
+ */
+export async function measure(system, options) {
+  return (await measureAll({ system }, options)).system;
 }
 
-/** The measurements, written once for anything with `enqueue(key)` and a handler hook. */
-export async function measure(system, options) {
-  const { n, concurrency, idleCount, loadSeconds } = options;
-  const enqueuePerS = await bestOf(options.rounds, () => system.enqueueRate(n));
-  const processedPerS = await bestOf(options.rounds, () => system.processRate(n, concurrency));
-  const idle = await system.latencies(concurrency, async (enqueue, started, done) => {
+/**
+ * Measures several systems with their runs interleaved (every system's first round, then
+ * every system's second…), so that a noisy stretch of the machine hits all of them alike.
+ * Resolves `{ [name]: { enqueuePerS, processedPerS, idle, load, loadRate } }`.
+ */
+export async function measureAll(systems, options) {
+  const { n, concurrency, loadSeconds } = options;
+  const entries = Object.entries(systems);
+  const results = Object.fromEntries(
+    entries.map(([name]) => [name, { enqueuePerS: 0, processedPerS: 0 }]),
+  );
+  for (let round = 0; round < options.rounds; round += 1) {
+    for (const [name, system] of entries) {
+      const result = results[name];
+      result.enqueuePerS = Math.max(result.enqueuePerS, await system.enqueueRate(n));
+      result.processedPerS = Math.max(
+        result.processedPerS,
+        await system.processRate(n, concurrency),
+      );
+      options.log?.(`${name}: round ${round + 1} measured`);
+    }
+  }
+  for (const [name, system] of entries) {
+    const result = results[name];
+    result.idle = await idleLatencies(
+      system,
+      concurrency,
+      options.idleCounts?.[name] ?? options.idleCount,
+    );
+    // Producer and worker share this thread, so capacity is the two costs added up; a fixed
+    // `loadRate` puts every system under the same arrival rate instead.
+    const rate = options.loadRate ?? 0.5 / (1 / result.enqueuePerS + 1 / result.processedPerS);
+    const total = Math.max(200, Math.min(options.loadCap, Math.round(rate * loadSeconds)));
+    result.load = await system.latencies(concurrency, (enqueue, started) =>
+      latencyUnderLoad(total, rate, enqueue, started),
+    );
+    result.loadRate = rate;
+  }
+  return results;
+}
+
+/** Enqueue → start of `count` jobs, one at a time, each waited for, with idle workers. */
+function idleLatencies(system, concurrency, count) {
+  return system.latencies(concurrency, async (enqueue, started, done) => {
     const latencies = [];
-    for (let index = 0; index < idleCount; index += 1) {
+    for (let index = 0; index < count; index += 1) {
       const key = `idle-${index}`;
       const start = started.expect(key);
       const finish = done.expect(key);
@@ -86,14 +125,6 @@ export async function measure(system, options) {
     }
     return latencies;
   });
-  // Producer and worker share this thread, so capacity is the two costs added up; a fixed
-  // `loadRate` puts every system under the same arrival rate instead.
-  const rate = options.loadRate ?? 0.5 / (1 / enqueuePerS + 1 / processedPerS);
-  const total = Math.max(200, Math.min(options.loadCap, Math.round(rate * loadSeconds)));
-  const load = await system.latencies(concurrency, (enqueue, started) =>
-    latencyUnderLoad(total, rate, enqueue, started),
-  );
-  return { enqueuePerS, processedPerS, idle, load, loadRate: rate };
 }
 
 /** Our JobQueue adapters, through the benchmark runner (a minimal AgentWorker). */

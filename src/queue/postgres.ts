@@ -112,7 +112,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
       now,
     ];
     const row = await retryOnDisconnect(async () => {
-      const inserted = await this.#pool.query<JobRow>(PG.enqueue, params);
+      const inserted = await this.#pool.query<JobRow>(prepared("enqueue", params));
       if (inserted.rows[0]) return inserted.rows[0];
       // A conflict: the dedupe key's first job, or this very job from a lost reply.
       const existing = newJob.dedupeKey
@@ -262,13 +262,13 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
   /** The claim; when the connection dropped mid-way, the rows it took (found by token). */
   async #claimRows(params: unknown[], token: string): Promise<JobRow[]> {
     try {
-      return (await this.#workPool.query<JobRow>(PG.claim, params)).rows;
+      return (await this.#workPool.query<JobRow>(prepared("claim", params))).rows;
     } catch (error) {
       if (!isConnectionError(error)) throw error;
       return retryOnDisconnect(async () => {
         const taken = await this.#workPool.query<JobRow>(PG.claimedBy, [token]);
         if (taken.rows.length > 0) return taken.rows;
-        return (await this.#workPool.query<JobRow>(PG.claim, params)).rows;
+        return (await this.#workPool.query<JobRow>(prepared("claim", params))).rows;
       });
     }
   }
@@ -282,7 +282,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
     try {
       const params = [ids, tokens, this.#clock.now()];
       const result = await retryOnDisconnect(() =>
-        this.#workPool.query<{ id: string }>(PG.complete, params),
+        this.#workPool.query<{ id: string }>(prepared("complete", params)),
       );
       const done = new Set(result.rows.map((row) => row.id));
       for (const completion of waiting) completion.resolve(done.has(completion.job.id));
@@ -343,4 +343,12 @@ function openWorkPool(connection: pg.ClientConfig): pg.Pool {
   // An idle connection the server drops emits here; the pool discards it.
   pool.on("error", () => undefined);
   return pool;
+}
+
+/**
+ * The hot statements as named prepared statements: each connection parses and plans them
+ * once instead of on every call.
+ */
+function prepared(name: "enqueue" | "claim" | "complete", values: unknown[]): pg.QueryConfig {
+  return { name: `picklebot_${name}`, text: PG[name], values };
 }
