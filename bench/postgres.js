@@ -43,7 +43,7 @@ async function benchDatabase() {
     const client = new pg.Client({ connectionString: ADMIN_URL });
     await client.connect();
     try {
-      await client.query(sql);
+      return (await client.query(sql)).rows;
     } finally {
       await client.end();
     }
@@ -51,7 +51,19 @@ async function benchDatabase() {
   await admin(`CREATE DATABASE ${name}`);
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  return {
+    url: url.toString(),
+    async drop() {
+      // The peers close some connections a moment after they say they stopped; a forced
+      // drop would kill those, and a pool without an error listener would crash the run.
+      const connected = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = '${name}'`;
+      for (let waited = 0; waited < 5000; waited += 100) {
+        if ((await admin(connected))[0].n === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
+  };
 }
 
 /** picklebot in this process: one pool, one LISTEN connection, the benchmark runner. */
