@@ -24,146 +24,11 @@ import PQueue from "p-queue";
 import { openDatabase } from "../dist/db/sqlite.js";
 import { MemoryJobQueue } from "../dist/queue/memory.js";
 import { SqliteJobQueue } from "../dist/queue/sqlite.js";
-import { startRunner } from "./lib/runner.js";
-import { formatMs, formatRate, markdownTable, percentile, yieldToEventLoop } from "./lib/stats.js";
+import { countdown, jobQueueSystem, measure, waiters } from "./lib/measure.js";
+import { formatMs, formatRate, markdownTable, percentile } from "./lib/stats.js";
 
 const REDIS = { host: "127.0.0.1", port: 6379 };
 const noop = () => {};
-
-/** A job of its own session, named by `key` (the handler finds its waiter by it). */
-function benchJob(key) {
-  return {
-    agentId: "bench",
-    sessionKey: `bench:${key}`,
-    message: key,
-    mode: "job",
-    replyTo: { kind: "silent" },
-  };
-}
-
-/** Waiters keyed by job key: `expect(key)` before enqueueing, `settle(key)` in the handler. */
-function waiters() {
-  const pending = new Map();
-  return {
-    expect(key) {
-      return new Promise((resolve) => pending.set(key, resolve));
-    },
-    settle(key, value) {
-      const resolve = pending.get(key);
-      pending.delete(key);
-      resolve?.(value);
-    },
-  };
-}
-
-/** Enqueues `total` jobs at `ratePerS` (paced on the event loop); resolves start latencies. */
-async function latencyUnderLoad(total, ratePerS, enqueue, started) {
-  const latencies = [];
-  const finished = [];
-  const begin = performance.now();
-  let index = 0;
-  while (index < total) {
-    const due = Math.min(total, Math.floor(((performance.now() - begin) * ratePerS) / 1000) + 1);
-    for (; index < due; index += 1) {
-      const key = `load-${index}`;
-      const start = started.expect(key);
-      const enqueuedAt = performance.now();
-      finished.push(
-        enqueue(key)
-          .then(() => start)
-          .then((at) => latencies.push(at - enqueuedAt)),
-      );
-    }
-    await yieldToEventLoop();
-  }
-  await Promise.all(finished);
-  return latencies;
-}
-
-/** The best of `rounds` throughput runs: this machine's noise only ever slows a run down. */
-async function bestOf(rounds, run) {
-  let best = 0;
-  for (let round = 0; round < rounds; round += 1) best = Math.max(best, await run());
-  return best;
-}
-
-/** The measurements, written once for anything with `enqueue(key)` and a handler hook. */
-async function measure(system, options) {
-  const { n, concurrency, idleCount, loadSeconds } = options;
-  const enqueuePerS = await bestOf(options.rounds, () => system.enqueueRate(n));
-  const processedPerS = await bestOf(options.rounds, () => system.processRate(n, concurrency));
-  const idle = await system.latencies(concurrency, async (enqueue, started, done) => {
-    const latencies = [];
-    for (let index = 0; index < idleCount; index += 1) {
-      const key = `idle-${index}`;
-      const start = started.expect(key);
-      const finish = done.expect(key);
-      const enqueuedAt = performance.now();
-      await enqueue(key);
-      latencies.push((await start) - enqueuedAt);
-      await finish;
-    }
-    return latencies;
-  });
-  // Producer and worker share this thread, so capacity is the two costs added up.
-  const rate = 0.5 / (1 / enqueuePerS + 1 / processedPerS);
-  const total = Math.max(200, Math.min(options.loadCap, Math.round(rate * loadSeconds)));
-  const load = await system.latencies(concurrency, (enqueue, started) =>
-    latencyUnderLoad(total, rate, enqueue, started),
-  );
-  return { enqueuePerS, processedPerS, idle, load, loadRate: rate };
-}
-
-/** Our JobQueue adapters, through the benchmark runner (a minimal AgentWorker). */
-function jobQueueSystem(open) {
-  return {
-    async enqueueRate(n) {
-      const { queue, close } = open();
-      const begin = performance.now();
-      for (let index = 0; index < n; index += 1) await queue.enqueue(benchJob(`e${index}`));
-      const seconds = (performance.now() - begin) / 1000;
-      await close();
-      return n / seconds;
-    },
-    async processRate(n, concurrency) {
-      const { queue, close } = open();
-      for (let index = 0; index < n; index += 1) await queue.enqueue(benchJob(`p${index}`));
-      let completed = 0;
-      let allDone;
-      const finished = new Promise((resolve) => {
-        allDone = resolve;
-      });
-      const begin = performance.now();
-      const runner = startRunner(queue, {
-        concurrency,
-        handler: noop,
-        onComplete: () => {
-          completed += 1;
-          if (completed === n) allDone();
-        },
-      });
-      await finished;
-      const seconds = (performance.now() - begin) / 1000;
-      runner.stop();
-      await close();
-      return n / seconds;
-    },
-    async latencies(concurrency, scenario) {
-      const { queue, close } = open();
-      const started = waiters();
-      const done = waiters();
-      const runner = startRunner(queue, {
-        concurrency,
-        handler: (job) => started.settle(job.message, performance.now()),
-        onComplete: (job) => done.settle(job.message),
-      });
-      const latencies = await scenario((key) => queue.enqueue(benchJob(key)), started, done);
-      runner.stop();
-      await close();
-      return latencies;
-    },
-  };
-}
 
 function sqliteSystem(pragmas) {
   return jobQueueSystem(() => {
@@ -264,16 +129,11 @@ function bullSystem() {
           await queue.addBulk(jobs);
         }
         const bull = worker(concurrency, async () => {});
-        let completed = 0;
-        const finished = new Promise((resolve) => {
-          bull.on("completed", () => {
-            completed += 1;
-            if (completed === n) resolve();
-          });
-        });
+        const completions = countdown(n);
+        bull.on("completed", () => completions.tick());
         const begin = performance.now();
         void bull.run();
-        await finished;
+        await completions.done;
         const seconds = (performance.now() - begin) / 1000;
         await bull.close();
         return n / seconds;

@@ -3,6 +3,7 @@
 // bench/RESULTS.md. Each script also runs on its own (node bench/<name>.js).
 import { cpus, totalmem } from "node:os";
 import { runBusBench } from "./bus.js";
+import { runPostgresBench } from "./postgres.js";
 import { runQueueBench } from "./queue.js";
 
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
@@ -14,3 +15,5 @@ for (const platform of ["telegram", "discord"]) {
   console.log(`\n## Chat bus, messages on ${platform}, both buses connected (\`bench/bus.js\`)\n`);
   console.log(bus.markdown);
 }
+const postgres = await runPostgresBench({});
+console.log(`\n${postgres.markdown}`);

@@ -4,19 +4,26 @@
  * history and queue.
  *
  * SQLite (the default) keeps all of them in one database file, `history/picklebot.db`,
- * so the checkpoint is a single transaction.
+ * so the checkpoint is a single transaction. PostgreSQL mode (`queue.backend: postgres`)
+ * keeps them, and the cluster tables, in the database of `queue.url`, through one pool.
  */
 import { join } from "node:path";
+import type pg from "pg";
+import { ClusterStore } from "./cluster/store.js";
 import type { Config } from "./config/index.js";
+import { connectionConfig, inTransaction, openPostgres, retryOnDisconnect } from "./db/postgres.js";
 import { type Database, openDatabase } from "./db/sqlite.js";
 import { JsonlHistoryStore } from "./history/jsonl.js";
+import { PostgresHistoryStore } from "./history/postgres.js";
 import { SqliteHistoryStore } from "./history/sqlite.js";
 import type { ChatMessage, ClaimedJob, HistoryStore, JobAdmin, JobQueue } from "./ports.js";
 import { MemoryJobQueue } from "./queue/memory.js";
+import { PostgresJobQueue } from "./queue/postgres.js";
 import { SqliteJobQueue } from "./queue/sqlite.js";
 import { type OutboxStore, SqliteOutboxStore } from "./server/bus/outbox.js";
 import { type PairingStore, SqlitePairingStore } from "./server/bus/pairing.js";
 import { type Checkpoint, sequentialCheckpoint } from "./server/checkpoint.js";
+import { PostgresCronStateStore } from "./server/cron/postgres-state.js";
 import { type CronStateStore, SqliteCronStateStore } from "./server/cron/state.js";
 import { type Clock, systemClock } from "./server/worker.js";
 
@@ -30,6 +37,11 @@ export interface Storage {
   outbox: OutboxStore;
   /** Chat users admitted by `picklebot pairing approve`. */
   pairing: PairingStore;
+  /**
+   * The processes sharing this storage and their leader (PostgreSQL queue), or null when
+   * the storage belongs to one process (SQLite, memory).
+   */
+  cluster: { store: ClusterStore; queue: PostgresJobQueue } | null;
   /** Closes the queue, the history store and the database. */
   close(): Promise<void>;
 }
@@ -38,7 +50,15 @@ export interface Storage {
 export const DATABASE_FILE = "picklebot.db";
 
 /** Opens a workspace's storage as its config says. */
-export function openStorage(config: Config, clock: Clock = systemClock): Storage {
+export async function openStorage(config: Config, clock: Clock = systemClock): Promise<Storage> {
+  if (config.queue.backend === "postgres" || config.history.backend === "postgres") {
+    return openPostgresStorage(config, clock);
+  }
+  return openLocalStorage(config, clock);
+}
+
+/** SQLite, JSONL and memory: storage of a single process. */
+function openLocalStorage(config: Config, clock: Clock): Storage {
   const db = openDatabase(join(config.history.path, DATABASE_FILE));
   const sqliteHistory =
     config.history.backend === "sqlite" ? new SqliteHistoryStore({ db, clock }) : null;
@@ -60,12 +80,82 @@ export function openStorage(config: Config, clock: Clock = systemClock): Storage
     checkpoint,
     outbox: new SqliteOutboxStore({ db }),
     pairing: new SqlitePairingStore({ db }),
+    cluster: null,
     async close() {
       await queue.close();
       await history.close();
       db.close();
     },
   };
+}
+
+/**
+ * PostgreSQL mode: history, cron state and cluster tables in the database of `queue.url`;
+ * the queue too unless `queue.backend` is `memory` or `sqlite` (then a single process).
+ */
+async function openPostgresStorage(config: Config, clock: Clock): Promise<Storage> {
+  // The schema's superRefine requires queue.url whenever a backend is postgres.
+  const settings = { url: config.queue.url as string, poolSize: config.queue.pool_size };
+  const pool = await openPostgres(settings);
+  const history = new PostgresHistoryStore({ pool, clock });
+  const defaultMaxAttempts = config.workers.max_attempts;
+  const postgresQueue =
+    config.queue.backend === "postgres"
+      ? new PostgresJobQueue({
+          pool,
+          clock,
+          defaultMaxAttempts,
+          connection: connectionConfig({ ...settings, applicationName: "picklebot-listen" }),
+        })
+      : null;
+  // The outbox and pairings stay in this host's SQLite file until they move to PostgreSQL.
+  const local = openDatabase(join(config.history.path, DATABASE_FILE));
+  const queue: JobQueue & JobAdmin =
+    postgresQueue ??
+    (config.queue.backend === "sqlite"
+      ? new SqliteJobQueue({ db: local, clock, defaultMaxAttempts })
+      : new MemoryJobQueue({ clock, defaultMaxAttempts }));
+  return {
+    history,
+    queue,
+    cronState: new PostgresCronStateStore({ pool }),
+    outbox: new SqliteOutboxStore({ db: local }),
+    pairing: new SqlitePairingStore({ db: local }),
+    checkpoint: postgresQueue
+      ? postgresCheckpoint(pool, history, postgresQueue)
+      : sequentialCheckpoint(history, queue),
+    cluster: postgresQueue
+      ? { store: new ClusterStore({ pool, queue: postgresQueue }), queue: postgresQueue }
+      : null,
+    async close() {
+      await queue.close();
+      await history.close();
+      local.close();
+      await pool.end();
+    },
+  };
+}
+
+/** History and queue share the database: the checkpoint is one Postgres transaction. */
+function postgresCheckpoint(
+  pool: pg.Pool,
+  history: PostgresHistoryStore,
+  queue: PostgresJobQueue,
+): Checkpoint {
+  // Safe to repeat after a lost connection: the append is keyed by the job id and the
+  // job's update is fenced by its lock token.
+  const checkpoint = (job: ClaimedJob, sessionId: string, message: ChatMessage) =>
+    inTransaction(pool, async (client) => {
+      await history.appendOn(client, sessionId, message, { jobId: job.id });
+      // The lock was lost: roll the append back with it, the new owner will write it.
+      if (await queue.checkpointOn(client, job, sessionId)) return true;
+      throw new LockLost();
+    });
+  return (job, sessionId, message) =>
+    retryOnDisconnect(() => checkpoint(job, sessionId, message)).catch((error: unknown) => {
+      if (error instanceof LockLost) return false;
+      throw error;
+    });
 }
 
 class LockLost extends Error {}

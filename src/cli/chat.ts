@@ -32,7 +32,7 @@ export function chatCommand(): Command {
     .option("-a, --agent <id>", "agent to talk to (default: default_agent)")
     .option("-s, --session <id>", "resume a stored session")
     .action(async (options: { agent?: string; session?: string }, command: Command) => {
-      const context = openWorkspace(command);
+      const context = await openWorkspace(command);
       try {
         const chat = new TerminalChat(context, process.stdin.isTTY === true);
         await chat.open(options);

@@ -50,9 +50,9 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
 }
 
 /** Loads the workspace and opens its storage, for commands that read or run agents. */
-export function openWorkspace(command: Command): WorkspaceContext {
+export async function openWorkspace(command: Command): Promise<WorkspaceContext> {
   const loaded = loadWorkspace(command);
-  const storage = openStorage(loaded.config);
+  const storage = await openStorage(loaded.config);
   const runner = new AgentRunner({ ...loaded, history: storage.history, clock: systemClock });
   return { ...loaded, storage, runner, close: () => storage.close() };
 }

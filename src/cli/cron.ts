@@ -18,7 +18,7 @@ export function cronCommand(): Command {
     .description("list crons with their schedule and next run")
     .option("--json", "print JSON for scripts")
     .action(async (options: { json?: boolean }, command: Command) => {
-      const context = openWorkspace(command);
+      const context = await openWorkspace(command);
       try {
         const rows = await describeCronsNow(
           context.workspace,
@@ -53,7 +53,7 @@ export function cronCommand(): Command {
     .argument("<id>", "cron id: the file name in crons/ without .yaml")
     .option("--json", "print the job as JSON")
     .action(async (id: string, options: { json?: boolean }, command: Command) => {
-      const context = openWorkspace(command);
+      const context = await openWorkspace(command);
       try {
         if (context.config.queue.backend === "memory") {
           throw new UserError(

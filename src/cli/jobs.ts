@@ -17,7 +17,7 @@ export function jobsCommand(): Command {
     .option("--json", "print JSON for scripts")
     .action(
       async (options: { state?: JobState; limit?: number; json?: boolean }, command: Command) => {
-        const context = openWorkspace(command);
+        const context = await openWorkspace(command);
         try {
           const list = await context.storage.queue.list({
             state: options.state,
@@ -51,7 +51,7 @@ export function jobsCommand(): Command {
     .action(async (id: string, _options: unknown, command: Command) => {
       // `jobs` has a --json of its own that commander fills first: read both.
       const { json } = command.optsWithGlobals<{ json?: boolean }>();
-      const context = openWorkspace(command);
+      const context = await openWorkspace(command);
       try {
         const job = await context.storage.queue.get(id);
         if (!job) throw new UserError(`no job "${id}"; list them with picklebot jobs`);
@@ -68,7 +68,7 @@ export function jobsCommand(): Command {
     .option("--json", "print the requeued job as JSON")
     .action(async (id: string, _options: unknown, command: Command) => {
       const { json } = command.optsWithGlobals<{ json?: boolean }>();
-      const context = openWorkspace(command);
+      const context = await openWorkspace(command);
       try {
         const job = await context.storage.queue.get(id);
         if (!job)

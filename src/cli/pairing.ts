@@ -88,7 +88,7 @@ async function withWorkspace(
   command: Command,
   action: (context: WorkspaceContext) => Promise<void>,
 ): Promise<void> {
-  const context = openWorkspace(command);
+  const context = await openWorkspace(command);
   try {
     await action(context);
   } finally {

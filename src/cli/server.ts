@@ -62,6 +62,7 @@ async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, lo
   const crons = await describeCronsNow(workspace, config, server.cronState);
   const summary = {
     workspace,
+    instance: server.instanceId,
     queue: config.queue.backend,
     history: `${config.history.backend} (${config.history.path})`,
     agents: [...new Set([config.default_agent, ...agents.keys()])].join(", "),

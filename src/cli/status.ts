@@ -1,9 +1,14 @@
-/** `picklebot status`: the server, its workers, the queue, sessions and crons at a glance. */
+/**
+ * `picklebot status`: the server, its workers, the queue, sessions and crons at a glance;
+ * in PostgreSQL mode the cluster's instances and leader instead of the local server.
+ */
 import { Command } from "commander";
+import type { InstanceRow, LeaseHolder } from "../cluster/store.js";
 import type { Session } from "../ports.js";
 import type { OutboxSummary } from "../server/bus/outbox.js";
 import type { CronRow } from "../server/cron/worker.js";
 import { runningServer } from "../server/workspace-lock.js";
+import type { Storage } from "../storage.js";
 import { openWorkspace } from "./context.js";
 import { describeCronsNow } from "./cron.js";
 import { formatTime, printJson } from "./output.js";
@@ -16,7 +21,7 @@ export function statusCommand(): Command {
     )
     .option("--json", "print JSON for scripts")
     .action(async (options: { json?: boolean }, command: Command) => {
-      const context = openWorkspace(command);
+      const context = await openWorkspace(command);
       try {
         const { config, storage, workspace } = context;
         const server = runningServer(config.history.path);
@@ -25,6 +30,7 @@ export function statusCommand(): Command {
           server: server
             ? { running: true, pid: server.pid, health: await fetchHealth(server.http) }
             : { running: false },
+          cluster: await describeCluster(storage),
           queue: await storage.queue.counts(),
           outbox: await storage.outbox.summary(),
           sessions: await storage.history.listSessions({ limit: 5 }),
@@ -36,6 +42,20 @@ export function statusCommand(): Command {
         await context.close();
       }
     });
+}
+
+/** The cluster's instances and leader (PostgreSQL mode), or null for a single process. */
+async function describeCluster(storage: Storage): Promise<ClusterStatus | null> {
+  if (!storage.cluster) return null;
+  const { store } = storage.cluster;
+  return { instances: await store.instances(), leader: await store.leader(), now: Date.now() };
+}
+
+interface ClusterStatus {
+  instances: InstanceRow[];
+  leader: LeaseHolder | null;
+  /** When this was read: heartbeat ages are relative to it. */
+  now: number;
 }
 
 /** The running server's `/healthz` report, or null when it cannot be reached. */
@@ -54,6 +74,7 @@ async function fetchHealth(address: string | undefined): Promise<unknown> {
 interface Status {
   workspace: string;
   server: { running: boolean; pid?: number; health?: unknown };
+  cluster: ClusterStatus | null;
   queue: Record<string, number>;
   outbox: OutboxSummary;
   sessions: Session[];
@@ -62,6 +83,29 @@ interface Status {
 
 function printStatus(status: Status): void {
   console.log(`workspace  ${status.workspace}`);
+  if (status.cluster) printCluster(status.cluster);
+  else printServer(status);
+  const queue = Object.entries(status.queue).map(([state, count]) => `${count} ${state}`);
+  console.log(`queue      ${queue.join(", ")}${status.cluster ? " (whole cluster)" : ""}`);
+  console.log(`outbox     ${describeOutbox(status.outbox)}`);
+  printSessionsAndCrons(status);
+}
+
+function printCluster({ instances, leader, now }: ClusterStatus): void {
+  console.log(
+    `leader     ${leader ? `${leader.holder} (since ${formatTime(leader.acquiredAt)})` : "none (no instance holds the lease)"}`,
+  );
+  console.log(`instances  ${instances.length === 0 ? "none running" : instances.length}`);
+  for (const instance of instances) {
+    const age = ((now - instance.heartbeatAt) / 1000).toFixed(1);
+    const role = instance.id === leader?.holder ? "  [leader]" : "";
+    console.log(
+      `  ${instance.id}  ${instance.hostname} pid ${instance.pid}  v${instance.version}  concurrency ${instance.concurrency}  agents ${instance.agents.join(",")}  heartbeat ${age} s ago${role}`,
+    );
+  }
+}
+
+function printServer(status: Status): void {
   const { server } = status;
   console.log(
     `server     ${server.running ? `running (pid ${server.pid})` : "not running (start it with picklebot server)"}`,
@@ -74,9 +118,9 @@ function printStatus(status: Status): void {
     console.log(`  worker   ${worker.name}: ${worker.state}, ${worker.restarts} restarts`);
   }
   for (const bus of health?.buses ?? []) console.log(`  bus      ${bus.platform}: ${bus.state}`);
-  const queue = Object.entries(status.queue).map(([state, count]) => `${count} ${state}`);
-  console.log(`queue      ${queue.join(", ")}`);
-  console.log(`outbox     ${describeOutbox(status.outbox)}`);
+}
+
+function printSessionsAndCrons(status: Status): void {
   console.log(`sessions   ${status.sessions.length === 0 ? "none yet" : "most recent:"}`);
   for (const session of status.sessions) {
     const tokens = session.usage.input + session.usage.output;

@@ -20,6 +20,9 @@ export interface ConfigSchemaContext {
 /** Letters, digits, `-` and `_`: the shape of agent and cron ids. */
 export const ID_PATTERN = /^[A-Za-z0-9_-]+$/;
 
+/** An instance id: at most 64 letters, digits, `-` and `_` (`cluster.instance_id`). */
+export const INSTANCE_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
 /** The host's IANA time zone, the default of `timezone`. */
 export function hostTimeZone(): string {
   return Intl.DateTimeFormat().resolvedOptions().timeZone;
@@ -54,12 +57,23 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       llm: llmSchema(context.env),
       queue: queueSchema(context.env),
       workers: workersSchema(),
+      cluster: clusterSchema(context.env),
       history: historySchema(context.workspace),
       telegram: telegramSchema(context.env),
       discord: discordSchema(context.env),
       http: httpSchema(),
     })
     .superRefine((config, ctx) => {
+      if (config.queue.backend === "postgres" && config.history.backend !== "postgres") {
+        ctx.addIssue({
+          code: "custom",
+          path: ["history", "backend"],
+          message:
+            "must be postgres when queue.backend is postgres: every process of the cluster " +
+            "must see the same sessions; set history.backend: postgres",
+          params: { standalone: true } satisfies CustomIssueParams,
+        });
+      }
       if (config.queue.url !== undefined) return;
       for (const part of ["queue", "history"] as const) {
         if (config[part].backend !== "postgres") continue;
@@ -103,6 +117,43 @@ function queueSchema(env: Environment) {
         .describe("a PostgreSQL URL (postgres://user:password@host/database)")
         .optional()
         .transform((url) => url ?? (env.DATABASE_URL || undefined)),
+      /** Connections in each process's pool (PostgreSQL; one LISTEN connection comes on top). */
+      pool_size: fromText(z.int().min(1).max(1000)).default(10),
+    })
+    .prefault({});
+}
+
+/** Several processes on one PostgreSQL database (README "Distributed mode"). */
+function clusterSchema(env: Environment) {
+  return z
+    .strictObject({
+      /** (Default: PICKLEBOT_INSTANCE_ID, then the host name) */
+      instance_id: z
+        .string()
+        .optional()
+        .transform((value, ctx) => {
+          const id = value ?? (env.PICKLEBOT_INSTANCE_ID || undefined);
+          if (id === undefined || INSTANCE_ID_PATTERN.test(id)) return id;
+          ctx.addIssue({
+            code: "custom",
+            message: `expected an instance id of 1 to 64 letters, digits, - and _ (set here or in PICKLEBOT_INSTANCE_ID), found ${JSON.stringify(id)}`,
+            params: { standalone: true } satisfies CustomIssueParams,
+          });
+          return z.NEVER;
+        }),
+      heartbeat_s: fromText(z.number().positive()).default(5),
+      instance_ttl_s: fromText(z.number().positive()).default(30),
+      leader_ttl_s: fromText(z.number().positive()).default(30),
+      job_retention_h: fromText(z.number().positive()).default(168),
+    })
+    .superRefine((cluster, ctx) => {
+      if (cluster.instance_ttl_s > cluster.heartbeat_s) return;
+      ctx.addIssue({
+        code: "custom",
+        path: ["instance_ttl_s"],
+        message: `must be longer than cluster.heartbeat_s (${cluster.heartbeat_s}), or live processes are taken for dead; raise it to at least ${cluster.heartbeat_s * 3}`,
+        params: { standalone: true } satisfies CustomIssueParams,
+      });
     })
     .prefault({});
 }

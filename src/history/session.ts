@@ -4,7 +4,7 @@
 
 import { randomBytes } from "node:crypto";
 import { UserError } from "../errors.js";
-import type { ChatMessage, TokenUsage } from "../ports.js";
+import type { ChatMessage, Session, TokenUsage } from "../ports.js";
 
 /** Longest title kept, in characters. */
 export const MAX_TITLE_LENGTH = 80;
@@ -68,5 +68,39 @@ export function addUsage(total: TokenUsage, more: TokenUsage): TokenUsage {
     output: total.output + more.output,
     cacheRead: total.cacheRead + more.cacheRead,
     cacheWrite: total.cacheWrite + more.cacheWrite,
+  };
+}
+
+/** A row of the `sessions` table (the same columns in SQLite and PostgreSQL). */
+export interface SessionRow {
+  id: string;
+  key: string;
+  agent_id: string;
+  title: string | null;
+  created_at: number;
+  updated_at: number;
+  message_count: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+}
+
+/** Maps a `sessions` row to a {@link Session}. */
+export function sessionFromRow(row: SessionRow): Session {
+  return {
+    id: row.id,
+    key: row.key,
+    agentId: row.agent_id,
+    title: row.title,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    messageCount: row.message_count,
+    usage: {
+      input: row.input_tokens,
+      output: row.output_tokens,
+      cacheRead: row.cache_read_tokens,
+      cacheWrite: row.cache_write_tokens,
+    },
   };
 }

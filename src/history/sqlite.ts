@@ -5,19 +5,14 @@
  */
 
 import type Database from "better-sqlite3";
-import type {
-  AppendOptions,
-  ChatMessage,
-  ContentBlock,
-  HistoryStore,
-  Session,
-  TokenUsage,
-} from "../ports.js";
+import type { AppendOptions, ChatMessage, ContentBlock, HistoryStore, Session } from "../ports.js";
 import { type Clock, systemClock } from "../server/worker.js";
 import { cutContext, hasTurnStart } from "./context.js";
 import {
   assertSafeSessionId,
   newSessionId,
+  type SessionRow,
+  sessionFromRow,
   titleFromMessage,
   unknownSessionError,
   zeroUsage,
@@ -33,20 +28,6 @@ export interface SqliteHistoryStoreOptions {
   newId?: () => string;
   /** Whether `close()` closes `db`. (Default: false: whoever opened it closes it) */
   ownsDatabase?: boolean;
-}
-
-interface SessionRow {
-  id: string;
-  key: string;
-  agent_id: string;
-  title: string | null;
-  created_at: number;
-  updated_at: number;
-  message_count: number;
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens: number;
-  cache_write_tokens: number;
 }
 
 interface MessageRow {
@@ -276,23 +257,7 @@ function prepareStatements(db: Database.Database) {
 }
 
 function toSession(row: SessionRow | undefined): Session | null {
-  if (row === undefined) return null;
-  const usage: TokenUsage = {
-    input: row.input_tokens,
-    output: row.output_tokens,
-    cacheRead: row.cache_read_tokens,
-    cacheWrite: row.cache_write_tokens,
-  };
-  return {
-    id: row.id,
-    key: row.key,
-    agentId: row.agent_id,
-    title: row.title,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    messageCount: row.message_count,
-    usage,
-  };
+  return row === undefined ? null : sessionFromRow(row);
 }
 
 function toMessage(row: MessageRow): ChatMessage {

@@ -24,8 +24,9 @@ import {
   queuedJob,
   validateNewJob,
 } from "./job.js";
+import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "./job-row.js";
 import { RunnableSignal } from "./runnable.js";
-import { claimSql, type JobRow, MAX_CLAIM, parseJobRow, SQL } from "./sqlite-rows.js";
+import { claimSql, SQL } from "./sqlite-rows.js";
 
 /** Options of {@link SqliteJobQueue}. */
 export interface SqliteJobQueueOptions {
@@ -224,13 +225,8 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
       token,
       agents,
     }) as JobRow[];
-    rows.sort((a, b) => a.run_at - b.run_at || a.seq - b.seq);
-    const claimed: ClaimedJob[] = [];
-    for (const row of rows) {
-      const { job, problem } = parseJobRow(row);
-      if (problem === null) claimed.push({ ...job, lockToken: row.lock_token ?? "" });
-      else this.#sql.failMalformed.run({ seq: row.seq, error: `malformed job: ${problem}`, now });
-    }
+    const { claimed, malformed } = splitClaimedRows(rows);
+    for (const { seq, error } of malformed) this.#sql.failMalformed.run({ seq, error, now });
     return claimed;
   }
 

@@ -2,16 +2,24 @@
  * The picklebot server: composes storage, queue, frontends and workers for a workspace
  * and runs them under the supervisor.
  *
- *   start(): lock workspace ─► open storage ─► listen on HTTP
- *            ─► recover this host's running jobs ─► start workers
- *   stop():  stop workers (running jobs finish within job_timeout_s) ─► close HTTP
- *            ─► close storage ─► release the lock
+ *   start(): lock workspace (SQLite mode) ─► open storage ─► listen on HTTP
+ *            ─► register this instance (PostgreSQL mode) ─► recover its running jobs
+ *            ─► start workers: the AgentWorker, and the LeaderWorker, which runs the
+ *               leader-only workers while this process holds the lease
+ *   stop():  stop workers (running jobs finish within job_timeout_s) ─► deregister
+ *            ─► close HTTP ─► close storage ─► release the lock
+ *
+ * In SQLite mode the process is alone with its storage and always the leader.
  */
+import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { AgentDefinition } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
 import { createPostMessageTool } from "../agents/tools/post-message.js";
+import { type Leadership, LeaderWorker, soleLeadership } from "../cluster/leader.js";
+import { defaultInstanceId, type InstanceInfo } from "../cluster/store.js";
+import { ClusterUpkeepWorker, Heartbeat } from "../cluster/upkeep.js";
 import type { Config } from "../config/index.js";
 import { toError, UserError } from "../errors.js";
 import { LogFrontend } from "../frontends/log.js";
@@ -27,7 +35,7 @@ import { CronWorker } from "./cron/worker.js";
 import { HttpEndpoint } from "./http.js";
 import { ServerMetrics } from "./metrics.js";
 import { Supervisor } from "./supervisor.js";
-import { type Clock, systemClock } from "./worker.js";
+import { type Clock, systemClock, type Worker } from "./worker.js";
 import { acquireWorkspaceLock, type WorkspaceLock } from "./workspace-lock.js";
 
 /** What a server is started with. */
@@ -43,6 +51,12 @@ export interface ServerOptions {
 /** How often queue depth gauges are refreshed. */
 const QUEUE_DEPTH_INTERVAL_MS = 5000;
 
+const VERSION = (
+  JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+    version: string;
+  }
+).version;
+
 /** A running server. */
 export class PicklebotServer {
   /** `host:port` of the HTTP endpoint, or null when it is disabled. */
@@ -50,26 +64,47 @@ export class PicklebotServer {
   readonly metrics = new ServerMetrics();
   readonly frontends = new FrontendRegistry();
   readonly #options: ServerOptions;
-  readonly #lock: WorkspaceLock;
+  readonly #clock: Clock;
+  readonly #lock: WorkspaceLock | null;
   readonly #storage: Storage;
   readonly #queue: JobQueue & JobAdmin;
   readonly #supervisor: Supervisor;
+  readonly #instance: InstanceInfo;
+  #leader: LeaderWorker | null = null;
+  #heartbeat: Heartbeat | null = null;
+  #registered = false;
   #http: HttpEndpoint | null = null;
   #bus: MessageBusWorker | null = null;
   #depthTimer: NodeJS.Timeout | null = null;
 
-  private constructor(options: ServerOptions) {
+  private constructor(options: ServerOptions, lock: WorkspaceLock | null, storage: Storage) {
     this.#options = options;
-    const clock = options.clock ?? systemClock;
-    this.#lock = acquireWorkspaceLock(options.config.history.path);
-    this.#storage = openStorage(options.config, clock);
-    this.#queue = this.#storage.queue;
-    this.#supervisor = new Supervisor({ clock, logger: options.logger, metrics: this.metrics });
+    this.#clock = options.clock ?? systemClock;
+    this.#lock = lock;
+    this.#storage = storage;
+    this.#queue = storage.queue;
+    this.#instance = instanceInfo(options, storage.cluster !== null);
+    this.#supervisor = new Supervisor({
+      clock: this.#clock,
+      logger: options.logger,
+      metrics: this.metrics,
+    });
   }
 
   /** Starts a server; throws UserError when the workspace is locked by another one. */
   static async start(options: ServerOptions): Promise<PicklebotServer> {
-    const server = new PicklebotServer(options);
+    const { config } = options;
+    // Several processes share PostgreSQL storage; the single-server lock is SQLite's.
+    const lock =
+      config.queue.backend === "postgres" ? null : acquireWorkspaceLock(config.history.path);
+    let storage: Storage;
+    try {
+      storage = await openStorage(config, options.clock ?? systemClock);
+    } catch (error) {
+      lock?.release();
+      throw error;
+    }
+    const server = new PicklebotServer(options, lock, storage);
     try {
       await server.#start();
       return server;
@@ -77,6 +112,16 @@ export class PicklebotServer {
       await server.stop();
       throw error;
     }
+  }
+
+  /** This process's instance id (the `lockedBy` of the jobs it claims). */
+  get instanceId(): string {
+    return this.#instance.id;
+  }
+
+  /** True while this process runs the leader-only workers (always, in SQLite mode). */
+  get isLeader(): boolean {
+    return this.#leader?.isLeader ?? false;
   }
 
   /** Where the cron worker records fired occurrences. */
@@ -90,29 +135,25 @@ export class PicklebotServer {
   }
 
   async #start(): Promise<void> {
-    const { config, logger } = this.#options;
-    const clock = this.#options.clock ?? systemClock;
     // First, so that a port already in use stops the start before any job is claimed.
     await this.#startHttp();
-    const workerId = hostname();
-    this.frontends.register(new LogFrontend(logger.child({ frontend: "console" })));
-    const agentWorker = this.#agentWorker(workerId, clock);
-    this.#bus = await this.#createBus(agentWorker, clock);
+    await this.#joinCluster();
+    this.frontends.register(new LogFrontend(this.#options.logger.child({ frontend: "console" })));
+    const agentWorker = this.#agentWorker(this.#instance.id, this.#clock);
+    this.#bus = await this.#createBus(agentWorker, this.#clock);
     // The bus registers its chat frontends as it starts: before the agent worker, so
     // that a job recovered at start-up finds its chat's frontend.
     if (this.#bus) this.#supervisor.start(this.#bus);
     this.#supervisor.start(agentWorker);
-    this.#supervisor.start(
-      new CronWorker({
-        cronDir: join(this.#options.workspace, "crons"),
-        defaults: { agentId: config.default_agent, timezone: config.timezone },
-        queue: this.#queue,
-        state: this.#storage.cronState,
-        clock,
-        logger: logger.child({ worker: "cron" }),
-        maxAttempts: config.workers.max_attempts,
-      }),
-    );
+    this.#leader = new LeaderWorker({
+      leadership: this.#leadership(),
+      holder: this.#instance.id,
+      workers: () => this.#leaderOnlyWorkers(),
+      clock: this.#clock,
+      logger: this.#options.logger.child({ worker: "leader" }),
+      metrics: this.metrics,
+    });
+    this.#supervisor.start(this.#leader);
     this.#depthTimer = setInterval(() => void this.#refreshQueueDepth(), QUEUE_DEPTH_INTERVAL_MS);
     this.#depthTimer.unref();
     await this.#refreshQueueDepth();
@@ -144,9 +185,69 @@ export class PicklebotServer {
     dedupeKey: string,
   ): Promise<boolean> {
     if (this.#bus) return this.#bus.post(platform, chatId, text, dedupeKey);
-    const now = (this.#options.clock ?? systemClock).now();
+    const now = this.#clock.now();
     await this.#storage.outbox.submit({ dedupeKey, platform, chatId }, text, now);
     return false;
+  }
+
+  /**
+   * The workers only one process of a cluster runs: started when this process becomes the
+   * leader, stopped when it stops being it. A chat bus joins this list.
+   */
+  #leaderOnlyWorkers(): Worker[] {
+    const { config, logger, workspace } = this.#options;
+    const workers: Worker[] = [
+      new CronWorker({
+        cronDir: join(workspace, "crons"),
+        defaults: { agentId: config.default_agent, timezone: config.timezone },
+        queue: this.#queue,
+        state: this.#storage.cronState,
+        clock: this.#clock,
+        logger: logger.child({ worker: "cron" }),
+        maxAttempts: config.workers.max_attempts,
+      }),
+    ];
+    const cluster = this.#storage.cluster;
+    if (cluster) {
+      workers.push(
+        new ClusterUpkeepWorker({
+          cluster: cluster.store,
+          queue: cluster.queue,
+          intervalMs: config.cluster.heartbeat_s * 1000,
+          orphanAfterMs: config.cluster.instance_ttl_s * 1000,
+          retentionMs: config.cluster.job_retention_h * 3_600_000,
+          clock: this.#clock,
+          logger: logger.child({ worker: "cluster" }),
+        }),
+      );
+    }
+    return workers;
+  }
+
+  /** PostgreSQL mode: registers this process and starts its heartbeat. */
+  async #joinCluster(): Promise<void> {
+    const cluster = this.#storage.cluster;
+    if (!cluster) return;
+    await cluster.store.register(this.#instance);
+    this.#registered = true;
+    this.#heartbeat = new Heartbeat({
+      cluster: cluster.store,
+      instance: this.#instance,
+      intervalMs: this.#options.config.cluster.heartbeat_s * 1000,
+      logger: this.#options.logger.child({ worker: "heartbeat" }),
+    });
+    this.#heartbeat.start();
+  }
+
+  #leadership(): Leadership {
+    const cluster = this.#storage.cluster;
+    if (!cluster) return soleLeadership;
+    const ttlMs = this.#options.config.cluster.leader_ttl_s * 1000;
+    return {
+      acquire: (holder) => cluster.store.acquireLeadership(holder, ttlMs),
+      release: (holder) => cluster.store.releaseLeadership(holder),
+      renewMs: ttlMs / 2,
+    };
   }
 
   #agentWorker(workerId: string, clock: Clock): AgentWorker {
@@ -172,6 +273,8 @@ export class PicklebotServer {
     });
     return new AgentWorker({
       workerId,
+      // PostgreSQL mode: claim only the jobs of agents this process has (capability routing).
+      agentIds: this.#storage.cluster ? this.#instance.agents : undefined,
       queue: this.#queue,
       history,
       checkpoint: this.#storage.checkpoint,
@@ -196,7 +299,7 @@ export class PicklebotServer {
     });
     try {
       this.httpAddress = await this.#http.listen();
-      this.#lock.announce({ http: this.httpAddress });
+      this.#lock?.announce({ http: this.httpAddress });
     } catch (error) {
       throw listenError(error, http.host, http.port);
     }
@@ -207,7 +310,9 @@ export class PicklebotServer {
     const buses = this.#bus?.connections() ?? [];
     return {
       healthy: this.#supervisor.healthy() && buses.every((bus) => bus.state === "connected"),
-      workers: this.#supervisor.health(),
+      instance: this.#instance.id,
+      leader: this.isLeader,
+      workers: [...this.#supervisor.health(), ...(this.#leader?.health() ?? [])],
       queue: await this.#queue.counts(),
       buses,
       outbox: await this.#storage.outbox.summary(),
@@ -218,14 +323,43 @@ export class PicklebotServer {
     this.metrics.setQueueDepth(await this.#queue.counts());
   }
 
-  /** Stops taking work, lets running jobs finish (within job_timeout_s), closes everything. */
+  /**
+   * Stops taking work, lets running jobs finish (within job_timeout_s), deregisters this
+   * instance (its heartbeat goes on until then), closes everything.
+   */
   async stop(): Promise<void> {
     if (this.#depthTimer) clearInterval(this.#depthTimer);
     await this.#supervisor.stop();
+    await this.#heartbeat?.stop();
+    if (this.#registered) {
+      await this.#storage.cluster?.store
+        .deregister(this.#instance)
+        .catch((error: unknown) =>
+          this.#options.logger.warn({ error: toError(error).message }, "could not deregister"),
+        );
+    }
     await this.#http?.close();
     await this.#storage.close();
-    this.#lock.release();
+    this.#lock?.release();
   }
+}
+
+/**
+ * Who this process is: in SQLite mode the host name (as before: a restart on the same
+ * host recovers its jobs); in PostgreSQL mode `cluster.instance_id`, PICKLEBOT_INSTANCE_ID
+ * or the host name.
+ */
+function instanceInfo(options: ServerOptions, clustered: boolean): InstanceInfo {
+  const { config, agents } = options;
+  return {
+    id: clustered ? (config.cluster.instance_id ?? defaultInstanceId()) : hostname(),
+    hostname: hostname(),
+    pid: process.pid,
+    version: VERSION,
+    agents: [...new Set([config.default_agent, ...agents.keys()])].sort(),
+    concurrency: config.workers.agent_concurrency,
+    ttlMs: config.cluster.instance_ttl_s * 1000,
+  };
 }
 
 /** Why the HTTP endpoint could not listen: a setting in picklebot.yaml, when it is one. */

@@ -43,7 +43,14 @@ describe("loadConfig", () => {
       max_tokens: 4096,
       timeout_s: 600,
     });
-    expect(config.queue).toEqual({ backend: "sqlite", url: undefined });
+    expect(config.queue).toEqual({ backend: "sqlite", url: undefined, pool_size: 10 });
+    expect(config.cluster).toEqual({
+      instance_id: undefined,
+      heartbeat_s: 5,
+      instance_ttl_s: 30,
+      leader_ttl_s: 30,
+      job_retention_h: 168,
+    });
     expect(config.workers).toEqual({ agent_concurrency: 4, max_attempts: 5, job_timeout_s: 300 });
     expect(config.history).toEqual({
       backend: "sqlite",
@@ -180,6 +187,34 @@ describe("loadConfig", () => {
     writeConfig("queue:\n  backend: postgres\n");
     expect(loadError().message).toContain(
       "queue.url: required when queue.backend is postgres; set DATABASE_URL",
+    );
+  });
+
+  it("takes the instance id from PICKLEBOT_INSTANCE_ID and checks its shape either way", () => {
+    expect(loadConfig(workspace, { PICKLEBOT_INSTANCE_ID: "web-2" }).cluster.instance_id).toBe(
+      "web-2",
+    );
+    writeConfig("cluster:\n  instance_id: web.example.com\n");
+    expect(loadError().message).toContain(
+      'cluster.instance_id: expected an instance id of 1 to 64 letters, digits, - and _ (set here or in PICKLEBOT_INSTANCE_ID), found "web.example.com"',
+    );
+    writeConfig("");
+    expect(loadError({ PICKLEBOT_INSTANCE_ID: "x".repeat(65) }).message).toContain(
+      "cluster.instance_id: expected an instance id of 1 to 64",
+    );
+  });
+
+  it("refuses an instance TTL that is not longer than the heartbeat", () => {
+    writeConfig("cluster:\n  heartbeat_s: 10\n  instance_ttl_s: 10\n");
+    expect(loadError().message).toContain(
+      "cluster.instance_ttl_s: must be longer than cluster.heartbeat_s (10)",
+    );
+  });
+
+  it("refuses a postgres queue with a history only one host can see", () => {
+    writeConfig("queue:\n  backend: postgres\n  url: postgres://db/picklebot\n");
+    expect(loadError().message).toContain(
+      "history.backend: must be postgres when queue.backend is postgres",
     );
   });
 

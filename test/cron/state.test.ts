@@ -1,19 +1,27 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
+import { openPostgres } from "../../src/db/postgres.js";
 import { openDatabase } from "../../src/db/sqlite.js";
+import { PostgresCronStateStore } from "../../src/server/cron/postgres-state.js";
 import {
   type CronStateStore,
   MemoryCronStateStore,
   SqliteCronStateStore,
 } from "../../src/server/cron/state.js";
+import { createTestDatabase, postgresSkipReason, type TestDatabase } from "../helpers/postgres.js";
 
 const tempDir = mkdtempSync(join(tmpdir(), "picklebot-cron-state-"));
 let databases = 0;
 
-afterAll(() => {
+let postgres: { database: TestDatabase; pool: pg.Pool } | null = null;
+
+afterAll(async () => {
   rmSync(tempDir, { recursive: true, force: true });
+  await postgres?.pool.end();
+  await postgres?.database.drop();
 });
 
 function sqliteStore(): CronStateStore {
@@ -21,17 +29,30 @@ function sqliteStore(): CronStateStore {
   return new SqliteCronStateStore({ db });
 }
 
-/** The contract every CronStateStore keeps. */
-describe.each([
-  ["memory", () => new MemoryCronStateStore() as CronStateStore],
+/** A store on this file's own PostgreSQL database, emptied first. */
+async function postgresStore(): Promise<CronStateStore> {
+  if (!postgres) {
+    const database = await createTestDatabase("cron");
+    postgres = { database, pool: await openPostgres({ url: database.url, poolSize: 2 }) };
+  }
+  await postgres.pool.query("TRUNCATE cron_state");
+  return new PostgresCronStateStore({ pool: postgres.pool });
+}
+
+const stores: [string, () => CronStateStore | Promise<CronStateStore>][] = [
+  ["memory", () => new MemoryCronStateStore()],
   ["sqlite", sqliteStore],
-])("CronStateStore (%s)", (_name, createStore) => {
+];
+if ((await postgresSkipReason()) === null) stores.push(["postgres", postgresStore]);
+
+/** The contract every CronStateStore keeps. */
+describe.each(stores)("CronStateStore (%s)", (_name, createStore) => {
   it("knows nothing about a cron it never saw", async () => {
-    expect(await createStore().get("daily")).toBeNull();
+    expect(await (await createStore()).get("daily")).toBeNull();
   });
 
   it("keeps the first time a cron was seen", async () => {
-    const store = createStore();
+    const store = await createStore();
     await store.markSeen("daily", 1_000);
     await store.markSeen("daily", 5_000);
     expect(await store.get("daily")).toEqual({
@@ -42,7 +63,7 @@ describe.each([
   });
 
   it("records an occurrence once, and never goes back to an earlier one", async () => {
-    const store = createStore();
+    const store = await createStore();
     await store.markSeen("daily", 1_000);
     expect(await store.recordFired("daily", 10_000, { disable: false })).toBe(true);
     expect(await store.recordFired("daily", 10_000, { disable: false })).toBe(false);
@@ -57,7 +78,7 @@ describe.each([
   });
 
   it("disables a one-off cron for good", async () => {
-    const store = createStore();
+    const store = await createStore();
     await store.markSeen("once", 1_000);
     expect(await store.recordFired("once", 10_000, { disable: true })).toBe(true);
     expect(await store.recordFired("once", 20_000, { disable: false })).toBe(true);
@@ -65,7 +86,7 @@ describe.each([
   });
 
   it("records a cron that was never marked seen", async () => {
-    const store = createStore();
+    const store = await createStore();
     expect(await store.recordFired("fresh", 10_000, { disable: false })).toBe(true);
     expect((await store.get("fresh"))?.lastFiredAt).toBe(10_000);
   });

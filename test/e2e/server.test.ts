@@ -200,12 +200,16 @@ describe("picklebot server", () => {
     const report = (await response.json()) as { workers: { name: string }[] };
     expect(report).toMatchObject({
       healthy: true,
+      // Alone with its SQLite storage, the server is always the leader.
+      leader: true,
       queue: { queued: 0, running: 0, done: 0, failed: 0 },
     });
     const workers = [...report.workers].sort((a, b) => a.name.localeCompare(b.name));
+    const running = { state: "running", restarts: 0, lastError: null, since: expect.any(Number) };
     expect(workers).toEqual([
-      { name: "agent", state: "running", restarts: 0, lastError: null, since: expect.any(Number) },
-      { name: "cron", state: "running", restarts: 0, lastError: null, since: expect.any(Number) },
+      { name: "agent", ...running },
+      { name: "cron", ...running },
+      { name: "leader", ...running },
     ]);
   });
 

@@ -1,0 +1,99 @@
+/**
+ * LeaderWorker: runs the leader-only workers (crons, chat buses, cluster upkeep) on exactly
+ * one process of a cluster, elected by a lease that the leader renews at half its TTL.
+ *
+ *   follower ──lease acquired──► leader: start the leader-only workers (own supervisor)
+ *   leader ──renewal refused or failed──► follower: stop them
+ *   run signal aborted ──► stop them, release the lease (a successor need not wait)
+ *
+ * In SQLite mode the lease is {@link soleLeadership}: the single process always leads.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { toError } from "../errors.js";
+import type { Logger } from "../log.js";
+import type { ServerMetrics } from "../server/metrics.js";
+import { Supervisor, type WorkerHealth } from "../server/supervisor.js";
+import type { Clock, Worker } from "../server/worker.js";
+
+/** Who may lead. */
+export interface Leadership {
+  /** Takes or renews the lease for `holder`; false while another process holds it. */
+  acquire(holder: string): Promise<boolean>;
+  /** Gives the lease up. */
+  release(holder: string): Promise<void>;
+  /** How often the lease is renewed, and a follower tries to take it. */
+  readonly renewMs: number;
+}
+
+/** The leadership of a process that is alone with its storage: it always leads. */
+export const soleLeadership: Leadership = {
+  acquire: async () => true,
+  release: async () => undefined,
+  renewMs: 2 ** 30,
+};
+
+/** Options of {@link LeaderWorker}. */
+export interface LeaderWorkerOptions {
+  leadership: Leadership;
+  /** This process's instance id: the lease holder. */
+  holder: string;
+  /** Makes the leader-only workers, each time leadership is gained. */
+  workers: () => Worker[];
+  clock: Clock;
+  logger: Logger;
+  metrics: ServerMetrics;
+}
+
+/** Holds or waits for the lease and runs the leader-only workers while it is held. */
+export class LeaderWorker implements Worker {
+  readonly name = "leader";
+  readonly #options: LeaderWorkerOptions;
+  #inner: Supervisor | null = null;
+
+  constructor(options: LeaderWorkerOptions) {
+    this.#options = options;
+  }
+
+  /** True while this process leads. */
+  get isLeader(): boolean {
+    return this.#inner !== null;
+  }
+
+  /** The leader-only workers' health; empty on a follower. */
+  health(): WorkerHealth[] {
+    return this.#inner?.health() ?? [];
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    const { leadership, holder, logger } = this.#options;
+    try {
+      while (!signal.aborted) {
+        const held = await leadership.acquire(holder).catch((error: unknown) => {
+          logger.warn({ error: toError(error).message }, "could not renew the leader lease");
+          return false;
+        });
+        if (held && !this.#inner) this.#lead();
+        if (!held && this.#inner) await this.#stepDown("lease lost");
+        await sleep(leadership.renewMs, undefined, { signal }).catch(() => undefined);
+      }
+    } finally {
+      if (this.#inner) await this.#stepDown("stopping");
+      await leadership.release(holder).catch(() => undefined);
+    }
+  }
+
+  #lead(): void {
+    const { clock, logger, metrics, workers } = this.#options;
+    const inner = new Supervisor({ clock, logger, metrics });
+    for (const worker of workers()) inner.start(worker);
+    this.#inner = inner;
+    logger.info({ instance: this.#options.holder }, "became the leader");
+  }
+
+  async #stepDown(reason: string): Promise<void> {
+    const inner = this.#inner;
+    this.#inner = null;
+    await inner?.stop();
+    this.#options.logger.info({ instance: this.#options.holder, reason }, "no longer the leader");
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * picklebot's PostgreSQL database: one pool per process, shared by the queue, the history,
+ * the cron state and the cluster tables, and the numbered migrations of
+ * `migrations/postgres/`, applied at start-up under an advisory lock so that several
+ * processes starting at once migrate exactly once.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
+import { UserError } from "../errors.js";
+
+/** Folder of the numbered PostgreSQL migrations (`NNN_name.sql`). */
+const MIGRATIONS_DIR = new URL("../../migrations/postgres/", import.meta.url);
+
+/** Key of the advisory lock held while migrating (any fixed number; "pickle" in hex-ish). */
+const MIGRATION_LOCK_KEY = 0x7069636b;
+
+/** Connections of a process's pool. (Default of `queue.pool_size`) */
+export const DEFAULT_POOL_SIZE = 10;
+
+const INT8_OID = 20;
+
+/** Options of {@link openPostgres}. */
+export interface OpenPostgresOptions {
+  /** `postgres://user:password@host/database` */
+  url: string;
+  /** Most connections the pool opens. (Default: 10) */
+  poolSize?: number;
+  /** Shown in `pg_stat_activity.application_name`. (Default: `picklebot`) */
+  applicationName?: string;
+}
+
+/**
+ * Epoch-millisecond `bigint` columns come back as numbers (node-postgres returns them as
+ * text by default); every value picklebot stores fits a double exactly.
+ */
+const types = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === INT8_OID
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format as "text")) as pg.CustomTypesConfig["getTypeParser"],
+};
+
+/** The connection settings shared by the pool and the LISTEN connection. */
+export function connectionConfig(options: OpenPostgresOptions): pg.ClientConfig {
+  return {
+    connectionString: options.url,
+    application_name: options.applicationName ?? "picklebot",
+    types,
+  };
+}
+
+/** Opens a pool on `url` and applies the migrations; throws UserError when unreachable. */
+export async function openPostgres(options: OpenPostgresOptions): Promise<pg.Pool> {
+  const pool = new pg.Pool({
+    ...connectionConfig(options),
+    max: options.poolSize ?? DEFAULT_POOL_SIZE,
+  });
+  // An idle pooled connection that the server drops emits here; the pool discards it.
+  pool.on("error", () => undefined);
+  try {
+    await migrate(pool);
+    return pool;
+  } catch (error) {
+    await pool.end();
+    throw unreachableError(error, options.url);
+  }
+}
+
+/** Applies the migrations newer than `schema_migrations`, each in its own transaction. */
+async function migrate(pool: pg.Pool): Promise<void> {
+  await withClient(pool, async (client) => {
+    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
+    try {
+      await applyMigrations(client);
+    } finally {
+      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => {});
+    }
+  });
+}
+
+async function applyMigrations(client: pg.PoolClient): Promise<void> {
+  await client.query(
+    `CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+  );
+  const applied = await client.query<{ version: number }>("SELECT version FROM schema_migrations");
+  const done = new Set(applied.rows.map((row) => row.version));
+  for (const { version, file } of migrationFiles()) {
+    if (done.has(version)) continue;
+    await client.query("BEGIN");
+    try {
+      await client.query(readFileSync(new URL(file, MIGRATIONS_DIR), "utf8"));
+      await client.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [
+        version,
+        file,
+      ]);
+      await client.query("COMMIT");
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    }
+  }
+}
+
+function migrationFiles(): { version: number; file: string }[] {
+  return readdirSync(MIGRATIONS_DIR)
+    .filter((file) => /^\d+_.*\.sql$/.test(file))
+    .map((file) => ({ version: Number.parseInt(file, 10), file }))
+    .sort((a, b) => a.version - b.version);
+}
+
+function unreachableError(error: unknown, url: string): Error {
+  if (error instanceof pg.DatabaseError && !isConnectionError(error)) return error;
+  const reason = error instanceof Error ? error.message : String(error);
+  return new UserError(
+    `cannot open the PostgreSQL database ${redactUrl(url)} (queue.url in picklebot.yaml, or DATABASE_URL): ${reason}; check that the server runs and the URL is right`,
+    { cause: error },
+  );
+}
+
+/** The URL without its password, for messages: `postgres://bot:***@db/picklebot`. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "(an unparsable URL)";
+  }
+}
+
+/** SQLSTATE classes and socket errors that mean the connection, not the statement, failed. */
+const CONNECTION_CODES = new Set([
+  "57P01", // admin_shutdown: pg_terminate_backend, or the server stopping
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now: the server is starting
+  "08000",
+  "08001",
+  "08003",
+  "08004",
+  "08006",
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "EPIPE",
+  "ETIMEDOUT",
+]);
+
+/** True when `error` is a lost or refused connection (worth retrying on a new one). */
+export function isConnectionError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: string }).code;
+  if (code !== undefined && CONNECTION_CODES.has(code)) return true;
+  return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(
+    error.message,
+  );
+}
+
+/** Attempts of {@link retryOnDisconnect} before the error is passed on. */
+const RECONNECT_ATTEMPTS = 5;
+
+/**
+ * Runs `operation`, again on a fresh connection when the connection was lost (after 50,
+ * 100, 200… ms). Only for operations that are safe to repeat: reads, and writes whose
+ * second run has the same effect as the first (fenced by a lock token or keyed by an id).
+ */
+export async function retryOnDisconnect<T>(operation: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await operation();
+    } catch (error) {
+      if (attempt >= RECONNECT_ATTEMPTS || !isConnectionError(error)) throw error;
+      await sleep(50 * 2 ** (attempt - 1));
+    }
+  }
+}
+
+/**
+ * Runs `work` on one pooled connection. A connection the server drops while it is checked
+ * out emits "error" on the client (an unhandled one would end the process); the query in
+ * flight rejects anyway, and the broken connection is discarded rather than pooled.
+ */
+export async function withClient<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on("error", onError);
+  try {
+    return await work(client);
+  } catch (error) {
+    if (isConnectionError(error)) broken ??= error as Error;
+    throw error;
+  } finally {
+    client.off("error", onError);
+    client.release(broken);
+  }
+}
+
+/** Runs `work` in a transaction on one pooled connection; rolls back when it throws. */
+export function inTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  return withClient(pool, async (client) => {
+    await client.query("BEGIN");
+    try {
+      const result = await work(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    }
+  });
+}

@@ -1,0 +1,189 @@
+/**
+ * HistoryStore on PostgreSQL (tables from `migrations/postgres/002_history.sql`), in the
+ * same database as the job queue so that the checkpoint is one transaction: see
+ * {@link PostgresHistoryStore.appendOn}.
+ */
+import type pg from "pg";
+import { retryOnDisconnect } from "../db/postgres.js";
+import type { AppendOptions, ChatMessage, HistoryStore, Session } from "../ports.js";
+import { type Clock, systemClock } from "../server/worker.js";
+import { cutContext, isTurnStart } from "./context.js";
+import {
+  assertSafeSessionId,
+  newSessionId,
+  type SessionRow,
+  sessionFromRow,
+  titleFromMessage,
+  unknownSessionError,
+  zeroUsage,
+} from "./session.js";
+
+/** Options of {@link PostgresHistoryStore}. */
+export interface PostgresHistoryStoreOptions {
+  /** The pool from `openPostgres` (migrated), shared with the queue; never closed here. */
+  pool: pg.Pool;
+  /** Source of `createdAt`/`updatedAt`. (Default: the system clock) */
+  clock?: Clock;
+  /** New session ids. (Default: time-sortable random ids, `s_…`) */
+  newId?: () => string;
+}
+
+const SESSION_ORDER = "ORDER BY created_at DESC, seq DESC";
+const DEFAULT_LIST_LIMIT = 20;
+
+const SQL = {
+  insertSession:
+    "INSERT INTO sessions (id, key, agent_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)",
+  selectSession: "SELECT * FROM sessions WHERE id = $1",
+  selectCurrentSession: `SELECT * FROM sessions WHERE key = $1 ${SESSION_ORDER} LIMIT 1`,
+  selectSessions: `SELECT * FROM sessions ${SESSION_ORDER} LIMIT $1`,
+  selectSessionsOfKey: `SELECT * FROM sessions WHERE key = $1 ${SESSION_ORDER} LIMIT $2`,
+  // $1 session, $2 role, $3 content, $4 turn start, $5 job id, $6 now, $7 title,
+  // $8..$11 tokens. The session row is locked first, so concurrent appends to one session
+  // number their messages one after the other; a repeated job id inserts nothing.
+  append: `WITH s AS (SELECT id, message_count FROM sessions WHERE id = $1 FOR UPDATE),
+    inserted AS (
+      INSERT INTO messages (session_id, seq, role, content, turn_start, job_id, created_at)
+      SELECT s.id, s.message_count + 1, $2, $3, $4, $5, $6 FROM s
+      ON CONFLICT (session_id, job_id) WHERE job_id IS NOT NULL DO NOTHING
+      RETURNING session_id),
+    updated AS (
+      UPDATE sessions SET title = COALESCE(title, $7), updated_at = $6,
+        message_count = message_count + 1, input_tokens = input_tokens + $8,
+        output_tokens = output_tokens + $9, cache_read_tokens = cache_read_tokens + $10,
+        cache_write_tokens = cache_write_tokens + $11
+      FROM inserted WHERE sessions.id = inserted.session_id
+      RETURNING 1)
+    SELECT (SELECT count(*) FROM s)::integer AS found,
+      (SELECT count(*) FROM updated)::integer AS appended`,
+  // $1 session, $2 max messages: the last $2 messages, extended back to the turn start at
+  // or before them, so cutContext can cut at a turn start (one snapshot, one read).
+  tail: `WITH bounds AS (
+      SELECT greatest(1, message_count - $2 + 1) AS window_start FROM sessions WHERE id = $1),
+    start AS (
+      SELECT coalesce((SELECT max(m.seq) FROM messages m WHERE m.session_id = $1
+        AND m.turn_start AND m.seq <= bounds.window_start), bounds.window_start) AS seq
+      FROM bounds)
+    SELECT role, content FROM messages, start
+    WHERE session_id = $1 AND messages.seq >= start.seq ORDER BY messages.seq`,
+} as const;
+
+/** Sessions and messages in PostgreSQL, shared by every process of a cluster. */
+export class PostgresHistoryStore implements HistoryStore {
+  readonly #pool: pg.Pool;
+  readonly #clock: Clock;
+  readonly #newId: () => string;
+  #closed = false;
+
+  constructor(options: PostgresHistoryStoreOptions) {
+    this.#pool = options.pool;
+    this.#clock = options.clock ?? systemClock;
+    this.#newId = options.newId ?? (() => newSessionId(this.#clock.now()));
+  }
+
+  async createSession(init: { key: string; agentId: string }): Promise<Session> {
+    this.#assertOpen();
+    const id = this.#newId();
+    assertSafeSessionId(id);
+    const now = this.#clock.now();
+    // Safe to repeat: a second insert of the same id fails on the key, not silently.
+    await this.#pool.query(SQL.insertSession, [id, init.key, init.agentId, now]);
+    return {
+      ...init,
+      id,
+      title: null,
+      createdAt: now,
+      updatedAt: now,
+      messageCount: 0,
+      usage: zeroUsage(),
+    };
+  }
+
+  async getSession(id: string): Promise<Session | null> {
+    return this.#selectOne(SQL.selectSession, [id]);
+  }
+
+  async currentSession(key: string): Promise<Session | null> {
+    return this.#selectOne(SQL.selectCurrentSession, [key]);
+  }
+
+  async listSessions(options: { key?: string; limit?: number } = {}): Promise<Session[]> {
+    this.#assertOpen();
+    const limit = Math.max(0, Math.floor(options.limit ?? DEFAULT_LIST_LIMIT));
+    const [text, params] =
+      options.key === undefined
+        ? [SQL.selectSessions, [limit]]
+        : [SQL.selectSessionsOfKey, [options.key, limit]];
+    const result = await retryOnDisconnect(() => this.#pool.query<SessionRow>(text, params));
+    return result.rows.map(sessionFromRow);
+  }
+
+  async append(
+    sessionId: string,
+    message: ChatMessage,
+    options: AppendOptions = {},
+  ): Promise<boolean> {
+    this.#assertOpen();
+    // Without a job id a repeated append would store the message twice: no retry then.
+    if (options.jobId === undefined) return this.appendOn(this.#pool, sessionId, message, options);
+    return retryOnDisconnect(() => this.appendOn(this.#pool, sessionId, message, options));
+  }
+
+  /**
+   * {@link append} on `client`, which may be inside the caller's transaction (the
+   * checkpoint: the user message and the job's new state commit together).
+   */
+  async appendOn(
+    client: pg.ClientBase | pg.Pool,
+    sessionId: string,
+    message: ChatMessage,
+    options: AppendOptions = {},
+  ): Promise<boolean> {
+    const usage = options.usage ?? zeroUsage();
+    const params = [
+      sessionId,
+      message.role,
+      JSON.stringify(message.content),
+      isTurnStart(message),
+      options.jobId ?? null,
+      this.#clock.now(),
+      titleFromMessage(message),
+      usage.input,
+      usage.output,
+      usage.cacheRead,
+      usage.cacheWrite,
+    ];
+    const result = await client.query<{ found: number; appended: number }>(SQL.append, params);
+    const row = result.rows[0];
+    if (!row || row.found === 0) throw unknownSessionError(sessionId);
+    return row.appended > 0;
+  }
+
+  async loadContext(sessionId: string, maxMessages: number): Promise<ChatMessage[]> {
+    this.#assertOpen();
+    const pageSize = Math.max(1, Math.floor(maxMessages));
+    const result = await retryOnDisconnect(() =>
+      this.#pool.query<{ role: ChatMessage["role"]; content: string }>(SQL.tail, [
+        sessionId,
+        pageSize,
+      ]),
+    );
+    const tail = result.rows.map((row) => ({ role: row.role, content: JSON.parse(row.content) }));
+    return cutContext(tail, maxMessages);
+  }
+
+  /** Marks the store closed; the pool belongs to whoever opened it. */
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
+
+  async #selectOne(text: string, params: unknown[]): Promise<Session | null> {
+    this.#assertOpen();
+    const result = await retryOnDisconnect(() => this.#pool.query<SessionRow>(text, params));
+    return result.rows[0] ? sessionFromRow(result.rows[0]) : null;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new Error("The history store is closed.");
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * The one mapping from a stored `jobs` row to a {@link Job}, shared by the SQLite and
+ * PostgreSQL queues (their `jobs` tables have the same columns).
+ */
+import type { ClaimedJob, Job, JobAttemptError, JobState, ReplyTarget } from "../ports.js";
+import { isReplyTarget } from "./job.js";
+
+/** Largest number of jobs one claim takes. */
+export const MAX_CLAIM = 1000;
+
+/** A row of the `jobs` table, as the database driver returns it. */
+export interface JobRow {
+  seq: number;
+  id: string;
+  agent_id: string;
+  session_key: string;
+  session_id: string | null;
+  message: string;
+  mode: string;
+  reply_to: string;
+  state: string;
+  attempts: number;
+  max_attempts: number;
+  run_at: number;
+  locked_by: string | null;
+  locked_at: number | null;
+  lock_token: string | null;
+  last_error: string | null;
+  errors: string;
+  dedupe_key: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A row read back: the job, and what is wrong with the row if it was edited badly. */
+export interface ParsedRow {
+  job: Job;
+  /** Why the job cannot run (a malformed column), or null when the row is sound. */
+  problem: string | null;
+}
+
+const STATES = new Set<string>(["queued", "running", "done", "failed"]);
+const SILENT: ReplyTarget = { kind: "silent" };
+
+/**
+ * Maps a row to a job. Never throws: a row edited into nonsense still lists (with safe
+ * stand-ins) and `problem` says what is wrong, so a claim can fail that job on the spot.
+ */
+export function parseJobRow(row: JobRow): ParsedRow {
+  const replyTo = parseJson(row.reply_to);
+  const errors = parseJson(row.errors);
+  let problem: string | null = null;
+  if (!isReplyTarget(replyTo))
+    problem = `reply_to ${JSON.stringify(row.reply_to)} is not a reply target`;
+  if (row.mode !== "chat" && row.mode !== "job")
+    problem = `mode ${JSON.stringify(row.mode)} is not chat or job`;
+  const job: Job = {
+    id: row.id,
+    agentId: row.agent_id,
+    sessionKey: row.session_key,
+    sessionId: row.session_id,
+    message: row.message,
+    mode: row.mode === "job" ? "job" : "chat",
+    replyTo: isReplyTarget(replyTo) ? replyTo : SILENT,
+    state: (STATES.has(row.state) ? row.state : "failed") as JobState,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    runAt: row.run_at,
+    lockedBy: row.locked_by,
+    lockedAt: row.locked_at,
+    lastError: row.last_error,
+    errors: Array.isArray(errors) ? (errors as JobAttemptError[]) : [],
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+  return { job, problem };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The rows a claim took, split into sound jobs (oldest first) and rows to fail. */
+export interface ClaimedRows {
+  claimed: ClaimedJob[];
+  /** Rows that cannot run, with the error to fail them with. */
+  malformed: { seq: number; error: string }[];
+}
+
+/** Orders a claim's rows (a statement may return them in any order) and checks each. */
+export function splitClaimedRows(rows: JobRow[]): ClaimedRows {
+  rows.sort((a, b) => a.run_at - b.run_at || a.seq - b.seq);
+  const result: ClaimedRows = { claimed: [], malformed: [] };
+  for (const row of rows) {
+    const { job, problem } = parseJobRow(row);
+    if (problem === null) result.claimed.push({ ...job, lockToken: row.lock_token ?? "" });
+    else result.malformed.push({ seq: row.seq, error: `malformed job: ${problem}` });
+  }
+  return result;
+}

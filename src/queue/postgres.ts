@@ -1,0 +1,354 @@
+/**
+ * The PostgreSQL job queue (`queue.backend: postgres`): one `jobs` table shared by every
+ * picklebot process of a cluster, with the same semantics as the SQLite queue.
+ *
+ * - A claim is one `UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED)`: concurrent claims
+ *   from many processes skip each other's rows instead of waiting, and a job is a
+ *   candidate only when the job before it in its session's line is finished, so a
+ *   session runs one job at a time across the whole cluster.
+ * - Every change after a claim is fenced by the claim's lock token.
+ * - An enqueue calls `pg_notify` in its own statement, so the notification is delivered
+ *   only once the job is committed; a dedicated LISTEN connection (reconnecting) and a
+ *   backstop poll feed `onRunnable`.
+ * - Completions requested in the same tick share one statement.
+ * - A lost connection is retried on a new one wherever repeating is safe (see
+ *   `retryOnDisconnect`); a claim whose reply was lost finds its rows by its lock token.
+ */
+import pg from "pg";
+import { PgListener } from "../db/pg-listener.js";
+import { isConnectionError, retryOnDisconnect } from "../db/postgres.js";
+import type { ClaimedJob, Job, JobAdmin, JobQueue, JobState, NewJob } from "../ports.js";
+import { type Clock, systemClock } from "../server/worker.js";
+import {
+  DEFAULT_MAX_ATTEMPTS,
+  INTERRUPTED_MESSAGE,
+  newJobId,
+  newLockPrefix,
+  queuedJob,
+  validateNewJob,
+} from "./job.js";
+import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "./job-row.js";
+import { JOBS_CHANNEL, PG } from "./postgres-sql.js";
+import { RunnableSignal } from "./runnable.js";
+
+/** Options of {@link PostgresJobQueue}. */
+export interface PostgresJobQueueOptions {
+  /** The pool from `openPostgres` (migrated); the queue never closes it. */
+  pool: pg.Pool;
+  /**
+   * Settings for the queue's own connections: the LISTEN connection, and two connections
+   * for claims and completions, so that a burst of enqueues on `pool` cannot starve the
+   * workers. Without them everything uses `pool` and only the backstop poll wakes listeners.
+   */
+  connection?: pg.ClientConfig;
+  /** (Default: the system clock) */
+  clock?: Clock;
+  /** Id of a new job. (Default: a time-ordered id, see `newJobId`) */
+  newId?: () => string;
+  /** Attempts of a job whose producer names none. (Default: 5) */
+  defaultMaxAttempts?: number;
+  /** How often listeners are woken in case a notification was lost. (Default: 2000 ms) */
+  backstopPollMs?: number;
+  /** Told when the LISTEN connection is lost (it reconnects on its own). */
+  onListenError?: (error: Error) => void;
+}
+
+const DEFAULT_LIST_LIMIT = 50;
+
+/** A completion waiting for the statement it shares with others. */
+interface PendingCompletion {
+  job: ClaimedJob;
+  resolve: (done: boolean) => void;
+  reject: (error: unknown) => void;
+}
+
+/** The durable job queue on PostgreSQL, for any number of processes. */
+export class PostgresJobQueue implements JobQueue, JobAdmin {
+  readonly #pool: pg.Pool;
+  /** Claims and completions: `pool`, or the queue's own small pool. */
+  readonly #workPool: pg.Pool;
+  readonly #options: PostgresJobQueueOptions;
+  readonly #clock: Clock;
+  readonly #newId: () => string;
+  readonly #defaultMaxAttempts: number;
+  readonly #signal: RunnableSignal;
+  readonly #lockPrefix = newLockPrefix();
+  #claims = 0;
+  #pendingCompletions: PendingCompletion[] = [];
+  readonly #flushing = new Set<Promise<void>>();
+  #listener: PgListener | null = null;
+  #poll: NodeJS.Timeout | null = null;
+
+  constructor(options: PostgresJobQueueOptions) {
+    this.#pool = options.pool;
+    this.#workPool = options.connection ? openWorkPool(options.connection) : options.pool;
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#newId = options.newId ?? newJobId;
+    this.#defaultMaxAttempts = options.defaultMaxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+    this.#signal = new RunnableSignal({
+      clock: this.#clock,
+      // Scheduled jobs are found asynchronously: see #wakeForScheduled.
+      nextDueAt: () => null,
+      onActiveChange: (active) => this.#watchOtherProcesses(active),
+    });
+  }
+
+  async enqueue(newJob: NewJob): Promise<Job> {
+    validateNewJob(newJob);
+    const now = this.#clock.now();
+    const job = queuedJob(newJob, this.#newId(), now, this.#defaultMaxAttempts);
+    const params = [
+      job.id,
+      job.agentId,
+      job.sessionKey,
+      job.sessionId,
+      job.message,
+      job.mode,
+      JSON.stringify(job.replyTo),
+      job.maxAttempts,
+      job.runAt,
+      newJob.dedupeKey ?? null,
+      now,
+    ];
+    const row = await retryOnDisconnect(async () => {
+      const inserted = await this.#pool.query<JobRow>(prepared("enqueue", params));
+      if (inserted.rows[0]) return inserted.rows[0];
+      // A conflict: the dedupe key's first job, or this very job from a lost reply.
+      const existing = newJob.dedupeKey
+        ? await this.#pool.query<JobRow>(PG.byDedupeKey, [newJob.dedupeKey])
+        : await this.#pool.query<JobRow>(PG.byId, [job.id]);
+      if (!existing.rows[0]) throw new Error(`job ${job.id} vanished during enqueue`);
+      return existing.rows[0];
+    });
+    const stored = parseJobRow(row).job;
+    if (stored.id === job.id) this.#signal.wakeAt(stored.runAt);
+    return stored;
+  }
+
+  async claim(
+    workerId: string,
+    limit: number,
+    options: { agentIds?: string[] } = {},
+  ): Promise<ClaimedJob[]> {
+    if (!(limit >= 1)) return [];
+    const now = this.#clock.now();
+    this.#claims += 1;
+    const token = `${this.#lockPrefix}${this.#claims.toString(36)}`;
+    const params = [
+      workerId,
+      now,
+      token,
+      options.agentIds ?? null,
+      Math.min(MAX_CLAIM, Math.floor(limit)),
+    ];
+    const { claimed, malformed } = splitClaimedRows(await this.#claimRows(params, token));
+    for (const { seq, error } of malformed) {
+      await retryOnDisconnect(() => this.#pool.query(PG.failMalformed, [seq, error, now]));
+    }
+    return claimed;
+  }
+
+  /** {@link checkpoint} on a connection inside the caller's transaction. */
+  async checkpointOn(
+    client: pg.ClientBase | pg.Pool,
+    job: ClaimedJob,
+    sessionId: string,
+  ): Promise<boolean> {
+    const params = [job.id, job.lockToken, sessionId, this.#clock.now()];
+    return ((await client.query(PG.checkpoint, params)).rowCount ?? 0) > 0;
+  }
+
+  async checkpoint(job: ClaimedJob, sessionId: string): Promise<boolean> {
+    return retryOnDisconnect(() => this.checkpointOn(this.#pool, job, sessionId));
+  }
+
+  /** Marks the job done; completions requested in the same tick share one statement. */
+  complete(job: ClaimedJob): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.#pendingCompletions.push({ job, resolve, reject });
+      if (this.#pendingCompletions.length === 1) {
+        queueMicrotask(() => {
+          const flush = this.#flushCompletions();
+          this.#flushing.add(flush);
+          void flush.finally(() => this.#flushing.delete(flush));
+        });
+      }
+    });
+  }
+
+  /** Records the failed attempt: requeued at `retryAt`, or failed for good when null. */
+  async fail(job: ClaimedJob, error: string, retryAt: number | null): Promise<boolean> {
+    const now = this.#clock.now();
+    const fence = [job.id, job.lockToken, error, now];
+    const result = await retryOnDisconnect(() =>
+      retryAt === null
+        ? this.#pool.query(PG.fail, fence)
+        : this.#pool.query(PG.retry, [...fence, retryAt]),
+    );
+    if ((result.rowCount ?? 0) === 0) return false;
+    if (retryAt === null) this.#signal.notify();
+    else this.#signal.wakeAt(retryAt);
+    return true;
+  }
+
+  async recover(workerId: string): Promise<number> {
+    const recovered = await retryOnDisconnect(() => this.recoverOn(this.#pool, [workerId]));
+    return recovered;
+  }
+
+  /**
+   * Requeues, due at once, every job the named workers left running, recording the
+   * interrupted attempt (the claim already counted it); on `client`, so that the leader
+   * can do it in the transaction that removes dead instances.
+   */
+  async recoverOn(client: pg.ClientBase | pg.Pool, workerIds: string[]): Promise<number> {
+    if (workerIds.length === 0) return 0;
+    const params = [workerIds, INTERRUPTED_MESSAGE, this.#clock.now()];
+    const result = await client.query<{ count: number }>(PG.recover, params);
+    const recovered = result.rows[0]?.count ?? 0;
+    if (recovered > 0) this.#signal.notify();
+    return recovered;
+  }
+
+  onRunnable(listener: () => void): () => void {
+    return this.#signal.subscribe(listener);
+  }
+
+  /** Writes pending completions, stops listening; the pool's owner closes the pool. */
+  async close(): Promise<void> {
+    if (this.#pendingCompletions.length > 0) await this.#flushCompletions();
+    await Promise.allSettled([...this.#flushing]);
+    this.#signal.close();
+    await this.#listener?.close();
+    if (this.#workPool !== this.#pool) await this.#workPool.end();
+  }
+
+  async get(id: string): Promise<Job | null> {
+    const result = await retryOnDisconnect(() => this.#pool.query<JobRow>(PG.byId, [id]));
+    return result.rows[0] ? parseJobRow(result.rows[0]).job : null;
+  }
+
+  async list(options: { state?: JobState; limit?: number } = {}): Promise<Job[]> {
+    const params = [options.state ?? null, options.limit ?? DEFAULT_LIST_LIMIT];
+    const result = await retryOnDisconnect(() => this.#pool.query<JobRow>(PG.list, params));
+    return result.rows.map((row) => parseJobRow(row).job);
+  }
+
+  async counts(): Promise<Record<JobState, number>> {
+    const counts: Record<JobState, number> = { queued: 0, running: 0, done: 0, failed: 0 };
+    const result = await retryOnDisconnect(() =>
+      this.#pool.query<{ state: JobState; count: number }>(PG.counts),
+    );
+    for (const { state, count } of result.rows) if (state in counts) counts[state] = count;
+    return counts;
+  }
+
+  /** Requeues a failed job at the back of its session's line, due now, with fresh attempts. */
+  async retryFailed(id: string): Promise<boolean> {
+    const params = [id, this.#clock.now()];
+    const result = await retryOnDisconnect(() => this.#pool.query(PG.retryFailed, params));
+    const changed = (result.rowCount ?? 0) > 0;
+    if (changed) this.#signal.notify();
+    return changed;
+  }
+
+  /** Deletes up to `batch` done and failed jobs last changed before `cutoff` (epoch ms). */
+  async prune(cutoff: number, batch = 1000): Promise<number> {
+    const result = await retryOnDisconnect(() => this.#pool.query(PG.prune, [cutoff, batch]));
+    return result.rowCount ?? 0;
+  }
+
+  /** The claim; when the connection dropped mid-way, the rows it took (found by token). */
+  async #claimRows(params: unknown[], token: string): Promise<JobRow[]> {
+    try {
+      return (await this.#workPool.query<JobRow>(prepared("claim", params))).rows;
+    } catch (error) {
+      if (!isConnectionError(error)) throw error;
+      return retryOnDisconnect(async () => {
+        const taken = await this.#workPool.query<JobRow>(PG.claimedBy, [token]);
+        if (taken.rows.length > 0) return taken.rows;
+        return (await this.#workPool.query<JobRow>(prepared("claim", params))).rows;
+      });
+    }
+  }
+
+  async #flushCompletions(): Promise<void> {
+    const waiting = this.#pendingCompletions;
+    this.#pendingCompletions = [];
+    if (waiting.length === 0) return;
+    const ids = waiting.map((completion) => completion.job.id);
+    const tokens = waiting.map((completion) => completion.job.lockToken);
+    try {
+      const params = [ids, tokens, this.#clock.now()];
+      const result = await retryOnDisconnect(() =>
+        this.#workPool.query<{ id: string }>(prepared("complete", params)),
+      );
+      const done = new Set(result.rows.map((row) => row.id));
+      for (const completion of waiting) completion.resolve(done.has(completion.job.id));
+      if (done.size > 0) this.#signal.notify();
+    } catch (error) {
+      for (const completion of waiting) completion.reject(error);
+    }
+  }
+
+  #watchOtherProcesses(active: boolean): void {
+    if (this.#poll) clearInterval(this.#poll);
+    this.#poll = null;
+    void this.#listener?.close();
+    this.#listener = null;
+    if (!active) return;
+    const { connection, backstopPollMs = 2000, onListenError } = this.#options;
+    if (connection) {
+      this.#listener = new PgListener({
+        config: connection,
+        channel: JOBS_CHANNEL,
+        onNotify: (payload) => this.#onNotification(payload),
+        // Notifications sent while the connection was down are lost: look again.
+        onListening: () => this.#wakeForScheduled(),
+        onError: onListenError,
+      });
+      this.#listener.start();
+    }
+    this.#poll = setInterval(() => this.#wakeForScheduled(), backstopPollMs);
+    this.#poll.unref();
+    this.#wakeForScheduled();
+  }
+
+  #onNotification(payload: string): void {
+    const runAt = Number(payload);
+    if (payload !== "" && Number.isFinite(runAt)) this.#signal.wakeAt(runAt);
+    else this.#signal.notify();
+  }
+
+  /** Wakes the listeners now, and arms the timer for the earliest scheduled job. */
+  #wakeForScheduled(): void {
+    this.#signal.notify();
+    const now = this.#clock.now();
+    this.#pool
+      .query<{ at: number | null }>(PG.nextDueAt, [now])
+      .then((result) => {
+        const at = result.rows[0]?.at;
+        if (at !== null && at !== undefined) this.#signal.wakeAt(at);
+      })
+      .catch(() => undefined);
+  }
+}
+
+/** Connections of the queue's own pool for claims and completions. */
+const WORK_POOL_SIZE = 2;
+
+function openWorkPool(connection: pg.ClientConfig): pg.Pool {
+  const pool = new pg.Pool({ ...connection, max: WORK_POOL_SIZE });
+  // An idle connection the server drops emits here; the pool discards it.
+  pool.on("error", () => undefined);
+  return pool;
+}
+
+/**
+ * The hot statements as named prepared statements: each connection parses and plans them
+ * once instead of on every call.
+ */
+function prepared(name: "enqueue" | "claim" | "complete", values: unknown[]): pg.QueryConfig {
+  return { name: `picklebot_${name}`, text: PG[name], values };
+}

@@ -1,0 +1,73 @@
+/**
+ * PostgreSQL for tests: whether a server is reachable, and a fresh database per test file
+ * (dropped afterwards), so parallel files and repeated runs never see each other's rows.
+ *
+ * The server is `PICKLEBOT_TEST_DATABASE_URL` (Default: postgres://postgres@127.0.0.1:5432/test).
+ * Without one, Postgres suites skip and say why, except under `CI=true`, where they run
+ * (and fail): CI must test this mode.
+ */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+
+/** The server tests create their databases on. */
+export const ADMIN_URL =
+  process.env.PICKLEBOT_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+/** Why Postgres tests cannot run here, or null when they can (or must: CI). */
+export async function postgresSkipReason(): Promise<string | null> {
+  if (process.env.CI === "true") return null;
+  const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    return null;
+  } catch (error) {
+    const reason = `PostgreSQL tests skipped: no server at ${ADMIN_URL} (${(error as Error).message}); set PICKLEBOT_TEST_DATABASE_URL to run them`;
+    console.warn(reason);
+    return reason;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** A database made for one test file. */
+export interface TestDatabase {
+  name: string;
+  /** Its URL, for `queue.url` or `openPostgres`. */
+  url: string;
+  /** Runs one statement as the admin user on this database. */
+  query<T extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    params?: unknown[],
+  ): Promise<pg.QueryResult<T>>;
+  /** Drops the database, closing whatever is still connected to it. */
+  drop(): Promise<void>;
+}
+
+async function admin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    return await use(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates an empty database named after `label`, with a random suffix. */
+export async function createTestDatabase(label: string): Promise<TestDatabase> {
+  const name = `picklebot_test_${label}_${randomBytes(4).toString("hex")}`;
+  await admin((client) => client.query(`CREATE DATABASE ${name}`));
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
+  pool.on("error", () => undefined);
+  return {
+    name,
+    url: url.toString(),
+    query: (text, params) => pool.query(text, params),
+    async drop() {
+      await pool.end();
+      await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    },
+  };
+}

@@ -1,0 +1,138 @@
+import type pg from "pg";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { connectionConfig, openPostgres } from "../../src/db/postgres.js";
+import type { ClaimedJob } from "../../src/ports.js";
+import { PostgresJobQueue } from "../../src/queue/postgres.js";
+import { createTestDatabase, postgresSkipReason, type TestDatabase } from "../helpers/postgres.js";
+import { chatJob, ManualClock, nextRunnable, queueContract } from "./contract.js";
+
+const skipReason = await postgresSkipReason();
+
+describe.skipIf(skipReason !== null)("PostgresJobQueue", () => {
+  let database: TestDatabase;
+
+  beforeAll(async () => {
+    database = await createTestDatabase("queue");
+    await (await openPostgres({ url: database.url })).end();
+  });
+
+  afterAll(async () => {
+    await database?.drop();
+  });
+
+  /** A queue on the test database, emptied first. */
+  async function openQueue(clock = new ManualClock()) {
+    const pool = await openPostgres({ url: database.url, poolSize: 4 });
+    const queue = new PostgresJobQueue({
+      pool,
+      clock,
+      connection: connectionConfig({ url: database.url }),
+      backstopPollMs: 50,
+    });
+    return { pool, queue, clock };
+  }
+
+  queueContract("postgres", async () => {
+    await database.query("TRUNCATE jobs RESTART IDENTITY");
+    const { pool, queue, clock } = await openQueue();
+    return {
+      queue,
+      clock,
+      async cleanup() {
+        await queue.close();
+        await pool.end();
+      },
+    };
+  });
+
+  describe("across connections", () => {
+    const opened: { pool: pg.Pool; queue: PostgresJobQueue }[] = [];
+
+    beforeEach(async () => {
+      await database.query("TRUNCATE jobs RESTART IDENTITY");
+    });
+
+    afterEach(async () => {
+      for (const { pool, queue } of opened.splice(0)) {
+        await queue.close();
+        await pool.end();
+      }
+    });
+
+    async function process(clock?: ManualClock) {
+      const opening = await openQueue(clock);
+      opened.push(opening);
+      return opening.queue;
+    }
+
+    it("wakes an idle process when another one enqueues (LISTEN/NOTIFY)", async () => {
+      const [server, cli] = [await process(), await process()];
+      // The first call comes from subscribing; the second from the notification.
+      await nextRunnable(server);
+      const woken = nextRunnable(server);
+      const job = await cli.enqueue(chatJob("telegram:1", "hello"));
+      await woken;
+      expect(await server.claim("server", 10)).toMatchObject([{ id: job.id }]);
+    });
+
+    it("never hands one job to two processes claiming at once, and keeps session order", async () => {
+      const producer = await process();
+      const total = 300;
+      for (let index = 0; index < total; index += 1) {
+        await producer.enqueue(chatJob(`session-${index % 30}`, String(index)));
+      }
+      const workers = [await process(), await process(), await process()];
+      const seen: number[][] = [];
+      await Promise.all(
+        workers.map(async (queue, worker) => {
+          for (;;) {
+            const jobs = await queue.claim(`worker-${worker}`, 4);
+            if (jobs.length === 0 && (await queue.counts()).queued === 0) return;
+            for (const job of jobs) {
+              seen.push([Number(job.message), worker]);
+              expect(await queue.complete(job)).toBe(true);
+            }
+          }
+        }),
+      );
+      const messages = seen.map(([message]) => message as number);
+      expect(new Set(messages).size).toBe(total);
+      expect(messages).toHaveLength(total);
+      for (let session = 0; session < 30; session += 1) {
+        const order = messages.filter((message) => message % 30 === session);
+        expect(order).toEqual([...order].sort((a, b) => a - b));
+      }
+      expect(await producer.counts()).toEqual({ queued: 0, running: 0, done: total, failed: 0 });
+    });
+
+    it("fails a job whose row was edited into nonsense instead of handing it out", async () => {
+      const queue = await process();
+      const job = await queue.enqueue(chatJob("s", "hello"));
+      await database.query("UPDATE jobs SET reply_to = 'not json' WHERE id = $1", [job.id]);
+      expect(await queue.claim("w", 10)).toEqual([]);
+      const failed = await queue.get(job.id);
+      expect(failed?.state).toBe("failed");
+      expect(failed?.lastError).toMatch(
+        /^malformed job: reply_to "not json" is not a reply target/,
+      );
+    });
+
+    it("completes a claimed job even when its connection was terminated", async () => {
+      const queue = await process();
+      await queue.enqueue(chatJob("s", "survive"));
+      const [job] = (await queue.claim("w", 1)) as [ClaimedJob];
+      await database.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+      );
+      expect(await queue.complete(job)).toBe(true);
+      expect((await queue.get(job.id))?.state).toBe("done");
+    });
+
+    it("migrates once when several processes start at the same time", async () => {
+      const queues = await Promise.all([process(), process(), process()]);
+      expect(queues).toHaveLength(3);
+      const { rows } = await database.query("SELECT version FROM schema_migrations ORDER BY 1");
+      expect(rows.map((row) => row.version)).toEqual([1, 2, 3, 4]);
+    });
+  });
+});
