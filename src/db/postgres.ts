@@ -52,12 +52,9 @@ export function connectionConfig(options: OpenPostgresOptions): pg.ClientConfig 
 
 /** Opens a pool on `url` and applies the migrations; throws UserError when unreachable. */
 export async function openPostgres(options: OpenPostgresOptions): Promise<pg.Pool> {
-  const pool = new pg.Pool({
-    ...connectionConfig(options),
-    max: options.poolSize ?? DEFAULT_POOL_SIZE,
-  });
-  // An idle pooled connection that the server drops emits here; the pool discards it.
-  pool.on("error", () => undefined);
+  const pool = survivingDroppedConnections(
+    new pg.Pool({ ...connectionConfig(options), max: options.poolSize ?? DEFAULT_POOL_SIZE }),
+  );
   try {
     await migrate(pool);
     return pool;
@@ -65,6 +62,19 @@ export async function openPostgres(options: OpenPostgresOptions): Promise<pg.Poo
     await pool.end();
     throw unreachableError(error, options.url);
   }
+}
+
+/**
+ * Keeps a dropped connection (a restarted server, `pg_terminate_backend`) from ending the
+ * process. The server's "terminating connection" arrives as an "error" event on the
+ * client; pg-pool listens for it on idle clients and during `pool.query`, but not on a
+ * client it is discarding after a failed query, and an unhandled "error" event is fatal.
+ * The failure itself still reaches the caller: the query in flight rejects.
+ */
+export function survivingDroppedConnections(pool: pg.Pool): pg.Pool {
+  pool.on("error", () => undefined);
+  pool.on("connect", (client) => client.on("error", () => undefined));
+  return pool;
 }
 
 /** Applies the migrations newer than `schema_migrations`, each in its own transaction. */

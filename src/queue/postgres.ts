@@ -16,7 +16,11 @@
  */
 import pg from "pg";
 import { PgListener } from "../db/pg-listener.js";
-import { isConnectionError, retryOnDisconnect } from "../db/postgres.js";
+import {
+  isConnectionError,
+  retryOnDisconnect,
+  survivingDroppedConnections,
+} from "../db/postgres.js";
 import type { ClaimedJob, Job, JobAdmin, JobQueue, JobState, NewJob } from "../ports.js";
 import { type Clock, systemClock } from "../server/worker.js";
 import {
@@ -339,10 +343,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
 const WORK_POOL_SIZE = 2;
 
 function openWorkPool(connection: pg.ClientConfig): pg.Pool {
-  const pool = new pg.Pool({ ...connection, max: WORK_POOL_SIZE });
-  // An idle connection the server drops emits here; the pool discards it.
-  pool.on("error", () => undefined);
-  return pool;
+  return survivingDroppedConnections(new pg.Pool({ ...connection, max: WORK_POOL_SIZE }));
 }
 
 /**
