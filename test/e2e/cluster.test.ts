@@ -111,16 +111,27 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
     );
   }
 
-  /** "job done" log lines of every process, by job id. */
-  function doneLines(servers: ServerProcess[]): Map<string, string[]> {
-    const byJob = new Map<string, string[]>();
-    for (const server of servers) {
-      for (const line of server.linesMatching((entry) => entry.outcome === "done")) {
-        const id = String(line.job);
-        byJob.set(id, [...(byJob.get(id) ?? []), String(server.pid)]);
+  /**
+   * "job done" log lines of every process, by job id, once at least `total` were written:
+   * a process logs the outcome just after committing it, so the database may be ahead.
+   */
+  async function doneLines(
+    servers: ServerProcess[],
+    total: number,
+  ): Promise<Map<string, string[]>> {
+    const collect = () => {
+      const byJob = new Map<string, string[]>();
+      for (const server of servers) {
+        for (const line of server.linesMatching((entry) => entry.outcome === "done")) {
+          const id = String(line.job);
+          byJob.set(id, [...(byJob.get(id) ?? []), String(server.pid)]);
+        }
       }
-    }
-    return byJob;
+      return byJob;
+    };
+    const written = () => [...collect().values()].reduce((sum, pids) => sum + pids.length, 0);
+    await waitUntil(() => written() >= total, `${total} "job done" lines`);
+    return collect();
   }
 
   /** The user messages of a session key's current session, oldest first. */
@@ -145,7 +156,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
     }
     await allDone(500, 120_000);
 
-    const done = doneLines(servers);
+    const done = await doneLines(servers, 500);
     expect(done.size).toBe(500);
     expect([...done.values()].every((pids) => pids.length === 1)).toBe(true);
     const stored = await producer.list({ limit: 1000 });
@@ -222,7 +233,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
 
     const coder = await startInstance("coder-1", { agents: ["coder"] });
     await allDone(20, 30_000);
-    const done = doneLines([...plain, coder]);
+    const done = await doneLines([...plain, coder], 20);
     for (const coderJob of coderJobs) expect(done.get(coderJob.id)).toEqual([String(coder.pid)]);
     const status = JSON.parse(
       (await runCli(["status", "--json", "--workspace", workspaces[0]?.dir ?? ""])).stdout,
