@@ -8,7 +8,7 @@
  *   first response  the bot receives a message (Telegram: the fake hands the update to the
  *                   held getUpdates; Discord: the fake sends MESSAGE_CREATE) → the first
  *                   typing or message call for that chat (p50/p99 over --latency
- *                   messages, one at a time, round-robin over the chats)
+ *                   messages, one at a time, round-robin over the chats, --gap-ms apart)
  *   memory          the server's resident set (VmRSS) idle with both buses connected, then
  *                   after every --batch-size of --messages messages across --chats chats
  *                   (each batch: one message per chat, all answered before the next batch),
@@ -17,6 +17,7 @@
  *
  * Usage: npm run build && node bench/bus.js [--platform telegram|discord] [--latency 200]
  *        [--messages 5000] [--chats 100] [--settle-ms 3000] [--final-idle-ms 30000]
+ *        [--gap-ms 0]
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -80,6 +81,7 @@ export async function runBusBench(options = {}) {
     const idle = rssMiB(server.pid);
     const latencies = [];
     for (let n = 0; n < latencyCount; n += 1) {
+      if (n > 0) await sleep(options.gapMs ?? 0);
       latencies.push(await timedMessage(platform, chats[n % chats.length], n));
     }
     const memory = [{ messages: 0, rss: idle }];
@@ -150,6 +152,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
       chats: { type: "string" },
       "settle-ms": { type: "string" },
       "final-idle-ms": { type: "string" },
+      "gap-ms": { type: "string" },
       platform: { type: "string" },
     },
   });
@@ -159,6 +162,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
     chats: values.chats ? Number(values.chats) : undefined,
     settleMs: values["settle-ms"] ? Number(values["settle-ms"]) : undefined,
     finalIdleMs: values["final-idle-ms"] ? Number(values["final-idle-ms"]) : undefined,
+    gapMs: values["gap-ms"] ? Number(values["gap-ms"]) : undefined,
     platform: values.platform,
   });
   console.log(result.markdown);

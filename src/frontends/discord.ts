@@ -63,6 +63,8 @@ export interface DiscordPlatformOptions {
 
 const DEFAULT_API_BASE = "https://discord.com/api";
 const MAX_MESSAGE_LENGTH = 2000;
+/** The longest wait for the global limit that discord.js does itself (it paces in seconds). */
+const GLOBAL_PACING_MS = 2000;
 /**
  * Gateway closes after which discord.js gives up: the close code, the error @discordjs/ws
  * rejects `login()` with, and what the owner has to do.
@@ -128,9 +130,12 @@ export class DiscordPlatform implements ChatPlatform {
       }),
       rest: {
         api: options.apiBase ?? DEFAULT_API_BASE,
-        // Retries and rate-limit waits belong to the core, which knows whether to wait.
+        // Retries and rate-limit waits belong to the core, which knows whether to wait; only
+        // discord.js's own pacing to Discord's 50 requests a second stays inside it.
         retries: 0,
-        rejectOnRateLimit: ["/channels"],
+        rejectOnRateLimit: (limit) =>
+          limit.route.startsWith("/channels") &&
+          !(limit.global && limit.timeToReset <= GLOBAL_PACING_MS),
         timeout: options.requestTimeoutMs ?? 15_000,
       },
     });

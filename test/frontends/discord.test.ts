@@ -252,6 +252,16 @@ describe("DiscordPlatform errors", () => {
     expect(fake.callsTo("POST /channels/:id/messages").map((call) => call.status)).toEqual([429]);
   });
 
+  it("paces a burst beyond Discord's 50 requests a second itself, without errors", async () => {
+    const { fake, platform } = await startPlatform();
+    const texts = Array.from({ length: 60 }, (_, i) => `message ${i}`);
+
+    await Promise.all(texts.map((text) => platform.send(fake.guildChannelId, text, "markdown")));
+
+    expect(fake.messages(fake.guildChannelId).sort()).toEqual([...texts].sort());
+    expect(fake.sent.filter((call) => call.status >= 400)).toEqual([]);
+  });
+
   it("surfaces a 500 at once as retryable, leaving retries to the core", async () => {
     const { fake, platform } = await startPlatform();
     fake.failNext("PATCH /channels/:id/messages/:mid", { status: 500 });
