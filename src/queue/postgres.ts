@@ -342,8 +342,17 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
 /** Connections of the queue's own pool for claims and completions. */
 const WORK_POOL_SIZE = 2;
 
+/**
+ * A claim must walk `jobs_runnable` in (run_at, seq) order and stop at its limit. With a
+ * bitmap scan instead (the planner's pick whenever its statistics say the queue is small,
+ * as after a burst) every claim reads and sorts every due job: O(queue) per claim.
+ */
+const CLAIM_SETTINGS = "-c enable_bitmapscan=off";
+
 function openWorkPool(connection: pg.ClientConfig): pg.Pool {
-  return survivingDroppedConnections(new pg.Pool({ ...connection, max: WORK_POOL_SIZE }));
+  return survivingDroppedConnections(
+    new pg.Pool({ ...connection, options: CLAIM_SETTINGS, max: WORK_POOL_SIZE }),
+  );
 }
 
 /**

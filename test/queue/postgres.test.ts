@@ -128,6 +128,32 @@ describe.skipIf(skipReason !== null)("PostgresJobQueue", () => {
       expect((await queue.get(job.id))?.state).toBe("done");
     });
 
+    it("prunes only finished jobs last changed before the cutoff", async () => {
+      const clock = new ManualClock();
+      const queue = await process(clock);
+      for (const key of ["done", "failed", "running", "queued"]) {
+        await queue.enqueue(chatJob(key, key, { maxAttempts: 1 }));
+      }
+      const claimed = await queue.claim("w", 3);
+      const byMessage = new Map(claimed.map((job) => [job.message, job]));
+      await queue.complete(byMessage.get("done") as ClaimedJob);
+      await queue.fail(byMessage.get("failed") as ClaimedJob, "400 bad request", null);
+      clock.advance(60_000);
+      const recent = await queue.enqueue(
+        chatJob("recent", "finished just now", { agentId: "coder" }),
+      );
+      const [job] = (await queue.claim("w", 1, { agentIds: ["coder"] })) as [ClaimedJob];
+      await queue.complete(job);
+      expect(await queue.prune(clock.now() - 30_000)).toBe(2);
+      const left = await queue.list();
+      expect(left.map((entry) => entry.message).sort()).toEqual([
+        "finished just now",
+        "queued",
+        "running",
+      ]);
+      expect(await queue.get(recent.id)).toMatchObject({ state: "done" });
+    });
+
     it("migrates once when several processes start at the same time", async () => {
       const queues = await Promise.all([process(), process(), process()]);
       expect(queues).toHaveLength(3);
