@@ -22,6 +22,8 @@ import { PostgresJobQueue } from "./queue/postgres.js";
 import { SqliteJobQueue } from "./queue/sqlite.js";
 import { type OutboxStore, SqliteOutboxStore } from "./server/bus/outbox.js";
 import { type PairingStore, SqlitePairingStore } from "./server/bus/pairing.js";
+import { PostgresOutboxStore } from "./server/bus/postgres-outbox.js";
+import { PostgresPairingStore } from "./server/bus/postgres-pairing.js";
 import { type Checkpoint, sequentialCheckpoint } from "./server/checkpoint.js";
 import { PostgresCronStateStore } from "./server/cron/postgres-state.js";
 import { type CronStateStore, SqliteCronStateStore } from "./server/cron/state.js";
@@ -90,8 +92,9 @@ function openLocalStorage(config: Config, clock: Clock): Storage {
 }
 
 /**
- * PostgreSQL mode: history, cron state and cluster tables in the database of `queue.url`;
- * the queue too unless `queue.backend` is `memory` or `sqlite` (then a single process).
+ * PostgreSQL mode: history, cron state, chat outbox, pairings and cluster tables in the
+ * database of `queue.url`; the queue too unless `queue.backend` is `memory` or `sqlite`
+ * (then a single process, and only `sqlite` opens the local database file).
  */
 async function openPostgresStorage(config: Config, clock: Clock): Promise<Storage> {
   // The schema's superRefine requires queue.url whenever a backend is postgres.
@@ -108,19 +111,21 @@ async function openPostgresStorage(config: Config, clock: Clock): Promise<Storag
           connection: connectionConfig({ ...settings, applicationName: "picklebot-listen" }),
         })
       : null;
-  // The outbox and pairings stay in this host's SQLite file until they move to PostgreSQL.
-  const local = openDatabase(join(config.history.path, DATABASE_FILE));
+  const local =
+    config.queue.backend === "sqlite"
+      ? openDatabase(join(config.history.path, DATABASE_FILE))
+      : null;
   const queue: JobQueue & JobAdmin =
     postgresQueue ??
-    (config.queue.backend === "sqlite"
+    (local
       ? new SqliteJobQueue({ db: local, clock, defaultMaxAttempts })
       : new MemoryJobQueue({ clock, defaultMaxAttempts }));
   return {
     history,
     queue,
     cronState: new PostgresCronStateStore({ pool }),
-    outbox: new SqliteOutboxStore({ db: local }),
-    pairing: new SqlitePairingStore({ db: local }),
+    outbox: new PostgresOutboxStore({ pool }),
+    pairing: new PostgresPairingStore({ pool }),
     checkpoint: postgresQueue
       ? postgresCheckpoint(pool, history, postgresQueue)
       : sequentialCheckpoint(history, queue),
@@ -130,7 +135,7 @@ async function openPostgresStorage(config: Config, clock: Clock): Promise<Storag
     async close() {
       await queue.close();
       await history.close();
-      local.close();
+      local?.close();
       await pool.end();
     },
   };
