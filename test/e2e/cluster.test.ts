@@ -10,14 +10,17 @@ import type { Job, NewJob } from "../../src/ports.js";
 import { PostgresJobQueue } from "../../src/queue/postgres.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { runCli } from "../helpers/cli.js";
-import { createTestDatabase, postgresSkipReason, type TestDatabase } from "../helpers/postgres.js";
+import {
+  FAST_CLUSTER as CLUSTER,
+  clusterYaml,
+  createTestDatabase,
+  postgresSkipReason,
+  type TestDatabase,
+} from "../helpers/postgres.js";
 import { killAllServers, type ServerProcess, startServer, waitUntil } from "../helpers/server.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const skipReason = await postgresSkipReason();
-
-/** Short intervals so that failures are noticed in seconds (picklebot.yaml `cluster:`). */
-const CLUSTER = { heartbeat_s: 0.2, instance_ttl_s: 1.5, leader_ttl_s: 2 };
 
 const CODER_AGENT = `---
 name: Coder
@@ -67,13 +70,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
     id: string,
     options: { agents?: string[]; files?: Record<string, string> } = {},
   ): Promise<ServerProcess> {
-    const cluster = Object.entries(CLUSTER)
-      .map(([key, value]) => `  ${key}: ${value}\n`)
-      .join("");
-    const config = fakeModelConfig(
-      fake.url,
-      `queue:\n  backend: postgres\n  url: ${database.url}\n  pool_size: 4\nhistory:\n  backend: postgres\ncluster:\n${cluster}`,
-    );
+    const config = fakeModelConfig(fake.url, clusterYaml(database.url));
     const files: Record<string, string> = { "picklebot.yaml": config, ...options.files };
     for (const agent of options.agents ?? []) files[`agents/${agent}/AGENT.md`] = CODER_AGENT;
     const workspace = makeWorkspace(files);

@@ -71,3 +71,14 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
     },
   };
 }
+
+/** Short cluster intervals, so that failures are noticed in seconds (picklebot.yaml `cluster:`). */
+export const FAST_CLUSTER = { heartbeat_s: 0.2, instance_ttl_s: 1.5, leader_ttl_s: 2 };
+
+/** The picklebot.yaml sections of a cluster member on `url`: queue, history and `cluster:`. */
+export function clusterYaml(url: string, cluster: Record<string, number> = FAST_CLUSTER): string {
+  const settings = Object.entries(cluster)
+    .map(([key, value]) => `  ${key}: ${value}\n`)
+    .join("");
+  return `queue:\n  backend: postgres\n  url: ${url}\n  pool_size: 4\nhistory:\n  backend: postgres\ncluster:\n${settings}`;
+}

@@ -1,0 +1,222 @@
+/**
+ * The chat bus in distributed mode, as a user runs it: three `picklebot server` processes
+ * (from dist/), each on its own workspace, sharing one PostgreSQL database, the fake
+ * Telegram Bot API and the fake model. Only the leader polls Telegram; every process
+ * streams and delivers the replies of the chat jobs it runs.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type pg from "pg";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { openPostgres } from "../../src/db/postgres.js";
+import type { Job } from "../../src/ports.js";
+import { PostgresJobQueue } from "../../src/queue/postgres.js";
+import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
+import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { BUS_CONNECTED, telegramYaml } from "../helpers/bus.js";
+import { runCli } from "../helpers/cli.js";
+import {
+  clusterYaml,
+  createTestDatabase,
+  FAST_CLUSTER,
+  postgresSkipReason,
+  type TestDatabase,
+} from "../helpers/postgres.js";
+import { killAllServers, type ServerProcess, startServer, waitUntil } from "../helpers/server.js";
+import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+
+const skipReason = await postgresSkipReason();
+
+const OWNER = 4242;
+const STRANGER = 777;
+
+describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot servers", () => {
+  let database: TestDatabase;
+  let pool: pg.Pool;
+  let producer: PostgresJobQueue;
+  let model: FakeAnthropic;
+  let telegram: FakeTelegram;
+  const workspaces = new Map<string, TempWorkspace>();
+
+  beforeAll(async () => {
+    database = await createTestDatabase("cluster_chat");
+    pool = await openPostgres({ url: database.url, poolSize: 4, applicationName: "cluster-test" });
+    producer = new PostgresJobQueue({ pool });
+  });
+
+  afterAll(async () => {
+    await producer?.close();
+    await pool?.end();
+    await database?.drop();
+  });
+
+  beforeEach(async () => {
+    await pool.query(
+      `TRUNCATE jobs, sessions, messages, cron_state, instances, leases, outbox,
+        pairing_requests, paired_users, pairing_refusals RESTART IDENTITY`,
+    );
+    model = await startFakeAnthropic({
+      defaultReply: (request) => ({ text: `re: ${lastUserText(request)}` }),
+    });
+    telegram = await startFakeTelegram();
+  });
+
+  afterEach(async () => {
+    await killAllServers();
+    await telegram.close();
+    await model.close();
+    for (const workspace of workspaces.values()) workspace.remove();
+    workspaces.clear();
+  });
+
+  /** Starts one server process named `id` with the Telegram bus enabled. */
+  async function startInstance(id: string, extraYaml = ""): Promise<ServerProcess> {
+    const yaml = clusterYaml(database.url) + telegramYaml(telegram, { allowedUserIds: [OWNER] });
+    const workspace = makeWorkspace({
+      "picklebot.yaml": fakeModelConfig(model.url, yaml + extraYaml),
+    });
+    workspaces.set(id, workspace);
+    return startServer(workspace.dir, { env: { PICKLEBOT_INSTANCE_ID: id } });
+  }
+
+  /** Starts node-a and waits until it leads and polls; then node-b and node-c. */
+  async function startCluster(leaderYaml = ""): Promise<ServerProcess[]> {
+    const first = await startInstance("node-a", leaderYaml);
+    await first.waitForLog((line) => line.msg === BUS_CONNECTED, 15_000);
+    return [first, await startInstance("node-b"), await startInstance("node-c")];
+  }
+
+  async function leader(): Promise<string | null> {
+    const { rows } = await pool.query<{ holder: string }>(
+      "SELECT holder FROM leases WHERE name = 'leader' AND expires_at > now()",
+    );
+    return rows[0]?.holder ?? null;
+  }
+
+  function say(text: string, userId = OWNER) {
+    return telegram.sendUserMessage({ chatId: userId, userId, text });
+  }
+
+  /** Waits until the bot's messages in a chat are exactly `expected`. */
+  async function chatShows(chatId: number, expected: string[], timeoutMs = 15_000) {
+    const same = () => JSON.stringify(telegram.messages(chatId)) === JSON.stringify(expected);
+    await telegram.waitFor(same, timeoutMs).catch((error: unknown) => {
+      const shown = JSON.stringify(telegram.messages(chatId));
+      throw new Error(`chat ${chatId} shows ${shown}, not ${JSON.stringify(expected)}: ${error}`);
+    });
+  }
+
+  function connectedLines(server: ServerProcess) {
+    return server.linesMatching((line) => line.msg === BUS_CONNECTED);
+  }
+
+  function sentOk() {
+    return telegram.callsOf("sendMessage").filter((call) => call.status === 200);
+  }
+
+  async function chatJobs(): Promise<Job[]> {
+    return (await producer.list({ limit: 100 })).filter((job) => job.mode === "chat");
+  }
+
+  it("answers once from a non-leader that runs the chat job, while only the leader polls", async () => {
+    let release: () => void = () => undefined;
+    const resume = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // node-a runs one job at a time: a console job holds its only slot.
+    model.script({ text: "busy work done", chunks: 3, pauseAfterChunks: 1, resume });
+    const first = await startInstance("node-a", "workers:\n  agent_concurrency: 1\n");
+    await first.waitForLog((line) => line.msg === BUS_CONNECTED, 15_000);
+    const busy = await producer.enqueue({
+      agentId: "pickle",
+      sessionKey: "console:busy",
+      message: "keep node-a busy",
+      mode: "chat",
+      replyTo: { kind: "silent" },
+    });
+    await waitUntil(() => model.requests.length >= 1, "node-a's model call");
+    const servers = [first, await startInstance("node-b"), await startInstance("node-c")];
+
+    say("hello cluster");
+    await chatShows(OWNER, ["re: hello cluster"]);
+    release();
+    const finished = async () => (await producer.counts()).done === 2;
+    await waitUntil(finished, "both jobs done");
+
+    const chatJob = (await chatJobs()).find((job) => job.sessionKey === `telegram:${OWNER}`);
+    expect(chatJob).toMatchObject({ state: "done", attempts: 1 });
+    const ranOn = servers.filter(
+      (server) => server.linesMatching((l) => l.job === chatJob?.id && l.outcome === "done").length,
+    );
+    expect(ranOn).toHaveLength(1);
+    expect(ranOn[0]).not.toBe(first);
+    expect(first.linesMatching((l) => l.job === busy.id && l.outcome === "done")).toHaveLength(1);
+    expect(await leader()).toBe("node-a");
+    expect(servers.map((server) => connectedLines(server).length)).toEqual([1, 0, 0]);
+    expect(sentOk()).toHaveLength(1);
+    const { rows } = await pool.query("SELECT state, locked_by FROM outbox");
+    expect(rows).toEqual([{ state: "delivered", locked_by: null }]);
+  });
+
+  it("resumes polling on a new leader within the TTL after SIGKILL, handling no update twice", async () => {
+    const servers = await startCluster();
+    const hello = say("first");
+    await chatShows(OWNER, ["re: first"]);
+    // node-a's next poll, held open, has confirmed "first".
+    await telegram.waitFor(() => telegram.confirmedOffset === hello.update_id + 1);
+
+    // node-a takes "second" but cannot confirm it: its next polls fail until it dies.
+    telegram.failNext("getUpdates", { status: 500 }, 10_000);
+    const second = say("second");
+    await chatShows(OWNER, ["re: first", "re: second"]);
+    expect(telegram.confirmedOffset).toBeLessThanOrEqual(second.update_id);
+    const killedAt = Date.now();
+    await servers[0]?.kill();
+    telegram.clearFailures();
+
+    const successor = await Promise.race(
+      servers.slice(1).map(async (server) => {
+        await server.waitForLog((line) => line.msg === BUS_CONNECTED, 20_000);
+        return server;
+      }),
+    );
+    expect(Date.now() - killedAt).toBeLessThan(FAST_CLUSTER.leader_ttl_s * 1000 * 3);
+    // Telegram hands the unconfirmed update to the new leader: its job exists already.
+    await telegram.waitFor(() => telegram.confirmedOffset > second.update_id, 10_000);
+    const redelivered = telegram.updateLog.find((q) => q.update.update_id === second.update_id);
+    expect(redelivered?.deliveredAt.length).toBeGreaterThanOrEqual(2);
+
+    say("third");
+    await chatShows(OWNER, ["re: first", "re: second", "re: third"]);
+    expect(model.requests.map(lastUserText)).toEqual(["first", "second", "third"]);
+    expect(await chatJobs()).toHaveLength(3);
+    expect(sentOk()).toHaveLength(3);
+    const pollers = servers.slice(1).filter((server) => connectedLines(server).length > 0);
+    expect(pollers).toEqual([successor]);
+  });
+
+  it("admits a user approved with `picklebot pairing approve` on any host, for every process", async () => {
+    await startCluster();
+    say("let me in", STRANGER);
+    const refusal = await telegram.waitFor(() => telegram.messages(STRANGER)[0]);
+    const code = /pairing approve (\w{8})/.exec(refusal)?.[1] ?? "";
+    expect(code).toMatch(/^[A-Z2-9]{8}$/);
+
+    const cli = (id: string, ...args: string[]) =>
+      runCli([...args, "--workspace", workspaces.get(id)?.dir ?? ""]);
+    const approved = await cli("node-c", "pairing", "approve", code);
+    expect(approved.stdout).toContain(`approved telegram user ${STRANGER}`);
+    for (const id of ["node-a", "node-b", "node-c"]) {
+      const listed = JSON.parse((await cli(id, "pairing", "list", "--json")).stdout);
+      expect(listed.approved).toEqual([expect.objectContaining({ userId: String(STRANGER) })]);
+    }
+
+    say("now?", STRANGER);
+    await chatShows(STRANGER, [refusal, "re: now?"]);
+    expect(model.requests.map(lastUserText)).toEqual(["now?"]);
+    // PostgreSQL mode keeps nothing in a host's SQLite file.
+    for (const workspace of workspaces.values()) {
+      expect(existsSync(join(workspace.dir, "history", "picklebot.db"))).toBe(false);
+    }
+  });
+});
