@@ -8,17 +8,18 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { openPostgres } from "../../src/db/postgres.js";
 import type { Job } from "../../src/ports.js";
-import { PostgresJobQueue } from "../../src/queue/postgres.js";
+import type { PostgresJobQueue } from "../../src/queue/postgres.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { BUS_CONNECTED, telegramYaml } from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
 import {
+  type ClusterDatabase,
   clusterYaml,
-  createTestDatabase,
+  currentLeader,
   FAST_CLUSTER,
+  openClusterDatabase,
   postgresSkipReason,
   type TestDatabase,
 } from "../helpers/postgres.js";
@@ -38,17 +39,14 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
   let telegram: FakeTelegram;
   const workspaces = new Map<string, TempWorkspace>();
 
+  let cluster: ClusterDatabase | undefined;
+
   beforeAll(async () => {
-    database = await createTestDatabase("cluster_chat");
-    pool = await openPostgres({ url: database.url, poolSize: 4, applicationName: "cluster-test" });
-    producer = new PostgresJobQueue({ pool });
+    cluster = await openClusterDatabase("cluster_chat");
+    ({ database, pool, producer } = cluster);
   });
 
-  afterAll(async () => {
-    await producer?.close();
-    await pool?.end();
-    await database?.drop();
-  });
+  afterAll(() => cluster?.close());
 
   beforeEach(async () => {
     await pool.query(
@@ -86,12 +84,7 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
     return [first, await startInstance("node-b"), await startInstance("node-c")];
   }
 
-  async function leader(): Promise<string | null> {
-    const { rows } = await pool.query<{ holder: string }>(
-      "SELECT holder FROM leases WHERE name = 'leader' AND expires_at > now()",
-    );
-    return rows[0]?.holder ?? null;
-  }
+  const leader = () => currentLeader(pool);
 
   function say(text: string, userId = OWNER) {
     return telegram.sendUserMessage({ chatId: userId, userId, text });

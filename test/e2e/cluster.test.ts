@@ -5,15 +5,16 @@
  */
 import type pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { openPostgres } from "../../src/db/postgres.js";
 import type { Job, NewJob } from "../../src/ports.js";
-import { PostgresJobQueue } from "../../src/queue/postgres.js";
+import type { PostgresJobQueue } from "../../src/queue/postgres.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { runCli } from "../helpers/cli.js";
 import {
   FAST_CLUSTER as CLUSTER,
+  type ClusterDatabase,
   clusterYaml,
-  createTestDatabase,
+  currentLeader,
+  openClusterDatabase,
   postgresSkipReason,
   type TestDatabase,
 } from "../helpers/postgres.js";
@@ -37,18 +38,14 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
   let fake: FakeAnthropic;
   const workspaces: TempWorkspace[] = [];
 
+  let cluster: ClusterDatabase | undefined;
+
   beforeAll(async () => {
-    database = await createTestDatabase("cluster");
-    // Not named picklebot…: terminatePicklebotConnections spares the test's own connections.
-    pool = await openPostgres({ url: database.url, poolSize: 4, applicationName: "cluster-test" });
-    producer = new PostgresJobQueue({ pool });
+    cluster = await openClusterDatabase("cluster");
+    ({ database, pool, producer } = cluster);
   });
 
-  afterAll(async () => {
-    await producer?.close();
-    await pool?.end();
-    await database?.drop();
-  });
+  afterAll(() => cluster?.close());
 
   beforeEach(async () => {
     await pool.query(
@@ -93,12 +90,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
     return (await producer.get(id)) as Job;
   }
 
-  async function leader(): Promise<string | null> {
-    const { rows } = await pool.query<{ holder: string }>(
-      "SELECT holder FROM leases WHERE name = 'leader' AND expires_at > now()",
-    );
-    return rows[0]?.holder ?? null;
-  }
+  const leader = () => currentLeader(pool);
 
   async function allDone(total: number, timeoutMs: number): Promise<void> {
     await waitUntil(
