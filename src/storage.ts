@@ -9,6 +9,7 @@
  */
 import { join } from "node:path";
 import type pg from "pg";
+import { StopRelay } from "./cluster/stop-relay.js";
 import { ClusterStore } from "./cluster/store.js";
 import type { Config } from "./config/index.js";
 import { connectionConfig, inTransaction, openPostgres, retryOnDisconnect } from "./db/postgres.js";
@@ -43,7 +44,7 @@ export interface Storage {
    * The processes sharing this storage and their leader (PostgreSQL queue), or null when
    * the storage belongs to one process (SQLite, memory).
    */
-  cluster: { store: ClusterStore; queue: PostgresJobQueue } | null;
+  cluster: { store: ClusterStore; queue: PostgresJobQueue; stops: StopRelay } | null;
   /** Closes the queue, the history store and the database. */
   close(): Promise<void>;
 }
@@ -102,15 +103,12 @@ async function openPostgresStorage(config: Config, clock: Clock): Promise<Storag
   const pool = await openPostgres(settings);
   const history = new PostgresHistoryStore({ pool, clock });
   const defaultMaxAttempts = config.workers.max_attempts;
+  const listenConnection = connectionConfig({ ...settings, applicationName: "picklebot-listen" });
   const postgresQueue =
     config.queue.backend === "postgres"
-      ? new PostgresJobQueue({
-          pool,
-          clock,
-          defaultMaxAttempts,
-          connection: connectionConfig({ ...settings, applicationName: "picklebot-listen" }),
-        })
+      ? new PostgresJobQueue({ pool, clock, defaultMaxAttempts, connection: listenConnection })
       : null;
+  const stops = new StopRelay({ pool, connection: listenConnection });
   const local =
     config.queue.backend === "sqlite"
       ? openDatabase(join(config.history.path, DATABASE_FILE))
@@ -130,9 +128,10 @@ async function openPostgresStorage(config: Config, clock: Clock): Promise<Storag
       ? postgresCheckpoint(pool, history, postgresQueue)
       : sequentialCheckpoint(history, queue),
     cluster: postgresQueue
-      ? { store: new ClusterStore({ pool, queue: postgresQueue }), queue: postgresQueue }
+      ? { store: new ClusterStore({ pool, queue: postgresQueue }), queue: postgresQueue, stops }
       : null,
     async close() {
+      await stops.close();
       await queue.close();
       await history.close();
       local?.close();

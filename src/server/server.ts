@@ -21,6 +21,7 @@ import type { AgentDefinition } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
 import { createPostMessageTool } from "../agents/tools/post-message.js";
 import { type Leadership, LeaderWorker, soleLeadership } from "../cluster/leader.js";
+import type { SessionStopper } from "../cluster/stop-relay.js";
 import { defaultInstanceId, type InstanceInfo } from "../cluster/store.js";
 import { ClusterUpkeepWorker, Heartbeat } from "../cluster/upkeep.js";
 import type { Config } from "../config/index.js";
@@ -163,13 +164,17 @@ export class PicklebotServer {
     });
     this.#chat = chat;
     const agentWorker = this.#agentWorker(this.#instance.id, this.#clock);
+    const stopHere = (key: string) => agentWorker.stopSession(key);
+    const stopper: SessionStopper = this.#storage.cluster?.stops.start(stopHere) ?? {
+      stop: async (key) => stopHere(key),
+    };
     this.#supervisor.start(agentWorker);
     this.#leader = new LeaderWorker({
       leadership: this.#leadership(),
       holder: this.#instance.id,
       workers: () =>
         this.#leaderOnlyWorkers(
-          platforms ? () => this.#createBus(platforms, chat, agentWorker) : () => null,
+          platforms ? () => this.#createBus(platforms, chat, stopper) : () => null,
         ),
       clock: this.#clock,
       logger: this.#options.logger.child({ worker: "leader" }),
@@ -192,7 +197,7 @@ export class PicklebotServer {
   #createBus(
     createPlatforms: () => ChatPlatform[],
     senders: ChatSenders,
-    agentWorker: AgentWorker,
+    stopper: SessionStopper,
   ): MessageBusWorker {
     const { config, logger } = this.#options;
     return new MessageBusWorker({
@@ -203,7 +208,7 @@ export class PicklebotServer {
       history: this.#storage.history,
       pairing: this.#storage.pairing,
       senders,
-      stopSession: (key) => agentWorker.stopSession(key),
+      stopSession: (key) => stopper.stop(key),
       clock: this.#clock,
       logger: logger.child({ worker: "bus" }),
     });

@@ -111,13 +111,22 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
     return (await producer.list({ limit: 100 })).filter((job) => job.mode === "chat");
   }
 
-  it("answers once from a non-leader that runs the chat job, while only the leader polls", async () => {
-    let release: () => void = () => undefined;
-    const resume = new Promise<void>((resolve) => {
-      release = resolve;
+  /** A promise the test settles, to hold the fake model in the middle of a reply. */
+  function gate(): { promise: Promise<void>; open: () => void } {
+    let open: () => void = () => undefined;
+    const promise = new Promise<void>((resolve) => {
+      open = resolve;
     });
-    // node-a runs one job at a time: a console job holds its only slot.
-    model.script({ text: "busy work done", chunks: 3, pauseAfterChunks: 1, resume });
+    return { promise, open };
+  }
+
+  /**
+   * node-a leads and runs one job at a time, and a console job (held by the fake model
+   * until `release`) fills its slot; then node-b and node-c start: chat jobs run on them.
+   */
+  async function startBusyLeader() {
+    const held = gate();
+    model.script({ text: "busy work done", chunks: 3, pauseAfterChunks: 1, resume: held.promise });
     const first = await startInstance("node-a", "workers:\n  agent_concurrency: 1\n");
     await first.waitForLog((line) => line.msg === BUS_CONNECTED, 15_000);
     const busy = await producer.enqueue({
@@ -129,6 +138,12 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
     });
     await waitUntil(() => model.requests.length >= 1, "node-a's model call");
     const servers = [first, await startInstance("node-b"), await startInstance("node-c")];
+    return { servers, busy, release: held.open };
+  }
+
+  it("answers once from a non-leader that runs the chat job, while only the leader polls", async () => {
+    const { servers, busy, release } = await startBusyLeader();
+    const first = servers[0] as ServerProcess;
 
     say("hello cluster");
     await chatShows(OWNER, ["re: hello cluster"]);
@@ -149,6 +164,35 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
     expect(sentOk()).toHaveLength(1);
     const { rows } = await pool.query("SELECT state, locked_by FROM outbox");
     expect(rows).toEqual([{ state: "delivered", locked_by: null }]);
+  });
+
+  it("stops a reply running on a non-leader when the leader receives /stop", async () => {
+    const { servers } = await startBusyLeader();
+    model.script({
+      text: "A very long story begins here and goes on",
+      chunks: 4,
+      pauseAfterChunks: 1,
+      resume: gate().promise,
+    });
+    say("tell me a long story");
+    await telegram.waitForCall("sendMessage", undefined, 10_000);
+
+    say("/stop");
+    await telegram.waitFor(() =>
+      telegram.messages(OWNER).includes("Stopping the reply in progress."),
+    );
+    await telegram.waitFor(() => telegram.messages(OWNER)[0]?.endsWith("Stopped."), 10_000);
+    const story = (await chatJobs())[0];
+    const stoppedOn = () =>
+      servers.filter(
+        (server) =>
+          server.linesMatching((l) => l.job === story?.id && l.outcome === "failed").length,
+      );
+    await waitUntil(() => stoppedOn().length > 0, "the story job stopped");
+    expect(await producer.get(story?.id ?? "")).toMatchObject({ state: "failed", attempts: 1 });
+    expect(stoppedOn()).toHaveLength(1);
+    expect(stoppedOn()[0]).not.toBe(servers[0]);
+    expect(model.requests).toHaveLength(2);
   });
 
   it("resumes polling on a new leader within the TTL after SIGKILL, handling no update twice", async () => {

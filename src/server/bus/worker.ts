@@ -47,8 +47,8 @@ export interface MessageBusWorkerOptions {
   pairing: PairingStore;
   /** This process's sending half: answers go out through it, its retry loops run here. */
   senders: ChatSenders;
-  /** Aborts the running job of a session key (`/stop`); false when none runs. */
-  stopSession: (sessionKey: string) => boolean;
+  /** Aborts the running job of a session key (`/stop`), wherever it runs; false when none runs. */
+  stopSession: (sessionKey: string) => Promise<boolean>;
   clock: Clock;
   logger: Logger;
 }
