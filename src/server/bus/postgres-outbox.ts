@@ -40,11 +40,11 @@ const SQL = {
       AND (locked_by IS NULL OR locked_by = $2 OR locked_until <= $3)
     RETURNING *`,
   delivered: `UPDATE outbox SET state = 'delivered', attempts = attempts + 1, delivered_at = $2,
-    last_error = NULL, ${RELEASE}, updated_at = $2 WHERE id = $1 AND state = 'pending'`,
+    last_error = NULL, ${RELEASE}, updated_at = $2 WHERE id = $1`,
   retry: `UPDATE outbox SET attempts = attempts + 1, last_error = $2, next_attempt_at = $3,
     ${RELEASE}, updated_at = $4 WHERE id = $1 AND state = 'pending'`,
   failed: `UPDATE outbox SET state = 'failed', attempts = attempts + 1, last_error = $2,
-    ${RELEASE}, updated_at = $3 WHERE id = $1 AND state = 'pending'`,
+    ${RELEASE}, updated_at = $3 WHERE id = $1`,
   summary: `SELECT count(*) FILTER (WHERE state = 'pending')::int AS pending,
       count(*) FILTER (WHERE state = 'failed')::int AS failed,
       min(created_at) FILTER (WHERE state = 'pending') AS oldest
