@@ -12,7 +12,7 @@ import type { Job } from "../../src/ports.js";
 import type { PostgresJobQueue } from "../../src/queue/postgres.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { BUS_CONNECTED, telegramYaml } from "../helpers/bus.js";
+import { BUS_CONNECTED, stopTelegramReply, telegramYaml } from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
 import {
   type ClusterDatabase,
@@ -177,11 +177,7 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
     say("tell me a long story");
     await telegram.waitForCall("sendMessage", undefined, 10_000);
 
-    say("/stop");
-    await telegram.waitFor(() =>
-      telegram.messages(OWNER).includes("Stopping the reply in progress."),
-    );
-    await telegram.waitFor(() => telegram.messages(OWNER)[0]?.endsWith("Stopped."), 10_000);
+    await stopTelegramReply(telegram, OWNER);
     const story = (await chatJobs())[0];
     const stoppedOn = () =>
       servers.filter(
