@@ -9,6 +9,7 @@
  */
 import { join } from "node:path";
 import type pg from "pg";
+import { StopRelay } from "./cluster/stop-relay.js";
 import { ClusterStore } from "./cluster/store.js";
 import type { Config } from "./config/index.js";
 import { connectionConfig, inTransaction, openPostgres, retryOnDisconnect } from "./db/postgres.js";
@@ -22,6 +23,8 @@ import { PostgresJobQueue } from "./queue/postgres.js";
 import { SqliteJobQueue } from "./queue/sqlite.js";
 import { type OutboxStore, SqliteOutboxStore } from "./server/bus/outbox.js";
 import { type PairingStore, SqlitePairingStore } from "./server/bus/pairing.js";
+import { PostgresOutboxStore } from "./server/bus/postgres-outbox.js";
+import { PostgresPairingStore } from "./server/bus/postgres-pairing.js";
 import { type Checkpoint, sequentialCheckpoint } from "./server/checkpoint.js";
 import { PostgresCronStateStore } from "./server/cron/postgres-state.js";
 import { type CronStateStore, SqliteCronStateStore } from "./server/cron/state.js";
@@ -41,7 +44,7 @@ export interface Storage {
    * The processes sharing this storage and their leader (PostgreSQL queue), or null when
    * the storage belongs to one process (SQLite, memory).
    */
-  cluster: { store: ClusterStore; queue: PostgresJobQueue } | null;
+  cluster: { store: ClusterStore; queue: PostgresJobQueue; stops: StopRelay } | null;
   /** Closes the queue, the history store and the database. */
   close(): Promise<void>;
 }
@@ -90,8 +93,9 @@ function openLocalStorage(config: Config, clock: Clock): Storage {
 }
 
 /**
- * PostgreSQL mode: history, cron state and cluster tables in the database of `queue.url`;
- * the queue too unless `queue.backend` is `memory` or `sqlite` (then a single process).
+ * PostgreSQL mode: history, cron state, chat outbox, pairings and cluster tables in the
+ * database of `queue.url`; the queue too unless `queue.backend` is `memory` or `sqlite`
+ * (then a single process, and only `sqlite` opens the local database file).
  */
 async function openPostgresStorage(config: Config, clock: Clock): Promise<Storage> {
   // The schema's superRefine requires queue.url whenever a backend is postgres.
@@ -99,38 +103,38 @@ async function openPostgresStorage(config: Config, clock: Clock): Promise<Storag
   const pool = await openPostgres(settings);
   const history = new PostgresHistoryStore({ pool, clock });
   const defaultMaxAttempts = config.workers.max_attempts;
+  const listenConnection = connectionConfig({ ...settings, applicationName: "picklebot-listen" });
   const postgresQueue =
     config.queue.backend === "postgres"
-      ? new PostgresJobQueue({
-          pool,
-          clock,
-          defaultMaxAttempts,
-          connection: connectionConfig({ ...settings, applicationName: "picklebot-listen" }),
-        })
+      ? new PostgresJobQueue({ pool, clock, defaultMaxAttempts, connection: listenConnection })
       : null;
-  // The outbox and pairings stay in this host's SQLite file until they move to PostgreSQL.
-  const local = openDatabase(join(config.history.path, DATABASE_FILE));
+  const stops = new StopRelay({ pool, connection: listenConnection });
+  const local =
+    config.queue.backend === "sqlite"
+      ? openDatabase(join(config.history.path, DATABASE_FILE))
+      : null;
   const queue: JobQueue & JobAdmin =
     postgresQueue ??
-    (config.queue.backend === "sqlite"
+    (local
       ? new SqliteJobQueue({ db: local, clock, defaultMaxAttempts })
       : new MemoryJobQueue({ clock, defaultMaxAttempts }));
   return {
     history,
     queue,
     cronState: new PostgresCronStateStore({ pool }),
-    outbox: new SqliteOutboxStore({ db: local }),
-    pairing: new SqlitePairingStore({ db: local }),
+    outbox: new PostgresOutboxStore({ pool }),
+    pairing: new PostgresPairingStore({ pool }),
     checkpoint: postgresQueue
       ? postgresCheckpoint(pool, history, postgresQueue)
       : sequentialCheckpoint(history, queue),
     cluster: postgresQueue
-      ? { store: new ClusterStore({ pool, queue: postgresQueue }), queue: postgresQueue }
+      ? { store: new ClusterStore({ pool, queue: postgresQueue }), queue: postgresQueue, stops }
       : null,
     async close() {
+      await stops.close();
       await queue.close();
       await history.close();
-      local.close();
+      local?.close();
       await pool.end();
     },
   };

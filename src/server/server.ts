@@ -3,11 +3,14 @@
  * and runs them under the supervisor.
  *
  *   start(): lock workspace (SQLite mode) ─► open storage ─► listen on HTTP
- *            ─► register this instance (PostgreSQL mode) ─► recover its running jobs
- *            ─► start workers: the AgentWorker, and the LeaderWorker, which runs the
- *               leader-only workers while this process holds the lease
- *   stop():  stop workers (running jobs finish within job_timeout_s) ─► deregister
- *            ─► close HTTP ─► close storage ─► release the lock
+ *            ─► register this instance (PostgreSQL mode) ─► register the frontends, the
+ *               chat ones included (ChatSenders: every process streams and delivers the
+ *               replies of the chat jobs it runs) ─► start workers: the AgentWorker
+ *               (recovers its running jobs), and the LeaderWorker, which runs the
+ *               leader-only workers (crons, chat receiving and outbox retries, cluster
+ *               upkeep) while this process holds the lease
+ *   stop():  stop workers (running jobs finish within job_timeout_s) ─► close the chat
+ *            clients ─► deregister ─► close HTTP ─► close storage ─► release the lock
  *
  * In SQLite mode the process is alone with its storage and always the leader.
  */
@@ -18,6 +21,7 @@ import type { AgentDefinition } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
 import { createPostMessageTool } from "../agents/tools/post-message.js";
 import { type Leadership, LeaderWorker, soleLeadership } from "../cluster/leader.js";
+import type { SessionStopper } from "../cluster/stop-relay.js";
 import { defaultInstanceId, type InstanceInfo } from "../cluster/store.js";
 import { ClusterUpkeepWorker, Heartbeat } from "../cluster/upkeep.js";
 import type { Config } from "../config/index.js";
@@ -25,10 +29,17 @@ import { toError, UserError } from "../errors.js";
 import { LogFrontend } from "../frontends/log.js";
 import { FrontendRegistry } from "../frontends/registry.js";
 import type { Logger } from "../log.js";
-import type { ChatPlatformKind, JobAdmin, JobQueue, ModelProvider } from "../ports.js";
+import type {
+  ChatPlatform,
+  ChatPlatformKind,
+  JobAdmin,
+  JobQueue,
+  ModelProvider,
+} from "../ports.js";
 import { openStorage, type Storage } from "../storage.js";
 import { AgentWorker } from "./agent-worker.js";
 import { allowedUserIds, enabledPlatforms, loadPlatformFactory } from "./bus/platforms.js";
+import { ChatSenders } from "./bus/senders.js";
 import { MessageBusWorker } from "./bus/worker.js";
 import type { CronStateStore } from "./cron/state.js";
 import { CronWorker } from "./cron/worker.js";
@@ -74,6 +85,8 @@ export class PicklebotServer {
   #heartbeat: Heartbeat | null = null;
   #registered = false;
   #http: HttpEndpoint | null = null;
+  #chat: ChatSenders | null = null;
+  /** The receiving bus of the current leadership term, if this process leads. */
   #bus: MessageBusWorker | null = null;
   #depthTimer: NodeJS.Timeout | null = null;
 
@@ -139,16 +152,30 @@ export class PicklebotServer {
     await this.#startHttp();
     await this.#joinCluster();
     this.frontends.register(new LogFrontend(this.#options.logger.child({ frontend: "console" })));
+    // Before the agent worker, so that a job recovered at start-up finds its chat's frontend.
+    const platforms = await this.#platformFactory();
+    const chat = new ChatSenders({
+      platforms: platforms?.() ?? [],
+      outbox: this.#storage.outbox,
+      frontends: this.frontends,
+      holder: this.#instance.id,
+      clock: this.#clock,
+      logger: this.#options.logger.child({ worker: "chat" }),
+    });
+    this.#chat = chat;
     const agentWorker = this.#agentWorker(this.#instance.id, this.#clock);
-    this.#bus = await this.#createBus(agentWorker, this.#clock);
-    // The bus registers its chat frontends as it starts: before the agent worker, so
-    // that a job recovered at start-up finds its chat's frontend.
-    if (this.#bus) this.#supervisor.start(this.#bus);
+    const stopHere = (key: string) => agentWorker.stopSession(key);
+    const stopper: SessionStopper = this.#storage.cluster?.stops.start(stopHere) ?? {
+      stop: async (key) => stopHere(key),
+    };
     this.#supervisor.start(agentWorker);
     this.#leader = new LeaderWorker({
       leadership: this.#leadership(),
       holder: this.#instance.id,
-      workers: () => this.#leaderOnlyWorkers(),
+      workers: () =>
+        this.#leaderOnlyWorkers(
+          platforms ? () => this.#createBus(platforms, chat, stopper) : () => null,
+        ),
       clock: this.#clock,
       logger: this.#options.logger.child({ worker: "leader" }),
       metrics: this.metrics,
@@ -159,42 +186,50 @@ export class PicklebotServer {
     await this.#refreshQueueDepth();
   }
 
-  async #createBus(agentWorker: AgentWorker, clock: Clock): Promise<MessageBusWorker | null> {
+  /** Builds the enabled chat platforms (fresh each call), or null when none is enabled. */
+  async #platformFactory(): Promise<(() => ChatPlatform[]) | null> {
     const { config, logger } = this.#options;
     if (enabledPlatforms(config).length === 0) return null;
+    return loadPlatformFactory(config, { logger });
+  }
+
+  /** The chat bus's receiving half, for one leadership term. */
+  #createBus(
+    createPlatforms: () => ChatPlatform[],
+    senders: ChatSenders,
+    stopper: SessionStopper,
+  ): MessageBusWorker {
+    const { config, logger } = this.#options;
     return new MessageBusWorker({
-      createPlatforms: await loadPlatformFactory(config, { logger }),
+      createPlatforms,
       allowedUserIds: (platform) => allowedUserIds(config, platform),
       agentId: config.default_agent,
       queue: this.#queue,
       history: this.#storage.history,
       pairing: this.#storage.pairing,
-      outbox: this.#storage.outbox,
-      frontends: this.frontends,
-      stopSession: (key) => agentWorker.stopSession(key),
-      clock,
+      senders,
+      stopSession: (key) => stopper.stop(key),
+      clock: this.#clock,
       logger: logger.child({ worker: "bus" }),
     });
   }
 
-  /** Posts into a chat through the outbox; delivered now when its bus runs. */
+  /** Posts into a chat through the outbox; delivered now when its platform is enabled. */
   async #postToChat(
     platform: ChatPlatformKind,
     chatId: string,
     text: string,
     dedupeKey: string,
   ): Promise<boolean> {
-    if (this.#bus) return this.#bus.post(platform, chatId, text, dedupeKey);
-    const now = this.#clock.now();
-    await this.#storage.outbox.submit({ dedupeKey, platform, chatId }, text, now);
-    return false;
+    if (!this.#chat) throw new Error("the server posted into a chat before it started");
+    return this.#chat.post(platform, chatId, text, dedupeKey);
   }
 
   /**
    * The workers only one process of a cluster runs: started when this process becomes the
-   * leader, stopped when it stops being it. A chat bus joins this list.
+   * leader, stopped when it stops being it.
    */
-  #leaderOnlyWorkers(): Worker[] {
+  #leaderOnlyWorkers(createBus: () => MessageBusWorker | null): Worker[] {
     const { config, logger, workspace } = this.#options;
     const workers: Worker[] = [
       new CronWorker({
@@ -207,6 +242,8 @@ export class PicklebotServer {
         maxAttempts: config.workers.max_attempts,
       }),
     ];
+    this.#bus = createBus();
+    if (this.#bus) workers.push(this.#bus);
     const cluster = this.#storage.cluster;
     if (cluster) {
       workers.push(
@@ -307,7 +344,7 @@ export class PicklebotServer {
 
   /** `/healthz`: unhealthy while a worker restarts or a chat platform is not connected. */
   async #health() {
-    const buses = this.#bus?.connections() ?? [];
+    const buses = this.isLeader ? (this.#bus?.connections() ?? []) : [];
     return {
       healthy: this.#supervisor.healthy() && buses.every((bus) => bus.state === "connected"),
       instance: this.#instance.id,
@@ -330,6 +367,7 @@ export class PicklebotServer {
   async stop(): Promise<void> {
     if (this.#depthTimer) clearInterval(this.#depthTimer);
     await this.#supervisor.stop();
+    await this.#chat?.close();
     await this.#heartbeat?.stop();
     if (this.#registered) {
       await this.#storage.cluster?.store

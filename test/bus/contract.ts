@@ -1,6 +1,6 @@
 /**
  * The OutboxStore and PairingStore suites, written once as functions of a factory so every
- * adapter (SQLite now, PostgreSQL later) runs the same cases.
+ * adapter (SQLite, PostgreSQL) runs the same cases.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { OutboxStore } from "../../src/server/bus/outbox.js";
@@ -64,6 +64,23 @@ export function outboxContract(name: string, open: () => Promise<StoreHandle<Out
       const [due] = await outbox.due("telegram", 5000, 10);
       expect(due).toMatchObject({ attempts: 1, lastError: "telegram: 500", nextAttemptAt: 5000 });
       expect(await outbox.summary()).toEqual({ pending: 1, failed: 0, oldestPendingAt: 1000 });
+    });
+
+    it("lends an entry to one sender at a time; the outcome releases it, an expired lease lapses", async () => {
+      const entry = await outbox.submit(address, "answer", 1000);
+      expect(await outbox.claim(entry.id, "node-a", 1000, 61_000)).toMatchObject({
+        state: "pending",
+        text: "answer",
+      });
+      expect(await outbox.claim(entry.id, "node-b", 1001, 61_001)).toBeNull();
+      // The same holder again: a process restarted under its instance id.
+      expect(await outbox.claim(entry.id, "node-a", 1002, 61_002)).not.toBeNull();
+      expect(await outbox.claim(entry.id, "node-b", 61_002, 121_002)).not.toBeNull();
+      await outbox.markRetry(entry.id, "telegram: 500", 130_000, 61_003);
+      expect(await outbox.claim(entry.id, "node-a", 129_999, 189_999)).toBeNull();
+      expect(await outbox.claim(entry.id, "node-a", 130_000, 190_000)).not.toBeNull();
+      await outbox.markDelivered(entry.id, 130_001);
+      expect(await outbox.claim(entry.id, "node-b", 999_999, 1_059_999)).toBeNull();
     });
 
     it("keeps a refused entry as failed, out of the due list", async () => {

@@ -5,19 +5,23 @@
  */
 import type pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { openPostgres } from "../../src/db/postgres.js";
 import type { Job, NewJob } from "../../src/ports.js";
-import { PostgresJobQueue } from "../../src/queue/postgres.js";
+import type { PostgresJobQueue } from "../../src/queue/postgres.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { runCli } from "../helpers/cli.js";
-import { createTestDatabase, postgresSkipReason, type TestDatabase } from "../helpers/postgres.js";
+import {
+  FAST_CLUSTER as CLUSTER,
+  type ClusterDatabase,
+  clusterYaml,
+  currentLeader,
+  openClusterDatabase,
+  postgresSkipReason,
+  type TestDatabase,
+} from "../helpers/postgres.js";
 import { killAllServers, type ServerProcess, startServer, waitUntil } from "../helpers/server.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const skipReason = await postgresSkipReason();
-
-/** Short intervals so that failures are noticed in seconds (picklebot.yaml `cluster:`). */
-const CLUSTER = { heartbeat_s: 0.2, instance_ttl_s: 1.5, leader_ttl_s: 2 };
 
 const CODER_AGENT = `---
 name: Coder
@@ -34,18 +38,14 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
   let fake: FakeAnthropic;
   const workspaces: TempWorkspace[] = [];
 
+  let cluster: ClusterDatabase | undefined;
+
   beforeAll(async () => {
-    database = await createTestDatabase("cluster");
-    // Not named picklebot…: terminatePicklebotConnections spares the test's own connections.
-    pool = await openPostgres({ url: database.url, poolSize: 4, applicationName: "cluster-test" });
-    producer = new PostgresJobQueue({ pool });
+    cluster = await openClusterDatabase("cluster");
+    ({ database, pool, producer } = cluster);
   });
 
-  afterAll(async () => {
-    await producer?.close();
-    await pool?.end();
-    await database?.drop();
-  });
+  afterAll(() => cluster?.close());
 
   beforeEach(async () => {
     await pool.query(
@@ -67,13 +67,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
     id: string,
     options: { agents?: string[]; files?: Record<string, string> } = {},
   ): Promise<ServerProcess> {
-    const cluster = Object.entries(CLUSTER)
-      .map(([key, value]) => `  ${key}: ${value}\n`)
-      .join("");
-    const config = fakeModelConfig(
-      fake.url,
-      `queue:\n  backend: postgres\n  url: ${database.url}\n  pool_size: 4\nhistory:\n  backend: postgres\ncluster:\n${cluster}`,
-    );
+    const config = fakeModelConfig(fake.url, clusterYaml(database.url));
     const files: Record<string, string> = { "picklebot.yaml": config, ...options.files };
     for (const agent of options.agents ?? []) files[`agents/${agent}/AGENT.md`] = CODER_AGENT;
     const workspace = makeWorkspace(files);
@@ -96,12 +90,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
     return (await producer.get(id)) as Job;
   }
 
-  async function leader(): Promise<string | null> {
-    const { rows } = await pool.query<{ holder: string }>(
-      "SELECT holder FROM leases WHERE name = 'leader' AND expires_at > now()",
-    );
-    return rows[0]?.holder ?? null;
-  }
+  const leader = () => currentLeader(pool);
 
   async function allDone(total: number, timeoutMs: number): Promise<void> {
     await waitUntil(

@@ -8,7 +8,14 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job } from "../../src/ports.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { busWorkspace, healthz, startBusServer, telegramYaml, waitForBus } from "../helpers/bus.js";
+import {
+  busWorkspace,
+  healthz,
+  startBusServer,
+  stopTelegramReply,
+  telegramYaml,
+  waitForBus,
+} from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
 import {
   freePort,
@@ -231,11 +238,7 @@ describe("Telegram chat", () => {
     say("tell me a long story");
     await telegram.waitForCall("sendMessage", undefined, 10_000);
 
-    say("/stop");
-    await telegram.waitFor(() =>
-      telegram.messages(OWNER).includes("Stopping the reply in progress."),
-    );
-    await telegram.waitFor(() => telegram.messages(OWNER)[0]?.endsWith("Stopped."), 10_000);
+    await stopTelegramReply(telegram, OWNER);
     const [job] = await server.jobOutcomes((await jobs())[0]?.id ?? "", 1);
     expect(job).toMatchObject({ outcome: "failed" });
     expect(model.requests).toHaveLength(1);

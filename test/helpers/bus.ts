@@ -76,3 +76,15 @@ export async function healthz(server: ServerProcess): Promise<Record<string, unk
   const response = await fetch(`${server.httpUrl}/healthz`);
   return (await response.json()) as Record<string, unknown>;
 }
+
+/**
+ * Sends `/stop` in a private Telegram chat (user id = chat id) and waits until the bot
+ * acknowledges it and its first message, the reply in progress, ends with "Stopped.".
+ */
+export async function stopTelegramReply(telegram: FakeTelegram, chatId: number): Promise<void> {
+  telegram.sendUserMessage({ chatId, userId: chatId, text: "/stop" });
+  await telegram.waitFor(() =>
+    telegram.messages(chatId).includes("Stopping the reply in progress."),
+  );
+  await telegram.waitFor(() => telegram.messages(chatId)[0]?.endsWith("Stopped."), 10_000);
+}

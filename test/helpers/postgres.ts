@@ -8,6 +8,8 @@
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { openPostgres } from "../../src/db/postgres.js";
+import { PostgresJobQueue } from "../../src/queue/postgres.js";
 
 /** The server tests create their databases on. */
 export const ADMIN_URL =
@@ -70,4 +72,55 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
       await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
     },
   };
+}
+
+/** Short cluster intervals, so that failures are noticed in seconds (picklebot.yaml `cluster:`). */
+export const FAST_CLUSTER = { heartbeat_s: 0.2, instance_ttl_s: 1.5, leader_ttl_s: 2 };
+
+/** The picklebot.yaml sections of a cluster member on `url`: queue, history and `cluster:`. */
+export function clusterYaml(url: string, cluster: Record<string, number> = FAST_CLUSTER): string {
+  const settings = Object.entries(cluster)
+    .map(([key, value]) => `  ${key}: ${value}\n`)
+    .join("");
+  return `queue:\n  backend: postgres\n  url: ${url}\n  pool_size: 4\nhistory:\n  backend: postgres\ncluster:\n${settings}`;
+}
+
+/** A test database for multi-process suites, with the test's own pool and queue on it. */
+export interface ClusterDatabase {
+  database: TestDatabase;
+  /** Named `cluster-test`, not picklebot…: killing picklebot's connections spares it. */
+  pool: pg.Pool;
+  /** For enqueueing and reading jobs as another process would. */
+  producer: PostgresJobQueue;
+  /** Closes the queue and the pool, and drops the database. */
+  close(): Promise<void>;
+}
+
+/** Creates and migrates a database named after `label`, for `beforeAll`. */
+export async function openClusterDatabase(label: string): Promise<ClusterDatabase> {
+  const database = await createTestDatabase(label);
+  const pool = await openPostgres({
+    url: database.url,
+    poolSize: 4,
+    applicationName: "cluster-test",
+  });
+  const producer = new PostgresJobQueue({ pool });
+  return {
+    database,
+    pool,
+    producer,
+    async close() {
+      await producer.close();
+      await pool.end();
+      await database.drop();
+    },
+  };
+}
+
+/** The instance id holding the leader lease now, or null. */
+export async function currentLeader(pool: pg.Pool): Promise<string | null> {
+  const { rows } = await pool.query<{ holder: string }>(
+    "SELECT holder FROM leases WHERE name = 'leader' AND expires_at > now()",
+  );
+  return rows[0]?.holder ?? null;
 }

@@ -8,8 +8,12 @@
  *   run(signal):    every `pollMs` (or on wake) delivers the due entries, oldest first;
  *                   an entry of a chat that just failed waits, so a chat keeps its order.
  *
- * An entry is delivered by one caller at a time (the AgentWorker's `finish` and the loop
- * may race for a fresh entry).
+ * One entry is sent by one caller at a time. Within a process an in-flight set keeps the
+ * AgentWorker's `finish` and the loop apart; across processes (PostgreSQL mode: the
+ * process that ran the job sends at once, the leader's loop retries) each send first takes
+ * the entry's delivery lease in the database (`OutboxStore.claim`), and whoever does not
+ * get it leaves the entry alone. Only the leader runs `run` (the MessageBusWorker is a
+ * leader-only worker), so retries come from one process.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { ChatPlatformError, toError } from "../../errors.js";
@@ -18,15 +22,19 @@ import type { ChatPlatform, SentChatMessage } from "../../ports.js";
 import { retryDelayMs } from "../../queue/backoff.js";
 import { Wakeup } from "../wakeup.js";
 import type { Clock } from "../worker.js";
-import type { OutboxEntry, OutboxStore } from "./outbox.js";
+import { DELIVERY_LEASE_MS, type OutboxEntry, type OutboxStore } from "./outbox.js";
 import { splitMessage } from "./split.js";
 
 /** Options of {@link OutboxDelivery}. */
 export interface OutboxDeliveryOptions {
   platform: ChatPlatform;
   outbox: OutboxStore;
+  /** This process's instance id: the holder of the delivery leases it takes. */
+  holder: string;
   clock: Clock;
   logger: Logger;
+  /** How long a delivery lease holds an entry. (Default: {@link DELIVERY_LEASE_MS}) */
+  leaseMs?: number;
   /** How often due entries are looked for. (Default: 1000 ms) */
   pollMs?: number;
 }
@@ -96,11 +104,13 @@ export class OutboxDelivery {
     if (this.#inFlight.has(entry.id)) return false;
     this.#inFlight.add(entry.id);
     try {
-      // Read again under the in-flight mark: the caller's copy may be stale (another
-      // caller delivered it meanwhile), and a stale copy would send the reply twice.
-      const current = (await this.#options.outbox.get(entry.dedupeKey)) ?? entry;
-      if (current.state !== "pending" || current.text === null) {
-        return current.state === "delivered";
+      // The lease returns the stored entry: the caller's copy may be stale (delivered
+      // meanwhile, here or by another process), and a stale copy would send it twice.
+      const { outbox, holder, clock, leaseMs = DELIVERY_LEASE_MS } = this.#options;
+      const now = clock.now();
+      const current = await outbox.claim(entry.id, holder, now, now + leaseMs);
+      if (current === null || current.text === null) {
+        return (await outbox.get(entry.dedupeKey))?.state === "delivered";
       }
       return await this.#attempt(current, current.text, shown);
     } finally {

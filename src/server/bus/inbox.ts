@@ -32,8 +32,8 @@ export interface ChatInboxOptions {
   pairing: PairingStore;
   /** Sends a short answer into the message's chat, through the outbox. */
   answer: (message: IncomingChatMessage, text: string) => Promise<void>;
-  /** Aborts the running job of a session key; false when none runs. */
-  stopSession: (sessionKey: string) => boolean;
+  /** Aborts the running job of a session key, wherever it runs; false when none runs. */
+  stopSession: (sessionKey: string) => Promise<boolean>;
   clock: Clock;
   logger: Logger;
 }
@@ -65,7 +65,7 @@ export class ChatInbox {
       new: (message) => this.#newSession(message),
       status: (message) => this.#status(message),
       stop: async (message) =>
-        options.stopSession(chatSessionKey(message))
+        (await options.stopSession(chatSessionKey(message)))
           ? "Stopping the reply in progress."
           : "Nothing is running in this chat.",
       start: async () => HELP,

@@ -8,9 +8,21 @@
  *     ─► pending (final text known) ─► delivered (the platform confirmed every part)
  *                     ▲      └─► failed (the platform refused it for good)
  *                     └── retry at next_attempt_at (429 retry_after, 5xx, network)
+ *
+ * Several processes may see one entry (PostgreSQL mode: the process that ran the job sends
+ * it at once, the leader's retry loop finds it due). Each send first takes the entry's
+ * delivery lease with {@link OutboxStore.claim}, one conditional UPDATE: whoever gets it
+ * sends, the other leaves the entry alone. Marking the outcome releases the lease; a
+ * process that dies mid-send leaves one that expires after {@link DELIVERY_LEASE_MS}.
  */
 import type { Database } from "../../db/sqlite.js";
 import type { ChatPlatformKind } from "../../ports.js";
+
+/**
+ * How long a delivery lease holds an entry: longer than one attempt (a few API calls, and a
+ * 429 wait before them), short enough that a crashed sender's entry is soon retried.
+ */
+export const DELIVERY_LEASE_MS = 120_000;
 
 /** One reply in the outbox. Times are epoch milliseconds. */
 export interface OutboxEntry {
@@ -64,7 +76,13 @@ export interface OutboxStore {
   submit(address: OutboxAddress, text: string, now: number): Promise<OutboxEntry>;
   /** Pending entries of a platform due at `now`, oldest first. */
   due(platform: ChatPlatformKind, now: number, limit: number): Promise<OutboxEntry[]>;
-  /** The platform confirmed every part. */
+  /**
+   * Takes the delivery lease of a pending, due entry for `holder` until `until`, and returns
+   * the entry as stored now; null when it is not pending, not due, or another holder's
+   * lease runs. A holder may take its own lease again (it restarted under the same id).
+   */
+  claim(id: number, holder: string, now: number, until: number): Promise<OutboxEntry | null>;
+  /** The platform confirmed every part (releases the lease, as do the two below). */
   markDelivered(id: number, now: number): Promise<void>;
   /** A transient failure: counts the attempt and retries at `retryAt`. */
   markRetry(id: number, error: string, retryAt: number, now: number): Promise<void>;
@@ -74,7 +92,8 @@ export interface OutboxStore {
   summary(): Promise<OutboxSummary>;
 }
 
-interface OutboxRow {
+/** A row of the `outbox` table, as SQLite and PostgreSQL return it. */
+export interface OutboxRow {
   id: number;
   dedupe_key: string;
   platform: ChatPlatformKind;
@@ -89,7 +108,8 @@ interface OutboxRow {
   delivered_at: number | null;
 }
 
-function toEntry(row: OutboxRow): OutboxEntry {
+/** The one mapping from a stored row to an {@link OutboxEntry}, for every adapter. */
+export function toEntry(row: OutboxRow): OutboxEntry {
   return {
     id: row.id,
     dedupeKey: row.dedupe_key,
@@ -116,6 +136,9 @@ function parseIds(json: string): string[] {
   }
 }
 
+/** Releases the delivery lease: a fragment of every outcome's UPDATE, in both databases. */
+export const RELEASE = "locked_by = NULL, locked_until = NULL";
+
 /** The {@link OutboxStore} in picklebot's SQLite database (migration 004, table `outbox`). */
 export class SqliteOutboxStore implements OutboxStore {
   readonly #sql;
@@ -137,14 +160,20 @@ export class SqliteOutboxStore implements OutboxStore {
         `SELECT * FROM outbox WHERE state = 'pending' AND platform = ? AND next_attempt_at <= ?
          ORDER BY id LIMIT ?`,
       ),
+      claim: db.prepare<[{ id: number; holder: string; now: number; until: number }], OutboxRow>(
+        `UPDATE outbox SET locked_by = @holder, locked_until = @until
+         WHERE id = @id AND state = 'pending' AND next_attempt_at <= @now
+           AND (locked_by IS NULL OR locked_by = @holder OR locked_until <= @now)
+         RETURNING *`,
+      ),
       delivered: db.prepare(
-        "UPDATE outbox SET state = 'delivered', attempts = attempts + 1, delivered_at = @now, last_error = NULL, updated_at = @now WHERE id = @id",
+        `UPDATE outbox SET state = 'delivered', attempts = attempts + 1, delivered_at = @now, last_error = NULL, ${RELEASE}, updated_at = @now WHERE id = @id`,
       ),
       retry: db.prepare(
-        "UPDATE outbox SET attempts = attempts + 1, last_error = @error, next_attempt_at = @retryAt, updated_at = @now WHERE id = @id AND state = 'pending'",
+        `UPDATE outbox SET attempts = attempts + 1, last_error = @error, next_attempt_at = @retryAt, ${RELEASE}, updated_at = @now WHERE id = @id AND state = 'pending'`,
       ),
       failed: db.prepare(
-        "UPDATE outbox SET state = 'failed', attempts = attempts + 1, last_error = @error, updated_at = @now WHERE id = @id",
+        `UPDATE outbox SET state = 'failed', attempts = attempts + 1, last_error = @error, ${RELEASE}, updated_at = @now WHERE id = @id`,
       ),
       summary: db.prepare<[], { pending: number; failed: number; oldest: number | null }>(
         `SELECT COALESCE(SUM(state = 'pending'), 0) AS pending, COALESCE(SUM(state = 'failed'), 0) AS failed,
@@ -177,6 +206,11 @@ export class SqliteOutboxStore implements OutboxStore {
 
   async due(platform: ChatPlatformKind, now: number, limit: number): Promise<OutboxEntry[]> {
     return this.#sql.due.all(platform, now, limit).map(toEntry);
+  }
+
+  async claim(id: number, holder: string, now: number, until: number): Promise<OutboxEntry | null> {
+    const row = this.#sql.claim.get({ id, holder, now, until });
+    return row ? toEntry(row) : null;
   }
 
   async markDelivered(id: number, now: number): Promise<void> {

@@ -70,7 +70,8 @@ export function newPairingCode(): string {
   return code;
 }
 
-interface RequestRow {
+/** A row of `pairing_requests`, as SQLite and PostgreSQL return it. */
+export interface RequestRow {
   code: string;
   platform: ChatPlatformKind;
   user_id: string;
@@ -80,14 +81,16 @@ interface RequestRow {
   expires_at: number;
 }
 
-interface UserRow {
+/** A row of `paired_users`. */
+export interface UserRow {
   platform: ChatPlatformKind;
   user_id: string;
   user_name: string;
   approved_at: number;
 }
 
-const toRequest = (row: RequestRow): PairingRequest => ({
+/** Maps a stored request row, for every adapter. */
+export const toRequest = (row: RequestRow): PairingRequest => ({
   code: row.code,
   platform: row.platform,
   userId: row.user_id,
@@ -97,12 +100,37 @@ const toRequest = (row: RequestRow): PairingRequest => ({
   expiresAt: row.expires_at,
 });
 
-const toUser = (row: UserRow): PairedUser => ({
+/** Maps a stored approval row, for every adapter. */
+export const toUser = (row: UserRow): PairedUser => ({
   platform: row.platform,
   userId: row.user_id,
   userName: row.user_name,
   approvedAt: row.approved_at,
 });
+
+/**
+ * A new code for a user who has no valid one, or null when
+ * {@link MAX_PENDING_PER_PLATFORM} are already pending on the platform (every adapter's rule).
+ */
+export function newPairingRequest(
+  applicant: PairingApplicant,
+  pendingOnPlatform: number,
+  now: number,
+  newCode: () => string,
+): PairingRequest | null {
+  if (pendingOnPlatform >= MAX_PENDING_PER_PLATFORM) return null;
+  return { ...applicant, code: newCode(), createdAt: now, expiresAt: now + PAIRING_CODE_TTL_MS };
+}
+
+/** The approval a valid request turns into. */
+export function approvalOf(request: RequestRow, now: number): PairedUser {
+  return {
+    platform: request.platform,
+    userId: request.user_id,
+    userName: request.user_name,
+    approvedAt: now,
+  };
+}
 
 /** The {@link PairingStore} in picklebot's SQLite database (migration 004). */
 export class SqlitePairingStore implements PairingStore {
@@ -162,15 +190,9 @@ export class SqlitePairingStore implements PairingStore {
         const existing = this.#sql.validOfUser.get(applicant.platform, applicant.userId, now);
         if (existing) return toRequest(existing);
         this.#sql.dropExpired.run(now);
-        const count = this.#sql.countValid.get(applicant.platform, now)?.n ?? 0;
-        if (count >= MAX_PENDING_PER_PLATFORM) return null;
-        const request = {
-          ...applicant,
-          code: this.#newCode(),
-          createdAt: now,
-          expiresAt: now + PAIRING_CODE_TTL_MS,
-        };
-        this.#sql.insertRequest.run(request);
+        const pending = this.#sql.countValid.get(applicant.platform, now)?.n ?? 0;
+        const request = newPairingRequest(applicant, pending, now, this.#newCode);
+        if (request) this.#sql.insertRequest.run(request);
         return request;
       })
       .immediate();
@@ -194,12 +216,7 @@ export class SqlitePairingStore implements PairingStore {
       .transaction(() => {
         const request = this.#sql.byCode.get(code.trim().toUpperCase(), now);
         if (!request) return null;
-        const user = {
-          platform: request.platform,
-          userId: request.user_id,
-          userName: request.user_name,
-          approvedAt: now,
-        };
+        const user = approvalOf(request, now);
         this.#sql.approve.run(user);
         this.#sql.dropRequestsOf.run(request.platform, request.user_id);
         return user;

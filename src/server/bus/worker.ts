@@ -1,18 +1,21 @@
 /**
- * MessageBusWorker: runs the enabled chat platforms inside the server.
+ * MessageBusWorker: the receiving half of the chat buses, a leader-only worker (Telegram
+ * allows one poller per token; one Discord gateway session is enough).
  *
- *   run(signal): build the platforms (platforms.ts) ─► register a ChatFrontend for each
- *                ─► start the outbox delivery loops ─► connect every platform
+ *   run(signal): build fresh platforms (platforms.ts) ─► start the outbox retry loops of
+ *                the {@link ChatSenders} ─► connect every platform
  *                ─► each received message goes through the ChatInbox, one at a time in
  *                   arrival order (the platform's handler only appends it and returns)
- *   signal aborted: stop receiving (Telegram confirms its update offset) ─► finish the
- *                   messages already received ─► stop the delivery loops ─► resolve
+ *   signal aborted (shutdown, or leadership lost): stop receiving (Telegram confirms its
+ *                   update offset) ─► finish the messages already received ─► stop the
+ *                   retry loops ─► resolve
  *
- * The frontends stay registered after a stop: jobs still finishing put their replies in
- * the outbox, and what cannot be sent now is delivered by the next run.
+ * Sending is not here: every process has its ChatSenders, so replies are streamed and
+ * delivered by whichever process runs the job, leader or not. A new leader polls from the
+ * offset Telegram last confirmed; an update handed out again adds no job (its dedupe key)
+ * and no second answer (the outbox key).
  */
 import { toError } from "../../errors.js";
-import type { FrontendRegistry } from "../../frontends/registry.js";
 import type { Logger } from "../../log.js";
 import type {
   ChatPlatform,
@@ -24,11 +27,9 @@ import type {
   JobQueue,
 } from "../../ports.js";
 import type { Clock, Worker } from "../worker.js";
-import { ChatFrontend } from "./chat-frontend.js";
-import { OutboxDelivery } from "./delivery.js";
 import { ChatInbox } from "./inbox.js";
-import type { OutboxStore } from "./outbox.js";
 import type { PairingStore } from "./pairing.js";
+import type { ChatSenders } from "./senders.js";
 
 /** The log message written once a platform is connected (with a `platform` field). */
 export const BUS_CONNECTED = "chat platform connected";
@@ -44,15 +45,12 @@ export interface MessageBusWorkerOptions {
   queue: JobQueue & JobAdmin;
   history: HistoryStore;
   pairing: PairingStore;
-  outbox: OutboxStore;
-  /** Where the chat frontends are registered for the AgentWorker. */
-  frontends: FrontendRegistry;
-  /** Aborts the running job of a session key (`/stop`); false when none runs. */
-  stopSession: (sessionKey: string) => boolean;
+  /** This process's sending half: answers go out through it, its retry loops run here. */
+  senders: ChatSenders;
+  /** Aborts the running job of a session key (`/stop`), wherever it runs; false when none runs. */
+  stopSession: (sessionKey: string) => Promise<boolean>;
   clock: Clock;
   logger: Logger;
-  /** Shortest time between two streaming edits in one chat. (Default: 1000 ms) */
-  editIntervalMs?: number;
 }
 
 /** A platform's connection state, for `/healthz` and `status`. */
@@ -61,16 +59,11 @@ export interface BusConnection {
   state: ChatPlatformState;
 }
 
-interface LivePlatform {
-  platform: ChatPlatform;
-  delivery: OutboxDelivery;
-}
-
 /** The chat bus: Telegram, Discord. */
 export class MessageBusWorker implements Worker {
   readonly name = "bus";
   readonly #options: MessageBusWorkerOptions;
-  #live = new Map<ChatPlatformKind, LivePlatform>();
+  #live: ChatPlatform[] = [];
 
   constructor(options: MessageBusWorkerOptions) {
     this.#options = options;
@@ -78,26 +71,10 @@ export class MessageBusWorker implements Worker {
 
   /** Each platform's connection state. */
   connections(): BusConnection[] {
-    return [...this.#live.values()].map(({ platform }) => ({
+    return this.#live.map((platform) => ({
       platform: platform.kind,
       state: platform.state,
     }));
-  }
-
-  /**
-   * Puts a message for a chat in the outbox and delivers it now if its platform runs;
-   * true once the platform confirmed it (otherwise it is retried from the outbox).
-   */
-  async post(
-    platform: ChatPlatformKind,
-    chatId: string,
-    text: string,
-    dedupeKey: string,
-  ): Promise<boolean> {
-    const { outbox, clock } = this.#options;
-    const entry = await outbox.submit({ dedupeKey, platform, chatId }, text, clock.now());
-    const live = this.#live.get(platform);
-    return live ? live.delivery.deliver(entry) : false;
   }
 
   async run(signal: AbortSignal): Promise<void> {
@@ -105,13 +82,14 @@ export class MessageBusWorker implements Worker {
     const local = new AbortController();
     const forward = () => local.abort();
     signal.addEventListener("abort", forward, { once: true });
-    const live = this.#startFrontends();
+    const live = this.#options.createPlatforms();
+    this.#live = live;
     const inbox = this.#inbox();
     let received: Promise<void> = Promise.resolve();
     const onMessage = (message: IncomingChatMessage) => {
       received = received.then(() => inbox.handle(message));
     };
-    const loops = live.map(({ delivery }) => delivery.run(local.signal));
+    const loops = this.#options.senders.deliveries().map((delivery) => delivery.run(local.signal));
     let stopping: Promise<void> | null = null;
     const stopAll = () => {
       stopping ??= this.#stopPlatforms(live);
@@ -121,7 +99,7 @@ export class MessageBusWorker implements Worker {
       local.signal.addEventListener("abort", () => resolve(stopAll()), { once: true }),
     );
     try {
-      await Promise.all(live.map(({ platform }) => this.#connect(platform, onMessage, signal)));
+      await Promise.all(live.map((platform) => this.#connect(platform, onMessage, signal)));
       await stopped;
     } finally {
       local.abort();
@@ -132,33 +110,12 @@ export class MessageBusWorker implements Worker {
     }
   }
 
-  #startFrontends(): LivePlatform[] {
-    const { createPlatforms, outbox, clock, logger, frontends, editIntervalMs } = this.#options;
-    const live = createPlatforms().map((platform) => {
-      const platformLogger = logger.child({ platform: platform.kind });
-      const delivery = new OutboxDelivery({ platform, outbox, clock, logger: platformLogger });
-      frontends.register(
-        new ChatFrontend({
-          platform,
-          outbox,
-          delivery,
-          clock,
-          logger: platformLogger,
-          editIntervalMs,
-        }),
-      );
-      return { platform, delivery };
-    });
-    this.#live = new Map(live.map((entry) => [entry.platform.kind, entry]));
-    return live;
-  }
-
   #inbox(): ChatInbox {
     return new ChatInbox({
       ...this.#options,
       answer: async (message, text) => {
         const key = `bus:${message.platform}:${message.messageId}`;
-        await this.post(message.platform, message.chatId, text, key);
+        await this.#options.senders.post(message.platform, message.chatId, text, key);
       },
     });
   }
@@ -172,9 +129,9 @@ export class MessageBusWorker implements Worker {
     if (!signal.aborted) this.#options.logger.info({ platform: platform.kind }, BUS_CONNECTED);
   }
 
-  async #stopPlatforms(live: LivePlatform[]): Promise<void> {
+  async #stopPlatforms(live: ChatPlatform[]): Promise<void> {
     await Promise.all(
-      live.map(({ platform }) =>
+      live.map((platform) =>
         platform.stop().catch((error: unknown) => {
           this.#options.logger.warn(
             { platform: platform.kind, error: toError(error).message },

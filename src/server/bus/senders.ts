@@ -1,0 +1,104 @@
+/**
+ * ChatSenders: the sending half of the chat buses, in every process of a cluster.
+ *
+ * Built at start-up, before the AgentWorker, from platform objects that are never started
+ * (sending needs no polling or gateway: telegraf's `telegram` client and discord.js REST
+ * work alone). For each enabled platform it registers a {@link ChatFrontend}, so a chat
+ * job streams and delivers its reply from whichever process runs it, and keeps the
+ * {@link OutboxDelivery} whose retry loop the leader's MessageBusWorker runs.
+ */
+import { toError } from "../../errors.js";
+import type { FrontendRegistry } from "../../frontends/registry.js";
+import type { Logger } from "../../log.js";
+import type { ChatPlatform, ChatPlatformKind } from "../../ports.js";
+import type { Clock } from "../worker.js";
+import { ChatFrontend } from "./chat-frontend.js";
+import { OutboxDelivery } from "./delivery.js";
+import type { OutboxStore } from "./outbox.js";
+
+/** Options of {@link ChatSenders}. */
+export interface ChatSendersOptions {
+  /** One unstarted platform per enabled platform (none: every post waits in the outbox). */
+  platforms: ChatPlatform[];
+  outbox: OutboxStore;
+  /** Where the chat frontends are registered for the AgentWorker. */
+  frontends: FrontendRegistry;
+  /** This process's instance id: the holder of its delivery leases. */
+  holder: string;
+  clock: Clock;
+  logger: Logger;
+  /** Shortest time between two streaming edits in one chat. (Default: 1000 ms) */
+  editIntervalMs?: number;
+}
+
+interface Sender {
+  platform: ChatPlatform;
+  delivery: OutboxDelivery;
+}
+
+/** Sends, edits and delivers chat replies; registers the chat frontends when built. */
+export class ChatSenders {
+  readonly #options: ChatSendersOptions;
+  readonly #senders = new Map<ChatPlatformKind, Sender>();
+
+  constructor(options: ChatSendersOptions) {
+    this.#options = options;
+    const { outbox, frontends, holder, clock, logger, editIntervalMs } = options;
+    for (const platform of options.platforms) {
+      const platformLogger = logger.child({ platform: platform.kind });
+      const delivery = new OutboxDelivery({
+        platform,
+        outbox,
+        holder,
+        clock,
+        logger: platformLogger,
+      });
+      frontends.register(
+        new ChatFrontend({
+          platform,
+          outbox,
+          delivery,
+          clock,
+          logger: platformLogger,
+          editIntervalMs,
+        }),
+      );
+      this.#senders.set(platform.kind, { platform, delivery });
+    }
+  }
+
+  /** The outbox deliveries, one per platform, for the leader's retry loops. */
+  deliveries(): OutboxDelivery[] {
+    return [...this.#senders.values()].map((sender) => sender.delivery);
+  }
+
+  /**
+   * Puts a message for a chat in the outbox and delivers it now if its platform is
+   * enabled; true once the platform confirmed it (otherwise it is retried from the outbox).
+   */
+  async post(
+    platform: ChatPlatformKind,
+    chatId: string,
+    text: string,
+    dedupeKey: string,
+  ): Promise<boolean> {
+    const { outbox, clock } = this.#options;
+    const entry = await outbox.submit({ dedupeKey, platform, chatId }, text, clock.now());
+    const sender = this.#senders.get(platform);
+    return sender ? sender.delivery.deliver(entry) : false;
+  }
+
+  /** Releases the platforms' clients (after the last job finished). */
+  async close(): Promise<void> {
+    await Promise.all(
+      [...this.#senders.values()].map(({ platform }) =>
+        platform.stop().catch((error: unknown) => {
+          this.#options.logger.warn(
+            { platform: platform.kind, error: toError(error).message },
+            "chat platform client did not close cleanly",
+          );
+        }),
+      ),
+    );
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * Outbox delivery from several processes: two OutboxDelivery objects with their own
+ * database connections and instance ids (the process that ran a job, and the leader's
+ * retry loop) on one outbox, sending through the real Telegram adapter to the fake Bot API.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type Database, openDatabase } from "../../src/db/sqlite.js";
+import { TelegramPlatform } from "../../src/frontends/telegram.js";
+import { silentLogger } from "../../src/log.js";
+import { OutboxDelivery } from "../../src/server/bus/delivery.js";
+import { DELIVERY_LEASE_MS, SqliteOutboxStore } from "../../src/server/bus/outbox.js";
+import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { ManualClock } from "../queue/contract.js";
+
+const CHAT = 42;
+const address = { dedupeKey: "job:1", platform: "telegram" as const, chatId: String(CHAT) };
+
+describe("OutboxDelivery across processes", () => {
+  let dir: string;
+  let telegram: FakeTelegram;
+  const databases: Database[] = [];
+  const clock = new ManualClock();
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), "picklebot-delivery-"));
+    telegram = await startFakeTelegram();
+    telegram.openChat(CHAT);
+  });
+
+  afterEach(async () => {
+    for (const db of databases.splice(0)) db.close();
+    await telegram.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** One process: its own connection to the outbox, its own Telegram client and id. */
+  function processNamed(holder: string) {
+    const db = openDatabase(join(dir, "picklebot.db"));
+    databases.push(db);
+    const outbox = new SqliteOutboxStore({ db });
+    const platform = new TelegramPlatform({
+      token: telegram.token,
+      apiRoot: telegram.apiRoot,
+      logger: silentLogger(),
+    });
+    const delivery = new OutboxDelivery({
+      platform,
+      outbox,
+      holder,
+      clock,
+      logger: silentLogger(),
+    });
+    return { outbox, delivery };
+  }
+
+  it("sends an entry once when two processes deliver it at the same moment", async () => {
+    const producer = processNamed("node-b");
+    const leader = processNamed("node-a");
+    const entry = await producer.outbox.submit(address, "the answer", clock.now());
+
+    const results = await Promise.all([
+      producer.delivery.deliver(entry),
+      leader.delivery.deliver(entry),
+    ]);
+
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(telegram.messages(CHAT)).toEqual(["the answer"]);
+    expect(await leader.outbox.get(address.dedupeKey)).toMatchObject({ state: "delivered" });
+    expect(await leader.delivery.deliver(entry)).toBe(true);
+    expect(telegram.callsOf("sendMessage")).toHaveLength(1);
+  });
+
+  it("leaves an entry to the process sending it, and takes it over once a dead sender's lease ran out", async () => {
+    const crashed = processNamed("node-b");
+    const leader = processNamed("node-a");
+    const entry = await crashed.outbox.submit(address, "the answer", clock.now());
+    // node-b took the lease and died before it could send.
+    await crashed.outbox.claim(entry.id, "node-b", clock.now(), clock.now() + DELIVERY_LEASE_MS);
+
+    expect(await leader.delivery.deliver(entry)).toBe(false);
+    expect(telegram.callsOf("sendMessage")).toHaveLength(0);
+    clock.advance(DELIVERY_LEASE_MS);
+    expect(await leader.delivery.deliver(entry)).toBe(true);
+    expect(telegram.messages(CHAT)).toEqual(["the answer"]);
+  });
+});
