@@ -1,38 +1,29 @@
 import type pg from "pg";
-import { afterAll, beforeAll, describe } from "vitest";
+import { describe } from "vitest";
 import { openPostgres } from "../../src/db/postgres.js";
 import { PostgresOutboxStore } from "../../src/server/bus/postgres-outbox.js";
 import { PostgresPairingStore } from "../../src/server/bus/postgres-pairing.js";
-import { createTestDatabase, postgresSkipReason, type TestDatabase } from "../helpers/postgres.js";
+import { postgresSkipReason, useMigratedDatabase } from "../helpers/postgres.js";
 import { outboxContract, pairingContract, type StoreHandle } from "./contract.js";
 
 const skipReason = await postgresSkipReason();
 
 describe.skipIf(skipReason !== null)("chat bus stores on PostgreSQL", () => {
-  let database: TestDatabase;
-
-  beforeAll(async () => {
-    database = await createTestDatabase("bus");
-    await (await openPostgres({ url: database.url })).end();
-  });
-
-  afterAll(async () => {
-    await database?.drop();
-  });
+  const database = useMigratedDatabase("bus");
 
   /** A store on the emptied test database; `reopen` opens a new pool, like a restart. */
   async function onTestDatabase<Store>(
     build: (pool: pg.Pool) => Store,
   ): Promise<StoreHandle<Store>> {
-    await database.query(
+    await database().query(
       "TRUNCATE outbox, pairing_requests, paired_users, pairing_refusals RESTART IDENTITY",
     );
-    let pool = await openPostgres({ url: database.url, poolSize: 2 });
+    let pool = await openPostgres({ url: database().url, poolSize: 2 });
     return {
       store: build(pool),
       async reopen() {
         await pool.end();
-        pool = await openPostgres({ url: database.url, poolSize: 2 });
+        pool = await openPostgres({ url: database().url, poolSize: 2 });
         return build(pool);
       },
       async cleanup() {

@@ -8,6 +8,7 @@
  */
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { afterAll, beforeAll } from "vitest";
 import { openPostgres } from "../../src/db/postgres.js";
 import { PostgresJobQueue } from "../../src/queue/postgres.js";
 
@@ -71,6 +72,25 @@ export async function createTestDatabase(label: string): Promise<TestDatabase> {
       await pool.end();
       await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
     },
+  };
+}
+
+/**
+ * For the enclosing suite: a test database migrated as a server would migrate it, created
+ * before its tests and dropped after them. Returns an accessor, valid in tests and hooks.
+ */
+export function useMigratedDatabase(label: string): () => TestDatabase {
+  let database: TestDatabase | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase(label);
+    await (await openPostgres({ url: database.url })).end();
+  });
+  afterAll(async () => {
+    await database?.drop();
+  });
+  return () => {
+    if (!database) throw new Error(`the ${label} test database is not created yet`);
+    return database;
   };
 }
 

@@ -1,34 +1,25 @@
-import { afterAll, beforeAll, describe } from "vitest";
+import { describe } from "vitest";
 import { openPostgres } from "../../src/db/postgres.js";
 import { PostgresHistoryStore } from "../../src/history/postgres.js";
 import type { Clock } from "../../src/server/worker.js";
-import { createTestDatabase, postgresSkipReason, type TestDatabase } from "../helpers/postgres.js";
+import { postgresSkipReason, useMigratedDatabase } from "../helpers/postgres.js";
 import { historyContract } from "./contract.js";
 
 const skipReason = await postgresSkipReason();
 
 describe.skipIf(skipReason !== null)("PostgresHistoryStore", () => {
-  let database: TestDatabase;
-
-  beforeAll(async () => {
-    database = await createTestDatabase("history");
-    await (await openPostgres({ url: database.url })).end();
-  });
-
-  afterAll(async () => {
-    await database?.drop();
-  });
+  const database = useMigratedDatabase("history");
 
   historyContract("postgres", async (clock: Clock) => {
-    await database.query("TRUNCATE sessions, messages");
-    let pool = await openPostgres({ url: database.url, poolSize: 2 });
+    await database().query("TRUNCATE sessions, messages");
+    let pool = await openPostgres({ url: database().url, poolSize: 2 });
     let store = new PostgresHistoryStore({ pool, clock });
     return {
       store,
       async reopen() {
         await store.close();
         await pool.end();
-        pool = await openPostgres({ url: database.url, poolSize: 2 });
+        pool = await openPostgres({ url: database().url, poolSize: 2 });
         store = new PostgresHistoryStore({ pool, clock });
         return store;
       },

@@ -1,40 +1,31 @@
 import { readdirSync } from "node:fs";
 import type pg from "pg";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { connectionConfig, openPostgres } from "../../src/db/postgres.js";
 import type { ClaimedJob } from "../../src/ports.js";
 import { PostgresJobQueue } from "../../src/queue/postgres.js";
-import { createTestDatabase, postgresSkipReason, type TestDatabase } from "../helpers/postgres.js";
+import { postgresSkipReason, useMigratedDatabase } from "../helpers/postgres.js";
 import { chatJob, ManualClock, nextRunnable, queueContract } from "./contract.js";
 
 const skipReason = await postgresSkipReason();
 
 describe.skipIf(skipReason !== null)("PostgresJobQueue", () => {
-  let database: TestDatabase;
-
-  beforeAll(async () => {
-    database = await createTestDatabase("queue");
-    await (await openPostgres({ url: database.url })).end();
-  });
-
-  afterAll(async () => {
-    await database?.drop();
-  });
+  const database = useMigratedDatabase("queue");
 
   /** A queue on the test database, emptied first. */
   async function openQueue(clock = new ManualClock()) {
-    const pool = await openPostgres({ url: database.url, poolSize: 4 });
+    const pool = await openPostgres({ url: database().url, poolSize: 4 });
     const queue = new PostgresJobQueue({
       pool,
       clock,
-      connection: connectionConfig({ url: database.url }),
+      connection: connectionConfig({ url: database().url }),
       backstopPollMs: 50,
     });
     return { pool, queue, clock };
   }
 
   queueContract("postgres", async () => {
-    await database.query("TRUNCATE jobs RESTART IDENTITY");
+    await database().query("TRUNCATE jobs RESTART IDENTITY");
     const { pool, queue, clock } = await openQueue();
     return {
       queue,
@@ -50,7 +41,7 @@ describe.skipIf(skipReason !== null)("PostgresJobQueue", () => {
     const opened: { pool: pg.Pool; queue: PostgresJobQueue }[] = [];
 
     beforeEach(async () => {
-      await database.query("TRUNCATE jobs RESTART IDENTITY");
+      await database().query("TRUNCATE jobs RESTART IDENTITY");
     });
 
     afterEach(async () => {
@@ -109,7 +100,7 @@ describe.skipIf(skipReason !== null)("PostgresJobQueue", () => {
     it("fails a job whose row was edited into nonsense instead of handing it out", async () => {
       const queue = await process();
       const job = await queue.enqueue(chatJob("s", "hello"));
-      await database.query("UPDATE jobs SET reply_to = 'not json' WHERE id = $1", [job.id]);
+      await database().query("UPDATE jobs SET reply_to = 'not json' WHERE id = $1", [job.id]);
       expect(await queue.claim("w", 10)).toEqual([]);
       const failed = await queue.get(job.id);
       expect(failed?.state).toBe("failed");
@@ -122,7 +113,7 @@ describe.skipIf(skipReason !== null)("PostgresJobQueue", () => {
       const queue = await process();
       await queue.enqueue(chatJob("s", "survive"));
       const [job] = (await queue.claim("w", 1)) as [ClaimedJob];
-      await database.query(
+      await database().query(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
       );
       expect(await queue.complete(job)).toBe(true);
@@ -158,7 +149,7 @@ describe.skipIf(skipReason !== null)("PostgresJobQueue", () => {
     it("migrates once when several processes start at the same time", async () => {
       const queues = await Promise.all([process(), process(), process()]);
       expect(queues).toHaveLength(3);
-      const { rows } = await database.query("SELECT version FROM schema_migrations ORDER BY 1");
+      const { rows } = await database().query("SELECT version FROM schema_migrations ORDER BY 1");
       const files = readdirSync(new URL("../../migrations/postgres/", import.meta.url));
       const versions = files.filter((file) => /^\d+_/.test(file)).map((file) => parseInt(file, 10));
       expect(rows.map((row) => row.version)).toEqual(versions.sort((a, b) => a - b));
