@@ -28,8 +28,8 @@ import { parseArgs } from "node:util";
 import { Logger, makeWorkerUtils, run as runGraphile } from "graphile-worker";
 import pg from "pg";
 import PgBoss from "pg-boss";
-import { connectionConfig, openPostgres } from "../dist/db/postgres.js";
-import { PostgresJobQueue } from "../dist/queue/postgres.js";
+import { connectionConfig, openPostgres } from "../dist/storage/postgres/database.js";
+import { PostgresJobQueue } from "../dist/storage/postgres/queue.js";
 import { benchJob, countdown, jobQueueSystem, measureAll, waiters } from "./lib/measure.js";
 import { formatMs, formatRate, markdownTable, percentile } from "./lib/stats.js";
 

@@ -21,9 +21,9 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { Queue as BullQueue, Worker as BullWorker } from "bullmq";
 import PQueue from "p-queue";
-import { openDatabase } from "../dist/db/sqlite.js";
-import { MemoryJobQueue } from "../dist/queue/memory.js";
-import { SqliteJobQueue } from "../dist/queue/sqlite.js";
+import { MemoryJobQueue } from "../dist/storage/memory/queue.js";
+import { openDatabase } from "../dist/storage/sqlite/database.js";
+import { SqliteJobQueue } from "../dist/storage/sqlite/queue.js";
 import { countdown, jobQueueSystem, measure, waiters } from "./lib/measure.js";
 import { formatMs, formatRate, markdownTable, percentile } from "./lib/stats.js";
 

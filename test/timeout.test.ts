@@ -1,10 +1,10 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { deadline } from "../src/timeout.js";
+import { deadline } from "../src/base/deadline.js";
 
 const run = promisify(execFile);
-const BUILT = new URL("../dist/timeout.js", import.meta.url).href;
+const BUILT = new URL("../dist/base/deadline.js", import.meta.url).href;
 
 describe("deadline", () => {
   it("aborts with a TimeoutError when the time is up", async () => {

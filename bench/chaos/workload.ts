@@ -7,9 +7,9 @@
  * on while the server is down.
  */
 import { join } from "node:path";
-import { openDatabase } from "../../src/db/sqlite.js";
 import type { NewJob } from "../../src/ports.js";
-import { SqliteJobQueue } from "../../src/queue/sqlite.js";
+import { openDatabase } from "../../src/storage/sqlite/database.js";
+import { SqliteJobQueue } from "../../src/storage/sqlite/queue.js";
 import type { Random } from "./random.js";
 
 /** One model request as the fake saw it. */

@@ -10,8 +10,8 @@
  *                                                { completed }
  *   ← { cmd: "stop" }                          → { cmd: "stopped" }, then exits
  */
-import { connectionConfig, openPostgres } from "../../dist/db/postgres.js";
-import { PostgresJobQueue } from "../../dist/queue/postgres.js";
+import { connectionConfig, openPostgres } from "../../dist/storage/postgres/database.js";
+import { PostgresJobQueue } from "../../dist/storage/postgres/queue.js";
 import { benchJob } from "./measure.js";
 import { startRunner } from "./runner.js";
 

@@ -17,7 +17,7 @@ import Anthropic, {
   APIError,
   APIUserAbortError,
 } from "@anthropic-ai/sdk";
-import { ModelError, toError } from "../errors.js";
+import { ModelError, toError } from "../base/errors.js";
 import type {
   ChatMessage,
   ModelProvider,

@@ -5,11 +5,11 @@
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { UserError } from "../base/errors.js";
 import { type CustomIssueParams, userErrorFromIssues } from "../config/issues.js";
 import { parseYaml } from "../config/load.js";
 import { ID_PATTERN } from "../config/schema.js";
 import { didYouMean } from "../config/suggest.js";
-import { UserError } from "../errors.js";
 
 /** Every tool an agent may list in `tools`. */
 export const KNOWN_TOOLS = [

@@ -1,6 +1,6 @@
+import type { Clock } from "../base/clock.js";
 import type { Config } from "../config/index.js";
 import type { HistoryStore, ModelProvider, ReplyTarget } from "../ports.js";
-import type { Clock } from "../server/worker.js";
 import {
   type AgentDefinition,
   formatLocalTime,

@@ -9,7 +9,7 @@
 import { userInfo } from "node:os";
 import { createInterface, type Interface } from "node:readline";
 import { Command } from "commander";
-import { toError, UserError } from "../errors.js";
+import { toError, UserError } from "../base/errors.js";
 import type { Session, TokenUsage } from "../ports.js";
 import { openWorkspace, type WorkspaceContext } from "./context.js";
 

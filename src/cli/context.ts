@@ -2,10 +2,10 @@ import type { Command } from "commander";
 import { createAnthropicProvider } from "../agents/anthropic.js";
 import { type AgentDefinition, loadAgents } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
+import { systemClock } from "../base/clock.js";
 import { type Config, loadConfig, resolveWorkspace } from "../config/index.js";
 import type { ModelProvider } from "../ports.js";
-import { systemClock } from "../server/worker.js";
-import { openStorage, type Storage } from "../storage.js";
+import { openStorage, type Storage } from "../storage/index.js";
 
 /** A workspace opened for a command: its config, agents, storage and agent runner. */
 export interface WorkspaceContext extends LoadedWorkspace {

@@ -1,12 +1,12 @@
 /** `picklebot cron list` and `picklebot cron run <id>`. */
 import { join } from "node:path";
 import { Command } from "commander";
+import { systemClock } from "../base/clock.js";
+import { UserError } from "../base/errors.js";
 import type { Config } from "../config/index.js";
-import { UserError } from "../errors.js";
 import { formatReplyTarget, loadCronDir } from "../server/cron/definition.js";
-import type { CronStateStore } from "../server/cron/state.js";
 import { type CronRow, describeCrons, runCronNow } from "../server/cron/worker.js";
-import { systemClock } from "../server/worker.js";
+import type { CronStateStore } from "../storage/sqlite/cron-state.js";
 import { openWorkspace } from "./context.js";
 import { formatTime, printJson, printTable } from "./output.js";
 

@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
-import { UserError } from "../errors.js";
+import { UserError } from "../base/errors.js";
 
 /** Where `init` writes its report. */
 export interface InitCommandOptions {

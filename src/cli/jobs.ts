@@ -1,6 +1,6 @@
 /** `picklebot jobs`: inspect the queue and requeue failed jobs. */
 import { Command, InvalidArgumentError } from "commander";
-import { UserError } from "../errors.js";
+import { UserError } from "../base/errors.js";
 import type { Job, JobState } from "../ports.js";
 import { formatReplyTarget } from "../server/cron/definition.js";
 import { openWorkspace } from "./context.js";

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { toError, UsageError, UserError } from "../errors.js";
+import { toError, UsageError, UserError } from "../base/errors.js";
 import { chatCommand } from "./chat.js";
 import { cronCommand } from "./cron.js";
 import { initCommand } from "./init.js";

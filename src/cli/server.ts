@@ -5,7 +5,7 @@
  * Second signal: exit at once; jobs still running are requeued at the next start.
  */
 import { Command, InvalidArgumentError } from "commander";
-import { createLogger, type Logger } from "../log.js";
+import { createLogger, type Logger } from "../base/log.js";
 import type { PicklebotServer } from "../server/server.js";
 import { type LoadedWorkspace, loadWorkspace } from "./context.js";
 import { describeCronsNow } from "./cron.js";

@@ -2,7 +2,7 @@
  * `${NAME}` in string values of a parsed YAML tree, replaced from the environment.
  * `$${NAME}` stays as the literal text `${NAME}`.
  */
-import { UserError } from "../errors.js";
+import { UserError } from "../base/errors.js";
 import { formatKeyPath } from "./issues.js";
 import type { Environment } from "./schema.js";
 

@@ -4,7 +4,7 @@
  * AGENT.md front matter and cron files.
  */
 import type { z } from "zod";
-import { UserError } from "../errors.js";
+import { UserError } from "../base/errors.js";
 import { didYouMean } from "./suggest.js";
 
 type Issue = z.core.$ZodIssue;

@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { parseEnv } from "node:util";
 import { parseDocument } from "yaml";
-import { UserError } from "../errors.js";
+import { UserError } from "../base/errors.js";
 import { interpolateEnv } from "./interpolate.js";
 import { userErrorFromIssues } from "./issues.js";
 import { buildConfigSchema, type Config, type Environment } from "./schema.js";

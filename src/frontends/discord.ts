@@ -34,8 +34,9 @@ import {
   RateLimitError,
   Routes,
 } from "discord.js";
-import { ChatPlatformError, toError } from "../errors.js";
-import { type Logger, silentLogger } from "../log.js";
+import { retryDelayMs } from "../base/backoff.js";
+import { ChatPlatformError, toError } from "../base/errors.js";
+import { type Logger, silentLogger } from "../base/log.js";
 import type {
   ChatPlatform,
   ChatPlatformState,
@@ -43,7 +44,6 @@ import type {
   SentChatMessage,
   TextFormat,
 } from "../ports.js";
-import { retryDelayMs } from "../queue/backoff.js";
 
 /** Options of {@link DiscordPlatform}. */
 export interface DiscordPlatformOptions {

@@ -18,8 +18,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Telegraf, TelegramError } from "telegraf";
 import { message } from "telegraf/filters";
 import type { Message, Update, UserFromGetMe } from "telegraf/types";
-import { ChatPlatformError, toError } from "../errors.js";
-import type { Logger } from "../log.js";
+import { retryDelayMs } from "../base/backoff.js";
+import { ChatPlatformError, toError } from "../base/errors.js";
+import type { Logger } from "../base/log.js";
 import type {
   ChatPlatform,
   ChatPlatformState,
@@ -27,7 +28,6 @@ import type {
   SentChatMessage,
   TextFormat,
 } from "../ports.js";
-import { retryDelayMs } from "../queue/backoff.js";
 import { toTelegramMarkdownV2 } from "./telegram-markdown.js";
 
 /** Options of {@link TelegramPlatform}. */

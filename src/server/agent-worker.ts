@@ -13,16 +13,16 @@
  */
 import PQueue from "p-queue";
 import type { AgentRunner } from "../agents/runner.js";
-import { isRetryable, ModelError, PicklebotError, toError } from "../errors.js";
+import { nextAttemptAt } from "../base/backoff.js";
+import type { Clock, Worker } from "../base/clock.js";
+import { deadline } from "../base/deadline.js";
+import { isRetryable, ModelError, PicklebotError, toError } from "../base/errors.js";
+import type { Logger } from "../base/log.js";
+import { Wakeup } from "../base/wakeup.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
-import type { Logger } from "../log.js";
 import type { ClaimedJob, HistoryStore, JobQueue, ReplyStream, Session } from "../ports.js";
-import { nextAttemptAt } from "../queue/backoff.js";
-import { deadline } from "../timeout.js";
-import { CHECKPOINTED, type Checkpoint } from "./checkpoint.js";
+import { CHECKPOINTED, type Checkpoint } from "../storage/checkpoint.js";
 import type { JobOutcome, ServerMetrics } from "./metrics.js";
-import { Wakeup } from "./wakeup.js";
-import type { Clock, Worker } from "./worker.js";
 
 /** What an AgentWorker needs. */
 export interface AgentWorkerOptions {

@@ -20,15 +20,12 @@ import { join } from "node:path";
 import type { AgentDefinition } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
 import { createPostMessageTool } from "../agents/tools/post-message.js";
-import { type Leadership, LeaderWorker, soleLeadership } from "../cluster/leader.js";
-import type { SessionStopper } from "../cluster/stop-relay.js";
-import { defaultInstanceId, type InstanceInfo } from "../cluster/store.js";
-import { ClusterUpkeepWorker, Heartbeat } from "../cluster/upkeep.js";
+import { type Clock, systemClock, type Worker } from "../base/clock.js";
+import { toError, UserError } from "../base/errors.js";
+import type { Logger } from "../base/log.js";
 import type { Config } from "../config/index.js";
-import { toError, UserError } from "../errors.js";
 import { LogFrontend } from "../frontends/log.js";
 import { FrontendRegistry } from "../frontends/registry.js";
-import type { Logger } from "../log.js";
 import type {
   ChatPlatform,
   ChatPlatformKind,
@@ -36,17 +33,20 @@ import type {
   JobQueue,
   ModelProvider,
 } from "../ports.js";
-import { openStorage, type Storage } from "../storage.js";
+import { openStorage, type Storage } from "../storage/index.js";
+import { defaultInstanceId, type InstanceInfo } from "../storage/postgres/cluster.js";
+import type { SessionStopper } from "../storage/postgres/stop-relay.js";
+import type { CronStateStore } from "../storage/sqlite/cron-state.js";
 import { AgentWorker } from "./agent-worker.js";
 import { allowedUserIds, enabledPlatforms, loadPlatformFactory } from "./bus/platforms.js";
 import { ChatSenders } from "./bus/senders.js";
 import { MessageBusWorker } from "./bus/worker.js";
-import type { CronStateStore } from "./cron/state.js";
+import { type Leadership, LeaderWorker, soleLeadership } from "./cluster/leader.js";
+import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
 import { CronWorker } from "./cron/worker.js";
 import { HttpEndpoint } from "./http.js";
 import { ServerMetrics } from "./metrics.js";
 import { Supervisor } from "./supervisor.js";
-import { type Clock, systemClock, type Worker } from "./worker.js";
 import { acquireWorkspaceLock, type WorkspaceLock } from "./workspace-lock.js";
 
 /** What a server is started with. */

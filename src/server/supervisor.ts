@@ -6,10 +6,10 @@
  *              stop() aborts every run and resolves when all have settled.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { toError } from "../errors.js";
-import type { Logger } from "../log.js";
+import type { Clock, Worker } from "../base/clock.js";
+import { toError } from "../base/errors.js";
+import type { Logger } from "../base/log.js";
 import type { ServerMetrics } from "./metrics.js";
-import type { Clock, Worker } from "./worker.js";
 
 /** A worker's state as `/healthz` and `picklebot status` show it. */
 export interface WorkerHealth {

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { UserError } from "../errors.js";
+import { UserError } from "../base/errors.js";
 
 /** What a running server tells other commands about itself (`history/server.json`). */
 export interface ServerAnnouncement {

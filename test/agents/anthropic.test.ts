@@ -4,7 +4,7 @@ import {
   createAnthropicProvider,
   MISSING_API_KEY_MESSAGE,
 } from "../../src/agents/anthropic.js";
-import { ModelError } from "../../src/errors.js";
+import { ModelError } from "../../src/base/errors.js";
 import type { ChatMessage, ModelRequest, ToolSpec } from "../../src/ports.js";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 

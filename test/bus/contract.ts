@@ -3,12 +3,12 @@
  * adapter (SQLite, PostgreSQL) runs the same cases.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { OutboxStore } from "../../src/server/bus/outbox.js";
+import type { OutboxStore } from "../../src/storage/sqlite/outbox.js";
 import {
   MAX_PENDING_PER_PLATFORM,
   PAIRING_CODE_TTL_MS,
   type PairingStore,
-} from "../../src/server/bus/pairing.js";
+} from "../../src/storage/sqlite/pairing.js";
 
 /** A store under test, and how to reopen it (a restart) and clean up. */
 export interface StoreHandle<Store> {

@@ -7,11 +7,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Database, openDatabase } from "../../src/db/sqlite.js";
+import { silentLogger } from "../../src/base/log.js";
 import { TelegramPlatform } from "../../src/frontends/telegram.js";
-import { silentLogger } from "../../src/log.js";
 import { OutboxDelivery } from "../../src/server/bus/delivery.js";
-import { DELIVERY_LEASE_MS, SqliteOutboxStore } from "../../src/server/bus/outbox.js";
+import { type Database, openDatabase } from "../../src/storage/sqlite/database.js";
+import { DELIVERY_LEASE_MS, SqliteOutboxStore } from "../../src/storage/sqlite/outbox.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { ManualClock } from "../queue/contract.js";
 

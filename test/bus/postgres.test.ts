@@ -1,8 +1,8 @@
 import type pg from "pg";
 import { describe } from "vitest";
-import { openPostgres } from "../../src/db/postgres.js";
-import { PostgresOutboxStore } from "../../src/server/bus/postgres-outbox.js";
-import { PostgresPairingStore } from "../../src/server/bus/postgres-pairing.js";
+import { openPostgres } from "../../src/storage/postgres/database.js";
+import { PostgresOutboxStore } from "../../src/storage/postgres/outbox.js";
+import { PostgresPairingStore } from "../../src/storage/postgres/pairing.js";
 import { postgresSkipReason, useMigratedDatabase } from "../helpers/postgres.js";
 import { outboxContract, pairingContract, type StoreHandle } from "./contract.js";
 

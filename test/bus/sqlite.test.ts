@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openDatabase } from "../../src/db/sqlite.js";
-import { SqliteOutboxStore } from "../../src/server/bus/outbox.js";
-import { SqlitePairingStore } from "../../src/server/bus/pairing.js";
+import { openDatabase } from "../../src/storage/sqlite/database.js";
+import { SqliteOutboxStore } from "../../src/storage/sqlite/outbox.js";
+import { SqlitePairingStore } from "../../src/storage/sqlite/pairing.js";
 import { outboxContract, pairingContract, type StoreHandle } from "./contract.js";
 
 /** A store on a temp database file; `reopen` opens a new connection, like a restart. */

@@ -2,8 +2,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { UserError } from "../../src/base/errors.js";
 import { loadConfig, redactConfig, resolveWorkspace } from "../../src/config/index.js";
-import { UserError } from "../../src/errors.js";
 
 let workspace: string;
 

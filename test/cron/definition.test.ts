@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { UserError } from "../../src/errors.js";
+import { UserError } from "../../src/base/errors.js";
 import { loadCronDir, loadCronFile } from "../../src/server/cron/definition.js";
 
 const defaults = { agentId: "pickle", timezone: "Europe/Berlin" };

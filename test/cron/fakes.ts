@@ -1,8 +1,8 @@
 import { Writable } from "node:stream";
-import { createLogger, type Logger } from "../../src/log.js";
+import type { Clock } from "../../src/base/clock.js";
+import { createLogger, type Logger } from "../../src/base/log.js";
 import type { ClaimedJob, Job, JobQueue, NewJob } from "../../src/ports.js";
 import type { Timers } from "../../src/server/cron/worker.js";
-import type { Clock } from "../../src/server/worker.js";
 
 /** A job the fake queue stored, with the (fake) time it was enqueued at. */
 export interface RecordedJob extends Job {

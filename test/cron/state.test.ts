@@ -3,14 +3,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { openPostgres } from "../../src/db/postgres.js";
-import { openDatabase } from "../../src/db/sqlite.js";
-import { PostgresCronStateStore } from "../../src/server/cron/postgres-state.js";
+import { PostgresCronStateStore } from "../../src/storage/postgres/cron-state.js";
+import { openPostgres } from "../../src/storage/postgres/database.js";
 import {
   type CronStateStore,
   MemoryCronStateStore,
   SqliteCronStateStore,
-} from "../../src/server/cron/state.js";
+} from "../../src/storage/sqlite/cron-state.js";
+import { openDatabase } from "../../src/storage/sqlite/database.js";
 import { createTestDatabase, postgresSkipReason, type TestDatabase } from "../helpers/postgres.js";
 
 const tempDir = mkdtempSync(join(tmpdir(), "picklebot-cron-state-"));

@@ -11,8 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { loadCronDir } from "../../src/server/cron/definition.js";
-import { type CronStateStore, MemoryCronStateStore } from "../../src/server/cron/state.js";
 import { CronWorker, describeCrons, runCronNow } from "../../src/server/cron/worker.js";
+import { type CronStateStore, MemoryCronStateStore } from "../../src/storage/sqlite/cron-state.js";
 import { FakeTime, type LogLine, RecordingQueue, recordingLogger } from "./fakes.js";
 
 const defaults = { agentId: "pickle", timezone: "Europe/Berlin" };

@@ -3,7 +3,7 @@
  * on 127.0.0.1: what it passes on, what it ignores, what it sends, and how it fails.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { ChatPlatformError } from "../../src/errors.js";
+import { ChatPlatformError } from "../../src/base/errors.js";
 import { DiscordPlatform, type DiscordPlatformOptions } from "../../src/frontends/discord.js";
 import type { IncomingChatMessage } from "../../src/ports.js";
 import { recordingLogger } from "../cron/fakes.js";

@@ -3,9 +3,9 @@
  * API failure comes back as a ChatPlatformError, and that the token never shows.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ChatPlatformError } from "../../src/errors.js";
+import { ChatPlatformError } from "../../src/base/errors.js";
+import { silentLogger } from "../../src/base/log.js";
 import { TelegramPlatform } from "../../src/frontends/telegram.js";
-import { silentLogger } from "../../src/log.js";
 import type { IncomingChatMessage } from "../../src/ports.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { freePort } from "../helpers/server.js";

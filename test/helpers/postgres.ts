@@ -9,8 +9,8 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll } from "vitest";
-import { openPostgres } from "../../src/db/postgres.js";
-import { PostgresJobQueue } from "../../src/queue/postgres.js";
+import { openPostgres } from "../../src/storage/postgres/database.js";
+import { PostgresJobQueue } from "../../src/storage/postgres/queue.js";
 
 /** The server tests create their databases on. */
 export const ADMIN_URL =

@@ -10,9 +10,9 @@ import type { ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { openDatabase } from "../../src/db/sqlite.js";
 import type { Job, NewJob } from "../../src/ports.js";
-import { SqliteJobQueue } from "../../src/queue/sqlite.js";
+import { openDatabase } from "../../src/storage/sqlite/database.js";
+import { SqliteJobQueue } from "../../src/storage/sqlite/queue.js";
 import { startCli } from "./cli.js";
 
 /** One JSON log line of the server. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { cutContext, hasTurnStart, isTurnStart } from "../../src/history/context.js";
-import { newSessionId, titleFromMessage } from "../../src/history/session.js";
+import { cutContext, hasTurnStart, isTurnStart } from "../../src/storage/context.js";
+import { newSessionId, titleFromMessage } from "../../src/storage/session.js";
 import { assistantText, toolCalls, toolResults, userText } from "./contract.js";
 
 describe("cutContext", () => {

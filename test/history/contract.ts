@@ -4,7 +4,8 @@
  */
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { UserError } from "../../src/errors.js";
+import type { Clock } from "../../src/base/clock.js";
+import { UserError } from "../../src/base/errors.js";
 import type {
   ChatMessage,
   ContentBlock,
@@ -12,7 +13,6 @@ import type {
   Session,
   TokenUsage,
 } from "../../src/ports.js";
-import type { Clock } from "../../src/server/worker.js";
 
 /** A store under test, on storage that outlives it. */
 export interface HistoryFixture {

@@ -2,8 +2,8 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { JsonlHistoryStore } from "../../src/history/jsonl.js";
-import type { Clock } from "../../src/server/worker.js";
+import type { Clock } from "../../src/base/clock.js";
+import { JsonlHistoryStore } from "../../src/storage/jsonl/history.js";
 import {
   assistantText,
   historyContract,

@@ -1,7 +1,7 @@
 import { describe } from "vitest";
-import { openPostgres } from "../../src/db/postgres.js";
-import { PostgresHistoryStore } from "../../src/history/postgres.js";
-import type { Clock } from "../../src/server/worker.js";
+import type { Clock } from "../../src/base/clock.js";
+import { openPostgres } from "../../src/storage/postgres/database.js";
+import { PostgresHistoryStore } from "../../src/storage/postgres/history.js";
 import { postgresSkipReason, useMigratedDatabase } from "../helpers/postgres.js";
 import { historyContract } from "./contract.js";
 

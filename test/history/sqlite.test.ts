@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDatabase } from "../../src/db/sqlite.js";
-import { SqliteHistoryStore } from "../../src/history/sqlite.js";
-import type { Clock } from "../../src/server/worker.js";
+import type { Clock } from "../../src/base/clock.js";
+import { openDatabase } from "../../src/storage/sqlite/database.js";
+import { SqliteHistoryStore } from "../../src/storage/sqlite/history.js";
 import { assistantText, historyContract, ManualClock, userText } from "./contract.js";
 
 type Database = ReturnType<typeof openDatabase>;

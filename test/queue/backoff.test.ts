@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { nextAttemptAt, retryDelayMs } from "../../src/queue/backoff.js";
+import { nextAttemptAt, retryDelayMs } from "../../src/base/backoff.js";
 
 /** Randomness pinned to the middle of the jitter range: no spread. */
 const middle = () => 0.5;

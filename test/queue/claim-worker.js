@@ -1,8 +1,8 @@
 // A second process's view of the queue, for test/queue/sqlite.test.ts: its own connection
 // to the database file, claiming and completing until nothing is left.
 import { parentPort, workerData } from "node:worker_threads";
-import { openDatabase } from "../../dist/db/sqlite.js";
-import { SqliteJobQueue } from "../../dist/queue/sqlite.js";
+import { openDatabase } from "../../dist/storage/sqlite/database.js";
+import { SqliteJobQueue } from "../../dist/storage/sqlite/queue.js";
 
 const db = openDatabase(workerData.path);
 const queue = new SqliteJobQueue({ db });

@@ -3,9 +3,9 @@
  * (test/queue/sqlite.test.ts, test/queue/memory.test.ts; Postgres later).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { UserError } from "../../src/errors.js";
+import type { Clock } from "../../src/base/clock.js";
+import { UserError } from "../../src/base/errors.js";
 import type { ClaimedJob, JobAdmin, JobQueue, NewJob } from "../../src/ports.js";
-import type { Clock } from "../../src/server/worker.js";
 
 /** A clock that moves only when the test says so. */
 export class ManualClock implements Clock {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ClaimedJob } from "../../src/ports.js";
-import { MemoryJobQueue } from "../../src/queue/memory.js";
+import { MemoryJobQueue } from "../../src/storage/memory/queue.js";
 import { chatJob, ManualClock, queueContract } from "./contract.js";
 
 queueContract("memory", async () => {

@@ -1,9 +1,9 @@
 import { readdirSync } from "node:fs";
 import type pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { connectionConfig, openPostgres } from "../../src/db/postgres.js";
 import type { ClaimedJob } from "../../src/ports.js";
-import { PostgresJobQueue } from "../../src/queue/postgres.js";
+import { connectionConfig, openPostgres } from "../../src/storage/postgres/database.js";
+import { PostgresJobQueue } from "../../src/storage/postgres/queue.js";
 import { postgresSkipReason, useMigratedDatabase } from "../helpers/postgres.js";
 import { chatJob, ManualClock, nextRunnable, queueContract } from "./contract.js";
 

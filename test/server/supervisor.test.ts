@@ -5,10 +5,10 @@
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
+import { type Clock, systemClock, type Worker } from "../../src/base/clock.js";
 import { HttpEndpoint } from "../../src/server/http.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { type RestartPolicy, Supervisor } from "../../src/server/supervisor.js";
-import { type Clock, systemClock, type Worker } from "../../src/server/worker.js";
 import { waitUntil } from "../helpers/server.js";
 
 /** A worker whose n-th run (from 1) does what `behaviour` says. */

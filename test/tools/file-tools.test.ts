@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createEditTool } from "../../src/agents/tools/edit.js";
 import { createReadTool } from "../../src/agents/tools/read.js";
 import { createWriteTool } from "../../src/agents/tools/write.js";
-import { ToolError } from "../../src/errors.js";
+import { ToolError } from "../../src/base/errors.js";
 import { createTempWorkspace, type TempWorkspace } from "./workspace.js";
 
 let temp: TempWorkspace;

@@ -7,7 +7,7 @@ import {
   summarizeToolCall,
   type Tool,
 } from "../../src/agents/tools/index.js";
-import { UserError } from "../../src/errors.js";
+import { UserError } from "../../src/base/errors.js";
 import type { ToolUseBlock } from "../../src/ports.js";
 import { createTempWorkspace, type TempWorkspace } from "./workspace.js";
 

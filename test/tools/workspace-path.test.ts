@@ -2,7 +2,7 @@ import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { resolveInWorkspace } from "../../src/agents/tools/workspace-path.js";
-import { ToolError } from "../../src/errors.js";
+import { ToolError } from "../../src/base/errors.js";
 import { createTempWorkspace, type TempWorkspace } from "./workspace.js";
 
 describe("resolveInWorkspace", () => {

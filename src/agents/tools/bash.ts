@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { z } from "zod";
-import { ToolError } from "../../errors.js";
+import { ToolError } from "../../base/errors.js";
 import { defineTool } from "./define-tool.js";
 import { OutputCollector } from "./output-collector.js";
 import type { Tool } from "./types.js";

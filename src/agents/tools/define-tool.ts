@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ToolError } from "../../errors.js";
+import { ToolError } from "../../base/errors.js";
 import type { Tool, ToolContext } from "./types.js";
 
 /** What {@link defineTool} needs: the model-facing name and description, one zod schema. */

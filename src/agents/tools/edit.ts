@@ -1,6 +1,6 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { z } from "zod";
-import { ToolError } from "../../errors.js";
+import { ToolError } from "../../base/errors.js";
 import { defineTool } from "./define-tool.js";
 import type { Tool } from "./types.js";
 import { fileSystemError, resolveInWorkspace } from "./workspace-path.js";

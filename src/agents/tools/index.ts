@@ -1,4 +1,4 @@
-import { toError, UserError } from "../../errors.js";
+import { toError, UserError } from "../../base/errors.js";
 import type { ToolResultBlock, ToolUseBlock } from "../../ports.js";
 import { createBashTool } from "./bash.js";
 import { createEditTool } from "./edit.js";

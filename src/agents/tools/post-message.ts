@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { ToolError } from "../../errors.js";
+import { ToolError } from "../../base/errors.js";
 import type { ChatPlatformKind, ReplyTarget } from "../../ports.js";
 import { defineTool } from "./define-tool.js";
 import type { Tool } from "./types.js";

@@ -1,7 +1,7 @@
 import { convert } from "html-to-text";
 import { z } from "zod";
-import { ToolError, toError } from "../../errors.js";
-import { deadline } from "../../timeout.js";
+import { deadline } from "../../base/deadline.js";
+import { ToolError, toError } from "../../base/errors.js";
 import { defineTool } from "./define-tool.js";
 import type { Tool } from "./types.js";
 

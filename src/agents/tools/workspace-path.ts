@@ -1,6 +1,6 @@
 import { lstat, readlink, realpath } from "node:fs/promises";
 import { basename, dirname, isAbsolute, relative, resolve, sep } from "node:path";
-import { ToolError, toError } from "../../errors.js";
+import { ToolError, toError } from "../../base/errors.js";
 
 /** Symlink hops followed before giving up, like the kernel's ELOOP limit. */
 const MAX_SYMLINK_HOPS = 40;

@@ -14,8 +14,9 @@
  *               then delivered now; a failed delivery is retried by the outbox loop.
  */
 import { randomUUID } from "node:crypto";
-import { ChatPlatformError, toError } from "../../errors.js";
-import type { Logger } from "../../log.js";
+import type { Clock } from "../../base/clock.js";
+import { ChatPlatformError, toError } from "../../base/errors.js";
+import type { Logger } from "../../base/log.js";
 import type {
   ChatPlatform,
   Frontend,
@@ -23,9 +24,8 @@ import type {
   ReplyStream,
   ReplyTarget,
 } from "../../ports.js";
-import type { Clock } from "../worker.js";
+import type { OutboxAddress, OutboxStore } from "../../storage/sqlite/outbox.js";
 import { editFormatted, type OutboxDelivery, sendFormatted } from "./delivery.js";
-import type { OutboxAddress, OutboxStore } from "./outbox.js";
 import { splitMessage } from "./split.js";
 
 /** Options of {@link ChatFrontend}. */

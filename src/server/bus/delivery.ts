@@ -16,13 +16,17 @@
  * leader-only worker), so retries come from one process.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { ChatPlatformError, toError } from "../../errors.js";
-import type { Logger } from "../../log.js";
+import { retryDelayMs } from "../../base/backoff.js";
+import type { Clock } from "../../base/clock.js";
+import { ChatPlatformError, toError } from "../../base/errors.js";
+import type { Logger } from "../../base/log.js";
+import { Wakeup } from "../../base/wakeup.js";
 import type { ChatPlatform, SentChatMessage } from "../../ports.js";
-import { retryDelayMs } from "../../queue/backoff.js";
-import { Wakeup } from "../wakeup.js";
-import type { Clock } from "../worker.js";
-import { DELIVERY_LEASE_MS, type OutboxEntry, type OutboxStore } from "./outbox.js";
+import {
+  DELIVERY_LEASE_MS,
+  type OutboxEntry,
+  type OutboxStore,
+} from "../../storage/sqlite/outbox.js";
 import { splitMessage } from "./split.js";
 
 /** Options of {@link OutboxDelivery}. */

@@ -8,8 +8,10 @@
  *      └─ anything else ─► one chat job, session key `<platform>:<chat id>`, dedupe key
  *                          `<platform>:<message id>` (a redelivered update adds nothing)
  */
-import { toError } from "../../errors.js";
-import type { Logger } from "../../log.js";
+
+import type { Clock } from "../../base/clock.js";
+import { toError } from "../../base/errors.js";
+import type { Logger } from "../../base/log.js";
 import type {
   ChatPlatformKind,
   HistoryStore,
@@ -18,8 +20,7 @@ import type {
   JobQueue,
   ReplyTarget,
 } from "../../ports.js";
-import type { Clock } from "../worker.js";
-import { PAIRING_CODE_TTL_MS, type PairingStore } from "./pairing.js";
+import { PAIRING_CODE_TTL_MS, type PairingStore } from "../../storage/sqlite/pairing.js";
 
 /** Options of {@link ChatInbox}. */
 export interface ChatInboxOptions {

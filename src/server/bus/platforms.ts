@@ -6,8 +6,9 @@
  * Each adapter is imported only when its platform is enabled: telegraf and discord.js are
  * the largest libraries picklebot has, and most commands (and most servers) need neither.
  */
+
+import type { Logger } from "../../base/log.js";
 import type { Config } from "../../config/index.js";
-import type { Logger } from "../../log.js";
 import type { ChatPlatform, ChatPlatformKind } from "../../ports.js";
 
 /** What the factory may hand to a platform besides its config section. */

@@ -7,14 +7,15 @@
  * job streams and delivers its reply from whichever process runs it, and keeps the
  * {@link OutboxDelivery} whose retry loop the leader's MessageBusWorker runs.
  */
-import { toError } from "../../errors.js";
+
+import type { Clock } from "../../base/clock.js";
+import { toError } from "../../base/errors.js";
+import type { Logger } from "../../base/log.js";
 import type { FrontendRegistry } from "../../frontends/registry.js";
-import type { Logger } from "../../log.js";
 import type { ChatPlatform, ChatPlatformKind } from "../../ports.js";
-import type { Clock } from "../worker.js";
+import type { OutboxStore } from "../../storage/sqlite/outbox.js";
 import { ChatFrontend } from "./chat-frontend.js";
 import { OutboxDelivery } from "./delivery.js";
-import type { OutboxStore } from "./outbox.js";
 
 /** Options of {@link ChatSenders}. */
 export interface ChatSendersOptions {

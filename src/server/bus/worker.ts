@@ -15,8 +15,10 @@
  * offset Telegram last confirmed; an update handed out again adds no job (its dedupe key)
  * and no second answer (the outbox key).
  */
-import { toError } from "../../errors.js";
-import type { Logger } from "../../log.js";
+
+import type { Clock, Worker } from "../../base/clock.js";
+import { toError } from "../../base/errors.js";
+import type { Logger } from "../../base/log.js";
 import type {
   ChatPlatform,
   ChatPlatformKind,
@@ -26,9 +28,8 @@ import type {
   JobAdmin,
   JobQueue,
 } from "../../ports.js";
-import type { Clock, Worker } from "../worker.js";
+import type { PairingStore } from "../../storage/sqlite/pairing.js";
 import { ChatInbox } from "./inbox.js";
-import type { PairingStore } from "./pairing.js";
 import type { ChatSenders } from "./senders.js";
 
 /** The log message written once a platform is connected (with a `platform` field). */

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { CronExpressionParser } from "cron-parser";
 import { parseDocument } from "yaml";
 import { z } from "zod";
-import { toError, UserError } from "../../errors.js";
+import { toError, UserError } from "../../base/errors.js";
 import type { ReplyTarget } from "../../ports.js";
 
 /** A validated cron, as the CronWorker schedules it. */

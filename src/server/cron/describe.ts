@@ -1,7 +1,7 @@
-import type { Clock } from "../worker.js";
+import type { Clock } from "../../base/clock.js";
+import type { CronStateStore } from "../../storage/sqlite/cron-state.js";
 import { type CronDefinition, formatReplyTarget } from "./definition.js";
 import { nextOccurrence } from "./schedule.js";
-import type { CronStateStore } from "./state.js";
 
 /**
  * - `scheduled`: enabled, will fire at `nextRunAt`.

@@ -1,5 +1,5 @@
 import { type FSWatcher, mkdirSync, watch } from "node:fs";
-import { toError } from "../../errors.js";
+import { toError } from "../../base/errors.js";
 
 /** A running folder watch; `close` stops it and drops a pending notification. */
 export interface FolderWatch {

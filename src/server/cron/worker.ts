@@ -30,14 +30,15 @@
  * still runs it by hand). Its file is never changed or deleted; `cron list` shows it as
  * `done (one_off)`.
  */
-import { toError } from "../../errors.js";
-import type { Logger } from "../../log.js";
+
+import type { Clock, Worker } from "../../base/clock.js";
+import { toError } from "../../base/errors.js";
+import type { Logger } from "../../base/log.js";
 import type { JobQueue } from "../../ports.js";
-import type { Clock, Worker } from "../worker.js";
+import type { CronState, CronStateStore } from "../../storage/sqlite/cron-state.js";
 import { type CronDefaults, type CronDefinition, loadCronDir } from "./definition.js";
 import { enqueueOccurrence } from "./fire.js";
 import { latestOccurrenceBetween, nextOccurrence } from "./schedule.js";
-import type { CronState, CronStateStore } from "./state.js";
 import { type FolderWatch, watchFolder } from "./watch.js";
 
 export { type CronRow, type CronStatus, describeCrons } from "./describe.js";

@@ -15,8 +15,9 @@
  * sends, the other leaves the entry alone. Marking the outcome releases the lease; a
  * process that dies mid-send leaves one that expires after {@link DELIVERY_LEASE_MS}.
  */
-import type { Database } from "../../db/sqlite.js";
+
 import type { ChatPlatformKind } from "../../ports.js";
+import type { Database } from "./database.js";
 
 /**
  * How long a delivery lease holds an entry: longer than one attempt (a few API calls, and a

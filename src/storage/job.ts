@@ -3,7 +3,7 @@
  * pass before it is stored (producers are the bus, the crons and the CLI: outside input).
  */
 import { randomBytes } from "node:crypto";
-import { UserError } from "../errors.js";
+import { UserError } from "../base/errors.js";
 import type { Job, NewJob, ReplyTarget } from "../ports.js";
 
 /** Attempts a job gets when its producer names none (`workers.max_attempts`). */

@@ -11,9 +11,9 @@
  */
 
 import { z } from "zod";
-import type { Session, TokenUsage } from "../ports.js";
-import { appendLine, readLinesFrom } from "./jsonl-lines.js";
-import { addUsage, isSafeSessionId, zeroUsage } from "./session.js";
+import type { Session, TokenUsage } from "../../ports.js";
+import { addUsage, isSafeSessionId, zeroUsage } from "../session.js";
+import { appendLine, readLinesFrom } from "./lines.js";
 
 const diskUsageSchema = z.object({
   input: z.number(),

@@ -10,9 +10,9 @@
  */
 import { hostname } from "node:os";
 import type pg from "pg";
-import { inTransaction, retryOnDisconnect } from "../db/postgres.js";
-import { UserError } from "../errors.js";
-import type { PostgresJobQueue } from "../queue/postgres.js";
+import { UserError } from "../../base/errors.js";
+import { inTransaction, retryOnDisconnect } from "./database.js";
+import type { PostgresJobQueue } from "./queue.js";
 
 /** What a process says about itself in its row. */
 export interface InstanceInfo {

@@ -15,14 +15,8 @@
  *   `retryOnDisconnect`); a claim whose reply was lost finds its rows by its lock token.
  */
 import pg from "pg";
-import { PgListener } from "../db/pg-listener.js";
-import {
-  isConnectionError,
-  retryOnDisconnect,
-  survivingDroppedConnections,
-} from "../db/postgres.js";
-import type { ClaimedJob, Job, JobAdmin, JobQueue, JobState, NewJob } from "../ports.js";
-import { type Clock, systemClock } from "../server/worker.js";
+import { type Clock, systemClock } from "../../base/clock.js";
+import type { ClaimedJob, Job, JobAdmin, JobQueue, JobState, NewJob } from "../../ports.js";
 import {
   DEFAULT_MAX_ATTEMPTS,
   INTERRUPTED_MESSAGE,
@@ -30,10 +24,12 @@ import {
   newLockPrefix,
   queuedJob,
   validateNewJob,
-} from "./job.js";
-import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "./job-row.js";
-import { JOBS_CHANNEL, PG } from "./postgres-sql.js";
-import { RunnableSignal } from "./runnable.js";
+} from "../job.js";
+import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "../job-row.js";
+import { RunnableSignal } from "../runnable.js";
+import { isConnectionError, retryOnDisconnect, survivingDroppedConnections } from "./database.js";
+import { PgListener } from "./listener.js";
+import { JOBS_CHANNEL, PG } from "./queue-sql.js";
 
 /** Options of {@link PostgresJobQueue}. */
 export interface PostgresJobQueueOptions {

@@ -3,7 +3,7 @@
  */
 
 import { randomBytes } from "node:crypto";
-import { UserError } from "../errors.js";
+import { UserError } from "../base/errors.js";
 import type { ChatMessage, Session, TokenUsage } from "../ports.js";
 
 /** Longest title kept, in characters. */

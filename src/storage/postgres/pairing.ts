@@ -7,7 +7,6 @@
  * processes never hand out more than {@link MAX_PENDING_PER_PLATFORM} codes between them.
  */
 import type pg from "pg";
-import { inTransaction, retryOnDisconnect } from "../../db/postgres.js";
 import type { ChatPlatformKind } from "../../ports.js";
 import {
   approvalOf,
@@ -22,7 +21,8 @@ import {
   toRequest,
   toUser,
   type UserRow,
-} from "./pairing.js";
+} from "../sqlite/pairing.js";
+import { inTransaction, retryOnDisconnect } from "./database.js";
 
 /** Options of {@link PostgresPairingStore}. */
 export interface PostgresPairingStoreOptions {

@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 export type { Database } from "better-sqlite3";
 
 /** Folder of the numbered SQLite migrations (`NNN_name.sql`), shared by every table owner. */
-const MIGRATIONS_DIR = new URL("../../migrations/sqlite/", import.meta.url);
+const MIGRATIONS_DIR = new URL("../../../migrations/sqlite/", import.meta.url);
 
 /**
  * Page size of a new database. Every committed enqueue writes four pages to the WAL (the

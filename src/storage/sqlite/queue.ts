@@ -14,8 +14,8 @@
  * no page, only a counter in shared memory.
  */
 import type Database from "better-sqlite3";
-import type { ClaimedJob, Job, JobAdmin, JobQueue, JobState, NewJob } from "../ports.js";
-import { type Clock, systemClock } from "../server/worker.js";
+import { type Clock, systemClock } from "../../base/clock.js";
+import type { ClaimedJob, Job, JobAdmin, JobQueue, JobState, NewJob } from "../../ports.js";
 import {
   DEFAULT_MAX_ATTEMPTS,
   INTERRUPTED_MESSAGE,
@@ -23,10 +23,10 @@ import {
   newLockPrefix,
   queuedJob,
   validateNewJob,
-} from "./job.js";
-import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "./job-row.js";
-import { RunnableSignal } from "./runnable.js";
-import { claimSql, SQL } from "./sqlite-rows.js";
+} from "../job.js";
+import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "../job-row.js";
+import { RunnableSignal } from "../runnable.js";
+import { claimSql, SQL } from "./queue-rows.js";
 
 /** Options of {@link SqliteJobQueue}. */
 export interface SqliteJobQueueOptions {

@@ -7,10 +7,10 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { UserError } from "../errors.js";
+import { UserError } from "../../base/errors.js";
 
 /** Folder of the numbered PostgreSQL migrations (`NNN_name.sql`). */
-const MIGRATIONS_DIR = new URL("../../migrations/postgres/", import.meta.url);
+const MIGRATIONS_DIR = new URL("../../../migrations/postgres/", import.meta.url);
 
 /** Key of the advisory lock held while migrating (any fixed number; "pickle" in hex-ish). */
 const MIGRATION_LOCK_KEY = 0x7069636b;

@@ -9,8 +9,8 @@
  * - **Refusal**: the reply that shows a user their id and code, at most once an hour each.
  */
 import { randomInt } from "node:crypto";
-import type { Database } from "../../db/sqlite.js";
 import type { ChatPlatformKind } from "../../ports.js";
+import type { Database } from "./database.js";
 
 /** How long a pairing code is valid. */
 export const PAIRING_CODE_TTL_MS = 60 * 60 * 1000;

@@ -7,7 +7,7 @@
  *   active: notify() ─► listeners run once in a microtask, however many notify() came
  *           wake timer ─► fires at the earliest future run time ─► notify(), re-armed
  */
-import type { Clock } from "../server/worker.js";
+import type { Clock } from "../base/clock.js";
 
 /** Longest delay `setTimeout` takes (about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;

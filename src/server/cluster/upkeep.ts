@@ -4,11 +4,11 @@
  * deletion of finished jobs after `cluster.job_retention_h`.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { toError } from "../errors.js";
-import type { Logger } from "../log.js";
-import type { PostgresJobQueue } from "../queue/postgres.js";
-import type { Clock, Worker } from "../server/worker.js";
-import type { ClusterStore, InstanceInfo } from "./store.js";
+import type { Clock, Worker } from "../../base/clock.js";
+import { toError } from "../../base/errors.js";
+import type { Logger } from "../../base/log.js";
+import type { ClusterStore, InstanceInfo } from "../../storage/postgres/cluster.js";
+import type { PostgresJobQueue } from "../../storage/postgres/queue.js";
 
 /** How often finished jobs past their retention are deleted. */
 const PRUNE_INTERVAL_MS = 60_000;

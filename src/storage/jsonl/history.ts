@@ -16,17 +16,23 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import type { AppendOptions, ChatMessage, ContentBlock, HistoryStore, Session } from "../ports.js";
-import { type Clock, systemClock } from "../server/worker.js";
-import { cutContext } from "./context.js";
-import { SessionIndex, toDiskUsage } from "./jsonl-index.js";
-import { appendLine, readAllLines } from "./jsonl-lines.js";
+import { type Clock, systemClock } from "../../base/clock.js";
+import type {
+  AppendOptions,
+  ChatMessage,
+  ContentBlock,
+  HistoryStore,
+  Session,
+} from "../../ports.js";
+import { cutContext } from "../context.js";
 import {
   assertSafeSessionId,
   newSessionId,
   titleFromMessage,
   unknownSessionError,
-} from "./session.js";
+} from "../session.js";
+import { appendLine, readAllLines } from "./lines.js";
+import { SessionIndex, toDiskUsage } from "./session-index.js";
 
 /** Options of {@link JsonlHistoryStore}. */
 export interface JsonlHistoryStoreOptions {

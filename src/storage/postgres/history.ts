@@ -4,10 +4,9 @@
  * {@link PostgresHistoryStore.appendOn}.
  */
 import type pg from "pg";
-import { retryOnDisconnect } from "../db/postgres.js";
-import type { AppendOptions, ChatMessage, HistoryStore, Session } from "../ports.js";
-import { type Clock, systemClock } from "../server/worker.js";
-import { cutContext, isTurnStart } from "./context.js";
+import { type Clock, systemClock } from "../../base/clock.js";
+import type { AppendOptions, ChatMessage, HistoryStore, Session } from "../../ports.js";
+import { cutContext, isTurnStart } from "../context.js";
 import {
   assertSafeSessionId,
   newSessionId,
@@ -16,7 +15,8 @@ import {
   titleFromMessage,
   unknownSessionError,
   zeroUsage,
-} from "./session.js";
+} from "../session.js";
+import { retryOnDisconnect } from "./database.js";
 
 /** Options of {@link PostgresHistoryStore}. */
 export interface PostgresHistoryStoreOptions {

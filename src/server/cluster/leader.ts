@@ -9,11 +9,11 @@
  * In SQLite mode the lease is {@link soleLeadership}: the single process always leads.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { toError } from "../errors.js";
-import type { Logger } from "../log.js";
-import type { ServerMetrics } from "../server/metrics.js";
-import { Supervisor, type WorkerHealth } from "../server/supervisor.js";
-import type { Clock, Worker } from "../server/worker.js";
+import type { Clock, Worker } from "../../base/clock.js";
+import { toError } from "../../base/errors.js";
+import type { Logger } from "../../base/log.js";
+import type { ServerMetrics } from "../metrics.js";
+import { Supervisor, type WorkerHealth } from "../supervisor.js";
 
 /** Who may lead. */
 export interface Leadership {

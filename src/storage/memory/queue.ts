@@ -9,6 +9,8 @@
  * (runAt, then arrival; see run-order.ts), so a claim pops what it takes instead of
  * scanning every job. Entries are checked when popped and dropped when they no longer hold.
  */
+
+import { type Clock, systemClock } from "../../base/clock.js";
 import type {
   ClaimedJob,
   Job,
@@ -17,8 +19,7 @@ import type {
   JobQueue,
   JobState,
   NewJob,
-} from "../ports.js";
-import { type Clock, systemClock } from "../server/worker.js";
+} from "../../ports.js";
 import {
   DEFAULT_MAX_ATTEMPTS,
   INTERRUPTED_MESSAGE,
@@ -26,9 +27,9 @@ import {
   newLockPrefix,
   queuedJob,
   validateNewJob,
-} from "./job.js";
-import { RunOrder } from "./run-order.js";
-import { RunnableSignal } from "./runnable.js";
+} from "../job.js";
+import { RunOrder } from "../run-order.js";
+import { RunnableSignal } from "../runnable.js";
 
 /** Options of {@link MemoryJobQueue}. */
 export interface MemoryJobQueueOptions {

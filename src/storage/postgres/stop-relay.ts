@@ -9,8 +9,8 @@
  *   a notification ─► aborts the job of that key if it runs here (else nothing)
  */
 import type pg from "pg";
-import { PgListener } from "../db/pg-listener.js";
-import { retryOnDisconnect } from "../db/postgres.js";
+import { retryOnDisconnect } from "./database.js";
+import { PgListener } from "./listener.js";
 
 /** The channel that carries session keys to stop. */
 export const STOP_CHANNEL = "picklebot_stop";

@@ -12,7 +12,7 @@
  * - **Disabled**: a `one_off` cron that has fired. It stays disabled even when its file is
  *   edited; the file itself is never changed or deleted.
  */
-import type { Database } from "../../db/sqlite.js";
+import type { Database } from "./database.js";
 
 /** What the store knows about one cron. Times are epoch milliseconds. */
 export interface CronState {

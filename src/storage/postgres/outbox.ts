@@ -8,7 +8,6 @@
  * conditional on the state it moves from), so each runs under `retryOnDisconnect`.
  */
 import type pg from "pg";
-import { retryOnDisconnect } from "../../db/postgres.js";
 import type { ChatPlatformKind } from "../../ports.js";
 import {
   type OutboxAddress,
@@ -18,7 +17,8 @@ import {
   type OutboxSummary,
   RELEASE,
   toEntry,
-} from "./outbox.js";
+} from "../sqlite/outbox.js";
+import { retryOnDisconnect } from "./database.js";
 
 /** Options of {@link PostgresOutboxStore}. */
 export interface PostgresOutboxStoreOptions {

@@ -5,8 +5,8 @@
  * lets an occurrence fire once.
  */
 import type pg from "pg";
-import { retryOnDisconnect } from "../../db/postgres.js";
-import type { CronState, CronStateStore } from "./state.js";
+import type { CronState, CronStateStore } from "../sqlite/cron-state.js";
+import { retryOnDisconnect } from "./database.js";
 
 /** Options of {@link PostgresCronStateStore}. */
 export interface PostgresCronStateStoreOptions {

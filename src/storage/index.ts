@@ -9,26 +9,31 @@
  */
 import { join } from "node:path";
 import type pg from "pg";
-import { StopRelay } from "./cluster/stop-relay.js";
-import { ClusterStore } from "./cluster/store.js";
-import type { Config } from "./config/index.js";
-import { connectionConfig, inTransaction, openPostgres, retryOnDisconnect } from "./db/postgres.js";
-import { type Database, openDatabase } from "./db/sqlite.js";
-import { JsonlHistoryStore } from "./history/jsonl.js";
-import { PostgresHistoryStore } from "./history/postgres.js";
-import { SqliteHistoryStore } from "./history/sqlite.js";
-import type { ChatMessage, ClaimedJob, HistoryStore, JobAdmin, JobQueue } from "./ports.js";
-import { MemoryJobQueue } from "./queue/memory.js";
-import { PostgresJobQueue } from "./queue/postgres.js";
-import { SqliteJobQueue } from "./queue/sqlite.js";
-import { type OutboxStore, SqliteOutboxStore } from "./server/bus/outbox.js";
-import { type PairingStore, SqlitePairingStore } from "./server/bus/pairing.js";
-import { PostgresOutboxStore } from "./server/bus/postgres-outbox.js";
-import { PostgresPairingStore } from "./server/bus/postgres-pairing.js";
-import { type Checkpoint, sequentialCheckpoint } from "./server/checkpoint.js";
-import { PostgresCronStateStore } from "./server/cron/postgres-state.js";
-import { type CronStateStore, SqliteCronStateStore } from "./server/cron/state.js";
-import { type Clock, systemClock } from "./server/worker.js";
+import { type Clock, systemClock } from "../base/clock.js";
+import type { Config } from "../config/index.js";
+import type { ChatMessage, ClaimedJob, HistoryStore, JobAdmin, JobQueue } from "../ports.js";
+import { type Checkpoint, sequentialCheckpoint } from "./checkpoint.js";
+import { JsonlHistoryStore } from "./jsonl/history.js";
+import { MemoryJobQueue } from "./memory/queue.js";
+import { ClusterStore } from "./postgres/cluster.js";
+import { PostgresCronStateStore } from "./postgres/cron-state.js";
+import {
+  connectionConfig,
+  inTransaction,
+  openPostgres,
+  retryOnDisconnect,
+} from "./postgres/database.js";
+import { PostgresHistoryStore } from "./postgres/history.js";
+import { PostgresOutboxStore } from "./postgres/outbox.js";
+import { PostgresPairingStore } from "./postgres/pairing.js";
+import { PostgresJobQueue } from "./postgres/queue.js";
+import { StopRelay } from "./postgres/stop-relay.js";
+import { type CronStateStore, SqliteCronStateStore } from "./sqlite/cron-state.js";
+import { type Database, openDatabase } from "./sqlite/database.js";
+import { SqliteHistoryStore } from "./sqlite/history.js";
+import { type OutboxStore, SqliteOutboxStore } from "./sqlite/outbox.js";
+import { type PairingStore, SqlitePairingStore } from "./sqlite/pairing.js";
+import { SqliteJobQueue } from "./sqlite/queue.js";
 
 /** The storage of one workspace, opened and ready. */
 export interface Storage {

@@ -5,9 +5,15 @@
  */
 
 import type Database from "better-sqlite3";
-import type { AppendOptions, ChatMessage, ContentBlock, HistoryStore, Session } from "../ports.js";
-import { type Clock, systemClock } from "../server/worker.js";
-import { cutContext, hasTurnStart } from "./context.js";
+import { type Clock, systemClock } from "../../base/clock.js";
+import type {
+  AppendOptions,
+  ChatMessage,
+  ContentBlock,
+  HistoryStore,
+  Session,
+} from "../../ports.js";
+import { cutContext, hasTurnStart } from "../context.js";
 import {
   assertSafeSessionId,
   newSessionId,
@@ -16,7 +22,7 @@ import {
   titleFromMessage,
   unknownSessionError,
   zeroUsage,
-} from "./session.js";
+} from "../session.js";
 
 /** Options of {@link SqliteHistoryStore}. */
 export interface SqliteHistoryStoreOptions {
