@@ -7,7 +7,7 @@
  * on while the server is down.
  */
 import { join } from "node:path";
-import type { NewJob } from "../../src/ports.js";
+import type { NewJob } from "../../src/ports/index.js";
 import { openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteJobQueue } from "../../src/storage/sqlite/queue.js";
 import type { Random } from "./random.js";

@@ -26,7 +26,7 @@ import type {
   TextBlock,
   ToolSpec,
   ToolUseBlock,
-} from "../ports.js";
+} from "../ports/index.js";
 
 /** Options of {@link createAnthropicProvider}. */
 export interface AnthropicProviderOptions {

@@ -14,10 +14,11 @@ import type {
   HistoryStore,
   ModelProvider,
   TokenUsage,
+  Tool,
+  ToolContext,
   ToolUseBlock,
-} from "../ports.js";
+} from "../ports/index.js";
 import { runToolCalls, summarizeToolCall } from "./tools/index.js";
-import type { Tool, ToolContext } from "./tools/types.js";
 
 /** What a person watching the turn is shown as it happens. */
 export interface TurnEvents {

@@ -1,6 +1,5 @@
-import type { Clock } from "../base/clock.js";
 import type { Config } from "../config/index.js";
-import type { HistoryStore, ModelProvider, ReplyTarget } from "../ports.js";
+import type { Clock, HistoryStore, ModelProvider, ReplyTarget, Tool } from "../ports/index.js";
 import {
   type AgentDefinition,
   formatLocalTime,
@@ -9,7 +8,6 @@ import {
 } from "./definition.js";
 import { runTurn, type TurnEvents, type TurnResult } from "./loop.js";
 import { createToolbox } from "./tools/index.js";
-import type { Tool } from "./tools/types.js";
 
 /** What {@link AgentRunner} is built from. */
 export interface AgentRunnerOptions {

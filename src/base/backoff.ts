@@ -3,7 +3,7 @@
  * job computes the retry time here and passes it to {@link JobQueue.fail} (or null once
  * `maxAttempts` is spent).
  */
-import type { Job } from "../ports.js";
+import type { Job } from "../ports/index.js";
 
 /** Options of {@link retryDelayMs}. */
 export interface RetryDelayOptions {

@@ -10,7 +10,7 @@ import { userInfo } from "node:os";
 import { createInterface, type Interface } from "node:readline";
 import { Command } from "commander";
 import { toError, UserError } from "../base/errors.js";
-import type { Session, TokenUsage } from "../ports.js";
+import type { Session, TokenUsage } from "../ports/index.js";
 import { openWorkspace, type WorkspaceContext } from "./context.js";
 
 const DIM = "\x1b[2m";

@@ -4,8 +4,8 @@ import { type AgentDefinition, loadAgents } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
 import { systemClock } from "../base/clock.js";
 import { type Config, loadConfig, resolveWorkspace } from "../config/index.js";
-import type { ModelProvider } from "../ports.js";
-import { openStorage, type Storage } from "../storage/index.js";
+import type { ModelProvider, Storage } from "../ports/index.js";
+import { openStorage } from "../storage/index.js";
 
 /** A workspace opened for a command: its config, agents, storage and agent runner. */
 export interface WorkspaceContext extends LoadedWorkspace {
@@ -52,7 +52,7 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
 /** Loads the workspace and opens its storage, for commands that read or run agents. */
 export async function openWorkspace(command: Command): Promise<WorkspaceContext> {
   const loaded = loadWorkspace(command);
-  const storage = await openStorage(loaded.config);
+  const storage = await openStorage(loaded.config, systemClock);
   const runner = new AgentRunner({ ...loaded, history: storage.history, clock: systemClock });
   return { ...loaded, storage, runner, close: () => storage.close() };
 }

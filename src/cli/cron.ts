@@ -4,9 +4,9 @@ import { Command } from "commander";
 import { systemClock } from "../base/clock.js";
 import { UserError } from "../base/errors.js";
 import type { Config } from "../config/index.js";
+import type { CronStateStore } from "../ports/index.js";
 import { formatReplyTarget, loadCronDir } from "../server/cron/definition.js";
 import { type CronRow, describeCrons, runCronNow } from "../server/cron/worker.js";
-import type { CronStateStore } from "../storage/sqlite/cron-state.js";
 import { openWorkspace } from "./context.js";
 import { formatTime, printJson, printTable } from "./output.js";
 

@@ -1,7 +1,7 @@
 /** `picklebot jobs`: inspect the queue and requeue failed jobs. */
 import { Command, InvalidArgumentError } from "commander";
 import { UserError } from "../base/errors.js";
-import type { Job, JobState } from "../ports.js";
+import type { Job, JobState } from "../ports/index.js";
 import { formatReplyTarget } from "../server/cron/definition.js";
 import { openWorkspace } from "./context.js";
 import { formatTime, printJson, printTable } from "./output.js";

@@ -1,9 +1,8 @@
 /** `picklebot pairing`: admit chat users who asked with a pairing code, or remove them. */
 import { Command } from "commander";
 import { UserError } from "../base/errors.js";
-import type { ChatPlatformKind } from "../ports.js";
+import type { ChatPlatformKind, PairedUser, PairingRequest } from "../ports/index.js";
 import { allowedUserIds } from "../server/bus/platforms.js";
-import type { PairedUser, PairingRequest } from "../storage/sqlite/pairing.js";
 import { openWorkspace, type WorkspaceContext } from "./context.js";
 import { formatTime, printJson, printTable } from "./output.js";
 

@@ -3,12 +3,9 @@
  * in PostgreSQL mode the cluster's instances and leader instead of the local server.
  */
 import { Command } from "commander";
-import type { Session } from "../ports.js";
+import type { InstanceRow, LeaseHolder, OutboxSummary, Session, Storage } from "../ports/index.js";
 import type { CronRow } from "../server/cron/worker.js";
 import { runningServer } from "../server/workspace-lock.js";
-import type { Storage } from "../storage/index.js";
-import type { InstanceRow, LeaseHolder } from "../storage/postgres/cluster.js";
-import type { OutboxSummary } from "../storage/sqlite/outbox.js";
 import { openWorkspace } from "./context.js";
 import { describeCronsNow } from "./cron.js";
 import { formatTime, printJson } from "./output.js";

@@ -43,7 +43,7 @@ import type {
   IncomingChatMessage,
   SentChatMessage,
   TextFormat,
-} from "../ports.js";
+} from "../ports/index.js";
 
 /** Options of {@link DiscordPlatform}. */
 export interface DiscordPlatformOptions {

@@ -1,5 +1,5 @@
 import type { Logger } from "../base/log.js";
-import type { Frontend, ReplyStream, ReplyTarget } from "../ports.js";
+import type { Frontend, ReplyStream, ReplyTarget } from "../ports/index.js";
 
 /**
  * Writes finished replies and failures to the server log. Serves `console` targets

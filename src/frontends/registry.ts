@@ -1,4 +1,4 @@
-import type { Frontend, ReplyContext, ReplyStream, ReplyTarget } from "../ports.js";
+import type { Frontend, ReplyContext, ReplyStream, ReplyTarget } from "../ports/index.js";
 import { SilentFrontend } from "./silent.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { Frontend, ReplyStream, ReplyTarget } from "../ports.js";
+import type { Frontend, ReplyStream, ReplyTarget } from "../ports/index.js";
 
 const silentReply: ReplyStream = {
   typing() {},

@@ -27,7 +27,7 @@ import type {
   IncomingChatMessage,
   SentChatMessage,
   TextFormat,
-} from "../ports.js";
+} from "../ports/index.js";
 import { toTelegramMarkdownV2 } from "./telegram-markdown.js";
 
 /** Options of {@link TelegramPlatform}. */

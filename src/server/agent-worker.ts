@@ -14,14 +14,22 @@
 import PQueue from "p-queue";
 import type { AgentRunner } from "../agents/runner.js";
 import { nextAttemptAt } from "../base/backoff.js";
-import type { Clock, Worker } from "../base/clock.js";
 import { deadline } from "../base/deadline.js";
 import { isRetryable, ModelError, PicklebotError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { Wakeup } from "../base/wakeup.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
-import type { ClaimedJob, HistoryStore, JobQueue, ReplyStream, Session } from "../ports.js";
-import { CHECKPOINTED, type Checkpoint } from "../storage/checkpoint.js";
+import {
+  type Checkpoint,
+  type ClaimedJob,
+  type Clock,
+  type HistoryStore,
+  type JobQueue,
+  RESUME_MARKER,
+  type ReplyStream,
+  type Session,
+  type Worker,
+} from "../ports/index.js";
 import type { JobOutcome, ServerMetrics } from "./metrics.js";
 
 /** What an AgentWorker needs. */
@@ -158,7 +166,7 @@ export class AgentWorker implements Worker {
     }
     reply.typing();
     const session = await this.#sessionFor(job);
-    if (job.message !== CHECKPOINTED) {
+    if (job.message !== RESUME_MARKER) {
       const message = {
         role: "user" as const,
         content: [{ type: "text" as const, text: job.message }],

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { JobState, TokenUsage } from "../ports.js";
+import type { JobState, TokenUsage } from "../ports/index.js";
 
 /** How a job attempt ended, the `outcome` label of `picklebot_jobs_processed_total`. */
 export type JobOutcome = "done" | "retry" | "failed" | "interrupted";

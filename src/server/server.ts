@@ -20,7 +20,7 @@ import { join } from "node:path";
 import type { AgentDefinition } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
 import { createPostMessageTool } from "../agents/tools/post-message.js";
-import { type Clock, systemClock, type Worker } from "../base/clock.js";
+import { systemClock } from "../base/clock.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import type { Config } from "../config/index.js";
@@ -29,19 +29,24 @@ import { FrontendRegistry } from "../frontends/registry.js";
 import type {
   ChatPlatform,
   ChatPlatformKind,
+  Clock,
+  CronStateStore,
+  InstanceInfo,
   JobAdmin,
   JobQueue,
+  Leadership,
   ModelProvider,
-} from "../ports.js";
-import { openStorage, type Storage } from "../storage/index.js";
-import { defaultInstanceId, type InstanceInfo } from "../storage/postgres/cluster.js";
-import type { SessionStopper } from "../storage/postgres/stop-relay.js";
-import type { CronStateStore } from "../storage/sqlite/cron-state.js";
+  SessionStopper,
+  Storage,
+  Worker,
+} from "../ports/index.js";
+import { openStorage } from "../storage/index.js";
+import { defaultInstanceId } from "../storage/postgres/cluster.js";
 import { AgentWorker } from "./agent-worker.js";
 import { allowedUserIds, enabledPlatforms, loadPlatformFactory } from "./bus/platforms.js";
 import { ChatSenders } from "./bus/senders.js";
 import { MessageBusWorker } from "./bus/worker.js";
-import { type Leadership, LeaderWorker, soleLeadership } from "./cluster/leader.js";
+import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
 import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
 import { CronWorker } from "./cron/worker.js";
 import { HttpEndpoint } from "./http.js";
@@ -249,7 +254,6 @@ export class PicklebotServer {
       workers.push(
         new ClusterUpkeepWorker({
           cluster: cluster.store,
-          queue: cluster.queue,
           intervalMs: config.cluster.heartbeat_s * 1000,
           orphanAfterMs: config.cluster.instance_ttl_s * 1000,
           retentionMs: config.cluster.job_retention_h * 3_600_000,

@@ -6,9 +6,9 @@
  *              stop() aborts every run and resolves when all have settled.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Clock, Worker } from "../base/clock.js";
 import { toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
+import type { Clock, Worker } from "../ports/index.js";
 import type { ServerMetrics } from "./metrics.js";
 
 /** A worker's state as `/healthz` and `picklebot status` show it. */

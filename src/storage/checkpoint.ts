@@ -1,17 +1,4 @@
-import type { ChatMessage, ClaimedJob, HistoryStore, JobQueue } from "../ports.js";
-
-/** A job's message once its user message is in history (DESIGN §4). */
-export const CHECKPOINTED = ".";
-
-/**
- * Writes a job's user message into its session and marks the job checkpointed. Resolves
- * false when the job's lock was lost (another process owns it now): the caller stops.
- */
-export type Checkpoint = (
-  job: ClaimedJob,
-  sessionId: string,
-  message: ChatMessage,
-) => Promise<boolean>;
+import type { Checkpoint, HistoryStore, JobQueue } from "../ports/index.js";
 
 /**
  * The checkpoint for stores that cannot share a transaction: the append carries the job
@@ -23,3 +10,6 @@ export function sequentialCheckpoint(history: HistoryStore, queue: JobQueue): Ch
     return queue.checkpoint(job, sessionId);
   };
 }
+
+/** Thrown inside a checkpoint's transaction to roll it back: the job's lock was lost. */
+export class LockLost extends Error {}

@@ -7,7 +7,7 @@
  * `tool_use` (or begin with an assistant message), which the Messages API refuses.
  */
 
-import type { ChatMessage } from "../ports.js";
+import type { ChatMessage } from "../ports/index.js";
 
 /** True when `message` opens a turn: a user message with no tool_result block. */
 export function isTurnStart(message: ChatMessage): boolean {

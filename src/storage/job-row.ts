@@ -2,7 +2,7 @@
  * The one mapping from a stored `jobs` row to a {@link Job}, shared by the SQLite and
  * PostgreSQL queues (their `jobs` tables have the same columns).
  */
-import type { ClaimedJob, Job, JobAttemptError, JobState, ReplyTarget } from "../ports.js";
+import type { ClaimedJob, Job, JobAttemptError, JobState, ReplyTarget } from "../ports/index.js";
 import { isReplyTarget } from "./job.js";
 
 /** Largest number of jobs one claim takes. */

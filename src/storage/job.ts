@@ -4,7 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { UserError } from "../base/errors.js";
-import type { Job, NewJob, ReplyTarget } from "../ports.js";
+import type { Job, NewJob, ReplyTarget } from "../ports/index.js";
 
 /** Attempts a job gets when its producer names none (`workers.max_attempts`). */
 export const DEFAULT_MAX_ATTEMPTS = 5;

@@ -1,3 +1,5 @@
+import type { Clock } from "../ports/index.js";
+
 /**
  * The `onRunnable` side of a queue adapter: its listeners, one coalesced notification per
  * burst of changes, and a timer for the earliest scheduled job so that a delayed job or a
@@ -7,7 +9,6 @@
  *   active: notify() ─► listeners run once in a microtask, however many notify() came
  *           wake timer ─► fires at the earliest future run time ─► notify(), re-armed
  */
-import type { Clock } from "../base/clock.js";
 
 /** Longest delay `setTimeout` takes (about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;

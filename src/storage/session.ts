@@ -4,7 +4,7 @@
 
 import { randomBytes } from "node:crypto";
 import { UserError } from "../base/errors.js";
-import type { ChatMessage, Session, TokenUsage } from "../ports.js";
+import type { ChatMessage, Session, TokenUsage } from "../ports/index.js";
 
 /** Longest title kept, in characters. */
 export const MAX_TITLE_LENGTH = 80;

@@ -5,7 +5,7 @@ import {
   MISSING_API_KEY_MESSAGE,
 } from "../../src/agents/anthropic.js";
 import { ModelError } from "../../src/base/errors.js";
-import type { ChatMessage, ModelRequest, ToolSpec } from "../../src/ports.js";
+import type { ChatMessage, ModelRequest, ToolSpec } from "../../src/ports/index.js";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 
 const API_KEY = "sk-ant-test-secret-key";

@@ -3,12 +3,12 @@
  * adapter (SQLite, PostgreSQL) runs the same cases.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { OutboxStore } from "../../src/storage/sqlite/outbox.js";
 import {
   MAX_PENDING_PER_PLATFORM,
+  type OutboxStore,
   PAIRING_CODE_TTL_MS,
   type PairingStore,
-} from "../../src/storage/sqlite/pairing.js";
+} from "../../src/ports/index.js";
 
 /** A store under test, and how to reopen it (a restart) and clean up. */
 export interface StoreHandle<Store> {

@@ -9,9 +9,10 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/base/log.js";
 import { TelegramPlatform } from "../../src/frontends/telegram.js";
+import { DELIVERY_LEASE_MS } from "../../src/ports/index.js";
 import { OutboxDelivery } from "../../src/server/bus/delivery.js";
 import { type Database, openDatabase } from "../../src/storage/sqlite/database.js";
-import { DELIVERY_LEASE_MS, SqliteOutboxStore } from "../../src/storage/sqlite/outbox.js";
+import { SqliteOutboxStore } from "../../src/storage/sqlite/outbox.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { ManualClock } from "../queue/contract.js";
 

@@ -1,7 +1,6 @@
 import { Writable } from "node:stream";
-import type { Clock } from "../../src/base/clock.js";
 import { createLogger, type Logger } from "../../src/base/log.js";
-import type { ClaimedJob, Job, JobQueue, NewJob } from "../../src/ports.js";
+import type { ClaimedJob, Clock, Job, JobQueue, NewJob } from "../../src/ports/index.js";
 import type { Timers } from "../../src/server/cron/worker.js";
 
 /** A job the fake queue stored, with the (fake) time it was enqueued at. */

@@ -3,13 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
+import type { CronStateStore } from "../../src/ports/index.js";
+import { MemoryCronStateStore } from "../../src/storage/memory/cron-state.js";
 import { PostgresCronStateStore } from "../../src/storage/postgres/cron-state.js";
 import { openPostgres } from "../../src/storage/postgres/database.js";
-import {
-  type CronStateStore,
-  MemoryCronStateStore,
-  SqliteCronStateStore,
-} from "../../src/storage/sqlite/cron-state.js";
+import { SqliteCronStateStore } from "../../src/storage/sqlite/cron-state.js";
 import { openDatabase } from "../../src/storage/sqlite/database.js";
 import { createTestDatabase, postgresSkipReason, type TestDatabase } from "../helpers/postgres.js";
 

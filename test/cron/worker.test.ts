@@ -10,9 +10,10 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { CronStateStore } from "../../src/ports/index.js";
 import { loadCronDir } from "../../src/server/cron/definition.js";
 import { CronWorker, describeCrons, runCronNow } from "../../src/server/cron/worker.js";
-import { type CronStateStore, MemoryCronStateStore } from "../../src/storage/sqlite/cron-state.js";
+import { MemoryCronStateStore } from "../../src/storage/memory/cron-state.js";
 import { FakeTime, type LogLine, RecordingQueue, recordingLogger } from "./fakes.js";
 
 const defaults = { agentId: "pickle", timezone: "Europe/Berlin" };

@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { Job } from "../../src/ports.js";
+import type { Job } from "../../src/ports/index.js";
 import type { PostgresJobQueue } from "../../src/storage/postgres/queue.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";

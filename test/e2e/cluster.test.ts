@@ -5,7 +5,7 @@
  */
 import type pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { Job, NewJob } from "../../src/ports.js";
+import type { Job, NewJob } from "../../src/ports/index.js";
 import type { PostgresJobQueue } from "../../src/storage/postgres/queue.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { runCli } from "../helpers/cli.js";

@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Job, NewJob } from "../../src/ports.js";
+import type { Job, NewJob } from "../../src/ports/index.js";
 import { type FakeAnthropic, messageText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { isAlive, runCli } from "../helpers/cli.js";
 import {

@@ -10,7 +10,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Job } from "../../src/ports.js";
+import type { Job } from "../../src/ports/index.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { CLI, childEnv, runCli } from "../helpers/cli.js";
 import {

@@ -5,7 +5,7 @@
  */
 import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Job } from "../../src/ports.js";
+import type { Job } from "../../src/ports/index.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import {

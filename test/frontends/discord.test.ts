@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ChatPlatformError } from "../../src/base/errors.js";
 import { DiscordPlatform, type DiscordPlatformOptions } from "../../src/frontends/discord.js";
-import type { IncomingChatMessage } from "../../src/ports.js";
+import type { IncomingChatMessage } from "../../src/ports/index.js";
 import { recordingLogger } from "../cron/fakes.js";
 import { type FakeDiscord, type FakeDiscordOptions, startFakeDiscord } from "../fakes/discord.js";
 import { waitUntil } from "../helpers/server.js";

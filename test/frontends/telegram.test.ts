@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ChatPlatformError } from "../../src/base/errors.js";
 import { silentLogger } from "../../src/base/log.js";
 import { TelegramPlatform } from "../../src/frontends/telegram.js";
-import type { IncomingChatMessage } from "../../src/ports.js";
+import type { IncomingChatMessage } from "../../src/ports/index.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { freePort } from "../helpers/server.js";
 

@@ -6,7 +6,7 @@
  *   const ws = busWorkspace(anthropic.url, telegramYaml(telegram, { allowedUserIds: [42] }));
  *   const server = await startBusServer(ws.dir, ["telegram"]);
  */
-import type { ChatPlatformKind } from "../../src/ports.js";
+import type { ChatPlatformKind } from "../../src/ports/index.js";
 import type { FakeDiscord } from "../fakes/discord.js";
 import type { FakeTelegram } from "../fakes/telegram.js";
 import { type ServerProcess, type StartServerOptions, startServer } from "./server.js";

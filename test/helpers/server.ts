@@ -10,7 +10,7 @@ import type { ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import type { Job, NewJob } from "../../src/ports.js";
+import type { Job, NewJob } from "../../src/ports/index.js";
 import { openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteJobQueue } from "../../src/storage/sqlite/queue.js";
 import { startCli } from "./cli.js";

@@ -4,15 +4,15 @@
  */
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Clock } from "../../src/base/clock.js";
 import { UserError } from "../../src/base/errors.js";
 import type {
   ChatMessage,
+  Clock,
   ContentBlock,
   HistoryStore,
   Session,
   TokenUsage,
-} from "../../src/ports.js";
+} from "../../src/ports/index.js";
 
 /** A store under test, on storage that outlives it. */
 export interface HistoryFixture {

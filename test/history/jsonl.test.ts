@@ -2,7 +2,7 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Clock } from "../../src/base/clock.js";
+import type { Clock } from "../../src/ports/index.js";
 import { JsonlHistoryStore } from "../../src/storage/jsonl/history.js";
 import {
   assistantText,

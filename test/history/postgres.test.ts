@@ -1,5 +1,5 @@
 import { describe } from "vitest";
-import type { Clock } from "../../src/base/clock.js";
+import type { Clock } from "../../src/ports/index.js";
 import { openPostgres } from "../../src/storage/postgres/database.js";
 import { PostgresHistoryStore } from "../../src/storage/postgres/history.js";
 import { postgresSkipReason, useMigratedDatabase } from "../helpers/postgres.js";

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Clock } from "../../src/base/clock.js";
+import type { Clock } from "../../src/ports/index.js";
 import { openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteHistoryStore } from "../../src/storage/sqlite/history.js";
 import { assistantText, historyContract, ManualClock, userText } from "./contract.js";

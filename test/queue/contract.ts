@@ -3,9 +3,8 @@
  * (test/queue/sqlite.test.ts, test/queue/memory.test.ts; Postgres later).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Clock } from "../../src/base/clock.js";
 import { UserError } from "../../src/base/errors.js";
-import type { ClaimedJob, JobAdmin, JobQueue, NewJob } from "../../src/ports.js";
+import type { ClaimedJob, Clock, JobAdmin, JobQueue, NewJob } from "../../src/ports/index.js";
 
 /** A clock that moves only when the test says so. */
 export class ManualClock implements Clock {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ClaimedJob } from "../../src/ports.js";
+import type { ClaimedJob } from "../../src/ports/index.js";
 import { MemoryJobQueue } from "../../src/storage/memory/queue.js";
 import { chatJob, ManualClock, queueContract } from "./contract.js";
 

@@ -1,7 +1,7 @@
 import { readdirSync } from "node:fs";
 import type pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { ClaimedJob } from "../../src/ports.js";
+import type { ClaimedJob } from "../../src/ports/index.js";
 import { connectionConfig, openPostgres } from "../../src/storage/postgres/database.js";
 import { PostgresJobQueue } from "../../src/storage/postgres/queue.js";
 import { postgresSkipReason, useMigratedDatabase } from "../helpers/postgres.js";

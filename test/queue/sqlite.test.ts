@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import BetterSqlite from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { ClaimedJob } from "../../src/ports.js";
+import type { ClaimedJob } from "../../src/ports/index.js";
 import { openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteJobQueue } from "../../src/storage/sqlite/queue.js";
 import { chatJob, ManualClock, nextRunnable, queueContract } from "./contract.js";

@@ -5,7 +5,8 @@
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { type Clock, systemClock, type Worker } from "../../src/base/clock.js";
+import { systemClock } from "../../src/base/clock.js";
+import type { Clock, Worker } from "../../src/ports/index.js";
 import { HttpEndpoint } from "../../src/server/http.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { type RestartPolicy, Supervisor } from "../../src/server/supervisor.js";

@@ -1,14 +1,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  createToolbox,
-  runToolCalls,
-  summarizeToolCall,
-  type Tool,
-} from "../../src/agents/tools/index.js";
+import { createToolbox, runToolCalls, summarizeToolCall } from "../../src/agents/tools/index.js";
 import { UserError } from "../../src/base/errors.js";
-import type { ToolUseBlock } from "../../src/ports.js";
+import type { Tool, ToolUseBlock } from "../../src/ports/index.js";
 import { createTempWorkspace, type TempWorkspace } from "./workspace.js";
 
 let temp: TempWorkspace;

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ToolContext } from "../../src/agents/tools/types.js";
+import type { ToolContext } from "../../src/ports/index.js";
 
 /** A temporary workspace folder and a sibling folder outside it (real paths). */
 export interface TempWorkspace {

@@ -1,9 +1,9 @@
 import { spawn } from "node:child_process";
 import { z } from "zod";
 import { ToolError } from "../../base/errors.js";
+import type { Tool } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
 import { OutputCollector } from "./output-collector.js";
-import type { Tool } from "./types.js";
 
 /** Options of {@link createBashTool}. */
 export interface BashToolOptions {

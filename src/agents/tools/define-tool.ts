@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ToolError } from "../../base/errors.js";
-import type { Tool, ToolContext } from "./types.js";
+import type { Tool, ToolContext } from "../../ports/index.js";
 
 /** What {@link defineTool} needs: the model-facing name and description, one zod schema. */
 export interface ToolDefinition<Schema extends z.ZodObject> {

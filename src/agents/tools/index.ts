@@ -1,9 +1,8 @@
 import { toError, UserError } from "../../base/errors.js";
-import type { ToolResultBlock, ToolUseBlock } from "../../ports.js";
+import type { Tool, ToolContext, ToolResultBlock, ToolUseBlock } from "../../ports/index.js";
 import { createBashTool } from "./bash.js";
 import { createEditTool } from "./edit.js";
 import { createReadTool } from "./read.js";
-import type { Tool, ToolContext } from "./types.js";
 import { createWebFetchTool } from "./web-fetch.js";
 import { createWriteTool } from "./write.js";
 

@@ -1,9 +1,8 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { ToolError } from "../../base/errors.js";
-import type { ChatPlatformKind, ReplyTarget } from "../../ports.js";
+import type { ChatPlatformKind, ReplyTarget, Tool } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
-import type { Tool } from "./types.js";
 
 /** Puts a message in the outbox of a chat; true once the platform confirmed it. */
 export type PostToChat = (

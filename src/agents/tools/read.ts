@@ -1,8 +1,8 @@
 import { open, readdir, stat } from "node:fs/promises";
 import { z } from "zod";
 import { ToolError } from "../../base/errors.js";
+import type { Tool } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
-import type { Tool } from "./types.js";
 import { fileSystemError, resolveInWorkspace } from "./workspace-path.js";
 
 /** Bytes of a file `read` returns; the rest is cut with a note. */

@@ -1,4 +1,4 @@
-import type { ToolSpec } from "../../ports.js";
+import type { ToolSpec } from "../../ports/index.js";
 
 /** What a tool run may use besides its input. */
 export interface ToolContext {

@@ -2,8 +2,8 @@ import { convert } from "html-to-text";
 import { z } from "zod";
 import { deadline } from "../../base/deadline.js";
 import { ToolError, toError } from "../../base/errors.js";
+import type { Tool } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
-import type { Tool } from "./types.js";
 
 /** Options of {@link createWebFetchTool}. */
 export interface WebFetchToolOptions {

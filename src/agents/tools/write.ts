@@ -1,8 +1,8 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { z } from "zod";
+import type { Tool } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
-import type { Tool } from "./types.js";
 import { fileSystemError, resolveInWorkspace } from "./workspace-path.js";
 
 const writeInput = z.object({

@@ -14,17 +14,18 @@
  *               then delivered now; a failed delivery is retried by the outbox loop.
  */
 import { randomUUID } from "node:crypto";
-import type { Clock } from "../../base/clock.js";
 import { ChatPlatformError, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import type {
   ChatPlatform,
+  Clock,
   Frontend,
+  OutboxAddress,
+  OutboxStore,
   ReplyContext,
   ReplyStream,
   ReplyTarget,
-} from "../../ports.js";
-import type { OutboxAddress, OutboxStore } from "../../storage/sqlite/outbox.js";
+} from "../../ports/index.js";
 import { editFormatted, type OutboxDelivery, sendFormatted } from "./delivery.js";
 import { splitMessage } from "./split.js";
 

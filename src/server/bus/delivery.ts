@@ -17,16 +17,16 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { retryDelayMs } from "../../base/backoff.js";
-import type { Clock } from "../../base/clock.js";
 import { ChatPlatformError, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import { Wakeup } from "../../base/wakeup.js";
-import type { ChatPlatform, SentChatMessage } from "../../ports.js";
+import type { ChatPlatform, SentChatMessage } from "../../ports/index.js";
 import {
+  type Clock,
   DELIVERY_LEASE_MS,
   type OutboxEntry,
   type OutboxStore,
-} from "../../storage/sqlite/outbox.js";
+} from "../../ports/index.js";
 import { splitMessage } from "./split.js";
 
 /** Options of {@link OutboxDelivery}. */

@@ -9,7 +9,6 @@
  *                          `<platform>:<message id>` (a redelivered update adds nothing)
  */
 
-import type { Clock } from "../../base/clock.js";
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import type {
@@ -19,8 +18,8 @@ import type {
   JobAdmin,
   JobQueue,
   ReplyTarget,
-} from "../../ports.js";
-import { PAIRING_CODE_TTL_MS, type PairingStore } from "../../storage/sqlite/pairing.js";
+} from "../../ports/index.js";
+import { type Clock, PAIRING_CODE_TTL_MS, type PairingStore } from "../../ports/index.js";
 
 /** Options of {@link ChatInbox}. */
 export interface ChatInboxOptions {

@@ -9,7 +9,7 @@
 
 import type { Logger } from "../../base/log.js";
 import type { Config } from "../../config/index.js";
-import type { ChatPlatform, ChatPlatformKind } from "../../ports.js";
+import type { ChatPlatform, ChatPlatformKind } from "../../ports/index.js";
 
 /** What the factory may hand to a platform besides its config section. */
 export interface PlatformFactoryOptions {

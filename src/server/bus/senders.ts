@@ -8,12 +8,10 @@
  * {@link OutboxDelivery} whose retry loop the leader's MessageBusWorker runs.
  */
 
-import type { Clock } from "../../base/clock.js";
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import type { FrontendRegistry } from "../../frontends/registry.js";
-import type { ChatPlatform, ChatPlatformKind } from "../../ports.js";
-import type { OutboxStore } from "../../storage/sqlite/outbox.js";
+import type { ChatPlatform, ChatPlatformKind, Clock, OutboxStore } from "../../ports/index.js";
 import { ChatFrontend } from "./chat-frontend.js";
 import { OutboxDelivery } from "./delivery.js";
 

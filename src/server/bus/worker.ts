@@ -16,19 +16,20 @@
  * and no second answer (the outbox key).
  */
 
-import type { Clock, Worker } from "../../base/clock.js";
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import type {
   ChatPlatform,
   ChatPlatformKind,
   ChatPlatformState,
+  Clock,
   HistoryStore,
   IncomingChatMessage,
   JobAdmin,
   JobQueue,
-} from "../../ports.js";
-import type { PairingStore } from "../../storage/sqlite/pairing.js";
+  PairingStore,
+  Worker,
+} from "../../ports/index.js";
 import { ChatInbox } from "./inbox.js";
 import type { ChatSenders } from "./senders.js";
 

@@ -9,21 +9,11 @@
  * In SQLite mode the lease is {@link soleLeadership}: the single process always leads.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Clock, Worker } from "../../base/clock.js";
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
+import type { Clock, Leadership, Worker } from "../../ports/index.js";
 import type { ServerMetrics } from "../metrics.js";
 import { Supervisor, type WorkerHealth } from "../supervisor.js";
-
-/** Who may lead. */
-export interface Leadership {
-  /** Takes or renews the lease for `holder`; false while another process holds it. */
-  acquire(holder: string): Promise<boolean>;
-  /** Gives the lease up. */
-  release(holder: string): Promise<void>;
-  /** How often the lease is renewed, and a follower tries to take it. */
-  readonly renewMs: number;
-}
 
 /** The leadership of a process that is alone with its storage: it always leads. */
 export const soleLeadership: Leadership = {

@@ -4,11 +4,9 @@
  * deletion of finished jobs after `cluster.job_retention_h`.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Clock, Worker } from "../../base/clock.js";
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
-import type { ClusterStore, InstanceInfo } from "../../storage/postgres/cluster.js";
-import type { PostgresJobQueue } from "../../storage/postgres/queue.js";
+import type { Clock, ClusterStore, InstanceInfo, Worker } from "../../ports/index.js";
 
 /** How often finished jobs past their retention are deleted. */
 const PRUNE_INTERVAL_MS = 60_000;
@@ -16,7 +14,6 @@ const PRUNE_INTERVAL_MS = 60_000;
 /** Options of {@link ClusterUpkeepWorker}. */
 export interface ClusterUpkeepOptions {
   cluster: ClusterStore;
-  queue: PostgresJobQueue;
   /** How often expired instances are looked for (`cluster.heartbeat_s`). */
   intervalMs: number;
   /** Jobs claimed by an id without a row longer ago than this are orphans (instance TTL). */
@@ -48,7 +45,7 @@ export class ClusterUpkeepWorker implements Worker {
   }
 
   async #pass(): Promise<void> {
-    const { cluster, queue, clock, logger, orphanAfterMs, retentionMs } = this.#options;
+    const { cluster, clock, logger, orphanAfterMs, retentionMs } = this.#options;
     const now = clock.now();
     const reaped = await cluster.reapExpired(now - orphanAfterMs);
     if (reaped.instances.length > 0 || reaped.jobs > 0) {
@@ -60,9 +57,9 @@ export class ClusterUpkeepWorker implements Worker {
     if (now - this.#lastPrune < PRUNE_INTERVAL_MS) return;
     this.#lastPrune = now;
     let pruned = 0;
-    for (let batch = await queue.prune(now - retentionMs); batch > 0; ) {
+    for (let batch = await cluster.pruneFinishedJobs(now - retentionMs); batch > 0; ) {
       pruned += batch;
-      batch = await queue.prune(now - retentionMs);
+      batch = await cluster.pruneFinishedJobs(now - retentionMs);
     }
     if (pruned > 0) logger.info({ pruned }, "deleted finished jobs past their retention");
   }

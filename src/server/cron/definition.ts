@@ -10,7 +10,7 @@ import { CronExpressionParser } from "cron-parser";
 import { parseDocument } from "yaml";
 import { z } from "zod";
 import { toError, UserError } from "../../base/errors.js";
-import type { ReplyTarget } from "../../ports.js";
+import type { ReplyTarget } from "../../ports/index.js";
 
 /** A validated cron, as the CronWorker schedules it. */
 export interface CronDefinition {

@@ -1,5 +1,4 @@
-import type { Clock } from "../../base/clock.js";
-import type { CronStateStore } from "../../storage/sqlite/cron-state.js";
+import type { Clock, CronStateStore } from "../../ports/index.js";
 import { type CronDefinition, formatReplyTarget } from "./definition.js";
 import { nextOccurrence } from "./schedule.js";
 

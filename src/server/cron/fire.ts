@@ -1,5 +1,4 @@
-import type { Clock } from "../../base/clock.js";
-import type { Job, JobQueue } from "../../ports.js";
+import type { Clock, Job, JobQueue } from "../../ports/index.js";
 import type { CronDefinition } from "./definition.js";
 
 /** The session key (and dedupe key) of one occurrence: `cron:<id>:<occurrence ISO>`. */

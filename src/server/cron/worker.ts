@@ -31,11 +31,9 @@
  * `done (one_off)`.
  */
 
-import type { Clock, Worker } from "../../base/clock.js";
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
-import type { JobQueue } from "../../ports.js";
-import type { CronState, CronStateStore } from "../../storage/sqlite/cron-state.js";
+import type { Clock, CronState, CronStateStore, JobQueue, Worker } from "../../ports/index.js";
 import { type CronDefaults, type CronDefinition, loadCronDir } from "./definition.js";
 import { enqueueOccurrence } from "./fire.js";
 import { latestOccurrenceBetween, nextOccurrence } from "./schedule.js";

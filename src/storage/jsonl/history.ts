@@ -16,14 +16,15 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { type Clock, systemClock } from "../../base/clock.js";
+import { systemClock } from "../../base/clock.js";
 import type {
   AppendOptions,
   ChatMessage,
+  Clock,
   ContentBlock,
   HistoryStore,
   Session,
-} from "../../ports.js";
+} from "../../ports/index.js";
 import { cutContext } from "../context.js";
 import {
   assertSafeSessionId,

@@ -11,7 +11,7 @@
  */
 
 import { z } from "zod";
-import type { Session, TokenUsage } from "../../ports.js";
+import type { Session, TokenUsage } from "../../ports/index.js";
 import { addUsage, isSafeSessionId, zeroUsage } from "../session.js";
 import { appendLine, readLinesFrom } from "./lines.js";
 

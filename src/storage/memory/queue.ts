@@ -10,16 +10,17 @@
  * scanning every job. Entries are checked when popped and dropped when they no longer hold.
  */
 
-import { type Clock, systemClock } from "../../base/clock.js";
+import { systemClock } from "../../base/clock.js";
 import type {
   ClaimedJob,
+  Clock,
   Job,
   JobAdmin,
   JobAttemptError,
   JobQueue,
   JobState,
   NewJob,
-} from "../../ports.js";
+} from "../../ports/index.js";
 import {
   DEFAULT_MAX_ATTEMPTS,
   INTERRUPTED_MESSAGE,

@@ -11,45 +11,15 @@
 import { hostname } from "node:os";
 import type pg from "pg";
 import { UserError } from "../../base/errors.js";
+import type {
+  ClusterStore,
+  InstanceInfo,
+  InstanceRow,
+  LeaseHolder,
+  ReapResult,
+} from "../../ports/index.js";
 import { inTransaction, retryOnDisconnect } from "./database.js";
 import type { PostgresJobQueue } from "./queue.js";
-
-/** What a process says about itself in its row. */
-export interface InstanceInfo {
-  /** Letters, digits, `-` and `_`, at most 64 (`cluster.instance_id`). */
-  id: string;
-  hostname: string;
-  pid: number;
-  /** picklebot's version. */
-  version: string;
-  /** The agents it can run: it claims only their jobs. */
-  agents: string[];
-  /** Jobs it runs at once (`workers.agent_concurrency`). */
-  concurrency: number;
-  /** Silent this long, it is taken for dead (`cluster.instance_ttl_s`). */
-  ttlMs: number;
-}
-
-/** A registered process, as `picklebot status` lists it. Times are epoch ms. */
-export interface InstanceRow extends InstanceInfo {
-  startedAt: number;
-  heartbeatAt: number;
-}
-
-/** The lease's holder, while it is valid. */
-export interface LeaseHolder {
-  holder: string;
-  acquiredAt: number;
-  expiresAt: number;
-}
-
-/** What one reaping pass did. */
-export interface ReapResult {
-  /** Instances removed because their heartbeat expired. */
-  instances: string[];
-  /** Running jobs requeued (theirs, and any left by a process without a row). */
-  jobs: number;
-}
 
 interface InstanceRecord {
   id: string;
@@ -105,8 +75,8 @@ const SQL = {
 /** The name of the one lease the cluster elects its leader by. */
 const LEADER_LEASE = "leader";
 
-/** Options of {@link ClusterStore}. */
-export interface ClusterStoreOptions {
+/** Options of {@link PostgresClusterStore}. */
+export interface PostgresClusterStoreOptions {
   /** The pool from `openPostgres` (migrated); never closed here. */
   pool: pg.Pool;
   /** The queue on the same pool: requeues the jobs of dead instances. */
@@ -116,12 +86,12 @@ export interface ClusterStoreOptions {
 }
 
 /** Instances and the leader lease in PostgreSQL. */
-export class ClusterStore {
+export class PostgresClusterStore implements ClusterStore {
   readonly #pool: pg.Pool;
   readonly #queue: PostgresJobQueue;
   readonly #isAlive: (pid: number) => boolean;
 
-  constructor(options: ClusterStoreOptions) {
+  constructor(options: PostgresClusterStoreOptions) {
     this.#pool = options.pool;
     this.#queue = options.queue;
     this.#isAlive = options.isAlive ?? processIsAlive;
@@ -181,6 +151,10 @@ export class ClusterStore {
       const jobs = await this.#queue.recoverOn(client, workers);
       return { instances: dead, jobs };
     });
+  }
+
+  async pruneFinishedJobs(cutoff: number, batch?: number): Promise<number> {
+    return this.#queue.prune(cutoff, batch);
   }
 
   /** Takes the leader lease for `holder`, or renews it; false while another holds it. */

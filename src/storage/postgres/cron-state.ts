@@ -5,7 +5,7 @@
  * lets an occurrence fire once.
  */
 import type pg from "pg";
-import type { CronState, CronStateStore } from "../sqlite/cron-state.js";
+import type { CronState, CronStateStore } from "../../ports/index.js";
 import { retryOnDisconnect } from "./database.js";
 
 /** Options of {@link PostgresCronStateStore}. */

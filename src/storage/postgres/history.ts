@@ -4,8 +4,14 @@
  * {@link PostgresHistoryStore.appendOn}.
  */
 import type pg from "pg";
-import { type Clock, systemClock } from "../../base/clock.js";
-import type { AppendOptions, ChatMessage, HistoryStore, Session } from "../../ports.js";
+import { systemClock } from "../../base/clock.js";
+import type {
+  AppendOptions,
+  ChatMessage,
+  Clock,
+  HistoryStore,
+  Session,
+} from "../../ports/index.js";
 import { cutContext, isTurnStart } from "../context.js";
 import {
   assertSafeSessionId,

@@ -8,16 +8,14 @@
  * conditional on the state it moves from), so each runs under `retryOnDisconnect`.
  */
 import type pg from "pg";
-import type { ChatPlatformKind } from "../../ports.js";
-import {
-  type OutboxAddress,
-  type OutboxEntry,
-  type OutboxRow,
-  type OutboxStore,
-  type OutboxSummary,
-  RELEASE,
-  toEntry,
-} from "../sqlite/outbox.js";
+import type {
+  ChatPlatformKind,
+  OutboxAddress,
+  OutboxEntry,
+  OutboxStore,
+  OutboxSummary,
+} from "../../ports/index.js";
+import { type OutboxRow, RELEASE, toEntry } from "../outbox-rows.js";
 import { retryOnDisconnect } from "./database.js";
 
 /** Options of {@link PostgresOutboxStore}. */

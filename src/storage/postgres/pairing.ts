@@ -7,21 +7,23 @@
  * processes never hand out more than {@link MAX_PENDING_PER_PLATFORM} codes between them.
  */
 import type pg from "pg";
-import type { ChatPlatformKind } from "../../ports.js";
+import type { ChatPlatformKind } from "../../ports/index.js";
 import {
-  approvalOf,
-  newPairingCode,
-  newPairingRequest,
   PAIRING_CODE_TTL_MS,
   type PairedUser,
   type PairingApplicant,
   type PairingRequest,
   type PairingStore,
+} from "../../ports/index.js";
+import {
+  approvalOf,
+  newPairingCode,
+  newPairingRequest,
   type RequestRow,
   toRequest,
   toUser,
   type UserRow,
-} from "../sqlite/pairing.js";
+} from "../pairing-rows.js";
 import { inTransaction, retryOnDisconnect } from "./database.js";
 
 /** Options of {@link PostgresPairingStore}. */

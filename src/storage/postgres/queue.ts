@@ -15,8 +15,16 @@
  *   `retryOnDisconnect`); a claim whose reply was lost finds its rows by its lock token.
  */
 import pg from "pg";
-import { type Clock, systemClock } from "../../base/clock.js";
-import type { ClaimedJob, Job, JobAdmin, JobQueue, JobState, NewJob } from "../../ports.js";
+import { systemClock } from "../../base/clock.js";
+import type {
+  ClaimedJob,
+  Clock,
+  Job,
+  JobAdmin,
+  JobQueue,
+  JobState,
+  NewJob,
+} from "../../ports/index.js";
 import {
   DEFAULT_MAX_ATTEMPTS,
   INTERRUPTED_MESSAGE,

@@ -9,19 +9,14 @@
  *   a notification ─► aborts the job of that key if it runs here (else nothing)
  */
 import type pg from "pg";
+import type { SessionStopper, StopRelay } from "../../ports/index.js";
 import { retryOnDisconnect } from "./database.js";
 import { PgListener } from "./listener.js";
 
 /** The channel that carries session keys to stop. */
 export const STOP_CHANNEL = "picklebot_stop";
 
-/** Aborts the running job of a session key wherever it runs. */
-export interface SessionStopper {
-  /** True when a job of the key was running (and is being stopped). */
-  stop(sessionKey: string): Promise<boolean>;
-}
-
-/** Options of {@link StopRelay}. */
+/** Options of {@link PostgresStopRelay}. */
 export interface StopRelayOptions {
   /** The pool from `openPostgres`; never closed here. */
   pool: pg.Pool;
@@ -33,8 +28,8 @@ export interface StopRelayOptions {
 const NOTIFY_IF_RUNNING = `SELECT pg_notify('${STOP_CHANNEL}', $1)
   FROM jobs WHERE session_key = $1 AND state = 'running' LIMIT 1`;
 
-/** The {@link SessionStopper} of PostgreSQL mode. */
-export class StopRelay {
+/** The {@link StopRelay} of PostgreSQL mode. */
+export class PostgresStopRelay implements StopRelay {
   readonly #options: StopRelayOptions;
   #listener: PgListener | null = null;
 

@@ -5,14 +5,15 @@
  */
 
 import type Database from "better-sqlite3";
-import { type Clock, systemClock } from "../../base/clock.js";
+import { systemClock } from "../../base/clock.js";
 import type {
   AppendOptions,
   ChatMessage,
+  Clock,
   ContentBlock,
   HistoryStore,
   Session,
-} from "../../ports.js";
+} from "../../ports/index.js";
 import { cutContext, hasTurnStart } from "../context.js";
 import {
   assertSafeSessionId,

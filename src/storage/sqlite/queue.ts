@@ -14,8 +14,16 @@
  * no page, only a counter in shared memory.
  */
 import type Database from "better-sqlite3";
-import { type Clock, systemClock } from "../../base/clock.js";
-import type { ClaimedJob, Job, JobAdmin, JobQueue, JobState, NewJob } from "../../ports.js";
+import { systemClock } from "../../base/clock.js";
+import type {
+  ClaimedJob,
+  Clock,
+  Job,
+  JobAdmin,
+  JobQueue,
+  JobState,
+  NewJob,
+} from "../../ports/index.js";
 import {
   DEFAULT_MAX_ATTEMPTS,
   INTERRUPTED_MESSAGE,

@@ -1,0 +1,219 @@
+/**
+ * The chat ports: a chat platform's bot connection (the network edge), the durable outbox
+ * of replies to it, and the pairing of people the owner admits.
+ */
+
+// ---------------------------------------------------------------------------------------
+// ChatPlatform
+
+/** The chat platforms picklebot runs a bot on. */
+export type ChatPlatformKind = "telegram" | "discord";
+
+/** A text message a person sent to the bot, already filtered by the platform's rules. */
+export interface IncomingChatMessage {
+  platform: ChatPlatformKind;
+  /** Telegram chat id or Discord channel id: where the reply goes, and the session key. */
+  chatId: string;
+  /** The sender's platform user id, checked against `allowed_user_ids`. */
+  userId: string;
+  /** The sender's display name, for logs and `pairing list`. */
+  userName: string;
+  /** The text, with a leading bot mention removed. */
+  text: string;
+  /** True in a private chat / DM. */
+  direct: boolean;
+  /** Unique per platform (Telegram update id, Discord message id): dedupes redeliveries. */
+  messageId: string;
+}
+
+/** A message the platform confirmed it stored. */
+export interface SentChatMessage {
+  messageId: string;
+}
+
+/** How a text is rendered: the platform's Markdown flavour, or plain text. */
+export type TextFormat = "markdown" | "plain";
+
+/** `connecting` (starting or reconnecting after a lost connection), `connected`, `stopped`. */
+export type ChatPlatformState = "connecting" | "connected" | "stopped";
+
+/**
+ * One chat platform's bot connection (telegraf, discord.js): converts platform updates to
+ * {@link IncomingChatMessage} and sends text. Allowlists, sessions, streaming, splitting
+ * and retries live once in the core, not here.
+ *
+ * Failures of `send`, `edit` and `typing` throw {@link ChatPlatformError}.
+ */
+export interface ChatPlatform {
+  readonly kind: ChatPlatformKind;
+  /** Longest text one message may hold (Telegram 4096, Discord 2000). */
+  readonly maxMessageLength: number;
+  /** The connection's state, for `/healthz` and `status`. */
+  readonly state: ChatPlatformState;
+  /**
+   * Connects and passes every accepted message to `onMessage`, which must return at once
+   * (it only enqueues). Resolves once connected; a lost connection is retried with backoff.
+   */
+  start(onMessage: (message: IncomingChatMessage) => void): Promise<void>;
+  /** Stops receiving first (Telegram commits its update offset), then disconnects. */
+  stop(): Promise<void>;
+  /** Sends a new message to a chat. */
+  send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage>;
+  /** Replaces the text of a message the bot sent ("not modified" counts as success). */
+  edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void>;
+  /** Shows the typing indicator for a few seconds. */
+  typing(chatId: string): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------
+/**
+ * OutboxStore: every reply a chat platform must receive, stored before it is
+ * sent, so a failed or interrupted delivery is retried (across restarts) without running
+ * the model again.
+ *
+ * An entry's life:
+ *   draft (a reply streaming; message ids recorded as parts appear)
+ *     ─► pending (final text known) ─► delivered (the platform confirmed every part)
+ *                     ▲      └─► failed (the platform refused it for good)
+ *                     └── retry at next_attempt_at (429 retry_after, 5xx, network)
+ *
+ * Several processes may see one entry (PostgreSQL mode: the process that ran the job sends
+ * it at once, the leader's retry loop finds it due). Each send first takes the entry's
+ * delivery lease with {@link OutboxStore.claim}, one conditional UPDATE: whoever gets it
+ * sends, the other leaves the entry alone. Marking the outcome releases the lease; a
+ * process that dies mid-send leaves one that expires after {@link DELIVERY_LEASE_MS}.
+ */
+
+/**
+ * How long a delivery lease holds an entry: longer than one attempt (a few API calls, and a
+ * 429 wait before them), short enough that a crashed sender's entry is soon retried.
+ */
+export const DELIVERY_LEASE_MS = 120_000;
+
+/** One reply in the outbox. Times are epoch milliseconds. */
+export interface OutboxEntry {
+  id: number;
+  /** One entry per key: `job:<job id>`, `post:<job id>:<hash>`, `bus:<platform>:<message id>`. */
+  dedupeKey: string;
+  platform: ChatPlatformKind;
+  chatId: string;
+  state: "draft" | "pending" | "delivered" | "failed";
+  /** The final text; null while a draft. */
+  text: string | null;
+  /** Platform messages already showing parts of this reply, in order. */
+  messageIds: string[];
+  attempts: number;
+  nextAttemptAt: number;
+  lastError: string | null;
+  createdAt: number;
+  deliveredAt: number | null;
+}
+
+/** Where an entry goes and what identifies it. */
+export interface OutboxAddress {
+  dedupeKey: string;
+  platform: ChatPlatformKind;
+  chatId: string;
+}
+
+/** What `status` and `/healthz` show about the outbox. */
+export interface OutboxSummary {
+  /** Entries waiting for (another) delivery attempt. */
+  pending: number;
+  /** Entries the platform refused for good. */
+  failed: number;
+  /** Creation time of the oldest pending entry, or null. */
+  oldestPendingAt: number | null;
+}
+
+/** Durable outbox of chat replies. */
+export interface OutboxStore {
+  /** The entry with this key, or null. */
+  get(dedupeKey: string): Promise<OutboxEntry | null>;
+  /** Creates a draft for a streaming reply; returns the existing entry if the key has one. */
+  openDraft(address: OutboxAddress, now: number): Promise<OutboxEntry>;
+  /** Records the messages showing the entry so far. */
+  setMessageIds(id: number, messageIds: string[], now: number): Promise<void>;
+  /**
+   * Sets the final text and makes the entry pending (due now), creating it if needed.
+   * An entry already pending, delivered or failed is returned unchanged: a resumed job
+   * never sends its reply twice.
+   */
+  submit(address: OutboxAddress, text: string, now: number): Promise<OutboxEntry>;
+  /** Pending entries of a platform due at `now`, oldest first. */
+  due(platform: ChatPlatformKind, now: number, limit: number): Promise<OutboxEntry[]>;
+  /**
+   * Takes the delivery lease of a pending, due entry for `holder` until `until`, and returns
+   * the entry as stored now; null when it is not pending, not due, or another holder's
+   * lease runs. A holder may take its own lease again (it restarted under the same id).
+   */
+  claim(id: number, holder: string, now: number, until: number): Promise<OutboxEntry | null>;
+  /** The platform confirmed every part (releases the lease, as do the two below). */
+  markDelivered(id: number, now: number): Promise<void>;
+  /** A transient failure: counts the attempt and retries at `retryAt`. */
+  markRetry(id: number, error: string, retryAt: number, now: number): Promise<void>;
+  /** A permanent failure: the entry is kept, with the error, and not retried. */
+  markFailed(id: number, error: string, now: number): Promise<void>;
+  /** Counts for status and health. */
+  summary(): Promise<OutboxSummary>;
+}
+
+// ---------------------------------------------------------------------------------------
+/**
+ * PairingStore: chat users the owner admits without editing picklebot.yaml.
+ *
+ * Glossary
+ * - **Pairing code**: 8 characters handed to a user who is not allowed; valid for an hour,
+ *   at most {@link MAX_PENDING_PER_PLATFORM} pending per platform.
+ * - **Paired user**: a user the owner approved with `picklebot pairing approve <code>`;
+ *   admitted like one in `allowed_user_ids` until `pairing revoke`.
+ * - **Refusal**: the reply that shows a user their id and code, at most once an hour each.
+ */
+
+/** How long a pairing code is valid. */
+export const PAIRING_CODE_TTL_MS = 60 * 60 * 1000;
+/** Codes pending at once on one platform; more requests get no code. */
+export const MAX_PENDING_PER_PLATFORM = 3;
+
+/** A user who asked to be let in, and their code. Times are epoch milliseconds. */
+export interface PairingRequest {
+  code: string;
+  platform: ChatPlatformKind;
+  userId: string;
+  userName: string;
+  chatId: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+/** A user the owner approved. */
+export interface PairedUser {
+  platform: ChatPlatformKind;
+  userId: string;
+  userName: string;
+  approvedAt: number;
+}
+
+/** Who asks for a code. */
+export type PairingApplicant = Pick<PairingRequest, "platform" | "userId" | "userName" | "chatId">;
+
+/** Durable pairing requests and approvals. */
+export interface PairingStore {
+  /** Whether the owner approved this user. */
+  isApproved(platform: ChatPlatformKind, userId: string): Promise<boolean>;
+  /**
+   * The user's code: their valid one, or a new one when fewer than
+   * {@link MAX_PENDING_PER_PLATFORM} are pending on the platform; null when full.
+   */
+  requestCode(applicant: PairingApplicant, now: number): Promise<PairingRequest | null>;
+  /** Records a refusal at `now`; false (nothing changed) when the user had one within the hour. */
+  noteRefusal(platform: ChatPlatformKind, userId: string, now: number): Promise<boolean>;
+  /** Codes still valid, oldest first. */
+  pending(now: number): Promise<PairingRequest[]>;
+  /** Approved users, oldest first. */
+  approved(): Promise<PairedUser[]>;
+  /** Approves the user of a valid code (case-insensitive); null when no such code is valid. */
+  approve(code: string, now: number): Promise<PairedUser | null>;
+  /** Removes the approval of `userId` (on `platform`, or any); returns what was removed. */
+  revoke(userId: string, platform?: ChatPlatformKind): Promise<PairedUser[]>;
+}

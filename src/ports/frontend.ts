@@ -1,0 +1,33 @@
+/** The Frontend port: where a person sees an agent's work. */
+import type { ReplyTarget } from "./queue.js";
+
+/** A reply in progress, as one frontend shows it. */
+export interface ReplyStream {
+  /** Shows that the agent is working (typing…). */
+  typing(): void;
+  /** The reply so far; the frontend shows it now or soon (it may throttle). */
+  update(textSoFar: string): void;
+  /** A tool call, shown as one short line. */
+  toolCall(name: string, summary: string): void;
+  /** The final reply; resolves once the platform confirmed it. */
+  finish(text: string): Promise<void>;
+  /** Tells the person the job failed. */
+  fail(message: string): Promise<void>;
+}
+
+/** What a frontend may know about the reply it opens. */
+export interface ReplyContext {
+  /**
+   * The job the reply answers. A reply opened again for the same job (a retry, a resume
+   * after a crash) continues the first one, and its final text is delivered once.
+   */
+  jobId?: string;
+}
+
+/** A place where a person reads an agent's replies. */
+export interface Frontend {
+  /** The {@link ReplyTarget} kind this frontend serves. */
+  readonly kind: ReplyTarget["kind"];
+  /** Starts showing a reply to `target`. */
+  openReply(target: ReplyTarget, context?: ReplyContext): ReplyStream;
+}

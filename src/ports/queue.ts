@@ -1,0 +1,114 @@
+/** The JobQueue port: jobs as plain data, the durable queue and its admin side. */
+
+/**
+ * A checkpointed job's message (DESIGN §4): its user message is in history, and a retry
+ * resumes from there instead of appending it again.
+ */
+export const RESUME_MARKER = ".";
+
+/** Jobs {@link JobAdmin.list} returns when the caller names no limit. */
+export const JOB_LIST_LIMIT = 50;
+
+/** Where a job's reply goes: plain data, resolved to a live {@link Frontend} at run time. */
+export type ReplyTarget =
+  | { kind: "telegram"; chatId: string }
+  | { kind: "discord"; channelId: string }
+  | { kind: "console" }
+  | { kind: "silent" };
+
+/** `queued` (waiting or scheduled), `running` (claimed), `done`, `failed` (gave up). */
+export type JobState = "queued" | "running" | "done" | "failed";
+
+/** One failed attempt, kept in the job's error history. */
+export interface JobAttemptError {
+  attempt: number;
+  at: number;
+  message: string;
+}
+
+/** What a producer hands to {@link JobQueue.enqueue}. */
+export interface NewJob {
+  agentId: string;
+  sessionKey: string;
+  /** Null: the worker picks the key's current session (chat) or a new one (job). */
+  sessionId?: string | null;
+  message: string;
+  /** `chat`: continue the key's current session; `job`: a cron run in a fresh session. */
+  mode: "chat" | "job";
+  replyTo: ReplyTarget;
+  /** (Default: `workers.max_attempts`) */
+  maxAttempts?: number;
+  /** Epoch ms before which the job is not run. (Default: now) */
+  runAt?: number;
+  /**
+   * Idempotency key: enqueueing a second job with a key already in the queue stores
+   * nothing and returns the first job (a cron occurrence, a chat update id).
+   */
+  dedupeKey?: string;
+}
+
+/** A job as stored. Times are epoch milliseconds. */
+export interface Job {
+  id: string;
+  agentId: string;
+  sessionKey: string;
+  sessionId: string | null;
+  message: string;
+  mode: "chat" | "job";
+  replyTo: ReplyTarget;
+  state: JobState;
+  /** Attempts started so far (a claim counts one). */
+  attempts: number;
+  maxAttempts: number;
+  runAt: number;
+  lockedBy: string | null;
+  lockedAt: number | null;
+  lastError: string | null;
+  errors: JobAttemptError[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A job claimed by a worker; `lockToken` fences every later change to it. */
+export interface ClaimedJob extends Job {
+  lockToken: string;
+}
+
+/**
+ * The durable queue between producers (bus, crons, CLI) and AgentWorkers.
+ *
+ * Per-session order: a job is claimable only when it is the oldest queued job of its
+ * session key and no job of that key is running. Every change after the claim is
+ * fenced: it applies only while the job is still running under the same lock token,
+ * and returns false otherwise.
+ */
+export interface JobQueue {
+  /** Stores a job; resolves only once it is durable. */
+  enqueue(job: NewJob): Promise<Job>;
+  /** Claims up to `limit` runnable jobs for `workerId`, oldest first. */
+  claim(workerId: string, limit: number, options?: { agentIds?: string[] }): Promise<ClaimedJob[]>;
+  /** Records the job's session and sets its message to {@link RESUME_MARKER} (the checkpoint). */
+  checkpoint(job: ClaimedJob, sessionId: string): Promise<boolean>;
+  /** Marks the job done. */
+  complete(job: ClaimedJob): Promise<boolean>;
+  /** Records the error; requeues at `retryAt` (epoch ms), or fails the job when null. */
+  fail(job: ClaimedJob, error: string, retryAt: number | null): Promise<boolean>;
+  /** Requeues every job left running by `workerId` (a process that died). */
+  recover(workerId: string): Promise<number>;
+  /** Calls `listener` when a job may have become runnable; returns an unsubscribe. */
+  onRunnable(listener: () => void): () => void;
+  /** Stops timers and closes connections. */
+  close(): Promise<void>;
+}
+
+/** Read and repair access to the queue, for the CLI and `/status`. */
+export interface JobAdmin {
+  /** The job with this id, or null. */
+  get(id: string): Promise<Job | null>;
+  /** Jobs, newest first. (Default: every state, {@link JOB_LIST_LIMIT}) */
+  list(options?: { state?: JobState; limit?: number }): Promise<Job[]>;
+  /** Number of jobs in each state. */
+  counts(): Promise<Record<JobState, number>>;
+  /** Requeues a failed job with a fresh attempt budget; false when it is not failed. */
+  retryFailed(id: string): Promise<boolean>;
+}

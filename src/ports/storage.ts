@@ -1,0 +1,43 @@
+/**
+ * The Storage port: everything a workspace keeps, opened by one backend driver
+ * (`src/storage/<backend>/`), and the checkpoint that spans its history and its queue.
+ */
+import type { OutboxStore, PairingStore } from "./chat.js";
+import type { ClusterStore, StopRelay } from "./cluster.js";
+import type { CronStateStore } from "./cron.js";
+import type { HistoryStore } from "./history.js";
+import type { ChatMessage } from "./messages.js";
+import type { ClaimedJob, JobAdmin, JobQueue } from "./queue.js";
+
+/**
+ * Writes a job's user message into its session and marks the job checkpointed, in one
+ * transaction where the backend allows it. Resolves false when the job's lock was lost
+ * (another process owns it now): the caller stops.
+ */
+export type Checkpoint = (
+  job: ClaimedJob,
+  sessionId: string,
+  message: ChatMessage,
+) => Promise<boolean>;
+
+/** What several processes sharing one storage need beyond the stores (distributed mode). */
+export interface Cluster {
+  store: ClusterStore;
+  stops: StopRelay;
+}
+
+/** The storage of one workspace, opened and ready. */
+export interface Storage {
+  history: HistoryStore;
+  queue: JobQueue & JobAdmin;
+  cronState: CronStateStore;
+  checkpoint: Checkpoint;
+  /** Chat replies waiting for (or done with) delivery. */
+  outbox: OutboxStore;
+  /** Chat users admitted by `picklebot pairing approve`. */
+  pairing: PairingStore;
+  /** The processes sharing this storage, or null when it belongs to one process. */
+  cluster: Cluster | null;
+  /** Closes the queue, the history store and the database. */
+  close(): Promise<void>;
+}

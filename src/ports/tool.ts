@@ -1,0 +1,26 @@
+/** The Tool port: what an agent can call, and what a call may use. */
+import type { ToolSpec } from "./model.js";
+
+/** What a tool run may use besides its input. */
+export interface ToolContext {
+  /** Absolute path of the workspace; file tools never leave it. */
+  workspace: string;
+  /** Aborted when the job times out or the person stops the reply. */
+  signal: AbortSignal;
+  /** The agent running the tool. */
+  agentId: string;
+  /** The session key of the conversation (e.g. `cron:daily:…`). */
+  sessionKey: string;
+}
+
+/** A tool an agent can call. */
+export interface Tool {
+  /** The model-facing description: name, description and JSON input schema. */
+  readonly spec: ToolSpec;
+  /**
+   * Runs the tool and returns the text sent back to the model. Throws
+   * {@link ToolError} (or anything) on failure: the agent loop turns it into an
+   * `is_error` tool_result.
+   */
+  run(input: unknown, context: ToolContext): Promise<string>;
+}

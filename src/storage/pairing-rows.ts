@@ -1,0 +1,82 @@
+/** Pairing codes and the pairing tables' rows, alike for the SQLite and PostgreSQL stores. */
+import { randomInt } from "node:crypto";
+import {
+  type ChatPlatformKind,
+  MAX_PENDING_PER_PLATFORM,
+  PAIRING_CODE_TTL_MS,
+  type PairedUser,
+  type PairingApplicant,
+  type PairingRequest,
+} from "../ports/index.js";
+
+/** Letters and digits without look-alikes (0/O, 1/I/L). */
+const CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+
+/** A random 8-character pairing code. */
+export function newPairingCode(): string {
+  let code = "";
+  for (let i = 0; i < 8; i += 1) code += CODE_ALPHABET[randomInt(CODE_ALPHABET.length)];
+  return code;
+}
+
+/** A row of `pairing_requests`, as SQLite and PostgreSQL return it. */
+export interface RequestRow {
+  code: string;
+  platform: ChatPlatformKind;
+  user_id: string;
+  user_name: string;
+  chat_id: string;
+  created_at: number;
+  expires_at: number;
+}
+
+/** A row of `paired_users`. */
+export interface UserRow {
+  platform: ChatPlatformKind;
+  user_id: string;
+  user_name: string;
+  approved_at: number;
+}
+
+/** Maps a stored request row, for every adapter. */
+export const toRequest = (row: RequestRow): PairingRequest => ({
+  code: row.code,
+  platform: row.platform,
+  userId: row.user_id,
+  userName: row.user_name,
+  chatId: row.chat_id,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+});
+
+/** Maps a stored approval row, for every adapter. */
+export const toUser = (row: UserRow): PairedUser => ({
+  platform: row.platform,
+  userId: row.user_id,
+  userName: row.user_name,
+  approvedAt: row.approved_at,
+});
+
+/**
+ * A new code for a user who has no valid one, or null when
+ * {@link MAX_PENDING_PER_PLATFORM} are already pending on the platform (every adapter's rule).
+ */
+export function newPairingRequest(
+  applicant: PairingApplicant,
+  pendingOnPlatform: number,
+  now: number,
+  newCode: () => string,
+): PairingRequest | null {
+  if (pendingOnPlatform >= MAX_PENDING_PER_PLATFORM) return null;
+  return { ...applicant, code: newCode(), createdAt: now, expiresAt: now + PAIRING_CODE_TTL_MS };
+}
+
+/** The approval a valid request turns into. */
+export function approvalOf(request: RequestRow, now: number): PairedUser {
+  return {
+    platform: request.platform,
+    userId: request.user_id,
+    userName: request.user_name,
+    approvedAt: now,
+  };
+}

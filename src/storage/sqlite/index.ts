@@ -1,0 +1,78 @@
+/**
+ * The SQLite driver: every store of a single process in one database file, and the
+ * checkpoint as one IMMEDIATE transaction. `queue.backend: memory` and
+ * `history.backend: jsonl` swap in those stores; the checkpoint is then sequential.
+ */
+import { join } from "node:path";
+import type { Config } from "../../config/index.js";
+import type { ChatMessage, Checkpoint, ClaimedJob, Clock, Storage } from "../../ports/index.js";
+import { LockLost, sequentialCheckpoint } from "../checkpoint.js";
+import { JsonlHistoryStore } from "../jsonl/history.js";
+import { MemoryJobQueue } from "../memory/queue.js";
+import { SqliteCronStateStore } from "./cron-state.js";
+import { type Database, openDatabase } from "./database.js";
+import { SqliteHistoryStore } from "./history.js";
+import { SqliteOutboxStore } from "./outbox.js";
+import { SqlitePairingStore } from "./pairing.js";
+import { SqliteJobQueue } from "./queue.js";
+
+/** File name of the SQLite database inside `history.path`. */
+export const DATABASE_FILE = "picklebot.db";
+
+/** Opens the workspace's database file (created and migrated when new). */
+export function openWorkspaceDatabase(config: Config): Database {
+  return openDatabase(join(config.history.path, DATABASE_FILE));
+}
+
+/** SQLite, with a JSONL history or a memory queue when the config says so. */
+export function openSqliteStorage(config: Config, clock: Clock): Storage {
+  const db = openWorkspaceDatabase(config);
+  const defaultMaxAttempts = config.workers.max_attempts;
+  const sqliteHistory =
+    config.history.backend === "sqlite" ? new SqliteHistoryStore({ db, clock }) : null;
+  const sqliteQueue =
+    config.queue.backend === "sqlite"
+      ? new SqliteJobQueue({ db, clock, defaultMaxAttempts })
+      : null;
+  const history = sqliteHistory ?? new JsonlHistoryStore({ dir: config.history.path, clock });
+  const queue = sqliteQueue ?? new MemoryJobQueue({ clock, defaultMaxAttempts });
+  return {
+    history,
+    queue,
+    cronState: new SqliteCronStateStore({ db }),
+    checkpoint:
+      sqliteHistory && sqliteQueue
+        ? sqliteCheckpoint(db, sqliteHistory, sqliteQueue)
+        : sequentialCheckpoint(history, queue),
+    outbox: new SqliteOutboxStore({ db }),
+    pairing: new SqlitePairingStore({ db }),
+    cluster: null,
+    async close() {
+      await queue.close();
+      await history.close();
+      db.close();
+    },
+  };
+}
+
+/** History and queue share the database: the checkpoint is one IMMEDIATE transaction. */
+function sqliteCheckpoint(
+  db: Database,
+  history: SqliteHistoryStore,
+  queue: SqliteJobQueue,
+): Checkpoint {
+  const checkpoint = db.transaction((job: ClaimedJob, sessionId: string, message: ChatMessage) => {
+    history.appendSync(sessionId, message, { jobId: job.id });
+    // The lock was lost: roll the append back with it, the new owner will write it.
+    if (!queue.checkpointSync(job, sessionId)) throw new LockLost();
+  });
+  return async (job, sessionId, message) => {
+    try {
+      checkpoint.immediate(job, sessionId, message);
+      return true;
+    } catch (error) {
+      if (error instanceof LockLost) return false;
+      throw error;
+    }
+  };
+}
