@@ -1,0 +1,57 @@
+/**
+ * The layer rule (README "Code map"): imports point down, never up or sideways between
+ * siblings, and no folder imports itself in a circle.
+ *
+ *   cli ─► server ─► storage │ agents │ frontends ─► config ─► base ─► ports
+ */
+const layer = (name, mayImport) => ({
+  name: `layer-${name}`,
+  comment: `src/${name}/ may import only ${mayImport.join(", ") || "itself"} (README "Code map")`,
+  severity: "error",
+  from: { path: `^src/${name}/` },
+  to: { path: "^src/", pathNot: [`^src/${name}/`, ...mayImport.map((lower) => `^src/${lower}/`)] },
+});
+
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      comment: "modules import each other in a circle",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { circular: true },
+    },
+    {
+      name: "no-folder-cycle",
+      comment: "folders import each other in a circle",
+      severity: "error",
+      scope: "folder",
+      from: { path: "^src/" },
+      to: { circular: true },
+    },
+    layer("ports", []),
+    layer("base", ["ports"]),
+    layer("config", ["base", "ports"]),
+    layer("storage", ["config", "base", "ports"]),
+    layer("agents", ["config", "base", "ports"]),
+    layer("frontends", ["config", "base", "ports"]),
+    layer("server", ["storage", "agents", "frontends", "config", "base", "ports"]),
+    {
+      name: "not-to-unresolvable",
+      comment: "an import that resolves to nothing",
+      severity: "error",
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    parser: "swc",
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"],
+    },
+  },
+};
