@@ -20,12 +20,13 @@ import { retryDelayMs } from "../../base/backoff.js";
 import { ChatPlatformError, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import { Wakeup } from "../../base/wakeup.js";
-import type { ChatPlatform, SentChatMessage } from "../../ports/index.js";
 import {
+  type ChatPlatform,
   type Clock,
   DELIVERY_LEASE_MS,
   type OutboxEntry,
   type OutboxStore,
+  type SentChatMessage,
 } from "../../ports/index.js";
 import { splitMessage } from "./split.js";
 

@@ -11,15 +11,17 @@
 
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
-import type {
-  ChatPlatformKind,
-  HistoryStore,
-  IncomingChatMessage,
-  JobAdmin,
-  JobQueue,
-  ReplyTarget,
+import {
+  type ChatPlatformKind,
+  type Clock,
+  type HistoryStore,
+  type IncomingChatMessage,
+  type JobAdmin,
+  type JobQueue,
+  PAIRING_CODE_TTL_MS,
+  type PairingStore,
+  type ReplyTarget,
 } from "../../ports/index.js";
-import { type Clock, PAIRING_CODE_TTL_MS, type PairingStore } from "../../ports/index.js";
 
 /** Options of {@link ChatInbox}. */
 export interface ChatInboxOptions {

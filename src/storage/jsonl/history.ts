@@ -17,15 +17,17 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { systemClock } from "../../base/clock.js";
-import type {
-  AppendOptions,
-  ChatMessage,
-  Clock,
-  ContentBlock,
-  HistoryStore,
-  Session,
+import {
+  type AppendOptions,
+  type ChatMessage,
+  type Clock,
+  type ContentBlock,
+  type HistoryStore,
+  SESSION_LIST_LIMIT,
+  type Session,
 } from "../../ports/index.js";
 import { cutContext } from "../context.js";
+import { listLimit } from "../list-limit.js";
 import {
   assertSafeSessionId,
   newSessionId,
@@ -60,8 +62,6 @@ const messageLineSchema = z.object({
 
 /** One line of a session file. */
 type MessageLine = z.infer<typeof messageLineSchema>;
-
-const DEFAULT_LIST_LIMIT = 20;
 
 /** Sessions in an append-only index, messages in one JSON Lines file per session. */
 export class JsonlHistoryStore implements HistoryStore {
@@ -106,7 +106,7 @@ export class JsonlHistoryStore implements HistoryStore {
   }
 
   async listSessions(options: { key?: string; limit?: number } = {}): Promise<Session[]> {
-    const limit = Math.max(0, Math.floor(options.limit ?? DEFAULT_LIST_LIMIT));
+    const limit = listLimit(options.limit, SESSION_LIST_LIMIT);
     return this.#currentIndex().list(options.key, limit);
   }
 

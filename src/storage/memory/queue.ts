@@ -11,15 +11,17 @@
  */
 
 import { systemClock } from "../../base/clock.js";
-import type {
-  ClaimedJob,
-  Clock,
-  Job,
-  JobAdmin,
-  JobAttemptError,
-  JobQueue,
-  JobState,
-  NewJob,
+import {
+  type ClaimedJob,
+  type Clock,
+  JOB_LIST_LIMIT,
+  type Job,
+  type JobAdmin,
+  type JobAttemptError,
+  type JobQueue,
+  type JobState,
+  type NewJob,
+  RESUME_MARKER,
 } from "../../ports/index.js";
 import {
   DEFAULT_MAX_ATTEMPTS,
@@ -29,6 +31,7 @@ import {
   queuedJob,
   validateNewJob,
 } from "../job.js";
+import { listLimit } from "../list-limit.js";
 import { RunOrder } from "../run-order.js";
 import { RunnableSignal } from "../runnable.js";
 
@@ -68,8 +71,6 @@ interface HeadEntry {
   runAt: number;
   seq: number;
 }
-
-const DEFAULT_LIST_LIMIT = 50;
 
 /** The error history of a job that never failed (frozen, so it can be shared). */
 const NO_ERRORS = Object.freeze([]) as unknown as JobAttemptError[];
@@ -152,7 +153,7 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     const stored = this.#fenced(job);
     if (!stored) return false;
     stored.sessionId = sessionId;
-    stored.message = ".";
+    stored.message = RESUME_MARKER;
     stored.updatedAt = this.#clock.now();
     return true;
   }
@@ -204,7 +205,8 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
   }
 
   async list(options: { state?: JobState; limit?: number } = {}): Promise<Job[]> {
-    const { state, limit = DEFAULT_LIST_LIMIT } = options;
+    const { state } = options;
+    const limit = listLimit(options.limit, JOB_LIST_LIMIT);
     const matching = [...this.#jobs.values()].filter((job) => !state || job.state === state);
     matching.sort((a, b) => b.seq - a.seq);
     return matching.slice(0, limit).map(snapshot);

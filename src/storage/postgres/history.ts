@@ -5,14 +5,16 @@
  */
 import type pg from "pg";
 import { systemClock } from "../../base/clock.js";
-import type {
-  AppendOptions,
-  ChatMessage,
-  Clock,
-  HistoryStore,
-  Session,
+import {
+  type AppendOptions,
+  type ChatMessage,
+  type Clock,
+  type HistoryStore,
+  SESSION_LIST_LIMIT,
+  type Session,
 } from "../../ports/index.js";
 import { cutContext, isTurnStart } from "../context.js";
+import { listLimit } from "../list-limit.js";
 import {
   assertSafeSessionId,
   newSessionId,
@@ -35,7 +37,6 @@ export interface PostgresHistoryStoreOptions {
 }
 
 const SESSION_ORDER = "ORDER BY created_at DESC, seq DESC";
-const DEFAULT_LIST_LIMIT = 20;
 
 const SQL = {
   insertSession:
@@ -115,7 +116,7 @@ export class PostgresHistoryStore implements HistoryStore {
 
   async listSessions(options: { key?: string; limit?: number } = {}): Promise<Session[]> {
     this.#assertOpen();
-    const limit = Math.max(0, Math.floor(options.limit ?? DEFAULT_LIST_LIMIT));
+    const limit = listLimit(options.limit, SESSION_LIST_LIMIT);
     const [text, params] =
       options.key === undefined
         ? [SQL.selectSessions, [limit]]

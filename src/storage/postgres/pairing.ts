@@ -7,8 +7,8 @@
  * processes never hand out more than {@link MAX_PENDING_PER_PLATFORM} codes between them.
  */
 import type pg from "pg";
-import type { ChatPlatformKind } from "../../ports/index.js";
 import {
+  type ChatPlatformKind,
   PAIRING_CODE_TTL_MS,
   type PairedUser,
   type PairingApplicant,

@@ -2,6 +2,7 @@
  * The SQL of the PostgreSQL queue (schema: migrations/postgres/001_queue.sql). Positional
  * parameters are named in the comment above each statement.
  */
+import { RESUME_MARKER } from "../../ports/index.js";
 
 /** The channel `pg_notify` wakes idle processes on; the payload is the job's run time. */
 export const JOBS_CHANNEL = "picklebot_jobs";
@@ -92,7 +93,7 @@ export const PG = {
       ${UNLOCK}, updated_at = $3
     WHERE seq = $1`,
   // $1 id, $2 token, $3 session id, $4 now.
-  checkpoint: `UPDATE jobs SET session_id = $3, message = '.', updated_at = $4 WHERE ${FENCE}`,
+  checkpoint: `UPDATE jobs SET session_id = $3, message = '${RESUME_MARKER}', updated_at = $4 WHERE ${FENCE}`,
   // $1 ids, $2 tokens, $3 now: a group of completions in one statement.
   complete: `WITH done AS (
       UPDATE jobs j SET state = 'done', ${UNLOCK}, updated_at = $3

@@ -16,14 +16,15 @@
  */
 import pg from "pg";
 import { systemClock } from "../../base/clock.js";
-import type {
-  ClaimedJob,
-  Clock,
-  Job,
-  JobAdmin,
-  JobQueue,
-  JobState,
-  NewJob,
+import {
+  type ClaimedJob,
+  type Clock,
+  JOB_LIST_LIMIT,
+  type Job,
+  type JobAdmin,
+  type JobQueue,
+  type JobState,
+  type NewJob,
 } from "../../ports/index.js";
 import {
   DEFAULT_MAX_ATTEMPTS,
@@ -34,6 +35,7 @@ import {
   validateNewJob,
 } from "../job.js";
 import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "../job-row.js";
+import { listLimit } from "../list-limit.js";
 import { RunnableSignal } from "../runnable.js";
 import { isConnectionError, retryOnDisconnect, survivingDroppedConnections } from "./database.js";
 import { PgListener } from "./listener.js";
@@ -60,8 +62,6 @@ export interface PostgresJobQueueOptions {
   /** Told when the LISTEN connection is lost (it reconnects on its own). */
   onListenError?: (error: Error) => void;
 }
-
-const DEFAULT_LIST_LIMIT = 50;
 
 /** A completion waiting for the statement it shares with others. */
 interface PendingCompletion {
@@ -238,7 +238,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
   }
 
   async list(options: { state?: JobState; limit?: number } = {}): Promise<Job[]> {
-    const params = [options.state ?? null, options.limit ?? DEFAULT_LIST_LIMIT];
+    const params = [options.state ?? null, listLimit(options.limit, JOB_LIST_LIMIT)];
     const result = await retryOnDisconnect(() => this.#pool.query<JobRow>(PG.list, params));
     return result.rows.map((row) => parseJobRow(row).job);
   }

@@ -6,15 +6,17 @@
 
 import type Database from "better-sqlite3";
 import { systemClock } from "../../base/clock.js";
-import type {
-  AppendOptions,
-  ChatMessage,
-  Clock,
-  ContentBlock,
-  HistoryStore,
-  Session,
+import {
+  type AppendOptions,
+  type ChatMessage,
+  type Clock,
+  type ContentBlock,
+  type HistoryStore,
+  SESSION_LIST_LIMIT,
+  type Session,
 } from "../../ports/index.js";
 import { cutContext, hasTurnStart } from "../context.js";
+import { listLimit } from "../list-limit.js";
 import {
   assertSafeSessionId,
   newSessionId,
@@ -44,7 +46,6 @@ interface MessageRow {
 }
 
 const SESSION_ORDER = "ORDER BY created_at DESC, rowid DESC";
-const DEFAULT_LIST_LIMIT = 20;
 
 /**
  * Sessions and messages in SQLite. `createSession`, `getSession`, `currentSession` and
@@ -140,7 +141,7 @@ export class SqliteHistoryStore implements HistoryStore {
 
   async listSessions(options: { key?: string; limit?: number } = {}): Promise<Session[]> {
     this.#assertOpen();
-    const limit = Math.max(0, Math.floor(options.limit ?? DEFAULT_LIST_LIMIT));
+    const limit = listLimit(options.limit, SESSION_LIST_LIMIT);
     const rows =
       options.key === undefined
         ? this.#sql.selectSessions.all(limit)

@@ -1,4 +1,5 @@
 /** The SQL of the SQLite queue (schema: migrations/sqlite/002_queue.sql). */
+import { RESUME_MARKER } from "../../ports/index.js";
 
 /** Appends `{ attempt: attempts, at: @now, message: @error }` to the errors column. */
 const APPEND_ERROR = `json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', @now, 'message', @error))`;
@@ -44,7 +45,7 @@ export const SQL = {
       ORDER BY j.run_at, j.seq
       LIMIT ${CLAIM_LIMIT})
     RETURNING *`,
-  checkpoint: `UPDATE jobs SET session_id = @sessionId, message = '.', updated_at = @now
+  checkpoint: `UPDATE jobs SET session_id = @sessionId, message = '${RESUME_MARKER}', updated_at = @now
     WHERE ${FENCE}`,
   complete: `UPDATE jobs SET state = 'done', ${UNLOCK}, updated_at = @now WHERE ${FENCE}`,
   retry: `UPDATE jobs SET state = 'queued', run_at = @retryAt, last_error = @error,

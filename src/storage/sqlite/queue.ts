@@ -15,14 +15,15 @@
  */
 import type Database from "better-sqlite3";
 import { systemClock } from "../../base/clock.js";
-import type {
-  ClaimedJob,
-  Clock,
-  Job,
-  JobAdmin,
-  JobQueue,
-  JobState,
-  NewJob,
+import {
+  type ClaimedJob,
+  type Clock,
+  JOB_LIST_LIMIT,
+  type Job,
+  type JobAdmin,
+  type JobQueue,
+  type JobState,
+  type NewJob,
 } from "../../ports/index.js";
 import {
   DEFAULT_MAX_ATTEMPTS,
@@ -33,6 +34,7 @@ import {
   validateNewJob,
 } from "../job.js";
 import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "../job-row.js";
+import { listLimit } from "../list-limit.js";
 import { RunnableSignal } from "../runnable.js";
 import { claimSql, SQL } from "./queue-rows.js";
 
@@ -51,8 +53,6 @@ export interface SqliteJobQueueOptions {
 }
 
 type Statements = { [name in Exclude<keyof typeof SQL, "claim">]: Database.Statement };
-
-const DEFAULT_LIST_LIMIT = 50;
 
 /** The durable job queue on SQLite, for one process per database file. */
 export class SqliteJobQueue implements JobQueue, JobAdmin {
@@ -201,7 +201,10 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
 
   async list(options: { state?: JobState; limit?: number } = {}): Promise<Job[]> {
     this.#flushCompletions();
-    const params = { state: options.state ?? null, limit: options.limit ?? DEFAULT_LIST_LIMIT };
+    const params = {
+      state: options.state ?? null,
+      limit: listLimit(options.limit, JOB_LIST_LIMIT),
+    };
     return (this.#sql.list.all(params) as JobRow[]).map((row) => parseJobRow(row).job);
   }
 
