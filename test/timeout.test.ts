@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { deadline } from "../src/base/deadline.js";
+import { TimeoutError } from "../src/base/errors.js";
 
 const run = promisify(execFile);
 const BUILT = new URL("../dist/base/deadline.js", import.meta.url).href;
@@ -10,6 +11,7 @@ describe("deadline", () => {
   it("aborts with a TimeoutError when the time is up", async () => {
     const { signal } = deadline(new AbortController().signal, 10);
     await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    expect(signal.reason).toBeInstanceOf(TimeoutError);
     expect(signal.reason).toMatchObject({ name: "TimeoutError", message: "timed out after 10 ms" });
   });
 

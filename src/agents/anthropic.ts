@@ -8,8 +8,8 @@
  * after the last breakpoint for the same reason. Failures become {@link ModelError}s whose `retryable` tells a
  * transient failure (429, 5xx, 529, network, timeout, a stream cut short) from one that
  * will fail again (400, 401, 403, 404, 413). A call aborted through `request.signal`
- * rejects with an error named `AbortError` instead, so callers can tell a cancellation
- * from a failure.
+ * rejects with the signal's `CancelledError` or `TimeoutError` instead (see
+ * {@link abortedError}), so callers can tell a cancellation from a failure.
  */
 import Anthropic, {
   APIConnectionError,
@@ -17,15 +17,16 @@ import Anthropic, {
   APIError,
   APIUserAbortError,
 } from "@anthropic-ai/sdk";
-import { ModelError, toError } from "../base/errors.js";
-import type {
-  ChatMessage,
-  ModelProvider,
-  ModelReply,
-  ModelRequest,
-  TextBlock,
-  ToolSpec,
-  ToolUseBlock,
+import { abortedError, ModelError, toError } from "../base/errors.js";
+import {
+  type ChatMessage,
+  DEFAULT_MODEL_TIMEOUT_MS,
+  type ModelProvider,
+  type ModelReply,
+  type ModelRequest,
+  type TextBlock,
+  type ToolSpec,
+  type ToolUseBlock,
 } from "../ports/index.js";
 
 /** Options of {@link createAnthropicProvider}. */
@@ -37,7 +38,7 @@ export interface AnthropicProviderOptions {
   apiKey?: string;
   /** Root of an Anthropic-compatible endpoint, without `/v1`. (Default: the SDK's, https://api.anthropic.com) */
   baseURL?: string;
-  /** Time to wait for the response headers of one HTTP attempt. (Default: 600 000, as the SDK's) */
+  /** Time to wait for the response headers of one HTTP attempt. (Default: {@link DEFAULT_MODEL_TIMEOUT_MS}, 600 000, as the SDK's) */
   timeoutMs?: number;
   /** HTTP retries of a 408/409/429/5xx/network failure, inside one `complete()`. (Default: 2) */
   maxRetries?: number;
@@ -50,7 +51,6 @@ export const MISSING_API_KEY_MESSAGE =
   "No Anthropic API key: set ANTHROPIC_API_KEY in the environment or llm.api_key in picklebot.yaml.";
 
 const EPHEMERAL = { type: "ephemeral" } as const;
-const DEFAULT_TIMEOUT_MS = 600_000;
 
 /** What error messages need to know about the client. */
 interface ClientSettings {
@@ -62,7 +62,7 @@ interface ClientSettings {
 export function createAnthropicProvider(options: AnthropicProviderOptions = {}): ModelProvider {
   const settings = {
     apiKey: options.apiKey ?? "",
-    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    timeoutMs: options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS,
   };
   const client = settings.apiKey === "" ? null : createClient(settings, options);
   return {
@@ -208,7 +208,7 @@ interface FailureContext extends ClientSettings {
 
 function toModelError(thrown: unknown, context: FailureContext): Error {
   if (context.signal?.aborted || thrown instanceof APIUserAbortError) {
-    return abortError(context.signal, thrown);
+    return abortedError(context.signal, thrown, "The model call was cancelled.");
   }
   if (thrown instanceof ModelError) return thrown;
   if (thrown instanceof APIConnectionTimeoutError) {
@@ -267,12 +267,6 @@ function retryAfterSeconds(headers: Headers | undefined): number | undefined {
   if (Number.isFinite(seconds)) return Math.max(0, seconds);
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1000));
-}
-
-function abortError(signal: AbortSignal | undefined, thrown: unknown): Error {
-  const error = new Error("The model call was cancelled.", { cause: signal?.reason ?? thrown });
-  error.name = "AbortError";
-  return error;
 }
 
 /** The innermost cause, e.g. `connect ECONNREFUSED 127.0.0.1:9` under undici's "fetch failed". */

@@ -9,6 +9,7 @@
  *   user (message or results)   → call the model, append its reply, look again
  */
 
+import { PicklebotError } from "../base/errors.js";
 import type {
   ChatMessage,
   HistoryStore,
@@ -73,7 +74,13 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
     toolContext.signal.throwIfAborted();
     const context = await history.loadContext(sessionId, options.maxMessages);
     const last = context.at(-1);
-    if (!last) throw new Error(`session ${sessionId} has no message to answer`);
+    if (!last) {
+      // Nothing to answer now means nothing to answer on a retry either.
+      throw new PicklebotError(`session ${sessionId} has no message to answer`, {
+        retryable: false,
+        context: { sessionId },
+      });
+    }
     if (last.role === "assistant") {
       const calls = toolUses(last);
       if (calls.length === 0) return { text: textOf(last), modelCalls, usage };

@@ -7,9 +7,11 @@
  * (nodejs/node#57736). Here the timer holds its controller strongly until `clear()`.
  */
 
+import { TimeoutError } from "./errors.js";
+
 /** A signal with a deadline, and the way to release its timer once the work is done. */
 export interface Deadline {
-  /** Aborts when the parent does (with its reason) or when the time is up (a `TimeoutError`). */
+  /** Aborts when the parent does (with its reason) or when the time is up (a {@link TimeoutError}). */
   readonly signal: AbortSignal;
   /** Stops the timer and detaches from the parent; call it when the work ends. */
   clear(): void;
@@ -19,7 +21,7 @@ export interface Deadline {
 export function deadline(parent: AbortSignal, ms: number): Deadline {
   const controller = new AbortController();
   const timer = setTimeout(() => {
-    controller.abort(new DOMException(`timed out after ${ms} ms`, "TimeoutError"));
+    controller.abort(new TimeoutError(`timed out after ${ms} ms`, { context: { timeoutMs: ms } }));
   }, ms);
   const forward = () => controller.abort(parent.reason);
   if (parent.aborted) forward();

@@ -79,6 +79,39 @@ export class ChatPlatformError extends PicklebotError {
 /** A tool was called with bad input or failed; it goes back to the model as `is_error`. */
 export class ToolError extends PicklebotError {}
 
+/**
+ * Work was cancelled on purpose: `/stop`, Ctrl+C, a shutdown. Never retried: whoever
+ * cancelled it does not want it to go on.
+ */
+export class CancelledError extends PicklebotError {
+  constructor(message = "cancelled", options: Omit<PicklebotErrorOptions, "retryable"> = {}) {
+    super(message, { ...options, retryable: false });
+  }
+}
+
+/** Work ran out of its time (a job's `job_timeout_s`, a tool's limit); a retry may finish. */
+export class TimeoutError extends PicklebotError {
+  constructor(message: string, options: Omit<PicklebotErrorOptions, "retryable"> = {}) {
+    super(message, { ...options, retryable: true });
+  }
+}
+
+/**
+ * The error for work stopped by `signal`, normalised once where a library's own abort
+ * error (the SDK's, fetch's `AbortError`) is caught: the signal's reason when it is one
+ * of ours (a {@link TimeoutError} of a deadline, a {@link CancelledError} of `/stop`),
+ * else a CancelledError with `message` that wraps what was thrown.
+ */
+export function abortedError(
+  signal: AbortSignal | undefined,
+  thrown: unknown,
+  message = "cancelled",
+): CancelledError | TimeoutError {
+  const reason: unknown = signal?.aborted ? signal.reason : undefined;
+  if (reason instanceof TimeoutError || reason instanceof CancelledError) return reason;
+  return new CancelledError(message, { cause: reason ?? thrown });
+}
+
 /** Turns anything thrown into an Error, keeping Errors as they are. */
 export function toError(thrown: unknown): Error {
   if (thrown instanceof Error) return thrown;

@@ -9,7 +9,7 @@
 import { userInfo } from "node:os";
 import { createInterface, type Interface } from "node:readline";
 import { Command } from "commander";
-import { toError, UserError } from "../base/errors.js";
+import { CancelledError, toError, UserError } from "../base/errors.js";
 import type { Session, TokenUsage } from "../ports/index.js";
 import { openWorkspace, type WorkspaceContext } from "./context.js";
 
@@ -155,7 +155,7 @@ class TerminalChat {
 
   #interrupt(): void {
     if (this.#reply) {
-      this.#reply.abort();
+      this.#reply.abort(new CancelledError("stopped with Ctrl+C"));
       return;
     }
     this.#say(`\n${DIM}(Ctrl+D or /exit to leave)${RESET}\n`);

@@ -21,7 +21,7 @@ import type { AgentDefinition } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
 import { createPostMessageTool } from "../agents/tools/post-message.js";
 import { systemClock } from "../base/clock.js";
-import { toError, UserError } from "../base/errors.js";
+import { PicklebotError, toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import type { Config } from "../config/index.js";
 import { LogFrontend } from "../frontends/log.js";
@@ -226,7 +226,11 @@ export class PicklebotServer {
     text: string,
     dedupeKey: string,
   ): Promise<boolean> {
-    if (!this.#chat) throw new Error("the server posted into a chat before it started");
+    if (!this.#chat) {
+      throw new PicklebotError("the server posted into a chat before it started", {
+        retryable: true,
+      });
+    }
     return this.#chat.post(platform, chatId, text, dedupeKey);
   }
 

@@ -3,7 +3,7 @@
  */
 
 import { randomBytes } from "node:crypto";
-import { UserError } from "../base/errors.js";
+import { PicklebotError, UserError } from "../base/errors.js";
 import type { ChatMessage, Session, TokenUsage } from "../ports/index.js";
 
 /** Longest title kept, in characters. */
@@ -29,7 +29,10 @@ export function isSafeSessionId(id: string): boolean {
 /** Throws unless `id` is usable as a session id (an injected generator may be wrong). */
 export function assertSafeSessionId(id: string): void {
   if (!isSafeSessionId(id)) {
-    throw new Error(`Session id ${JSON.stringify(id)} must match ${SAFE_SESSION_ID}`);
+    // The generator is broken: every retry would make the same kind of id.
+    throw new PicklebotError(`Session id ${JSON.stringify(id)} must match ${SAFE_SESSION_ID}`, {
+      retryable: false,
+    });
   }
 }
 

@@ -4,7 +4,7 @@ import {
   createAnthropicProvider,
   MISSING_API_KEY_MESSAGE,
 } from "../../src/agents/anthropic.js";
-import { ModelError } from "../../src/base/errors.js";
+import { CancelledError, ModelError, TimeoutError } from "../../src/base/errors.js";
 import type { ChatMessage, ModelRequest, ToolSpec } from "../../src/ports/index.js";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 
@@ -295,7 +295,7 @@ describe("Anthropic provider: failures", () => {
 });
 
 describe("Anthropic provider: cancellation", () => {
-  it("rejects with an AbortError when the signal aborts a call that gets no answer", async () => {
+  it("rejects with a CancelledError when the signal aborts a call that gets no answer", async () => {
     const controller = new AbortController();
     fake.script(() => {
       controller.abort();
@@ -304,11 +304,12 @@ describe("Anthropic provider: cancellation", () => {
 
     const error = await failureOf(provider().complete(request({ signal: controller.signal })));
 
-    expect(error.name).toBe("AbortError");
+    expect(error).toBeInstanceOf(CancelledError);
+    expect(error.message).toBe("The model call was cancelled.");
     expect(error).not.toBeInstanceOf(ModelError);
   });
 
-  it("rejects with an AbortError when the signal aborts mid-stream", async () => {
+  it("rejects with a CancelledError when the signal aborts mid-stream", async () => {
     const controller = new AbortController();
     fake.script({ text: "one two three four five six", chunks: 6 });
 
@@ -316,7 +317,20 @@ describe("Anthropic provider: cancellation", () => {
       provider().complete(request({ signal: controller.signal, onText: () => controller.abort() })),
     );
 
-    expect(error.name).toBe("AbortError");
+    expect(error).toBeInstanceOf(CancelledError);
+  });
+
+  it("rejects with the signal's own TimeoutError when a deadline aborts the call", async () => {
+    const controller = new AbortController();
+    const timeout = new TimeoutError("timed out after 5 ms");
+    fake.script(() => {
+      controller.abort(timeout);
+      return { hang: true };
+    });
+
+    const error = await failureOf(provider().complete(request({ signal: controller.signal })));
+
+    expect(error).toBe(timeout);
   });
 
   it("rethrows an error thrown by onText unchanged", async () => {

@@ -14,7 +14,7 @@
  *               then delivered now; a failed delivery is retried by the outbox loop.
  */
 import { randomUUID } from "node:crypto";
-import { ChatPlatformError, toError } from "../../base/errors.js";
+import { ChatPlatformError, PicklebotError, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import type {
   ChatPlatform,
@@ -51,7 +51,9 @@ const TYPING_IDLE_MS = 120_000;
 export function chatIdOf(target: ReplyTarget): string {
   if (target.kind === "telegram") return target.chatId;
   if (target.kind === "discord") return target.channelId;
-  throw new Error(`a chat frontend cannot reply to a ${target.kind} target`);
+  throw new PicklebotError(`a chat frontend cannot reply to a ${target.kind} target`, {
+    retryable: false,
+  });
 }
 
 /** A {@link Frontend} over one chat platform. */

@@ -17,7 +17,9 @@
  *   Only an expression whose hour field is `*` fires in both copies of the repeated hour,
  *   so "every 15 minutes" keeps its rhythm while "at 01:30" does not run twice.
  */
+
 import { CronExpressionParser } from "cron-parser";
+import { PicklebotError } from "../../base/errors.js";
 
 /** What the schedule of a cron depends on. */
 export interface CronTiming {
@@ -61,7 +63,11 @@ export function nextOccurrence(cron: CronTiming, afterMs: number): number {
     // First copies are in order: once one is past `afterMs`, nothing later can beat `best`.
     if ((instants[0] ?? Number.NEGATIVE_INFINITY) > afterMs) return best;
   }
-  throw new Error(`cron "${cron.id}": no occurrence of "${cron.schedule}" found`);
+  // A schedule that names no reachable date ("0 0 30 2 *") finds none on a retry either.
+  throw new PicklebotError(`cron "${cron.id}": no occurrence of "${cron.schedule}" found`, {
+    retryable: false,
+    context: { cron: cron.id },
+  });
 }
 
 /**

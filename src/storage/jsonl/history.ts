@@ -17,6 +17,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { systemClock } from "../../base/clock.js";
+import { PicklebotError } from "../../base/errors.js";
 import {
   type AppendOptions,
   type ChatMessage,
@@ -85,7 +86,12 @@ export class JsonlHistoryStore implements HistoryStore {
     const index = this.#currentIndex();
     const id = this.#newId();
     assertSafeSessionId(id);
-    if (index.get(id)) throw new Error(`Session id "${id}" is already in ${this.#indexPath()}`);
+    if (index.get(id)) {
+      // A fresh id on the next attempt does not collide.
+      throw new PicklebotError(`Session id "${id}" is already in ${this.#indexPath()}`, {
+        retryable: true,
+      });
+    }
     this.#createFolders();
     index.record({
       event: "session_created",
@@ -156,7 +162,7 @@ export class JsonlHistoryStore implements HistoryStore {
   }
 
   #currentIndex(): SessionIndex {
-    if (this.#closed) throw new Error("The history store is closed.");
+    if (this.#closed) throw new PicklebotError("The history store is closed.", { retryable: true });
     this.#index ??= new SessionIndex(this.#indexPath());
     this.#index.refresh();
     return this.#index;

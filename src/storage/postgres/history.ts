@@ -3,8 +3,10 @@
  * same database as the job queue so that the checkpoint is one transaction: see
  * {@link PostgresHistoryStore.appendOn}.
  */
+
 import type pg from "pg";
 import { systemClock } from "../../base/clock.js";
+import { PicklebotError } from "../../base/errors.js";
 import {
   type AppendOptions,
   type ChatMessage,
@@ -191,6 +193,6 @@ export class PostgresHistoryStore implements HistoryStore {
   }
 
   #assertOpen(): void {
-    if (this.#closed) throw new Error("The history store is closed.");
+    if (this.#closed) throw new PicklebotError("The history store is closed.", { retryable: true });
   }
 }

@@ -5,7 +5,9 @@
  *   connecting ──LISTEN ok──► listening ──error / end──► waiting (backoff) ──► connecting
  *   every (re)connection calls onListening: notifications sent while it was down are lost.
  */
+
 import pg from "pg";
+import { toError } from "../../base/errors.js";
 
 /** Options of {@link PgListener}. */
 export interface PgListenerOptions {
@@ -73,7 +75,7 @@ export class PgListener {
       await client.connect();
       await client.query(`LISTEN ${this.#options.channel}`);
     } catch (error) {
-      onLost(error instanceof Error ? error : new Error(String(error)));
+      onLost(toError(error));
       return;
     }
     if (this.#closed) {

@@ -7,7 +7,9 @@
  * Every statement is safe to repeat after a lost connection (keyed by id or dedupe key, or
  * conditional on the state it moves from), so each runs under `retryOnDisconnect`.
  */
+
 import type pg from "pg";
+import { PicklebotError } from "../../base/errors.js";
 import type {
   ChatPlatformKind,
   OutboxAddress,
@@ -122,7 +124,10 @@ export class PostgresOutboxStore implements OutboxStore {
 
   async #mustGet(dedupeKey: string): Promise<OutboxEntry> {
     const entry = await this.get(dedupeKey);
-    if (!entry) throw new Error(`outbox entry ${dedupeKey} vanished while it was written`);
+    if (!entry)
+      throw new PicklebotError(`outbox entry ${dedupeKey} vanished while it was written`, {
+        retryable: true,
+      });
     return entry;
   }
 

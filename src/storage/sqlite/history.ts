@@ -6,6 +6,7 @@
 
 import type Database from "better-sqlite3";
 import { systemClock } from "../../base/clock.js";
+import { PicklebotError } from "../../base/errors.js";
 import {
   type AppendOptions,
   type ChatMessage,
@@ -215,7 +216,7 @@ export class SqliteHistoryStore implements HistoryStore {
   }
 
   #assertOpen(): void {
-    if (this.#closed) throw new Error("The history store is closed.");
+    if (this.#closed) throw new PicklebotError("The history store is closed.", { retryable: true });
   }
 }
 

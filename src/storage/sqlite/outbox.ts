@@ -1,3 +1,4 @@
+import { PicklebotError } from "../../base/errors.js";
 import type {
   ChatPlatformKind,
   OutboxAddress,
@@ -105,7 +106,10 @@ export class SqliteOutboxStore implements OutboxStore {
 
   #mustGet(dedupeKey: string): OutboxEntry {
     const row = this.#sql.get.get(dedupeKey);
-    if (!row) throw new Error(`outbox entry ${dedupeKey} vanished while it was written`);
+    if (!row)
+      throw new PicklebotError(`outbox entry ${dedupeKey} vanished while it was written`, {
+        retryable: true,
+      });
     return toEntry(row);
   }
 }
