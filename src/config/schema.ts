@@ -4,6 +4,11 @@
  */
 import path from "node:path";
 import { z } from "zod";
+import {
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_MODEL_TIMEOUT_MS,
+  DEFAULT_POOL_SIZE,
+} from "../ports/index.js";
 import type { CustomIssueParams } from "./issues.js";
 
 /** Environment variables, as `process.env` holds them. */
@@ -102,7 +107,7 @@ function llmSchema(env: Environment) {
       api_key: secret(env, "ANTHROPIC_API_KEY"),
       base_url: httpUrl().optional(),
       max_tokens: fromText(z.int().min(1)).default(4096),
-      timeout_s: fromText(z.number().positive()).default(600),
+      timeout_s: fromText(z.number().positive()).default(DEFAULT_MODEL_TIMEOUT_MS / 1000),
     })
     .prefault({});
 }
@@ -118,7 +123,7 @@ function queueSchema(env: Environment) {
         .optional()
         .transform((url) => url ?? (env.DATABASE_URL || undefined)),
       /** Connections in each process's pool (PostgreSQL; one LISTEN connection comes on top). */
-      pool_size: fromText(z.int().min(1).max(1000)).default(10),
+      pool_size: fromText(z.int().min(1).max(1000)).default(DEFAULT_POOL_SIZE),
     })
     .prefault({});
 }
@@ -162,7 +167,7 @@ function workersSchema() {
   return z
     .strictObject({
       agent_concurrency: fromText(z.int().min(1)).default(4),
-      max_attempts: fromText(z.int().min(1)).default(5),
+      max_attempts: fromText(z.int().min(1)).default(DEFAULT_MAX_ATTEMPTS),
       job_timeout_s: fromText(z.number().positive()).default(300),
     })
     .prefault({});

@@ -36,6 +36,9 @@ export interface ModelReply {
 }
 
 /** A language model behind an API. Failures throw {@link ModelError}. */
+/** Time one model call may wait for its answer (the default of `llm.timeout_s`). */
+export const DEFAULT_MODEL_TIMEOUT_MS = 600_000;
+
 export interface ModelProvider {
   /** Streams one reply. */
   complete(request: ModelRequest): Promise<ModelReply>;

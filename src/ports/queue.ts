@@ -26,6 +26,9 @@ export interface JobAttemptError {
   message: string;
 }
 
+/** Attempts a job gets when its producer names none (the default of `workers.max_attempts`). */
+export const DEFAULT_MAX_ATTEMPTS = 5;
+
 /** What a producer hands to {@link JobQueue.enqueue}. */
 export interface NewJob {
   agentId: string;
@@ -36,7 +39,7 @@ export interface NewJob {
   /** `chat`: continue the key's current session; `job`: a cron run in a fresh session. */
   mode: "chat" | "job";
   replyTo: ReplyTarget;
-  /** (Default: `workers.max_attempts`) */
+  /** (Default: `workers.max_attempts`, {@link DEFAULT_MAX_ATTEMPTS}) */
   maxAttempts?: number;
   /** Epoch ms before which the job is not run. (Default: now) */
   runAt?: number;

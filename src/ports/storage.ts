@@ -26,6 +26,9 @@ export interface Cluster {
   stops: StopRelay;
 }
 
+/** Connections in a process's PostgreSQL pool (the default of `queue.pool_size`). */
+export const DEFAULT_POOL_SIZE = 10;
+
 /** The storage of one workspace, opened and ready. */
 export interface Storage {
   history: HistoryStore;

@@ -6,9 +6,6 @@ import { randomBytes } from "node:crypto";
 import { UserError } from "../base/errors.js";
 import type { Job, NewJob, ReplyTarget } from "../ports/index.js";
 
-/** Attempts a job gets when its producer names none (`workers.max_attempts`). */
-export const DEFAULT_MAX_ATTEMPTS = 5;
-
 /** The error recorded for an attempt that was running when its process stopped. */
 export const INTERRUPTED_MESSAGE = "interrupted: the process stopped while the job was running";
 

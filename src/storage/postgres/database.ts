@@ -8,6 +8,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { UserError } from "../../base/errors.js";
+import { checkNumberOptions } from "../../base/options.js";
+import { DEFAULT_POOL_SIZE } from "../../ports/index.js";
 
 /** Folder of the numbered PostgreSQL migrations (`NNN_name.sql`). */
 const MIGRATIONS_DIR = new URL("../../../migrations/postgres/", import.meta.url);
@@ -15,16 +17,13 @@ const MIGRATIONS_DIR = new URL("../../../migrations/postgres/", import.meta.url)
 /** Key of the advisory lock held while migrating (any fixed number; "pickle" in hex-ish). */
 const MIGRATION_LOCK_KEY = 0x7069636b;
 
-/** Connections of a process's pool. (Default of `queue.pool_size`) */
-export const DEFAULT_POOL_SIZE = 10;
-
 const INT8_OID = 20;
 
 /** Options of {@link openPostgres}. */
 export interface OpenPostgresOptions {
   /** `postgres://user:password@host/database` */
   url: string;
-  /** Most connections the pool opens. (Default: 10) */
+  /** Most connections the pool opens. (Default: {@link DEFAULT_POOL_SIZE}) */
   poolSize?: number;
   /** Shown in `pg_stat_activity.application_name`. (Default: `picklebot`) */
   applicationName?: string;
@@ -52,6 +51,7 @@ export function connectionConfig(options: OpenPostgresOptions): pg.ClientConfig 
 
 /** Opens a pool on `url` and applies the migrations; throws UserError when unreachable. */
 export async function openPostgres(options: OpenPostgresOptions): Promise<pg.Pool> {
+  checkNumberOptions("openPostgres", options, { poolSize: "count" });
   const pool = survivingDroppedConnections(
     new pg.Pool({ ...connectionConfig(options), max: options.poolSize ?? DEFAULT_POOL_SIZE }),
   );
