@@ -20,7 +20,6 @@
  * Mentions in the bot's text never ping anyone (`allowed_mentions: { parse: [] }`).
  */
 import { once } from "node:events";
-import { setTimeout as sleep } from "node:timers/promises";
 import {
   Client,
   DiscordAPIError,
@@ -34,9 +33,10 @@ import {
   RateLimitError,
   Routes,
 } from "discord.js";
-import { retryDelayMs } from "../base/backoff.js";
+import { RECONNECT_BACKOFF, reconnectWithBackoff } from "../base/backoff.js";
 import { ChatPlatformError, toError } from "../base/errors.js";
 import { type Logger, silentLogger } from "../base/log.js";
+import { checkNumberOptions } from "../base/options.js";
 import type {
   ChatPlatform,
   ChatPlatformState,
@@ -110,10 +110,14 @@ export class DiscordPlatform implements ChatPlatform {
   #abort = new AbortController();
 
   constructor(options: DiscordPlatformOptions) {
+    checkNumberOptions("DiscordPlatform", options, {
+      requestTimeoutMs: "positive",
+      reconnectBaseMs: "positive",
+    });
     this.#token = options.token;
     this.#channelIds = new Set(options.channelIds ?? []);
     this.#logger = options.logger ?? silentLogger();
-    this.#reconnectBaseMs = options.reconnectBaseMs ?? 1000;
+    this.#reconnectBaseMs = options.reconnectBaseMs ?? RECONNECT_BACKOFF.baseMs;
     this.#client = new Client({
       intents: [
         GatewayIntentBits.Guilds,
@@ -193,17 +197,27 @@ export class DiscordPlatform implements ChatPlatform {
   }
 
   async #connect(signal: AbortSignal): Promise<void> {
-    for (let failures = 1; !signal.aborted; failures += 1) {
-      try {
-        await this.#login(signal);
+    await reconnectWithBackoff(
+      async () => {
+        try {
+          await this.#login(signal);
+        } catch (error) {
+          if (!signal.aborted) await this.#disconnect();
+          throw this.#loginError(error);
+        }
         if (!signal.aborted) this.#state = "connected";
-        return;
-      } catch (error) {
-        if (signal.aborted) return;
-        await this.#disconnect();
-        await this.#backoff(failures, this.#loginError(error), signal);
-      }
-    }
+      },
+      {
+        signal,
+        baseMs: this.#reconnectBaseMs,
+        retryAfterMs: (error) => ((error as ChatPlatformError).retryAfterS ?? 0) * 1000,
+        onFailure: (thrown, { retryInMs }) => {
+          const error = thrown as ChatPlatformError;
+          const level = error.retryable ? "warn" : "error";
+          this.#logger[level]({ error: error.message, retryInMs }, "discord: could not connect");
+        },
+      },
+    );
   }
 
   async #login(signal: AbortSignal): Promise<void> {
@@ -226,17 +240,6 @@ export class DiscordPlatform implements ChatPlatform {
   async #disconnect(): Promise<void> {
     await this.#client.destroy();
     this.#client.rest.setToken(this.#token);
-  }
-
-  async #backoff(failures: number, error: ChatPlatformError, signal: AbortSignal): Promise<void> {
-    const delay = retryDelayMs(failures, {
-      baseMs: this.#reconnectBaseMs,
-      capMs: 60_000,
-      retryAfterMs: (error.retryAfterS ?? 0) * 1000,
-    });
-    const level = error.retryable ? "warn" : "error";
-    this.#logger[level]({ error: error.message, retryInMs: delay }, "discord: could not connect");
-    await sleep(delay, undefined, { signal }).catch(() => undefined);
   }
 
   /** discord.js gave up on the session: log in again from scratch, as start() does. */

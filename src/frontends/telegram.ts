@@ -14,13 +14,13 @@
  * is committed on every stop. The bot token appears in every API URL: every error this
  * file produces or logs has it replaced by `<token>`.
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { Telegraf, TelegramError } from "telegraf";
 import { message } from "telegraf/filters";
 import type { Message, Update, UserFromGetMe } from "telegraf/types";
-import { retryDelayMs } from "../base/backoff.js";
+import { type ReconnectOptions, reconnectWithBackoff } from "../base/backoff.js";
 import { ChatPlatformError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
+import { checkNumberOptions } from "../base/options.js";
 import type {
   ChatPlatform,
   ChatPlatformState,
@@ -39,7 +39,7 @@ export interface TelegramPlatformOptions {
   logger: Logger;
   /** How long one getUpdates is held open, in seconds. (Default: 50) */
   pollTimeoutS?: number;
-  /** Delay before the first reconnect; doubles up to 60 s. (Default: 1000 ms) */
+  /** Delay before the first reconnect; doubles up to 60 s. (Default: 1000 ms, `RECONNECT_BACKOFF`) */
   reconnectBaseMs?: number;
 }
 
@@ -58,6 +58,10 @@ export class TelegramPlatform implements ChatPlatform {
   #polling: Promise<void> | null = null;
 
   constructor(options: TelegramPlatformOptions) {
+    checkNumberOptions("TelegramPlatform", options, {
+      pollTimeoutS: "non-negative",
+      reconnectBaseMs: "positive",
+    });
     this.#options = options;
     this.#bot = new Telegraf(options.token, {
       telegram: options.apiRoot ? { apiRoot: options.apiRoot } : {},
@@ -119,47 +123,49 @@ export class TelegramPlatform implements ChatPlatform {
 
   /** getMe and deleteWebhook, retried until they succeed or the platform is stopped. */
   async #connect(): Promise<void> {
-    for (let failures = 1; !this.#abort.signal.aborted; failures += 1) {
-      try {
-        this.#bot.botInfo = await this.#call(() => this.#bot.telegram.getMe());
-        await this.#call(() => this.#bot.telegram.deleteWebhook());
-        this.#state = "connected";
-        this.#options.logger.info({ bot: this.#bot.botInfo.username }, "telegram connected");
-        return;
-      } catch (error) {
-        await this.#backoff(failures, error, "telegram: could not connect");
-      }
-    }
+    await reconnectWithBackoff(async () => {
+      this.#bot.botInfo = await this.#call(() => this.#bot.telegram.getMe());
+      await this.#call(() => this.#bot.telegram.deleteWebhook());
+      this.#state = "connected";
+      this.#options.logger.info({ bot: this.#bot.botInfo.username }, "telegram connected");
+    }, this.#backoff("telegram: could not connect"));
   }
 
   async #pollLoop(): Promise<void> {
     const signal = this.#abort.signal;
-    let failures = 0;
-    while (!signal.aborted) {
-      try {
-        const updates = await this.#call(() =>
-          this.#bot.telegram.callApi(
-            "getUpdates",
-            {
-              timeout: this.#options.pollTimeoutS ?? 50,
-              offset: this.#offset,
-              allowed_updates: ["message"],
-            },
-            // telegraf types the signal of the abort-controller polyfill; node-fetch takes either.
-            { signal: signal as never },
-          ),
-        );
-        if (failures > 0) this.#options.logger.info("telegram reconnected");
-        failures = 0;
-        this.#state = "connected";
-        await this.#handle(updates);
-      } catch (error) {
-        if (signal.aborted) break;
-        failures += 1;
-        this.#state = "connecting";
-        await this.#backoff(failures, error, "telegram: polling failed");
-      }
-    }
+    let reconnecting = false;
+    const backoff = this.#backoff("telegram: polling failed");
+    await reconnectWithBackoff(
+      async (healthy) => {
+        while (!signal.aborted) {
+          const updates = await this.#call(() =>
+            this.#bot.telegram.callApi(
+              "getUpdates",
+              {
+                timeout: this.#options.pollTimeoutS ?? 50,
+                offset: this.#offset,
+                allowed_updates: ["message"],
+              },
+              // telegraf types the signal of the abort-controller polyfill; node-fetch takes either.
+              { signal: signal as never },
+            ),
+          );
+          if (reconnecting) this.#options.logger.info("telegram reconnected");
+          reconnecting = false;
+          healthy();
+          this.#state = "connected";
+          await this.#handle(updates);
+        }
+      },
+      {
+        ...backoff,
+        onFailure: (error, failure) => {
+          reconnecting = true;
+          this.#state = "connecting";
+          backoff.onFailure(error, failure);
+        },
+      },
+    );
     await this.#commitOffset();
   }
 
@@ -186,16 +192,18 @@ export class TelegramPlatform implements ChatPlatform {
     }
   }
 
-  async #backoff(failures: number, error: unknown, what: string): Promise<void> {
-    const platformError = error instanceof ChatPlatformError ? error : this.#scrub(error);
-    const retryAfterMs = (platformError.retryAfterS ?? 0) * 1000;
-    const delay = retryDelayMs(failures, {
-      baseMs: this.#options.reconnectBaseMs ?? 1000,
-      capMs: 60_000,
-      retryAfterMs,
-    });
-    this.#options.logger.warn({ error: platformError.message, retryInMs: delay }, what);
-    await sleep(delay, undefined, { signal: this.#abort.signal }).catch(() => undefined);
+  /** How a failed connect or poll is retried and logged (`what` names it). */
+  #backoff(what: string): ReconnectOptions {
+    return {
+      signal: this.#abort.signal,
+      ...(this.#options.reconnectBaseMs === undefined
+        ? {}
+        : { baseMs: this.#options.reconnectBaseMs }),
+      retryAfterMs: (error) => (this.#scrub(error).retryAfterS ?? 0) * 1000,
+      onFailure: (error, { retryInMs }) => {
+        this.#options.logger.warn({ error: this.#scrub(error).message, retryInMs }, what);
+      },
+    };
   }
 
   /** Runs one Bot API call; every failure becomes a token-free {@link ChatPlatformError}. */

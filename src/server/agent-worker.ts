@@ -15,8 +15,16 @@ import PQueue from "p-queue";
 import type { AgentRunner } from "../agents/runner.js";
 import { nextAttemptAt } from "../base/backoff.js";
 import { deadline } from "../base/deadline.js";
-import { isRetryable, ModelError, PicklebotError, toError } from "../base/errors.js";
+import {
+  CancelledError,
+  isRetryable,
+  ModelError,
+  PicklebotError,
+  TimeoutError,
+  toError,
+} from "../base/errors.js";
 import type { Logger } from "../base/log.js";
+import { checkNumberOptions } from "../base/options.js";
 import { Wakeup } from "../base/wakeup.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import {
@@ -67,6 +75,11 @@ export class AgentWorker implements Worker {
   readonly #active = new Map<string, ActiveJob>();
 
   constructor(options: AgentWorkerOptions) {
+    checkNumberOptions("AgentWorker", options, {
+      concurrency: "count",
+      jobTimeoutMs: "positive",
+      pollMs: "positive",
+    });
     this.#options = options;
   }
 
@@ -79,7 +92,7 @@ export class AgentWorker implements Worker {
   stopSession(sessionKey: string): boolean {
     for (const active of this.#active.values()) {
       if (active.job.sessionKey !== sessionKey) continue;
-      active.stop.abort(new PicklebotError("stopped by the user"));
+      active.stop.abort(new CancelledError("stopped by the user"));
       return true;
     }
     return false;
@@ -224,8 +237,9 @@ export class AgentWorker implements Worker {
   ): Promise<JobOutcome> {
     const { queue, clock, logger } = this.#options;
     const error = signal.aborted ? toError(signal.reason) : toError(thrown);
-    const timedOut = error.name === "TimeoutError";
-    const stoppedByUser = signal.aborted && !timedOut;
+    // The job's signal aborts only with our own errors: its deadline's or /stop's.
+    const timedOut = signal.aborted && error instanceof TimeoutError;
+    const stoppedByUser = signal.aborted && error instanceof CancelledError;
     const retryAfterMs =
       error instanceof ModelError && error.retryAfterS ? error.retryAfterS * 1000 : 0;
     const retryAt =

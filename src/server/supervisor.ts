@@ -4,10 +4,12 @@
  * Per worker:  running ──crash──► backoff (1 s, doubling to 60 s) ──► running …
  *              a run that stayed up for a minute resets the backoff to 1 s;
  *              stop() aborts every run and resolves when all have settled.
+ * The waits are {@link reconnectWithBackoff}'s, without jitter.
  */
-import { setTimeout as sleep } from "node:timers/promises";
-import { toError } from "../base/errors.js";
+import { RECONNECT_BACKOFF, reconnectWithBackoff } from "../base/backoff.js";
+import { CancelledError, PicklebotError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
+import { checkNumberOptions } from "../base/options.js";
 import type { Clock, Worker } from "../ports/index.js";
 import type { ServerMetrics } from "./metrics.js";
 
@@ -23,7 +25,7 @@ export interface WorkerHealth {
 
 /** Restart policy. */
 export interface RestartPolicy {
-  /** (Default: 1000) */
+  /** (Default: 1000, {@link RECONNECT_BACKOFF}) */
   initialDelayMs: number;
   /** (Default: 60000) */
   maxDelayMs: number;
@@ -40,9 +42,9 @@ export interface SupervisorOptions {
 }
 
 const DEFAULT_POLICY: RestartPolicy = {
-  initialDelayMs: 1000,
-  maxDelayMs: 60_000,
-  healthyAfterMs: 60_000,
+  initialDelayMs: RECONNECT_BACKOFF.baseMs,
+  maxDelayMs: RECONNECT_BACKOFF.capMs,
+  healthyAfterMs: RECONNECT_BACKOFF.healthyAfterMs,
 };
 
 /** Starts workers, restarts crashed ones, stops them all on request. */
@@ -56,6 +58,11 @@ export class Supervisor {
   constructor(options: SupervisorOptions) {
     this.#options = options;
     this.#policy = { ...DEFAULT_POLICY, ...options.policy };
+    checkNumberOptions("Supervisor policy", this.#policy, {
+      initialDelayMs: "positive",
+      maxDelayMs: "positive",
+      healthyAfterMs: "non-negative",
+    });
   }
 
   /** Starts supervising a worker. */
@@ -76,36 +83,39 @@ export class Supervisor {
 
   /** Aborts every worker and resolves once all have finished their in-flight work. */
   async stop(): Promise<void> {
-    this.#abort.abort();
+    this.#abort.abort(new CancelledError("the server is stopping"));
     await Promise.all(this.#runs);
   }
 
   async #supervise(worker: Worker): Promise<void> {
     const { clock, logger, metrics } = this.#options;
     const signal = this.#abort.signal;
-    let delay = this.#policy.initialDelayMs;
-    while (!signal.aborted) {
-      const started = clock.now();
+    const run = async () => {
       this.#setHealth(worker.name, { state: "running" });
-      const error = await worker.run(signal).then(
-        () => (signal.aborted ? null : new Error("stopped unexpectedly")),
-        (thrown: unknown) => toError(thrown),
-      );
-      if (!error) break;
-      if (clock.now() - started >= this.#policy.healthyAfterMs) delay = this.#policy.initialDelayMs;
-      const health = this.#setHealth(worker.name, {
-        state: "restarting",
-        lastError: error.message,
-      });
-      health.restarts += 1;
-      metrics.workerRestarts.inc({ worker: worker.name });
-      logger.error(
-        { worker: worker.name, error: error.message, restartInMs: delay },
-        "worker crashed",
-      );
-      await sleep(delay, undefined, { signal }).catch(() => undefined);
-      delay = Math.min(delay * 2, this.#policy.maxDelayMs);
-    }
+      await worker.run(signal);
+      if (!signal.aborted) throw new PicklebotError("stopped unexpectedly", { retryable: true });
+    };
+    await reconnectWithBackoff(run, {
+      signal,
+      clock,
+      baseMs: this.#policy.initialDelayMs,
+      capMs: this.#policy.maxDelayMs,
+      healthyAfterMs: this.#policy.healthyAfterMs,
+      jitter: 0,
+      onFailure: (thrown, { retryInMs }) => {
+        const error = toError(thrown);
+        const health = this.#setHealth(worker.name, {
+          state: "restarting",
+          lastError: error.message,
+        });
+        health.restarts += 1;
+        metrics.workerRestarts.inc({ worker: worker.name });
+        logger.error(
+          { worker: worker.name, error: error.message, restartInMs: retryInMs },
+          "worker crashed",
+        );
+      },
+    });
     this.#setHealth(worker.name, { state: "stopped" });
   }
 

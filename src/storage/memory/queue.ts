@@ -11,9 +11,11 @@
  */
 
 import { systemClock } from "../../base/clock.js";
+import { checkNumberOptions } from "../../base/options.js";
 import {
   type ClaimedJob,
   type Clock,
+  DEFAULT_MAX_ATTEMPTS,
   JOB_LIST_LIMIT,
   type Job,
   type JobAdmin,
@@ -23,14 +25,7 @@ import {
   type NewJob,
   RESUME_MARKER,
 } from "../../ports/index.js";
-import {
-  DEFAULT_MAX_ATTEMPTS,
-  INTERRUPTED_MESSAGE,
-  newJobId,
-  newLockPrefix,
-  queuedJob,
-  validateNewJob,
-} from "../job.js";
+import { INTERRUPTED_MESSAGE, newJobId, newLockPrefix, queuedJob, validateNewJob } from "../job.js";
 import { listLimit } from "../list-limit.js";
 import { RunOrder } from "../run-order.js";
 import { RunnableSignal } from "../runnable.js";
@@ -41,7 +36,7 @@ export interface MemoryJobQueueOptions {
   clock?: Clock;
   /** Id of a new job. (Default: a time-ordered id, see `newJobId`) */
   newId?: () => string;
-  /** Attempts of a job whose producer names none. (Default: 5) */
+  /** Attempts of a job whose producer names none. (Default: {@link DEFAULT_MAX_ATTEMPTS}) */
   defaultMaxAttempts?: number;
   /**
    * Done jobs remembered for `get`, `list`, `counts` and dedupe keys; older ones are
@@ -97,6 +92,7 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
   #claims = 0;
 
   constructor(options: MemoryJobQueueOptions = {}) {
+    checkNumberOptions("MemoryJobQueue", options, { defaultMaxAttempts: "count" });
     this.#clock = options.clock ?? systemClock;
     this.#newId = options.newId ?? newJobId;
     this.#defaultMaxAttempts = options.defaultMaxAttempts ?? DEFAULT_MAX_ATTEMPTS;

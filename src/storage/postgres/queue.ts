@@ -14,11 +14,15 @@
  * - A lost connection is retried on a new one wherever repeating is safe (see
  *   `retryOnDisconnect`); a claim whose reply was lost finds its rows by its lock token.
  */
+
 import pg from "pg";
 import { systemClock } from "../../base/clock.js";
+import { PicklebotError } from "../../base/errors.js";
+import { checkNumberOptions } from "../../base/options.js";
 import {
   type ClaimedJob,
   type Clock,
+  DEFAULT_MAX_ATTEMPTS,
   JOB_LIST_LIMIT,
   type Job,
   type JobAdmin,
@@ -26,14 +30,7 @@ import {
   type JobState,
   type NewJob,
 } from "../../ports/index.js";
-import {
-  DEFAULT_MAX_ATTEMPTS,
-  INTERRUPTED_MESSAGE,
-  newJobId,
-  newLockPrefix,
-  queuedJob,
-  validateNewJob,
-} from "../job.js";
+import { INTERRUPTED_MESSAGE, newJobId, newLockPrefix, queuedJob, validateNewJob } from "../job.js";
 import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "../job-row.js";
 import { listLimit } from "../list-limit.js";
 import { RunnableSignal } from "../runnable.js";
@@ -55,7 +52,7 @@ export interface PostgresJobQueueOptions {
   clock?: Clock;
   /** Id of a new job. (Default: a time-ordered id, see `newJobId`) */
   newId?: () => string;
-  /** Attempts of a job whose producer names none. (Default: 5) */
+  /** Attempts of a job whose producer names none. (Default: {@link DEFAULT_MAX_ATTEMPTS}) */
   defaultMaxAttempts?: number;
   /** How often listeners are woken in case a notification was lost. (Default: 2000 ms) */
   backstopPollMs?: number;
@@ -88,6 +85,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
   #poll: NodeJS.Timeout | null = null;
 
   constructor(options: PostgresJobQueueOptions) {
+    checkNumberOptions("PostgresJobQueue", options, { defaultMaxAttempts: "count" });
     this.#pool = options.pool;
     this.#workPool = options.connection ? openWorkPool(options.connection) : options.pool;
     this.#options = options;
@@ -126,7 +124,9 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
       const existing = newJob.dedupeKey
         ? await this.#pool.query<JobRow>(PG.byDedupeKey, [newJob.dedupeKey])
         : await this.#pool.query<JobRow>(PG.byId, [job.id]);
-      if (!existing.rows[0]) throw new Error(`job ${job.id} vanished during enqueue`);
+      if (!existing.rows[0]) {
+        throw new PicklebotError(`job ${job.id} vanished during enqueue`, { retryable: true });
+      }
       return existing.rows[0];
     });
     const stored = parseJobRow(row).job;

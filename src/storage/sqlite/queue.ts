@@ -13,11 +13,15 @@
  * file; `onRunnable` notices their commits by polling `PRAGMA data_version`, which reads
  * no page, only a counter in shared memory.
  */
+
 import type Database from "better-sqlite3";
 import { systemClock } from "../../base/clock.js";
+import { PicklebotError } from "../../base/errors.js";
+import { checkNumberOptions } from "../../base/options.js";
 import {
   type ClaimedJob,
   type Clock,
+  DEFAULT_MAX_ATTEMPTS,
   JOB_LIST_LIMIT,
   type Job,
   type JobAdmin,
@@ -25,14 +29,7 @@ import {
   type JobState,
   type NewJob,
 } from "../../ports/index.js";
-import {
-  DEFAULT_MAX_ATTEMPTS,
-  INTERRUPTED_MESSAGE,
-  newJobId,
-  newLockPrefix,
-  queuedJob,
-  validateNewJob,
-} from "../job.js";
+import { INTERRUPTED_MESSAGE, newJobId, newLockPrefix, queuedJob, validateNewJob } from "../job.js";
 import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "../job-row.js";
 import { listLimit } from "../list-limit.js";
 import { RunnableSignal } from "../runnable.js";
@@ -48,7 +45,7 @@ export interface SqliteJobQueueOptions {
   newId?: () => string;
   /** How often other processes' commits are looked for while someone listens. (Default: 50 ms) */
   pollMs?: number;
-  /** Attempts of a job whose producer names none. (Default: 5) */
+  /** Attempts of a job whose producer names none. (Default: {@link DEFAULT_MAX_ATTEMPTS}) */
   defaultMaxAttempts?: number;
 }
 
@@ -74,6 +71,10 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
   #lastDataVersion = 0;
 
   constructor(options: SqliteJobQueueOptions) {
+    checkNumberOptions("SqliteJobQueue", options, {
+      defaultMaxAttempts: "count",
+      pollMs: "positive",
+    });
     this.#db = options.db;
     this.#clock = options.clock ?? systemClock;
     this.#newId = options.newId ?? newJobId;
@@ -296,7 +297,11 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
   #byDedupeKey(dedupeKey: string | undefined): Job {
     const row = this.#sql.byDedupeKey.get(dedupeKey) as JobRow | undefined;
     // The conflict came from this key, so the row exists.
-    if (!row) throw new Error(`job with dedupe key ${dedupeKey} vanished during enqueue`);
+    if (!row) {
+      throw new PicklebotError(`job with dedupe key ${dedupeKey} vanished during enqueue`, {
+        retryable: true,
+      });
+    }
     return parseJobRow(row).job;
   }
 
