@@ -10,6 +10,7 @@
  */
 
 import { PicklebotError } from "../base/errors.js";
+import { addUsage, zeroUsage } from "../base/usage.js";
 import type {
   ChatMessage,
   HistoryStore,
@@ -68,7 +69,7 @@ const DEFAULT_MAX_MODEL_CALLS = 25;
 export async function runTurn(options: TurnOptions): Promise<TurnResult> {
   const { history, sessionId, toolContext } = options;
   const limit = options.maxModelCalls ?? DEFAULT_MAX_MODEL_CALLS;
-  const usage = emptyUsage();
+  let usage = zeroUsage();
   let modelCalls = 0;
   for (;;) {
     toolContext.signal.throwIfAborted();
@@ -92,7 +93,7 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
     }
     modelCalls += 1;
     const reply = await callModel(options, context);
-    addUsage(usage, reply.usage);
+    usage = addUsage(usage, reply.usage);
   }
 }
 
@@ -136,16 +137,4 @@ export function textOf(message: ChatMessage): string {
     .map((block) => (block.type === "text" ? block.text : ""))
     .join("")
     .trim();
-}
-
-/** A usage record with every count at zero. */
-export function emptyUsage(): TokenUsage {
-  return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
-}
-
-function addUsage(total: TokenUsage, more: TokenUsage): void {
-  total.input += more.input;
-  total.output += more.output;
-  total.cacheRead += more.cacheRead;
-  total.cacheWrite += more.cacheWrite;
 }

@@ -31,9 +31,26 @@ export function newJobId(): string {
   return `${timePart}${counter.toString(36).padStart(4, "0")}${instance}`;
 }
 
-/** A process-unique prefix for lock tokens: tokens of two claims never collide. */
-export function newLockPrefix(): string {
-  return randomBytes(6).toString("base64url");
+/**
+ * The lock tokens of one queue, the same for every adapter: a claim's token is a random
+ * per-queue prefix and the claim's number, and a job's token is the claim's token, a dot
+ * and the job's seq (the SQL adapters append `.seq` in the claim statement itself). Tokens
+ * of two claims never collide, and every job of a claim is found by its prefix.
+ */
+export class LockTokens {
+  readonly #prefix = randomBytes(6).toString("base64url");
+  #claims = 0;
+
+  /** The token of a new claim. */
+  nextClaim(): string {
+    this.#claims += 1;
+    return `${this.#prefix}${this.#claims.toString(36)}`;
+  }
+
+  /** The token of the job with `seq` taken by the claim `claimToken`. */
+  static forJob(claimToken: string, seq: number): string {
+    return `${claimToken}.${seq}`;
+  }
 }
 
 /** True when `value` is a {@link ReplyTarget}. */

@@ -4,7 +4,7 @@
 
 import { randomBytes } from "node:crypto";
 import { PicklebotError, UserError } from "../base/errors.js";
-import type { ChatMessage, Session, TokenUsage } from "../ports/index.js";
+import type { ChatMessage, Session } from "../ports/index.js";
 
 /** Longest title kept, in characters. */
 export const MAX_TITLE_LENGTH = 80;
@@ -57,21 +57,6 @@ export function unknownSessionError(sessionId: string): UserError {
     `Session "${sessionId}" is not in the history store; start a new session with /new or pick an id from \`picklebot status\`.`,
     { context: { sessionId } },
   );
-}
-
-/** No tokens used yet. */
-export function zeroUsage(): TokenUsage {
-  return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
-}
-
-/** The sum of two token counts. */
-export function addUsage(total: TokenUsage, more: TokenUsage): TokenUsage {
-  return {
-    input: total.input + more.input,
-    output: total.output + more.output,
-    cacheRead: total.cacheRead + more.cacheRead,
-    cacheWrite: total.cacheWrite + more.cacheWrite,
-  };
 }
 
 /** A row of the `sessions` table (the same columns in SQLite and PostgreSQL). */

@@ -11,8 +11,9 @@
  */
 
 import { z } from "zod";
+import { addUsage, zeroUsage } from "../../base/usage.js";
 import type { Session, TokenUsage } from "../../ports/index.js";
-import { addUsage, isSafeSessionId, zeroUsage } from "../session.js";
+import { isSafeSessionId } from "../session.js";
 import { appendLine, readLinesFrom } from "./lines.js";
 
 const diskUsageSchema = z.object({

@@ -25,7 +25,7 @@ import {
   type NewJob,
   RESUME_MARKER,
 } from "../../ports/index.js";
-import { INTERRUPTED_MESSAGE, newJobId, newLockPrefix, queuedJob, validateNewJob } from "../job.js";
+import { INTERRUPTED_MESSAGE, LockTokens, newJobId, queuedJob, validateNewJob } from "../job.js";
 import { listLimit } from "../list-limit.js";
 import { RunOrder } from "../run-order.js";
 import { RunnableSignal } from "../runnable.js";
@@ -87,9 +87,8 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
   #doneStart = 0;
   readonly #counts: Record<JobState, number> = { queued: 0, running: 0, done: 0, failed: 0 };
   readonly #signal: RunnableSignal;
-  readonly #lockPrefix = newLockPrefix();
+  readonly #lockTokens = new LockTokens();
   #seq = 0;
-  #claims = 0;
 
   constructor(options: MemoryJobQueueOptions = {}) {
     checkNumberOptions("MemoryJobQueue", options, { defaultMaxAttempts: "count" });
@@ -129,7 +128,7 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
   ): Promise<ClaimedJob[]> {
     const now = this.#clock.now();
     const allowed = options.agentIds ? new Set(options.agentIds) : null;
-    const token = `${this.#lockPrefix}${(++this.#claims).toString(36)}.`;
+    const token = this.#lockTokens.nextClaim();
     const claimed: ClaimedJob[] = [];
     const otherAgents: HeadEntry[] = [];
     const wanted = Math.floor(limit);
@@ -254,7 +253,7 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     job.attempts += 1;
     job.lockedBy = workerId;
     job.lockedAt = now;
-    job.lockToken = token + job.seq.toString(36);
+    job.lockToken = LockTokens.forJob(token, job.seq);
     job.updatedAt = now;
     (job.line as SessionLine).running = true;
     this.#running.set(job.id, job);

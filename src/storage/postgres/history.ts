@@ -7,6 +7,7 @@
 import type pg from "pg";
 import { systemClock } from "../../base/clock.js";
 import { PicklebotError } from "../../base/errors.js";
+import { zeroUsage } from "../../base/usage.js";
 import {
   type AppendOptions,
   type ChatMessage,
@@ -24,7 +25,6 @@ import {
   sessionFromRow,
   titleFromMessage,
   unknownSessionError,
-  zeroUsage,
 } from "../session.js";
 import { retryOnDisconnect } from "./database.js";
 

@@ -30,7 +30,7 @@ import {
   type JobState,
   type NewJob,
 } from "../../ports/index.js";
-import { INTERRUPTED_MESSAGE, newJobId, newLockPrefix, queuedJob, validateNewJob } from "../job.js";
+import { INTERRUPTED_MESSAGE, LockTokens, newJobId, queuedJob, validateNewJob } from "../job.js";
 import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "../job-row.js";
 import { listLimit } from "../list-limit.js";
 import { RunnableSignal } from "../runnable.js";
@@ -77,8 +77,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
   readonly #newId: () => string;
   readonly #defaultMaxAttempts: number;
   readonly #signal: RunnableSignal;
-  readonly #lockPrefix = newLockPrefix();
-  #claims = 0;
+  readonly #lockTokens = new LockTokens();
   #pendingCompletions: PendingCompletion[] = [];
   readonly #flushing = new Set<Promise<void>>();
   #listener: PgListener | null = null;
@@ -141,8 +140,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
   ): Promise<ClaimedJob[]> {
     if (!(limit >= 1)) return [];
     const now = this.#clock.now();
-    this.#claims += 1;
-    const token = `${this.#lockPrefix}${this.#claims.toString(36)}`;
+    const token = this.#lockTokens.nextClaim();
     const params = [
       workerId,
       now,

@@ -7,6 +7,7 @@
 import type Database from "better-sqlite3";
 import { systemClock } from "../../base/clock.js";
 import { PicklebotError } from "../../base/errors.js";
+import { zeroUsage } from "../../base/usage.js";
 import {
   type AppendOptions,
   type ChatMessage,
@@ -25,7 +26,6 @@ import {
   sessionFromRow,
   titleFromMessage,
   unknownSessionError,
-  zeroUsage,
 } from "../session.js";
 
 /** Options of {@link SqliteHistoryStore}. */

@@ -29,7 +29,7 @@ import {
   type JobState,
   type NewJob,
 } from "../../ports/index.js";
-import { INTERRUPTED_MESSAGE, newJobId, newLockPrefix, queuedJob, validateNewJob } from "../job.js";
+import { INTERRUPTED_MESSAGE, LockTokens, newJobId, queuedJob, validateNewJob } from "../job.js";
 import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "../job-row.js";
 import { listLimit } from "../list-limit.js";
 import { RunnableSignal } from "../runnable.js";
@@ -65,8 +65,7 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
   readonly #completeTransaction: (completions: PendingCompletion[]) => CompletionResult[];
   #pendingCompletions: PendingCompletion[] = [];
   readonly #signal: RunnableSignal;
-  readonly #lockPrefix = newLockPrefix();
-  #claims = 0;
+  readonly #lockTokens = new LockTokens();
   #poll: NodeJS.Timeout | null = null;
   #lastDataVersion = 0;
 
@@ -229,8 +228,7 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
   /** Inside the IMMEDIATE transaction: claims, then fails on the spot rows that cannot run. */
   #claimRows({ workerId, limit, agents }: ClaimArgs): ClaimedJob[] {
     const now = this.#clock.now();
-    this.#claims += 1;
-    const token = `${this.#lockPrefix}${this.#claims.toString(36)}`;
+    const token = this.#lockTokens.nextClaim();
     const rows = this.#claimStatement(limit).all({
       worker: workerId,
       now,

@@ -1,0 +1,20 @@
+/**
+ * Token counts, summed the same way by the agent loop (one turn) and the history stores
+ * (one session).
+ */
+import type { TokenUsage } from "../ports/index.js";
+
+/** No tokens used yet. */
+export function zeroUsage(): TokenUsage {
+  return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+}
+
+/** The sum of two token counts, as a new record. */
+export function addUsage(total: TokenUsage, more: TokenUsage): TokenUsage {
+  return {
+    input: total.input + more.input,
+    output: total.output + more.output,
+    cacheRead: total.cacheRead + more.cacheRead,
+    cacheWrite: total.cacheWrite + more.cacheWrite,
+  };
+}
