@@ -18,6 +18,7 @@ import Anthropic, {
   APIUserAbortError,
 } from "@anthropic-ai/sdk";
 import { abortedError, ModelError, toError } from "../base/errors.js";
+import { redactSecrets } from "../base/redact.js";
 import {
   type ChatMessage,
   DEFAULT_MODEL_TIMEOUT_MS,
@@ -219,7 +220,7 @@ function toModelError(thrown: unknown, context: FailureContext): Error {
     });
   }
   if (thrown instanceof APIConnectionError) {
-    const reason = redact(describeCause(thrown), context.apiKey);
+    const reason = redactSecrets(describeCause(thrown), [context.apiKey]);
     return new ModelError(`Could not reach the Anthropic API: ${reason}.`, {
       cause: thrown,
       retryable: true,
@@ -227,7 +228,7 @@ function toModelError(thrown: unknown, context: FailureContext): Error {
   }
   if (thrown instanceof APIError) return fromApiError(thrown, context.apiKey);
   const error = toError(thrown);
-  const message = redact(error.message, context.apiKey);
+  const message = redactSecrets(error.message, [context.apiKey]);
   if (context.connected) {
     return new ModelError(`The Anthropic API stream broke off: ${message}.`, {
       cause: error,
@@ -240,7 +241,7 @@ function toModelError(thrown: unknown, context: FailureContext): Error {
 function fromApiError(error: APIError, apiKey: string): ModelError {
   const status = error.status;
   const type = error.type ?? "error";
-  const detail = redact(error.apiMessage ?? error.message, apiKey);
+  const detail = redactSecrets(error.apiMessage ?? error.message, [apiKey]);
   const where = status === undefined ? "in its stream" : `with status ${status}`;
   let message = `The Anthropic API answered ${where} (${type}): ${detail}`;
   if (status === 401) message += " Check ANTHROPIC_API_KEY or llm.api_key in picklebot.yaml.";
@@ -274,10 +275,4 @@ function describeCause(error: Error): string {
   let innermost: Error = error;
   while (innermost.cause instanceof Error) innermost = innermost.cause;
   return innermost.message.replace(/\.$/, "");
-}
-
-/** Never let the key reach a message, whatever a proxy or the SDK echoed. */
-function redact(text: string, apiKey: string): string {
-  // A very short "key" would also match ordinary words; real keys are long.
-  return apiKey.length < 8 ? text : text.replaceAll(apiKey, "[redacted]");
 }

@@ -1,17 +1,10 @@
 import { type Logger, pino } from "pino";
+import { REDACTED, SECRET_KEYS } from "./redact.js";
 
 export type { Logger };
 
 /** Keys whose values never reach a log line. */
-const SECRET_PATHS = [
-  "*.api_key",
-  "*.apiKey",
-  "*.bot_token",
-  "*.botToken",
-  "*.token",
-  "*.authorization",
-  "*.Authorization",
-];
+const SECRET_PATHS = SECRET_KEYS.map((key) => `*.${key}`);
 
 /** Options of {@link createLogger}. */
 export interface LoggerOptions {
@@ -27,7 +20,7 @@ export interface LoggerOptions {
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? process.env.PICKLEBOT_LOG_LEVEL ?? "info";
   const pretty = options.pretty ?? process.stdout.isTTY === true;
-  const redact = { paths: SECRET_PATHS, censor: "[redacted]" };
+  const redact = { paths: SECRET_PATHS, censor: REDACTED };
   if (pretty) {
     return pino({
       level,

@@ -5,14 +5,15 @@
  */
 import type { z } from "zod";
 import { UserError } from "../base/errors.js";
+import { SECRET_KEYS } from "../base/redact.js";
 import { didYouMean } from "./suggest.js";
 
 type Issue = z.core.$ZodIssue;
 type Schema = z.core.$ZodType;
 type Path = readonly PropertyKey[];
 
-/** Keys whose values are never repeated in an error message. */
-const SECRET_KEYS = new Set(["api_key", "bot_token", "url"]);
+/** Keys whose values are never repeated in an error message (`url` may hold a password). */
+const SECRET_VALUE_KEYS = new Set([...SECRET_KEYS, "url"]);
 
 /** Wrappers that only add a default or allow "absent": the key may be left out. */
 const DEFAULTING_WRAPPERS = new Set(["default", "prefault", "optional"]);
@@ -144,7 +145,7 @@ function describeValue(value: unknown, secret: boolean): string {
 
 function isSecretPath(path: Path): boolean {
   const last = path.at(-1);
-  return typeof last === "string" && SECRET_KEYS.has(last);
+  return typeof last === "string" && SECRET_VALUE_KEYS.has(last);
 }
 
 /** The schema that validates the value at `path`, if the schema tree says. */

@@ -1,6 +1,10 @@
 import type { Config } from "./schema.js";
 
-/** What `status` shows instead of a secret. */
+/**
+ * What `status` shows instead of a secret: whether it is set. This is a presentation of
+ * presence, not redaction of text (that is `redactSecrets` in base/redact.ts, whose
+ * marker a printed config never needs: no secret's text is kept here at all).
+ */
 function presence(secret: string | undefined): string {
   return secret === undefined ? "[not set]" : "[set]";
 }

@@ -37,6 +37,7 @@ import { RECONNECT_BACKOFF, reconnectWithBackoff } from "../base/backoff.js";
 import { ChatPlatformError, toError } from "../base/errors.js";
 import { type Logger, silentLogger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
+import { redactError } from "../base/redact.js";
 import type {
   ChatPlatform,
   ChatPlatformState,
@@ -385,14 +386,9 @@ export class DiscordPlatform implements ChatPlatform {
     });
   }
 
-  /** A copy of an error whose message and stack no longer contain the bot token. */
+  /** The error, or a copy whose message and stack no longer contain the bot token. */
   #scrubError(thrown: unknown): Error {
-    const error = toError(thrown);
-    if (this.#token === "" || !`${error.message}${error.stack}`.includes(this.#token)) return error;
-    const scrubbed = new Error(error.message.replaceAll(this.#token, "[redacted]"));
-    scrubbed.name = error.name;
-    scrubbed.stack = error.stack?.replaceAll(this.#token, "[redacted]");
-    return scrubbed;
+    return redactError(toError(thrown), [this.#token]);
   }
 }
 

@@ -12,7 +12,7 @@
  *
  * We poll ourselves instead of `bot.launch()` so that the state is visible and the offset
  * is committed on every stop. The bot token appears in every API URL: every error this
- * file produces or logs has it replaced by `<token>`.
+ * file produces or logs has it replaced by `[redacted]` ({@link redactSecrets}).
  */
 import { Telegraf, TelegramError } from "telegraf";
 import { message } from "telegraf/filters";
@@ -21,6 +21,7 @@ import { type ReconnectOptions, reconnectWithBackoff } from "../base/backoff.js"
 import { ChatPlatformError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
+import { redactSecrets } from "../base/redact.js";
 import type {
   ChatPlatform,
   ChatPlatformState,
@@ -218,7 +219,7 @@ export class TelegramPlatform implements ChatPlatform {
   #scrub(thrown: unknown): ChatPlatformError {
     if (thrown instanceof ChatPlatformError) return thrown;
     const token = this.#options.token;
-    const clean = (text: string) => text.split(token).join("<token>");
+    const clean = (text: string) => redactSecrets(text, [token]);
     if (thrown instanceof TelegramError) {
       const description = clean(thrown.description);
       return new ChatPlatformError(`telegram: ${thrown.code} ${description}`, {

@@ -10,6 +10,7 @@ import { RECONNECT_BACKOFF, reconnectWithBackoff } from "../base/backoff.js";
 import { CancelledError, PicklebotError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
+import { redactError } from "../base/redact.js";
 import type { Clock, Worker } from "../ports/index.js";
 import type { ServerMetrics } from "./metrics.js";
 
@@ -103,7 +104,8 @@ export class Supervisor {
       healthyAfterMs: this.#policy.healthyAfterMs,
       jitter: 0,
       onFailure: (thrown, { retryInMs }) => {
-        const error = toError(thrown);
+        // Shown by /healthz and status: a URL's password in a driver's message stays out.
+        const error = redactError(toError(thrown));
         const health = this.#setHealth(worker.name, {
           state: "restarting",
           lastError: error.message,

@@ -7,8 +7,9 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { UserError } from "../../base/errors.js";
+import { toError, UserError } from "../../base/errors.js";
 import { checkNumberOptions } from "../../base/options.js";
+import { redactSecrets } from "../../base/redact.js";
 import { DEFAULT_POOL_SIZE } from "../../ports/index.js";
 
 /** Folder of the numbered PostgreSQL migrations (`NNN_name.sql`). */
@@ -122,21 +123,23 @@ function migrationFiles(): { version: number; file: string }[] {
 
 function unreachableError(error: unknown, url: string): Error {
   if (error instanceof pg.DatabaseError && !isConnectionError(error)) return error;
-  const reason = error instanceof Error ? error.message : String(error);
+  const reason = redactSecrets(toError(error).message, [passwordOf(url)]);
   return new UserError(
     `cannot open the PostgreSQL database ${redactUrl(url)} (queue.url in picklebot.yaml, or DATABASE_URL): ${reason}; check that the server runs and the URL is right`,
     { cause: error },
   );
 }
 
-/** The URL without its password, for messages: `postgres://bot:***@db/picklebot`. */
+/** The URL without its password, for messages: `postgres://bot:[redacted]@db/picklebot`. */
 export function redactUrl(url: string): string {
+  return URL.canParse(url) ? redactSecrets(url) : "(an unparsable URL)";
+}
+
+function passwordOf(url: string): string | undefined {
   try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
+    return decodeURIComponent(new URL(url).password) || undefined;
   } catch {
-    return "(an unparsable URL)";
+    return undefined;
   }
 }
 
