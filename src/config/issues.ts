@@ -36,8 +36,14 @@ export function userErrorFromIssues(
   const lines = issues.flatMap((issue) => describeIssue(file, issue, schema));
   const first = issues[0];
   return new UserError(lines.join("\n"), {
-    context: { file, key: first ? formatKeyPath(first.path) : undefined },
+    context: { file, key: first ? formatKeyPath(offendingPath(first)) : undefined },
   });
+}
+
+/** The key an issue is about: for unknown keys, the first unknown one, not its parent. */
+function offendingPath(issue: Issue): Path {
+  const unknown = issue.code === "unrecognized_keys" ? issue.keys[0] : undefined;
+  return unknown === undefined ? issue.path : [...issue.path, unknown];
 }
 
 /** `telegram.allowed_user_ids[1]` for `["telegram", "allowed_user_ids", 1]`. */

@@ -99,13 +99,13 @@ describe("loadCronFile", () => {
   it("names the file and the missing field", () => {
     const error = errorOf('schedule: "0 8 * * *"\n');
     expect(error.message).toBe(
-      `${join(cronDir, "daily.yaml")}: "prompt" is missing; expected the non-empty message the agent receives.`,
+      `${join(cronDir, "daily.yaml")}: prompt: missing (expected the non-empty message the agent receives); add it.`,
     );
     expect(error.context).toMatchObject({ file: join(cronDir, "daily.yaml"), field: "prompt" });
     expect(errorOf('schedule: "0 8 * * *"\nprompt: "   "\n').message).toContain(
-      '"prompt" is empty',
+      'prompt: expected the non-empty message the agent receives, found ""',
     );
-    expect(errorOf("prompt: hi\n").message).toContain('"schedule" is missing');
+    expect(errorOf("prompt: hi\n").message).toContain("schedule: missing (expected");
   });
 
   it("rejects a schedule that is not 5 fields, or not a cron expression", () => {
@@ -126,7 +126,7 @@ describe("loadCronFile", () => {
 
   it("suggests the closest key for an unknown one", () => {
     const error = errorOf('schedule: "0 8 * * *"\nprompt: hi\ncatchup: true\n');
-    expect(error.message).toContain('unknown key "catchup"; did you mean "catch_up"?');
+    expect(error.message).toContain('daily.yaml: catchup: unknown key; did you mean "catch_up"?');
     expect(error.context.field).toBe("catchup");
     expect(errorOf('schedul: "0 8 * * *"\nprompt: hi\n').message).toContain(
       'did you mean "schedule"?',
@@ -138,13 +138,13 @@ describe("loadCronFile", () => {
       '"deliver_to" is "slack:42"; expected telegram:<chat_id> or discord:<channel_id>',
     );
     const enabled = errorOf('schedule: "0 8 * * *"\nprompt: hi\nenabled: "sometimes"\n');
-    expect(enabled.message).toContain('"enabled" is "sometimes"; expected true or false');
+    expect(enabled.message).toContain('enabled: expected true or false, found "sometimes"');
     expect(enabled.context.field).toBe("enabled");
   });
 
   it("reports YAML syntax errors with their line, and file names that are not ids", () => {
     expect(errorOf('schedule: "0 8 * * *"\nprompt: [oops\n').message).toMatch(
-      /daily\.yaml: the file is not valid YAML at line \d+, column \d+/,
+      /daily\.yaml:\d+: YAML syntax error: .+; fix the syntax on line \d+\./,
     );
     expect(errorOf("- a\n- b\n").message).toContain("must be a YAML mapping");
     expect(errorOf('schedule: "0 8 * * *"\nprompt: hi\n', "my cron.yaml").message).toContain(

@@ -338,7 +338,7 @@ describe("CronWorker", () => {
     expect(errorsFor()).toHaveLength(1);
     expect(errorsFor()[0]).toMatchObject({ field: "prompt" });
     expect(errorsFor()[0]?.msg).toContain(badFile);
-    expect(errorsFor()[0]?.msg).toContain('"prompt" is missing');
+    expect(errorsFor()[0]?.msg).toContain("prompt: missing");
 
     // Another file changes: the folder is reloaded, the unchanged bad file is not reported again.
     writeCron("other", 'schedule: "0 9 * * *"\nprompt: other\n');

@@ -1,15 +1,18 @@
 /**
  * Loads and validates cron definitions: one `crons/<id>.yaml` file per cron (DESIGN §2.3).
  * Every problem becomes a {@link UserError} naming the file, the key and the fix; a folder
- * load collects them per file, so one bad file never hides the others.
+ * load collects them per file, so one bad file never hides the others. The YAML and the
+ * keys go through the same parser and issue messages as picklebot.yaml (`src/config/`):
+ * syntax errors name the line, unknown keys get "did you mean", bad values say what was
+ * expected and what was found.
  */
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CronExpressionParser } from "cron-parser";
-import { parseDocument } from "yaml";
 import { z } from "zod";
 import { toError, UserError } from "../../base/errors.js";
+import { parseYaml, userErrorFromIssues } from "../../config/index.js";
 import type { ReplyTarget } from "../../ports/index.js";
 
 /** A validated cron, as the CronWorker schedules it. */
@@ -54,7 +57,7 @@ export interface CronDirLoad {
 }
 
 /** What each key expects, used in error messages. */
-const EXPECTED: Record<string, string> = {
+const EXPECTED = {
   schedule: 'a 5-field cron expression in quotes, such as "0 8 * * *"',
   agent: "an agent id (a folder in agents/), such as pickle",
   prompt: "the non-empty message the agent receives",
@@ -63,15 +66,14 @@ const EXPECTED: Record<string, string> = {
   enabled: "true or false",
   one_off: "true or false",
   catch_up: "true or false",
-};
-const KNOWN_KEYS = Object.keys(EXPECTED);
+} as const;
 
-const cronFileSchema = z.object({
-  schedule: z.string(),
-  agent: z.string().trim().min(1).optional(),
-  prompt: z.string().trim().min(1),
-  timezone: z.string().trim().min(1).optional(),
-  deliver_to: z.string().trim().optional(),
+const cronFileSchema = z.strictObject({
+  schedule: z.string().describe(EXPECTED.schedule),
+  agent: z.string().trim().min(1).describe(EXPECTED.agent).optional(),
+  prompt: z.string().trim().min(1).describe(EXPECTED.prompt),
+  timezone: z.string().trim().min(1).describe(EXPECTED.timezone).optional(),
+  deliver_to: z.string().trim().describe(EXPECTED.deliver_to).optional(),
   enabled: z.boolean().default(true),
   one_off: z.boolean().default(false),
   catch_up: z.boolean().default(false),
@@ -136,11 +138,13 @@ export function parseCronDefinition(
       `the file name "${id}" becomes the cron id and may use only letters, digits, "-" and "_"; rename the file`,
     );
   }
-  const raw = readYamlMapping(text, fail);
-  const fields = cronFileSchema.safeParse(raw);
+  const raw = readYamlMapping(file, text, fail, contentHash);
+  const fields = cronFileSchema.safeParse(raw, { reportInput: true });
   if (!fields.success) {
-    const field = String(fields.error.issues[0]?.path[0] ?? "file");
-    throw fail(field, `"${field}" ${describeFound(raw[field])}; expected ${EXPECTED[field]}`);
+    const error = userErrorFromIssues(file, fields.error.issues, cronFileSchema);
+    throw new UserError(error.message, {
+      context: { ...error.context, field: error.context.key, contentHash },
+    });
   }
   const value = fields.data;
   const timezone = checkTimeZone(value.timezone ?? defaults.timezone, value.timezone, fail);
@@ -203,16 +207,22 @@ function isFile(path: string): boolean {
   }
 }
 
-function readYamlMapping(text: string, fail: FailWith): Record<string, unknown> {
-  const document = parseDocument(text);
-  const syntaxError = document.errors[0];
-  if (syntaxError !== undefined) {
-    const position = syntaxError.linePos?.[0];
-    const where = position ? ` at line ${position.line}, column ${position.col}` : "";
-    const reason = syntaxError.message.split(" at line ")[0];
-    throw fail("file", `the file is not valid YAML${where} (${reason}); fix the syntax there`);
+function readYamlMapping(
+  file: string,
+  text: string,
+  fail: FailWith,
+  contentHash: string,
+): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = parseYaml(text, file);
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    throw new UserError(error.message, {
+      cause: error.cause,
+      context: { ...error.context, field: "file", contentHash },
+    });
   }
-  const value: unknown = document.toJS();
   if (value === null || value === undefined) {
     throw fail("file", `the file is empty; it needs at least "schedule" and "prompt"`);
   }
@@ -224,10 +234,6 @@ function readYamlMapping(text: string, fail: FailWith): Record<string, unknown> 
   }
   const mapping: Record<string, unknown> = {};
   for (const [key, entry] of Object.entries(value)) {
-    if (!KNOWN_KEYS.includes(key)) {
-      const closest = closestKey(key);
-      throw fail(key, `unknown key "${key}"; did you mean "${closest}"?`);
-    }
     // `key:` with no value means "not set", so the default applies (or "missing" is reported).
     if (entry !== null) mapping[key] = entry;
   }
@@ -288,31 +294,4 @@ function describeFound(value: unknown): string {
   if (Array.isArray(value)) return "is a list";
   if (typeof value === "object") return "is a mapping";
   return `is ${String(value)}`;
-}
-
-function closestKey(key: string): string {
-  let best = KNOWN_KEYS[0] ?? "";
-  let bestDistance = Number.POSITIVE_INFINITY;
-  for (const known of KNOWN_KEYS) {
-    const distance = editDistance(key.toLowerCase(), known);
-    if (distance < bestDistance) {
-      best = known;
-      bestDistance = distance;
-    }
-  }
-  return best;
-}
-
-/** Levenshtein distance. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution);
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
 }
