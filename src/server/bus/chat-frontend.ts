@@ -13,9 +13,11 @@
  *   finish() ─► the final text becomes a pending outbox entry (stored before any send),
  *               then delivered now; a failed delivery is retried by the outbox loop.
  */
+
 import { randomUUID } from "node:crypto";
 import { ChatPlatformError, PicklebotError, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
+import { checkNumberOptions } from "../../base/options.js";
 import type {
   ChatPlatform,
   Clock,
@@ -64,6 +66,10 @@ export class ChatFrontend implements Frontend {
   readonly #lastEditAt = new Map<string, number>();
 
   constructor(options: ChatFrontendOptions) {
+    checkNumberOptions("ChatFrontend", options, {
+      editIntervalMs: "non-negative",
+      typingIntervalMs: "positive",
+    });
     this.#options = options;
     this.kind = options.platform.kind;
   }

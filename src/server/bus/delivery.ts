@@ -15,10 +15,12 @@
  * get it leaves the entry alone. Only the leader runs `run` (the MessageBusWorker is a
  * leader-only worker), so retries come from one process.
  */
+
 import { setTimeout as sleep } from "node:timers/promises";
 import { retryDelayMs } from "../../base/backoff.js";
 import { ChatPlatformError, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
+import { checkNumberOptions } from "../../base/options.js";
 import { Wakeup } from "../../base/wakeup.js";
 import {
   type ChatPlatform,
@@ -82,6 +84,7 @@ export class OutboxDelivery {
   readonly #heldUntil = new Map<string, number>();
 
   constructor(options: OutboxDeliveryOptions) {
+    checkNumberOptions("OutboxDelivery", options, { leaseMs: "positive", pollMs: "positive" });
     this.#options = options;
   }
 

@@ -3,9 +3,11 @@
  * removal of processes that stopped sending it (their running jobs are requeued), and the
  * deletion of finished jobs after `cluster.job_retention_h`.
  */
+
 import { setTimeout as sleep } from "node:timers/promises";
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
+import { checkNumberOptions } from "../../base/options.js";
 import type { Clock, ClusterStore, InstanceInfo, Worker } from "../../ports/index.js";
 
 /** How often finished jobs past their retention are deleted. */
@@ -31,6 +33,11 @@ export class ClusterUpkeepWorker implements Worker {
   #lastPrune = Number.NEGATIVE_INFINITY;
 
   constructor(options: ClusterUpkeepOptions) {
+    checkNumberOptions("ClusterUpkeep", options, {
+      intervalMs: "positive",
+      orphanAfterMs: "positive",
+      retentionMs: "positive",
+    });
     this.#options = options;
   }
 
@@ -83,6 +90,7 @@ export class Heartbeat {
   #beating: Promise<void> = Promise.resolve();
 
   constructor(options: HeartbeatOptions) {
+    checkNumberOptions("Heartbeat", options, { intervalMs: "positive" });
     this.#options = options;
   }
 

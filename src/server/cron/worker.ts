@@ -33,6 +33,7 @@
 
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
+import { checkNumberOptions } from "../../base/options.js";
 import type { Clock, CronState, CronStateStore, JobQueue, Worker } from "../../ports/index.js";
 import { type CronDefaults, type CronDefinition, loadCronDir } from "./definition.js";
 import { enqueueOccurrence } from "./fire.js";
@@ -101,6 +102,10 @@ export class CronWorker implements Worker {
   #crash: ((error: Error) => void) | null = null;
 
   constructor(options: CronWorkerOptions) {
+    checkNumberOptions("CronWorker", options, {
+      lateFireGraceMs: "non-negative",
+      reloadDebounceMs: "non-negative",
+    });
     this.#options = options;
     this.#timers = options.timers ?? realTimers;
     this.#graceMs = options.lateFireGraceMs ?? 120_000;

@@ -8,6 +8,7 @@
 
 import pg from "pg";
 import { toError } from "../../base/errors.js";
+import { checkNumberOptions } from "../../base/options.js";
 
 /** Options of {@link PgListener}. */
 export interface PgListenerOptions {
@@ -37,6 +38,7 @@ export class PgListener {
 
   constructor(options: PgListenerOptions) {
     if (!/^\w+$/.test(options.channel)) throw new Error(`bad channel name ${options.channel}`);
+    checkNumberOptions("PgListener", options, { reconnectMs: "positive" });
     this.#options = options;
     this.#delay = options.reconnectMs ?? 100;
   }
