@@ -211,11 +211,12 @@ export class DiscordPlatform implements ChatPlatform {
       {
         signal,
         baseMs: this.#reconnectBaseMs,
-        retryAfterMs: (error) => ((error as ChatPlatformError).retryAfterS ?? 0) * 1000,
-        onFailure: (thrown, { retryInMs }) => {
-          const error = thrown as ChatPlatformError;
-          const level = error.retryable ? "warn" : "error";
-          this.#logger[level]({ error: error.message, retryInMs }, "discord: could not connect");
+        retryAfterMs: (error) =>
+          error instanceof ChatPlatformError ? (error.retryAfterS ?? 0) * 1000 : 0,
+        onFailure: (error, { retryInMs }) => {
+          const level = error instanceof ChatPlatformError && !error.retryable ? "error" : "warn";
+          const message = this.#scrubError(error).message;
+          this.#logger[level]({ error: message, retryInMs }, "discord: could not connect");
         },
       },
     );

@@ -9,7 +9,11 @@ function manualClock(start = 0) {
 }
 
 describe("reconnectWithBackoff", () => {
-  it("waits 1 s doubling to 60 s by default", async () => {
+  it("states the 1 s doubling to 60 s, reset after a minute, once", () => {
+    expect(RECONNECT_BACKOFF).toEqual({ baseMs: 1000, capMs: 60_000, healthyAfterMs: 60_000 });
+  });
+
+  it("doubles the wait from baseMs up to capMs (here scaled down a thousandfold)", async () => {
     const waits: number[] = [];
     const stop = new AbortController();
     let tries = 0;
@@ -25,8 +29,8 @@ describe("reconnectWithBackoff", () => {
           waits.push(retryInMs);
           if (waits.length === 8) stop.abort();
         },
-        // The waits themselves are skipped: abort above ends the last one at once.
-        ...{ baseMs: RECONNECT_BACKOFF.baseMs / 1000, capMs: RECONNECT_BACKOFF.capMs / 1000 },
+        baseMs: RECONNECT_BACKOFF.baseMs / 1000,
+        capMs: RECONNECT_BACKOFF.capMs / 1000,
       },
     );
     expect(tries).toBe(8);
