@@ -1,4 +1,4 @@
-import type { Clock, Job, JobQueue } from "../../ports/index.js";
+import type { Clock, Job, JobQueue, NewJob } from "../../ports/index.js";
 import type { CronDefinition } from "./definition.js";
 
 /** The session key (and dedupe key) of one occurrence: `cron:<id>:<occurrence ISO>`. */
@@ -17,17 +17,7 @@ export function enqueueOccurrence(
   occurrenceMs: number,
   maxAttempts: number | undefined,
 ): Promise<Job> {
-  const key = occurrenceKey(cron.id, occurrenceMs);
-  return queue.enqueue({
-    agentId: cron.agentId,
-    sessionKey: key,
-    sessionId: null,
-    message: cron.prompt,
-    mode: "job",
-    replyTo: cron.deliverTo,
-    dedupeKey: key,
-    maxAttempts,
-  });
+  return queue.enqueue(cronJob(cron, occurrenceKey(cron.id, occurrenceMs), maxAttempts));
 }
 
 /**
@@ -42,7 +32,12 @@ export function runCronNow(
   options: { maxAttempts?: number } = {},
 ): Promise<Job> {
   const key = `cron:${cron.id}:manual:${new Date(clock.now()).toISOString()}`;
-  return queue.enqueue({
+  return queue.enqueue(cronJob(cron, key, options.maxAttempts));
+}
+
+/** A cron run in a fresh session; `key` is both its session key and its dedupe key. */
+function cronJob(cron: CronDefinition, key: string, maxAttempts: number | undefined): NewJob {
+  return {
     agentId: cron.agentId,
     sessionKey: key,
     sessionId: null,
@@ -50,6 +45,6 @@ export function runCronNow(
     mode: "job",
     replyTo: cron.deliverTo,
     dedupeKey: key,
-    maxAttempts: options.maxAttempts,
-  });
+    maxAttempts,
+  };
 }
