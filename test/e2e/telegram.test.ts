@@ -23,8 +23,8 @@ import {
   openWorkspaceDb,
   sessionMessages,
   startServer,
-  waitUntil,
 } from "../helpers/server.js";
+import { waitFor } from "../helpers/wait.js";
 import { fakeModelConfig, type TempWorkspace } from "../helpers/workspace.js";
 
 const OWNER = 4242;
@@ -338,7 +338,7 @@ describe("Telegram delivery you can trust", () => {
     say("what is the answer?");
     await telegram.waitForCall("sendMessage", undefined, 10_000);
     // The server stores the message id right after Telegram confirms the send.
-    await waitUntil(
+    await waitFor(
       () =>
         database().prepare("SELECT 1 FROM outbox WHERE message_ids != '[]'").get() !== undefined,
       "the streamed message is recorded",
@@ -440,7 +440,7 @@ function never(): never {
 }
 
 async function waitForOutbox(pending: number): Promise<void> {
-  await waitUntil(
+  await waitFor(
     async () => JSON.parse(await cli("status", "--json")).outbox.pending === pending,
     `the outbox has ${pending} pending replies`,
     15_000,
