@@ -1,5 +1,3 @@
-import { Writable } from "node:stream";
-import { createLogger, type Logger } from "../../src/base/log.js";
 import type { ClaimedJob, Clock, Job, JobQueue, NewJob } from "../../src/ports/index.js";
 
 /** A job the fake queue stored, with the (fake) time it was enqueued at. */
@@ -81,25 +79,4 @@ export class RecordingQueue implements JobQueue {
     throw new Error("not used by the CronWorker");
   }
   async close(): Promise<void> {}
-}
-
-/** One parsed log line. */
-export interface LogLine {
-  level: number;
-  msg: string;
-  [key: string]: unknown;
-}
-
-/** A real pino logger whose JSON lines are kept for assertions. */
-export function recordingLogger(): { logger: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const destination = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split("\n")) {
-        if (line.trim() !== "") lines.push(JSON.parse(line) as LogLine);
-      }
-      done();
-    },
-  });
-  return { logger: createLogger({ destination, pretty: false, level: "info" }), lines };
 }

@@ -15,8 +15,9 @@ import { loadCronDir } from "../../src/server/cron/definition.js";
 import { CronWorker, describeCrons, runCronNow } from "../../src/server/cron/worker.js";
 import { MemoryCronStateStore } from "../../src/storage/memory/cron-state.js";
 import { TestClock } from "../helpers/clock.js";
+import { type LogLine, recordingLogger } from "../helpers/log.js";
 import { waitFor } from "../helpers/wait.js";
-import { type LogLine, RecordingQueue, recordingLogger } from "./fakes.js";
+import { RecordingQueue } from "./fakes.js";
 
 const defaults = { agentId: "pickle", timezone: "Europe/Berlin" };
 

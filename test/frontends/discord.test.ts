@@ -6,8 +6,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ChatPlatformError } from "../../src/base/errors.js";
 import { DiscordPlatform, type DiscordPlatformOptions } from "../../src/frontends/discord.js";
 import type { IncomingChatMessage } from "../../src/ports/index.js";
-import { recordingLogger } from "../cron/fakes.js";
 import { type FakeDiscord, type FakeDiscordOptions, startFakeDiscord } from "../fakes/discord.js";
+import { recordingLogger } from "../helpers/log.js";
 import { waitFor } from "../helpers/wait.js";
 
 const MESSAGE_CONTENT_INTENT = 1 << 15;

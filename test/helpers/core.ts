@@ -1,0 +1,157 @@
+/**
+ * The agent core, built in-process the way the server builds it: storage opened by
+ * `openStorage` from a temp workspace (memory or SQLite queue, SQLite history), the real
+ * Anthropic SDK pointed at the fake API, the chat frontend and outbox delivery over a
+ * {@link FakeChatPlatform}, and an {@link AgentWorker} on the test clock.
+ *
+ *   const core = await openCore();
+ *   const job = await core.enqueue("hello");
+ *   await core.waitForJob(job.id, (job) => job.state === "done");
+ *   await core.close();
+ */
+import { createAnthropicProvider } from "../../src/agents/anthropic.js";
+import { AgentRunner } from "../../src/agents/runner.js";
+import type { Config } from "../../src/config/index.js";
+import { FrontendRegistry } from "../../src/frontends/registry.js";
+import type { Checkpoint, Job, NewJob, Storage } from "../../src/ports/index.js";
+import { AgentWorker } from "../../src/server/agent-worker.js";
+import { ChatFrontend } from "../../src/server/bus/chat-frontend.js";
+import { OutboxDelivery } from "../../src/server/bus/delivery.js";
+import { ServerMetrics } from "../../src/server/metrics.js";
+import { openStorage } from "../../src/storage/index.js";
+import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import { FakeChatPlatform } from "../fakes/chat-platform.js";
+import { TestClock } from "./clock.js";
+import { testConfig } from "./config.js";
+import { type LogLine, recordingLogger } from "./log.js";
+import { waitFor } from "./wait.js";
+import { makeWorkspace, type TempWorkspace } from "./workspace.js";
+
+/** The chat the core's jobs reply to (on the fake Telegram). */
+export const CHAT_ID = "42";
+/** The session key of {@link CHAT_ID}. */
+export const CHAT_KEY = `telegram:${CHAT_ID}`;
+
+/** Options of {@link openCore}. */
+export interface CoreOptions {
+  /** (Default: memory) */
+  queue?: "memory" | "sqlite";
+  /** `workers.job_timeout_s`. (Default: 300) */
+  jobTimeoutS?: number;
+  /** Wraps the storage's checkpoint (e.g. to lose the lock first). (Default: as is) */
+  checkpoint?: (storage: Storage) => Checkpoint;
+}
+
+/** An in-process core, not yet running. */
+export interface Core {
+  ws: TempWorkspace;
+  config: Config;
+  clock: TestClock;
+  storage: Storage;
+  model: FakeAnthropic;
+  platform: FakeChatPlatform;
+  worker: AgentWorker;
+  lines: LogLine[];
+  /** Runs the worker until {@link Core.close}. */
+  start(): void;
+  /** Enqueues a chat job of {@link CHAT_KEY}; `overrides` change any field. */
+  enqueue(message: string, overrides?: Partial<NewJob>): Promise<Job>;
+  /** Waits until the stored job satisfies `done`, and returns it. */
+  waitForJob(id: string, done: (job: Job) => boolean, what?: string): Promise<Job>;
+  /** Stops the worker, then closes storage and the fake API and deletes the workspace. */
+  close(): Promise<void>;
+}
+
+/** Builds the core on a fresh temp workspace. */
+export async function openCore(options: CoreOptions = {}): Promise<Core> {
+  const ws = makeWorkspace({ "notes.md": "Pickles are cucumbers in brine.\n" });
+  const model = await startFakeAnthropic();
+  const config = testConfig(ws.dir, {
+    llm: { api_key: "test-key", base_url: model.url, timeout_s: 20 },
+    queue: { backend: options.queue ?? "memory" },
+    history: { backend: "sqlite" },
+    workers: { job_timeout_s: options.jobTimeoutS ?? 300 },
+  });
+  const clock = new TestClock();
+  const storage = await openStorage(config, clock);
+  const { logger, lines } = recordingLogger();
+  const platform = new FakeChatPlatform();
+  const delivery = new OutboxDelivery({
+    platform,
+    outbox: storage.outbox,
+    holder: "test",
+    clock,
+    logger,
+  });
+  const frontends = new FrontendRegistry();
+  frontends.register(
+    new ChatFrontend({
+      platform,
+      outbox: storage.outbox,
+      delivery,
+      clock,
+      logger,
+      editIntervalMs: 0,
+    }),
+  );
+  const runner = new AgentRunner({
+    workspace: ws.dir,
+    config,
+    agents: new Map(),
+    history: storage.history,
+    provider: createAnthropicProvider({ apiKey: "test-key", baseURL: model.url, maxRetries: 0 }),
+    clock,
+  });
+  const worker = new AgentWorker({
+    workerId: "worker-a",
+    queue: storage.queue,
+    history: storage.history,
+    checkpoint: options.checkpoint?.(storage) ?? storage.checkpoint,
+    runner,
+    frontends,
+    concurrency: 2,
+    jobTimeoutMs: config.workers.job_timeout_s * 1000,
+    clock,
+    logger,
+    metrics: new ServerMetrics(),
+    pollMs: 10,
+  });
+  const controller = new AbortController();
+  let running: Promise<void> = Promise.resolve();
+  return {
+    ws,
+    config,
+    clock,
+    storage,
+    model,
+    platform,
+    worker,
+    lines,
+    start() {
+      running = worker.run(controller.signal);
+    },
+    enqueue(message, overrides = {}) {
+      return storage.queue.enqueue({
+        agentId: "pickle",
+        sessionKey: CHAT_KEY,
+        message,
+        mode: "chat",
+        replyTo: { kind: "telegram", chatId: CHAT_ID },
+        ...overrides,
+      });
+    },
+    async waitForJob(id, done, what = `job ${id} to reach the expected state`) {
+      return waitFor(async () => {
+        const job = await storage.queue.get(id);
+        return job && done(job) ? job : null;
+      }, what);
+    },
+    async close() {
+      controller.abort();
+      await model.close();
+      await running;
+      await storage.close();
+      ws.remove();
+    },
+  };
+}

@@ -1,0 +1,295 @@
+/**
+ * The AgentWorker and the agent loop, in-process: memory (or SQLite) queue, SQLite history
+ * on a temp file, the real Anthropic SDK against the fake API, and replies through the chat
+ * frontend to an in-memory chat platform (test/helpers/core.ts).
+ */
+import BetterSqlite from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { type ChatMessage, type Job, RESUME_MARKER } from "../../src/ports/index.js";
+import { DATABASE_FILE } from "../../src/storage/index.js";
+import { type FakeReply, lastUserText, messageText } from "../fakes/anthropic.js";
+import { CHAT_ID, CHAT_KEY, type Core, type CoreOptions, openCore } from "../helpers/core.js";
+import { waitFor } from "../helpers/wait.js";
+
+let core: Core;
+
+async function startCore(options: CoreOptions = {}): Promise<Core> {
+  core = await openCore(options);
+  return core;
+}
+
+afterEach(async () => {
+  await core?.close();
+});
+
+function user(text: string): ChatMessage {
+  return { role: "user", content: [{ type: "text", text }] };
+}
+
+function assistant(text: string): ChatMessage {
+  return { role: "assistant", content: [{ type: "text", text }] };
+}
+
+/** A session of the chat holding `messages`, as a crashed attempt left it. */
+async function sessionWith(...messages: ChatMessage[]): Promise<string> {
+  const session = await core.storage.history.createSession({ key: CHAT_KEY, agentId: "pickle" });
+  for (const message of messages) await core.storage.history.append(session.id, message);
+  return session.id;
+}
+
+async function stored(sessionId: string): Promise<ChatMessage[]> {
+  return core.storage.history.loadContext(sessionId, 1000);
+}
+
+const isDone = (job: Job) => job.state === "done";
+const isFailed = (job: Job) => job.state === "failed";
+const retried = (attempts: number) => (job: Job) =>
+  job.state === "queued" && job.attempts === attempts;
+
+describe("AgentWorker: a turn", () => {
+  it("checkpoints the message, runs a tool call, answers, and delivers the reply", async () => {
+    await startCore();
+    core.model.script(
+      { toolUses: [{ name: "read", input: { path: "notes.md" }, id: "toolu_1" }] },
+      { text: "Pickles are cucumbers." },
+    );
+    core.start();
+    const job = await core.enqueue("What do my notes say?");
+    const done = await core.waitForJob(job.id, isDone);
+
+    expect(done).toMatchObject({ message: RESUME_MARKER, attempts: 1 });
+    expect(core.model.requests).toHaveLength(2);
+    expect(lastUserText(core.model.requests[1] as never)).toContain("cucumbers in brine");
+    const messages = await stored(done.sessionId as string);
+    expect(messages.map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
+    expect(messages[2]?.content[0]).toMatchObject({ type: "tool_result", tool_use_id: "toolu_1" });
+    await waitFor(() => core.platform.texts(CHAT_ID).at(-1) === "Pickles are cucumbers.");
+    expect(core.platform.texts(CHAT_ID)).toEqual(["Pickles are cucumbers."]);
+  });
+
+  it("continues the chat's current session on the next message", async () => {
+    await startCore();
+    core.start();
+    const first = await core.waitForJob((await core.enqueue("one")).id, isDone);
+    const second = await core.waitForJob((await core.enqueue("two")).id, isDone);
+    expect(second.sessionId).toBe(first.sessionId);
+    expect(await stored(second.sessionId as string)).toHaveLength(4);
+    const sent = core.model.requests[1]?.body.messages ?? [];
+    expect(sent.map((message) => messageText(message))).toEqual(["one", "ok", "two"]);
+  });
+});
+
+describe("AgentWorker: resuming a checkpointed job", () => {
+  it("delivers a complete reply found in history again, with no model call", async () => {
+    await startCore();
+    const sessionId = await sessionWith(user("hi"), assistant("Hello there."));
+    core.start();
+    const job = await core.enqueue(RESUME_MARKER, { sessionId });
+    await core.waitForJob(job.id, isDone);
+    expect(core.model.requests).toHaveLength(0);
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 1);
+    expect(core.platform.texts(CHAT_ID)).toEqual(["Hello there."]);
+    expect(await stored(sessionId)).toHaveLength(2);
+  });
+
+  it("runs tool calls left without results, then calls the model", async () => {
+    await startCore();
+    const sessionId = await sessionWith(user("read my notes"), {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_9", name: "read", input: { path: "notes.md" } }],
+    });
+    core.model.script({ text: "They are about pickles." });
+    core.start();
+    const job = await core.enqueue(RESUME_MARKER, { sessionId });
+    await core.waitForJob(job.id, isDone);
+    expect(core.model.requests).toHaveLength(1);
+    expect(lastUserText(core.model.requests[0] as never)).toContain("cucumbers in brine");
+    const messages = await stored(sessionId);
+    expect(messages.map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
+    expect(messages[2]?.content[0]).toMatchObject({ type: "tool_result", tool_use_id: "toolu_9" });
+  });
+
+  it("calls the model on the history as it stands, without appending the message again", async () => {
+    await startCore();
+    const sessionId = await sessionWith(user("what is brine?"));
+    core.model.script({ text: "Salty water." });
+    core.start();
+    const job = await core.enqueue(RESUME_MARKER, { sessionId });
+    await core.waitForJob(job.id, isDone);
+    const sent = core.model.requests[0]?.body.messages ?? [];
+    expect(sent.map((message) => messageText(message))).toEqual(["what is brine?"]);
+    expect(await stored(sessionId)).toEqual([user("what is brine?"), assistant("Salty water.")]);
+  });
+});
+
+describe("AgentWorker: failures", () => {
+  const transient: Array<[string, FakeReply]> = [
+    ["a 429", { error: { status: 429, message: "rate limited" } }],
+    ["a 500", { error: { status: 500, message: "internal error" } }],
+    ["a 529", { error: { status: 529, message: "overloaded" } }],
+    ["a stream cut short (network)", { cutAfterChunks: 1, text: "a partial answer here" }],
+  ];
+
+  it.each(transient)(
+    "requeues the job with backoff after %s, then runs it again",
+    async (_, reply) => {
+      await startCore();
+      core.model.script(reply, { text: "Recovered." });
+      core.start();
+      const job = await core.enqueue("hello");
+      const waiting = await core.waitForJob(job.id, retried(1), "the requeue");
+      expect(waiting.runAt).toBeGreaterThan(core.clock.now());
+      expect(waiting.errors).toHaveLength(1);
+      expect(waiting.message).toBe(RESUME_MARKER);
+
+      core.clock.advance(waiting.runAt - core.clock.now());
+      const done = await core.waitForJob(job.id, isDone);
+      expect(done.attempts).toBe(2);
+      const messages = await stored(done.sessionId as string);
+      expect(messages.filter((message) => message.role === "user")).toHaveLength(1);
+      // The retry's reply replaces whatever the failed attempt streamed: one message.
+      await waitFor(() => core.platform.texts(CHAT_ID).at(-1) === "Recovered.");
+      expect(core.platform.texts(CHAT_ID)).toEqual(["Recovered."]);
+    },
+  );
+
+  it("waits at least as long as a 429's retry-after", async () => {
+    await startCore();
+    core.model.script({ error: { status: 429, retryAfterS: 30 } });
+    core.start();
+    const job = await core.enqueue("hello");
+    const waiting = await core.waitForJob(job.id, retried(1));
+    expect(waiting.runAt).toBeGreaterThanOrEqual(core.clock.now() + 30_000);
+  });
+
+  it("fails the job at once on a 400 from the model, and tells the user", async () => {
+    await startCore();
+    core.model.script({ error: { status: 400, message: "messages: invalid" } });
+    core.start();
+    const job = await core.enqueue("hello");
+    const failed = await core.waitForJob(job.id, isFailed);
+    expect(failed.attempts).toBe(1);
+    expect(failed.errors).toHaveLength(1);
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the failure notice");
+  });
+
+  it("fails a job of an unknown agent at once, with no model call, and tells the user", async () => {
+    await startCore();
+    core.start();
+    const job = await core.enqueue("hello", { agentId: "nobody" });
+    const failed = await core.waitForJob(job.id, isFailed);
+    expect(failed.attempts).toBe(1);
+    expect(failed.lastError).toContain("nobody");
+    expect(core.model.requests).toHaveLength(0);
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the failure notice");
+  });
+
+  it("fails the job and tells the user once max_attempts are spent", async () => {
+    await startCore();
+    core.model.script({ error: { status: 500 } }, { error: { status: 503 } });
+    core.start();
+    const job = await core.enqueue("hello", { maxAttempts: 2 });
+    const waiting = await core.waitForJob(job.id, retried(1));
+    expect(core.platform.texts(CHAT_ID)).toEqual([]);
+    core.clock.advance(waiting.runAt - core.clock.now());
+    const failed = await core.waitForJob(job.id, isFailed);
+    expect(failed.attempts).toBe(2);
+    expect(failed.errors.map((error) => error.attempt)).toEqual([1, 2]);
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the failure notice");
+  });
+
+  it("requeues a job that runs past job_timeout_s", async () => {
+    await startCore({ jobTimeoutS: 0.2 });
+    core.model.script({ hang: true }, { text: "In time." });
+    core.start();
+    const job = await core.enqueue("hello");
+    const waiting = await core.waitForJob(job.id, retried(1), "the timeout's requeue");
+    expect(waiting.errors).toHaveLength(1);
+    core.clock.advance(waiting.runAt - core.clock.now());
+    await core.waitForJob(job.id, isDone);
+    await waitFor(() => core.platform.texts(CHAT_ID).at(-1) === "In time.");
+  });
+});
+
+describe("AgentWorker: /stop", () => {
+  it("cancels the running job of a session: failed, not retried, and the user told", async () => {
+    await startCore();
+    core.model.script({ hang: true });
+    core.start();
+    const job = await core.enqueue("write me a long story");
+    await waitFor(() => core.model.requests.length === 1, "the model call");
+    expect(core.worker.stopSession("telegram:other")).toBe(false);
+    expect(core.worker.stopSession(CHAT_KEY)).toBe(true);
+    const failed = await core.waitForJob(job.id, isFailed);
+    expect(failed.attempts).toBe(1);
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the stop notice");
+    expect(core.worker.running).toEqual([]);
+    expect(core.worker.stopSession(CHAT_KEY)).toBe(false);
+  });
+});
+
+describe("AgentWorker: a lost lock (another worker took the job)", () => {
+  /** Hands the job to worker-b behind worker-a's back, as a rescue by another process would. */
+  function stealJob(workspace: string, jobId: string): void {
+    const db = new BetterSqlite(`${workspace}/history/${DATABASE_FILE}`);
+    try {
+      db.prepare("UPDATE jobs SET locked_by = 'worker-b', lock_token = 'stolen' WHERE id = ?").run(
+        jobId,
+      );
+    } finally {
+      db.close();
+    }
+  }
+
+  it("stops before the checkpoint: no message written, no model call, the job left to its owner", async () => {
+    await startCore({
+      queue: "sqlite",
+      checkpoint: (storage) => async (job, sessionId, message) => {
+        stealJob(core.ws.dir, job.id);
+        return storage.checkpoint(job, sessionId, message);
+      },
+    });
+    core.start();
+    const job = await core.enqueue("hello");
+    await waitFor(() => core.lines.some((line) => line.msg === "job interrupted"));
+    expect(core.model.requests).toHaveLength(0);
+    expect(await core.storage.queue.get(job.id)).toMatchObject({
+      state: "running",
+      lockedBy: "worker-b",
+      message: "hello",
+    });
+    const session = await core.storage.history.currentSession(CHAT_KEY);
+    expect(session?.messageCount ?? 0).toBe(0);
+  });
+
+  it("does not complete a job whose lock it lost while the model answered", async () => {
+    await startCore({ queue: "sqlite" });
+    let release = () => {};
+    const resume = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    core.model.script({ text: "one two three four", chunks: 4, pauseAfterChunks: 1, resume });
+    core.start();
+    const job = await core.enqueue("hello");
+    await waitFor(() => core.model.requests.length === 1, "the model call");
+    stealJob(core.ws.dir, job.id);
+    release();
+    await waitFor(() =>
+      core.lines.some((line) => line.msg === "job finished after its lock was lost"),
+    );
+    const after = await core.storage.queue.get(job.id);
+    expect(after).toMatchObject({ state: "running", lockedBy: "worker-b" });
+    const messages = await stored(after?.sessionId as string);
+    expect(messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+  });
+});
