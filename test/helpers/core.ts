@@ -1,10 +1,12 @@
 /**
  * The agent core, built in-process the way the server builds it: storage opened by
  * `openStorage` from a temp workspace (memory or SQLite queue, SQLite history), the real
- * Anthropic SDK pointed at the fake API, the chat frontend and outbox delivery over a
- * {@link FakeChatPlatform}, and an {@link AgentWorker} on the test clock.
+ * Anthropic SDK pointed at the fake API, the chat senders (chat frontend and outbox
+ * delivery) over a {@link FakeChatPlatform}, an {@link AgentWorker}, and the
+ * {@link MessageBusWorker} receiving from the same platform, all on the test clock.
  *
  *   const core = await openCore();
+ *   core.start();                       // the AgentWorker; start({ bus: true }) adds the bus
  *   const job = await core.enqueue("hello");
  *   await core.waitForJob(job.id, (job) => job.state === "done");
  *   await core.close();
@@ -15,8 +17,8 @@ import type { Config } from "../../src/config/index.js";
 import { FrontendRegistry } from "../../src/frontends/registry.js";
 import type { Checkpoint, Job, NewJob, Storage } from "../../src/ports/index.js";
 import { AgentWorker } from "../../src/server/agent-worker.js";
-import { ChatFrontend } from "../../src/server/bus/chat-frontend.js";
-import { OutboxDelivery } from "../../src/server/bus/delivery.js";
+import { ChatSenders } from "../../src/server/bus/senders.js";
+import { MessageBusWorker } from "../../src/server/bus/worker.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { openStorage } from "../../src/storage/index.js";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
@@ -31,6 +33,8 @@ import { makeWorkspace, type TempWorkspace } from "./workspace.js";
 export const CHAT_ID = "42";
 /** The session key of {@link CHAT_ID}. */
 export const CHAT_KEY = `telegram:${CHAT_ID}`;
+/** The Telegram user the bus admits (`allowed_user_ids`). */
+export const OWNER_ID = "7";
 
 /** Options of {@link openCore}. */
 export interface CoreOptions {
@@ -52,8 +56,8 @@ export interface Core {
   platform: FakeChatPlatform;
   worker: AgentWorker;
   lines: LogLine[];
-  /** Runs the worker until {@link Core.close}. */
-  start(): void;
+  /** Runs the AgentWorker (and the chat bus, when asked) until {@link Core.close}. */
+  start(options?: { bus?: boolean }): void;
   /** Enqueues a chat job of {@link CHAT_KEY}; `overrides` change any field. */
   enqueue(message: string, overrides?: Partial<NewJob>): Promise<Job>;
   /** Waits until the stored job satisfies `done`, and returns it. */
@@ -76,24 +80,16 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
   const storage = await openStorage(config, clock);
   const { logger, lines } = recordingLogger();
   const platform = new FakeChatPlatform();
-  const delivery = new OutboxDelivery({
-    platform,
+  const frontends = new FrontendRegistry();
+  const senders = new ChatSenders({
+    platforms: [platform],
     outbox: storage.outbox,
+    frontends,
     holder: "test",
     clock,
     logger,
+    editIntervalMs: 0,
   });
-  const frontends = new FrontendRegistry();
-  frontends.register(
-    new ChatFrontend({
-      platform,
-      outbox: storage.outbox,
-      delivery,
-      clock,
-      logger,
-      editIntervalMs: 0,
-    }),
-  );
   const runner = new AgentRunner({
     workspace: ws.dir,
     config,
@@ -116,8 +112,20 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     metrics: new ServerMetrics(),
     pollMs: 10,
   });
+  const bus = new MessageBusWorker({
+    createPlatforms: () => [platform],
+    allowedUserIds: () => new Set([OWNER_ID]),
+    agentId: config.default_agent,
+    queue: storage.queue,
+    history: storage.history,
+    pairing: storage.pairing,
+    senders,
+    stopSession: async (key) => worker.stopSession(key),
+    clock,
+    logger,
+  });
   const controller = new AbortController();
-  let running: Promise<void> = Promise.resolve();
+  const running: Promise<void>[] = [];
   return {
     ws,
     config,
@@ -127,8 +135,9 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     platform,
     worker,
     lines,
-    start() {
-      running = worker.run(controller.signal);
+    start(options = {}) {
+      running.push(worker.run(controller.signal));
+      if (options.bus) running.push(bus.run(controller.signal));
     },
     enqueue(message, overrides = {}) {
       return storage.queue.enqueue({
@@ -149,7 +158,8 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     async close() {
       controller.abort();
       await model.close();
-      await running;
+      await Promise.all(running);
+      await senders.close();
       await storage.close();
       ws.remove();
     },
