@@ -206,32 +206,6 @@ describe("Telegram chat", () => {
     expect(model.requests.map((request) => request.body.messages.length)).toEqual([1, 3, 5]);
   });
 
-  it("starts a fresh session on /new", async () => {
-    await startBusServer(ws.dir, ["telegram"]);
-    say("remember pickles");
-    await chatShows(OWNER, ["echo: remember pickles"]);
-    say("/new");
-    await telegram.waitFor(() =>
-      telegram.messages(OWNER)[1]?.startsWith("Started a new conversation"),
-    );
-    say("what did I say?");
-    await telegram.waitFor(() => telegram.messages(OWNER)[2] === "echo: what did I say?");
-    expect(model.requests[1]?.body.messages).toHaveLength(1);
-    const sessions = JSON.parse(await cli("status", "--json")).sessions as { key: string }[];
-    expect(sessions.filter((s) => s.key === `telegram:${OWNER}`)).toHaveLength(2);
-  });
-
-  it("answers /status with the agent, the conversation size and the queue", async () => {
-    await startBusServer(ws.dir, ["telegram"]);
-    say("hi");
-    await chatShows(OWNER, ["echo: hi"]);
-    say("/status");
-    const status = await telegram.waitFor(() => telegram.messages(OWNER)[1]);
-    expect(status).toMatch(
-      /^Agent: pickle\nConversation: 2 messages, \d+ tokens used\nQueue: nothing running, 0 waiting$/,
-    );
-  });
-
   it("aborts a long reply on /stop: the model stream is cut and the chat says so", async () => {
     scriptHeldReply("A very long story begins here and goes on", 4);
     const server = await startBusServer(ws.dir, ["telegram"]);
@@ -273,20 +247,6 @@ describe("Telegram chat", () => {
     telegram.failNext("editMessageText", { status: 400, description: rejected });
     say("again");
     await chatShows(OWNER, ["This is bold and code.", "Second **try**."]);
-  });
-
-  it("waits out a 429 retry_after before sending again", async () => {
-    const server = await startBusServer(ws.dir, ["telegram"]);
-    telegram.failNext("sendMessage", { status: 429, retryAfter: 2 });
-    say("hello");
-    await chatShows(OWNER, ["echo: hello"], 15_000);
-    const calls = telegram.callsOf("sendMessage");
-    const limited = calls.find((call) => call.status === 429);
-    const next = calls.find((call) => call.status === 200);
-    expect(limited && next).toBeTruthy();
-    expect((next?.time ?? 0) - (limited?.time ?? 0)).toBeGreaterThanOrEqual(1900);
-    expect(calls.filter((call) => call.status === 200)).toHaveLength(1);
-    expect(server.transcript()).not.toContain(telegram.token);
   });
 });
 
