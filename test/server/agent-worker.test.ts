@@ -7,7 +7,7 @@ import BetterSqlite from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { type ChatMessage, type Job, RESUME_MARKER } from "../../src/ports/index.js";
 import { DATABASE_FILE } from "../../src/storage/index.js";
-import { type FakeReply, lastUserText, messageText } from "../fakes/anthropic.js";
+import { type FakeReply, lastUserText, messageText, requestAt } from "../fakes/anthropic.js";
 import { CHAT_ID, CHAT_KEY, type Core, type CoreOptions, openCore } from "../helpers/core.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -59,7 +59,7 @@ describe("AgentWorker: a turn", () => {
 
     expect(done).toMatchObject({ message: RESUME_MARKER, attempts: 1 });
     expect(core.model.requests).toHaveLength(2);
-    expect(lastUserText(core.model.requests[1] as never)).toContain("cucumbers in brine");
+    expect(lastUserText(requestAt(core.model, 1))).toContain("cucumbers in brine");
     const messages = await stored(done.sessionId as string);
     expect(messages.map((message) => message.role)).toEqual([
       "user",
@@ -108,7 +108,7 @@ describe("AgentWorker: resuming a checkpointed job", () => {
     const job = await core.enqueue(RESUME_MARKER, { sessionId });
     await core.waitForJob(job.id, isDone);
     expect(core.model.requests).toHaveLength(1);
-    expect(lastUserText(core.model.requests[0] as never)).toContain("cucumbers in brine");
+    expect(lastUserText(requestAt(core.model, 0))).toContain("cucumbers in brine");
     const messages = await stored(sessionId);
     expect(messages.map((message) => message.role)).toEqual([
       "user",

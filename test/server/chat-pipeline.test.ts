@@ -4,7 +4,7 @@
  * Anthropic API, and the chat senders stream and deliver the reply (test/helpers/core.ts).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { lastUserText } from "../fakes/anthropic.js";
+import { lastUserText, requestAt } from "../fakes/anthropic.js";
 import { rateLimited } from "../fakes/chat-platform.js";
 import { CHAT_ID, type Core, OWNER_ID, openCore } from "../helpers/core.js";
 import { waitFor } from "../helpers/wait.js";
@@ -41,7 +41,7 @@ describe("chat path in-process", () => {
     core.model.script({ text: "Hello, Alice.", chunks: 3 });
     say("hi");
     await chatShows(["Hello, Alice."]);
-    expect(lastUserText(core.model.requests[0] as never)).toBe("hi");
+    expect(lastUserText(requestAt(core.model, 0))).toBe("hi");
     expect(await core.storage.queue.counts()).toMatchObject({ done: 1, queued: 0, running: 0 });
   });
 

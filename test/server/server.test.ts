@@ -11,7 +11,12 @@ import type { Config } from "../../src/config/index.js";
 import type { Job } from "../../src/ports/index.js";
 import { PicklebotServer } from "../../src/server/server.js";
 import { openStorage } from "../../src/storage/index.js";
-import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
+import {
+  type FakeAnthropic,
+  lastUserText,
+  requestAt,
+  startFakeAnthropic,
+} from "../fakes/anthropic.js";
 import { testConfig } from "../helpers/config.js";
 import { recordingLogger } from "../helpers/log.js";
 import { waitFor } from "../helpers/wait.js";
@@ -77,7 +82,7 @@ describe("PicklebotServer (SQLite mode)", () => {
     expect(server.isLeader).toBe(true);
     const job = await server.queue.enqueue(consoleJob("hello"));
     await waitUntilDone(server, job.id);
-    expect(lastUserText(model.requests[0] as never)).toBe("hello");
+    expect(lastUserText(requestAt(model, 0))).toBe("hello");
 
     const response = await fetch(`http://${server.httpAddress}/healthz`);
     const health = (await response.json()) as {
