@@ -10,6 +10,7 @@ import type { Clock, Worker } from "../../src/ports/index.js";
 import { HttpEndpoint } from "../../src/server/http.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { type RestartPolicy, Supervisor } from "../../src/server/supervisor.js";
+import { TestClock } from "../helpers/clock.js";
 import { waitFor } from "../helpers/wait.js";
 
 /** A worker whose n-th run (from 1) does what `behaviour` says. */
@@ -129,12 +130,11 @@ describe("Supervisor", () => {
   });
 
   it("starts again from the initial delay after a run that stayed healthy long enough", async () => {
-    let now = 1_000_000;
-    const clock: Clock = { now: () => now };
+    const clock = new TestClock();
     const h = harness({ initialDelayMs: 5, maxDelayMs: 40, healthyAfterMs: 60_000 }, clock);
     const worker = new ScriptedWorker("flaky", async (run, signal) => {
       // The third run stays up a minute (on the injected clock) before it crashes.
-      if (run === 3) now += 60_000;
+      if (run === 3) clock.advance(60_000);
       if (run <= 4) throw new Error(`boom ${run}`);
       await untilAborted(signal);
     });
