@@ -14,7 +14,7 @@ import { OutboxDelivery } from "../../src/server/bus/delivery.js";
 import { type Database, openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteOutboxStore } from "../../src/storage/sqlite/outbox.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { ManualClock } from "../queue/contract.js";
+import { TestClock } from "../helpers/clock.js";
 
 const CHAT = 42;
 const address = { dedupeKey: "job:1", platform: "telegram" as const, chatId: String(CHAT) };
@@ -23,7 +23,7 @@ describe("OutboxDelivery across processes", () => {
   let dir: string;
   let telegram: FakeTelegram;
   const databases: Database[] = [];
-  const clock = new ManualClock();
+  const clock = new TestClock();
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "picklebot-delivery-"));

@@ -9,12 +9,15 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CronStateStore } from "../../src/ports/index.js";
 import { loadCronDir } from "../../src/server/cron/definition.js";
 import { CronWorker, describeCrons, runCronNow } from "../../src/server/cron/worker.js";
 import { MemoryCronStateStore } from "../../src/storage/memory/cron-state.js";
-import { FakeTime, type LogLine, RecordingQueue, recordingLogger } from "./fakes.js";
+import { TestClock } from "../helpers/clock.js";
+import { type LogLine, recordingLogger } from "../helpers/log.js";
+import { waitFor } from "../helpers/wait.js";
+import { RecordingQueue } from "./fakes.js";
 
 const defaults = { agentId: "pickle", timezone: "Europe/Berlin" };
 
@@ -51,7 +54,7 @@ interface Harness {
 }
 
 async function startWorker(
-  time: FakeTime,
+  time: TestClock,
   queue: RecordingQueue,
   state: CronStateStore,
 ): Promise<Harness> {
@@ -85,11 +88,9 @@ async function startWorker(
 
 /** Waits (polling, generously) until the worker logged `msg` for `cron`, then settles it. */
 async function waitForLog(harness: Harness, msg: string, cron: string): Promise<void> {
-  await vi.waitFor(
-    () => {
-      expect(harness.lines.some((line) => line.msg === msg && line.cron === cron)).toBe(true);
-    },
-    { timeout: 10_000, interval: 25 },
+  await waitFor(
+    () => harness.lines.some((line) => line.msg === msg && line.cron === cron),
+    `"${msg}" for ${cron}`,
   );
   await harness.worker.whenIdle();
 }
@@ -101,7 +102,7 @@ describe("CronWorker", () => {
       "newyork",
       'schedule: "0 8 * * *"\ntimezone: America/New_York\nagent: scout\nprompt: Good morning, NY\ndeliver_to: telegram:42\n',
     );
-    const time = new FakeTime("2025-01-15T00:00:00Z");
+    const time = new TestClock("2025-01-15T00:00:00Z");
     const queue = new RecordingQueue(time);
     const harness = await startWorker(time, queue, new MemoryCronStateStore());
 
@@ -130,7 +131,7 @@ describe("CronWorker", () => {
 
   it("fires a 02:30 Berlin cron once on the spring-forward day, right after the gap", async () => {
     writeCron("night", 'schedule: "30 2 * * *"\nprompt: nightly\n');
-    const time = new FakeTime("2025-03-29T12:00:00Z");
+    const time = new TestClock("2025-03-29T12:00:00Z");
     const queue = new RecordingQueue(time);
     const harness = await startWorker(time, queue, new MemoryCronStateStore());
 
@@ -145,7 +146,7 @@ describe("CronWorker", () => {
 
   it("fires a 01:30 New York cron once on the fall-back day, when 01:30 happens twice", async () => {
     writeCron("early", 'schedule: "30 1 * * *"\ntimezone: America/New_York\nprompt: early\n');
-    const time = new FakeTime("2025-11-01T12:00:00Z");
+    const time = new TestClock("2025-11-01T12:00:00Z");
     const queue = new RecordingQueue(time);
     const harness = await startWorker(time, queue, new MemoryCronStateStore());
 
@@ -160,7 +161,7 @@ describe("CronWorker", () => {
 
   it("does not fire an occurrence twice across a restart", async () => {
     writeCron("daily", 'schedule: "0 8 * * *"\nprompt: hi\n');
-    const time = new FakeTime("2025-01-15T06:00:00Z");
+    const time = new TestClock("2025-01-15T06:00:00Z");
     const queue = new RecordingQueue(time);
     const state = new MemoryCronStateStore();
     const first = await startWorker(time, queue, state);
@@ -181,7 +182,7 @@ describe("CronWorker", () => {
 
   it("enqueues exactly once when the process dies between enqueueing and recording", async () => {
     writeCron("daily", 'schedule: "0 8 * * *"\nprompt: hi\n');
-    const time = new FakeTime("2025-01-15T06:00:00Z");
+    const time = new TestClock("2025-01-15T06:00:00Z");
     const queue = new RecordingQueue(time);
     const state = new MemoryCronStateStore();
     let failNextRecord = true;
@@ -212,7 +213,7 @@ describe("CronWorker", () => {
 
   it("still fires an occurrence whose enqueue failed, once the worker is restarted", async () => {
     writeCron("daily", 'schedule: "0 8 * * *"\nprompt: hi\n');
-    const time = new FakeTime("2025-01-15T06:00:00Z");
+    const time = new TestClock("2025-01-15T06:00:00Z");
     const queue = new RecordingQueue(time);
     const state = new MemoryCronStateStore();
     const first = await startWorker(time, queue, state);
@@ -230,7 +231,7 @@ describe("CronWorker", () => {
 
   it("with catch_up, runs exactly one missed occurrence (the latest) at start-up", async () => {
     writeCron("digest", 'schedule: "0 8 * * *"\nprompt: digest\ncatch_up: true\n');
-    const time = new FakeTime("2025-01-15T06:00:00Z");
+    const time = new TestClock("2025-01-15T06:00:00Z");
     const queue = new RecordingQueue(time);
     const state = new MemoryCronStateStore();
     const first = await startWorker(time, queue, state);
@@ -255,7 +256,7 @@ describe("CronWorker", () => {
 
   it("without catch_up, skips occurrences missed while it was down", async () => {
     writeCron("digest", 'schedule: "0 8 * * *"\nprompt: digest\n');
-    const time = new FakeTime("2025-01-15T06:00:00Z");
+    const time = new TestClock("2025-01-15T06:00:00Z");
     const queue = new RecordingQueue(time);
     const state = new MemoryCronStateStore();
     const first = await startWorker(time, queue, state);
@@ -276,7 +277,7 @@ describe("CronWorker", () => {
 
   it("fires a one_off cron once, never again (even after a restart or an edit), and keeps the file", async () => {
     const file = writeCron("reminder", 'schedule: "0 9 * * *"\nprompt: Call mum\none_off: true\n');
-    const time = new FakeTime("2025-01-15T06:00:00Z");
+    const time = new TestClock("2025-01-15T06:00:00Z");
     const queue = new RecordingQueue(time);
     const state = new MemoryCronStateStore();
     const first = await startWorker(time, queue, state);
@@ -299,7 +300,7 @@ describe("CronWorker", () => {
   });
 
   it("picks up added, changed and removed files without a restart", async () => {
-    const time = new FakeTime("2025-01-15T06:00:00Z");
+    const time = new TestClock("2025-01-15T06:00:00Z");
     const queue = new RecordingQueue(time);
     const harness = await startWorker(time, queue, new MemoryCronStateStore());
 
@@ -329,7 +330,7 @@ describe("CronWorker", () => {
   it("reports a bad file once, with its path and field, and keeps firing the others", async () => {
     const badFile = writeCron("broken", 'schedule: "0 8 * * *"\n');
     writeCron("good", 'schedule: "0 8 * * *"\nprompt: still here\n');
-    const time = new FakeTime("2025-01-15T06:00:00Z");
+    const time = new TestClock("2025-01-15T06:00:00Z");
     const queue = new RecordingQueue(time);
     const harness = await startWorker(time, queue, new MemoryCronStateStore());
     const errorsFor = (): LogLine[] =>
@@ -353,14 +354,14 @@ describe("CronWorker", () => {
 
     // The bad file changes and is still bad: reported again, with the new field.
     writeCron("broken", 'schedule: "0 8 * *"\nprompt: fixed the prompt\n');
-    await vi.waitFor(() => expect(errorsFor()).toHaveLength(2), { timeout: 10_000, interval: 25 });
+    await waitFor(() => errorsFor().length === 2, "two errors");
     expect(errorsFor()[1]).toMatchObject({ field: "schedule" });
     await harness.stop();
   });
 
   it("never fires a disabled cron, but still lists it and runs it by hand", async () => {
     writeCron("quiet", 'schedule: "*/5 * * * *"\nprompt: shh\nenabled: false\n');
-    const time = new FakeTime("2025-01-15T06:00:00Z");
+    const time = new TestClock("2025-01-15T06:00:00Z");
     const queue = new RecordingQueue(time);
     const state = new MemoryCronStateStore();
     const harness = await startWorker(time, queue, state);

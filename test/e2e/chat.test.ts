@@ -9,6 +9,7 @@ import {
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
 import { CLI, childEnv, runCli } from "../helpers/cli.js";
+import { waitFor } from "../helpers/wait.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 let fake: FakeAnthropic;
@@ -157,13 +158,17 @@ describe("picklebot chat (interactive, on a terminal)", () => {
     const child = spawn("script", ["-qfec", command, "/dev/null"], { env: childEnv() });
     let screen = "";
     child.stdout.on("data", (chunk: Buffer) => (screen += chunk));
-    await waitFor(() => screen.includes("you ›"));
+    await waitFor(() => screen.includes("you ›"), 'the terminal to show "you ›"', 15_000);
     child.stdin.write("hi\n");
-    await waitFor(() => screen.includes("Strea"));
+    await waitFor(() => screen.includes("Strea"), 'the terminal to show "Strea"', 15_000);
     // The first piece is on screen while the model is still generating the rest.
     expect(screen).not.toContain("word by word");
     release();
-    await waitFor(() => screen.includes("word by word"));
+    await waitFor(
+      () => screen.includes("word by word"),
+      'the terminal to show "word by word"',
+      15_000,
+    );
     child.stdin.write("\x04");
     const code = await new Promise((resolve) => child.on("close", resolve));
     expect(code).toBe(0);
@@ -175,15 +180,23 @@ describe("picklebot chat (interactive, on a terminal)", () => {
     const child = spawn("script", ["-qfec", command, "/dev/null"], { env: childEnv() });
     let screen = "";
     child.stdout.on("data", (chunk: Buffer) => (screen += chunk));
-    await waitFor(() => screen.includes("you ›"));
+    await waitFor(() => screen.includes("you ›"), 'the terminal to show "you ›"', 15_000);
     child.stdin.write("tell me a very long story\n");
-    await waitFor(() => fake.requests.length === 1);
+    await waitFor(() => fake.requests.length === 1, "the model call", 15_000);
     child.stdin.write("\x03");
-    await waitFor(() => screen.includes("error: stopped"));
+    await waitFor(
+      () => screen.includes("error: stopped"),
+      'the terminal to show "error: stopped"',
+      15_000,
+    );
     child.stdin.write("/new\n");
-    await waitFor(() => screen.includes("started a new session"));
+    await waitFor(
+      () => screen.includes("started a new session"),
+      'the terminal to show "started a new session"',
+      15_000,
+    );
     child.stdin.write("are you there?\n");
-    await waitFor(() => screen.includes("still here"));
+    await waitFor(() => screen.includes("still here"), 'the terminal to show "still here"', 15_000);
     child.stdin.write("/exit\n");
     const code = await new Promise((resolve) => child.on("close", resolve));
     expect(code).toBe(0);
@@ -191,11 +204,3 @@ describe("picklebot chat (interactive, on a terminal)", () => {
     expect(sentTexts(1)).toEqual(["are you there?"]);
   });
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting for the terminal");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -23,7 +23,8 @@ import {
   postgresSkipReason,
   type TestDatabase,
 } from "../helpers/postgres.js";
-import { killAllServers, type ServerProcess, startServer, waitUntil } from "../helpers/server.js";
+import { killAllServers, type ServerProcess, startServer } from "../helpers/server.js";
+import { waitFor } from "../helpers/wait.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const skipReason = await postgresSkipReason();
@@ -143,7 +144,7 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
       mode: "chat",
       replyTo: { kind: "silent" },
     });
-    await waitUntil(() => model.requests.length >= 1, "node-a's model call");
+    await waitFor(() => model.requests.length >= 1, "node-a's model call");
     const servers = [first, await startInstance("node-b"), await startInstance("node-c")];
     return { servers, busy, release: held.open };
   }
@@ -157,8 +158,8 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
     release();
     const chatJob = (await chatJobs())[0];
     const ranChat = () => finishedOn(servers, chatJob?.id, "done");
-    await waitUntil(() => ranChat().length > 0, "the chat job's done line");
-    await waitUntil(() => finishedOn([first], busy.id, "done").length > 0, "the busy job done");
+    await waitFor(() => ranChat().length > 0, "the chat job's done line");
+    await waitFor(() => finishedOn([first], busy.id, "done").length > 0, "the busy job done");
     expect(await producer.get(chatJob?.id ?? "")).toMatchObject({ state: "done", attempts: 1 });
     expect(ranChat()).toHaveLength(1);
     expect(ranChat()[0]).not.toBe(first);
@@ -183,7 +184,7 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
     await stopTelegramReply(telegram, OWNER);
     const story = (await chatJobs())[0];
     const stoppedOn = () => finishedOn(servers, story?.id, "failed");
-    await waitUntil(() => stoppedOn().length > 0, "the story job stopped");
+    await waitFor(() => stoppedOn().length > 0, "the story job stopped");
     expect(await producer.get(story?.id ?? "")).toMatchObject({ state: "failed", attempts: 1 });
     expect(stoppedOn()).toHaveLength(1);
     expect(stoppedOn()[0]).not.toBe(servers[0]);
@@ -204,7 +205,7 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
     expect(telegram.confirmedOffset).toBeLessThanOrEqual(second.update_id);
     // Killed only once both jobs are recorded done: this test is about the updates.
     const bothDone = async () => (await chatJobs()).every((job) => job.state === "done");
-    await waitUntil(bothDone, "both chat jobs done");
+    await waitFor(bothDone, "both chat jobs done");
     const killedAt = Date.now();
     await servers[0]?.kill();
     telegram.clearFailures();

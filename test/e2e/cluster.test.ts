@@ -18,7 +18,8 @@ import {
   postgresSkipReason,
   type TestDatabase,
 } from "../helpers/postgres.js";
-import { killAllServers, type ServerProcess, startServer, waitUntil } from "../helpers/server.js";
+import { killAllServers, type ServerProcess, startServer } from "../helpers/server.js";
+import { waitFor } from "../helpers/wait.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const skipReason = await postgresSkipReason();
@@ -93,7 +94,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
   const leader = () => currentLeader(pool);
 
   async function allDone(total: number, timeoutMs: number): Promise<void> {
-    await waitUntil(
+    await waitFor(
       async () => (await producer.counts()).done === total,
       `${total} jobs done`,
       timeoutMs,
@@ -119,7 +120,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
       return byJob;
     };
     const written = () => [...collect().values()].reduce((sum, pids) => sum + pids.length, 0);
-    await waitUntil(() => written() >= total, `${total} "job done" lines`);
+    await waitFor(() => written() >= total, `${total} "job done" lines`);
     return collect();
   }
 
@@ -161,7 +162,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
 
   it("rescues the jobs of a non-leader killed mid-job and completes them elsewhere", async () => {
     const first = await startInstance("node-a");
-    await waitUntil(async () => (await leader()) === "node-a", "node-a leads");
+    await waitFor(async () => (await leader()) === "node-a", "node-a leads");
     const others = [
       await startInstance("node-b", { agents: ["coder"] }),
       await startInstance("node-c", { agents: ["coder"] }),
@@ -173,7 +174,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
     // The first model call stalls mid-stream; the retry gets the default (echo) reply.
     fake.script({ text: "first attempt never finishes", chunks: 3, pauseAfterChunks: 1, resume });
     const slow = await producer.enqueue(job("console:slow", "slow work", { agentId: "coder" }));
-    await waitUntil(() => fake.requests.length >= 1, "the model call of the first attempt");
+    await waitFor(() => fake.requests.length >= 1, "the model call of the first attempt");
     const owner = (await jobRow(slow.id)).lockedBy;
     const victim = others.find((server) => workspaceOwner(server) === owner) as ServerProcess;
     expect(victim).toBeDefined();
@@ -181,14 +182,14 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
     release();
 
     const survivor = others.find((server) => server !== victim) as ServerProcess;
-    await waitUntil(async () => (await jobRow(slow.id)).state === "done", "the job done", 20_000);
+    await waitFor(async () => (await jobRow(slow.id)).state === "done", "the job done", 20_000);
     const finished = await jobRow(slow.id);
     expect(finished.attempts).toBe(2);
     expect(finished.errors[0]?.message).toMatch(/interrupted/);
     // The outcome is logged just after its commit, so the line may trail the database.
     const doneHere = () =>
       survivor.linesMatching((line) => line.job === slow.id && line.outcome === "done");
-    await waitUntil(() => doneHere().length > 0, "the survivor logs the job done");
+    await waitFor(() => doneHere().length > 0, "the survivor logs the job done");
     expect(doneHere()).toHaveLength(1);
     await first.waitForLog(
       "removed instances whose heartbeat expired; requeued their running jobs",
@@ -264,7 +265,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
     });
     fake.script({ text: "done at last", chunks: 3, pauseAfterChunks: 1, resume });
     const running = await producer.enqueue(job("console:bye", "one more thing"));
-    await waitUntil(() => fake.requests.length >= 1, "the model call");
+    await waitFor(() => fake.requests.length >= 1, "the model call");
     server.signal("SIGTERM");
     await server.waitForLog((line) => String(line.msg).startsWith("shutting down"));
     const { rows } = await pool.query("SELECT id FROM instances");
@@ -287,7 +288,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
       (await producer.list({ limit: 100 })).filter((entry) =>
         entry.sessionKey.startsWith("cron:tick:"),
       );
-    await waitUntil(
+    await waitFor(
       async () => (await cronJobs()).some((entry) => entry.state === "done"),
       "a tick",
       75_000,
@@ -297,11 +298,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
     const killedAt = Date.now();
     await victim.kill();
 
-    await waitUntil(
-      async () => ![null, oldLeader].includes(await leader()),
-      "a new leader",
-      20_000,
-    );
+    await waitFor(async () => ![null, oldLeader].includes(await leader()), "a new leader", 20_000);
     const { rows } = await pool.query<{ acquired_at: Date }>(
       "SELECT acquired_at FROM leases WHERE name = 'leader'",
     );
@@ -309,7 +306,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
     // Within the TTL after the lease ran out, plus one try interval of the followers.
     expect(takeoverMs).toBeLessThan(CLUSTER.leader_ttl_s * 1000 * 2);
 
-    await waitUntil(
+    await waitFor(
       async () => (await cronJobs()).filter((entry) => entry.state === "done").length >= 2,
       "a tick under the new leader",
       75_000,
@@ -337,7 +334,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
       await producer.enqueue(job(`console:s${index % 20}`, `m${index}`));
       if (index % 50 === 25) await terminatePicklebotConnections();
     }
-    await waitUntil(async () => (await producer.counts()).done >= 100, "half the jobs", 60_000);
+    await waitFor(async () => (await producer.counts()).done >= 100, "half the jobs", 60_000);
     expect(await terminatePicklebotConnections()).toBeGreaterThan(0);
     await allDone(total, 90_000);
 
@@ -347,7 +344,7 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
       expect(await userMessages(`console:s${session}`)).toEqual(expected);
     }
     const late = await producer.enqueue(job("console:late", "after the storm"));
-    await waitUntil(async () => (await jobRow(late.id)).state === "done", "a later job", 20_000);
+    await waitFor(async () => (await jobRow(late.id)).state === "done", "a later job", 20_000);
     for (const server of servers) {
       const health = await (await fetch(`${server.httpUrl}/healthz`)).json();
       expect(health).toMatchObject({ healthy: true });

@@ -19,8 +19,8 @@ import {
   type ServerProcess,
   sessionMessages,
   startServer,
-  waitUntil,
 } from "../helpers/server.js";
+import { waitFor } from "../helpers/wait.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const PROMPT = "What is on my calendar today?";
@@ -93,7 +93,7 @@ describe("picklebot server, killed and stopped", () => {
     fake.script({ hang: true }, { text: "Lunch with Ada at noon." });
     const first = await startServer(ws.dir);
     const enqueued = await enqueueJob(ws.dir, consoleJob(PROMPT));
-    await waitUntil(() => fake.requests.length === 1, "the model is called");
+    await waitFor(() => fake.requests.length === 1, "the model is called");
 
     // The checkpoint was committed before the call: the message is history, the job is ".".
     const inFlight = await jobShow(enqueued.id);
@@ -158,7 +158,7 @@ describe("picklebot server, killed and stopped", () => {
     fake.script({ text: "Finished despite the SIGTERM.", pauseAfterChunks: 1, resume });
     const server = await startServer(ws.dir);
     const running = await cronRun();
-    await waitUntil(() => fake.requests.length === 1, "the model is called");
+    await waitFor(() => fake.requests.length === 1, "the model is called");
 
     server.signal("SIGTERM");
     await server.waitForLog((line) => line.msg.startsWith("shutting down"));
@@ -186,7 +186,7 @@ describe("picklebot server, killed and stopped", () => {
     fake.script({ hang: true }, { text: "Picked up again." });
     const first = await startServer(ws.dir);
     const enqueued = await enqueueJob(ws.dir, consoleJob(PROMPT));
-    await waitUntil(() => fake.requests.length === 1, "the model is called");
+    await waitFor(() => fake.requests.length === 1, "the model is called");
 
     first.signal("SIGINT");
     await first.waitForLog((line) => line.msg.startsWith("shutting down"));
@@ -232,7 +232,7 @@ describe("picklebot server, job_timeout_s", () => {
     ]);
     // The abort reached the command: its process is gone, not left sleeping.
     const pid = Number(readFileSync(join(ws.dir, "sleeper.pid"), "utf8"));
-    await waitUntil(() => !isAlive(pid), `the sleeping command (pid ${pid}) is killed`);
+    await waitFor(() => !isAlive(pid), `the sleeping command (pid ${pid}) is killed`);
     expect(fake.requests).toHaveLength(3);
     expect(messagesOf(job).map((message) => message.text)).toEqual([
       PROMPT,

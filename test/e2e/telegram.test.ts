@@ -23,8 +23,8 @@ import {
   openWorkspaceDb,
   sessionMessages,
   startServer,
-  waitUntil,
 } from "../helpers/server.js";
+import { waitFor } from "../helpers/wait.js";
 import { fakeModelConfig, type TempWorkspace } from "../helpers/workspace.js";
 
 const OWNER = 4242;
@@ -206,32 +206,6 @@ describe("Telegram chat", () => {
     expect(model.requests.map((request) => request.body.messages.length)).toEqual([1, 3, 5]);
   });
 
-  it("starts a fresh session on /new", async () => {
-    await startBusServer(ws.dir, ["telegram"]);
-    say("remember pickles");
-    await chatShows(OWNER, ["echo: remember pickles"]);
-    say("/new");
-    await telegram.waitFor(() =>
-      telegram.messages(OWNER)[1]?.startsWith("Started a new conversation"),
-    );
-    say("what did I say?");
-    await telegram.waitFor(() => telegram.messages(OWNER)[2] === "echo: what did I say?");
-    expect(model.requests[1]?.body.messages).toHaveLength(1);
-    const sessions = JSON.parse(await cli("status", "--json")).sessions as { key: string }[];
-    expect(sessions.filter((s) => s.key === `telegram:${OWNER}`)).toHaveLength(2);
-  });
-
-  it("answers /status with the agent, the conversation size and the queue", async () => {
-    await startBusServer(ws.dir, ["telegram"]);
-    say("hi");
-    await chatShows(OWNER, ["echo: hi"]);
-    say("/status");
-    const status = await telegram.waitFor(() => telegram.messages(OWNER)[1]);
-    expect(status).toMatch(
-      /^Agent: pickle\nConversation: 2 messages, \d+ tokens used\nQueue: nothing running, 0 waiting$/,
-    );
-  });
-
   it("aborts a long reply on /stop: the model stream is cut and the chat says so", async () => {
     scriptHeldReply("A very long story begins here and goes on", 4);
     const server = await startBusServer(ws.dir, ["telegram"]);
@@ -273,20 +247,6 @@ describe("Telegram chat", () => {
     telegram.failNext("editMessageText", { status: 400, description: rejected });
     say("again");
     await chatShows(OWNER, ["This is bold and code.", "Second **try**."]);
-  });
-
-  it("waits out a 429 retry_after before sending again", async () => {
-    const server = await startBusServer(ws.dir, ["telegram"]);
-    telegram.failNext("sendMessage", { status: 429, retryAfter: 2 });
-    say("hello");
-    await chatShows(OWNER, ["echo: hello"], 15_000);
-    const calls = telegram.callsOf("sendMessage");
-    const limited = calls.find((call) => call.status === 429);
-    const next = calls.find((call) => call.status === 200);
-    expect(limited && next).toBeTruthy();
-    expect((next?.time ?? 0) - (limited?.time ?? 0)).toBeGreaterThanOrEqual(1900);
-    expect(calls.filter((call) => call.status === 200)).toHaveLength(1);
-    expect(server.transcript()).not.toContain(telegram.token);
   });
 });
 
@@ -338,7 +298,7 @@ describe("Telegram delivery you can trust", () => {
     say("what is the answer?");
     await telegram.waitForCall("sendMessage", undefined, 10_000);
     // The server stores the message id right after Telegram confirms the send.
-    await waitUntil(
+    await waitFor(
       () =>
         database().prepare("SELECT 1 FROM outbox WHERE message_ids != '[]'").get() !== undefined,
       "the streamed message is recorded",
@@ -440,7 +400,7 @@ function never(): never {
 }
 
 async function waitForOutbox(pending: number): Promise<void> {
-  await waitUntil(
+  await waitFor(
     async () => JSON.parse(await cli("status", "--json")).outbox.pending === pending,
     `the outbox has ${pending} pending replies`,
     15_000,

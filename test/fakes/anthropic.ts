@@ -164,6 +164,14 @@ export function lastUserText(request: RecordedRequest): string {
   );
 }
 
+/** Request number `index` (from 0) that the fake received; throws when there is none yet. */
+export function requestAt(fake: FakeAnthropic, index: number): RecordedRequest {
+  const request = fake.requests[index];
+  if (!request)
+    throw new Error(`the fake model received ${fake.requests.length} requests, not ${index + 1}`);
+  return request;
+}
+
 /** Starts a fake Messages API on 127.0.0.1 with a free port. */
 export async function startFakeAnthropic(
   options: FakeAnthropicOptions = {},

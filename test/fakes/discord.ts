@@ -18,6 +18,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { APIMessage, APIUser } from "discord.js";
 import { type WebSocket, WebSocketServer } from "ws";
+import { waitFor } from "../helpers/wait.js";
 
 /** Options for {@link startFakeDiscord}. */
 export interface FakeDiscordOptions {
@@ -139,7 +140,6 @@ export class FakeDiscord {
   private readonly sessions = new Map<string, GatewaySession>();
   private readonly channels = new Map<string, ChannelState>();
   private readonly failures: { route: string; failure: DiscordFailure; remaining: number }[] = [];
-  private readonly listeners = new Set<() => void>();
   private snowflakeCounter = 0n;
 
   constructor(options: FakeDiscordOptions = {}) {
@@ -210,7 +210,6 @@ export class FakeDiscord {
       session.socket?.close(code, "fake gateway disconnect");
       session.socket = undefined;
     }
-    this.notify();
   }
 
   /**
@@ -275,37 +274,17 @@ export class FakeDiscord {
   }
 
   /**
-   * Resolves with the first truthy value of `check`, re-evaluated whenever the fake's state
-   * changes; rejects after `timeoutMs` with the latest calls in the message.
+   * Resolves with the first truthy value of `check` (the shared {@link waitFor}); rejects
+   * after `timeoutMs` with the latest calls in the message.
    */
   waitFor<T>(check: () => T | false | null | undefined, timeoutMs = 5000): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const finish = (): void => {
-        clearTimeout(timer);
-        this.listeners.delete(attempt);
-      };
-      const attempt = (): void => {
-        try {
-          const value = check();
-          if (value) {
-            finish();
-            resolve(value);
-          }
-        } catch (error) {
-          finish();
-          reject(error);
-        }
-      };
-      const timer = setTimeout(() => {
-        finish();
-        const recent = this.sent
-          .slice(-8)
-          .map((call) => `${call.method} ${call.path} ${call.status}`);
-        reject(new Error(`waitFor timed out after ${timeoutMs} ms; last calls: ${recent}`));
-      }, timeoutMs);
-      this.listeners.add(attempt);
-      attempt();
-    });
+    const recent = () =>
+      this.sent.slice(-8).map((call) => `${call.method} ${call.path} ${call.status}`);
+    return waitFor(
+      check,
+      () => `a change of the fake; last calls: ${recent()}`,
+      timeoutMs,
+    ) as Promise<T>;
   }
 
   /** Waits for a successful REST call matching `route` (see {@link failNext}) and returns it. */
@@ -318,10 +297,6 @@ export class FakeDiscord {
       () => this.callsTo(route).find((call) => call.status < 300 && match(call)),
       timeoutMs,
     );
-  }
-
-  private notify(): void {
-    for (const listener of [...this.listeners]) listener();
   }
 
   private snowflake(): string {
@@ -396,11 +371,9 @@ export class FakeDiscord {
       } else if (payload.op === 6) {
         session = this.resume(socket, payload.d ?? {});
       }
-      this.notify();
     });
     socket.on("close", () => {
       if (session?.socket === socket) session.socket = undefined;
-      this.notify();
     });
     socket.send(
       JSON.stringify({
@@ -553,7 +526,6 @@ export class FakeDiscord {
     const contentType: Record<string, string> =
       body === "" ? {} : { "content-type": "application/json" };
     response.writeHead(call.status, { ...contentType, ...headers }).end(body);
-    this.notify();
   }
 
   private throwInjectedFailure(method: string, path: string): void {

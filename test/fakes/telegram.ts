@@ -16,6 +16,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Chat, Message, MessageEntity, Update, UserFromGetMe } from "telegraf/types";
+import { waitFor } from "../helpers/wait.js";
 
 /** Options for {@link startFakeTelegram}. */
 export interface FakeTelegramOptions {
@@ -141,7 +142,6 @@ export class FakeTelegram {
   private readonly chats = new Map<number, ChatState>();
   private readonly failures = new Map<string, { failure: TelegramFailure; remaining: number }[]>();
   private readonly polls = new Set<HeldPoll>();
-  private readonly listeners = new Set<() => void>();
   private pending: QueuedUpdate[] = [];
   private nextUpdateId = 1;
   private readonly port: number;
@@ -244,35 +244,16 @@ export class FakeTelegram {
   }
 
   /**
-   * Resolves with the first truthy value of `check`, re-evaluated whenever the fake's state
-   * changes; rejects after `timeoutMs` with the latest calls in the message.
+   * Resolves with the first truthy value of `check` (the shared {@link waitFor}); rejects
+   * after `timeoutMs` with the latest calls in the message.
    */
   waitFor<T>(check: () => T | false | null | undefined, timeoutMs = 5000): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const finish = (): void => {
-        clearTimeout(timer);
-        this.listeners.delete(attempt);
-      };
-      const attempt = (): void => {
-        try {
-          const value = check();
-          if (value) {
-            finish();
-            resolve(value);
-          }
-        } catch (error) {
-          finish();
-          reject(error);
-        }
-      };
-      const timer = setTimeout(() => {
-        finish();
-        const recent = this.sent.slice(-8).map((call) => `${call.method} ${call.status}`);
-        reject(new Error(`waitFor timed out after ${timeoutMs} ms; last calls: ${recent}`));
-      }, timeoutMs);
-      this.listeners.add(attempt);
-      attempt();
-    });
+    const recent = () => this.sent.slice(-8).map((call) => `${call.method} ${call.status}`);
+    return waitFor(
+      check,
+      () => `a change of the fake; last calls: ${recent()}`,
+      timeoutMs,
+    ) as Promise<T>;
   }
 
   /** Waits for a successful call of `method` matching `match`, and returns it. */
@@ -314,11 +295,6 @@ export class FakeTelegram {
 
   private record(call: TelegramCall): void {
     this.sent.push(call);
-    this.notify();
-  }
-
-  private notify(): void {
-    for (const listener of [...this.listeners]) listener();
   }
 
   private throwInjectedFailure(method: string): void {
@@ -461,7 +437,6 @@ export class FakeTelegram {
     response.on("close", () => this.forgetPoll(poll));
     if (timeoutS <= 0 || this.available(poll).length > 0)
       this.answerPoll(poll, this.available(poll));
-    this.notify();
   }
 
   private available(poll: HeldPoll): QueuedUpdate[] {
@@ -475,7 +450,6 @@ export class FakeTelegram {
       const ready = this.available(poll);
       if (ready.length > 0) this.answerPoll(poll, ready);
     }
-    this.notify();
   }
 
   private answerPoll(poll: HeldPoll, result: QueuedUpdate[] | ApiFailure): void {

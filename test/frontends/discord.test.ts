@@ -6,9 +6,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ChatPlatformError } from "../../src/base/errors.js";
 import { DiscordPlatform, type DiscordPlatformOptions } from "../../src/frontends/discord.js";
 import type { IncomingChatMessage } from "../../src/ports/index.js";
-import { recordingLogger } from "../cron/fakes.js";
 import { type FakeDiscord, type FakeDiscordOptions, startFakeDiscord } from "../fakes/discord.js";
-import { waitUntil } from "../helpers/server.js";
+import { recordingLogger } from "../helpers/log.js";
+import { waitFor } from "../helpers/wait.js";
 
 const MESSAGE_CONTENT_INTENT = 1 << 15;
 const DM_CHANNEL = "300000000000000001";
@@ -62,7 +62,7 @@ async function startPlatform(start: StartOptions = {}): Promise<Started> {
 
 /** Waits until `count` messages have arrived; the gateway delivers in order. */
 async function receivedCount(received: IncomingChatMessage[], count: number): Promise<void> {
-  await waitUntil(() => received.length >= count, `${count} message(s) were received`);
+  await waitFor(() => received.length >= count, `${count} message(s) were received`);
 }
 
 /** The log lines of failed logins. */
@@ -315,7 +315,7 @@ describe("DiscordPlatform errors", () => {
     platform = new DiscordPlatform({ token, apiBase: fake.restRoot, logger, reconnectBaseMs: 1 });
 
     const started = platform.start(() => {});
-    await waitUntil(() => couldNotConnect(lines).length >= 2, "two failed logins were logged");
+    await waitFor(() => couldNotConnect(lines).length >= 2, "two failed logins were logged");
 
     expect(platform.state).toBe("connecting");
     expect(couldNotConnect(lines)[0]?.error).toMatch(/discord\.bot_token/);
@@ -331,7 +331,7 @@ describe("DiscordPlatform errors", () => {
       waitUntilStarted: false,
     });
 
-    await waitUntil(() => couldNotConnect(lines).length > 0, "a failed login was logged");
+    await waitFor(() => couldNotConnect(lines).length > 0, "a failed login was logged");
 
     expect(couldNotConnect(lines)[0]?.error).toMatch(/Message Content Intent/);
     expect(JSON.stringify(lines)).not.toContain(fake.token);
@@ -343,7 +343,7 @@ describe("DiscordPlatform connection", () => {
     const { fake, platform, received, lines } = await startPlatform();
 
     fake.disconnect(4000);
-    await waitUntil(() => lines.some((l) => l.msg.includes("resumed")), "the session resumed");
+    await waitFor(() => lines.some((l) => l.msg.includes("resumed")), "the session resumed");
     await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "still there?" });
     await receivedCount(received, 1);
 
@@ -379,7 +379,7 @@ describe("DiscordPlatform connection", () => {
     await receivedCount(received, 1);
 
     expect(received.map((m) => m.text)).toEqual(["back"]);
-    await waitUntil(() => platform.state === "connected", "the platform is connected again");
+    await waitFor(() => platform.state === "connected", "the platform is connected again");
     expect(lines.some((line) => line.msg.includes("discord gave up on the session"))).toBe(true);
   });
 

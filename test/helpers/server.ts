@@ -198,19 +198,6 @@ export async function killAllServers(): Promise<void> {
   await Promise.all([...running].map((server) => server.kill()));
 }
 
-/** Polls `condition` every 20 ms until it holds; rejects after `timeoutMs`. */
-export async function waitUntil(
-  condition: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 10_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** A stored message, as the `messages` table holds it. */
 export interface StoredMessage {
   role: "user" | "assistant";

@@ -13,6 +13,7 @@ import type {
   Session,
   TokenUsage,
 } from "../../src/ports/index.js";
+import { TestClock } from "../helpers/clock.js";
 
 /** A store under test, on storage that outlives it. */
 export interface HistoryFixture {
@@ -26,19 +27,6 @@ export interface HistoryFixture {
 
 /** Opens a fresh, empty store whose times come from `clock`. */
 export type HistoryFactory = (clock: Clock) => Promise<HistoryFixture>;
-
-/** A clock that moves only when the test says so. */
-export class ManualClock implements Clock {
-  #time = Date.UTC(2025, 0, 1);
-
-  now(): number {
-    return this.#time;
-  }
-
-  advance(ms: number): void {
-    this.#time += ms;
-  }
-}
 
 /** A user message with one text block. */
 export function userText(text: string): ChatMessage {
@@ -116,12 +104,12 @@ function usage(input: number, output: number, cacheRead: number, cacheWrite: num
 /** Runs every HistoryStore behaviour against the stores `makeStore` opens. */
 export function historyContract(name: string, makeStore: HistoryFactory): void {
   describe(`HistoryStore contract: ${name}`, () => {
-    let clock: ManualClock;
+    let clock: TestClock;
     let fixture: HistoryFixture;
     let store: HistoryStore;
 
     beforeEach(async () => {
-      clock = new ManualClock();
+      clock = new TestClock();
       fixture = await makeStore(clock);
       store = fixture.store;
     });

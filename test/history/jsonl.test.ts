@@ -4,14 +4,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Clock } from "../../src/ports/index.js";
 import { JsonlHistoryStore } from "../../src/storage/jsonl/history.js";
-import {
-  assistantText,
-  historyContract,
-  ManualClock,
-  toolCalls,
-  toolResults,
-  userText,
-} from "./contract.js";
+import { TestClock } from "../helpers/clock.js";
+import { assistantText, historyContract, toolCalls, toolResults, userText } from "./contract.js";
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), "picklebot-history-jsonl-"));
@@ -37,7 +31,7 @@ historyContract("jsonl", async (clock: Clock) => {
 describe("JsonlHistoryStore", () => {
   let dir: string;
   let store: JsonlHistoryStore;
-  const clock = new ManualClock();
+  const clock = new TestClock();
   const indexPath = () => join(dir, "index.jsonl");
   const sessionPath = (id: string) => join(dir, "sessions", `${id}.jsonl`);
   const reopen = () => new JsonlHistoryStore({ dir, clock });

@@ -5,7 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Clock } from "../../src/ports/index.js";
 import { openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteHistoryStore } from "../../src/storage/sqlite/history.js";
-import { assistantText, historyContract, ManualClock, userText } from "./contract.js";
+import { TestClock } from "../helpers/clock.js";
+import { assistantText, historyContract, userText } from "./contract.js";
 
 type Database = ReturnType<typeof openDatabase>;
 
@@ -36,7 +37,7 @@ describe("SqliteHistoryStore", () => {
   let path: string;
   let db: Database;
   let store: SqliteHistoryStore;
-  const clock = new ManualClock();
+  const clock = new TestClock();
 
   beforeEach(() => {
     ({ dir, path } = tempDatabasePath());

@@ -4,25 +4,13 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { UserError } from "../../src/base/errors.js";
-import type { ClaimedJob, Clock, JobAdmin, JobQueue, NewJob } from "../../src/ports/index.js";
-
-/** A clock that moves only when the test says so. */
-export class ManualClock implements Clock {
-  #time = Date.UTC(2025, 0, 1);
-
-  now(): number {
-    return this.#time;
-  }
-
-  advance(ms: number): void {
-    this.#time += ms;
-  }
-}
+import type { ClaimedJob, JobAdmin, JobQueue, NewJob } from "../../src/ports/index.js";
+import type { TestClock } from "../helpers/clock.js";
 
 /** A queue under test, empty, with the clock it reads. */
 export interface QueueFixture {
   queue: JobQueue & JobAdmin;
-  clock: ManualClock;
+  clock: TestClock;
   /** Closes the queue and deletes its storage. */
   cleanup(): Promise<void>;
 }
@@ -65,7 +53,7 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
   describe(`JobQueue contract: ${name}`, () => {
     let fixture: QueueFixture;
     let queue: JobQueue & JobAdmin;
-    let clock: ManualClock;
+    let clock: TestClock;
 
     beforeEach(async () => {
       fixture = await makeQueue();

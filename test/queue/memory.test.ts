@@ -1,17 +1,18 @@
 import { describe, expect, it } from "vitest";
 import type { ClaimedJob } from "../../src/ports/index.js";
 import { MemoryJobQueue } from "../../src/storage/memory/queue.js";
-import { chatJob, ManualClock, queueContract } from "./contract.js";
+import { TestClock } from "../helpers/clock.js";
+import { chatJob, queueContract } from "./contract.js";
 
 queueContract("memory", async () => {
-  const clock = new ManualClock();
+  const clock = new TestClock();
   const queue = new MemoryJobQueue({ clock });
   return { queue, clock, cleanup: () => queue.close() };
 });
 
 describe("MemoryJobQueue", () => {
   it("forgets the oldest done jobs beyond keepDone, and nothing else", async () => {
-    const queue = new MemoryJobQueue({ clock: new ManualClock(), keepDone: 2 });
+    const queue = new MemoryJobQueue({ clock: new TestClock(), keepDone: 2 });
     const ids: string[] = [];
     for (const key of ["a", "b", "c"]) ids.push((await queue.enqueue(chatJob(key, key))).id);
     await queue.enqueue(chatJob("d", "still queued"));

@@ -4,8 +4,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ClaimedJob } from "../../src/ports/index.js";
 import { connectionConfig, openPostgres } from "../../src/storage/postgres/database.js";
 import { PostgresJobQueue } from "../../src/storage/postgres/queue.js";
+import { TestClock } from "../helpers/clock.js";
 import { postgresSkipReason, useMigratedDatabase } from "../helpers/postgres.js";
-import { chatJob, ManualClock, nextRunnable, queueContract } from "./contract.js";
+import { chatJob, nextRunnable, queueContract } from "./contract.js";
 
 const skipReason = await postgresSkipReason();
 
@@ -13,7 +14,7 @@ describe.skipIf(skipReason !== null)("PostgresJobQueue", () => {
   const database = useMigratedDatabase("queue");
 
   /** A queue on the test database, emptied first. */
-  async function openQueue(clock = new ManualClock()) {
+  async function openQueue(clock = new TestClock()) {
     const pool = await openPostgres({ url: database().url, poolSize: 4 });
     const queue = new PostgresJobQueue({
       pool,
@@ -51,7 +52,7 @@ describe.skipIf(skipReason !== null)("PostgresJobQueue", () => {
       }
     });
 
-    async function process(clock?: ManualClock) {
+    async function process(clock?: TestClock) {
       const opening = await openQueue(clock);
       opened.push(opening);
       return opening.queue;
@@ -121,7 +122,7 @@ describe.skipIf(skipReason !== null)("PostgresJobQueue", () => {
     });
 
     it("prunes only finished jobs last changed before the cutoff", async () => {
-      const clock = new ManualClock();
+      const clock = new TestClock();
       const queue = await process(clock);
       for (const key of ["done", "failed", "running", "queued"]) {
         await queue.enqueue(chatJob(key, key, { maxAttempts: 1 }));

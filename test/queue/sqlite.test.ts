@@ -7,7 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ClaimedJob } from "../../src/ports/index.js";
 import { openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteJobQueue } from "../../src/storage/sqlite/queue.js";
-import { chatJob, ManualClock, nextRunnable, queueContract } from "./contract.js";
+import { TestClock } from "../helpers/clock.js";
+import { chatJob, nextRunnable, queueContract } from "./contract.js";
 
 type Database = ReturnType<typeof openDatabase>;
 
@@ -19,7 +20,7 @@ function tempDatabasePath(): { dir: string; path: string } {
 queueContract("sqlite", async () => {
   const { dir, path } = tempDatabasePath();
   const db = openDatabase(path);
-  const clock = new ManualClock();
+  const clock = new TestClock();
   const queue = new SqliteJobQueue({ db, clock, pollMs: 10 });
   return {
     queue,
@@ -49,7 +50,7 @@ describe("SqliteJobQueue", () => {
   let db: Database;
   let queue: SqliteJobQueue;
   const opened: Array<{ db: Database; queue: SqliteJobQueue }> = [];
-  const clock = new ManualClock();
+  const clock = new TestClock();
 
   /** Another connection to the same file, as the CLI would open it. */
   function openAgain(): { db: Database; queue: SqliteJobQueue } {

@@ -1,89 +1,310 @@
 /**
- * The AgentWorker in-process on SQLite storage in a temp workspace: which failures are
- * retried and which fail the job at once. No model call is made by these jobs.
+ * The AgentWorker and the agent loop, in-process: memory (or SQLite) queue, SQLite history
+ * on a temp file, the real Anthropic SDK against the fake API, and replies through the chat
+ * frontend to an in-memory chat platform (test/helpers/core.ts).
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AgentRunner } from "../../src/agents/runner.js";
-import { systemClock } from "../../src/base/clock.js";
-import { silentLogger } from "../../src/base/log.js";
-import { loadConfig } from "../../src/config/index.js";
-import { FrontendRegistry } from "../../src/frontends/registry.js";
-import { type ModelProvider, RESUME_MARKER, type Storage } from "../../src/ports/index.js";
+import BetterSqlite from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { type ChatMessage, type Job, RESUME_MARKER } from "../../src/ports/index.js";
 import { AgentWorker } from "../../src/server/agent-worker.js";
-import { ServerMetrics } from "../../src/server/metrics.js";
-import { openSqliteStorage } from "../../src/storage/sqlite/index.js";
-import { waitUntil } from "../helpers/server.js";
-import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+import { DATABASE_FILE } from "../../src/storage/index.js";
+import { type FakeReply, lastUserText, messageText, requestAt } from "../fakes/anthropic.js";
+import { CHAT_ID, CHAT_KEY, type Core, type CoreOptions, openCore } from "../helpers/core.js";
+import { waitFor } from "../helpers/wait.js";
 
-const unusedProvider: ModelProvider = {
-  complete: () => Promise.reject(new Error("no model call expected")),
-};
+let core: Core;
 
-let workspace: TempWorkspace;
-let storage: Storage;
-
-beforeEach(() => {
-  workspace = makeWorkspace();
-  storage = openSqliteStorage(loadConfig(workspace.dir, {}), systemClock);
-});
-
-afterEach(async () => {
-  await storage.close();
-  workspace.remove();
-});
-
-function agentWorker(overrides: { concurrency?: number; jobTimeoutMs?: number } = {}) {
-  const config = loadConfig(workspace.dir, {});
-  const runner = new AgentRunner({
-    workspace: workspace.dir,
-    config,
-    agents: new Map(),
-    history: storage.history,
-    provider: unusedProvider,
-    clock: systemClock,
-  });
-  return new AgentWorker({
-    workerId: "test-worker",
-    queue: storage.queue,
-    history: storage.history,
-    checkpoint: storage.checkpoint,
-    runner,
-    frontends: new FrontendRegistry(),
-    concurrency: 1,
-    jobTimeoutMs: 30_000,
-    clock: systemClock,
-    logger: silentLogger(),
-    metrics: new ServerMetrics(),
-    pollMs: 20,
-    ...overrides,
-  });
+async function startCore(options: CoreOptions = {}): Promise<Core> {
+  core = await openCore(options);
+  return core;
 }
 
-describe("AgentWorker: permanent failures", () => {
-  it("fails a job whose session has no message to answer at once, without retries", async () => {
-    const session = await storage.history.createSession({ key: "console:test", agentId: "pickle" });
-    const job = await storage.queue.enqueue({
-      agentId: "pickle",
-      sessionKey: "console:test",
-      sessionId: session.id,
-      message: RESUME_MARKER,
-      mode: "job",
-      replyTo: { kind: "silent" },
-      maxAttempts: 5,
-    });
-    const stop = new AbortController();
-    const running = agentWorker().run(stop.signal);
+afterEach(async () => {
+  await core?.close();
+});
 
-    await waitUntil(
-      async () => (await storage.queue.get(job.id))?.state === "failed",
-      "the job failed",
+function user(text: string): ChatMessage {
+  return { role: "user", content: [{ type: "text", text }] };
+}
+
+function assistant(text: string): ChatMessage {
+  return { role: "assistant", content: [{ type: "text", text }] };
+}
+
+/** A session of the chat holding `messages`, as a crashed attempt left it. */
+async function sessionWith(...messages: ChatMessage[]): Promise<string> {
+  const session = await core.storage.history.createSession({ key: CHAT_KEY, agentId: "pickle" });
+  for (const message of messages) await core.storage.history.append(session.id, message);
+  return session.id;
+}
+
+async function stored(sessionId: string): Promise<ChatMessage[]> {
+  return core.storage.history.loadContext(sessionId, 1000);
+}
+
+const isDone = (job: Job) => job.state === "done";
+const isFailed = (job: Job) => job.state === "failed";
+const retried = (attempts: number) => (job: Job) =>
+  job.state === "queued" && job.attempts === attempts;
+
+describe("AgentWorker: a turn", () => {
+  it("checkpoints the message, runs a tool call, answers, and delivers the reply", async () => {
+    await startCore();
+    core.model.script(
+      { toolUses: [{ name: "read", input: { path: "notes.md" }, id: "toolu_1" }] },
+      { text: "Pickles are cucumbers." },
     );
-    stop.abort();
-    await running;
+    core.start();
+    const job = await core.enqueue("What do my notes say?");
+    const done = await core.waitForJob(job.id, isDone);
 
-    const failed = await storage.queue.get(job.id);
-    expect(failed).toMatchObject({ state: "failed", attempts: 1 });
-    expect(failed?.lastError).toContain("has no message to answer");
+    expect(done).toMatchObject({ message: RESUME_MARKER, attempts: 1 });
+    expect(core.model.requests).toHaveLength(2);
+    expect(lastUserText(requestAt(core.model, 1))).toContain("cucumbers in brine");
+    const messages = await stored(done.sessionId as string);
+    expect(messages.map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
+    expect(messages[2]?.content[0]).toMatchObject({ type: "tool_result", tool_use_id: "toolu_1" });
+    await waitFor(() => core.platform.texts(CHAT_ID).at(-1) === "Pickles are cucumbers.");
+    expect(core.platform.texts(CHAT_ID)).toEqual(["Pickles are cucumbers."]);
+  });
+
+  it("continues the chat's current session on the next message", async () => {
+    await startCore();
+    core.start();
+    const first = await core.waitForJob((await core.enqueue("one")).id, isDone);
+    const second = await core.waitForJob((await core.enqueue("two")).id, isDone);
+    expect(second.sessionId).toBe(first.sessionId);
+    expect(await stored(second.sessionId as string)).toHaveLength(4);
+    const sent = core.model.requests[1]?.body.messages ?? [];
+    expect(sent.map((message) => messageText(message))).toEqual(["one", "ok", "two"]);
+  });
+});
+
+describe("AgentWorker: resuming a checkpointed job", () => {
+  it("delivers a complete reply found in history again, with no model call", async () => {
+    await startCore();
+    const sessionId = await sessionWith(user("hi"), assistant("Hello there."));
+    core.start();
+    const job = await core.enqueue(RESUME_MARKER, { sessionId });
+    await core.waitForJob(job.id, isDone);
+    expect(core.model.requests).toHaveLength(0);
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 1);
+    expect(core.platform.texts(CHAT_ID)).toEqual(["Hello there."]);
+    expect(await stored(sessionId)).toHaveLength(2);
+  });
+
+  it("runs tool calls left without results, then calls the model", async () => {
+    await startCore();
+    const sessionId = await sessionWith(user("read my notes"), {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_9", name: "read", input: { path: "notes.md" } }],
+    });
+    core.model.script({ text: "They are about pickles." });
+    core.start();
+    const job = await core.enqueue(RESUME_MARKER, { sessionId });
+    await core.waitForJob(job.id, isDone);
+    expect(core.model.requests).toHaveLength(1);
+    expect(lastUserText(requestAt(core.model, 0))).toContain("cucumbers in brine");
+    const messages = await stored(sessionId);
+    expect(messages.map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
+    expect(messages[2]?.content[0]).toMatchObject({ type: "tool_result", tool_use_id: "toolu_9" });
+  });
+
+  it("calls the model on the history as it stands, without appending the message again", async () => {
+    await startCore();
+    const sessionId = await sessionWith(user("what is brine?"));
+    core.model.script({ text: "Salty water." });
+    core.start();
+    const job = await core.enqueue(RESUME_MARKER, { sessionId });
+    await core.waitForJob(job.id, isDone);
+    const sent = core.model.requests[0]?.body.messages ?? [];
+    expect(sent.map((message) => messageText(message))).toEqual(["what is brine?"]);
+    expect(await stored(sessionId)).toEqual([user("what is brine?"), assistant("Salty water.")]);
+  });
+});
+
+describe("AgentWorker: failures", () => {
+  const transient: Array<[string, FakeReply]> = [
+    ["a 429", { error: { status: 429, message: "rate limited" } }],
+    ["a 500", { error: { status: 500, message: "internal error" } }],
+    ["a 529", { error: { status: 529, message: "overloaded" } }],
+    ["a stream cut short (network)", { cutAfterChunks: 1, text: "a partial answer here" }],
+  ];
+
+  it.each(transient)(
+    "requeues the job with backoff after %s, then runs it again",
+    async (_, reply) => {
+      await startCore();
+      core.model.script(reply, { text: "Recovered." });
+      core.start();
+      const job = await core.enqueue("hello");
+      const waiting = await core.waitForJob(job.id, retried(1), "the requeue");
+      expect(waiting.runAt).toBeGreaterThan(core.clock.now());
+      expect(waiting.errors).toHaveLength(1);
+      expect(waiting.message).toBe(RESUME_MARKER);
+
+      core.clock.advance(waiting.runAt - core.clock.now());
+      const done = await core.waitForJob(job.id, isDone);
+      expect(done.attempts).toBe(2);
+      const messages = await stored(done.sessionId as string);
+      expect(messages.filter((message) => message.role === "user")).toHaveLength(1);
+      // The retry's reply replaces whatever the failed attempt streamed: one message.
+      await waitFor(() => core.platform.texts(CHAT_ID).at(-1) === "Recovered.");
+      expect(core.platform.texts(CHAT_ID)).toEqual(["Recovered."]);
+    },
+  );
+
+  it("waits at least as long as a 429's retry-after", async () => {
+    await startCore();
+    core.model.script({ error: { status: 429, retryAfterS: 30 } });
+    core.start();
+    const job = await core.enqueue("hello");
+    const waiting = await core.waitForJob(job.id, retried(1));
+    expect(waiting.runAt).toBeGreaterThanOrEqual(core.clock.now() + 30_000);
+  });
+
+  it("fails the job at once on a 400 from the model, and tells the user", async () => {
+    await startCore();
+    core.model.script({ error: { status: 400, message: "messages: invalid" } });
+    core.start();
+    const job = await core.enqueue("hello");
+    const failed = await core.waitForJob(job.id, isFailed);
+    expect(failed.attempts).toBe(1);
+    expect(failed.errors).toHaveLength(1);
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the failure notice");
+  });
+
+  it("fails a job of an unknown agent at once, with no model call, and tells the user", async () => {
+    await startCore();
+    core.start();
+    const job = await core.enqueue("hello", { agentId: "nobody" });
+    const failed = await core.waitForJob(job.id, isFailed);
+    expect(failed.attempts).toBe(1);
+    expect(failed.lastError).toContain("nobody");
+    expect(core.model.requests).toHaveLength(0);
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the failure notice");
+  });
+
+  it("fails the job and tells the user once max_attempts are spent", async () => {
+    await startCore();
+    core.model.script({ error: { status: 500 } }, { error: { status: 503 } });
+    core.start();
+    const job = await core.enqueue("hello", { maxAttempts: 2 });
+    const waiting = await core.waitForJob(job.id, retried(1));
+    expect(core.platform.texts(CHAT_ID)).toEqual([]);
+    core.clock.advance(waiting.runAt - core.clock.now());
+    const failed = await core.waitForJob(job.id, isFailed);
+    expect(failed.attempts).toBe(2);
+    expect(failed.errors.map((error) => error.attempt)).toEqual([1, 2]);
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the failure notice");
+  });
+
+  it("requeues a job that runs past job_timeout_s", async () => {
+    await startCore({ jobTimeoutS: 0.2 });
+    core.model.script({ hang: true }, { text: "In time." });
+    core.start();
+    const job = await core.enqueue("hello");
+    const waiting = await core.waitForJob(job.id, retried(1), "the timeout's requeue");
+    expect(waiting.errors).toHaveLength(1);
+    core.clock.advance(waiting.runAt - core.clock.now());
+    await core.waitForJob(job.id, isDone);
+    await waitFor(() => core.platform.texts(CHAT_ID).at(-1) === "In time.");
+  });
+});
+
+describe("AgentWorker: /stop", () => {
+  it("cancels the running job of a session: failed, not retried, and the user told", async () => {
+    await startCore();
+    core.model.script({ hang: true });
+    core.start();
+    const job = await core.enqueue("write me a long story");
+    await waitFor(() => core.model.requests.length === 1, "the model call");
+    expect(core.worker.stopSession("telegram:other")).toBe(false);
+    expect(core.worker.stopSession(CHAT_KEY)).toBe(true);
+    const failed = await core.waitForJob(job.id, isFailed);
+    expect(failed.attempts).toBe(1);
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the stop notice");
+    expect(core.worker.running).toEqual([]);
+    expect(core.worker.stopSession(CHAT_KEY)).toBe(false);
+  });
+});
+
+describe("AgentWorker: a lost lock (another worker took the job)", () => {
+  /** Hands the job to worker-b behind worker-a's back, as a rescue by another process would. */
+  function stealJob(workspace: string, jobId: string): void {
+    const db = new BetterSqlite(`${workspace}/history/${DATABASE_FILE}`);
+    try {
+      db.prepare("UPDATE jobs SET locked_by = 'worker-b', lock_token = 'stolen' WHERE id = ?").run(
+        jobId,
+      );
+    } finally {
+      db.close();
+    }
+  }
+
+  it("stops before the checkpoint: no message written, no model call, the job left to its owner", async () => {
+    await startCore({
+      queue: "sqlite",
+      checkpoint: (storage) => async (job, sessionId, message) => {
+        stealJob(core.ws.dir, job.id);
+        return storage.checkpoint(job, sessionId, message);
+      },
+    });
+    core.start();
+    const job = await core.enqueue("hello");
+    await waitFor(() => core.lines.some((line) => line.msg === "job interrupted"));
+    expect(core.model.requests).toHaveLength(0);
+    expect(await core.storage.queue.get(job.id)).toMatchObject({
+      state: "running",
+      lockedBy: "worker-b",
+      message: "hello",
+    });
+    const session = await core.storage.history.currentSession(CHAT_KEY);
+    expect(session?.messageCount ?? 0).toBe(0);
+  });
+
+  it("does not complete a job whose lock it lost while the model answered", async () => {
+    await startCore({ queue: "sqlite" });
+    let release = () => {};
+    const resume = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    core.model.script({ text: "one two three four", chunks: 4, pauseAfterChunks: 1, resume });
+    core.start();
+    const job = await core.enqueue("hello");
+    await waitFor(() => core.model.requests.length === 1, "the model call");
+    stealJob(core.ws.dir, job.id);
+    release();
+    await waitFor(() =>
+      core.lines.some((line) => line.msg === "job finished after its lock was lost"),
+    );
+    const after = await core.storage.queue.get(job.id);
+    expect(after).toMatchObject({ state: "running", lockedBy: "worker-b" });
+    const messages = await stored(after?.sessionId as string);
+    expect(messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+  });
+});
+
+describe("AgentWorker: a job with nothing to answer", () => {
+  it("fails at once, without retries, when its session has no message to answer", async () => {
+    await startCore();
+    const sessionId = await sessionWith();
+    core.start();
+    const job = await core.enqueue(RESUME_MARKER, { sessionId, maxAttempts: 5 });
+    const failed = await core.waitForJob(job.id, isFailed);
+    expect(failed.attempts).toBe(1);
+    expect(failed.lastError).toContain("has no message to answer");
+    expect(core.model.requests).toHaveLength(0);
   });
 });
 
@@ -92,7 +313,8 @@ describe("AgentWorker: options", () => {
     ["concurrency", { concurrency: 0 }],
     ["concurrency", { concurrency: Number.NaN }],
     ["jobTimeoutMs", { jobTimeoutMs: -1 }],
-  ])("rejects a nonsense %s", (name, overrides) => {
-    expect(() => agentWorker(overrides)).toThrow(name);
+  ])("rejects a nonsense %s", async (name, overrides) => {
+    await startCore();
+    expect(() => new AgentWorker({ ...core.workerOptions, ...overrides })).toThrow(name);
   });
 });

@@ -10,7 +10,8 @@ import type { Clock, Worker } from "../../src/ports/index.js";
 import { HttpEndpoint } from "../../src/server/http.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { type RestartPolicy, Supervisor } from "../../src/server/supervisor.js";
-import { waitUntil } from "../helpers/server.js";
+import { TestClock } from "../helpers/clock.js";
+import { waitFor } from "../helpers/wait.js";
 
 /** A worker whose n-th run (from 1) does what `behaviour` says. */
 class ScriptedWorker implements Worker {
@@ -95,7 +96,7 @@ describe("Supervisor", () => {
     const steady = new ScriptedWorker("steady", async (_run, signal) => untilAborted(signal));
     h.supervisor.start(flaky);
     h.supervisor.start(steady);
-    await waitUntil(() => flaky.runs === 4, "the fourth run of the flaky worker");
+    await waitFor(() => flaky.runs === 4, "the fourth run of the flaky worker");
 
     expect(h.supervisor.health()).toEqual([
       {
@@ -124,22 +125,21 @@ describe("Supervisor", () => {
     const h = harness({ initialDelayMs: 5, maxDelayMs: 20 });
     const worker = new ScriptedWorker("flaky", crashing(5));
     h.supervisor.start(worker);
-    await waitUntil(() => worker.runs === 6, "the sixth run");
+    await waitFor(() => worker.runs === 6, "the sixth run");
     expect(restartDelays(h.logs)).toEqual([5, 10, 20, 20, 20]);
   });
 
   it("starts again from the initial delay after a run that stayed healthy long enough", async () => {
-    let now = 1_000_000;
-    const clock: Clock = { now: () => now };
+    const clock = new TestClock();
     const h = harness({ initialDelayMs: 5, maxDelayMs: 40, healthyAfterMs: 60_000 }, clock);
     const worker = new ScriptedWorker("flaky", async (run, signal) => {
       // The third run stays up a minute (on the injected clock) before it crashes.
-      if (run === 3) now += 60_000;
+      if (run === 3) clock.advance(60_000);
       if (run <= 4) throw new Error(`boom ${run}`);
       await untilAborted(signal);
     });
     h.supervisor.start(worker);
-    await waitUntil(() => worker.runs === 5, "the fifth run");
+    await waitFor(() => worker.runs === 5, "the fifth run");
     expect(restartDelays(h.logs)).toEqual([5, 10, 5, 10]);
   });
 
@@ -148,7 +148,7 @@ describe("Supervisor", () => {
     const url = await serveHttp(h);
     const worker = new ScriptedWorker("cron", crashing(1));
     h.supervisor.start(worker);
-    await waitUntil(() => h.supervisor.health()[0]?.state === "restarting", "the crash");
+    await waitFor(() => h.supervisor.health()[0]?.state === "restarting", "the crash");
 
     expect(h.supervisor.healthy()).toBe(false);
     const response = await fetch(`${url}/healthz`);
@@ -178,7 +178,7 @@ describe("Supervisor", () => {
       await untilAborted(signal);
     });
     h.supervisor.start(worker);
-    await waitUntil(() => worker.runs === 2, "the second run");
+    await waitFor(() => worker.runs === 2, "the second run");
     expect(h.supervisor.health()[0]).toMatchObject({
       state: "running",
       restarts: 1,

@@ -1,8 +1,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createBashTool } from "../../src/agents/tools/bash.js";
 import { isAlive } from "../helpers/cli.js";
+import { waitFor } from "../helpers/wait.js";
 import { createTempWorkspace, type TempWorkspace } from "./workspace.js";
 
 let temp: TempWorkspace;
@@ -59,15 +60,13 @@ describe("bash", () => {
       "command timed out after 0.3 s and was killed; output so far:\nstarted",
     );
     const childPid = Number(readFileSync(join(temp.workspace, "child.pid"), "utf8"));
-    await vi.waitFor(() => expect(isAlive(childPid)).toBe(false), { timeout: 5_000 });
+    await waitFor(() => !isAlive(childPid), "the child is killed");
   });
 
   it("kills the command when the job is aborted", async () => {
     const controller = new AbortController();
     const run = bash.run({ command: "touch started; sleep 30" }, temp.context(controller.signal));
-    await vi.waitFor(() => expect(existsSync(join(temp.workspace, "started"))).toBe(true), {
-      timeout: 5_000,
-    });
+    await waitFor(() => existsSync(join(temp.workspace, "started")), "the command started");
     controller.abort();
     await expect(run).rejects.toThrow("command was stopped because the job was aborted");
   });

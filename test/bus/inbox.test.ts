@@ -1,0 +1,225 @@
+/**
+ * ChatInbox in-process: messages from the in-memory chat platform, on the SQLite storage of
+ * a temp workspace (queue, history and pairing in one database) and the test clock.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { IncomingChatMessage, Storage } from "../../src/ports/index.js";
+import { PAIRING_CODE_TTL_MS } from "../../src/ports/index.js";
+import { ChatInbox } from "../../src/server/bus/inbox.js";
+import { openStorage } from "../../src/storage/index.js";
+import { FakeChatPlatform } from "../fakes/chat-platform.js";
+import { TestClock } from "../helpers/clock.js";
+import { testConfig } from "../helpers/config.js";
+import { recordingLogger } from "../helpers/log.js";
+import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+
+const OWNER = "7";
+const STRANGER = "666";
+
+let ws: TempWorkspace;
+let storage: Storage;
+let clock: TestClock;
+let answers: Array<{ chatId: string; text: string }>;
+let stops: string[];
+let running: Set<string>;
+let telegram: FakeChatPlatform;
+let discord: FakeChatPlatform;
+
+function inbox(queue: Storage["queue"] = storage.queue): ChatInbox {
+  return new ChatInbox({
+    allowedUserIds: (platform) =>
+      new Set(platform === "telegram" ? [OWNER] : ["80351110224678912"]),
+    agentId: "pickle",
+    queue,
+    history: storage.history,
+    pairing: storage.pairing,
+    answer: async (message, text) => {
+      answers.push({ chatId: message.chatId, text });
+    },
+    stopSession: async (sessionKey) => {
+      stops.push(sessionKey);
+      return running.has(sessionKey);
+    },
+    clock,
+    logger: recordingLogger().logger,
+  });
+}
+
+/** Starts both platforms on one inbox; resolves each pushed message once it is handled. */
+async function connect(target: ChatInbox = inbox()) {
+  const handled: Promise<void>[] = [];
+  for (const platform of [telegram, discord]) {
+    await platform.start((message) => handled.push(target.handle(message)));
+  }
+  return async (platform: FakeChatPlatform, message: Partial<IncomingChatMessage>) => {
+    const sent = platform.push(message);
+    await Promise.all(handled);
+    return sent;
+  };
+}
+
+beforeEach(async () => {
+  ws = makeWorkspace();
+  clock = new TestClock();
+  storage = await openStorage(testConfig(ws.dir), clock);
+  answers = [];
+  stops = [];
+  running = new Set();
+  telegram = new FakeChatPlatform({ kind: "telegram" });
+  discord = new FakeChatPlatform({ kind: "discord", maxMessageLength: 2000 });
+});
+
+afterEach(async () => {
+  await storage.close();
+  ws.remove();
+});
+
+describe("ChatInbox: messages of allowed users", () => {
+  it("enqueues one chat job with the chat's session key, reply target and dedupe key", async () => {
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "42", text: "hello there" });
+    const jobs = await storage.queue.list();
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]).toMatchObject({
+      agentId: "pickle",
+      sessionKey: "telegram:42",
+      sessionId: null,
+      message: "hello there",
+      mode: "chat",
+      replyTo: { kind: "telegram", chatId: "42" },
+      state: "queued",
+    });
+    expect(answers).toEqual([]);
+  });
+
+  it("replies to a Discord channel as a Discord target", async () => {
+    const send = await connect();
+    await send(discord, { userId: "80351110224678912", chatId: "555", text: "hi" });
+    expect(await storage.queue.list()).toMatchObject([
+      { sessionKey: "discord:555", replyTo: { kind: "discord", channelId: "555" } },
+    ]);
+  });
+
+  it("adds nothing for a redelivered message (same message id)", async () => {
+    const send = await connect();
+    const first = await send(telegram, { userId: OWNER, text: "once" });
+    await send(telegram, { userId: OWNER, text: "once", messageId: first.messageId });
+    expect(await storage.queue.list()).toHaveLength(1);
+    await send(telegram, { userId: OWNER, text: "once" });
+    expect(await storage.queue.list()).toHaveLength(2);
+  });
+
+  it("answers an empty message (a bare mention) with help instead of a job", async () => {
+    const send = await connect();
+    await send(telegram, { userId: OWNER, text: "   " });
+    expect(await storage.queue.list()).toEqual([]);
+    expect(answers).toHaveLength(1);
+    expect(answers[0]?.text).toContain("/new");
+  });
+
+  it("tells the sender when the message could not be queued, and does not throw", async () => {
+    const broken = Object.create(storage.queue) as Storage["queue"];
+    broken.enqueue = async () => {
+      throw new Error("database is locked");
+    };
+    const send = await connect(inbox(broken));
+    await send(telegram, { userId: OWNER, text: "hello" });
+    expect(answers).toHaveLength(1);
+  });
+});
+
+describe("ChatInbox: strangers", () => {
+  it("refuses with their id and a pairing code, enqueues nothing, and refuses at most once an hour", async () => {
+    const send = await connect();
+    await send(telegram, { userId: STRANGER, userName: "Mallory", text: "let me in" });
+    expect(await storage.queue.list()).toEqual([]);
+    const [code] = await storage.pairing.pending(clock.now());
+    expect(code).toMatchObject({ platform: "telegram", userId: STRANGER, userName: "Mallory" });
+    expect(answers).toHaveLength(1);
+    expect(answers[0]?.text).toContain(STRANGER);
+    expect(answers[0]?.text).toContain(code?.code);
+
+    await send(telegram, { userId: STRANGER, text: "hello?" });
+    clock.advance(PAIRING_CODE_TTL_MS - 1);
+    await send(telegram, { userId: STRANGER, text: "anyone?" });
+    expect(answers).toHaveLength(1);
+    expect(await storage.queue.list()).toEqual([]);
+
+    clock.advance(1);
+    await send(telegram, { userId: STRANGER, text: "again" });
+    expect(answers).toHaveLength(2);
+  });
+
+  it("admits a stranger once the owner approved their code", async () => {
+    const send = await connect();
+    await send(telegram, { userId: STRANGER, text: "let me in" });
+    const [request] = await storage.pairing.pending(clock.now());
+    await storage.pairing.approve(request?.code as string, clock.now());
+    await send(telegram, { userId: STRANGER, text: "thanks" });
+    expect(await storage.queue.list()).toMatchObject([{ message: "thanks" }]);
+  });
+
+  it("does not let a Telegram allowlist entry in on Discord", async () => {
+    const send = await connect();
+    await send(discord, { userId: OWNER, text: "hi" });
+    expect(await storage.queue.list()).toEqual([]);
+    expect(answers).toHaveLength(1);
+  });
+});
+
+describe("ChatInbox: commands", () => {
+  it("/new starts a new session for the chat, and no job", async () => {
+    const send = await connect();
+    const before = await storage.history.createSession({ key: "telegram:42", agentId: "pickle" });
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/new" });
+    const current = await storage.history.currentSession("telegram:42");
+    expect(current?.id).not.toBe(before.id);
+    expect(answers[0]?.text).toContain(current?.id);
+    expect(await storage.queue.list()).toEqual([]);
+  });
+
+  it("/status names the agent and counts the chat's waiting jobs", async () => {
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "42", text: "first" });
+    await send(telegram, { userId: OWNER, chatId: "43", text: "another chat" });
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/status" });
+    expect(answers).toHaveLength(1);
+    expect(answers[0]?.text).toContain("pickle");
+    expect(answers[0]?.text).toContain("1 waiting");
+    expect(await storage.queue.list()).toHaveLength(2);
+  });
+
+  it("/stop asks to stop the chat's session, and answers either way", async () => {
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/stop" });
+    running.add("telegram:42");
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/stop@picklebot" });
+    expect(stops).toEqual(["telegram:42", "telegram:42"]);
+    expect(answers).toHaveLength(2);
+    expect(answers[0]?.text).not.toBe(answers[1]?.text);
+    expect(await storage.queue.list()).toEqual([]);
+  });
+
+  it.each(["/help", "/start", "/HELP"])(
+    "%s answers with help and enqueues nothing",
+    async (text) => {
+      const send = await connect();
+      await send(telegram, { userId: OWNER, text });
+      expect(answers).toHaveLength(1);
+      expect(answers[0]?.text).toContain("/stop");
+      expect(await storage.queue.list()).toEqual([]);
+    },
+  );
+
+  it("treats an unknown command as a message for the agent", async () => {
+    const send = await connect();
+    await send(telegram, { userId: OWNER, text: "/weather Berlin" });
+    expect(await storage.queue.list()).toMatchObject([{ message: "/weather Berlin" }]);
+  });
+
+  it("never runs commands for strangers", async () => {
+    const send = await connect();
+    await send(telegram, { userId: STRANGER, text: "/stop" });
+    expect(stops).toEqual([]);
+  });
+});

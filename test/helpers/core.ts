@@ -1,0 +1,171 @@
+/**
+ * The agent core, built in-process the way the server builds it: storage opened by
+ * `openStorage` from a temp workspace (memory or SQLite queue, SQLite history), the real
+ * Anthropic SDK pointed at the fake API, the chat senders (chat frontend and outbox
+ * delivery) over a {@link FakeChatPlatform}, an {@link AgentWorker}, and the
+ * {@link MessageBusWorker} receiving from the same platform, all on the test clock.
+ *
+ *   const core = await openCore();
+ *   core.start();                       // the AgentWorker; start({ bus: true }) adds the bus
+ *   const job = await core.enqueue("hello");
+ *   await core.waitForJob(job.id, (job) => job.state === "done");
+ *   await core.close();
+ */
+import { createAnthropicProvider } from "../../src/agents/anthropic.js";
+import { AgentRunner } from "../../src/agents/runner.js";
+import type { Config } from "../../src/config/index.js";
+import { FrontendRegistry } from "../../src/frontends/registry.js";
+import type { Checkpoint, Job, NewJob, Storage } from "../../src/ports/index.js";
+import { AgentWorker, type AgentWorkerOptions } from "../../src/server/agent-worker.js";
+import { ChatSenders } from "../../src/server/bus/senders.js";
+import { MessageBusWorker } from "../../src/server/bus/worker.js";
+import { ServerMetrics } from "../../src/server/metrics.js";
+import { openStorage } from "../../src/storage/index.js";
+import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import { FakeChatPlatform } from "../fakes/chat-platform.js";
+import { TestClock } from "./clock.js";
+import { testConfig } from "./config.js";
+import { type LogLine, recordingLogger } from "./log.js";
+import { waitFor } from "./wait.js";
+import { makeWorkspace, type TempWorkspace } from "./workspace.js";
+
+/** The chat the core's jobs reply to (on the fake Telegram). */
+export const CHAT_ID = "42";
+/** The session key of {@link CHAT_ID}. */
+export const CHAT_KEY = `telegram:${CHAT_ID}`;
+/** The Telegram user the bus admits (`allowed_user_ids`). */
+export const OWNER_ID = "7";
+
+/** Options of {@link openCore}. */
+export interface CoreOptions {
+  /** (Default: memory) */
+  queue?: "memory" | "sqlite";
+  /** `workers.job_timeout_s`. (Default: 300) */
+  jobTimeoutS?: number;
+  /** Wraps the storage's checkpoint (e.g. to lose the lock first). (Default: as is) */
+  checkpoint?: (storage: Storage) => Checkpoint;
+}
+
+/** An in-process core, not yet running. */
+export interface Core {
+  ws: TempWorkspace;
+  config: Config;
+  clock: TestClock;
+  storage: Storage;
+  model: FakeAnthropic;
+  platform: FakeChatPlatform;
+  worker: AgentWorker;
+  /** The worker's options, for building another one with some changed. */
+  workerOptions: AgentWorkerOptions;
+  lines: LogLine[];
+  /** Runs the AgentWorker (and the chat bus, when asked) until {@link Core.close}. */
+  start(options?: { bus?: boolean }): void;
+  /** Enqueues a chat job of {@link CHAT_KEY}; `overrides` change any field. */
+  enqueue(message: string, overrides?: Partial<NewJob>): Promise<Job>;
+  /** Waits until the stored job satisfies `done`, and returns it. */
+  waitForJob(id: string, done: (job: Job) => boolean, what?: string): Promise<Job>;
+  /** Stops the worker, then closes storage and the fake API and deletes the workspace. */
+  close(): Promise<void>;
+}
+
+/** Builds the core on a fresh temp workspace. */
+export async function openCore(options: CoreOptions = {}): Promise<Core> {
+  const ws = makeWorkspace({ "notes.md": "Pickles are cucumbers in brine.\n" });
+  const model = await startFakeAnthropic();
+  const config = testConfig(ws.dir, {
+    llm: { api_key: "test-key", base_url: model.url, timeout_s: 20 },
+    queue: { backend: options.queue ?? "memory" },
+    history: { backend: "sqlite" },
+    workers: { job_timeout_s: options.jobTimeoutS ?? 300 },
+  });
+  const clock = new TestClock();
+  const storage = await openStorage(config, clock);
+  const { logger, lines } = recordingLogger();
+  const platform = new FakeChatPlatform();
+  const frontends = new FrontendRegistry();
+  const senders = new ChatSenders({
+    platforms: [platform],
+    outbox: storage.outbox,
+    frontends,
+    holder: "test",
+    clock,
+    logger,
+    editIntervalMs: 0,
+  });
+  const runner = new AgentRunner({
+    workspace: ws.dir,
+    config,
+    agents: new Map(),
+    history: storage.history,
+    provider: createAnthropicProvider({ apiKey: "test-key", baseURL: model.url, maxRetries: 0 }),
+    clock,
+  });
+  const workerOptions: AgentWorkerOptions = {
+    workerId: "worker-a",
+    queue: storage.queue,
+    history: storage.history,
+    checkpoint: options.checkpoint?.(storage) ?? storage.checkpoint,
+    runner,
+    frontends,
+    concurrency: 2,
+    jobTimeoutMs: config.workers.job_timeout_s * 1000,
+    clock,
+    logger,
+    metrics: new ServerMetrics(),
+    pollMs: 10,
+  };
+  const worker = new AgentWorker(workerOptions);
+  const bus = new MessageBusWorker({
+    createPlatforms: () => [platform],
+    allowedUserIds: () => new Set([OWNER_ID]),
+    agentId: config.default_agent,
+    queue: storage.queue,
+    history: storage.history,
+    pairing: storage.pairing,
+    senders,
+    stopSession: async (key) => worker.stopSession(key),
+    clock,
+    logger,
+  });
+  const controller = new AbortController();
+  const running: Promise<void>[] = [];
+  return {
+    ws,
+    config,
+    clock,
+    storage,
+    model,
+    platform,
+    worker,
+    workerOptions,
+    lines,
+    start(options = {}) {
+      running.push(worker.run(controller.signal));
+      if (options.bus) running.push(bus.run(controller.signal));
+    },
+    enqueue(message, overrides = {}) {
+      return storage.queue.enqueue({
+        agentId: "pickle",
+        sessionKey: CHAT_KEY,
+        message,
+        mode: "chat",
+        replyTo: { kind: "telegram", chatId: CHAT_ID },
+        ...overrides,
+      });
+    },
+    async waitForJob(id, done, what = `job ${id} to reach the expected state`) {
+      return waitFor(async () => {
+        const job = await storage.queue.get(id);
+        return job && done(job) ? job : null;
+      }, what);
+    },
+    async close() {
+      controller.abort();
+      await model.close();
+      await Promise.all(running);
+      await senders.close();
+      await storage.close();
+      ws.remove();
+    },
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * The chat path in one process: a person writes on the in-memory chat platform, the
+ * MessageBusWorker's inbox enqueues, the AgentWorker runs the turn against the fake
+ * Anthropic API, and the chat senders stream and deliver the reply (test/helpers/core.ts).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { lastUserText, requestAt } from "../fakes/anthropic.js";
+import { rateLimited } from "../fakes/chat-platform.js";
+import { CHAT_ID, type Core, OWNER_ID, openCore } from "../helpers/core.js";
+import { waitFor } from "../helpers/wait.js";
+
+let core: Core;
+
+afterEach(async () => {
+  await core?.close();
+});
+
+async function startChat(): Promise<Core> {
+  core = await openCore();
+  core.start({ bus: true });
+  await waitFor(() => core.platform.state === "connected", "the bus to connect");
+  return core;
+}
+
+function say(text: string, userId = OWNER_ID) {
+  return core.platform.push({ chatId: CHAT_ID, userId, text });
+}
+
+/** Waits until the chat shows exactly `expected`. */
+async function chatShows(expected: string[]): Promise<void> {
+  await waitFor(
+    () => JSON.stringify(core.platform.texts(CHAT_ID)) === JSON.stringify(expected),
+    () =>
+      `the chat to show ${JSON.stringify(expected)}; it shows ${JSON.stringify(core.platform.texts(CHAT_ID))}`,
+  );
+}
+
+describe("chat path in-process", () => {
+  it("answers a message of an allowed user in the chat, streamed and delivered once", async () => {
+    await startChat();
+    core.model.script({ text: "Hello, Alice.", chunks: 3 });
+    say("hi");
+    await chatShows(["Hello, Alice."]);
+    expect(lastUserText(requestAt(core.model, 0))).toBe("hi");
+    expect(await core.storage.queue.counts()).toMatchObject({ done: 1, queued: 0, running: 0 });
+  });
+
+  it("refuses a stranger with a pairing code and never calls the model", async () => {
+    await startChat();
+    say("let me in", "666");
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the refusal");
+    const [request] = await core.storage.pairing.pending(core.clock.now());
+    expect(core.platform.texts(CHAT_ID)[0]).toContain(request?.code);
+    expect(core.model.requests).toHaveLength(0);
+    expect(await core.storage.queue.list()).toEqual([]);
+  });
+
+  it("starts a fresh session on /new: the next turn sends the model only the new message", async () => {
+    await startChat();
+    core.model.script({ text: "Noted." }, { text: "I do not know." });
+    say("remember pickles");
+    await chatShows(["Noted."]);
+    say("/new");
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 2, "the /new answer");
+    say("what did I say?");
+    await waitFor(() => core.platform.texts(CHAT_ID)[2] === "I do not know.", "the answer");
+    expect(core.model.requests[1]?.body.messages).toHaveLength(1);
+    const sessions = await core.storage.history.listSessions({ key: `telegram:${CHAT_ID}` });
+    expect(sessions).toHaveLength(2);
+  });
+
+  it("answers /status with the agent, the conversation size and the queue", async () => {
+    await startChat();
+    say("hi");
+    await chatShows(["ok"]);
+    say("/status");
+    const status = await waitFor(() => core.platform.texts(CHAT_ID)[1], "the status");
+    expect(status).toMatch(
+      /^Agent: pickle\nConversation: 2 messages, \d+ tokens used\nQueue: nothing running, 0 waiting$/,
+    );
+  });
+
+  it("stops a reply in progress on /stop: the job fails, is not retried, and the chat says so", async () => {
+    await startChat();
+    core.model.script({ hang: true });
+    say("tell me a long story");
+    await waitFor(() => core.model.requests.length === 1, "the model call");
+    say("/stop");
+    await waitFor(async () => (await core.storage.queue.counts()).failed === 1, "the failed job");
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 2, "the stop answer and notice");
+    expect(core.model.requests).toHaveLength(1);
+  });
+
+  it("waits out a 429 from the platform, then shows the reply once", async () => {
+    await startChat();
+    core.platform.failNext("send", rateLimited(0.05));
+    say("hello");
+    await waitFor(() => core.platform.calls.some((call) => call.error !== null), "the 429");
+    // Whether the stream or the delivery met the 429, the reply goes out once its wait passed.
+    await waitFor(async () => (await core.storage.queue.counts()).done === 1, "the job done");
+    core.clock.advance(60_000);
+    await chatShows(["ok"]);
+    expect(core.platform.succeeded("send")).toHaveLength(1);
+  });
+});

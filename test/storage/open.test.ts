@@ -1,0 +1,105 @@
+/**
+ * openStorage: each local config combination (queue sqlite|memory × history sqlite|jsonl)
+ * opens working stores, and what is durable survives a reopen.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Config } from "../../src/config/index.js";
+import type { ChatMessage, Storage } from "../../src/ports/index.js";
+import { DATABASE_FILE, openStorage } from "../../src/storage/index.js";
+import { TestClock } from "../helpers/clock.js";
+import { testConfig } from "../helpers/config.js";
+import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+
+const combinations = [
+  { queue: "sqlite", history: "sqlite" },
+  { queue: "sqlite", history: "jsonl" },
+  { queue: "memory", history: "sqlite" },
+  { queue: "memory", history: "jsonl" },
+] as const;
+
+const hello: ChatMessage = { role: "user", content: [{ type: "text", text: "hello" }] };
+
+describe.each(combinations)("openStorage: queue $queue, history $history", (backends) => {
+  let ws: TempWorkspace;
+  let config: Config;
+  let storage: Storage;
+  const clock = new TestClock();
+
+  beforeEach(async () => {
+    ws = makeWorkspace();
+    config = testConfig(ws.dir, {
+      queue: { backend: backends.queue },
+      history: { backend: backends.history },
+    });
+    storage = await openStorage(config, clock);
+  });
+
+  afterEach(async () => {
+    await storage.close();
+    ws.remove();
+  });
+
+  it("runs a job through the queue, the checkpoint and the history", async () => {
+    const job = await storage.queue.enqueue({
+      agentId: "pickle",
+      sessionKey: "console:main",
+      message: "hello",
+      mode: "chat",
+      replyTo: { kind: "console" },
+    });
+    expect(job.maxAttempts).toBe(config.workers.max_attempts);
+    const [claimed] = await storage.queue.claim("worker", 1);
+    if (!claimed) throw new Error("nothing claimed");
+    const session = await storage.history.createSession({ key: "console:main", agentId: "pickle" });
+    expect(await storage.checkpoint(claimed, session.id, hello)).toBe(true);
+    expect(await storage.queue.complete(claimed)).toBe(true);
+    expect(await storage.queue.counts()).toMatchObject({ done: 1, running: 0 });
+    expect(await storage.history.loadContext(session.id, 10)).toEqual([hello]);
+    expect(await storage.history.currentSession("console:main")).toMatchObject({
+      id: session.id,
+    });
+  });
+
+  it("opens the outbox, pairing and cron state in the workspace database, and no cluster", async () => {
+    const address = { dedupeKey: "job:1", platform: "telegram" as const, chatId: "42" };
+    expect(await storage.outbox.submit(address, "hi", clock.now())).toMatchObject({
+      state: "pending",
+    });
+    const request = await storage.pairing.requestCode(
+      { platform: "telegram", userId: "7", userName: "Alice", chatId: "42" },
+      clock.now(),
+    );
+    expect(request?.code).toMatch(/^\w{8}$/);
+    expect(await storage.cronState.recordFired("daily", clock.now(), { disable: false })).toBe(
+      true,
+    );
+    expect(storage.cluster).toBeNull();
+    expect(existsSync(join(config.history.path, DATABASE_FILE))).toBe(true);
+  });
+
+  it(`keeps ${backends.queue === "sqlite" ? "queued jobs" : "no job (memory queue)"} and the history across a reopen`, async () => {
+    await storage.queue.enqueue({
+      agentId: "pickle",
+      sessionKey: "console:main",
+      message: "later",
+      mode: "chat",
+      replyTo: { kind: "console" },
+    });
+    const session = await storage.history.createSession({ key: "console:main", agentId: "pickle" });
+    await storage.history.append(session.id, hello);
+    await storage.outbox.submit(
+      { dedupeKey: "job:1", platform: "telegram", chatId: "42" },
+      "hi",
+      clock.now(),
+    );
+    await storage.close();
+
+    storage = await openStorage(config, clock);
+    const queued = backends.queue === "sqlite" ? 1 : 0;
+    expect((await storage.queue.counts()).queued).toBe(queued);
+    expect(await storage.history.loadContext(session.id, 10)).toEqual([hello]);
+    expect(await storage.outbox.get("job:1")).toMatchObject({ text: "hi" });
+  });
+});
