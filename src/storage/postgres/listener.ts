@@ -12,7 +12,7 @@ import { checkNumberOptions } from "../../base/options.js";
 
 /** Options of {@link PgListener}. */
 export interface PgListenerOptions {
-  /** Connection settings (`connectionConfig` of src/db/postgres.ts). */
+  /** Connection settings (`connectionConfig` of ./database.ts). */
   config: pg.ClientConfig;
   /** The channel name: letters, digits and `_` only. */
   channel: string;
