@@ -1,11 +1,12 @@
 /** `picklebot cron list` and `picklebot cron run <id>`. */
 import { join } from "node:path";
 import { Command } from "commander";
+import { formatReplyTarget } from "../base/chat-address.js";
 import { systemClock } from "../base/clock.js";
 import { UserError } from "../base/errors.js";
 import type { Config } from "../config/index.js";
 import type { CronStateStore } from "../ports/index.js";
-import { formatReplyTarget, loadCronDir } from "../server/cron/definition.js";
+import { loadCronDir } from "../server/cron/definition.js";
 import { type CronRow, describeCrons, runCronNow } from "../server/cron/worker.js";
 import { openWorkspace } from "./context.js";
 import { formatTime, printJson, printTable } from "./output.js";

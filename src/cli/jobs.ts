@@ -1,8 +1,8 @@
 /** `picklebot jobs`: inspect the queue and requeue failed jobs. */
 import { Command, InvalidArgumentError } from "commander";
+import { formatReplyTarget } from "../base/chat-address.js";
 import { UserError } from "../base/errors.js";
 import type { Job, JobState } from "../ports/index.js";
-import { formatReplyTarget } from "../server/cron/definition.js";
 import { openWorkspace } from "./context.js";
 import { formatTime, printJson, printTable } from "./output.js";
 

@@ -1,12 +1,11 @@
 /** `picklebot pairing`: admit chat users who asked with a pairing code, or remove them. */
 import { Command } from "commander";
+import { CHAT_PLATFORM_KINDS, isChatPlatform } from "../base/chat-address.js";
 import { UserError } from "../base/errors.js";
-import type { ChatPlatformKind, PairedUser, PairingRequest } from "../ports/index.js";
-import { allowedUserIds } from "../server/bus/platforms.js";
+import { allowedUserIds } from "../frontends/platforms.js";
+import type { PairedUser, PairingRequest } from "../ports/index.js";
 import { openWorkspace, type WorkspaceContext } from "./context.js";
 import { formatTime, printJson, printTable } from "./output.js";
-
-const PLATFORMS: ChatPlatformKind[] = ["telegram", "discord"];
 
 /** The `pairing` command group. */
 export function pairingCommand(): Command {
@@ -57,10 +56,10 @@ export function pairingCommand(): Command {
 
 async function revoke({ storage, config }: WorkspaceContext, user: string): Promise<void> {
   const [prefix, rest] = user.includes(":") ? user.split(":", 2) : [undefined, user];
-  const platform = PLATFORMS.find((name) => name === prefix);
+  const platform = isChatPlatform(prefix) ? prefix : undefined;
   if (prefix !== undefined && !platform) {
     throw new UserError(
-      `"${user}" names no platform; write telegram:<id>, discord:<id> or just the user id`,
+      `"${user}" names no platform; write ${CHAT_PLATFORM_KINDS.map((kind) => `${kind}:<id>`).join(", ")} or just the user id`,
     );
   }
   const userId = (rest ?? "").trim();
@@ -68,7 +67,7 @@ async function revoke({ storage, config }: WorkspaceContext, user: string): Prom
   for (const gone of removed) {
     console.log(`revoked ${gone.platform} user ${gone.userId} (${gone.userName})`);
   }
-  const inYaml = (platform ? [platform] : PLATFORMS).filter((name) =>
+  const inYaml = (platform ? [platform] : CHAT_PLATFORM_KINDS).filter((name) =>
     allowedUserIds(config, name).has(userId),
   );
   for (const name of inYaml) {

@@ -5,7 +5,9 @@
  * Second signal: exit at once; jobs still running are requeued at the next start.
  */
 import { Command, InvalidArgumentError } from "commander";
+import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { createLogger, type Logger } from "../base/log.js";
+import { enabledPlatforms } from "../frontends/platforms.js";
 import type { PicklebotServer } from "../server/server.js";
 import { type LoadedWorkspace, loadWorkspace } from "./context.js";
 import { describeCronsNow } from "./cron.js";
@@ -72,7 +74,9 @@ async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, lo
         : crons
             .map((cron) => `${cron.id} (${cron.status}, next ${formatTime(cron.nextRunAt)})`)
             .join("; "),
-    buses: enabledBuses(config).join(", ") || "none (enable telegram or discord in picklebot.yaml)",
+    buses:
+      enabledPlatforms(config).join(", ") ||
+      `none (enable ${CHAT_PLATFORM_KINDS.join(" or ")} in picklebot.yaml)`,
     http: server.httpAddress ? `http://${server.httpAddress} (/healthz, /metrics)` : "disabled",
   };
   logger.info(summary, "picklebot server started");
@@ -81,10 +85,6 @@ async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, lo
       "no model API key: set ANTHROPIC_API_KEY (or llm.api_key in picklebot.yaml); jobs fail until one is set",
     );
   }
-}
-
-function enabledBuses(config: LoadedWorkspace["config"]): string[] {
-  return (["telegram", "discord"] as const).filter((bus) => config[bus].enabled);
 }
 
 function positiveInteger(value: string): number {

@@ -1,3 +1,4 @@
+import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import type { Config } from "./schema.js";
 
 /**
@@ -18,7 +19,11 @@ export function redactConfig(config: Config): Config {
     ...config,
     llm: { ...config.llm, api_key: presence(config.llm.api_key) },
     queue: { ...config.queue, url: presence(config.queue.url) },
-    telegram: { ...config.telegram, bot_token: presence(config.telegram.bot_token) },
-    discord: { ...config.discord, bot_token: presence(config.discord.bot_token) },
+    ...Object.fromEntries(
+      CHAT_PLATFORM_KINDS.map((kind) => [
+        kind,
+        { ...config[kind], bot_token: presence(config[kind].bot_token) },
+      ]),
+    ),
   };
 }

@@ -5,6 +5,7 @@
 import path from "node:path";
 import { z } from "zod";
 import {
+  type ChatPlatformKind,
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_MODEL_TIMEOUT_MS,
   DEFAULT_POOL_SIZE,
@@ -64,8 +65,7 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       workers: workersSchema(),
       cluster: clusterSchema(context.env),
       history: historySchema(context.workspace),
-      telegram: telegramSchema(context.env),
-      discord: discordSchema(context.env),
+      ...chatPlatformSections(context.env),
       http: httpSchema(),
     })
     .superRefine((config, ctx) => {
@@ -185,6 +185,14 @@ function historySchema(workspace: string) {
       max_messages: fromText(z.int().min(2)).default(200),
     })
     .prefault({});
+}
+
+/** Each chat platform's section; a platform of CHAT_PLATFORMS without one does not compile. */
+function chatPlatformSections(env: Environment) {
+  return {
+    telegram: telegramSchema(env),
+    discord: discordSchema(env),
+  } satisfies Record<ChatPlatformKind, z.ZodType>;
 }
 
 function telegramSchema(env: Environment) {

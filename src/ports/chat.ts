@@ -6,8 +6,21 @@
 // ---------------------------------------------------------------------------------------
 // ChatPlatform
 
-/** The chat platforms picklebot runs a bot on. */
-export type ChatPlatformKind = "telegram" | "discord";
+/**
+ * The chat platforms picklebot runs a bot on, and what every layer needs to know of each:
+ * `chatField`, the field of a job's {@link ReplyTarget} that holds the chat (DESIGN §4), and
+ * `chatId`, the syntax of a chat id in an address such as a cron's `deliver_to`
+ * (`telegram:<chat_id>`), described by `chatIdHint`. A platform's adapter is registered in
+ * `src/frontends/platforms.ts` and its `picklebot.yaml` section in `src/config/schema.ts`;
+ * the compiler refuses a platform missing from either.
+ */
+export const CHAT_PLATFORMS = {
+  telegram: { chatField: "chatId", chatId: /^(-?\d+|@\w+)$/, chatIdHint: "<chat_id>" },
+  discord: { chatField: "channelId", chatId: /^\d+$/, chatIdHint: "<channel_id>" },
+} as const;
+
+/** One of {@link CHAT_PLATFORMS}. */
+export type ChatPlatformKind = keyof typeof CHAT_PLATFORMS;
 
 /** A text message a person sent to the bot, already filtered by the platform's rules. */
 export interface IncomingChatMessage {

@@ -1,4 +1,5 @@
 /** The JobQueue port: jobs as plain data, the durable queue and its admin side. */
+import type { CHAT_PLATFORMS, ChatPlatformKind } from "./chat.js";
 
 /**
  * A checkpointed job's message (DESIGN §4): its user message is in history, and a retry
@@ -10,11 +11,18 @@ export const RESUME_MARKER = ".";
 export const JOB_LIST_LIMIT = 50;
 
 /** Where a job's reply goes: plain data, resolved to a live {@link Frontend} at run time. */
-export type ReplyTarget =
-  | { kind: "telegram"; chatId: string }
-  | { kind: "discord"; channelId: string }
-  | { kind: "console" }
-  | { kind: "silent" };
+export type ReplyTarget = ChatReplyTarget | { kind: "console" } | { kind: "silent" };
+
+/**
+ * A chat on one platform, named by the platform's chat field: `{ kind: "telegram", chatId }`,
+ * `{ kind: "discord", channelId }` (see {@link CHAT_PLATFORMS}).
+ */
+export type ChatReplyTarget = {
+  [Kind in ChatPlatformKind]: { kind: Kind } & Record<
+    (typeof CHAT_PLATFORMS)[Kind]["chatField"],
+    string
+  >;
+}[ChatPlatformKind];
 
 /** `queued` (waiting or scheduled), `running` (claimed), `done`, `failed` (gave up). */
 export type JobState = "queued" | "running" | "done" | "failed";

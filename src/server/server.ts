@@ -25,6 +25,7 @@ import { PicklebotError, toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import type { Config } from "../config/index.js";
 import { LogFrontend } from "../frontends/log.js";
+import { allowedUserIds, loadPlatformFactory, runnablePlatforms } from "../frontends/platforms.js";
 import { FrontendRegistry } from "../frontends/registry.js";
 import type {
   ChatPlatform,
@@ -43,7 +44,6 @@ import type {
 import { openStorage } from "../storage/index.js";
 import { defaultInstanceId } from "../storage/postgres/cluster.js";
 import { AgentWorker } from "./agent-worker.js";
-import { allowedUserIds, enabledPlatforms, loadPlatformFactory } from "./bus/platforms.js";
 import { ChatSenders } from "./bus/senders.js";
 import { MessageBusWorker } from "./bus/worker.js";
 import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
@@ -194,8 +194,8 @@ export class PicklebotServer {
   /** Builds the enabled chat platforms (fresh each call), or null when none is enabled. */
   async #platformFactory(): Promise<(() => ChatPlatform[]) | null> {
     const { config, logger } = this.#options;
-    if (enabledPlatforms(config).length === 0) return null;
-    return loadPlatformFactory(config, { logger });
+    if (runnablePlatforms(config).length === 0) return null;
+    return loadPlatformFactory(config, logger);
   }
 
   /** The chat bus's receiving half, for one leadership term. */

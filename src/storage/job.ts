@@ -3,6 +3,7 @@
  * pass before it is stored (producers are the bus, the crons and the CLI: outside input).
  */
 import { randomBytes } from "node:crypto";
+import { chatAddressOf, isChatPlatform } from "../base/chat-address.js";
 import { UserError } from "../base/errors.js";
 import type { Job, NewJob, ReplyTarget } from "../ports/index.js";
 
@@ -56,18 +57,9 @@ export class LockTokens {
 /** True when `value` is a {@link ReplyTarget}. */
 export function isReplyTarget(value: unknown): value is ReplyTarget {
   if (typeof value !== "object" || value === null) return false;
-  const target = value as Record<string, unknown>;
-  switch (target.kind) {
-    case "telegram":
-      return typeof target.chatId === "string" && target.chatId !== "";
-    case "discord":
-      return typeof target.channelId === "string" && target.channelId !== "";
-    case "console":
-    case "silent":
-      return true;
-    default:
-      return false;
-  }
+  const { kind } = value as { kind?: unknown };
+  if (kind === "console" || kind === "silent") return true;
+  return isChatPlatform(kind) && chatAddressOf(value as ReplyTarget) !== null;
 }
 
 /** The stored form of a validated new job: queued, no attempts yet, defaults applied. */

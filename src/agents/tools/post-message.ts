@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { CHAT_ADDRESS_FORMS, chatAddressOf, formatChatAddress } from "../../base/chat-address.js";
 import { ToolError } from "../../base/errors.js";
 import type { ChatPlatformKind, ReplyTarget, Tool } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
@@ -37,11 +38,10 @@ export function createPostMessageTool(options: PostMessageToolOptions): Tool {
       "current chat). Use it for updates before your final answer.",
     input: postMessageInput,
     async run({ text }) {
-      const chat = chatOf(options.target);
+      const chat = chatAddressOf(options.target);
       if (!chat) {
         throw new ToolError(
-          "post_message: this job has no chat to post to; give its cron a deliver_to " +
-            "(telegram:<chat_id> or discord:<channel_id>)",
+          `post_message: this job has no chat to post to; give its cron a deliver_to (${CHAT_ADDRESS_FORMS})`,
         );
       }
       const digest = createHash("sha256").update(text).digest("hex").slice(0, 16);
@@ -51,16 +51,10 @@ export function createPostMessageTool(options: PostMessageToolOptions): Tool {
         text,
         `post:${options.jobId}:${digest}`,
       );
-      const where = `${chat.platform}:${chat.chatId}`;
+      const where = formatChatAddress(chat);
       return delivered
         ? `posted to ${where}`
         : `queued for ${where}; the platform did not confirm it yet and it will be retried`;
     },
   });
-}
-
-function chatOf(target: ReplyTarget): { platform: ChatPlatformKind; chatId: string } | null {
-  if (target.kind === "telegram") return { platform: "telegram", chatId: target.chatId };
-  if (target.kind === "discord") return { platform: "discord", chatId: target.channelId };
-  return null;
 }

@@ -15,6 +15,7 @@
  */
 
 import { randomUUID } from "node:crypto";
+import { chatAddressOf } from "../../base/chat-address.js";
 import { ChatPlatformError, PicklebotError, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import { checkNumberOptions } from "../../base/options.js";
@@ -51,8 +52,8 @@ const TYPING_IDLE_MS = 120_000;
 
 /** The chat id a target names, for the platform `kind`. */
 export function chatIdOf(target: ReplyTarget): string {
-  if (target.kind === "telegram") return target.chatId;
-  if (target.kind === "discord") return target.channelId;
+  const address = chatAddressOf(target);
+  if (address) return address.chatId;
   throw new PicklebotError(`a chat frontend cannot reply to a ${target.kind} target`, {
     retryable: false,
   });

@@ -9,6 +9,7 @@
  *                          `<platform>:<message id>` (a redelivered update adds nothing)
  */
 
+import { chatReplyTarget } from "../../base/chat-address.js";
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import {
@@ -20,7 +21,6 @@ import {
   type JobQueue,
   PAIRING_CODE_TTL_MS,
   type PairingStore,
-  type ReplyTarget,
 } from "../../ports/index.js";
 
 /** Options of {@link ChatInbox}. */
@@ -43,13 +43,6 @@ export interface ChatInboxOptions {
 /** The session key of a chat: `telegram:<chat_id>` or `discord:<channel_id>`. */
 export function chatSessionKey(message: Pick<IncomingChatMessage, "platform" | "chatId">): string {
   return `${message.platform}:${message.chatId}`;
-}
-
-/** The reply target of a chat. */
-export function chatReplyTarget(platform: ChatPlatformKind, chatId: string): ReplyTarget {
-  return platform === "telegram"
-    ? { kind: "telegram", chatId }
-    : { kind: "discord", channelId: chatId };
 }
 
 const HELP =
@@ -129,7 +122,7 @@ export class ChatInbox {
       sessionId: null,
       message: message.text,
       mode: "chat",
-      replyTo: chatReplyTarget(message.platform, message.chatId),
+      replyTo: chatReplyTarget(message),
       dedupeKey: `${message.platform}:${message.messageId}`,
     });
     logger.info({ job: job.id, session: sessionKey, user: message.userId }, "chat message queued");

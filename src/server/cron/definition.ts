@@ -11,6 +11,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CronExpressionParser } from "cron-parser";
 import { z } from "zod";
+import { CHAT_ADDRESS_FORMS, chatReplyTarget, parseChatAddress } from "../../base/chat-address.js";
 import { toError, UserError } from "../../base/errors.js";
 import { parseYaml, userErrorFromIssues } from "../../config/index.js";
 import type { ReplyTarget } from "../../ports/index.js";
@@ -62,7 +63,7 @@ const EXPECTED = {
   agent: "an agent id (a folder in agents/), such as pickle",
   prompt: "the non-empty message the agent receives",
   timezone: "an IANA time zone name, such as Europe/Berlin",
-  deliver_to: "telegram:<chat_id> or discord:<channel_id> (leave it out for silent)",
+  deliver_to: `${CHAT_ADDRESS_FORMS} (leave it out for silent)`,
   enabled: "true or false",
   one_off: "true or false",
   catch_up: "true or false",
@@ -170,18 +171,6 @@ export function cronIdOf(file: string): string {
   return name.replace(/\.ya?ml$/, "");
 }
 
-/** Formats a reply target the way `deliver_to` writes it (`silent` when none). */
-export function formatReplyTarget(target: ReplyTarget): string {
-  switch (target.kind) {
-    case "telegram":
-      return `telegram:${target.chatId}`;
-    case "discord":
-      return `discord:${target.channelId}`;
-    default:
-      return target.kind;
-  }
-}
-
 type FailWith = (field: string, problem: string) => UserError;
 
 function listCronFiles(dir: string): string[] {
@@ -275,10 +264,8 @@ function checkSchedule(id: string, schedule: string, timezone: string, fail: Fai
 
 function parseDeliverTo(value: string | undefined, fail: FailWith): ReplyTarget {
   if (value === undefined || value === "silent") return { kind: "silent" };
-  const telegram = /^telegram:(-?\d+|@\w+)$/.exec(value);
-  if (telegram?.[1] !== undefined) return { kind: "telegram", chatId: telegram[1] };
-  const discord = /^discord:(\d+)$/.exec(value);
-  if (discord?.[1] !== undefined) return { kind: "discord", channelId: discord[1] };
+  const address = parseChatAddress(value);
+  if (address) return chatReplyTarget(address);
   throw fail("deliver_to", `"deliver_to" is "${value}"; expected ${EXPECTED.deliver_to}`);
 }
 

@@ -1,5 +1,6 @@
+import { formatReplyTarget } from "../../base/chat-address.js";
 import type { Clock, CronStateStore } from "../../ports/index.js";
-import { type CronDefinition, formatReplyTarget } from "./definition.js";
+import type { CronDefinition } from "./definition.js";
 import { nextOccurrence } from "./schedule.js";
 
 /**
