@@ -10,20 +10,19 @@ import { type CustomIssueParams, userErrorFromIssues } from "../config/issues.js
 import { parseYaml } from "../config/load.js";
 import { ID_PATTERN } from "../config/schema.js";
 import { didYouMean } from "../config/suggest.js";
+import { DEFAULT_TOOLS, isToolName, TOOL_NAMES } from "./tools/index.js";
 
-/** Every tool an agent may list in `tools`. */
-export const KNOWN_TOOLS = [
-  "read",
-  "write",
-  "edit",
-  "bash",
-  "web_fetch",
-  "subagent",
-  "post_message",
-] as const;
-
-/** The tools of an agent whose front matter lists none. */
-export const DEFAULT_TOOLS: readonly string[] = ["read", "write", "edit", "web_fetch"];
+/**
+ * Tools DESIGN.md names that this version does not have yet, and what to do instead: an
+ * agent listing one is refused at load rather than failing every job it runs.
+ */
+const NOT_YET_AVAILABLE = new Map([
+  [
+    "subagent",
+    "the subagent tool is not available in this version of picklebot (agents cannot " +
+      "delegate to other agents yet); remove it from tools",
+  ],
+]);
 
 /** The file name of a definition inside `agents/<id>/`. */
 export const AGENT_FILE_NAME = "AGENT.md";
@@ -40,7 +39,7 @@ export interface AgentDefinition {
   model?: string;
   /** Overrides `llm.max_tokens` when set. */
   maxTokens?: number;
-  /** Tool names, each one of {@link KNOWN_TOOLS}. (Default: {@link DEFAULT_TOOLS}) */
+  /** Tool names, each one of {@link TOOL_NAMES}. (Default: {@link DEFAULT_TOOLS}) */
   tools: string[];
   /** The system prompt, before {@link renderSystemPrompt} substitutes placeholders. */
   prompt: string;
@@ -220,15 +219,15 @@ function splitFrontMatter(text: string, file: string): { frontMatter: string; pr
 }
 
 function checkToolNames(tools: string[], ctx: z.RefinementCtx): void {
-  const allowed: readonly string[] = KNOWN_TOOLS;
   for (const tool of tools) {
-    if (allowed.includes(tool)) continue;
-    const suggestion = didYouMean(tool, allowed);
+    if (isToolName(tool)) continue;
+    const suggestion = didYouMean(tool, TOOL_NAMES);
     ctx.addIssue({
       code: "custom",
       message:
+        NOT_YET_AVAILABLE.get(tool) ??
         `unknown tool "${tool}"${suggestion ? `; ${suggestion}` : ""} ` +
-        `(allowed: ${allowed.join(", ")}); fix or remove it`,
+          `(allowed: ${TOOL_NAMES.join(", ")}); fix or remove it`,
       params: { standalone: true } satisfies CustomIssueParams,
     });
   }

@@ -1,5 +1,5 @@
 import type { Config } from "../config/index.js";
-import type { Clock, HistoryStore, ModelProvider, ReplyTarget, Tool } from "../ports/index.js";
+import type { Clock, HistoryStore, ModelProvider, ReplyTarget } from "../ports/index.js";
 import {
   type AgentDefinition,
   formatLocalTime,
@@ -7,7 +7,7 @@ import {
   resolveAgent,
 } from "./definition.js";
 import { runTurn, type TurnEvents, type TurnResult } from "./loop.js";
-import { createToolbox } from "./tools/index.js";
+import { createToolbox, type MessagePoster } from "./tools/index.js";
 
 /** What {@link AgentRunner} is built from. */
 export interface AgentRunnerOptions {
@@ -17,8 +17,11 @@ export interface AgentRunnerOptions {
   history: HistoryStore;
   provider: ModelProvider;
   clock: Clock;
-  /** Tools that need server parts (subagent, post_message), by name. (Default: none) */
-  extraTools?: (agent: AgentDefinition, sessionKey: string, request: RunRequest) => Tool[];
+  /**
+   * Where `post_message` posts during a turn: the job's chat through the outbox (the
+   * server), the terminal (`picklebot chat`), or nowhere (undefined: the tool says so).
+   */
+  postMessage: (request: RunRequest) => MessagePoster | undefined;
 }
 
 /** One turn to run: whose, where, and who is watching. */
@@ -54,7 +57,6 @@ export class AgentRunner {
   run(request: RunRequest): Promise<TurnResult> {
     const { workspace, config, history, provider, clock } = this.#options;
     const agent = this.agent(request.agentId);
-    const extraTools = this.#options.extraTools?.(agent, request.sessionKey, request) ?? [];
     const now = new Date(clock.now());
     return runTurn({
       sessionId: request.sessionId,
@@ -64,7 +66,7 @@ export class AgentRunner {
       currentTime: formatLocalTime(now, config.timezone),
       model: agent.model ?? config.llm.model,
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
-      tools: createToolbox(agent.tools, { extraTools }),
+      tools: createToolbox(agent.tools, { postMessage: this.#options.postMessage(request) }),
       toolContext: {
         workspace,
         signal: request.signal,

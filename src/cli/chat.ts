@@ -9,6 +9,8 @@
 import { userInfo } from "node:os";
 import { createInterface, type Interface } from "node:readline";
 import { Command } from "commander";
+import { AgentRunner } from "../agents/runner.js";
+import { systemClock } from "../base/clock.js";
 import { CancelledError, toError, UserError } from "../base/errors.js";
 import type { Session, TokenUsage } from "../ports/index.js";
 import { openWorkspace, type WorkspaceContext } from "./context.js";
@@ -49,19 +51,29 @@ class TerminalChat {
   #session: Session | null = null;
   #agentId = "";
   #reply: AbortController | null = null;
+  /** The reply being printed, where `post_message` posts show up. */
+  #printer: ReplyPrinter | null = null;
   readonly #context: WorkspaceContext;
+  readonly #runner: AgentRunner;
   readonly #tty: boolean;
   readonly #lines: Interface;
 
   constructor(context: WorkspaceContext, tty: boolean) {
     this.#context = context;
+    this.#runner = new AgentRunner({
+      ...context,
+      history: context.storage.history,
+      clock: systemClock,
+      postMessage: () => (text) => this.#postToTerminal(text),
+    });
     this.#tty = tty;
     this.#lines = createInterface({ input: process.stdin, output: process.stdout, terminal: tty });
   }
 
   /** Picks the agent and, with `--session`, the stored session to resume. */
   async open(options: { agent?: string; session?: string }): Promise<void> {
-    const { runner, config, storage } = this.#context;
+    const { config, storage } = this.#context;
+    const runner = this.#runner;
     if (options.session) {
       const session = await storage.history.getSession(options.session);
       if (!session) {
@@ -104,10 +116,12 @@ class TerminalChat {
   }
 
   async #send(text: string): Promise<void> {
-    const { storage, runner } = this.#context;
+    const { storage } = this.#context;
+    const runner = this.#runner;
     const session = this.#session ?? (await this.#createSession());
     this.#reply = new AbortController();
     const stream = new ReplyPrinter(this.#tty, runner.agent(this.#agentId).name);
+    this.#printer = stream;
     try {
       await storage.history.append(session.id, { role: "user", content: [{ type: "text", text }] });
       const result = await runner.run({
@@ -123,7 +137,14 @@ class TerminalChat {
       if (!this.#reply.signal.aborted) this.failures += 1;
     } finally {
       this.#reply = null;
+      this.#printer = null;
     }
+  }
+
+  /** `post_message` in the terminal: the post is printed in the reply as its own block. */
+  async #postToTerminal(text: string): Promise<string> {
+    (this.#printer ?? new ReplyPrinter(this.#tty, this.#agentId)).post(text);
+    return "posted to the terminal";
   }
 
   async #createSession(): Promise<Session> {
@@ -203,6 +224,16 @@ class ReplyPrinter {
         this.#write(`${DIM}  ↳ ${summary}${RESET}\n`);
       },
     };
+  }
+
+  /** A message the agent posted with `post_message`, apart from the reply. */
+  post(text: string): void {
+    if (!this.#tty) {
+      this.#write(`post: ${text}\n`);
+      return;
+    }
+    if (!this.#atLineStart) this.#write("\n");
+    this.#write(`${BOLD}${this.#name.toLowerCase()} posted:${RESET} ${text}\n`);
   }
 
   finish(text: string, usage: TokenUsage): void {

@@ -1,16 +1,14 @@
 import type { Command } from "commander";
 import { createAnthropicProvider } from "../agents/anthropic.js";
 import { type AgentDefinition, loadAgents } from "../agents/definition.js";
-import { AgentRunner } from "../agents/runner.js";
 import { systemClock } from "../base/clock.js";
 import { type Config, loadConfig, resolveWorkspace } from "../config/index.js";
 import type { ModelProvider, Storage } from "../ports/index.js";
 import { openStorage } from "../storage/index.js";
 
-/** A workspace opened for a command: its config, agents, storage and agent runner. */
+/** A workspace opened for a command: its config, agents and storage. */
 export interface WorkspaceContext extends LoadedWorkspace {
   storage: Storage;
-  runner: AgentRunner;
   close(): Promise<void>;
 }
 
@@ -53,6 +51,5 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
 export async function openWorkspace(command: Command): Promise<WorkspaceContext> {
   const loaded = loadWorkspace(command);
   const storage = await openStorage(loaded.config, systemClock);
-  const runner = new AgentRunner({ ...loaded, history: storage.history, clock: systemClock });
-  return { ...loaded, storage, runner, close: () => storage.close() };
+  return { ...loaded, storage, close: () => storage.close() };
 }

@@ -19,9 +19,8 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import type { AgentDefinition } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
-import { createPostMessageTool } from "../agents/tools/post-message.js";
 import { systemClock } from "../base/clock.js";
-import { PicklebotError, toError, UserError } from "../base/errors.js";
+import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import type { Config } from "../config/index.js";
 import { LogFrontend } from "../frontends/log.js";
@@ -29,7 +28,6 @@ import { allowedUserIds, loadPlatformFactory, runnablePlatforms } from "../front
 import { FrontendRegistry } from "../frontends/registry.js";
 import type {
   ChatPlatform,
-  ChatPlatformKind,
   Clock,
   CronStateStore,
   InstanceInfo,
@@ -168,7 +166,7 @@ export class PicklebotServer {
       logger: this.#options.logger.child({ worker: "chat" }),
     });
     this.#chat = chat;
-    const agentWorker = this.#agentWorker(this.#instance.id, this.#clock);
+    const agentWorker = this.#agentWorker(this.#instance.id, this.#clock, chat);
     const stopHere = (key: string) => agentWorker.stopSession(key);
     const stopper: SessionStopper = this.#storage.cluster?.stops.start(stopHere) ?? {
       stop: async (key) => stopHere(key),
@@ -217,21 +215,6 @@ export class PicklebotServer {
       clock: this.#clock,
       logger: logger.child({ worker: "bus" }),
     });
-  }
-
-  /** Posts into a chat through the outbox; delivered now when its platform is enabled. */
-  async #postToChat(
-    platform: ChatPlatformKind,
-    chatId: string,
-    text: string,
-    dedupeKey: string,
-  ): Promise<boolean> {
-    if (!this.#chat) {
-      throw new PicklebotError("the server posted into a chat before it started", {
-        retryable: true,
-      });
-    }
-    return this.#chat.post(platform, chatId, text, dedupeKey);
   }
 
   /**
@@ -295,7 +278,7 @@ export class PicklebotServer {
     };
   }
 
-  #agentWorker(workerId: string, clock: Clock): AgentWorker {
+  #agentWorker(workerId: string, clock: Clock, chat: ChatSenders): AgentWorker {
     const { workspace, config, agents, provider, logger } = this.#options;
     const history = this.#storage.history;
     const runner = new AgentRunner({
@@ -305,16 +288,7 @@ export class PicklebotServer {
       history,
       provider,
       clock,
-      extraTools: (_agent, _key, request) =>
-        request.jobId && request.replyTo
-          ? [
-              createPostMessageTool({
-                target: request.replyTo,
-                jobId: request.jobId,
-                post: (...args) => this.#postToChat(...args),
-              }),
-            ]
-          : [],
+      postMessage: (request) => chat.poster(request),
     });
     return new AgentWorker({
       workerId,

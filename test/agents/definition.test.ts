@@ -3,12 +3,12 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
-  DEFAULT_TOOLS,
   formatLocalTime,
   loadAgents,
   renderSystemPrompt,
   resolveAgent,
 } from "../../src/agents/definition.js";
+import { DEFAULT_TOOLS } from "../../src/agents/tools/index.js";
 
 let workspace: string;
 
@@ -94,8 +94,20 @@ describe("loadAgents", () => {
     const file = writeAgent("bad", agentText("name: Bad\ndescription: x\ntools: [read, bsh]"));
     expect(onlyError()).toBe(
       `${file}: tools: unknown tool "bsh"; did you mean "bash"? (allowed: read, write, edit, ` +
-        "bash, web_fetch, subagent, post_message); fix or remove it.",
+        "bash, web_fetch, post_message); fix or remove it.",
     );
+  });
+
+  it("refuses subagent, which this version does not have, saying what to do", () => {
+    const file = writeAgent(
+      "boss",
+      agentText("name: Boss\ndescription: x\ntools: [read, subagent]"),
+    );
+    expect(onlyError()).toBe(
+      `${file}: tools: the subagent tool is not available in this version of picklebot ` +
+        "(agents cannot delegate to other agents yet); remove it from tools.",
+    );
+    expect(loadAgents(workspace).agents.has("boss")).toBe(false);
   });
 
   it("rejects a max_tokens that is not a positive whole number", () => {

@@ -68,6 +68,31 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
     expect(result.code).toBe(0);
   });
 
+  it("runs an agent that lists post_message: the post shows in the terminal, apart from the reply", async () => {
+    ws.write(
+      "agents/herald/AGENT.md",
+      "---\nname: Herald\ndescription: posts updates\ntools: [read, post_message]\n---\nPost updates.\n",
+    );
+    fake.script(
+      { toolUses: [{ name: "post_message", input: { text: "Halfway there." } }] },
+      (request) => {
+        const last = request.body.messages.at(-1)?.content;
+        const block = Array.isArray(last) ? last[0] : undefined;
+        return {
+          text: `tool said (${block?.is_error ? "error" : "ok"}): ${String(block?.content)}`,
+        };
+      },
+    );
+    const result = await chat("tell me how it goes\n", ["--agent", "herald"]);
+    expect(result.stdout).toBe("post: Halfway there.\ntool said (ok): posted to the terminal\n");
+    expect(result.stderr).toContain("· post_message: Halfway there.");
+    expect(result.code).toBe(0);
+    expect(fake.requests[0]?.body.tools?.map((tool) => tool.name)).toEqual([
+      "read",
+      "post_message",
+    ]);
+  });
+
   it("refuses a path outside the workspace and tells the model", async () => {
     fake.script(
       { toolUses: [{ name: "write", input: { path: "../escaped.txt", content: "x" } }] },

@@ -99,6 +99,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     history: storage.history,
     provider: createAnthropicProvider({ apiKey: "test-key", baseURL: model.url, maxRetries: 0 }),
     clock,
+    postMessage: (request) => senders.poster(request),
   });
   const workerOptions: AgentWorkerOptions = {
     workerId: "worker-a",

@@ -1,7 +1,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createToolbox, runToolCalls, summarizeToolCall } from "../../src/agents/tools/index.js";
+import {
+  createToolbox,
+  DEFAULT_TOOLS,
+  runToolCalls,
+  summarizeToolCall,
+  TOOL_NAMES,
+} from "../../src/agents/tools/index.js";
 import { UserError } from "../../src/base/errors.js";
 import type { Tool, ToolUseBlock } from "../../src/ports/index.js";
 import { createTempWorkspace, type TempWorkspace } from "./workspace.js";
@@ -15,11 +21,6 @@ afterEach(() => temp.remove());
 function call(id: string, name: string, input: unknown): ToolUseBlock {
   return { type: "tool_use", id, name, input };
 }
-
-const postMessage: Tool = {
-  spec: { name: "post_message", description: "Post", input_schema: { type: "object" } },
-  run: async () => "posted",
-};
 
 describe("createToolbox", () => {
   it("returns the named tools in order, with their JSON input schemas", () => {
@@ -38,16 +39,29 @@ describe("createToolbox", () => {
     });
   });
 
-  it("includes extra tools by name", () => {
-    const tools = createToolbox(["read", "post_message"], { extraTools: [postMessage] });
-    expect(tools.map((tool) => tool.spec.name)).toEqual(["read", "post_message"]);
-    expect(tools[1]).toBe(postMessage);
+  it("builds post_message on the poster it is given", async () => {
+    const posted: string[] = [];
+    const [tool] = createToolbox(["post_message"], {
+      postMessage: async (text) => {
+        posted.push(text);
+        return "posted to the test";
+      },
+    });
+    expect(await tool?.run({ text: "halfway there" }, temp.context())).toBe("posted to the test");
+    expect(posted).toEqual(["halfway there"]);
+  });
+
+  it("tells the model when post_message has nowhere to post", async () => {
+    const [tool] = createToolbox(["post_message"]);
+    await expect(tool?.run({ text: "hello" }, temp.context())).rejects.toThrow(
+      "no chat to post to",
+    );
   });
 
   it("refuses an unknown tool name, listing the known ones", () => {
     expect(() => createToolbox(["read", "shell"])).toThrow(UserError);
     expect(() => createToolbox(["shell"])).toThrow(
-      'unknown tool "shell"; use one of: read, write, edit, bash, web_fetch',
+      'unknown tool "shell"; use one of: read, write, edit, bash, web_fetch, post_message',
     );
   });
 });
@@ -128,6 +142,18 @@ describe("runToolCalls", () => {
   });
 });
 
+describe("the tool registry", () => {
+  it.each(TOOL_NAMES)("builds %s under its own name, and summarises its calls", (name) => {
+    const [tool] = createToolbox([name]);
+    expect(tool?.spec.name).toBe(name);
+    expect(summarizeToolCall(call("t", name, {}))).toBe(name);
+  });
+
+  it("gives agents that list no tools only registered ones", () => {
+    expect(DEFAULT_TOOLS.every((name) => TOOL_NAMES.includes(name))).toBe(true);
+  });
+});
+
 describe("summarizeToolCall", () => {
   it("describes each tool call in one short line", () => {
     expect(summarizeToolCall(call("t", "write", { path: "notes.md", content: "x" }))).toBe(
@@ -138,6 +164,9 @@ describe("summarizeToolCall", () => {
     );
     expect(summarizeToolCall(call("t", "web_fetch", { url: "https://example.com" }))).toBe(
       "web_fetch https://example.com",
+    );
+    expect(summarizeToolCall(call("t", "post_message", { text: "done" }))).toBe(
+      "post_message: done",
     );
     expect(summarizeToolCall(call("t", "mystery", "whatever"))).toBe("mystery");
   });

@@ -1,4 +1,3 @@
-import { convert } from "html-to-text";
 import { z } from "zod";
 import { deadline } from "../../base/deadline.js";
 import { ToolError, toError } from "../../base/errors.js";
@@ -110,7 +109,7 @@ async function fetchText(url: URL, signal: AbortSignal, maxBytes: number): Promi
   }
   const body = await readCapped(response, maxBytes);
   const text = decode(body.bytes, contentType);
-  const readable = HTML_TYPES.has(mediaType) ? htmlToText(text) : text;
+  const readable = HTML_TYPES.has(mediaType) ? await htmlToText(text) : text;
   if (readable.length > MAX_TEXT_CHARS) {
     return `${readable.slice(0, MAX_TEXT_CHARS)}\n\n[truncated: the text of ${url.href} has ${readable.length} characters; only the first ${MAX_TEXT_CHARS} are shown]`;
   }
@@ -156,7 +155,9 @@ function decode(bytes: Buffer, contentType: string): string {
   }
 }
 
-function htmlToText(html: string): string {
+/** HTML as readable text. html-to-text is loaded on the first page, not with every command. */
+async function htmlToText(html: string): Promise<string> {
+  const { convert } = await import("html-to-text");
   return convert(html, {
     wordwrap: false,
     selectors: [

@@ -8,7 +8,11 @@
  * {@link OutboxDelivery} whose retry loop the leader's MessageBusWorker runs.
  */
 
-import { toError } from "../../base/errors.js";
+import { createHash } from "node:crypto";
+import type { RunRequest } from "../../agents/runner.js";
+import type { MessagePoster } from "../../agents/tools/index.js";
+import { CHAT_ADDRESS_FORMS, chatAddressOf, formatChatAddress } from "../../base/chat-address.js";
+import { ToolError, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import type { FrontendRegistry } from "../../frontends/registry.js";
 import type { ChatPlatform, ChatPlatformKind, Clock, OutboxStore } from "../../ports/index.js";
@@ -85,6 +89,34 @@ export class ChatSenders {
     const entry = await outbox.submit({ dedupeKey, platform, chatId }, text, clock.now());
     const sender = this.#senders.get(platform);
     return sender ? sender.delivery.deliver(entry) : false;
+  }
+
+  /**
+   * `post_message` of a job's turn: into the chat its reply target names, through the
+   * outbox, once per job and text (a resumed job that posts the same text again adds
+   * nothing); undefined for a turn that is not a job's.
+   */
+  poster({ replyTo: target, jobId }: RunRequest): MessagePoster | undefined {
+    if (!target || !jobId) return undefined;
+    return async (text) => {
+      const chat = chatAddressOf(target);
+      if (!chat) {
+        throw new ToolError(
+          `post_message: this job has no chat to post to; give its cron a deliver_to (${CHAT_ADDRESS_FORMS})`,
+        );
+      }
+      const digest = createHash("sha256").update(text).digest("hex").slice(0, 16);
+      const delivered = await this.post(
+        chat.platform,
+        chat.chatId,
+        text,
+        `post:${jobId}:${digest}`,
+      );
+      const where = formatChatAddress(chat);
+      return delivered
+        ? `posted to ${where}`
+        : `queued for ${where}; the platform did not confirm it yet and it will be retried`;
+    };
   }
 
   /** Releases the platforms' clients (after the last job finished). */
