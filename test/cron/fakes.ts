@@ -1,4 +1,12 @@
-import type { ClaimedJob, Clock, Job, JobQueue, NewJob } from "../../src/ports/index.js";
+import {
+  type ClaimedJob,
+  type Clock,
+  DEFAULT_MAX_ATTEMPTS,
+  type Job,
+  type JobQueue,
+  type NewJob,
+} from "../../src/ports/index.js";
+import { queuedJob } from "../../src/storage/job.js";
 
 /** A job the fake queue stored, with the (fake) time it was enqueued at. */
 export interface RecordedJob extends Job {
@@ -31,23 +39,7 @@ export class RecordingQueue implements JobQueue {
     if (existing !== undefined) return existing;
     const now = this.#clock.now();
     const stored: RecordedJob = {
-      id: `job-${this.jobs.length + 1}`,
-      agentId: job.agentId,
-      sessionKey: job.sessionKey,
-      sessionId: job.sessionId ?? null,
-      message: job.message,
-      mode: job.mode,
-      replyTo: job.replyTo,
-      state: "queued",
-      attempts: 0,
-      maxAttempts: job.maxAttempts ?? 5,
-      runAt: job.runAt ?? now,
-      lockedBy: null,
-      lockedAt: null,
-      lastError: null,
-      errors: [],
-      createdAt: now,
-      updatedAt: now,
+      ...queuedJob(job, `job-${this.jobs.length + 1}`, now, DEFAULT_MAX_ATTEMPTS),
       dedupeKey: job.dedupeKey,
       enqueuedAt: now,
     };
