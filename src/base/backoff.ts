@@ -47,13 +47,14 @@ export function retryDelayMs(attempt: number, options: RetryDelayOptions = {}): 
     baseMs: "non-negative",
     capMs: "non-negative",
     jitter: "fraction",
-    retryAfterMs: "non-negative",
   });
   const { baseMs = 1000, capMs = 300_000, jitter = 0.2, random = Math.random } = options;
   const exponent = Math.max(0, Math.floor(attempt) - 1);
   const delay = Math.min(capMs, baseMs * 2 ** Math.min(exponent, 52));
   const spread = 1 + jitter * (2 * random() - 1);
-  return Math.max(Math.round(delay * spread), options.retryAfterMs ?? 0);
+  // retry-after comes from the other side: a value that is no wait at all counts as none.
+  const retryAfterMs = Number.isFinite(options.retryAfterMs) ? (options.retryAfterMs ?? 0) : 0;
+  return Math.max(Math.round(delay * spread), retryAfterMs);
 }
 
 /**

@@ -24,6 +24,11 @@ describe("retry backoff", () => {
     expect(retryDelayMs(6, { random: middle, retryAfterMs: 1000 })).toBe(32_000);
   });
 
+  it("takes a retry-after that is no wait (negative, NaN) from the other side as none", () => {
+    expect(retryDelayMs(1, { random: middle, retryAfterMs: -5000 })).toBe(1000);
+    expect(retryDelayMs(1, { random: middle, retryAfterMs: Number.NaN })).toBe(1000);
+  });
+
   it("schedules the next attempt until max_attempts are spent, then gives up", () => {
     const now = 1_000_000;
     expect(nextAttemptAt({ attempts: 1, maxAttempts: 5 }, now, { random: middle })).toBe(
