@@ -20,6 +20,7 @@ import type {
   ToolContext,
   ToolUseBlock,
 } from "../ports/index.js";
+import { buildRequestMessages } from "./context-builder.js";
 import { runToolCalls, summarizeToolCall } from "./tools/index.js";
 
 /** What a person watching the turn is shown as it happens. */
@@ -103,7 +104,7 @@ async function callModel(options: TurnOptions, messages: ChatMessage[]) {
     model: options.model,
     system: options.system,
     currentTime: options.currentTime,
-    messages,
+    messages: buildRequestMessages(messages),
     tools: options.tools.map((tool) => tool.spec),
     maxTokens: options.maxTokens,
     signal: options.toolContext.signal,

@@ -98,3 +98,93 @@ describe("fake Anthropic server", () => {
     expect(splitInto("", 3)).toEqual([""]);
   });
 });
+
+describe("fake Anthropic server refuses what the real API refuses", () => {
+  type Messages = Anthropic.MessageParam[];
+  const toolUse = (id: string) => ({ type: "tool_use" as const, id, name: "read", input: {} });
+  const toolResult = (id: string) => ({
+    type: "tool_result" as const,
+    tool_use_id: id,
+    content: "ok",
+  });
+
+  async function refusalFor(messages: Messages): Promise<{ status?: number; message: string }> {
+    fake = await startFakeAnthropic();
+    const client = clientFor(fake);
+    const error = await client.messages
+      .create({ model: "claude-test", max_tokens: 10, messages })
+      .then(() => null)
+      .catch((thrown: InstanceType<typeof Anthropic.APIError>) => thrown);
+    expect(error, "the request should be refused").toBeInstanceOf(Anthropic.BadRequestError);
+    expect(fake.requests).toHaveLength(0);
+    expect(fake.refused).toHaveLength(1);
+    const body = error?.error as { error: { type: string; message: string } };
+    expect(body.error.type).toBe("invalid_request_error");
+    return { status: error?.status, message: body.error.message };
+  }
+
+  it("a tool_use without its tool_result in the next message", async () => {
+    const error = await refusalFor([
+      { role: "user", content: "read it" },
+      { role: "assistant", content: [toolUse("toolu_1")] },
+      { role: "user", content: "what happened?" },
+    ]);
+    expect(error.status).toBe(400);
+    expect(error.message).toContain(
+      "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1",
+    );
+  });
+
+  it("a tool_result whose tool_use is not in the previous message", async () => {
+    const error = await refusalFor([{ role: "user", content: [toolResult("toolu_9")] }]);
+    expect(error.message).toContain(
+      "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_9",
+    );
+  });
+
+  it("two user messages in a row", async () => {
+    const error = await refusalFor([
+      { role: "user", content: "one" },
+      { role: "user", content: "two" },
+    ]);
+    expect(error.message).toContain(
+      'roles must alternate between "user" and "assistant", but found multiple "user" roles in a row',
+    );
+  });
+
+  it("a first message from the assistant", async () => {
+    const error = await refusalFor([{ role: "assistant", content: "hi" }]);
+    expect(error.message).toContain('first message must use the "user" role');
+  });
+
+  it("empty content and empty text blocks", async () => {
+    expect(
+      (
+        await refusalFor([
+          { role: "user", content: [] },
+          { role: "assistant", content: "x" },
+          { role: "user", content: "y" },
+        ])
+      ).message,
+    ).toContain("messages.0: all messages must have non-empty content");
+    await fake?.close();
+    expect(
+      (await refusalFor([{ role: "user", content: [{ type: "text", text: "" }] }])).message,
+    ).toContain("text content blocks must be non-empty");
+  });
+
+  it("accepts a well-formed tool exchange", async () => {
+    fake = await startFakeAnthropic();
+    const message = await clientFor(fake).messages.create({
+      model: "claude-test",
+      max_tokens: 10,
+      messages: [
+        { role: "user", content: "read it" },
+        { role: "assistant", content: [{ type: "text", text: "Reading." }, toolUse("toolu_1")] },
+        { role: "user", content: [toolResult("toolu_1"), { type: "text", text: "and?" }] },
+      ],
+    });
+    expect(message.content).toEqual([{ type: "text", text: "ok" }]);
+    expect(fake.refused).toHaveLength(0);
+  });
+});

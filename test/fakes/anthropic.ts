@@ -6,6 +6,10 @@
  * otherwise. Every request is recorded. Token counts are rough but deterministic:
  * input ≈ request JSON length / 4, output ≈ reply text length / 4.
  *
+ * A request the real API would refuse (see anthropic-rules.ts: tool pairs, alternating
+ * roles, empty content) is answered with the API's 400 and its error text, recorded in
+ * `refused` instead of `requests`, and consumes no scripted reply.
+ *
  * Prompt caching is modelled as the API does it: the prompt is the sequence of blocks
  * tools → system → message content; a block with `cache_control` writes the prefix that
  * ends with it to the cache, and a request reads the longest prefix it shares, ending at
@@ -20,6 +24,7 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
+import { refusalOf } from "./anthropic-rules.js";
 
 /** A tool call the fake model makes. */
 export interface FakeToolUse {
@@ -117,6 +122,12 @@ export interface RecordedRequest {
   body: FakeMessagesBody;
 }
 
+/** A request the fake refused with a 400, as the real API would have. */
+export interface RefusedRequest extends RecordedRequest {
+  /** The error message of the 400. */
+  refusal: string;
+}
+
 /** Options of {@link startFakeAnthropic}. */
 export interface FakeAnthropicOptions {
   /** Answer when the script is empty. (Default: `{ text: "ok" }`) */
@@ -127,8 +138,10 @@ export interface FakeAnthropicOptions {
 export interface FakeAnthropic {
   /** Base URL for the SDK's `baseURL` (no `/v1`). */
   readonly url: string;
-  /** Every request received, oldest first. */
+  /** Every request received and answered, oldest first. */
   readonly requests: RecordedRequest[];
+  /** Requests refused as the real API refuses them, with the error text sent. */
+  readonly refused: RefusedRequest[];
   /** Scripted replies not used yet. */
   readonly unusedReplies: number;
   /** Appends replies to the script; each request consumes one, in order. */
@@ -178,6 +191,7 @@ export async function startFakeAnthropic(
 ): Promise<FakeAnthropic> {
   const queue: FakeReplySource[] = [];
   const requests: RecordedRequest[] = [];
+  const refused: RefusedRequest[] = [];
   const defaultReply = options.defaultReply ?? { text: "ok" };
   const counter = { messages: 0, toolUses: 0 };
   const promptCache = new Set<string>();
@@ -204,6 +218,12 @@ export async function startFakeAnthropic(
       return;
     }
     const request: RecordedRequest = { method: req.method, path, headers: req.headers, body };
+    const refusal = refusalOf(body.messages ?? []);
+    if (refusal !== null) {
+      refused.push({ ...request, refusal });
+      sendError(res, 400, refusal);
+      return;
+    }
     requests.push(request);
     const source = queue.shift() ?? defaultReply;
     const reply = typeof source === "function" ? source(request) : source;
@@ -220,6 +240,7 @@ export async function startFakeAnthropic(
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    refused,
     get unusedReplies() {
       return queue.length;
     },

@@ -1,0 +1,119 @@
+/**
+ * The context builder: the one place that turns stored history into the `messages` of a
+ * model request the Messages API accepts, and the messages that close a turn that ends
+ * unfinished. Stored history is what happened (a turn stopped mid-tool, a reply that never
+ * came, data written by an older version); a request must be valid whatever it holds:
+ *
+ *   - every `tool_use` is answered by a `tool_result` in the very next message (a call
+ *     that never finished gets an `is_error` result saying so);
+ *   - every `tool_result` answers a `tool_use` of the message just before (others dropped);
+ *   - roles alternate, starting with the user (consecutive messages of one role merge);
+ *   - no empty text block, no message without content.
+ */
+import type { ChatMessage, ContentBlock, ToolResultBlock, ToolUseBlock } from "../ports/index.js";
+
+/** Why a turn ended before the agent's reply, as the model is told in its tool results. */
+export type TurnEnding = "stopped by the user" | "timed out" | "interrupted";
+
+/** The tool result of a call that never finished. */
+export function unfinishedToolResult(id: string, ending: TurnEnding): ToolResultBlock {
+  return {
+    type: "tool_result",
+    tool_use_id: id,
+    content: `This tool call did not finish: ${ending}.`,
+    is_error: true,
+  };
+}
+
+/**
+ * What closes a turn that ends unfinished, given its last stored message: when the agent
+ * was waiting on tool calls, one user message with an `is_error` result for each, so the
+ * history stays a valid request and the next message continues from it. Nothing when the
+ * turn holds no open call (a user message without an answer is valid history).
+ */
+export function closingMessages(last: ChatMessage | undefined, ending: TurnEnding): ChatMessage[] {
+  if (last?.role !== "assistant") return [];
+  const calls = toolUsesOf(last);
+  if (calls.length === 0) return [];
+  return [{ role: "user", content: calls.map((call) => unfinishedToolResult(call.id, ending)) }];
+}
+
+/**
+ * The request `messages` for a history (oldest first) that the API will accept. A history
+ * that ends in the agent's open tool calls is the loop's to run, not to send: its calls
+ * stay open here.
+ */
+export function buildRequestMessages(history: readonly ChatMessage[]): ChatMessage[] {
+  return mergeSameRole(pairToolCalls(history.map(withValidBlocks)));
+}
+
+/**
+ * A message without the blocks its role cannot hold (tool calls are the assistant's, tool
+ * results the user's) and without empty or whitespace-only text.
+ */
+function withValidBlocks(message: ChatMessage): ChatMessage {
+  const misplaced = message.role === "user" ? "tool_use" : "tool_result";
+  const content = message.content.filter(
+    (block) => block.type !== misplaced && (block.type !== "text" || block.text.trim() !== ""),
+  );
+  return content.length === message.content.length ? message : { ...message, content };
+}
+
+/**
+ * Every tool call answered right after it: results that answer a call of the message
+ * before are kept, others dropped, and calls left without an answer get an "interrupted"
+ * result (found in data written before turns were closed). Messages left empty are
+ * dropped, and so is anything before the first user message.
+ */
+function pairToolCalls(history: readonly ChatMessage[]): ChatMessage[] {
+  const result: ChatMessage[] = [];
+  for (const message of history) {
+    const previous = result.at(-1);
+    const asked = previous?.role === "assistant" ? toolUsesOf(previous).map((call) => call.id) : [];
+    const answered = new Set<string>();
+    const content = message.content.filter((block) => {
+      if (block.type !== "tool_result") return true;
+      if (!asked.includes(block.tool_use_id) || answered.has(block.tool_use_id)) return false;
+      answered.add(block.tool_use_id);
+      return true;
+    });
+    const repairs = asked
+      .filter((id) => !answered.has(id))
+      .map((id) => unfinishedToolResult(id, "interrupted"));
+    if (repairs.length > 0 && message.role === "assistant")
+      result.push({ role: "user", content: repairs });
+    const kept = message.role === "user" ? [...repairs, ...content] : content;
+    if (kept.length === 0 || (result.length === 0 && message.role !== "user")) continue;
+    result.push({ ...message, content: kept });
+  }
+  return result;
+}
+
+/** Consecutive messages of one role as one message; tool results stay first in a user message. */
+function mergeSameRole(history: readonly ChatMessage[]): ChatMessage[] {
+  const result: ChatMessage[] = [];
+  for (const message of history) {
+    const previous = result.at(-1);
+    if (previous?.role === message.role) {
+      result[result.length - 1] = {
+        role: message.role,
+        content: ordered([...previous.content, ...message.content]),
+      };
+    } else {
+      result.push(message);
+    }
+  }
+  return result;
+}
+
+/** Tool results before any other block, as the API wants them in a user message. */
+function ordered(content: ContentBlock[]): ContentBlock[] {
+  const results = content.filter((block) => block.type === "tool_result");
+  return results.length === 0
+    ? content
+    : [...results, ...content.filter((b) => b.type !== "tool_result")];
+}
+
+function toolUsesOf(message: ChatMessage): ToolUseBlock[] {
+  return message.content.filter((block): block is ToolUseBlock => block.type === "tool_use");
+}

@@ -1,0 +1,131 @@
+import { describe, expect, it } from "vitest";
+import {
+  buildRequestMessages,
+  closingMessages,
+  unfinishedToolResult,
+} from "../../src/agents/context-builder.js";
+import type { ChatMessage, ContentBlock } from "../../src/ports/index.js";
+import { refusalOf } from "../fakes/anthropic-rules.js";
+
+const user = (...content: ContentBlock[]): ChatMessage => ({ role: "user", content });
+const assistant = (...content: ContentBlock[]): ChatMessage => ({ role: "assistant", content });
+const text = (value: string): ContentBlock => ({ type: "text", text: value });
+const call = (id: string): ContentBlock => ({ type: "tool_use", id, name: "read", input: {} });
+const result = (id: string): ContentBlock => ({
+  type: "tool_result",
+  tool_use_id: id,
+  content: "done",
+});
+
+describe("buildRequestMessages", () => {
+  it("leaves a valid history as it is", () => {
+    const history = [
+      user(text("read a.md")),
+      assistant(text("Reading."), call("t1")),
+      user(result("t1")),
+      assistant(text("It says hi.")),
+      user(text("thanks")),
+    ];
+    expect(buildRequestMessages(history)).toEqual(history);
+  });
+
+  it("answers a tool call that never finished, so the next message is not refused", () => {
+    const history = [user(text("read a.md")), assistant(call("t1")), user(text("hello?"))];
+    expect(refusalOf(history)).toMatch(/tool_use` ids were found without `tool_result`/);
+
+    const request = buildRequestMessages(history);
+
+    expect(request).toEqual([
+      user(text("read a.md")),
+      assistant(call("t1")),
+      user(unfinishedToolResult("t1", "interrupted"), text("hello?")),
+    ]);
+    expect(refusalOf(request)).toBeNull();
+  });
+
+  it("merges two user messages in a row (a turn that failed before the model answered)", () => {
+    const request = buildRequestMessages([user(text("first")), user(text("second"))]);
+    expect(request).toEqual([user(text("first"), text("second"))]);
+  });
+
+  it("keeps the closing results of a stopped turn first when the next message follows", () => {
+    const closed = closingMessages(assistant(call("t1"), call("t2")), "stopped by the user");
+    const request = buildRequestMessages([
+      user(text("run both")),
+      assistant(call("t1"), call("t2")),
+      ...closed,
+      user(text("never mind")),
+    ]);
+    expect(request.at(-1)).toEqual(
+      user(
+        unfinishedToolResult("t1", "stopped by the user"),
+        unfinishedToolResult("t2", "stopped by the user"),
+        text("never mind"),
+      ),
+    );
+    expect(refusalOf(request)).toBeNull();
+  });
+
+  it("drops empty text blocks, empty messages and results that answer no call", () => {
+    const request = buildRequestMessages([
+      user(text("hi"), text("  ")),
+      assistant(text("")),
+      assistant(text("hello")),
+      user(result("ghost"), text("ok")),
+    ]);
+    expect(request).toEqual([user(text("hi")), assistant(text("hello")), user(text("ok"))]);
+  });
+
+  it("starts with the user", () => {
+    expect(buildRequestMessages([assistant(text("left over")), user(text("hi"))])).toEqual([
+      user(text("hi")),
+    ]);
+  });
+
+  it("turns any history ending with a user message into a request the API accepts", () => {
+    // A seeded generator (mulberry32), so a failure repeats.
+    let seed = 20261124;
+    const random = () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const blocks: Array<() => ContentBlock> = [
+      () => text("words"),
+      () => text(""),
+      () => call(`t${Math.floor(random() * 4)}`),
+      () => result(`t${Math.floor(random() * 4)}`),
+    ];
+    for (let run = 0; run < 2000; run++) {
+      const history: ChatMessage[] = Array.from({ length: 1 + Math.floor(random() * 8) }, () => ({
+        role: random() < 0.5 ? "user" : "assistant",
+        content: Array.from({ length: Math.floor(random() * 3) }, () =>
+          (blocks[Math.floor(random() * blocks.length)] as () => ContentBlock)(),
+        ),
+      }));
+      history.push(user(text("now")));
+      const request = buildRequestMessages(history);
+      expect(refusalOf(request), JSON.stringify(history)).toBeNull();
+    }
+  });
+});
+
+describe("closingMessages", () => {
+  it("answers every open call of the last message with an error saying why", () => {
+    expect(closingMessages(assistant(text("Reading."), call("t1")), "timed out")).toEqual([
+      user({
+        type: "tool_result",
+        tool_use_id: "t1",
+        content: "This tool call did not finish: timed out.",
+        is_error: true,
+      }),
+    ]);
+  });
+
+  it("adds nothing when no call is open", () => {
+    expect(closingMessages(user(text("hi")), "interrupted")).toEqual([]);
+    expect(closingMessages(assistant(text("done")), "interrupted")).toEqual([]);
+    expect(closingMessages(undefined, "interrupted")).toEqual([]);
+  });
+});

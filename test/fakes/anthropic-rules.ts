@@ -1,0 +1,96 @@
+/**
+ * What the real Messages API refuses about a request's `messages`, with its status (400,
+ * `invalid_request_error`) and its error text, so that a test against the fake fails where
+ * production would. Checked in the API's order; the first broken rule is the answer.
+ *
+ *   - at least one message, and the first one from the user
+ *   - roles alternate
+ *   - no message without content (except a final assistant prefill), no empty text block
+ *   - every `tool_use` answered by a `tool_result` in the very next message, and every
+ *     `tool_result` answering a `tool_use` of the message just before
+ */
+/** A message as a request carries it (content blocks are read as plain objects). */
+interface Message {
+  role: string;
+  content: string | readonly object[];
+}
+type Block = Record<string, unknown>;
+
+/** Why the API refuses a request: the error message of its 400. */
+export type Refusal = string;
+
+/** The first rule `messages` breaks, or null when the API would accept them. */
+export function refusalOf(messages: readonly Message[]): Refusal | null {
+  return (
+    firstRoleRule(messages) ??
+    alternationRule(messages) ??
+    emptinessRule(messages) ??
+    toolPairRule(messages)
+  );
+}
+
+function firstRoleRule(messages: readonly Message[]): Refusal | null {
+  if (messages.length === 0) return "messages: at least one message is required";
+  if (messages[0]?.role !== "user") return 'messages: first message must use the "user" role';
+  return null;
+}
+
+function alternationRule(messages: readonly Message[]): Refusal | null {
+  for (let index = 1; index < messages.length; index++) {
+    const role = messages[index]?.role;
+    if (role === messages[index - 1]?.role) {
+      return `messages: roles must alternate between "user" and "assistant", but found multiple "${role}" roles in a row`;
+    }
+  }
+  return null;
+}
+
+function emptinessRule(messages: readonly Message[]): Refusal | null {
+  for (const [index, message] of messages.entries()) {
+    const blocks = blocksOf(message);
+    const finalAssistant = index === messages.length - 1 && message.role === "assistant";
+    if (blocks.length === 0 && !finalAssistant) {
+      return `messages.${index}: all messages must have non-empty content except for the optional final assistant message`;
+    }
+    for (const block of blocks) {
+      if (block.type !== "text") continue;
+      const text = String(block.text ?? "");
+      if (text === "") return "messages: text content blocks must be non-empty";
+      if (text.trim() === "")
+        return "messages: text content blocks must contain non-whitespace text";
+    }
+  }
+  return null;
+}
+
+function toolPairRule(messages: readonly Message[]): Refusal | null {
+  for (const [index, message] of messages.entries()) {
+    const asked = idsOf(messages[index - 1], "tool_use", "id");
+    for (const [position, block] of blocksOf(message).entries()) {
+      if (block.type !== "tool_result" || asked.has(String(block.tool_use_id))) continue;
+      return `messages.${index}.content.${position}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(block.tool_use_id)}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
+    }
+    if (message.role !== "assistant" || index === messages.length - 1) continue;
+    const answered = idsOf(messages[index + 1], "tool_result", "tool_use_id");
+    const unanswered = [...idsOf(message, "tool_use", "id")].filter((id) => !answered.has(id));
+    if (unanswered.length > 0) {
+      return `messages.${index}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${unanswered.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`;
+    }
+  }
+  return null;
+}
+
+function blocksOf(message: Message | undefined): Block[] {
+  if (!message) return [];
+  if (typeof message.content === "string")
+    return message.content === "" ? [] : [{ type: "text", text: message.content }];
+  return message.content as Block[];
+}
+
+function idsOf(message: Message | undefined, type: string, field: string): Set<string> {
+  return new Set(
+    blocksOf(message)
+      .filter((block) => block.type === type)
+      .map((block) => String(block[field])),
+  );
+}
