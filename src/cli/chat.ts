@@ -9,6 +9,7 @@
 import { userInfo } from "node:os";
 import { createInterface, type Interface } from "node:readline";
 import { Command } from "commander";
+import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
 import { AgentRunner } from "../agents/runner.js";
 import { systemClock } from "../base/clock.js";
 import { CancelledError, toError, UserError } from "../base/errors.js";
@@ -133,12 +134,21 @@ class TerminalChat {
       });
       stream.finish(result.text, result.usage);
     } catch (thrown) {
-      stream.fail(this.#reply.signal.aborted ? "stopped" : toError(thrown).message);
-      if (!this.#reply.signal.aborted) this.failures += 1;
+      const stopped = this.#reply.signal.aborted;
+      await this.#closeTurn(session.id, stopped ? "stopped by the user" : "interrupted");
+      stream.fail(stopped ? "stopped" : toError(thrown).message);
+      if (!stopped) this.failures += 1;
     } finally {
       this.#reply = null;
       this.#printer = null;
     }
+  }
+
+  /** Answers the tool calls an ended turn left open, so the next message is a valid request. */
+  async #closeTurn(sessionId: string, ending: TurnEnding): Promise<void> {
+    const { history } = this.#context.storage;
+    const last = (await history.loadContext(sessionId, 1)).at(-1);
+    for (const message of closingMessages(last, ending)) await history.append(sessionId, message);
   }
 
   /** `post_message` in the terminal: the post is printed in the reply as its own block. */

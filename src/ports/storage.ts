@@ -20,6 +20,24 @@ export type Checkpoint = (
   message: ChatMessage,
 ) => Promise<boolean>;
 
+/** The messages that close a job's unfinished turn, and the session they go to. */
+export interface TurnClosing {
+  sessionId: string;
+  messages: ChatMessage[];
+}
+
+/**
+ * Fails a job for good (its last attempt failed, or the user stopped it) and appends
+ * `closing` to its session, in one transaction where the backend allows it, so a stopped
+ * or failed turn never leaves a tool call without its result. Resolves false when the
+ * job's lock was lost (another process owns it now; nothing is written).
+ */
+export type FailJob = (
+  job: ClaimedJob,
+  error: string,
+  closing: TurnClosing | null,
+) => Promise<boolean>;
+
 /** What several processes sharing one storage need beyond the stores (distributed mode). */
 export interface Cluster {
   store: ClusterStore;
@@ -35,6 +53,7 @@ export interface Storage {
   queue: JobQueue & JobAdmin;
   cronState: CronStateStore;
   checkpoint: Checkpoint;
+  failJob: FailJob;
   /** Chat replies waiting for (or done with) delivery. */
   outbox: OutboxStore;
   /** Chat users admitted by `picklebot pairing approve`. */

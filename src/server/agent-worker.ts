@@ -12,6 +12,7 @@
  * own `job_timeout_s`; `run` resolves when the pool is idle.
  */
 import PQueue from "p-queue";
+import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
 import type { AgentRunner } from "../agents/runner.js";
 import { nextAttemptAt } from "../base/backoff.js";
 import { deadline } from "../base/deadline.js";
@@ -31,6 +32,7 @@ import {
   type Checkpoint,
   type ClaimedJob,
   type Clock,
+  type FailJob,
   type HistoryStore,
   type JobQueue,
   RESUME_MARKER,
@@ -47,6 +49,8 @@ export interface AgentWorkerOptions {
   queue: JobQueue;
   history: HistoryStore;
   checkpoint: Checkpoint;
+  /** Ends a job for good, closing its session's unfinished turn in the same transaction. */
+  failJob: FailJob;
   runner: AgentRunner;
   frontends: FrontendRegistry;
   /** Jobs run at once (`workers.agent_concurrency`). */
@@ -66,6 +70,8 @@ export interface AgentWorkerOptions {
 interface ActiveJob {
   job: ClaimedJob;
   stop: AbortController;
+  /** The job's session, once known: where its turn is closed if it ends unfinished. */
+  sessionId: string | null;
 }
 
 /** Runs agent jobs from the queue. */
@@ -137,7 +143,7 @@ export class AgentWorker implements Worker {
     const { clock, metrics, jobTimeoutMs } = this.#options;
     const started = clock.now();
     const stop = new AbortController();
-    this.#active.set(job.id, { job, stop });
+    this.#active.set(job.id, { job, stop, sessionId: job.sessionId });
     metrics.jobsInFlight.inc();
     const { signal, clear } = deadline(stop.signal, jobTimeoutMs);
     let outcome: JobOutcome;
@@ -179,6 +185,8 @@ export class AgentWorker implements Worker {
     }
     reply.typing();
     const session = await this.#sessionFor(job);
+    const active = this.#active.get(job.id);
+    if (active) active.sessionId = session.id;
     if (job.message !== RESUME_MARKER) {
       const message = {
         role: "user" as const,
@@ -257,7 +265,8 @@ export class AgentWorker implements Worker {
       );
       return "retry";
     }
-    await queue.fail(job, message, null);
+    const ending = stoppedByUser ? "stopped by the user" : timedOut ? "timed out" : "interrupted";
+    await this.#failForGood(job, message, ending);
     const why = stoppedByUser ? "Stopped." : failureNotice(job, message);
     // No reply stream means its frontend failed to open: there is nowhere to tell.
     await reply
@@ -266,6 +275,22 @@ export class AgentWorker implements Worker {
         logger.warn({ job: job.id, error: toError(failure).message }, "could not report a failure"),
       );
     return "failed";
+  }
+
+  /**
+   * Fails the job for good and, in the same transaction, answers the tool calls its turn
+   * left open, so the session's next message is a valid request and the model sees why
+   * the calls have no results.
+   */
+  async #failForGood(job: ClaimedJob, error: string, ending: TurnEnding): Promise<void> {
+    const { history, failJob, logger } = this.#options;
+    const sessionId = this.#active.get(job.id)?.sessionId ?? null;
+    const last = sessionId ? (await history.loadContext(sessionId, 1)).at(-1) : undefined;
+    const messages = closingMessages(last, ending);
+    const closing = sessionId && messages.length > 0 ? { sessionId, messages } : null;
+    if (!(await failJob(job, error, closing))) {
+      logger.warn({ job: job.id }, "job failed after its lock was lost");
+    }
   }
 }
 

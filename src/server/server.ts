@@ -297,6 +297,7 @@ export class PicklebotServer {
       queue: this.#queue,
       history,
       checkpoint: this.#storage.checkpoint,
+      failJob: this.#storage.failJob,
       runner,
       frontends: this.frontends,
       concurrency: config.workers.agent_concurrency,

@@ -1,4 +1,4 @@
-import type { Checkpoint, HistoryStore, JobQueue } from "../ports/index.js";
+import type { Checkpoint, FailJob, HistoryStore, JobQueue } from "../ports/index.js";
 
 /**
  * The checkpoint for stores that cannot share a transaction: the append carries the job
@@ -8,6 +8,20 @@ export function sequentialCheckpoint(history: HistoryStore, queue: JobQueue): Ch
   return async (job, sessionId, message) => {
     await history.append(sessionId, message, { jobId: job.id });
     return queue.checkpoint(job, sessionId);
+  };
+}
+
+/**
+ * Failing a job for stores that cannot share a transaction: the job first, so a crash
+ * before the closing messages leaves an open tool call in an ended turn, which the
+ * context builder answers as "interrupted" when it builds the next request.
+ */
+export function sequentialFailJob(history: HistoryStore, queue: JobQueue): FailJob {
+  return async (job, error, closing) => {
+    if (!(await queue.fail(job, error, null))) return false;
+    if (!closing) return true;
+    for (const message of closing.messages) await history.append(closing.sessionId, message);
+    return true;
   };
 }
 

@@ -228,4 +228,47 @@ describe("picklebot chat (interactive, on a terminal)", () => {
     // The new session does not carry the stopped turn.
     expect(sentTexts(1)).toEqual(["are you there?"]);
   });
+
+  it("Ctrl+C during a tool call closes the turn: the next message of the session is answered", async () => {
+    ws.write(
+      "agents/pickle/AGENT.md",
+      "---\nname: Pickle\ndescription: Runs commands\ntools: [bash]\n---\nYou run commands.\n",
+    );
+    fake.script(
+      { toolUses: [{ name: "bash", input: { command: "sleep 30" }, id: "toolu_1" }] },
+      { text: "fine, stopped" },
+    );
+    const command = `${process.execPath} ${CLI} chat --workspace ${ws.dir}`;
+    const child = spawn("script", ["-qfec", command, "/dev/null"], { env: childEnv() });
+    let screen = "";
+    child.stdout.on("data", (chunk: Buffer) => (screen += chunk));
+    await waitFor(() => screen.includes("you ›"), 'the terminal to show "you ›"', 15_000);
+    child.stdin.write("run the slow thing\n");
+    await waitFor(() => screen.includes("sleep 30"), "the tool call on screen", 15_000);
+    child.stdin.write("\x03");
+    await waitFor(
+      () => screen.includes("error: stopped"),
+      'the terminal to show "error: stopped"',
+      15_000,
+    );
+    child.stdin.write("what happened?\n");
+    await waitFor(
+      () => screen.includes("fine, stopped"),
+      'the terminal to show "fine, stopped"',
+      15_000,
+    );
+    child.stdin.write("/exit\n");
+    expect(await new Promise((resolve) => child.on("close", resolve))).toBe(0);
+    expect(fake.refused).toEqual([]);
+    expect(sentTexts(1)).toEqual(["run the slow thing", "tool_use", "tool_resultwhat happened?"]);
+    const closing = fake.requests[1]?.body.messages.at(-1)?.content as Array<
+      Record<string, unknown>
+    >;
+    expect(closing[0]).toMatchObject({
+      type: "tool_result",
+      tool_use_id: "toolu_1",
+      content: "This tool call did not finish: stopped by the user.",
+      is_error: true,
+    });
+  });
 });

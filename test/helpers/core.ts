@@ -12,6 +12,7 @@
  *   await core.close();
  */
 import { createAnthropicProvider } from "../../src/agents/anthropic.js";
+import { loadAgents } from "../../src/agents/definition.js";
 import { AgentRunner } from "../../src/agents/runner.js";
 import type { Config } from "../../src/config/index.js";
 import { FrontendRegistry } from "../../src/frontends/registry.js";
@@ -44,6 +45,8 @@ export interface CoreOptions {
   jobTimeoutS?: number;
   /** Wraps the storage's checkpoint (e.g. to lose the lock first). (Default: as is) */
   checkpoint?: (storage: Storage) => Checkpoint;
+  /** More files of the workspace (e.g. an `agents/pickle/AGENT.md` with other tools). */
+  files?: Record<string, string>;
 }
 
 /** An in-process core, not yet running. */
@@ -70,7 +73,7 @@ export interface Core {
 
 /** Builds the core on a fresh temp workspace. */
 export async function openCore(options: CoreOptions = {}): Promise<Core> {
-  const ws = makeWorkspace({ "notes.md": "Pickles are cucumbers in brine.\n" });
+  const ws = makeWorkspace({ "notes.md": "Pickles are cucumbers in brine.\n", ...options.files });
   const model = await startFakeAnthropic();
   const config = testConfig(ws.dir, {
     llm: { api_key: "test-key", base_url: model.url, timeout_s: 20 },
@@ -95,7 +98,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
   const runner = new AgentRunner({
     workspace: ws.dir,
     config,
-    agents: new Map(),
+    agents: loadAgents(ws.dir).agents,
     history: storage.history,
     provider: createAnthropicProvider({ apiKey: "test-key", baseURL: model.url, maxRetries: 0 }),
     clock,
@@ -106,6 +109,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     queue: storage.queue,
     history: storage.history,
     checkpoint: options.checkpoint?.(storage) ?? storage.checkpoint,
+    failJob: storage.failJob,
     runner,
     frontends,
     concurrency: 2,

@@ -239,6 +239,92 @@ describe("AgentWorker: /stop", () => {
   });
 });
 
+describe("AgentWorker: a turn that ends during a tool call is closed in history", () => {
+  const BASH_AGENT = {
+    "agents/pickle/AGENT.md":
+      "---\nname: Pickle\ndescription: Runs commands\ntools: [bash]\n---\nYou run commands.\n",
+  };
+  const longCommand = {
+    toolUses: [{ name: "bash", input: { command: "sleep 30" }, id: "toolu_1" }],
+  };
+
+  /** Waits until the job's turn is inside its tool call (the call is stored, the tool runs). */
+  async function waitForToolCall(jobId: string): Promise<string> {
+    let sessionId = "";
+    await waitFor(async () => {
+      sessionId = (await core.storage.queue.get(jobId))?.sessionId ?? "";
+      return sessionId !== "" && (await stored(sessionId)).at(-1)?.role === "assistant";
+    }, "the tool call");
+    return sessionId;
+  }
+
+  function lastRequestBlocks(): Array<Record<string, unknown>> {
+    const messages = requestAt(core.model, core.model.requests.length - 1).body.messages;
+    return messages.at(-1)?.content as Array<Record<string, unknown>>;
+  }
+
+  it("/stop: the call gets a 'stopped by the user' result and the next message is answered", async () => {
+    await startCore({ files: BASH_AGENT });
+    core.model.script(longCommand, { text: "Stopped it. Hello!" });
+    core.start();
+    const job = await core.enqueue("run the long thing");
+    const sessionId = await waitForToolCall(job.id);
+    expect(core.worker.stopSession(CHAT_KEY)).toBe(true);
+    await core.waitForJob(job.id, isFailed);
+    expect((await stored(sessionId)).at(-1)?.content).toEqual([
+      {
+        type: "tool_result",
+        tool_use_id: "toolu_1",
+        content: "This tool call did not finish: stopped by the user.",
+        is_error: true,
+      },
+    ]);
+
+    await core.waitForJob((await core.enqueue("hello?")).id, isDone);
+
+    expect(core.model.refused).toEqual([]);
+    expect(lastRequestBlocks().slice(0, 2)).toMatchObject([
+      { type: "tool_result", tool_use_id: "toolu_1", is_error: true },
+      { type: "text", text: "hello?" },
+    ]);
+    await waitFor(() => core.platform.texts(CHAT_ID).at(-1) === "Stopped it. Hello!");
+  });
+
+  it("a last attempt that times out: the call gets a 'timed out' result", async () => {
+    await startCore({ files: BASH_AGENT, jobTimeoutS: 1 });
+    core.model.script(longCommand);
+    core.start();
+    const job = await core.enqueue("run the long thing", { maxAttempts: 1 });
+    const sessionId = await waitForToolCall(job.id);
+    await core.waitForJob(job.id, isFailed);
+    expect((await stored(sessionId)).at(-1)?.content).toMatchObject([
+      {
+        tool_use_id: "toolu_1",
+        content: "This tool call did not finish: timed out.",
+        is_error: true,
+      },
+    ]);
+    await core.waitForJob((await core.enqueue("still there?")).id, isDone);
+    expect(core.model.refused).toEqual([]);
+  });
+
+  it("a tool call left open by older data is answered as interrupted, not sent as it is", async () => {
+    await startCore();
+    await sessionWith(user("read notes"), {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_old", name: "read", input: { path: "notes.md" } }],
+    });
+    core.start();
+    await core.waitForJob((await core.enqueue("hello")).id, isDone);
+    expect(core.model.refused).toEqual([]);
+    expect(lastRequestBlocks()[0]).toMatchObject({
+      type: "tool_result",
+      tool_use_id: "toolu_old",
+      is_error: true,
+    });
+  });
+});
+
 describe("AgentWorker: a lost lock (another worker took the job)", () => {
   /** Hands the job to worker-b behind worker-a's back, as a rescue by another process would. */
   function stealJob(workspace: string, jobId: string): void {

@@ -144,5 +144,60 @@ export function checkpointContract(
         expect(await messagesOf(sessionId)).toEqual([]);
       });
     }
+
+    describe("failJob: a job ends for good and its open turn is closed", () => {
+      const toolCall: ChatMessage = {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "toolu_1", name: "read", input: { path: "a.md" } }],
+      };
+      const closing = (sessionId: string) => ({
+        sessionId,
+        messages: [
+          {
+            role: "user" as const,
+            content: [
+              {
+                type: "tool_result" as const,
+                tool_use_id: "toolu_1",
+                content: "This tool call did not finish: stopped by the user.",
+                is_error: true,
+              },
+            ],
+          },
+        ],
+      });
+
+      it("fails the job and appends the closing messages", async () => {
+        const { job, sessionId } = await claimed("read a.md");
+        await storage.checkpoint(job, sessionId, userMessage("read a.md"));
+        await storage.history.append(sessionId, toolCall);
+        expect(await storage.failJob(job, "stopped by the user", closing(sessionId))).toBe(true);
+        expect(await messagesOf(sessionId)).toEqual([
+          userMessage("read a.md"),
+          toolCall,
+          ...closing(sessionId).messages,
+        ]);
+        expect(await storage.queue.get(job.id)).toMatchObject({
+          state: "failed",
+          lastError: "stopped by the user",
+        });
+      });
+
+      it("fails a job that has nothing to close", async () => {
+        const { job } = await claimed("hello");
+        expect(await storage.failJob(job, "model refused", null)).toBe(true);
+        expect((await storage.queue.get(job.id))?.state).toBe("failed");
+      });
+
+      it("writes nothing when the job's lock was lost", async () => {
+        const { job, sessionId } = await claimed("read a.md");
+        await storage.checkpoint(job, sessionId, userMessage("read a.md"));
+        await storage.history.append(sessionId, toolCall);
+        await takeOver(job);
+        expect(await storage.failJob(job, "timed out", closing(sessionId))).toBe(false);
+        expect(await messagesOf(sessionId)).toEqual([userMessage("read a.md"), toolCall]);
+        expect((await storage.queue.get(job.id))?.state).toBe("running");
+      });
+    });
   });
 }

@@ -12,11 +12,13 @@ import type {
   Checkpoint,
   ClaimedJob,
   Clock,
+  FailJob,
   JobAdmin,
   JobQueue,
   Storage,
+  TurnClosing,
 } from "../../ports/index.js";
-import { LockLost, sequentialCheckpoint } from "../checkpoint.js";
+import { LockLost, sequentialCheckpoint, sequentialFailJob } from "../checkpoint.js";
 import { MemoryJobQueue } from "../memory/queue.js";
 import { openWorkspaceDatabase } from "../sqlite/index.js";
 import { SqliteJobQueue } from "../sqlite/queue.js";
@@ -57,6 +59,9 @@ export async function openPostgresStorage(config: Config, clock: Clock): Promise
     checkpoint: postgresQueue
       ? postgresCheckpoint(pool, history, postgresQueue)
       : sequentialCheckpoint(history, queue),
+    failJob: postgresQueue
+      ? postgresFailJob(pool, history, postgresQueue)
+      : sequentialFailJob(history, queue),
     cluster: postgresQueue
       ? { store: new PostgresClusterStore({ pool, queue: postgresQueue }), stops }
       : null,
@@ -89,5 +94,28 @@ function postgresCheckpoint(
     retryOnDisconnect(() => checkpoint(job, sessionId, message)).catch((error: unknown) => {
       if (error instanceof LockLost) return false;
       throw error;
+    });
+}
+
+/** History and queue share the database: failing a job and closing its turn is one transaction. */
+function postgresFailJob(
+  pool: pg.Pool,
+  history: PostgresHistoryStore,
+  queue: PostgresJobQueue,
+): FailJob {
+  // Safe to repeat after a lost connection: the job's update is fenced by its lock token,
+  // so a repeat after a commit finds the lock gone and rolls its appends back.
+  const failJob = (job: ClaimedJob, error: string, closing: TurnClosing | null) =>
+    inTransaction(pool, async (client) => {
+      if (!(await queue.failOn(client, job, error, null))) throw new LockLost();
+      if (!closing) return true;
+      for (const message of closing.messages)
+        await history.appendOn(client, closing.sessionId, message, {});
+      return true;
+    });
+  return (job, error, closing) =>
+    retryOnDisconnect(() => failJob(job, error, closing)).catch((thrown: unknown) => {
+      if (thrown instanceof LockLost) return false;
+      throw thrown;
     });
 }

@@ -185,13 +185,21 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
 
   /** Records the failed attempt: requeued at `retryAt`, or failed for good when null. */
   async fail(job: ClaimedJob, error: string, retryAt: number | null): Promise<boolean> {
-    const now = this.#clock.now();
-    const fence = [job.id, job.lockToken, error, now];
-    const result = await retryOnDisconnect(() =>
+    return retryOnDisconnect(() => this.failOn(this.#pool, job, error, retryAt));
+  }
+
+  /** {@link fail} on a connection inside the caller's transaction. */
+  async failOn(
+    client: pg.ClientBase | pg.Pool,
+    job: ClaimedJob,
+    error: string,
+    retryAt: number | null,
+  ): Promise<boolean> {
+    const fence = [job.id, job.lockToken, error, this.#clock.now()];
+    const result =
       retryAt === null
-        ? this.#pool.query(PG.fail, fence)
-        : this.#pool.query(PG.retry, [...fence, retryAt]),
-    );
+        ? await client.query(PG.fail, fence)
+        : await client.query(PG.retry, [...fence, retryAt]);
     if ((result.rowCount ?? 0) === 0) return false;
     if (retryAt === null) this.#signal.notify();
     else this.#signal.wakeAt(retryAt);

@@ -5,8 +5,16 @@
  */
 import { join } from "node:path";
 import type { Config } from "../../config/index.js";
-import type { ChatMessage, Checkpoint, ClaimedJob, Clock, Storage } from "../../ports/index.js";
-import { LockLost, sequentialCheckpoint } from "../checkpoint.js";
+import type {
+  ChatMessage,
+  Checkpoint,
+  ClaimedJob,
+  Clock,
+  FailJob,
+  Storage,
+  TurnClosing,
+} from "../../ports/index.js";
+import { LockLost, sequentialCheckpoint, sequentialFailJob } from "../checkpoint.js";
 import { JsonlHistoryStore } from "../jsonl/history.js";
 import { MemoryJobQueue } from "../memory/queue.js";
 import { SqliteCronStateStore } from "./cron-state.js";
@@ -44,6 +52,10 @@ export function openSqliteStorage(config: Config, clock: Clock): Storage {
       sqliteHistory && sqliteQueue
         ? sqliteCheckpoint(db, sqliteHistory, sqliteQueue)
         : sequentialCheckpoint(history, queue),
+    failJob:
+      sqliteHistory && sqliteQueue
+        ? sqliteFailJob(db, sqliteHistory, sqliteQueue)
+        : sequentialFailJob(history, queue),
     outbox: new SqliteOutboxStore({ db }),
     pairing: new SqlitePairingStore({ db }),
     cluster: null,
@@ -73,6 +85,24 @@ function sqliteCheckpoint(
     } catch (error) {
       if (error instanceof LockLost) return false;
       throw error;
+    }
+  };
+}
+
+/** History and queue share the database: failing a job and closing its turn is one transaction. */
+function sqliteFailJob(db: Database, history: SqliteHistoryStore, queue: SqliteJobQueue): FailJob {
+  const failJob = db.transaction((job: ClaimedJob, error: string, closing: TurnClosing | null) => {
+    if (!queue.failSync(job, error, null)) throw new LockLost();
+    if (!closing) return;
+    for (const message of closing.messages) history.appendSync(closing.sessionId, message);
+  });
+  return async (job, error, closing) => {
+    try {
+      failJob.immediate(job, error, closing);
+      return true;
+    } catch (thrown) {
+      if (thrown instanceof LockLost) return false;
+      throw thrown;
     }
   };
 }

@@ -158,6 +158,11 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
    * `nextAttemptAt` in backoff.ts).
    */
   async fail(job: ClaimedJob, error: string, retryAt: number | null): Promise<boolean> {
+    return this.failSync(job, error, retryAt);
+  }
+
+  /** {@link fail}, usable inside a `db.transaction` with the history's writes. */
+  failSync(job: ClaimedJob, error: string, retryAt: number | null): boolean {
     this.#flushCompletions();
     const now = this.#clock.now();
     const fence = { id: job.id, token: job.lockToken, error, now };
