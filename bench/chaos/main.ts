@@ -18,6 +18,8 @@
 import { cpus } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
+import { type FakeTelegram, startFakeTelegram } from "../../test/fakes/telegram.js";
+import { telegramYaml } from "../../test/helpers/bus.js";
 import { startCli } from "../../test/helpers/cli.js";
 import { type LogLine, ServerProcess } from "../../test/helpers/server.js";
 import {
@@ -29,7 +31,13 @@ import { type CrashWindow, Inspector } from "./inspect.js";
 import { ChaosModel } from "./model.js";
 import { Random } from "./random.js";
 import { verifyRun } from "./verify.js";
-import { CHAOS_MAX_ATTEMPTS, type ModelCall, Producer } from "./workload.js";
+import {
+  CHAOS_MAX_ATTEMPTS,
+  type EnqueuedJob,
+  type ModelCall,
+  Producer,
+  STOP_CHAT_USER,
+} from "./workload.js";
 
 type KillMode = "startup" | "random" | "model-call" | "after-reply";
 
@@ -39,6 +47,18 @@ const KILL_MODES: ReadonlyArray<readonly [KillMode, number]> = [
   ["model-call", 3],
   ["after-reply", 3],
 ];
+
+/** The chaos agent: `read` for tool jobs, `bash` for the slow command of stop jobs. */
+const CHAOS_AGENT = `---
+name: Pickle
+description: The chaos run's agent
+tools: [read, bash]
+---
+You answer chaos jobs.
+`;
+
+/** A file far larger than one tool result may be (the big jobs read it). */
+const BIG_FILE = "A line of a big file that a big chaos job reads in full.\n".repeat(6000);
 
 const WORKSPACE_CONFIG = `workers:
   agent_concurrency: 4
@@ -91,12 +111,23 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const random = new Random(settings.seed);
-  const model = await ChaosModel.start({ random });
-  const ws = makeWorkspace({
-    "picklebot.yaml": fakeModelConfig(model.url, WORKSPACE_CONFIG),
-    "notes.txt": "The chaos run reads this file as its tool call.\n",
+  const telegram = await startFakeTelegram();
+  let producer: Producer | null = null;
+  const model = await ChaosModel.start({
+    random,
+    onStopJobTool: (call) => {
+      const job = producer?.byTag.get(call.jobTag);
+      if (job) sendStop(telegram, job, random);
+    },
   });
-  const producer = new Producer(ws.dir, random);
+  const telegramConfig = telegramYaml(telegram, { allowedUserIds: [STOP_CHAT_USER] });
+  const ws = makeWorkspace({
+    "picklebot.yaml": fakeModelConfig(model.url, `${WORKSPACE_CONFIG}${telegramConfig}`),
+    "agents/pickle/AGENT.md": CHAOS_AGENT,
+    "notes.txt": "The chaos run reads this file as its tool call.\n",
+    "big.txt": BIG_FILE,
+  });
+  producer = new Producer(ws.dir, random);
   const inspector = new Inspector(ws.dir);
   const tally: Tally = {
     kills: new Map(),
@@ -125,6 +156,12 @@ export async function main(argv: string[]): Promise<number> {
     const verdict = verifyRun(ws.dir, producer.jobs, model.calls, tally.doneLogs);
     tally.violations.push(...verdict.violations);
     for (const failure of producer.failures) tally.violations.push(`an enqueue failed: ${failure}`);
+    for (const { refusal } of model.refused.slice(0, 5)) {
+      tally.violations.push(`the model API would have refused a request: ${refusal}`);
+    }
+    if (model.refused.length > 5) {
+      tally.violations.push(`${model.refused.length - 5} more requests refused`);
+    }
     const seconds = (performance.now() - begin) / 1000;
     printSummary(settings, tally, { ...verdict, jobs: producer.jobs.length, seconds, model });
     return tally.violations.length === 0 ? 0 : 1;
@@ -132,6 +169,7 @@ export async function main(argv: string[]): Promise<number> {
     await producer.close();
     inspector.close();
     await model.close();
+    await telegram.close();
     if (!settings.keep && tally.violations.length === 0) ws.remove();
     else console.log(`workspace kept for inspection: ${ws.dir}`);
   }
@@ -166,6 +204,25 @@ async function runCycle(context: CycleContext): Promise<string> {
   if (windows.includes("reply stored, job not acknowledged")) tally.unacknowledgedKills += 1;
   const hit = windows.length === 0 ? "no job was running" : `${windows.length} job(s) were running`;
   return `${mode.padEnd(11)} killed after ${upMs} ms (${note}); ${hit}`;
+}
+
+/**
+ * Sends `/stop` to a stop job's chat while its command runs (it runs for
+ * STOP_JOB_COMMAND_S); a stop that arrives late (the server was killed) stops whatever the
+ * chat runs next, which only stop jobs may be.
+ */
+function sendStop(telegram: FakeTelegram, job: EnqueuedJob, random: Random): void {
+  const chatId = Number(job.sessionKey.split(":")[1]);
+  setTimeout(
+    () =>
+      telegram.sendUserMessage({
+        chatId,
+        userId: STOP_CHAT_USER,
+        text: "/stop",
+        chatType: "private",
+      }),
+    random.between(50, 400),
+  );
 }
 
 function spawnServer(ws: TempWorkspace): ServerProcess {
@@ -266,6 +323,7 @@ async function drain(ws: TempWorkspace, inspector: Inspector, tally: Tally): Pro
 interface Outcome {
   jobs: number;
   jobsDone: number;
+  endings: Map<string, number>;
   lostCalls: number;
   seconds: number;
   model: ChaosModel;
@@ -283,6 +341,8 @@ function printSummary(settings: Settings, tally: Tally, outcome: Outcome): void 
   );
   console.log(`  kills       ${killCount} SIGKILLs: ${list(tally.kills)}`);
   console.log(`  jobs        ${outcome.jobs} enqueued, ${outcome.jobsDone} done`);
+  console.log(`  endings     ${list(new Map([...outcome.endings].sort()))}`);
+  console.log(`  refused     ${outcome.model.refused.length} requests the real API would refuse`);
   console.log(
     `  model calls ${outcome.model.calls.length}, of which ${outcome.lostCalls} were cut off by a kill`,
   );

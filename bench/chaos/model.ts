@@ -6,10 +6,15 @@
  * Each answer streams one text delta, then pauses until its simulated latency is over (or
  * the run releases it on purpose, to kill the server right after the reply arrived).
  */
-import type { FakeAnthropic, FakeReply, RecordedRequest } from "../../test/fakes/anthropic.js";
+import type {
+  FakeAnthropic,
+  FakeReply,
+  FakeToolUse,
+  RecordedRequest,
+} from "../../test/fakes/anthropic.js";
 import { messageText, startFakeAnthropic } from "../../test/fakes/anthropic.js";
 import type { Random } from "./random.js";
-import { callTag, jobOfText, type ModelCall } from "./workload.js";
+import { callTag, type JobKind, jobOfText, type ModelCall } from "./workload.js";
 
 /** A model call whose stream is paused. */
 interface PendingCall {
@@ -23,7 +28,12 @@ export interface ChaosModelOptions {
   random: Random;
   /** Simulated model latency, drawn per call. (Default: 5–40 ms) */
   latencyMs?: [number, number];
+  /** Called when a stop job's tool call is answered: its command is about to run. */
+  onStopJobTool?: (call: ModelCall) => void;
 }
+
+/** How long a stop job's command runs, unless stopped. */
+export const STOP_JOB_COMMAND_S = 1;
 
 /** The fake model, with a log of every call and control over the paused ones. */
 export class ChaosModel {
@@ -32,6 +42,7 @@ export class ChaosModel {
   readonly #fake: FakeAnthropic;
   readonly #random: Random;
   readonly #latencyMs: [number, number];
+  readonly #onStopJobTool: ((call: ModelCall) => void) | undefined;
   readonly #pending = new Set<PendingCall>();
   #holdNext: ((pending: PendingCall) => void) | null = null;
 
@@ -39,6 +50,7 @@ export class ChaosModel {
     this.#fake = fake;
     this.#random = options.random;
     this.#latencyMs = options.latencyMs ?? [5, 40];
+    this.#onStopJobTool = options.onStopJobTool;
   }
 
   /** Starts the fake on 127.0.0.1. */
@@ -57,6 +69,11 @@ export class ChaosModel {
   /** Base URL for `llm.base_url`. */
   get url(): string {
     return this.#fake.url;
+  }
+
+  /** Requests the fake refused as the real API would (an invalid history was sent). */
+  get refused(): ReadonlyArray<{ refusal: string }> {
+    return this.#fake.refused;
   }
 
   /** Calls whose reply is still streaming. */
@@ -107,7 +124,20 @@ export class ChaosModel {
     this.#fake.requests.length = 0;
     const call = describeCall(request, this.calls.length + 1);
     this.calls.push(call);
-    const resume = new Promise<void>((resolve) => {
+    const text = `${callTag(call.number)} answers ${call.jobTag}`;
+    if (call.step === 0 && call.kind !== "text") {
+      const resume = this.#latency(call);
+      if (call.kind === "stop") void resume.then(() => this.#onStopJobTool?.(call));
+      return { text, toolUses: [TOOL_CALLS[call.kind]], pauseAfterChunks: 1, resume };
+    }
+    // A refusal is answered at once: there is no stream to pause or to cut.
+    if (call.kind === "fail") return { error: { status: 400, message: FAIL_JOB_REFUSAL } };
+    return { text, chunks: 2, pauseAfterChunks: 1, resume: this.#latency(call) };
+  }
+
+  /** Settles when the call's simulated latency is over, or when the run releases it. */
+  #latency(call: ModelCall): Promise<void> {
+    return new Promise<void>((resolve) => {
       const pending: PendingCall = { call, timer: null, release: () => {} };
       pending.release = () => {
         if (pending.timer) clearTimeout(pending.timer);
@@ -118,14 +148,19 @@ export class ChaosModel {
       if (this.#holdNext) this.#holdNext(pending);
       else pending.timer = setTimeout(pending.release, this.#random.between(...this.#latencyMs));
     });
-    const text = `${callTag(call.number)} answers ${call.jobTag}`;
-    if (call.step === 0 && call.wantsTool) {
-      const toolUses = [{ name: "read", input: { path: "notes.txt" } }];
-      return { text, toolUses, pauseAfterChunks: 1, resume };
-    }
-    return { text, chunks: 2, pauseAfterChunks: 1, resume };
   }
 }
+
+/** The error a fail job's follow-up call gets (a permanent 400). */
+export const FAIL_JOB_REFUSAL = "chaos: this job's follow-up is refused";
+
+/** The tool call of each kind of job that makes one. */
+const TOOL_CALLS: Record<Exclude<JobKind, "text">, FakeToolUse> = {
+  tool: { name: "read", input: { path: "notes.txt" } },
+  big: { name: "read", input: { path: "big.txt" } },
+  fail: { name: "read", input: { path: "notes.txt" } },
+  stop: { name: "bash", input: { command: `sleep ${STOP_JOB_COMMAND_S}` } },
+};
 
 /** Which job and which step of its turn a request is for. */
 function describeCall(request: RecordedRequest, number: number): ModelCall {
@@ -137,9 +172,9 @@ function describeCall(request: RecordedRequest, number: number): ModelCall {
     if (text === null) continue;
     const job = jobOfText(text);
     const step = messages.length - 1 - index;
-    return { number, jobTag: job?.tag ?? "?", wantsTool: job?.tool ?? false, step };
+    return { number, jobTag: job?.tag ?? "?", kind: job?.kind ?? "text", step };
   }
-  return { number, jobTag: "?", wantsTool: false, step: 0 };
+  return { number, jobTag: "?", kind: "text", step: 0 };
 }
 
 /** The text of a user message (without the time note), or null when it holds only tool results. */

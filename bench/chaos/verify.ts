@@ -1,19 +1,39 @@
 /**
  * The checks at the end of a chaos run, on the workspace database and the model's call log:
  *
- * - every enqueued job is done, and its turn is in history exactly once, complete;
+ * - every enqueued job ended as its kind may end (done; a stop job stopped by the user; a
+ *   fail job failed), and its turn is in history exactly once, complete or closed: a turn
+ *   that ended unfinished never leaves a tool call without its result;
  * - no session holds a user message twice;
  * - no model call was made for a step of a turn whose reply was already stored;
  * - the turns of a chat session are in the order their jobs were enqueued;
  * - no job was reported done twice.
  */
 import { openWorkspaceDb, type StoredMessage, sessionMessages } from "../../test/helpers/server.js";
-import { callOfText, type EnqueuedJob, jobOfText, type ModelCall } from "./workload.js";
+import {
+  callOfText,
+  type EnqueuedJob,
+  type JobKind,
+  jobOfText,
+  type ModelCall,
+  usesTool,
+} from "./workload.js";
+
+/** The error of a job the user stopped. */
+const STOPPED = "stopped by the user";
+
+/** Turn shapes, as `role:kind` of each message. */
+const REPLY = "user:text assistant:text";
+const TOOL_TURN = "user:text assistant:tool_use user:tool_result assistant:text";
+/** Ended unfinished: before the model answered, or with the tool call answered (or closed). */
+const ENDED_UNFINISHED = ["user:text", "user:text assistant:tool_use user:tool_result"];
 
 /** What the checks found. */
 export interface Verdict {
   violations: string[];
   jobsDone: number;
+  /** How many jobs of each kind ended in each state, e.g. `stop failed` → 4. */
+  endings: Map<string, number>;
   /** Model calls whose reply never made it into history (the server died first). */
   lostCalls: number;
 }
@@ -44,38 +64,62 @@ export function verifyRun(
   try {
     const violations: string[] = [];
     const rows = db.prepare("SELECT id, state, attempts, last_error FROM jobs").all() as JobRow[];
-    const jobsDone = checkJobStates(jobs, rows, violations);
+    const states = checkJobStates(jobs, rows, violations);
+    const jobsDone = [...states.values()].filter((state) => state === "done").length;
+    const endings = new Map<string, number>();
+    for (const job of jobs) {
+      const ending = `${job.kind} ${states.get(job.id) ?? "missing"}`;
+      endings.set(ending, (endings.get(ending) ?? 0) + 1);
+    }
     const turns = readTurns(db, violations);
     const storedCalls = new Set<number>();
-    for (const job of jobs) checkTurn(job, turns.get(job.tag), calls, storedCalls, violations);
+    for (const job of jobs) {
+      const done = states.get(job.id) === "done";
+      checkTurn(job, done, turns.get(job.tag), calls, storedCalls, violations);
+    }
     checkSessionOrder(jobs, turns, violations);
     for (const [id, count] of doneLogs) {
       if (count > 1) violations.push(`job ${id} was reported done ${count} times`);
     }
     const lostCalls = calls.filter((call) => !storedCalls.has(call.number)).length;
-    return { violations, jobsDone, lostCalls };
+    return { violations, jobsDone, endings, lostCalls };
   } finally {
     db.close();
   }
 }
 
-function checkJobStates(jobs: EnqueuedJob[], rows: JobRow[], violations: string[]): number {
+/** Each job's final state, by id; a state its kind may not end in is a violation. */
+function checkJobStates(
+  jobs: EnqueuedJob[],
+  rows: JobRow[],
+  violations: string[],
+): Map<string, string> {
   const byId = new Map(rows.map((row) => [row.id, row]));
-  let done = 0;
+  const states = new Map<string, string>();
   for (const job of jobs) {
     const row = byId.get(job.id);
     byId.delete(job.id);
-    if (!row) violations.push(`job ${job.tag} (${job.id}) is missing from the queue`);
-    else if (row.state === "done") done += 1;
-    else {
+    if (!row) {
+      violations.push(`job ${job.tag} (${job.id}) is missing from the queue`);
+      continue;
+    }
+    states.set(job.id, row.state);
+    if (!mayEndAs(job.kind, row)) {
       const why = row.last_error ? `: ${row.last_error}` : "";
       violations.push(
-        `job ${job.tag} (${job.id}) is ${row.state} after ${row.attempts} attempts${why}`,
+        `${job.kind} job ${job.tag} (${job.id}) is ${row.state} after ${row.attempts} attempts${why}`,
       );
     }
   }
   for (const stray of byId.keys()) violations.push(`job ${stray} was never enqueued by the run`);
-  return done;
+  return states;
+}
+
+/** A fail job always fails; a stop job is done, or failed because the user stopped it. */
+function mayEndAs(kind: JobKind, row: JobRow): boolean {
+  if (kind === "fail") return row.state === "failed";
+  if (kind === "stop" && row.state === "failed") return row.last_error === STOPPED;
+  return row.state === "done";
 }
 
 /** Every turn in history by job tag; a user message stored twice is a violation. */
@@ -105,6 +149,7 @@ function readTurns(db: ReturnType<typeof openWorkspaceDb>, violations: string[])
  */
 function checkTurn(
   job: EnqueuedJob,
+  done: boolean,
   turn: StoredTurn | undefined,
   calls: ModelCall[],
   storedCalls: Set<number>,
@@ -115,10 +160,10 @@ function checkTurn(
     return;
   }
   const shape = turn.messages.map((message) => `${message.role}:${kindOf(message)}`).join(" ");
-  const expected = job.tool
-    ? "user:text assistant:tool_use user:tool_result assistant:text"
-    : "user:text assistant:text";
-  if (shape !== expected) violations.push(`job ${job.tag}: turn is [${shape}], not [${expected}]`);
+  const expected = done ? [usesTool(job.kind) ? TOOL_TURN : REPLY] : ENDED_UNFINISHED;
+  if (!expected.includes(shape)) {
+    violations.push(`job ${job.tag}: turn is [${shape}], not [${expected.join("] or [")}]`);
+  }
   if (turn.messages[0]?.jobId !== job.id) {
     violations.push(`job ${job.tag}: its user message carries job id ${turn.messages[0]?.jobId}`);
   }

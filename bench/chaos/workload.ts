@@ -18,10 +18,27 @@ export interface ModelCall {
   number: number;
   /** The job whose turn the request continues ("?" when it names none). */
   jobTag: string;
-  /** Whether that job asks for a tool call. */
-  wantsTool: boolean;
+  /** What that job asks for. */
+  kind: JobKind;
   /** Messages after the job's user message: 0 for its first call, 2 after a tool round. */
   step: number;
+}
+
+/**
+ * What a job asks the model for, and how its turn may end:
+ *   text  one reply
+ *   tool  a `read` of a small file, then a reply
+ *   big   a `read` of a file far larger than a tool result may be, then a reply
+ *   stop  a slow `bash` command, during which the run sends `/stop` to its Telegram chat:
+ *         done, or failed "stopped by the user" with its tool call answered
+ *   fail  a `read`, then the model refuses the follow-up (400) on the job's only attempt:
+ *         failed, and the chat's next message is still a valid request
+ */
+export type JobKind = "text" | "tool" | "big" | "stop" | "fail";
+
+/** Whether a job of this kind makes a tool call. */
+export function usesTool(kind: JobKind): boolean {
+  return kind !== "text";
 }
 
 /** A job the producer enqueued. */
@@ -30,7 +47,7 @@ export interface EnqueuedJob {
   tag: string;
   sessionKey: string;
   mode: "chat" | "job";
-  tool: boolean;
+  kind: JobKind;
 }
 
 /**
@@ -39,23 +56,36 @@ export interface EnqueuedJob {
  */
 export const CHAOS_MAX_ATTEMPTS = 100_000;
 
-/** How the job mix is drawn. */
+/** How the job mix is drawn: chat or cron-like job, then its kind (stop jobs apart). */
 const CHAT_SESSIONS = 8;
 const CHAT_SHARE = 0.75;
-const TOOL_SHARE = 0.2;
+const STOP_SHARE = 0.05;
+const KIND_SHARES: ReadonlyArray<readonly [JobKind, number]> = [
+  ["text", 70],
+  ["tool", 18],
+  ["big", 6],
+  ["fail", 6],
+];
 
-const JOB_TEXT = /\bchaos job (j\d+)( \[tool\])?/;
+/** The Telegram chats of the stop jobs (and of no other job), and their one user. */
+export const STOP_CHAT_IDS = [9001, 9002] as const;
+export const STOP_CHAT_USER = 4242;
+
+const JOB_TEXT = /\bchaos job (j\d+)(?: \[(tool|big|stop|fail)\])?/g;
 const CALL_TEXT = /\bcall #(\d+)\b/;
 
 /** The user message of job number `index`. */
-export function jobText(tag: string, tool: boolean): string {
-  return `chaos job ${tag}${tool ? " [tool]" : ""}: say something short.`;
+export function jobText(tag: string, kind: JobKind): string {
+  return `chaos job ${tag}${kind === "text" ? "" : ` [${kind}]`}: say something short.`;
 }
 
-/** The job a user message belongs to, or null. */
-export function jobOfText(text: string): { tag: string; tool: boolean } | null {
-  const match = JOB_TEXT.exec(text);
-  return match?.[1] ? { tag: match[1], tool: match[2] !== undefined } : null;
+/**
+ * The job a user message belongs to, or null. A request may merge the messages of a turn
+ * that ended unanswered with the next one: the newest job is the last named.
+ */
+export function jobOfText(text: string): { tag: string; kind: JobKind } | null {
+  const match = [...text.matchAll(JOB_TEXT)].at(-1);
+  return match?.[1] ? { tag: match[1], kind: (match[2] as JobKind | undefined) ?? "text" } : null;
 }
 
 /** How the fake names a model call inside the reply it produced. */
@@ -110,22 +140,45 @@ export class Producer {
   /** Enqueues one job of the mix and records it once it is committed. */
   async enqueueOne(): Promise<void> {
     const tag = `j${this.jobs.length + 1}`;
-    const tool = this.#random.chance(TOOL_SHARE);
-    const chat = this.#random.chance(CHAT_SHARE);
-    const sessionKey = chat
-      ? `chaos:chat:${this.#random.integer(CHAT_SESSIONS)}`
-      : `chaos:job:${tag}`;
-    const newJob: NewJob = {
-      agentId: "pickle",
-      sessionKey,
-      message: jobText(tag, tool),
-      mode: chat ? "chat" : "job",
-      replyTo: chat ? { kind: "console" } : { kind: "silent" },
-    };
+    const newJob = this.#random.chance(STOP_SHARE) ? this.#stopJob(tag) : this.#otherJob(tag);
     const job = await this.#queue.enqueue(newJob);
-    const enqueued: EnqueuedJob = { id: job.id, tag, sessionKey, mode: newJob.mode, tool };
+    const kind = jobOfText(newJob.message)?.kind ?? "text";
+    const enqueued: EnqueuedJob = {
+      id: job.id,
+      tag,
+      sessionKey: job.sessionKey,
+      mode: job.mode,
+      kind,
+    };
     this.jobs.push(enqueued);
     this.byTag.set(tag, enqueued);
+  }
+
+  /** A stop job, in one of the Telegram chats (as the bus would enqueue it). */
+  #stopJob(tag: string): NewJob {
+    const chatId = String(STOP_CHAT_IDS[this.#random.integer(STOP_CHAT_IDS.length)]);
+    return {
+      agentId: "pickle",
+      sessionKey: `telegram:${chatId}`,
+      message: jobText(tag, "stop"),
+      mode: "chat",
+      replyTo: { kind: "telegram", chatId },
+    };
+  }
+
+  /** Any other job: a chat message (printed to the console) or a cron-like job. */
+  #otherJob(tag: string): NewJob {
+    const kind = this.#random.pick(KIND_SHARES);
+    const chat = this.#random.chance(CHAT_SHARE);
+    return {
+      agentId: "pickle",
+      sessionKey: chat ? `chaos:chat:${this.#random.integer(CHAT_SESSIONS)}` : `chaos:job:${tag}`,
+      message: jobText(tag, kind),
+      mode: chat ? "chat" : "job",
+      replyTo: chat ? { kind: "console" } : { kind: "silent" },
+      // The model refuses a fail job's follow-up, so its only attempt is its last.
+      maxAttempts: kind === "fail" ? 1 : undefined,
+    };
   }
 
   async close(): Promise<void> {
