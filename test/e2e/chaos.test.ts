@@ -1,7 +1,9 @@
 /**
  * The short chaos run CI does (`npm run chaos -- --cycles 1000` is the long one, see
  * bench/RESULTS.md): a loaded server is SIGKILLed five times at random moments and
- * restarted, then the run checks that every job was done exactly once.
+ * restarted, then the run checks that every job ended as its kind may (done exactly once,
+ * or stopped, or failed with its turn closed) and that no request the real API would
+ * refuse was sent.
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -22,7 +24,7 @@ function runChaos(args: string[]): Promise<{ code: number | null; output: string
 }
 
 describe("npm run chaos", () => {
-  it("kills a loaded server 5 times and finds every job done exactly once", async () => {
+  it("kills a loaded server 5 times and finds every job ended as it may, exactly once", async () => {
     const { code, output } = await runChaos(["--cycles", "5"]);
     expect(output).toContain("chaos: no violations");
     expect(code, output).toBe(0);
@@ -30,6 +32,8 @@ describe("npm run chaos", () => {
     expect(output).toMatch(/kills {7}5 SIGKILLs/);
     const jobs = /jobs {8}(\d+) enqueued, (\d+) done/.exec(output);
     expect(Number(jobs?.[1])).toBeGreaterThan(0);
-    expect(jobs?.[2]).toBe(jobs?.[1]);
+    // Fail jobs fail by design and stop jobs may be stopped; verify checks each ending.
+    expect(Number(jobs?.[2])).toBeGreaterThan(0);
+    expect(output).toMatch(/refused {5}0 requests/);
   }, 180_000);
 });
