@@ -65,6 +65,11 @@ export interface Job {
   sessionKey: string;
   sessionId: string | null;
   message: string;
+  /**
+   * The user message is in history (set by the checkpoint, with `message` set to
+   * {@link RESUME_MARKER}): a run of this job resumes the session instead of appending it.
+   */
+  checkpointed: boolean;
   mode: "chat" | "job";
   replyTo: ReplyTarget;
   state: JobState;
@@ -98,7 +103,10 @@ export interface JobQueue {
   enqueue(job: NewJob): Promise<Job>;
   /** Claims up to `limit` runnable jobs for `workerId`, oldest first. */
   claim(workerId: string, limit: number, options?: { agentIds?: string[] }): Promise<ClaimedJob[]>;
-  /** Records the job's session and sets its message to {@link RESUME_MARKER} (the checkpoint). */
+  /**
+   * Records the job's session, marks it checkpointed and sets its message to
+   * {@link RESUME_MARKER} (the checkpoint).
+   */
   checkpoint(job: ClaimedJob, sessionId: string): Promise<boolean>;
   /** Marks the job done. */
   complete(job: ClaimedJob): Promise<boolean>;

@@ -35,7 +35,6 @@ import {
   type FailJob,
   type HistoryStore,
   type JobQueue,
-  RESUME_MARKER,
   type ReplyStream,
   type Session,
   type Worker,
@@ -187,7 +186,7 @@ export class AgentWorker implements Worker {
     const session = await this.#sessionFor(job);
     const active = this.#active.get(job.id);
     if (active) active.sessionId = session.id;
-    if (job.message !== RESUME_MARKER) {
+    if (!job.checkpointed) {
       const message = {
         role: "user" as const,
         content: [{ type: "text" as const, text: job.message }],

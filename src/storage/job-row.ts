@@ -16,6 +16,8 @@ export interface JobRow {
   session_key: string;
   session_id: string | null;
   message: string;
+  /** 0/1 in SQLite, a boolean in PostgreSQL. */
+  checkpointed: number | boolean;
   mode: string;
   reply_to: string;
   state: string;
@@ -60,6 +62,7 @@ export function parseJobRow(row: JobRow): ParsedRow {
     sessionKey: row.session_key,
     sessionId: row.session_id,
     message: row.message,
+    checkpointed: Boolean(row.checkpointed),
     mode: row.mode === "job" ? "job" : "chat",
     replyTo: isReplyTarget(replyTo) ? replyTo : SILENT,
     state: (STATES.has(row.state) ? row.state : "failed") as JobState,

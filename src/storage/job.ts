@@ -75,6 +75,7 @@ export function queuedJob(
     sessionKey: newJob.sessionKey,
     sessionId: newJob.sessionId ?? null,
     message: newJob.message,
+    checkpointed: false,
     mode: newJob.mode,
     replyTo: { ...newJob.replyTo },
     state: "queued",

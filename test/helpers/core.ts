@@ -16,7 +16,13 @@ import { loadAgents } from "../../src/agents/definition.js";
 import { AgentRunner } from "../../src/agents/runner.js";
 import type { Config } from "../../src/config/index.js";
 import { FrontendRegistry } from "../../src/frontends/registry.js";
-import type { Checkpoint, Job, NewJob, Storage } from "../../src/ports/index.js";
+import {
+  type Checkpoint,
+  type Job,
+  type NewJob,
+  RESUME_MARKER,
+  type Storage,
+} from "../../src/ports/index.js";
 import { AgentWorker, type AgentWorkerOptions } from "../../src/server/agent-worker.js";
 import { ChatSenders } from "../../src/server/bus/senders.js";
 import { MessageBusWorker } from "../../src/server/bus/worker.js";
@@ -65,6 +71,11 @@ export interface Core {
   start(options?: { bus?: boolean }): void;
   /** Enqueues a chat job of {@link CHAT_KEY}; `overrides` change any field. */
   enqueue(message: string, overrides?: Partial<NewJob>): Promise<Job>;
+  /**
+   * Enqueues a chat job of {@link CHAT_KEY} as a crash leaves it: claimed, checkpointed
+   * into `sessionId`, then requeued by recovery (call before {@link Core.start}).
+   */
+  enqueueInterrupted(sessionId: string, overrides?: Partial<NewJob>): Promise<Job>;
   /** Waits until the stored job satisfies `done`, and returns it. */
   waitForJob(id: string, done: (job: Job) => boolean, what?: string): Promise<Job>;
   /** Stops the worker, then closes storage and the fake API and deletes the workspace. */
@@ -134,6 +145,15 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
   });
   const controller = new AbortController();
   const running: Promise<void>[] = [];
+  const enqueue = (message: string, overrides: Partial<NewJob> = {}) =>
+    storage.queue.enqueue({
+      agentId: "pickle",
+      sessionKey: CHAT_KEY,
+      message,
+      mode: "chat",
+      replyTo: { kind: "telegram", chatId: CHAT_ID },
+      ...overrides,
+    });
   return {
     ws,
     config,
@@ -148,15 +168,15 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
       running.push(worker.run(controller.signal));
       if (options.bus) running.push(bus.run(controller.signal));
     },
-    enqueue(message, overrides = {}) {
-      return storage.queue.enqueue({
-        agentId: "pickle",
-        sessionKey: CHAT_KEY,
-        message,
-        mode: "chat",
-        replyTo: { kind: "telegram", chatId: CHAT_ID },
-        ...overrides,
-      });
+    enqueue,
+    async enqueueInterrupted(sessionId, overrides = {}) {
+      const queued = await enqueue(RESUME_MARKER, overrides);
+      const [claimed] = await storage.queue.claim("crashed-worker", 1);
+      if (!claimed || claimed.id !== queued.id)
+        throw new Error("enqueueInterrupted: call it before start()");
+      await storage.queue.checkpoint(claimed, sessionId);
+      await storage.queue.recover("crashed-worker");
+      return (await storage.queue.get(queued.id)) as Job;
     },
     async waitForJob(id, done, what = `job ${id} to reach the expected state`) {
       return waitFor(async () => {

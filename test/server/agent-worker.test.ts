@@ -89,8 +89,8 @@ describe("AgentWorker: resuming a checkpointed job", () => {
   it("delivers a complete reply found in history again, with no model call", async () => {
     await startCore();
     const sessionId = await sessionWith(user("hi"), assistant("Hello there."));
+    const job = await core.enqueueInterrupted(sessionId);
     core.start();
-    const job = await core.enqueue(RESUME_MARKER, { sessionId });
     await core.waitForJob(job.id, isDone);
     expect(core.model.requests).toHaveLength(0);
     await waitFor(() => core.platform.texts(CHAT_ID).length === 1);
@@ -105,8 +105,8 @@ describe("AgentWorker: resuming a checkpointed job", () => {
       content: [{ type: "tool_use", id: "toolu_9", name: "read", input: { path: "notes.md" } }],
     });
     core.model.script({ text: "They are about pickles." });
+    const job = await core.enqueueInterrupted(sessionId);
     core.start();
-    const job = await core.enqueue(RESUME_MARKER, { sessionId });
     await core.waitForJob(job.id, isDone);
     expect(core.model.requests).toHaveLength(1);
     expect(lastUserText(requestAt(core.model, 0))).toContain("cucumbers in brine");
@@ -124,12 +124,42 @@ describe("AgentWorker: resuming a checkpointed job", () => {
     await startCore();
     const sessionId = await sessionWith(user("what is brine?"));
     core.model.script({ text: "Salty water." });
+    const job = await core.enqueueInterrupted(sessionId);
     core.start();
-    const job = await core.enqueue(RESUME_MARKER, { sessionId });
     await core.waitForJob(job.id, isDone);
     const sent = core.model.requests[0]?.body.messages ?? [];
     expect(sent.map((message) => messageText(message))).toEqual(["what is brine?"]);
     expect(await stored(sessionId)).toEqual([user("what is brine?"), assistant("Salty water.")]);
+  });
+});
+
+describe('AgentWorker: a message that is exactly "." (the resume marker\'s text)', () => {
+  it("is answered as the first message of a chat", async () => {
+    await startCore();
+    core.model.script({ text: "A dot? How can I help?" });
+    core.start();
+    const done = await core.waitForJob((await core.enqueue(".")).id, isDone);
+    expect(done.attempts).toBe(1);
+    expect(
+      messageText(requestAt(core.model, 0).body.messages[0] ?? { role: "user", content: "" }),
+    ).toBe(".");
+    await waitFor(() => core.platform.texts(CHAT_ID).at(-1) === "A dot? How can I help?");
+  });
+
+  it("is stored and answered later in a chat, not taken for a resume of the last turn", async () => {
+    await startCore();
+    core.model.script({ text: "First answer." }, { text: "Second answer." });
+    core.start();
+    const first = await core.waitForJob((await core.enqueue("hello")).id, isDone);
+    await core.waitForJob((await core.enqueue(".")).id, isDone);
+    expect(core.model.requests).toHaveLength(2);
+    expect(await stored(first.sessionId as string)).toEqual([
+      user("hello"),
+      assistant("First answer."),
+      user("."),
+      assistant("Second answer."),
+    ]);
+    await waitFor(() => core.platform.texts(CHAT_ID).at(-1) === "Second answer.");
   });
 });
 
@@ -385,10 +415,10 @@ describe("AgentWorker: a job with nothing to answer", () => {
   it("fails at once, without retries, when its session has no message to answer", async () => {
     await startCore();
     const sessionId = await sessionWith();
+    const job = await core.enqueueInterrupted(sessionId, { maxAttempts: 5 });
     core.start();
-    const job = await core.enqueue(RESUME_MARKER, { sessionId, maxAttempts: 5 });
     const failed = await core.waitForJob(job.id, isFailed);
-    expect(failed.attempts).toBe(1);
+    expect(failed.attempts).toBe(2);
     expect(failed.lastError).toContain("has no message to answer");
     expect(core.model.requests).toHaveLength(0);
   });

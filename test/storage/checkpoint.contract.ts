@@ -98,6 +98,7 @@ export function checkpointContract(
       expect(await messagesOf(sessionId)).toEqual([userMessage("what is brine?")]);
       expect(await storage.queue.get(job.id)).toMatchObject({
         message: RESUME_MARKER,
+        checkpointed: true,
         sessionId,
         state: "running",
       });
@@ -126,6 +127,7 @@ export function checkpointContract(
         state: "running",
         lockedBy: worker("worker-b"),
         message: "hello",
+        checkpointed: false,
       });
       // The new owner checkpoints as usual, and the session holds the message once.
       expect(await storage.checkpoint(taken, sessionId, userMessage("hello"))).toBe(true);

@@ -4,9 +4,10 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import BetterSqlite from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Config } from "../../src/config/index.js";
-import type { ChatMessage, Storage } from "../../src/ports/index.js";
+import type { ChatMessage, ClaimedJob, Storage } from "../../src/ports/index.js";
 import { DATABASE_FILE, openStorage } from "../../src/storage/index.js";
 import { TestClock } from "../helpers/clock.js";
 import { testConfig } from "../helpers/config.js";
@@ -101,5 +102,44 @@ describe.each(combinations)("openStorage: queue $queue, history $history", (back
     expect((await storage.queue.counts()).queued).toBe(queued);
     expect(await storage.history.loadContext(session.id, 10)).toEqual([hello]);
     expect(await storage.outbox.get("job:1")).toMatchObject({ text: "hi" });
+  });
+});
+
+describe("openStorage: a database from before the checkpointed column (migration 006)", () => {
+  it('marks jobs checkpointed by the old "." convention, and only those', async () => {
+    const ws = makeWorkspace();
+    const config = testConfig(ws.dir, { queue: { backend: "sqlite" } });
+    const clock = new TestClock();
+    try {
+      let storage = await openStorage(config, clock);
+      const job = (text: string) =>
+        storage.queue.enqueue({
+          agentId: "pickle",
+          sessionKey: `telegram:${text}`,
+          message: text,
+          mode: "chat",
+          replyTo: { kind: "silent" },
+        });
+      const interrupted = await job("what is brine?");
+      const dot = await job(".");
+      const [claimed] = await storage.queue.claim("old-server", 1);
+      const session = await storage.history.createSession({ key: "telegram:x", agentId: "pickle" });
+      await storage.checkpoint(claimed as ClaimedJob, session.id, hello);
+      await storage.close();
+      // Turn the file back into what version 005 left: no column, the marker only.
+      const db = new BetterSqlite(join(ws.dir, "history", DATABASE_FILE));
+      db.exec("ALTER TABLE jobs DROP COLUMN checkpointed; PRAGMA user_version = 5;");
+      db.close();
+
+      storage = await openStorage(config, clock);
+      expect(await storage.queue.get(interrupted.id)).toMatchObject({
+        message: ".",
+        checkpointed: true,
+      });
+      expect(await storage.queue.get(dot.id)).toMatchObject({ message: ".", checkpointed: false });
+      await storage.close();
+    } finally {
+      ws.remove();
+    }
   });
 });

@@ -149,6 +149,7 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     if (!stored) return false;
     stored.sessionId = sessionId;
     stored.message = RESUME_MARKER;
+    stored.checkpointed = true;
     stored.updatedAt = this.#clock.now();
     return true;
   }
@@ -344,6 +345,7 @@ function snapshot(job: StoredJob): Job {
     sessionKey: job.sessionKey,
     sessionId: job.sessionId,
     message: job.message,
+    checkpointed: job.checkpointed,
     mode: job.mode,
     replyTo: job.replyTo,
     state: job.state,

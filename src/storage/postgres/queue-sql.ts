@@ -93,7 +93,8 @@ export const PG = {
       ${UNLOCK}, updated_at = $3
     WHERE seq = $1`,
   // $1 id, $2 token, $3 session id, $4 now.
-  checkpoint: `UPDATE jobs SET session_id = $3, message = '${RESUME_MARKER}', updated_at = $4 WHERE ${FENCE}`,
+  checkpoint: `UPDATE jobs SET session_id = $3, message = '${RESUME_MARKER}', checkpointed = TRUE,
+    updated_at = $4 WHERE ${FENCE}`,
   // $1 ids, $2 tokens, $3 now: a group of completions in one statement.
   complete: `WITH done AS (
       UPDATE jobs j SET state = 'done', ${UNLOCK}, updated_at = $3

@@ -45,7 +45,7 @@ export const SQL = {
       ORDER BY j.run_at, j.seq
       LIMIT ${CLAIM_LIMIT})
     RETURNING *`,
-  checkpoint: `UPDATE jobs SET session_id = @sessionId, message = '${RESUME_MARKER}', updated_at = @now
+  checkpoint: `UPDATE jobs SET session_id = @sessionId, message = '${RESUME_MARKER}', checkpointed = 1, updated_at = @now
     WHERE ${FENCE}`,
   complete: `UPDATE jobs SET state = 'done', ${UNLOCK}, updated_at = @now WHERE ${FENCE}`,
   retry: `UPDATE jobs SET state = 'queued', run_at = @retryAt, last_error = @error,
