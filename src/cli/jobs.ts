@@ -1,12 +1,39 @@
-/** `picklebot jobs`: inspect the queue and requeue failed jobs. */
+/** `picklebot jobs`: inspect the queue and requeue failed (or orphaned) jobs. */
 import { Command, InvalidArgumentError } from "commander";
 import { formatReplyTarget } from "../base/chat-address.js";
 import { UserError } from "../base/errors.js";
 import type { Job, JobState } from "../ports/index.js";
-import { openWorkspace } from "./context.js";
+import { acquireWorkspaceLock, type WorkspaceLock } from "../server/workspace-lock.js";
+import { openWorkspace, type WorkspaceContext } from "./context.js";
 import { formatTime, printJson, printTable } from "./output.js";
 
 const STATES: JobState[] = ["queued", "running", "failed", "done"];
+
+/**
+ * Requeues a job marked running when no server can be running it: in SQLite mode, when
+ * this command can take the workspace lock. A server holding it refuses, with its pid.
+ */
+async function requeueOrphan(context: WorkspaceContext, job: Job): Promise<boolean> {
+  if (context.storage.cluster) {
+    throw new UserError(
+      `job ${job.id} is running on ${job.lockedBy}; in distributed mode the leader requeues the jobs of an instance that stops sending heartbeats (cluster.instance_ttl_s)`,
+    );
+  }
+  let lock: WorkspaceLock;
+  try {
+    lock = acquireWorkspaceLock(context.config.history.path);
+  } catch (thrown) {
+    const why = thrown instanceof UserError ? thrown.message : String(thrown);
+    throw new UserError(
+      `job ${job.id} is running and ${why.replace(/; stop it first.*$/, "")}; stop the job with /stop in its chat, or stop the server and retry`,
+    );
+  }
+  try {
+    return (await context.storage.queue.requeueRunning({ id: job.id })) > 0;
+  } finally {
+    lock.release();
+  }
+}
 
 /** The `jobs` command group. */
 export function jobsCommand(): Command {
@@ -63,7 +90,9 @@ export function jobsCommand(): Command {
     });
   jobs
     .command("retry")
-    .description("requeue a failed job with a fresh attempt budget")
+    .description(
+      "requeue a failed job with a fresh attempt budget, or a job left running by a server that is gone",
+    )
     .argument("<id>", "job id (see picklebot jobs --state failed)")
     .option("--json", "print the requeued job as JSON")
     .action(async (id: string, _options: unknown, command: Command) => {
@@ -75,9 +104,13 @@ export function jobsCommand(): Command {
           throw new UserError(
             `no job "${id}"; list failed jobs with picklebot jobs --state failed`,
           );
-        if (!(await context.storage.queue.retryFailed(id))) {
+        const requeued =
+          job.state === "running"
+            ? await requeueOrphan(context, job)
+            : await context.storage.queue.retryFailed(id);
+        if (!requeued) {
           throw new UserError(
-            `job ${id} is ${job.state}, not failed; only failed jobs can be retried`,
+            `job ${id} is ${job.state}; only failed jobs, and running jobs no server runs, can be retried`,
           );
         }
         if (json) return printJson(await context.storage.queue.get(id));

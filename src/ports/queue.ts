@@ -130,4 +130,11 @@ export interface JobAdmin {
   counts(): Promise<Record<JobState, number>>;
   /** Requeues a failed job with a fresh attempt budget; false when it is not failed. */
   retryFailed(id: string): Promise<boolean>;
+  /**
+   * Requeues, due at once, running jobs whatever process claimed them (every one, or only
+   * the one with `id`), recording the interrupted attempt as {@link JobQueue.recover}
+   * does. Only for a caller that knows no process runs them: the holder of the SQLite
+   * workspace lock (a server starting, or the CLI while no server runs).
+   */
+  requeueRunning(options?: { id?: string }): Promise<number>;
 }

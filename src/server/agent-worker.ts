@@ -28,18 +28,21 @@ import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
 import { Wakeup } from "../base/wakeup.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
-import {
-  type Checkpoint,
-  type ClaimedJob,
-  type Clock,
-  type FailJob,
-  type HistoryStore,
-  type JobQueue,
-  type ReplyStream,
-  type Session,
-  type Worker,
+import type {
+  Checkpoint,
+  ClaimedJob,
+  Clock,
+  FailJob,
+  HistoryStore,
+  JobQueue,
+  ReplyStream,
+  Session,
+  Worker,
 } from "../ports/index.js";
 import type { JobOutcome, ServerMetrics } from "./metrics.js";
+
+/** Logged (with a `recovered` count) when jobs a dead process left running are requeued. */
+export const JOBS_RECOVERED = "requeued jobs left running by the previous server";
 
 /** What an AgentWorker needs. */
 export interface AgentWorkerOptions {
@@ -108,8 +111,7 @@ export class AgentWorker implements Worker {
     // Jobs still marked running under our id belong to a previous run that died (the
     // process, or this worker: a restarted worker has finished all of its own jobs).
     const recovered = await queue.recover(workerId);
-    if (recovered > 0)
-      logger.info({ recovered }, "requeued jobs left running by the previous server");
+    if (recovered > 0) logger.info({ recovered }, JOBS_RECOVERED);
     const pool = new PQueue({ concurrency });
     const wakeup = new Wakeup();
     const unsubscribe = queue.onRunnable(() => wakeup.notify());

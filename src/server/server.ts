@@ -41,7 +41,7 @@ import type {
 } from "../ports/index.js";
 import { openStorage } from "../storage/index.js";
 import { defaultInstanceId } from "../storage/postgres/cluster.js";
-import { AgentWorker } from "./agent-worker.js";
+import { AgentWorker, JOBS_RECOVERED } from "./agent-worker.js";
 import { ChatSenders } from "./bus/senders.js";
 import { MessageBusWorker } from "./bus/worker.js";
 import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
@@ -166,6 +166,7 @@ export class PicklebotServer {
       logger: this.#options.logger.child({ worker: "chat" }),
     });
     this.#chat = chat;
+    if (this.#lock) await this.#requeueOrphans();
     const agentWorker = this.#agentWorker(this.#instance.id, this.#clock, chat);
     const stopHere = (key: string) => agentWorker.stopSession(key);
     const stopper: SessionStopper = this.#storage.cluster?.stops.start(stopHere) ?? {
@@ -276,6 +277,16 @@ export class PicklebotServer {
       release: (holder) => cluster.store.releaseLeadership(holder),
       renewMs: ttlMs / 2,
     };
+  }
+
+  /**
+   * Holding the workspace lock proves no other server uses this database, so every job
+   * marked running was left by a process that died, whatever host name or id it had (a
+   * recreated container, a renamed host, a restored backup): all are requeued at once.
+   */
+  async #requeueOrphans(): Promise<void> {
+    const recovered = await this.#queue.requeueRunning();
+    if (recovered > 0) this.#options.logger.info({ recovered }, JOBS_RECOVERED);
   }
 
   #agentWorker(workerId: string, clock: Clock, chat: ChatSenders): AgentWorker {

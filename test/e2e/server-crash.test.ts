@@ -201,6 +201,43 @@ describe("picklebot server, killed and stopped", () => {
   });
 });
 
+describe("picklebot server, jobs left running under another host name", () => {
+  /** A job as a server on another host (a recreated container, a restored backup) left it. */
+  async function orphanedJob(host: string): Promise<Job> {
+    const job = await enqueueJob(ws.dir, consoleJob(PROMPT));
+    database()
+      .prepare("UPDATE jobs SET state = 'running', locked_by = ?, attempts = 1 WHERE id = ?")
+      .run(host, job.id);
+    return job;
+  }
+
+  it("requeues them at start-up: the workspace lock proves no other server runs them", async () => {
+    fake.script({ text: "Lunch with Ada at noon." });
+    const job = await orphanedJob("container-4f2a91");
+    const server = await startServer(ws.dir);
+    expect(server.linesMatching(RECOVERED)).toEqual([expect.objectContaining({ recovered: 1 })]);
+    expect(await outcomeOn(server, job)).toMatchObject({ outcome: "done", attempts: 2 });
+  });
+
+  it("jobs retry requeues one while no server runs, and refuses while one does", async () => {
+    const job = await orphanedJob("old-laptop");
+    const retried = await runCli(["jobs", "retry", job.id, "--workspace", ws.dir]);
+    expect(retried.stdout).toContain(`requeued job ${job.id}`);
+    expect(retried.code).toBe(0);
+    expect(await jobShow(job.id)).toMatchObject({ state: "queued", lockedBy: null });
+
+    fake.script({ hang: true });
+    const server = await startServer(ws.dir);
+    await waitFor(() => fake.requests.length === 1, "the model is called");
+    const refused = await runCli(["jobs", "retry", job.id, "--workspace", ws.dir]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      `job ${job.id} is running and another picklebot server (pid ${server.pid})`,
+    );
+    expect((await jobShow(job.id)).state).toBe("running");
+  });
+});
+
 describe("picklebot server, job_timeout_s", () => {
   it("aborts a model call and then a bash command that outlive the attempt, and retries the job", async () => {
     ws.write("picklebot.yaml", fakeModelConfig(fake.url, "workers:\n  job_timeout_s: 1\n"));

@@ -244,6 +244,21 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
       ]);
     });
 
+    it("requeues running jobs whoever claimed them: one by id, or all (the lock holder's recovery)", async () => {
+      const a = await queue.enqueue(chatJob("a", "on a dead host"));
+      await queue.enqueue(chatJob("b", "on a renamed host"));
+      await queue.enqueue(chatJob("c", "waiting"));
+      await queue.claim("dead-host", 1);
+      await queue.claim("renamed-host", 1);
+      expect(await queue.requeueRunning({ id: a.id })).toBe(1);
+      expect(await queue.requeueRunning({ id: a.id })).toBe(0);
+      expect(await queue.counts()).toMatchObject({ queued: 2, running: 1 });
+      expect(await queue.requeueRunning()).toBe(1);
+      expect(await queue.counts()).toMatchObject({ queued: 3, running: 0 });
+      const again = await queue.get(a.id);
+      expect(again?.errors[0]?.message).toMatch(/interrupted/);
+    });
+
     it("stores a job once per dedupe key and returns the first one", async () => {
       const first = await queue.enqueue(chatJob("cron:daily:1", "first", { dedupeKey: "daily@1" }));
       const second = await queue.enqueue(

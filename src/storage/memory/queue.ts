@@ -178,7 +178,16 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
 
   /** Requeues, due at once, every job `workerId` left running (see SqliteJobQueue.recover). */
   async recover(workerId: string): Promise<number> {
-    const left = [...this.#running.values()].filter((job) => job.lockedBy === workerId);
+    return this.#requeueRunningJobs((job) => job.lockedBy === workerId);
+  }
+
+  async requeueRunning(options: { id?: string } = {}): Promise<number> {
+    return this.#requeueRunningJobs((job) => options.id === undefined || job.id === options.id);
+  }
+
+  /** Requeues, due at once, the running jobs `which` picks, recording the interruption. */
+  #requeueRunningJobs(which: (job: StoredJob) => boolean): number {
+    const left = [...this.#running.values()].filter(which);
     for (const job of left) {
       this.#recordError(job, INTERRUPTED_MESSAGE);
       this.#requeue(job, job.runAt);

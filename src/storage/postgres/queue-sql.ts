@@ -54,6 +54,22 @@ const CLAIMABLE_OF_AGENT = (job: string) => `EXISTS (SELECT 1 FROM jobs c
       AND ${LINE_FREE("c")})`;
 
 /** Every statement of the PostgreSQL queue. */
+/**
+ * Requeues, due at once, the running jobs `where` picks ($1), recording the interrupted
+ * attempt ($2 error, $3 now); counts them and wakes the workers when there were any.
+ */
+function requeueRunning(where: string): string {
+  return `WITH requeued AS (
+      UPDATE jobs SET state = 'queued', run_at = LEAST(run_at, $3), last_error = $2,
+        errors = ${appendError("$3", "$2")}, ${UNLOCK}, updated_at = $3
+      WHERE state = 'running' AND ${where}
+      RETURNING id)
+    SELECT count(*)::integer AS count,
+      (SELECT count(*) FROM (SELECT pg_notify('${JOBS_CHANNEL}', '')
+        WHERE EXISTS (SELECT 1 FROM requeued)) woken) AS woken
+    FROM requeued`;
+}
+
 export const PG = {
   // $1 id, $2 agent, $3 session key, $4 session id, $5 message, $6 mode, $7 reply_to,
   // $8 max attempts, $9 run_at, $10 dedupe key, $11 now.
@@ -114,15 +130,9 @@ export const PG = {
       RETURNING session_key, seq)
     SELECT ${NOTIFY_FREED("failed")} AS woken FROM failed`,
   // $1 worker ids, $2 error, $3 now: requeues, due at once, what those workers left running.
-  recover: `WITH recovered AS (
-      UPDATE jobs SET state = 'queued', run_at = LEAST(run_at, $3), last_error = $2,
-        errors = ${appendError("$3", "$2")}, ${UNLOCK}, updated_at = $3
-      WHERE state = 'running' AND locked_by = ANY ($1::text[])
-      RETURNING id)
-    SELECT count(*)::integer AS count,
-      (SELECT count(*) FROM (SELECT pg_notify('${JOBS_CHANNEL}', '')
-        WHERE EXISTS (SELECT 1 FROM recovered)) woken) AS woken
-    FROM recovered`,
+  recover: requeueRunning("locked_by = ANY ($1::text[])"),
+  // $1 id or null, $2 error, $3 now.
+  requeueRunning: requeueRunning("($1::text IS NULL OR id = $1)"),
   // $1 id, $2 now. A retried job goes to the back of its session's line.
   retryFailed: `UPDATE jobs SET state = 'queued', attempts = 0, run_at = $2, updated_at = $2,
       seq = nextval(pg_get_serial_sequence('jobs', 'seq'))

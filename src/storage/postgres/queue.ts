@@ -259,6 +259,16 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
   }
 
   /** Requeues a failed job at the back of its session's line, due now, with fresh attempts. */
+  async requeueRunning(options: { id?: string } = {}): Promise<number> {
+    const params = [options.id ?? null, INTERRUPTED_MESSAGE, this.#clock.now()];
+    const result = await retryOnDisconnect(() =>
+      this.#pool.query<{ count: number }>(PG.requeueRunning, params),
+    );
+    const requeued = result.rows[0]?.count ?? 0;
+    if (requeued > 0) this.#signal.notify();
+    return requeued;
+  }
+
   async retryFailed(id: string): Promise<boolean> {
     const params = [id, this.#clock.now()];
     const result = await retryOnDisconnect(() => this.#pool.query(PG.retryFailed, params));

@@ -19,6 +19,13 @@ export function claimSql(limit: number): string {
 }
 
 /** Every statement of the queue but the claim, prepared once per adapter. */
+/** Requeues, due at once, the running jobs `where` picks, recording the interrupted attempt. */
+function requeueRunning(where: string): string {
+  return `UPDATE jobs SET state = 'queued', last_error = @error, errors = ${APPEND_ERROR},
+      ${UNLOCK}, updated_at = @now
+    WHERE state = 'running' AND ${where}`;
+}
+
 export const SQL = {
   insert: `INSERT INTO jobs (id, agent_id, session_key, session_id, message, mode, reply_to,
       state, max_attempts, run_at, dedupe_key, created_at, updated_at)
@@ -57,9 +64,8 @@ export const SQL = {
   failMalformed: `UPDATE jobs SET state = 'failed', last_error = @error, errors = ${APPEND_ERROR},
       ${UNLOCK}, updated_at = @now
     WHERE seq = @seq`,
-  recover: `UPDATE jobs SET state = 'queued', last_error = @error, errors = ${APPEND_ERROR},
-      ${UNLOCK}, updated_at = @now
-    WHERE state = 'running' AND locked_by = @worker`,
+  recover: requeueRunning("locked_by = @worker"),
+  requeueRunning: requeueRunning("(@id IS NULL OR id = @id)"),
   // A retried job goes to the back of its session's line, keeping the line's shape.
   retryFailed: `UPDATE jobs SET state = 'queued', attempts = 0, run_at = @now, updated_at = @now,
       seq = (SELECT max(seq) + 1 FROM jobs)

@@ -223,6 +223,14 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
   }
 
   /** Requeues a failed job at the back of its session's line, due now, with fresh attempts. */
+  async requeueRunning(options: { id?: string } = {}): Promise<number> {
+    this.#flushCompletions();
+    const params = { id: options.id ?? null, error: INTERRUPTED_MESSAGE, now: this.#clock.now() };
+    const requeued = this.#sql.requeueRunning.run(params).changes;
+    if (requeued > 0) this.#signal.notify();
+    return requeued;
+  }
+
   async retryFailed(id: string): Promise<boolean> {
     this.#flushCompletions();
     const changed = this.#sql.retryFailed.run({ id, now: this.#clock.now() }).changes > 0;
