@@ -10,7 +10,6 @@
  */
 import type { Config } from "../config/index.js";
 import type { Clock, Storage } from "../ports/index.js";
-import { openPostgresStorage } from "./postgres/index.js";
 import { openSqliteStorage } from "./sqlite/index.js";
 
 export { DATABASE_FILE } from "./sqlite/index.js";
@@ -18,6 +17,9 @@ export { DATABASE_FILE } from "./sqlite/index.js";
 /** Opens a workspace's storage as its config says. */
 export async function openStorage(config: Config, clock: Clock): Promise<Storage> {
   if (config.queue.backend === "postgres" || config.history.backend === "postgres") {
+    // Imported only here: pg is not needed (nor loaded) by a single server, which keeps
+    // its start-up, and so the recovery of its orphaned jobs, fast.
+    const { openPostgresStorage } = await import("./postgres/index.js");
     return openPostgresStorage(config, clock);
   }
   return openSqliteStorage(config, clock);
