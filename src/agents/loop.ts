@@ -9,7 +9,7 @@
  *   user (message or results)   → call the model, append its reply, look again
  */
 
-import { PicklebotError } from "../base/errors.js";
+import { PicklebotError, toError } from "../base/errors.js";
 import { addUsage, zeroUsage } from "../base/usage.js";
 import type {
   ChatMessage,
@@ -20,6 +20,14 @@ import type {
   ToolContext,
   ToolUseBlock,
 } from "../ports/index.js";
+import {
+  COMPACT_AT,
+  capToolResult,
+  estimateTokens,
+  fitToBudget,
+  promptTooLong,
+  toolResultMaxChars,
+} from "./context-budget.js";
 import { buildRequestMessages } from "./context-builder.js";
 import { runToolCalls, summarizeToolCall } from "./tools/index.js";
 
@@ -49,6 +57,8 @@ export interface TurnOptions {
   toolContext: ToolContext;
   /** Messages sent to the model per call (`history.max_messages`). */
   maxMessages: number;
+  /** The model's context window in tokens; no request passes it (see context-budget.ts). */
+  contextWindow: number;
   /** Model calls allowed in one turn before it stops. (Default: 25) */
   maxModelCalls?: number;
   events?: TurnEvents;
@@ -72,6 +82,7 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
   const limit = options.maxModelCalls ?? DEFAULT_MAX_MODEL_CALLS;
   let usage = zeroUsage();
   let modelCalls = 0;
+  const budget = new RequestBudget(options);
   for (;;) {
     toolContext.signal.throwIfAborted();
     const context = await history.loadContext(sessionId, options.maxMessages);
@@ -93,23 +104,42 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
       return { text: `(stopped after ${limit} model calls in one turn)`, modelCalls, usage };
     }
     modelCalls += 1;
-    const reply = await callModel(options, context);
+    const reply = await callModel(options, context, budget);
     usage = addUsage(usage, reply.usage);
   }
 }
 
-async function callModel(options: TurnOptions, messages: ChatMessage[]) {
+/**
+ * Calls the model on the history, fitted to the context budget. A "prompt is too long"
+ * refusal (the estimate was low) corrects the budget by the count the API named, and the
+ * call is made once more, smaller; it never becomes a permanent failure of the chat.
+ */
+async function callModel(options: TurnOptions, history: ChatMessage[], budget: RequestBudget) {
   options.events?.onModelCall?.();
-  const reply = await options.provider.complete({
-    model: options.model,
-    system: options.system,
-    currentTime: options.currentTime,
-    messages: buildRequestMessages(messages),
-    tools: options.tools.map((tool) => tool.spec),
-    maxTokens: options.maxTokens,
-    signal: options.toolContext.signal,
-    onText: options.events?.onText,
-  });
+  const request = (messages: ChatMessage[]) =>
+    options.provider.complete({
+      model: options.model,
+      system: options.system,
+      currentTime: options.currentTime,
+      messages,
+      tools: options.tools.map((tool) => tool.spec),
+      maxTokens: options.maxTokens,
+      signal: options.toolContext.signal,
+      onText: options.events?.onText,
+    });
+  const valid = buildRequestMessages(history);
+  let messages = budget.fit(valid);
+  let reply: Awaited<ReturnType<ModelProvider["complete"]>>;
+  try {
+    reply = await request(messages);
+  } catch (thrown) {
+    const tooLong = promptTooLong(toError(thrown).message);
+    if (!tooLong) throw thrown;
+    budget.correct(messages, tooLong.tokens, tooLong.limit);
+    messages = budget.fit(valid);
+    reply = await request(messages);
+  }
+  budget.correct(messages, promptTokensOf(reply.usage));
   // The API rejects empty assistant messages, so a silent reply is stored as a marker.
   const content =
     reply.content.length > 0 ? reply.content : [{ type: "text" as const, text: "(no reply)" }];
@@ -123,9 +153,61 @@ async function callModel(options: TurnOptions, messages: ChatMessage[]) {
 
 async function runTools(options: TurnOptions, calls: ToolUseBlock[]): Promise<void> {
   for (const call of calls) options.events?.onToolCall?.(call, summarizeToolCall(call));
-  const results = await runToolCalls(options.tools, calls, options.toolContext);
+  const maxChars = toolResultMaxChars(options.contextWindow);
+  const results = (await runToolCalls(options.tools, calls, options.toolContext)).map(
+    (result, index) => capToolResult(result, calls[index] as ToolUseBlock, maxChars),
+  );
   options.toolContext.signal.throwIfAborted();
   await options.history.append(options.sessionId, { role: "user", content: results });
+}
+
+/** Input tokens the API counted for a request: uncached, read from and written to the cache. */
+function promptTokensOf(usage: TokenUsage): number {
+  return usage.input + usage.cacheRead + usage.cacheWrite;
+}
+
+/**
+ * What one turn's requests may send: COMPACT_AT of the window, less the reply's
+ * `max_tokens` and the system prompt and tools. Sizes are estimated, and the estimate is
+ * scaled up whenever the API counted more than it said (never down: it errs high).
+ */
+class RequestBudget {
+  /** Tokens a request may take. */
+  #tokens: number;
+  /** The estimate of what every request sends besides messages: system prompt, tools. */
+  readonly #fixed: number;
+  readonly #maxTokens: number;
+  #scale = 1;
+
+  constructor(options: TurnOptions) {
+    this.#maxTokens = options.maxTokens;
+    this.#tokens = this.#under(options.contextWindow);
+    this.#fixed = estimateTokens(options.system) + estimateTokens(options.tools.map((t) => t.spec));
+  }
+
+  /** The messages, oldest turns left out as needed to stay under the budget. */
+  fit(messages: ChatMessage[]): ChatMessage[] {
+    return fitToBudget(messages, this.#tokens, (some) => this.#estimate(some));
+  }
+
+  /**
+   * Learns from the API's count of a request made of `messages`, and from the window it
+   * named when it refused one as too long (smaller than the table's, say).
+   */
+  correct(messages: ChatMessage[], countedTokens: number, window?: number): void {
+    const estimated = this.#estimate(messages) / this.#scale;
+    this.#scale = Math.max(this.#scale, (countedTokens / estimated) * 1.05);
+    if (window !== undefined) this.#tokens = Math.min(this.#tokens, this.#under(window));
+  }
+
+  /** What a request may take in a window of `window` tokens. */
+  #under(window: number): number {
+    return window * COMPACT_AT - this.#maxTokens;
+  }
+
+  #estimate(messages: readonly ChatMessage[]): number {
+    return (estimateTokens(messages) + this.#fixed) * this.#scale;
+  }
 }
 
 function toolUses(message: ChatMessage): ToolUseBlock[] {

@@ -1,5 +1,6 @@
 import type { Config } from "../config/index.js";
 import type { Clock, HistoryStore, ModelProvider, ReplyTarget } from "../ports/index.js";
+import { contextWindowOf } from "./context-budget.js";
 import {
   type AgentDefinition,
   formatLocalTime,
@@ -74,6 +75,7 @@ export class AgentRunner {
         sessionKey: request.sessionKey,
       },
       maxMessages: config.history.max_messages,
+      contextWindow: contextWindowOf(agent.model ?? config.llm.model, config.llm.context_window),
       events: request.events,
     });
   }

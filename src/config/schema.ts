@@ -107,6 +107,8 @@ function llmSchema(env: Environment) {
       api_key: secret(env, "ANTHROPIC_API_KEY"),
       base_url: httpUrl().optional(),
       max_tokens: fromText(z.int().min(1)).default(4096),
+      /** Tokens the model takes in one request. (Default: the model's, from a table) */
+      context_window: fromText(z.int().min(8000)).optional(),
       timeout_s: fromText(z.number().positive()).default(DEFAULT_MODEL_TIMEOUT_MS / 1000),
     })
     .prefault({});

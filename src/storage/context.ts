@@ -7,12 +7,10 @@
  * `tool_use` (or begin with an assistant message), which the Messages API refuses.
  */
 
+import { isTurnStart } from "../base/turns.js";
 import type { ChatMessage } from "../ports/index.js";
 
-/** True when `message` opens a turn: a user message with no tool_result block. */
-export function isTurnStart(message: ChatMessage): boolean {
-  return message.role === "user" && !message.content.some((block) => block.type === "tool_result");
-}
+export { isTurnStart };
 
 /**
  * Whether a tail read from storage is enough for {@link cutContext}: it is once it holds

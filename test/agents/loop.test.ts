@@ -46,6 +46,7 @@ function turn(overrides: Partial<TurnOptions> = {}): Promise<TurnResult> {
     system: "You are a test.",
     model: "claude-test",
     maxTokens: 256,
+    contextWindow: 200_000,
     tools: createToolbox(["read"]),
     toolContext: { workspace: ws.dir, signal, agentId: "pickle", sessionKey: "console:loop" },
     maxMessages: 100,

@@ -134,7 +134,7 @@ describe("loadConfig", () => {
     const file = writeConfig("llm:\n  modle: claude-sonnet-4-5\n");
     expect(loadError().message).toBe(
       `${file}: llm.modle: unknown key; did you mean "model"? ` +
-        "(known keys under llm: provider, model, api_key, base_url, max_tokens, timeout_s).",
+        "(known keys under llm: provider, model, api_key, base_url, max_tokens, context_window, timeout_s).",
     );
   });
 
@@ -152,8 +152,11 @@ describe("loadConfig", () => {
   });
 
   it("checks ranges", () => {
-    writeConfig("http:\n  port: 70000\nhistory:\n  max_messages: 1\n");
+    writeConfig("http:\n  port: 70000\nhistory:\n  max_messages: 1\nllm:\n  context_window: 512\n");
     const message = loadError().message;
+    expect(message).toContain(
+      "llm.context_window: expected a whole number of at least 8000, found 512",
+    );
     expect(message).toContain("http.port: expected a port number from 0 to 65535, found 70000");
     expect(message).toContain(
       "history.max_messages: expected a whole number of at least 2, found 1",

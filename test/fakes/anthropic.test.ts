@@ -188,3 +188,17 @@ describe("fake Anthropic server refuses what the real API refuses", () => {
     expect(fake.refused).toHaveLength(0);
   });
 });
+
+describe("fake Anthropic server with a context window", () => {
+  it('refuses a prompt over it with the API\'s "prompt is too long" 400', async () => {
+    fake = await startFakeAnthropic({ promptTokenLimit: 1000 });
+    const client = clientFor(fake);
+    expect((await ask(client, "short")).content).toEqual([{ type: "text", text: "ok" }]);
+    const error = await ask(client, "x".repeat(8000)).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((error as InstanceType<typeof Anthropic.APIError>).message).toMatch(
+      /prompt is too long: \d+ tokens > 1000 maximum/,
+    );
+    expect(fake.refused).toHaveLength(1);
+  });
+});

@@ -132,6 +132,12 @@ export interface RefusedRequest extends RecordedRequest {
 export interface FakeAnthropicOptions {
   /** Answer when the script is empty. (Default: `{ text: "ok" }`) */
   defaultReply?: FakeReplySource;
+  /**
+   * The model's context window: a prompt (tools, system and messages, counted as the fake
+   * counts input tokens) over it is refused with the API's "prompt is too long" 400.
+   * (Default: no limit)
+   */
+  promptTokenLimit?: number;
 }
 
 /** A running fake. */
@@ -218,7 +224,7 @@ export async function startFakeAnthropic(
       return;
     }
     const request: RecordedRequest = { method: req.method, path, headers: req.headers, body };
-    const refusal = refusalOf(body.messages ?? []);
+    const refusal = refusalOf(body.messages ?? []) ?? tooLong(body, options.promptTokenLimit);
     if (refusal !== null) {
       refused.push({ ...request, refusal });
       sendError(res, 400, refusal);
@@ -343,6 +349,18 @@ function planMessage(
       ? { after: reply.pauseAfterChunks ?? 1, until: reply.resume }
       : null;
   return { id: messageId, message, blocks, stopReason, usage, cutAfter, pause };
+}
+
+/** The API's refusal of a prompt over the model's context window, or null. */
+function tooLong(body: FakeMessagesBody, limit: number | undefined): string | null {
+  if (limit === undefined) return null;
+  const tokens = promptTokens(body);
+  return tokens > limit ? `prompt is too long: ${tokens} tokens > ${limit} maximum` : null;
+}
+
+/** Input tokens of a whole prompt, as {@link estimateUsage} counts them. */
+export function promptTokens(body: FakeMessagesBody): number {
+  return Math.ceil(promptBlocks(body).reduce((sum, block) => sum + block.text.length, 0) / 4);
 }
 
 function estimateUsage(body: FakeMessagesBody, outputChars: number, cache: Set<string>): FakeUsage {

@@ -53,6 +53,10 @@ export interface CoreOptions {
   checkpoint?: (storage: Storage) => Checkpoint;
   /** More files of the workspace (e.g. an `agents/pickle/AGENT.md` with other tools). */
   files?: Record<string, string>;
+  /** `llm.context_window`. (Default: the model's) */
+  contextWindow?: number;
+  /** The fake model refuses prompts over this many tokens. (Default: no limit) */
+  promptTokenLimit?: number;
 }
 
 /** An in-process core, not yet running. */
@@ -85,9 +89,14 @@ export interface Core {
 /** Builds the core on a fresh temp workspace. */
 export async function openCore(options: CoreOptions = {}): Promise<Core> {
   const ws = makeWorkspace({ "notes.md": "Pickles are cucumbers in brine.\n", ...options.files });
-  const model = await startFakeAnthropic();
+  const model = await startFakeAnthropic({ promptTokenLimit: options.promptTokenLimit });
   const config = testConfig(ws.dir, {
-    llm: { api_key: "test-key", base_url: model.url, timeout_s: 20 },
+    llm: {
+      api_key: "test-key",
+      base_url: model.url,
+      timeout_s: 20,
+      context_window: options.contextWindow,
+    },
     queue: { backend: options.queue ?? "memory" },
     history: { backend: "sqlite" },
     workers: { job_timeout_s: options.jobTimeoutS ?? 300 },

@@ -355,6 +355,59 @@ describe("AgentWorker: a turn that ends during a tool call is closed in history"
   });
 });
 
+describe("AgentWorker: a conversation larger than the context window", () => {
+  const BIG = { "big.txt": "Pickling notes, line after line of them.\n".repeat(5000) };
+  const readBig = (id: string) => ({
+    toolUses: [{ name: "read", input: { path: "big.txt" }, id }],
+  });
+
+  it("caps each tool result, leaves out old turns, and never sends a prompt over the window", async () => {
+    await startCore({ files: BIG, contextWindow: 20_000, promptTokenLimit: 20_000 });
+    for (let turn = 1; turn <= 8; turn++)
+      core.model.script(readBig(`toolu_${turn}`), { text: `Read it (${turn}).` });
+    core.start();
+    let sessionId = "";
+    for (let turn = 1; turn <= 8; turn++) {
+      const done = await core.waitForJob(
+        (await core.enqueue(`read big.txt, take ${turn}`)).id,
+        isDone,
+      );
+      sessionId = done.sessionId as string;
+    }
+    expect(core.model.refused.map((request) => request.refusal)).toEqual([]);
+    const results = (await stored(sessionId)).flatMap((message) =>
+      message.content.filter((block) => block.type === "tool_result"),
+    );
+    expect(results).toHaveLength(8);
+    for (const result of results) {
+      expect(result.content).toMatch(
+        /\[cut to fit the context window: 6000 of 205000 characters shown; read the rest with read \{"path": "big.txt", "offset": 6000\}\]$/,
+      );
+    }
+    const last = requestAt(core.model, core.model.requests.length - 1).body;
+    expect(messageText(last.messages[0] ?? { role: "user", content: "" })).toContain(
+      "Earlier messages of this conversation are left out",
+    );
+  });
+
+  it('answers after a "prompt is too long" refusal: the request is made again, smaller', async () => {
+    // The window picklebot believes in is larger than the model's real one.
+    await startCore({ files: BIG, contextWindow: 60_000, promptTokenLimit: 20_000 });
+    for (let turn = 1; turn <= 6; turn++)
+      core.model.script(readBig(`toolu_${turn}`), { text: `Read it (${turn}).` });
+    core.start();
+    for (let turn = 1; turn <= 6; turn++) {
+      const job = await core.enqueue(`read big.txt, take ${turn}`);
+      expect((await core.waitForJob(job.id, isDone)).attempts).toBe(1);
+    }
+    expect(core.model.refused.length).toBeGreaterThan(0);
+    expect(core.model.refused[0]?.refusal).toMatch(
+      /prompt is too long: \d+ tokens > 20000 maximum/,
+    );
+    await waitFor(() => core.platform.texts(CHAT_ID).at(-1) === "Read it (6).");
+  });
+});
+
 describe("AgentWorker: a lost lock (another worker took the job)", () => {
   /** Hands the job to worker-b behind worker-a's back, as a rescue by another process would. */
   function stealJob(workspace: string, jobId: string): void {

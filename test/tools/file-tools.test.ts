@@ -21,11 +21,21 @@ describe("read", () => {
     expect(await read.run({ path: "notes.md" }, temp.context())).toBe("# Notes\nbuy pickles\n");
   });
 
-  it("cuts a large file at 256 KiB and says so", async () => {
+  it("cuts a large file at 256 KiB and says where to read on", async () => {
     writeFileSync(join(temp.workspace, "big.txt"), "x".repeat(300 * 1024));
     const text = await read.run({ path: "big.txt" }, temp.context());
     expect(text.startsWith("x".repeat(256 * 1024))).toBe(true);
-    expect(text).toContain('[truncated: "big.txt" has 307200 bytes; only the first 262144');
+    expect(text).toContain(
+      '[truncated: "big.txt" has 307200 bytes; bytes 0–262144 are shown; read on with offset 262144]',
+    );
+  });
+
+  it("reads from a byte offset, and says when the offset is past the end", async () => {
+    writeFileSync(join(temp.workspace, "log.txt"), "first line\nsecond line\n");
+    expect(await read.run({ path: "log.txt", offset: 11 }, temp.context())).toBe("second line\n");
+    expect(await read.run({ path: "log.txt", offset: 99 }, temp.context())).toBe(
+      '(offset 99 is at or past the end of "log.txt", which has 23 bytes)',
+    );
   });
 
   it("refuses binary files", async () => {

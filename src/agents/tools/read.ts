@@ -16,10 +16,16 @@ const LISTED_ENTRIES = 100;
 
 const readInput = z.object({
   path: z.string().min(1).describe("File path, relative to the workspace."),
+  offset: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("Byte to start reading at (default 0): the offset a cut result names, to read on."),
 });
 
 /**
- * `read {path}`: the text of a file in the workspace, cut at {@link READ_MAX_BYTES}
+ * `read {path, offset}`: the text of a file in the workspace from byte `offset`, cut at {@link READ_MAX_BYTES}
  * with a note. Binary files are refused. A directory is an error whose message lists
  * its entries, so the model can pick a file without needing `bash`.
  */
@@ -27,37 +33,45 @@ export function createReadTool(): Tool {
   return defineTool({
     name: "read",
     description:
-      "Read a text file from the workspace. Returns its content (at most 256 KiB). " +
-      "Given a directory, the error lists its entries.",
+      "Read a text file from the workspace. Returns its content (at most 256 KiB from " +
+      "`offset`). Given a directory, the error lists its entries.",
     input: readInput,
-    async run({ path }, context) {
+    async run({ path, offset = 0 }, context) {
       const absolute = await resolveInWorkspace(context.workspace, path);
       const stats = await stat(absolute).catch((thrown: unknown) => {
         throw fileSystemError(thrown, path);
       });
       if (stats.isDirectory()) throw await directoryError(absolute, path);
       if (!stats.isFile()) throw new ToolError(`"${path}" is not a regular file`);
-      const head = await readHead(absolute, path, READ_MAX_BYTES + 1);
+      const head = await readHead(absolute, path, offset, READ_MAX_BYTES + 1);
       if (head.subarray(0, BINARY_SNIFF_BYTES).includes(0)) {
         throw new ToolError(
           `"${path}" is a binary file (${stats.size} bytes); read returns text files only`,
         );
       }
+      if (offset >= stats.size && stats.size > 0)
+        return `(offset ${offset} is at or past the end of "${path}", which has ${stats.size} bytes)`;
       if (head.length <= READ_MAX_BYTES) return head.toString("utf8");
       const shown = head.subarray(0, READ_MAX_BYTES).toString("utf8");
-      return `${shown}\n\n[truncated: "${path}" has ${stats.size} bytes; only the first ${READ_MAX_BYTES} are shown]`;
+      const next = offset + READ_MAX_BYTES;
+      return `${shown}\n\n[truncated: "${path}" has ${stats.size} bytes; bytes ${offset}–${next} are shown; read on with offset ${next}]`;
     },
   });
 }
 
-async function readHead(absolute: string, path: string, maxBytes: number): Promise<Buffer> {
+async function readHead(
+  absolute: string,
+  path: string,
+  offset: number,
+  maxBytes: number,
+): Promise<Buffer> {
   try {
     const file = await open(absolute, "r");
     try {
       const buffer = Buffer.alloc(maxBytes);
       let filled = 0;
       while (filled < maxBytes) {
-        const { bytesRead } = await file.read(buffer, filled, maxBytes - filled, filled);
+        const { bytesRead } = await file.read(buffer, filled, maxBytes - filled, offset + filled);
         if (bytesRead === 0) break;
         filled += bytesRead;
       }

@@ -1,0 +1,117 @@
+/**
+ * The context budget: what a model call may send so that it never passes the model's
+ * context window, whatever the conversation holds.
+ *
+ *   window     per model (a table, or `llm.context_window`)
+ *   threshold  COMPACT_AT of the window, minus the reply's `max_tokens`: a request is
+ *              fitted under it before it is sent
+ *   tool cap   one tool result may take TOOL_RESULT_SHARE of the window; a longer one is
+ *              cut with a note saying how to read the rest
+ *
+ * Sizes are estimated from the request's text, then corrected by what the API reported
+ * for the turn's previous call (`usage`), and by the count a "prompt is too long" refusal
+ * names: the estimate only decides where to cut, the API's numbers correct it.
+ */
+
+import { isTurnStart } from "../base/turns.js";
+import type { ChatMessage, ToolResultBlock, ToolUseBlock } from "../ports/index.js";
+
+/** The window of a model this table does not know. */
+export const DEFAULT_CONTEXT_WINDOW = 200_000;
+
+/** Context windows of the Claude models, by model-name prefix (longest match wins). */
+const CONTEXT_WINDOWS: ReadonlyArray<readonly [prefix: string, tokens: number]> = [
+  ["claude-opus-4", 200_000],
+  ["claude-sonnet-4", 200_000],
+  ["claude-haiku-4", 200_000],
+  ["claude-3", 200_000],
+];
+
+/** Share of the window a request is fitted under (Claude Code compacts at about 83%). */
+export const COMPACT_AT = 0.8;
+
+/** Share of the window one tool result may take. */
+export const TOOL_RESULT_SHARE = 0.1;
+
+/** Characters per token this estimate assumes: on the low side, so it overcounts. */
+const CHARS_PER_TOKEN = 3;
+
+/** The longest tool result, in characters, for a model with this window. */
+export function toolResultMaxChars(contextWindow: number): number {
+  return Math.floor(contextWindow * TOOL_RESULT_SHARE * CHARS_PER_TOKEN);
+}
+
+/** The context window of `model`: `override` (`llm.context_window`), the table, or the default. */
+export function contextWindowOf(model: string, override?: number): number {
+  if (override !== undefined) return override;
+  const known = CONTEXT_WINDOWS.filter(([prefix]) => model.startsWith(prefix)).sort(
+    (a, b) => b[0].length - a[0].length,
+  );
+  return known[0]?.[1] ?? DEFAULT_CONTEXT_WINDOW;
+}
+
+/** A rough, high token count of anything sent to the model. */
+export function estimateTokens(value: unknown): number {
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  return Math.ceil(text.length / CHARS_PER_TOKEN);
+}
+
+/** The note that replaces turns left out of a request. */
+export const LEFT_OUT_NOTE =
+  "(Earlier messages of this conversation are left out: they no longer fit in the model's context window. Ask the user if you need something from them.)";
+
+/**
+ * The request messages under `budget` tokens (as `estimate` counts them): the oldest turns
+ * are left out, whole, until the rest fits, and the first kept message says so. The last
+ * turn is always kept (its tool results are capped, so it fits on its own).
+ */
+export function fitToBudget(
+  messages: readonly ChatMessage[],
+  budget: number,
+  estimate: (messages: readonly ChatMessage[]) => number,
+): ChatMessage[] {
+  if (estimate(messages) <= budget) return [...messages];
+  let start = 0;
+  for (let index = 1; index < messages.length; index++) {
+    if (!isTurnStart(messages[index] as ChatMessage)) continue;
+    start = index;
+    if (estimate(messages.slice(start)) <= budget) break;
+  }
+  const [first, ...rest] = messages.slice(start);
+  if (!first) return [];
+  return [
+    { ...first, content: [{ type: "text", text: LEFT_OUT_NOTE }, ...first.content] },
+    ...rest,
+  ];
+}
+
+/**
+ * A tool result of at most `maxChars` characters: a longer one keeps its head and ends
+ * with a note on what was cut and how to get the rest (`read` from an offset).
+ */
+export function capToolResult(
+  result: ToolResultBlock,
+  call: ToolUseBlock,
+  maxChars: number,
+): ToolResultBlock {
+  if (result.content.length <= maxChars) return result;
+  const shown = result.content.slice(0, maxChars);
+  const how = howToReadOn(call, Buffer.byteLength(shown));
+  const note = `\n\n[cut to fit the context window: ${maxChars} of ${result.content.length} characters shown; ${how}]`;
+  return { ...result, content: `${shown}${note}` };
+}
+
+function howToReadOn(call: ToolUseBlock, shownBytes: number): string {
+  const input = (call.input ?? {}) as { path?: unknown; offset?: unknown };
+  if (call.name === "read" && typeof input.path === "string") {
+    const offset = (typeof input.offset === "number" ? input.offset : 0) + shownBytes;
+    return `read the rest with read {"path": ${JSON.stringify(input.path)}, "offset": ${offset}}`;
+  }
+  return "ask for less (a narrower command, a part of the page)";
+}
+
+/** The prompt size a "prompt is too long" refusal names (`215000 tokens > 200000 maximum`), or null. */
+export function promptTooLong(message: string): { tokens: number; limit: number } | null {
+  const match = /prompt is too long: (\d+) tokens > (\d+) maximum/.exec(message);
+  return match ? { tokens: Number(match[1]), limit: Number(match[2]) } : null;
+}
