@@ -158,7 +158,7 @@ export class DiscordPlatform implements ChatPlatform {
    * Logs in, retrying with backoff, and resolves once the gateway session is ready (or
    * when `stop()` is called first).
    */
-  async start(onMessage: (message: IncomingChatMessage) => void): Promise<void> {
+  async start(onMessage: (message: IncomingChatMessage) => Promise<void>): Promise<void> {
     this.#abort = new AbortController();
     this.#state = "connecting";
     this.#client.on(Events.MessageCreate, (message) => this.#receive(message, onMessage));
@@ -250,17 +250,19 @@ export class DiscordPlatform implements ChatPlatform {
     await this.#connect(this.#abort.signal);
   }
 
-  #receive(message: Message, onMessage: (message: IncomingChatMessage) => void): void {
+  /**
+   * Hands a message over. The gateway never sends a message twice, so one that could not
+   * be stored is lost: logged as an error naming the chat.
+   */
+  #receive(message: Message, onMessage: (message: IncomingChatMessage) => Promise<void>): void {
     const incoming = this.#accept(message);
     if (!incoming) return;
-    try {
-      onMessage(incoming);
-    } catch (error) {
+    onMessage(incoming).catch((error: unknown) => {
       this.#logger.error(
         { chatId: incoming.chatId, error: this.#scrubError(error).message },
         "discord message handler failed; the message was dropped",
       );
-    }
+    });
   }
 
   /** Applies the platform's rules: who and where the bot listens. */

@@ -6,7 +6,9 @@
  *
  *   start(): getMe + deleteWebhook (retried) ─► connected ─► poll loop
  *   poll loop: getUpdates (held open) ─► each update through telegraf's middleware, whose
- *              only handler converts it and hands it over ─► next getUpdates confirms it
+ *              only handler converts it and hands it over, until it is stored ─► the
+ *              next getUpdates confirms it (an update that could not be stored is not
+ *              confirmed: the poll fails and the update comes again after backoff)
  *              a failed poll ─► connecting, retried with backoff (1 s doubling to 60 s)
  *   stop():    abort the held poll ─► confirm the offset with one getUpdates ─► stopped
  *
@@ -73,14 +75,16 @@ export class TelegramPlatform implements ChatPlatform {
     return this.#state;
   }
 
-  async start(onMessage: (message: IncomingChatMessage) => void): Promise<void> {
+  async start(onMessage: (message: IncomingChatMessage) => Promise<void>): Promise<void> {
     this.#state = "connecting";
-    this.#bot.on(message("text"), (ctx) => {
+    this.#bot.on(message("text"), async (ctx) => {
       const incoming = toIncoming(ctx.message, ctx.update.update_id, ctx.botInfo);
-      if (incoming) onMessage(incoming);
+      if (incoming) await onMessage(incoming);
     });
+    // Not stored: the poll fails, the offset stays before this update, and the next
+    // getUpdates (after backoff) hands it over again.
     this.#bot.catch((error) => {
-      this.#options.logger.error({ error: this.#scrub(error) }, "telegram handler failed");
+      throw error;
     });
     await this.#connect();
     if (this.#abort.signal.aborted) return;
@@ -172,9 +176,9 @@ export class TelegramPlatform implements ChatPlatform {
 
   async #handle(updates: Update[]): Promise<void> {
     for (const update of updates) {
-      this.#offset = update.update_id + 1;
-      // The only handler hands the message over and returns: this never waits for an agent.
+      // The handler resolves once the message is stored; it never waits for an agent.
       await this.#bot.handleUpdate(update);
+      this.#offset = update.update_id + 1;
     }
   }
 

@@ -64,10 +64,13 @@ export interface ChatPlatform {
   /** The connection's state, for `/healthz` and `status`. */
   readonly state: ChatPlatformState;
   /**
-   * Connects and passes every accepted message to `onMessage`, which must return at once
-   * (it only enqueues). Resolves once connected; a lost connection is retried with backoff.
+   * Connects and passes every accepted message to `onMessage`, which resolves once the
+   * message is durably handled (its job or its answer stored; it never waits for an agent
+   * or a send). A platform that can hand a message over again (Telegram) confirms it only
+   * after that, and gets it again when `onMessage` rejects. Resolves once connected; a
+   * lost connection is retried with backoff.
    */
-  start(onMessage: (message: IncomingChatMessage) => void): Promise<void>;
+  start(onMessage: (message: IncomingChatMessage) => Promise<void>): Promise<void>;
   /** Stops receiving first (Telegram commits its update offset), then disconnects. */
   stop(): Promise<void>;
   /** Sends a new message to a chat. */

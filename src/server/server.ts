@@ -236,7 +236,7 @@ export class PicklebotServer {
       }),
     ];
     this.#bus = createBus();
-    if (this.#bus) workers.push(this.#bus);
+    if (this.#bus) workers.push(this.#bus, ...(this.#chat?.deliveries() ?? []));
     const cluster = this.#storage.cluster;
     if (cluster) {
       workers.push(
@@ -350,8 +350,16 @@ export class PicklebotServer {
     };
   }
 
+  /** Never rejects: a database that is busy or restarting leaves the gauges as they were. */
   async #refreshQueueDepth(): Promise<void> {
-    this.metrics.setQueueDepth(await this.#queue.counts());
+    try {
+      this.metrics.setQueueDepth(await this.#queue.counts());
+    } catch (error) {
+      this.#options.logger.warn(
+        { error: toError(error).message },
+        "could not refresh the queue depth for /metrics; trying again",
+      );
+    }
   }
 
   /**

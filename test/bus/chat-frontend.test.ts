@@ -78,6 +78,7 @@ describe("ChatFrontend: streaming", () => {
     reply.update("Pickles are");
     await waitFor(() => platform.texts(CHAT)[0] === "Pickles are", "the edit");
     await reply.finish("Pickles are great.");
+    await delivery.settled();
     expect(platform.texts(CHAT)).toEqual(["Pickles are great."]);
     expect(platform.succeeded("send")).toHaveLength(1);
   });
@@ -90,6 +91,7 @@ describe("ChatFrontend: streaming", () => {
     reply.update("One two");
     reply.update("One two three");
     await reply.finish("One two three four.");
+    await delivery.settled();
     expect(textCalls()).toEqual(["send One", "edit One two three four."]);
   });
 
@@ -98,6 +100,7 @@ describe("ChatFrontend: streaming", () => {
     reply.typing();
     expect(platform.succeeded("typing")).toHaveLength(1);
     await reply.finish("Done.");
+    await delivery.settled();
     expect(platform.texts(CHAT)).toEqual(["Done."]);
   });
 
@@ -109,6 +112,7 @@ describe("ChatFrontend: streaming", () => {
     reply.update(long);
     await waitFor(() => platform.texts(CHAT).length > 1, "a second message");
     await reply.finish(long);
+    await delivery.settled();
     const texts = platform.texts(CHAT);
     expect(texts.length).toBeGreaterThan(1);
     for (const text of texts) expect(text.length).toBeLessThanOrEqual(40);
@@ -122,6 +126,7 @@ describe("ChatFrontend: streaming", () => {
     await waitFor(() => platform.texts(CHAT)[0] === "Hello", "the text after the 429");
     expect(platform.calls.filter((call) => call.error !== null)).toHaveLength(1);
     await reply.finish("Hello.");
+    await delivery.settled();
     expect(platform.texts(CHAT)).toEqual(["Hello."]);
   });
 });
@@ -130,6 +135,7 @@ describe("ChatFrontend: the final reply", () => {
   it("splits a long reply at the platform's limit", async () => {
     const text = `${"word ".repeat(20).trim()}\n\n${"more ".repeat(10).trim()}`;
     await frontend(0).openReply(target, { jobId: "j1" }).finish(text);
+    await delivery.settled();
     const texts = platform.texts(CHAT);
     expect(texts.length).toBeGreaterThan(2);
     for (const part of texts) expect(part.length).toBeLessThanOrEqual(40);
@@ -142,6 +148,7 @@ describe("ChatFrontend: the final reply", () => {
     reply.update("a *broken");
     await waitFor(() => platform.texts(CHAT).length === 1);
     await reply.finish("a *broken* _reply");
+    await delivery.settled();
     expect(platform.shown(CHAT)).toEqual([
       { messageId: expect.any(String), text: "a *broken* _reply", format: "plain" },
     ]);
@@ -150,8 +157,10 @@ describe("ChatFrontend: the final reply", () => {
 
   it("delivers a resumed job's reply once", async () => {
     await frontend(0).openReply(target, { jobId: "j1" }).finish("The answer.");
+    await delivery.settled();
     // The job ran again (a crash after delivery, before completion) and resumed from history.
     await frontend(0).openReply(target, { jobId: "j1" }).finish("The answer.");
+    await delivery.settled();
     expect(platform.texts(CHAT)).toEqual(["The answer."]);
     expect(platform.succeeded("send")).toHaveLength(1);
   });
@@ -162,6 +171,7 @@ describe("ChatFrontend: the final reply", () => {
     await waitFor(() => platform.texts(CHAT).length === 1);
     // The attempt failed here; the retry opens the same job's reply again.
     await frontend(0).openReply(target, { jobId: "j1" }).finish("A whole answer.");
+    await delivery.settled();
     expect(platform.texts(CHAT)).toEqual(["A whole answer."]);
     expect(platform.succeeded("send")).toHaveLength(1);
   });
@@ -171,12 +181,14 @@ describe("ChatFrontend: the final reply", () => {
     reply.update("Partial");
     await waitFor(() => platform.texts(CHAT).length === 1);
     await reply.fail("Stopped.");
+    await delivery.settled();
     expect(platform.texts(CHAT)).toEqual(["Partial\n\nStopped."]);
   });
 
   it("waits out a 429 on delivery: kept pending until retry_after, then sent by the retry loop", async () => {
     platform.failNext("send", rateLimited(30));
     await frontend(0).openReply(target, { jobId: "j1" }).finish("Later.");
+    await delivery.settled();
     const pending = await storage.outbox.get("job:j1");
     expect(pending).toMatchObject({ state: "pending", attempts: 1 });
     expect(pending?.nextAttemptAt).toBeGreaterThanOrEqual(clock.now() + 30_000);
@@ -192,10 +204,12 @@ describe("ChatFrontend: the final reply", () => {
   it("retries a 5xx from the outbox, and keeps a reply the platform refused for good", async () => {
     platform.failNext("send", serverError());
     await frontend(0).openReply(target, { jobId: "j1" }).finish("Soon.");
+    await delivery.settled();
     expect(await storage.outbox.get("job:j1")).toMatchObject({ state: "pending" });
 
     platform.failNext("send", refused());
     await frontend(0).openReply({ kind: "telegram", chatId: "gone" }, { jobId: "j2" }).finish("x");
+    await delivery.settled();
     expect(await storage.outbox.get("job:j2")).toMatchObject({ state: "failed" });
 
     runRetryLoop();

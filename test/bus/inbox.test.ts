@@ -49,7 +49,11 @@ function inbox(queue: Storage["queue"] = storage.queue): ChatInbox {
 async function connect(target: ChatInbox = inbox()) {
   const handled: Promise<void>[] = [];
   for (const platform of [telegram, discord]) {
-    await platform.start((message) => handled.push(target.handle(message)));
+    await platform.start((message) => {
+      const handling = target.handle(message);
+      handled.push(handling);
+      return handling;
+    });
   }
   return async (platform: FakeChatPlatform, message: Partial<IncomingChatMessage>) => {
     const sent = platform.push(message);

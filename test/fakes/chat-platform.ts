@@ -90,7 +90,7 @@ export class FakeChatPlatform implements ChatPlatform {
     edit: [],
     typing: [],
   };
-  #onMessage: ((message: IncomingChatMessage) => void) | null = null;
+  #onMessage: ((message: IncomingChatMessage) => Promise<void>) | null = null;
   #nextMessageId = 1;
   #nextUpdateId = 1;
 
@@ -99,7 +99,7 @@ export class FakeChatPlatform implements ChatPlatform {
     this.maxMessageLength = options.maxMessageLength ?? 4096;
   }
 
-  async start(onMessage: (message: IncomingChatMessage) => void): Promise<void> {
+  async start(onMessage: (message: IncomingChatMessage) => Promise<void>): Promise<void> {
     this.#onMessage = onMessage;
     this.state = "connected";
   }

@@ -52,7 +52,7 @@ async function startPlatform(start: StartOptions = {}): Promise<Started> {
   platform = new DiscordPlatform({ ...options, ...start.options?.(fake) });
   start.beforeStart?.(fake);
   const received: IncomingChatMessage[] = [];
-  const started = platform.start((message) => {
+  const started = platform.start(async (message) => {
     received.push(message);
     start.onMessage?.(message);
   });
@@ -230,7 +230,7 @@ describe("DiscordPlatform sending without a gateway session", () => {
     platform = new DiscordPlatform({ token: fake.token, apiBase: fake.restRoot });
 
     await platform.send(fake.guildChannelId, "before", "markdown");
-    await platform.start(() => {});
+    await platform.start(async () => {});
     await platform.stop();
     await platform.send(fake.guildChannelId, "after", "markdown");
 
@@ -314,7 +314,7 @@ describe("DiscordPlatform errors", () => {
     const { logger, lines } = recordingLogger();
     platform = new DiscordPlatform({ token, apiBase: fake.restRoot, logger, reconnectBaseMs: 1 });
 
-    const started = platform.start(() => {});
+    const started = platform.start(async () => {});
     await waitFor(() => couldNotConnect(lines).length >= 2, "two failed logins were logged");
 
     expect(platform.state).toBe("connecting");

@@ -29,8 +29,12 @@ afterEach(async () => {
   await fake.close();
 });
 
-async function started(): Promise<void> {
-  await platform.start((message) => received.push(message));
+async function started(
+  onMessage: (message: IncomingChatMessage) => Promise<void> = async (message) => {
+    received.push(message);
+  },
+): Promise<void> {
+  await platform.start(onMessage);
   await fake.waitForCall("getUpdates");
 }
 
@@ -128,6 +132,25 @@ describe("TelegramPlatform", () => {
     await fake.waitFor(() => received.length === 1);
     await platform.stop();
     expect(platform.state).toBe("stopped");
+    expect(fake.confirmedOffset).toBe(update.update_id + 1);
+  });
+
+  it("does not confirm an update it could not store: it comes again, and only then is confirmed", async () => {
+    platform = new TelegramPlatform({
+      token: fake.token,
+      apiRoot: fake.apiRoot,
+      logger: silentLogger(),
+      reconnectBaseMs: 10,
+    });
+    let refusals = 1;
+    await started(async (message) => {
+      if (refusals-- > 0) throw new Error("database or disk is full");
+      received.push(message);
+    });
+    const update = fake.sendUserMessage({ chatId: 5, userId: 5, text: "keep me" });
+    await fake.waitFor(() => received.length === 1, 10_000);
+    expect(received.map((message) => message.text)).toEqual(["keep me"]);
+    await platform.stop();
     expect(fake.confirmedOffset).toBe(update.update_id + 1);
   });
 });

@@ -71,7 +71,7 @@ export interface Core {
   /** The worker's options, for building another one with some changed. */
   workerOptions: AgentWorkerOptions;
   lines: LogLine[];
-  /** Runs the AgentWorker (and the chat bus, when asked) until {@link Core.close}. */
+  /** Runs the AgentWorker (and the chat bus and its outbox loops, when asked) until {@link Core.close}. */
   start(options?: { bus?: boolean }): void;
   /** Enqueues a chat job of {@link CHAT_KEY}; `overrides` change any field. */
   enqueue(message: string, overrides?: Partial<NewJob>): Promise<Job>;
@@ -175,7 +175,10 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     lines,
     start(options = {}) {
       running.push(worker.run(controller.signal));
-      if (options.bus) running.push(bus.run(controller.signal));
+      if (!options.bus) return;
+      running.push(bus.run(controller.signal));
+      // The leader-only outbox retry loops, as the server runs them next to the bus.
+      for (const delivery of senders.deliveries()) running.push(delivery.run(controller.signal));
     },
     enqueue,
     async enqueueInterrupted(sessionId, overrides = {}) {

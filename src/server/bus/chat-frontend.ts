@@ -11,7 +11,9 @@
  *               A 429 holds the chat (stream and delivery) for retry_after; any other
  *               error stops streaming.
  *   finish() ─► the final text becomes a pending outbox entry (stored before any send),
- *               then delivered now; a failed delivery is retried by the outbox loop.
+ *               and resolves: the job is done. Delivery starts at once (after a stream
+ *               call in flight, whose message it edits) without the job waiting for
+ *               it; a failed or hung delivery is retried by the outbox loop.
  */
 
 import { randomUUID } from "node:crypto";
@@ -148,10 +150,9 @@ class ChatReply implements ReplyStream {
     this.#finished = true;
     this.#stopTyping();
     if (this.#flushTimer) clearTimeout(this.#flushTimer);
-    await this.#flushing;
     const { outbox, delivery, clock } = this.#options;
     const entry = await outbox.submit(this.#address, text, clock.now());
-    await delivery.deliver(entry, this.#shown);
+    delivery.deliverAfter(entry, this.#flushing, () => this.#shown);
   }
 
   #schedule(): void {

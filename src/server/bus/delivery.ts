@@ -12,8 +12,8 @@
  * AgentWorker's `finish` and the loop apart; across processes (PostgreSQL mode: the
  * process that ran the job sends at once, the leader's loop retries) each send first takes
  * the entry's delivery lease in the database (`OutboxStore.claim`), and whoever does not
- * get it leaves the entry alone. Only the leader runs `run` (the MessageBusWorker is a
- * leader-only worker), so retries come from one process.
+ * get it leaves the entry alone. Only the leader runs `run` (each delivery is a
+ * leader-only worker, supervised), so retries come from one process.
  */
 
 import { setTimeout as sleep } from "node:timers/promises";
@@ -29,6 +29,7 @@ import {
   type OutboxEntry,
   type OutboxStore,
   type SentChatMessage,
+  type Worker,
 } from "../../ports/index.js";
 import { splitMessage } from "./split.js";
 
@@ -76,14 +77,18 @@ export async function editFormatted(
 }
 
 /** Delivers outbox entries of one platform, now and on retry. */
-export class OutboxDelivery {
+export class OutboxDelivery implements Worker {
+  readonly name: string;
   readonly #options: OutboxDeliveryOptions;
+  /** Deliveries started without their caller waiting (see {@link deliverAfter}). */
+  readonly #started = new Set<Promise<unknown>>();
   readonly #inFlight = new Set<number>();
   readonly #wakeup = new Wakeup();
   /** Chats the platform asked us to leave alone (429 retry_after), until epoch ms. */
   readonly #heldUntil = new Map<string, number>();
 
   constructor(options: OutboxDeliveryOptions) {
+    this.name = `outbox:${options.platform.kind}`;
     checkNumberOptions("OutboxDelivery", options, { leaseMs: "positive", pollMs: "positive" });
     this.#options = options;
   }
@@ -112,18 +117,55 @@ export class OutboxDelivery {
     if (this.#inFlight.has(entry.id)) return false;
     this.#inFlight.add(entry.id);
     try {
-      // The lease returns the stored entry: the caller's copy may be stale (delivered
-      // meanwhile, here or by another process), and a stale copy would send it twice.
-      const { outbox, holder, clock, leaseMs = DELIVERY_LEASE_MS } = this.#options;
-      const now = clock.now();
-      const current = await outbox.claim(entry.id, holder, now, now + leaseMs);
-      if (current === null || current.text === null) {
-        return (await outbox.get(entry.dedupeKey))?.state === "delivered";
-      }
-      return await this.#attempt(current, current.text, shown);
+      return await this.#deliverOnce(entry, shown);
+    } catch (error) {
+      // The outbox could not be read or written (a busy or restarting database): the
+      // entry stays due, and the loop tries again.
+      this.#options.logger.warn(
+        { outbox: entry.dedupeKey, error: toError(error).message },
+        "could not deliver a reply now; will retry",
+      );
+      return false;
     } finally {
       this.#inFlight.delete(entry.id);
     }
+  }
+
+  /**
+   * Delivers `entry` once `before` settled (a stream's send in flight, whose message the
+   * delivery then edits instead of sending another), without the caller waiting. The
+   * entry counts as in flight from now on, so the retry loop leaves it alone meanwhile.
+   */
+  deliverAfter(entry: OutboxEntry, before: Promise<unknown>, shown: () => readonly string[]): void {
+    if (this.#inFlight.has(entry.id)) return;
+    this.#inFlight.add(entry.id);
+    const started: Promise<unknown> = before
+      .catch(() => undefined)
+      .then(() => {
+        this.#inFlight.delete(entry.id);
+        return this.deliver(entry, shown());
+      })
+      .then((): void => {
+        this.#started.delete(started);
+      });
+    this.#started.add(started);
+  }
+
+  /** Resolves once the deliveries {@link deliverAfter} started have ended (sent, or left to retry). */
+  async settled(): Promise<void> {
+    while (this.#started.size > 0) await Promise.all([...this.#started]);
+  }
+
+  async #deliverOnce(entry: OutboxEntry, shown: readonly string[]): Promise<boolean> {
+    // The lease returns the stored entry: the caller's copy may be stale (delivered
+    // meanwhile, here or by another process), and a stale copy would send it twice.
+    const { outbox, holder, clock, leaseMs = DELIVERY_LEASE_MS } = this.#options;
+    const now = clock.now();
+    const current = await outbox.claim(entry.id, holder, now, now + leaseMs);
+    if (current === null || current.text === null) {
+      return (await outbox.get(entry.dedupeKey))?.state === "delivered";
+    }
+    return this.#attempt(current, current.text, shown);
   }
 
   async #attempt(entry: OutboxEntry, text: string, shown: readonly string[]): Promise<boolean> {
@@ -139,7 +181,11 @@ export class OutboxDelivery {
     }
   }
 
-  /** Delivers due entries until `signal` aborts. */
+  /**
+   * Delivers due entries until `signal` aborts: a leader-only worker, so a database error
+   * here (a backup holding the file, PostgreSQL restarting) restarts this loop with
+   * backoff under the supervisor, and nothing else.
+   */
   async run(signal: AbortSignal): Promise<void> {
     const { outbox, platform, clock, pollMs = 1000 } = this.#options;
     signal.addEventListener("abort", () => this.#wakeup.notify(), { once: true });

@@ -22,6 +22,7 @@ import {
   PAIRING_CODE_TTL_MS,
   type PairingStore,
 } from "../../ports/index.js";
+import { isStorageUnavailable } from "../../storage/index.js";
 
 /** Options of {@link ChatInbox}. */
 export interface ChatInboxOptions {
@@ -68,7 +69,12 @@ export class ChatInbox {
     };
   }
 
-  /** Handles one message; never throws (failures are logged and told to the sender). */
+  /**
+   * Handles one message: resolves once its job or its answer is stored. Throws only when
+   * the storage is unavailable (locked, full, unreachable): the platform then does not
+   * confirm the message and hands it over again. Other failures are logged and told to
+   * the sender.
+   */
   async handle(message: IncomingChatMessage): Promise<void> {
     const { logger } = this.#options;
     try {
@@ -81,10 +87,15 @@ export class ChatInbox {
       await this.#enqueue(message);
     } catch (thrown) {
       const error = toError(thrown);
-      logger.error(
-        { platform: message.platform, chat: message.chatId, error: error.message },
-        "could not take a chat message",
-      );
+      const where = { platform: message.platform, chat: message.chatId, error: error.message };
+      if (isStorageUnavailable(error)) {
+        logger.warn(
+          where,
+          "could not store a chat message; it is not confirmed and will come again",
+        );
+        throw error;
+      }
+      logger.error(where, "could not take a chat message");
       await this.#options
         .answer(message, "Sorry, I could not take that message; please send it again.")
         .catch(() => undefined);

@@ -9,6 +9,7 @@
  */
 
 import { createHash } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { RunRequest } from "../../agents/runner.js";
 import type { MessagePoster } from "../../agents/tools/index.js";
 import { CHAT_ADDRESS_FORMS, chatAddressOf, formatChatAddress } from "../../base/chat-address.js";
@@ -18,6 +19,9 @@ import type { FrontendRegistry } from "../../frontends/registry.js";
 import type { ChatPlatform, ChatPlatformKind, Clock, OutboxStore } from "../../ports/index.js";
 import { ChatFrontend } from "./chat-frontend.js";
 import { OutboxDelivery } from "./delivery.js";
+
+/** How long closing waits for replies already being delivered. */
+const CLOSE_GRACE_MS = 3000;
 
 /** Options of {@link ChatSenders}. */
 export interface ChatSendersOptions {
@@ -92,6 +96,22 @@ export class ChatSenders {
   }
 
   /**
+   * Puts a message for a chat in the outbox and starts its delivery without waiting for it
+   * (an answer of the inbox: no send may hold up the next received message); resolves
+   * once the message is stored. A failed or hung delivery is retried from the outbox.
+   */
+  async submit(
+    platform: ChatPlatformKind,
+    chatId: string,
+    text: string,
+    dedupeKey: string,
+  ): Promise<void> {
+    const { outbox, clock } = this.#options;
+    const entry = await outbox.submit({ dedupeKey, platform, chatId }, text, clock.now());
+    this.#senders.get(platform)?.delivery.deliverAfter(entry, Promise.resolve(), () => []);
+  }
+
+  /**
    * `post_message` of a job's turn: into the chat its reply target names, through the
    * outbox, once per job and text (a resumed job that posts the same text again adds
    * nothing); undefined for a turn that is not a job's.
@@ -119,8 +139,14 @@ export class ChatSenders {
     };
   }
 
-  /** Releases the platforms' clients (after the last job finished). */
+  /**
+   * Releases the platforms' clients (after the last job finished), once the deliveries
+   * already started have ended, or after {@link CLOSE_GRACE_MS}: what is not sent by then
+   * stays pending in the outbox and goes out after the next start.
+   */
   async close(): Promise<void> {
+    const deliveries = Promise.all(this.deliveries().map((delivery) => delivery.settled()));
+    await Promise.race([deliveries, sleep(CLOSE_GRACE_MS, undefined, { ref: false })]);
     await Promise.all(
       [...this.#senders.values()].map(({ platform }) =>
         platform.stop().catch((error: unknown) => {

@@ -87,11 +87,15 @@ export class MessageBusWorker implements Worker {
     const live = this.#options.createPlatforms();
     this.#live = live;
     const inbox = this.#inbox();
+    // One at a time, in arrival order; each platform confirms a message only once its
+    // handling resolved (the job or the answer is stored), and gets it again otherwise.
     let received: Promise<void> = Promise.resolve();
-    const onMessage = (message: IncomingChatMessage) => {
-      received = received.then(() => inbox.handle(message));
+    const onMessage = (message: IncomingChatMessage): Promise<void> => {
+      const handled = received.then(() => inbox.handle(message));
+      // The inbox logged it; the next message still gets its turn.
+      received = handled.catch(() => undefined);
+      return handled;
     };
-    const loops = this.#options.senders.deliveries().map((delivery) => delivery.run(local.signal));
     let stopping: Promise<void> | null = null;
     const stopAll = () => {
       stopping ??= this.#stopPlatforms(live);
@@ -108,23 +112,22 @@ export class MessageBusWorker implements Worker {
       signal.removeEventListener("abort", forward);
       await stopAll();
       await received;
-      await Promise.all(loops);
     }
   }
 
   #inbox(): ChatInbox {
     return new ChatInbox({
       ...this.#options,
-      answer: async (message, text) => {
+      answer: (message, text) => {
         const key = `bus:${message.platform}:${message.messageId}`;
-        await this.#options.senders.post(message.platform, message.chatId, text, key);
+        return this.#options.senders.submit(message.platform, message.chatId, text, key);
       },
     });
   }
 
   async #connect(
     platform: ChatPlatform,
-    onMessage: (message: IncomingChatMessage) => void,
+    onMessage: (message: IncomingChatMessage) => Promise<void>,
     signal: AbortSignal,
   ): Promise<void> {
     await platform.start(onMessage);

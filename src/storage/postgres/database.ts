@@ -7,6 +7,10 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
+import { isConnectionError } from "./connection-errors.js";
+
+export { isConnectionError };
+
 import { toError, UserError } from "../../base/errors.js";
 import { checkNumberOptions } from "../../base/options.js";
 import { redactSecrets } from "../../base/redact.js";
@@ -141,32 +145,6 @@ function passwordOf(url: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** SQLSTATE classes and socket errors that mean the connection, not the statement, failed. */
-const CONNECTION_CODES = new Set([
-  "57P01", // admin_shutdown: pg_terminate_backend, or the server stopping
-  "57P02", // crash_shutdown
-  "57P03", // cannot_connect_now: the server is starting
-  "08000",
-  "08001",
-  "08003",
-  "08004",
-  "08006",
-  "ECONNRESET",
-  "ECONNREFUSED",
-  "EPIPE",
-  "ETIMEDOUT",
-]);
-
-/** True when `error` is a lost or refused connection (worth retrying on a new one). */
-export function isConnectionError(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const code = (error as { code?: string }).code;
-  if (code !== undefined && CONNECTION_CODES.has(code)) return true;
-  return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(
-    error.message,
-  );
 }
 
 /** Attempts of {@link retryOnDisconnect} before the error is passed on. */
