@@ -35,7 +35,26 @@ export function serverCommand(): Command {
       await untilSignalled(logger);
       await server.stop();
       logger.info("picklebot server stopped");
+      exitIfStuck(logger);
     });
+}
+
+/** How long a stopped server may take to let go of its last connections. */
+const EXIT_GRACE_MS = 2000;
+
+/**
+ * Everything is stopped and stored: the process should end now. If a library still holds
+ * a connection open (discord.js can keep a discarded gateway socket), exit anyway, 0,
+ * after {@link EXIT_GRACE_MS}, saying what was left open.
+ */
+function exitIfStuck(logger: Logger): void {
+  setTimeout(() => {
+    const open = (process as unknown as { _getActiveHandles(): object[] })
+      ._getActiveHandles()
+      .map((handle) => handle.constructor.name);
+    logger.warn({ open }, "connections were still open after the stop; exiting anyway");
+    process.exit(0);
+  }, EXIT_GRACE_MS).unref();
 }
 
 /** Resolves on the first SIGINT/SIGTERM; a second one exits the process at once. */

@@ -18,7 +18,7 @@
  */
 import { Telegraf, TelegramError } from "telegraf";
 import { message } from "telegraf/filters";
-import type { Message, Update, UserFromGetMe } from "telegraf/types";
+import type { Message, Opts, Telegram, Update, UserFromGetMe } from "telegraf/types";
 import { type ReconnectOptions, reconnectWithBackoff } from "../base/backoff.js";
 import { ChatPlatformError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
@@ -44,7 +44,15 @@ export interface TelegramPlatformOptions {
   pollTimeoutS?: number;
   /** Delay before the first reconnect; doubles up to 60 s. (Default: 1000 ms, `RECONNECT_BACKOFF`) */
   reconnectBaseMs?: number;
+  /**
+   * How long a Bot API call may take before it is abandoned (and retried with backoff);
+   * getUpdates gets its poll timeout plus this. (Default: 30 000 ms)
+   */
+  callTimeoutMs?: number;
 }
+
+/** Default of {@link TelegramPlatformOptions.callTimeoutMs}. */
+const CALL_TIMEOUT_MS = 30_000;
 
 const NOT_MODIFIED = /message is not modified/i;
 const PARSE_ERROR = /can't parse entities|can't find end/i;
@@ -64,6 +72,7 @@ export class TelegramPlatform implements ChatPlatform {
     checkNumberOptions("TelegramPlatform", options, {
       pollTimeoutS: "non-negative",
       reconnectBaseMs: "positive",
+      callTimeoutMs: "positive",
     });
     this.#options = options;
     this.#bot = new Telegraf(options.token, {
@@ -99,23 +108,19 @@ export class TelegramPlatform implements ChatPlatform {
   }
 
   async send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage> {
-    const sent = await this.#call(() =>
-      this.#bot.telegram.sendMessage(chatId, render(text, format), extra(format)),
-    );
+    const payload = { chat_id: chatId, text: render(text, format), ...extra(format) };
+    const sent = await this.#call("sendMessage", payload);
     return { messageId: String(sent.message_id) };
   }
 
   async edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void> {
     try {
-      await this.#call(() =>
-        this.#bot.telegram.editMessageText(
-          chatId,
-          Number(messageId),
-          undefined,
-          render(text, format),
-          extra(format),
-        ),
-      );
+      await this.#call("editMessageText", {
+        chat_id: chatId,
+        message_id: Number(messageId),
+        text: render(text, format),
+        ...extra(format),
+      });
     } catch (error) {
       if (error instanceof ChatPlatformError && NOT_MODIFIED.test(error.message)) return;
       throw error;
@@ -123,14 +128,14 @@ export class TelegramPlatform implements ChatPlatform {
   }
 
   async typing(chatId: string): Promise<void> {
-    await this.#call(() => this.#bot.telegram.sendChatAction(chatId, "typing"));
+    await this.#call("sendChatAction", { chat_id: chatId, action: "typing" });
   }
 
   /** getMe and deleteWebhook, retried until they succeed or the platform is stopped. */
   async #connect(): Promise<void> {
     await reconnectWithBackoff(async () => {
-      this.#bot.botInfo = await this.#call(() => this.#bot.telegram.getMe());
-      await this.#call(() => this.#bot.telegram.deleteWebhook());
+      this.#bot.botInfo = await this.#call("getMe", {});
+      await this.#call("deleteWebhook", {});
       this.#state = "connected";
       this.#options.logger.info({ bot: this.#bot.botInfo.username }, "telegram connected");
     }, this.#backoff("telegram: could not connect"));
@@ -143,17 +148,11 @@ export class TelegramPlatform implements ChatPlatform {
     await reconnectWithBackoff(
       async (healthy) => {
         while (!signal.aborted) {
-          const updates = await this.#call(() =>
-            this.#bot.telegram.callApi(
-              "getUpdates",
-              {
-                timeout: this.#options.pollTimeoutS ?? 50,
-                offset: this.#offset,
-                allowed_updates: ["message"],
-              },
-              // telegraf types the signal of the abort-controller polyfill; node-fetch takes either.
-              { signal: signal as never },
-            ),
+          const pollTimeoutS = this.#options.pollTimeoutS ?? 50;
+          const updates = await this.#call(
+            "getUpdates",
+            { timeout: pollTimeoutS, offset: this.#offset, allowed_updates: ["message"] },
+            { heldS: pollTimeoutS, signal },
           );
           if (reconnecting) this.#options.logger.info("telegram reconnected");
           reconnecting = false;
@@ -186,9 +185,7 @@ export class TelegramPlatform implements ChatPlatform {
   async #commitOffset(): Promise<void> {
     if (this.#offset === 0) return;
     try {
-      await this.#call(() =>
-        this.#bot.telegram.callApi("getUpdates", { offset: this.#offset, limit: 1, timeout: 0 }),
-      );
+      await this.#call("getUpdates", { offset: this.#offset, limit: 1, timeout: 0 });
     } catch (error) {
       this.#options.logger.warn(
         { error: toError(error).message },
@@ -211,11 +208,29 @@ export class TelegramPlatform implements ChatPlatform {
     };
   }
 
-  /** Runs one Bot API call; every failure becomes a token-free {@link ChatPlatformError}. */
-  async #call<T>(request: () => Promise<T>): Promise<T> {
+  /**
+   * Runs one Bot API call, abandoned after `callTimeoutMs` (plus `heldS` for a long poll
+   * the server holds open) or when `signal` aborts; every failure becomes a token-free
+   * {@link ChatPlatformError}, a timeout a retryable one that says so.
+   */
+  async #call<M extends keyof Telegram>(
+    method: M,
+    payload: Opts<M>,
+    { heldS = 0, signal }: { heldS?: number; signal?: AbortSignal } = {},
+  ): Promise<ReturnType<Telegram[M]>> {
+    const limitMs = (this.#options.callTimeoutMs ?? CALL_TIMEOUT_MS) + heldS * 1000;
+    const timeout = AbortSignal.timeout(limitMs);
+    const abort = signal ? AbortSignal.any([signal, timeout]) : timeout;
     try {
-      return await request();
+      // telegraf types the signal of the abort-controller polyfill; node-fetch takes either.
+      return await this.#bot.telegram.callApi(method, payload, { signal: abort as never });
     } catch (error) {
+      if (timeout.aborted && !signal?.aborted) {
+        throw new ChatPlatformError(
+          `telegram: ${method} did not answer within ${limitMs / 1000} s; abandoned`,
+          { retryable: true },
+        );
+      }
       throw this.#scrub(error);
     }
   }

@@ -8,6 +8,7 @@ import { type FakeDiscord, startFakeDiscord } from "../fakes/discord.js";
 import { busWorkspace, discordYaml, healthz, startBusServer } from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
 import { killAllServers, startServer } from "../helpers/server.js";
+import { waitFor } from "../helpers/wait.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
 
 const OWNER = "400000000000000001";
@@ -192,5 +193,20 @@ describe("picklebot server with a Discord bot", () => {
       workers: expect.arrayContaining([expect.objectContaining({ name: "bus", restarts: 0 })]),
     });
     expect(server.transcript()).not.toContain(discord.token);
+  });
+
+  it("exits 0 on SIGTERM after a first login that failed and a retry that worked", async () => {
+    // A 401 on the first login; discord.js's REST retries 5xx itself, not this.
+    discord.failNext("GET /gateway/bot", { status: 403, code: 0, message: "flaky" });
+    const server = await startServerWithDiscord();
+    await waitFor(
+      () => server.linesMatching("discord: could not connect").length >= 1,
+      "the failed login",
+    );
+    server.signal("SIGTERM");
+    const began = Date.now();
+    const exit = await server.exited;
+    expect(exit.code).toBe(0);
+    expect(Date.now() - began).toBeLessThan(5_000);
   });
 });

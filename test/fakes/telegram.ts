@@ -142,6 +142,7 @@ export class FakeTelegram {
   private readonly chats = new Map<number, ChatState>();
   private readonly failures = new Map<string, { failure: TelegramFailure; remaining: number }[]>();
   private readonly polls = new Set<HeldPoll>();
+  private readonly hangs = new Map<string, number>();
   private pending: QueuedUpdate[] = [];
   private nextUpdateId = 1;
   private readonly port: number;
@@ -222,6 +223,15 @@ export class FakeTelegram {
   }
 
   /** Makes the next `times` calls of `method` fail with `failure` instead of running. */
+  /**
+   * Makes the next `times` calls of `method` never answer, as over a half-open connection
+   * (the request is recorded with status 0; a held getUpdates takes no update).
+   */
+  hangNext(method: string, times = 1): void {
+    const key = method.toLowerCase();
+    this.hangs.set(key, (this.hangs.get(key) ?? 0) + times);
+  }
+
   failNext(method: string, failure: TelegramFailure, times = 1): void {
     const queue = this.failures.get(method.toLowerCase()) ?? [];
     queue.push({ failure, remaining: times });
@@ -277,6 +287,12 @@ export class FakeTelegram {
     const call: TelegramCall = { method, params, time: epochNow(), status: 200 };
     try {
       if (token !== this.token) throw new ApiFailure(401, "Unauthorized");
+      const hangs = this.hangs.get(method.toLowerCase()) ?? 0;
+      if (hangs > 0) {
+        this.hangs.set(method.toLowerCase(), hangs - 1);
+        this.record({ ...call, status: 0 });
+        return;
+      }
       this.throwInjectedFailure(method);
       if (method.toLowerCase() === "getupdates") {
         this.record(call);

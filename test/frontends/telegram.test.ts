@@ -153,4 +153,35 @@ describe("TelegramPlatform", () => {
     await platform.stop();
     expect(fake.confirmedOffset).toBe(update.update_id + 1);
   });
+
+  describe("a Bot API call that never answers (half-open connection)", () => {
+    beforeEach(() => {
+      platform = new TelegramPlatform({
+        token: fake.token,
+        apiRoot: fake.apiRoot,
+        logger: silentLogger(),
+        pollTimeoutS: 0,
+        callTimeoutMs: 300,
+        reconnectBaseMs: 400,
+      });
+    });
+
+    it("a hung getUpdates is abandoned: connecting, then polling resumes and the message arrives", async () => {
+      await started();
+      fake.hangNext("getUpdates");
+      await fake.waitFor(() => fake.callsOf("getUpdates").some((call) => call.status === 0));
+      await fake.waitFor(() => platform.state === "connecting", 5_000);
+      fake.sendUserMessage({ chatId: 5, userId: 5, text: "still there?" });
+      await fake.waitFor(() => received.length === 1, 10_000);
+      expect(platform.state).toBe("connected");
+      expect(received[0]?.text).toBe("still there?");
+    });
+
+    it("a hung sendMessage fails after the timeout with a retryable error that says so", async () => {
+      fake.hangNext("sendMessage");
+      const error = await failure(platform.send("5", "hello", "plain"));
+      expect(error.retryable).toBe(true);
+      expect(error.message).toBe("telegram: sendMessage did not answer within 0.3 s; abandoned");
+    });
+  });
 });
