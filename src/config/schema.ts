@@ -171,6 +171,8 @@ function workersSchema() {
       agent_concurrency: fromText(z.int().min(1)).default(4),
       max_attempts: fromText(z.int().min(1)).default(DEFAULT_MAX_ATTEMPTS),
       job_timeout_s: fromText(z.number().positive()).default(300),
+      /** How long a job rides out an unavailable service before such failures count. */
+      outage_budget_s: fromText(z.number().min(0)).default(300),
     })
     .prefault({});
 }

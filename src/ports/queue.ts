@@ -110,8 +110,17 @@ export interface JobQueue {
   checkpoint(job: ClaimedJob, sessionId: string): Promise<boolean>;
   /** Marks the job done. */
   complete(job: ClaimedJob): Promise<boolean>;
-  /** Records the error; requeues at `retryAt` (epoch ms), or fails the job when null. */
-  fail(job: ClaimedJob, error: string, retryAt: number | null): Promise<boolean>;
+  /**
+   * Records the error; requeues at `retryAt` (epoch ms), or fails the job when null. A
+   * requeue with `transient` (the service was down, not the job at fault) gives the
+   * attempt back: `attempts` counts real failures only, the error history has them all.
+   */
+  fail(
+    job: ClaimedJob,
+    error: string,
+    retryAt: number | null,
+    options?: { transient?: boolean },
+  ): Promise<boolean>;
   /** Requeues every job left running by `workerId` (a process that died). */
   recover(workerId: string): Promise<number>;
   /** Calls `listener` when a job may have become runnable; returns an unsubscribe. */

@@ -14,7 +14,7 @@
 import PQueue from "p-queue";
 import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
 import type { AgentRunner } from "../agents/runner.js";
-import { nextAttemptAt } from "../base/backoff.js";
+import { nextAttemptAt, retryDelayMs } from "../base/backoff.js";
 import { deadline } from "../base/deadline.js";
 import {
   CancelledError,
@@ -39,6 +39,7 @@ import type {
   Session,
   Worker,
 } from "../ports/index.js";
+import { isStorageUnavailable } from "../storage/index.js";
 import type { JobOutcome, ServerMetrics } from "./metrics.js";
 
 /** Logged (with a `recovered` count) when jobs a dead process left running are requeued. */
@@ -59,6 +60,12 @@ export interface AgentWorkerOptions {
   concurrency: number;
   /** Time one attempt may take (`workers.job_timeout_s`). */
   jobTimeoutMs: number;
+  /**
+   * How long a job rides out an unavailable service (network, 429, 5xx, 529, a dropped
+   * database) without those failures counting against its attempts
+   * (`workers.outage_budget_s`). (Default: 300 000 ms)
+   */
+  outageBudgetMs?: number;
   clock: Clock;
   logger: Logger;
   metrics: ServerMetrics;
@@ -86,6 +93,7 @@ export class AgentWorker implements Worker {
     checkNumberOptions("AgentWorker", options, {
       concurrency: "count",
       jobTimeoutMs: "positive",
+      outageBudgetMs: "non-negative",
       pollMs: "positive",
     });
     this.#options = options;
@@ -258,6 +266,9 @@ export class AgentWorker implements Worker {
     const message = timedOut
       ? `timed out after ${this.#options.jobTimeoutMs / 1000} s`
       : error.message;
+    if (!signal.aborted && isOutage(error) && this.#withinOutageBudget(job)) {
+      return this.#rideOutOutage(job, reply, message, retryAfterMs);
+    }
     if (retryAt !== null) {
       await queue.fail(job, message, retryAt);
       logger.warn(
@@ -278,6 +289,36 @@ export class AgentWorker implements Worker {
     return "failed";
   }
 
+  /** True while the job's current run of outage failures is younger than the budget. */
+  #withinOutageBudget(job: ClaimedJob): boolean {
+    const { clock, outageBudgetMs = DEFAULT_OUTAGE_BUDGET_MS } = this.#options;
+    const since = outageFailures(job)[0]?.at ?? clock.now();
+    return clock.now() - since < outageBudgetMs;
+  }
+
+  /**
+   * Requeues a job the service failed (not the job): the attempt is given back, the wait
+   * grows with the outage, and the person sees one notice that we keep trying, which the
+   * answer replaces when it comes.
+   */
+  async #rideOutOutage(
+    job: ClaimedJob,
+    reply: ReplyStream | null,
+    message: string,
+    retryAfterMs: number,
+  ): Promise<JobOutcome> {
+    const { queue, clock, logger } = this.#options;
+    const failures = outageFailures(job).length;
+    const retryAt = clock.now() + retryDelayMs(failures + 1, { retryAfterMs });
+    await queue.fail(job, message, retryAt, { transient: true });
+    if (failures === 0) reply?.update(STILL_TRYING);
+    logger.warn(
+      { job: job.id, outageFailures: failures + 1, retryAt, error: message },
+      "service unavailable; the job will be retried",
+    );
+    return "retry";
+  }
+
   /**
    * Fails the job for good and, in the same transaction, answers the tool calls its turn
    * left open, so the session's next message is a valid request and the model sees why
@@ -293,6 +334,25 @@ export class AgentWorker implements Worker {
       logger.warn({ job: job.id }, "job failed after its lock was lost");
     }
   }
+}
+
+/** Shown once in the chat while a job waits out an outage; the answer replaces it. */
+export const STILL_TRYING =
+  "The model service is not answering right now; I keep trying and will answer here when it is back.";
+
+const DEFAULT_OUTAGE_BUDGET_MS = 300_000;
+
+/** A failure of the service, not of the job: the model API or the database unavailable. */
+function isOutage(error: Error): boolean {
+  return (error instanceof ModelError && error.retryable) || isStorageUnavailable(error);
+}
+
+/**
+ * The failures of the job's current run of outages: those recorded at its current attempt
+ * (an outage gives its attempt back, so they all carry the same number).
+ */
+function outageFailures(job: ClaimedJob): ClaimedJob["errors"] {
+  return job.errors.filter((failure) => failure.attempt === job.attempts);
 }
 
 function failureNotice(job: ClaimedJob, message: string): string {

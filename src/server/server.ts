@@ -309,6 +309,7 @@ export class PicklebotServer {
       history,
       checkpoint: this.#storage.checkpoint,
       failJob: this.#storage.failJob,
+      outageBudgetMs: config.workers.outage_budget_s * 1000,
       runner,
       frontends: this.frontends,
       concurrency: config.workers.agent_concurrency,

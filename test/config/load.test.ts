@@ -41,6 +41,7 @@ describe("loadConfig", () => {
       model: "claude-sonnet-4-6",
       api_key: undefined,
       max_tokens: 4096,
+      context_window: undefined,
       timeout_s: 600,
     });
     expect(config.queue).toEqual({ backend: "sqlite", url: undefined, pool_size: 10 });
@@ -51,7 +52,12 @@ describe("loadConfig", () => {
       leader_ttl_s: 30,
       job_retention_h: 168,
     });
-    expect(config.workers).toEqual({ agent_concurrency: 4, max_attempts: 5, job_timeout_s: 300 });
+    expect(config.workers).toEqual({
+      agent_concurrency: 4,
+      max_attempts: 5,
+      job_timeout_s: 300,
+      outage_budget_s: 300,
+    });
     expect(config.history).toEqual({
       backend: "sqlite",
       path: path.join(workspace, "history"),

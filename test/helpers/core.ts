@@ -57,6 +57,8 @@ export interface CoreOptions {
   contextWindow?: number;
   /** The fake model refuses prompts over this many tokens. (Default: no limit) */
   promptTokenLimit?: number;
+  /** `workers.outage_budget_s`. (Default: 300) */
+  outageBudgetS?: number;
 }
 
 /** An in-process core, not yet running. */
@@ -130,6 +132,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     history: storage.history,
     checkpoint: options.checkpoint?.(storage) ?? storage.checkpoint,
     failJob: storage.failJob,
+    outageBudgetMs: (options.outageBudgetS ?? 300) * 1000,
     runner,
     frontends,
     concurrency: 2,

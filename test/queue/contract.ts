@@ -259,6 +259,17 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
       expect(again?.errors[0]?.message).toMatch(/interrupted/);
     });
 
+    it("gives the attempt back on a transient failure, and keeps the error", async () => {
+      await queue.enqueue(chatJob("a", "during an outage"));
+      const [job] = (await queue.claim("w", 1)) as [ClaimedJob];
+      expect(await queue.fail(job, "529 overloaded", clock.now(), { transient: true })).toBe(true);
+      const [again] = (await queue.claim("w", 1)) as [ClaimedJob];
+      expect(again).toMatchObject({ attempts: 1, lastError: "529 overloaded" });
+      expect(again.errors).toEqual([
+        expect.objectContaining({ attempt: 1, message: "529 overloaded" }),
+      ]);
+    });
+
     it("stores a job once per dedupe key and returns the first one", async () => {
       const first = await queue.enqueue(chatJob("cron:daily:1", "first", { dedupeKey: "daily@1" }));
       const second = await queue.enqueue(

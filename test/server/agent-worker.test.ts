@@ -6,7 +6,7 @@
 import BetterSqlite from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { type ChatMessage, type Job, RESUME_MARKER } from "../../src/ports/index.js";
-import { AgentWorker } from "../../src/server/agent-worker.js";
+import { AgentWorker, STILL_TRYING } from "../../src/server/agent-worker.js";
 import { DATABASE_FILE } from "../../src/storage/index.js";
 import { type FakeReply, lastUserText, messageText, requestAt } from "../fakes/anthropic.js";
 import { CHAT_ID, CHAT_KEY, type Core, type CoreOptions, openCore } from "../helpers/core.js";
@@ -172,20 +172,20 @@ describe("AgentWorker: failures", () => {
   ];
 
   it.each(transient)(
-    "requeues the job with backoff after %s, then runs it again",
+    "requeues the job with backoff after %s, giving the attempt back, then runs it again",
     async (_, reply) => {
       await startCore();
       core.model.script(reply, { text: "Recovered." });
       core.start();
       const job = await core.enqueue("hello");
-      const waiting = await core.waitForJob(job.id, retried(1), "the requeue");
+      const waiting = await core.waitForJob(job.id, retried(0), "the requeue");
       expect(waiting.runAt).toBeGreaterThan(core.clock.now());
       expect(waiting.errors).toHaveLength(1);
       expect(waiting.message).toBe(RESUME_MARKER);
 
       core.clock.advance(waiting.runAt - core.clock.now());
       const done = await core.waitForJob(job.id, isDone);
-      expect(done.attempts).toBe(2);
+      expect(done.attempts).toBe(1);
       const messages = await stored(done.sessionId as string);
       expect(messages.filter((message) => message.role === "user")).toHaveLength(1);
       // The retry's reply replaces whatever the failed attempt streamed: one message.
@@ -199,7 +199,7 @@ describe("AgentWorker: failures", () => {
     core.model.script({ error: { status: 429, retryAfterS: 30 } });
     core.start();
     const job = await core.enqueue("hello");
-    const waiting = await core.waitForJob(job.id, retried(1));
+    const waiting = await core.waitForJob(job.id, retried(0));
     expect(waiting.runAt).toBeGreaterThanOrEqual(core.clock.now() + 30_000);
   });
 
@@ -225,8 +225,43 @@ describe("AgentWorker: failures", () => {
     await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the failure notice");
   });
 
-  it("fails the job and tells the user once max_attempts are spent", async () => {
+  it("rides out an outage longer than max_attempts would: one notice, then the answer", async () => {
     await startCore();
+    const overloaded = { error: { status: 529, message: "Overloaded" } };
+    core.model.script(...Array.from({ length: 8 }, () => overloaded), { text: "Back again." });
+    core.start();
+    const job = await core.enqueue("hello", { maxAttempts: 2 });
+    for (let failures = 1; failures <= 8; failures++) {
+      const waiting = await core.waitForJob(
+        job.id,
+        (j) => j.state === "queued" && j.errors.length === failures,
+      );
+      expect(waiting.attempts).toBe(0);
+      core.clock.advance(waiting.runAt - core.clock.now());
+    }
+    const done = await core.waitForJob(job.id, isDone);
+    expect(done.attempts).toBe(1);
+    await waitFor(() => core.platform.texts(CHAT_ID).at(-1) === "Back again.");
+    // The notice was shown once, in the message the answer then replaced.
+    expect(core.platform.texts(CHAT_ID)).toEqual(["Back again."]);
+    const notices = core.platform.calls.filter((call) => call.text === STILL_TRYING);
+    expect(notices).toHaveLength(1);
+  });
+
+  it("counts outage failures once the outage outlasts workers.outage_budget_s", async () => {
+    await startCore({ outageBudgetS: 0 });
+    const overloaded = { error: { status: 529, message: "Overloaded" } };
+    core.model.script(overloaded, overloaded);
+    core.start();
+    const job = await core.enqueue("hello", { maxAttempts: 2 });
+    const waiting = await core.waitForJob(job.id, retried(1));
+    core.clock.advance(waiting.runAt - core.clock.now());
+    const failed = await core.waitForJob(job.id, isFailed);
+    expect(failed.attempts).toBe(2);
+  });
+
+  it("fails the job and tells the user once max_attempts are spent", async () => {
+    await startCore({ outageBudgetS: 0 });
     core.model.script({ error: { status: 500 } }, { error: { status: 503 } });
     core.start();
     const job = await core.enqueue("hello", { maxAttempts: 2 });

@@ -167,10 +167,16 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
    * Records the failed attempt. The queue does not decide the retry policy: the caller
    * passes the time of the next attempt, or null once `maxAttempts` is spent.
    */
-  async fail(job: ClaimedJob, error: string, retryAt: number | null): Promise<boolean> {
+  async fail(
+    job: ClaimedJob,
+    error: string,
+    retryAt: number | null,
+    options: { transient?: boolean } = {},
+  ): Promise<boolean> {
     const stored = this.#fenced(job);
     if (!stored) return false;
     this.#recordError(stored, error);
+    if (retryAt !== null && options.transient) stored.attempts -= 1;
     if (retryAt === null) this.#finish(stored, "failed");
     else this.#requeue(stored, retryAt);
     return true;

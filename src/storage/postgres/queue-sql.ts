@@ -120,7 +120,7 @@ export const PG = {
     SELECT done.id, ${NOTIFY_FREED("done")} AS woken FROM done`,
   // $1 id, $2 token, $3 error, $4 now, $5 retry at.
   retry: `UPDATE jobs SET state = 'queued', run_at = $5, last_error = $3,
-      errors = ${appendError("$4", "$3")}, ${UNLOCK}, updated_at = $4
+      errors = ${appendError("$4", "$3")}, attempts = attempts - $6, ${UNLOCK}, updated_at = $4
     WHERE ${FENCE}`,
   // $1 id, $2 token, $3 error, $4 now.
   fail: `WITH failed AS (

@@ -184,8 +184,13 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
   }
 
   /** Records the failed attempt: requeued at `retryAt`, or failed for good when null. */
-  async fail(job: ClaimedJob, error: string, retryAt: number | null): Promise<boolean> {
-    return retryOnDisconnect(() => this.failOn(this.#pool, job, error, retryAt));
+  async fail(
+    job: ClaimedJob,
+    error: string,
+    retryAt: number | null,
+    options: { transient?: boolean } = {},
+  ): Promise<boolean> {
+    return retryOnDisconnect(() => this.failOn(this.#pool, job, error, retryAt, options));
   }
 
   /** {@link fail} on a connection inside the caller's transaction. */
@@ -194,12 +199,13 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
     job: ClaimedJob,
     error: string,
     retryAt: number | null,
+    options: { transient?: boolean } = {},
   ): Promise<boolean> {
     const fence = [job.id, job.lockToken, error, this.#clock.now()];
     const result =
       retryAt === null
         ? await client.query(PG.fail, fence)
-        : await client.query(PG.retry, [...fence, retryAt]);
+        : await client.query(PG.retry, [...fence, retryAt, options.transient ? 1 : 0]);
     if ((result.rowCount ?? 0) === 0) return false;
     if (retryAt === null) this.#signal.notify();
     else this.#signal.wakeAt(retryAt);

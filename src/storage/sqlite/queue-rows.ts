@@ -56,7 +56,7 @@ export const SQL = {
     WHERE ${FENCE}`,
   complete: `UPDATE jobs SET state = 'done', ${UNLOCK}, updated_at = @now WHERE ${FENCE}`,
   retry: `UPDATE jobs SET state = 'queued', run_at = @retryAt, last_error = @error,
-      errors = ${APPEND_ERROR}, ${UNLOCK}, updated_at = @now
+      errors = ${APPEND_ERROR}, attempts = attempts - @refund, ${UNLOCK}, updated_at = @now
     WHERE ${FENCE}`,
   fail: `UPDATE jobs SET state = 'failed', last_error = @error, errors = ${APPEND_ERROR},
       ${UNLOCK}, updated_at = @now

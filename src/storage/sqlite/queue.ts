@@ -157,17 +157,29 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
    * passes the time of the next attempt, or null once `maxAttempts` is spent (see
    * `nextAttemptAt` in backoff.ts).
    */
-  async fail(job: ClaimedJob, error: string, retryAt: number | null): Promise<boolean> {
-    return this.failSync(job, error, retryAt);
+  async fail(
+    job: ClaimedJob,
+    error: string,
+    retryAt: number | null,
+    options: { transient?: boolean } = {},
+  ): Promise<boolean> {
+    return this.failSync(job, error, retryAt, options);
   }
 
   /** {@link fail}, usable inside a `db.transaction` with the history's writes. */
-  failSync(job: ClaimedJob, error: string, retryAt: number | null): boolean {
+  failSync(
+    job: ClaimedJob,
+    error: string,
+    retryAt: number | null,
+    options: { transient?: boolean } = {},
+  ): boolean {
     this.#flushCompletions();
     const now = this.#clock.now();
     const fence = { id: job.id, token: job.lockToken, error, now };
     const statement = retryAt === null ? this.#sql.fail : this.#sql.retry;
-    const changed = statement.run(retryAt === null ? fence : { ...fence, retryAt }).changes > 0;
+    const refund = options.transient ? 1 : 0;
+    const changed =
+      statement.run(retryAt === null ? fence : { ...fence, retryAt, refund }).changes > 0;
     if (!changed) return false;
     if (retryAt === null) this.#signal.notify();
     else this.#signal.wakeAt(retryAt);
