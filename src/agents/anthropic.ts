@@ -20,11 +20,11 @@ import Anthropic, {
 import { abortedError, ModelError, toError } from "../base/errors.js";
 import { redactSecrets } from "../base/redact.js";
 import {
-  type ChatMessage,
   DEFAULT_MODEL_TIMEOUT_MS,
   type ModelProvider,
   type ModelReply,
   type ModelRequest,
+  type RequestMessage,
   type TextBlock,
   type ToolSpec,
   type ToolUseBlock,
@@ -136,7 +136,7 @@ function toMessageParams(request: ModelRequest): Anthropic.MessageStreamParams {
  * extra block that is not cached; the caller's objects stay as they were.
  */
 function withCacheBreakpoint(
-  messages: ChatMessage[],
+  messages: RequestMessage[],
   currentTime: string | undefined,
 ): Anthropic.MessageParam[] {
   const last = messages.at(-1);

@@ -14,7 +14,7 @@
  */
 
 import { isTurnStart } from "../base/turns.js";
-import type { ChatMessage, ToolResultBlock, ToolUseBlock } from "../ports/index.js";
+import type { RequestMessage, ToolResultBlock, ToolUseBlock } from "../ports/index.js";
 
 /** The window of a model this table does not know. */
 export const DEFAULT_CONTEXT_WINDOW = 200_000;
@@ -35,6 +35,11 @@ export const TOOL_RESULT_SHARE = 0.1;
 
 /** Characters per token this estimate assumes: on the low side, so it overcounts. */
 const CHARS_PER_TOKEN = 3;
+
+/** Tokens one request may take: {@link COMPACT_AT} of the window, less the reply's room. */
+export function requestBudget(contextWindow: number, maxTokens: number): number {
+  return contextWindow * COMPACT_AT - maxTokens;
+}
 
 /** The longest tool result, in characters, for a model with this window. */
 export function toolResultMaxChars(contextWindow: number): number {
@@ -66,14 +71,14 @@ export const LEFT_OUT_NOTE =
  * turn is always kept (its tool results are capped, so it fits on its own).
  */
 export function fitToBudget(
-  messages: readonly ChatMessage[],
+  messages: readonly RequestMessage[],
   budget: number,
-  estimate: (messages: readonly ChatMessage[]) => number,
-): ChatMessage[] {
+  estimate: (messages: readonly RequestMessage[]) => number,
+): RequestMessage[] {
   if (estimate(messages) <= budget) return [...messages];
   let start = 0;
   for (let index = 1; index < messages.length; index++) {
-    if (!isTurnStart(messages[index] as ChatMessage)) continue;
+    if (!isTurnStart(messages[index] as RequestMessage)) continue;
     start = index;
     if (estimate(messages.slice(start)) <= budget) break;
   }

@@ -10,7 +10,14 @@
  *   - roles alternate, starting with the user (consecutive messages of one role merge);
  *   - no empty text block, no message without content.
  */
-import type { ChatMessage, ContentBlock, ToolResultBlock, ToolUseBlock } from "../ports/index.js";
+import type {
+  ChatMessage,
+  ContentBlock,
+  RequestContentBlock,
+  RequestMessage,
+  ToolResultBlock,
+  ToolUseBlock,
+} from "../ports/index.js";
 
 /** Why a turn ended before the agent's reply, as the model is told in its tool results. */
 export type TurnEnding = "stopped by the user" | "timed out" | "interrupted";
@@ -43,20 +50,32 @@ export function closingMessages(last: ChatMessage | undefined, ending: TurnEndin
  * that ends in the agent's open tool calls is the loop's to run, not to send: its calls
  * stay open here.
  */
-export function buildRequestMessages(history: readonly ChatMessage[]): ChatMessage[] {
+export function buildRequestMessages(history: readonly ChatMessage[]): RequestMessage[] {
   return mergeSameRole(pairToolCalls(history.map(withValidBlocks)));
 }
 
 /**
- * A message without the blocks its role cannot hold (tool calls are the assistant's, tool
- * results the user's) and without empty or whitespace-only text.
+ * A message of blocks the API takes: a compaction point becomes the text of its summary;
+ * without the blocks its role cannot hold (tool calls are the assistant's, tool results
+ * the user's) and without empty or whitespace-only text.
  */
-function withValidBlocks(message: ChatMessage): ChatMessage {
+function withValidBlocks(message: ChatMessage): RequestMessage {
   const misplaced = message.role === "user" ? "tool_use" : "tool_result";
-  const content = message.content.filter(
-    (block) => block.type !== misplaced && (block.type !== "text" || block.text.trim() !== ""),
-  );
-  return content.length === message.content.length ? message : { ...message, content };
+  const content = message.content
+    .map(requestBlock)
+    .filter(
+      (block) => block.type !== misplaced && (block.type !== "text" || block.text.trim() !== ""),
+    );
+  return { role: message.role, content };
+}
+
+/** The note a compaction point is sent as. */
+export function summaryNote(summary: string): string {
+  return `(Summary of the earlier conversation, which is no longer shown in full:)\n${summary}`;
+}
+
+function requestBlock(block: ContentBlock): RequestContentBlock {
+  return block.type === "compaction" ? { type: "text", text: summaryNote(block.summary) } : block;
 }
 
 /**
@@ -65,8 +84,8 @@ function withValidBlocks(message: ChatMessage): ChatMessage {
  * result (found in data written before turns were closed). Messages left empty are
  * dropped, and so is anything before the first user message.
  */
-function pairToolCalls(history: readonly ChatMessage[]): ChatMessage[] {
-  const result: ChatMessage[] = [];
+function pairToolCalls(history: readonly RequestMessage[]): RequestMessage[] {
+  const result: RequestMessage[] = [];
   for (const message of history) {
     const previous = result.at(-1);
     const asked = previous?.role === "assistant" ? toolUsesOf(previous).map((call) => call.id) : [];
@@ -90,8 +109,8 @@ function pairToolCalls(history: readonly ChatMessage[]): ChatMessage[] {
 }
 
 /** Consecutive messages of one role as one message; tool results stay first in a user message. */
-function mergeSameRole(history: readonly ChatMessage[]): ChatMessage[] {
-  const result: ChatMessage[] = [];
+function mergeSameRole(history: readonly RequestMessage[]): RequestMessage[] {
+  const result: RequestMessage[] = [];
   for (const message of history) {
     const previous = result.at(-1);
     if (previous?.role === message.role) {
@@ -107,7 +126,7 @@ function mergeSameRole(history: readonly ChatMessage[]): ChatMessage[] {
 }
 
 /** Tool results before any other block, as the API wants them in a user message. */
-function ordered(content: ContentBlock[]): ContentBlock[] {
+function ordered(content: RequestContentBlock[]): RequestContentBlock[] {
   const results = content.filter((block) => block.type === "tool_result");
   return results.length === 0
     ? content

@@ -15,17 +15,18 @@ import type {
   ChatMessage,
   HistoryStore,
   ModelProvider,
+  RequestMessage,
   TokenUsage,
   Tool,
   ToolContext,
   ToolUseBlock,
 } from "../ports/index.js";
 import {
-  COMPACT_AT,
   capToolResult,
   estimateTokens,
   fitToBudget,
   promptTooLong,
+  requestBudget,
   toolResultMaxChars,
 } from "./context-budget.js";
 import { buildRequestMessages } from "./context-builder.js";
@@ -116,7 +117,7 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
  */
 async function callModel(options: TurnOptions, history: ChatMessage[], budget: RequestBudget) {
   options.events?.onModelCall?.();
-  const request = (messages: ChatMessage[]) =>
+  const request = (messages: RequestMessage[]) =>
     options.provider.complete({
       model: options.model,
       system: options.system,
@@ -186,7 +187,7 @@ class RequestBudget {
   }
 
   /** The messages, oldest turns left out as needed to stay under the budget. */
-  fit(messages: ChatMessage[]): ChatMessage[] {
+  fit(messages: RequestMessage[]): RequestMessage[] {
     return fitToBudget(messages, this.#tokens, (some) => this.#estimate(some));
   }
 
@@ -194,7 +195,7 @@ class RequestBudget {
    * Learns from the API's count of a request made of `messages`, and from the window it
    * named when it refused one as too long (smaller than the table's, say).
    */
-  correct(messages: ChatMessage[], countedTokens: number, window?: number): void {
+  correct(messages: RequestMessage[], countedTokens: number, window?: number): void {
     const estimated = this.#estimate(messages) / this.#scale;
     this.#scale = Math.max(this.#scale, (countedTokens / estimated) * 1.05);
     if (window !== undefined) this.#tokens = Math.min(this.#tokens, this.#under(window));
@@ -202,10 +203,10 @@ class RequestBudget {
 
   /** What a request may take in a window of `window` tokens. */
   #under(window: number): number {
-    return window * COMPACT_AT - this.#maxTokens;
+    return requestBudget(window, this.#maxTokens);
   }
 
-  #estimate(messages: readonly ChatMessage[]): number {
+  #estimate(messages: readonly RequestMessage[]): number {
     return (estimateTokens(messages) + this.#fixed) * this.#scale;
   }
 }

@@ -1,5 +1,11 @@
 import type { Config } from "../config/index.js";
 import type { Clock, HistoryStore, ModelProvider, ReplyTarget } from "../ports/index.js";
+import {
+  type CompactionOptions,
+  type CompactionResult,
+  compactSession,
+  contextSize,
+} from "./compaction.js";
 import { contextWindowOf } from "./context-budget.js";
 import {
   type AgentDefinition,
@@ -54,6 +60,46 @@ export class AgentRunner {
     return resolveAgent(this.#options.agents, agentId, this.#options.config.default_agent);
   }
 
+  /**
+   * Compacts the session (see compaction.ts) when its next turn would pass
+   * COMPACT_BEFORE of the agent's window, or whenever `force` is set; null when it did not.
+   */
+  compact(
+    request: Pick<RunRequest, "agentId" | "sessionId" | "signal">,
+    options: { force?: boolean } = {},
+  ): Promise<CompactionResult | null> {
+    return compactSession(request.sessionId, this.#compaction(request), options);
+  }
+
+  /** The session's size (estimated tokens of its next request) against the agent's window. */
+  async contextUsage(
+    agentId: string,
+    sessionId: string,
+  ): Promise<{ tokens: number; window: number }> {
+    const { history, config } = this.#options;
+    const tokens = await contextSize(history, sessionId, config.history.max_messages);
+    return { tokens, window: this.#contextWindow(this.agent(agentId)) };
+  }
+
+  #compaction(request: Pick<RunRequest, "agentId" | "signal">): CompactionOptions {
+    const { history, provider, config } = this.#options;
+    const agent = this.agent(request.agentId);
+    return {
+      history,
+      provider,
+      model: agent.model ?? config.llm.model,
+      contextWindow: this.#contextWindow(agent),
+      maxTokens: agent.maxTokens ?? config.llm.max_tokens,
+      maxMessages: config.history.max_messages,
+      signal: request.signal,
+    };
+  }
+
+  #contextWindow(agent: AgentDefinition): number {
+    const { config } = this.#options;
+    return contextWindowOf(agent.model ?? config.llm.model, config.llm.context_window);
+  }
+
   /** Runs or resumes the turn at the end of the session. */
   run(request: RunRequest): Promise<TurnResult> {
     const { workspace, config, history, provider, clock } = this.#options;
@@ -75,7 +121,7 @@ export class AgentRunner {
         sessionKey: request.sessionKey,
       },
       maxMessages: config.history.max_messages,
-      contextWindow: contextWindowOf(agent.model ?? config.llm.model, config.llm.context_window),
+      contextWindow: this.#contextWindow(agent),
       events: request.events,
     });
   }

@@ -124,6 +124,7 @@ class TerminalChat {
     const stream = new ReplyPrinter(this.#tty, runner.agent(this.#agentId).name);
     this.#printer = stream;
     try {
+      await this.#compactFirst(session.id, this.#reply.signal);
       await storage.history.append(session.id, { role: "user", content: [{ type: "text", text }] });
       const result = await runner.run({
         agentId: this.#agentId,
@@ -141,6 +142,24 @@ class TerminalChat {
     } finally {
       this.#reply = null;
       this.#printer = null;
+    }
+  }
+
+  /** Compacts the session first when it has grown past COMPACT_BEFORE of the window. */
+  async #compactFirst(sessionId: string, signal: AbortSignal): Promise<void> {
+    const compacted = await this.#runner
+      .compact({ agentId: this.#agentId, sessionId, signal })
+      .catch((error: unknown) => {
+        if (signal.aborted) throw error;
+        this.#say(
+          `${this.#tty ? DIM : ""}(could not summarise the conversation: ${toError(error).message}; its oldest turns are left out instead)${this.#tty ? RESET : ""}\n`,
+        );
+        return null;
+      });
+    if (compacted) {
+      this.#say(
+        `${this.#tty ? DIM : ""}(conversation summarised: ${compacted.replaced} messages, about ${Math.round(compacted.before / 1000)}k → ${Math.round(compacted.after / 1000)}k tokens)${this.#tty ? RESET : ""}\n`,
+      );
     }
   }
 

@@ -22,10 +22,32 @@ export interface ToolResultBlock {
   is_error?: boolean;
 }
 
-/** Any block a stored message may hold. */
-export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock;
+/**
+ * Where compaction cut a session (stored only, never sent as it is): every later request
+ * starts here, with `summary` standing in for the turns before it. Those turns stay
+ * stored in full, so a transcript can still be read.
+ */
+export interface CompactionBlock {
+  type: "compaction";
+  /** The model's summary of the turns before this point. */
+  summary: string;
+  /** Messages the summary stands in for. */
+  replaces: number;
+}
 
-/** One message of a conversation, as the Anthropic Messages API takes it. */
+/** Any block a stored message may hold. */
+export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | CompactionBlock;
+
+/** A block the Messages API takes. */
+export type RequestContentBlock = TextBlock | ToolUseBlock | ToolResultBlock;
+
+/** A message as a model request sends it (the context builder makes these from history). */
+export interface RequestMessage {
+  role: "user" | "assistant";
+  content: RequestContentBlock[];
+}
+
+/** One message of a conversation, as stored: what the Messages API takes, or a compaction point. */
 export interface ChatMessage {
   role: "user" | "assistant";
   content: ContentBlock[];

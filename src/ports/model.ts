@@ -1,5 +1,5 @@
 /** The ModelProvider port: one language model behind an API. */
-import type { ChatMessage, TextBlock, TokenUsage, ToolUseBlock } from "./messages.js";
+import type { RequestMessage, TextBlock, TokenUsage, ToolUseBlock } from "./messages.js";
 
 /** A tool as the model sees it. */
 export interface ToolSpec {
@@ -13,7 +13,7 @@ export interface ToolSpec {
 export interface ModelRequest {
   model: string;
   system: string;
-  messages: ChatMessage[];
+  messages: RequestMessage[];
   tools: ToolSpec[];
   maxTokens: number;
   /**

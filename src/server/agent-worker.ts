@@ -197,6 +197,7 @@ export class AgentWorker implements Worker {
     const active = this.#active.get(job.id);
     if (active) active.sessionId = session.id;
     if (!job.checkpointed) {
+      await this.#compactFirst(job, session.id, signal);
       const message = {
         role: "user" as const,
         content: [{ type: "text" as const, text: job.message }],
@@ -229,6 +230,30 @@ export class AgentWorker implements Worker {
       this.#options.logger.warn({ job: job.id }, "job finished after its lock was lost");
     }
     return "done";
+  }
+
+  /**
+   * Compacts the session before the job's message joins it, when it has grown past
+   * COMPACT_BEFORE of the window. A summary that fails is logged and the turn goes on:
+   * its requests still fit, the oldest turns left out with a note.
+   */
+  async #compactFirst(job: ClaimedJob, sessionId: string, signal: AbortSignal): Promise<void> {
+    const { runner, metrics, logger } = this.#options;
+    try {
+      const compacted = await runner.compact({ agentId: job.agentId, sessionId, signal });
+      if (!compacted) return;
+      metrics.countTokens(compacted.usage);
+      logger.info(
+        { job: job.id, session: sessionId, ...compacted, usage: undefined },
+        "session compacted",
+      );
+    } catch (thrown) {
+      if (signal.aborted) throw thrown;
+      logger.warn(
+        { job: job.id, session: sessionId, error: toError(thrown).message },
+        "could not compact the session; its oldest turns are left out of requests instead",
+      );
+    }
   }
 
   /** The job's session: the checkpointed one, the key's current one (chat), or a new one. */

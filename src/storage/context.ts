@@ -12,6 +12,11 @@ import type { ChatMessage } from "../ports/index.js";
 
 export { isTurnStart };
 
+/** True when `message` is a compaction point (see {@link CompactionBlock}). */
+export function isCompaction(message: ChatMessage): boolean {
+  return message.content.some((block) => block.type === "compaction");
+}
+
 /**
  * Whether a tail read from storage is enough for {@link cutContext}: it is once it holds
  * a turn start. Adapters read the last `maxMessages` messages of a session, then older
@@ -31,7 +36,9 @@ export function cutContext(tail: readonly ChatMessage[], maxMessages: number): C
   if (!Number.isInteger(maxMessages) || maxMessages < 1) {
     throw new RangeError(`maxMessages must be a positive integer, got ${maxMessages}`);
   }
-  const earliestAllowed = Math.max(0, tail.length - maxMessages);
+  // Nothing before the last compaction is sent again: its summary stands in for it.
+  const compaction = tail.findLastIndex(isCompaction);
+  const earliestAllowed = Math.max(0, tail.length - maxMessages, compaction);
   for (let index = earliestAllowed; index < tail.length; index++) {
     if (isTurnStart(tail[index] as ChatMessage)) return tail.slice(index);
   }

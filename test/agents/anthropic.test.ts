@@ -5,7 +5,7 @@ import {
   MISSING_API_KEY_MESSAGE,
 } from "../../src/agents/anthropic.js";
 import { CancelledError, ModelError, TimeoutError } from "../../src/base/errors.js";
-import type { ChatMessage, ModelRequest, ToolSpec } from "../../src/ports/index.js";
+import type { ModelRequest, RequestMessage, ToolSpec } from "../../src/ports/index.js";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 
 const API_KEY = "sk-ant-test-secret-key";
@@ -128,7 +128,7 @@ describe("Anthropic provider: replies", () => {
 
 describe("Anthropic provider: prompt caching", () => {
   it("marks the system prompt, the last tool and the last message block as cacheable", async () => {
-    const messages: ChatMessage[] = deepFreeze([
+    const messages: RequestMessage[] = deepFreeze([
       { role: "user", content: [{ type: "text", text: "What is in notes.md?" }] },
       {
         role: "assistant",
@@ -166,7 +166,7 @@ describe("Anthropic provider: prompt caching", () => {
   });
 
   it("sends the current time after the breakpoint, so the next call reads the cached prefix", async () => {
-    const first: ChatMessage[] = [{ role: "user", content: [{ type: "text", text: "Hi" }] }];
+    const first: RequestMessage[] = [{ role: "user", content: [{ type: "text", text: "Hi" }] }];
     const opening = await provider().complete(
       request({ messages: first, currentTime: "2025-06-01T08:00:00+02:00" }),
     );
@@ -176,7 +176,7 @@ describe("Anthropic provider: prompt caching", () => {
       { type: "text", text: "(current time: 2025-06-01T08:00:00+02:00)" },
     ]);
 
-    const second: ChatMessage[] = [
+    const second: RequestMessage[] = [
       ...first,
       { role: "assistant", content: [{ type: "text", text: "Hello!" }] },
       { role: "user", content: [{ type: "text", text: "How are you?" }] },

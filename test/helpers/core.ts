@@ -28,7 +28,11 @@ import { ChatSenders } from "../../src/server/bus/senders.js";
 import { MessageBusWorker } from "../../src/server/bus/worker.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { openStorage } from "../../src/storage/index.js";
-import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import {
+  type FakeAnthropic,
+  type FakeReplySource,
+  startFakeAnthropic,
+} from "../fakes/anthropic.js";
 import { FakeChatPlatform } from "../fakes/chat-platform.js";
 import { TestClock } from "./clock.js";
 import { testConfig } from "./config.js";
@@ -59,6 +63,8 @@ export interface CoreOptions {
   promptTokenLimit?: number;
   /** `workers.outage_budget_s`. (Default: 300) */
   outageBudgetS?: number;
+  /** The fake model's answer when its script is empty. (Default: "ok") */
+  defaultReply?: FakeReplySource;
 }
 
 /** An in-process core, not yet running. */
@@ -91,7 +97,10 @@ export interface Core {
 /** Builds the core on a fresh temp workspace. */
 export async function openCore(options: CoreOptions = {}): Promise<Core> {
   const ws = makeWorkspace({ "notes.md": "Pickles are cucumbers in brine.\n", ...options.files });
-  const model = await startFakeAnthropic({ promptTokenLimit: options.promptTokenLimit });
+  const model = await startFakeAnthropic({
+    promptTokenLimit: options.promptTokenLimit,
+    defaultReply: options.defaultReply,
+  });
   const config = testConfig(ws.dir, {
     llm: {
       api_key: "test-key",

@@ -8,7 +8,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type ChatMessage, type Job, RESUME_MARKER } from "../../src/ports/index.js";
 import { AgentWorker, STILL_TRYING } from "../../src/server/agent-worker.js";
 import { DATABASE_FILE } from "../../src/storage/index.js";
-import { type FakeReply, lastUserText, messageText, requestAt } from "../fakes/anthropic.js";
+import {
+  type FakeReply,
+  type FakeReplySource,
+  lastUserText,
+  messageText,
+  type RecordedRequest,
+  requestAt,
+} from "../fakes/anthropic.js";
 import { CHAT_ID, CHAT_KEY, type Core, type CoreOptions, openCore } from "../helpers/core.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -440,6 +447,84 @@ describe("AgentWorker: a conversation larger than the context window", () => {
       /prompt is too long: \d+ tokens > 20000 maximum/,
     );
     await waitFor(() => core.platform.texts(CHAT_ID).at(-1) === "Read it (6).");
+  });
+});
+
+describe("AgentWorker: compaction", () => {
+  const BIG = { "big.txt": "Pickling notes, line after line of them.\n".repeat(5000) };
+  const isSummaryCall = (request: RecordedRequest) =>
+    JSON.stringify(request.body.system).includes("You compress a conversation");
+  /** Reads big.txt for each new message, answers after the result; summarises when asked. */
+  const model: FakeReplySource = (request) => {
+    if (isSummaryCall(request)) {
+      return { text: `SUMMARY #${core.model.requests.length}: the user keeps reading big.txt.` };
+    }
+    const last = request.body.messages.at(-1);
+    const blocks = Array.isArray(last?.content) ? last.content : [];
+    const answered = blocks.some((block) => block.type === "tool_result");
+    return answered
+      ? { text: "Read it." }
+      : { toolUses: [{ name: "read", input: { path: "big.txt" } }] };
+  };
+
+  it("summarises older turns before the window fills, keeps every raw message, and sends the summary", async () => {
+    await startCore({
+      files: BIG,
+      contextWindow: 20_000,
+      promptTokenLimit: 20_000,
+      defaultReply: model,
+    });
+    core.start();
+    let sessionId = "";
+    for (let turn = 1; turn <= 12; turn++) {
+      const done = await core.waitForJob((await core.enqueue(`take ${turn}`)).id, isDone);
+      sessionId = done.sessionId as string;
+    }
+    expect(core.model.refused).toEqual([]);
+    const summaries = core.model.requests.filter(isSummaryCall);
+    expect(summaries.length).toBeGreaterThan(0);
+    expect(summaries.length).toBeLessThan(12);
+    expect(core.lines.filter((line) => line.msg === "session compacted")).toHaveLength(
+      summaries.length,
+    );
+    // Nothing was deleted: all 12 turns (4 messages each) and the compaction points are stored.
+    const db = new BetterSqlite(`${core.ws.dir}/history/${DATABASE_FILE}`, { readonly: true });
+    const stored = db
+      .prepare("SELECT count(*) AS n FROM messages WHERE session_id = ?")
+      .get(sessionId) as { n: number };
+    db.close();
+    expect(stored.n).toBe(12 * 4 + summaries.length);
+    const last = requestAt(core.model, core.model.requests.length - 1).body.messages;
+    expect(messageText(last[0] ?? { role: "user", content: "" })).toContain(
+      "Summary of the earlier conversation",
+    );
+    expect(messageText(last[0] ?? { role: "user", content: "" })).toContain("SUMMARY #");
+  });
+
+  it("goes on when the summary call fails: the turn is answered, old turns left out", async () => {
+    await startCore({
+      files: BIG,
+      contextWindow: 20_000,
+      promptTokenLimit: 20_000,
+      defaultReply: (request) =>
+        isSummaryCall(request)
+          ? { error: { status: 500, message: "summary failed" } }
+          : (model as (r: typeof request) => ReturnType<Extract<FakeReplySource, Function>>)(
+              request,
+            ),
+    });
+    core.start();
+    for (let turn = 1; turn <= 10; turn++) {
+      await core.waitForJob((await core.enqueue(`take ${turn}`)).id, isDone);
+    }
+    expect(core.model.refused).toEqual([]);
+    expect(
+      core.lines.some(
+        (line) =>
+          line.msg ===
+          "could not compact the session; its oldest turns are left out of requests instead",
+      ),
+    ).toBe(true);
   });
 });
 
