@@ -10,7 +10,6 @@ import { AgentWorker, STILL_TRYING } from "../../src/server/agent-worker.js";
 import { DATABASE_FILE } from "../../src/storage/index.js";
 import {
   type FakeReply,
-  type FakeReplySource,
   lastUserText,
   messageText,
   type RecordedRequest,
@@ -455,7 +454,7 @@ describe("AgentWorker: compaction", () => {
   const isSummaryCall = (request: RecordedRequest) =>
     JSON.stringify(request.body.system).includes("You compress a conversation");
   /** Reads big.txt for each new message, answers after the result; summarises when asked. */
-  const model: FakeReplySource = (request) => {
+  const answer = (request: RecordedRequest): FakeReply => {
     if (isSummaryCall(request)) {
       return { text: `SUMMARY #${core.model.requests.length}: the user keeps reading big.txt.` };
     }
@@ -472,7 +471,7 @@ describe("AgentWorker: compaction", () => {
       files: BIG,
       contextWindow: 20_000,
       promptTokenLimit: 20_000,
-      defaultReply: model,
+      defaultReply: answer,
     });
     core.start();
     let sessionId = "";
@@ -509,9 +508,7 @@ describe("AgentWorker: compaction", () => {
       defaultReply: (request) =>
         isSummaryCall(request)
           ? { error: { status: 500, message: "summary failed" } }
-          : (model as (r: typeof request) => ReturnType<Extract<FakeReplySource, Function>>)(
-              request,
-            ),
+          : answer(request),
     });
     core.start();
     for (let turn = 1; turn <= 10; turn++) {
