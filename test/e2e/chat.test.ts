@@ -147,7 +147,11 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
     expect(result.stderr).toContain("text content blocks must be non-empty");
     expect(result.stdout).toBe("all good now\n");
     expect(result.code).toBe(1);
-    expect(sentTexts(1)).toEqual(["first", "second"]);
+    // The unanswered message is sent again, with the next one, in one user message.
+    const sent = fake.requests[1]?.body.messages ?? [];
+    expect(sent).toHaveLength(1);
+    const texts = (sent[0]?.content as Array<{ text?: string }>).map((block) => block.text);
+    expect(texts.slice(0, 2)).toEqual(["first", "second"]);
   });
 
   it("names the missing API key instead of crashing", async () => {
