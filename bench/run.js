@@ -3,6 +3,7 @@
 // bench/RESULTS.md. Each script also runs on its own (node bench/<name>.js).
 import { cpus, totalmem } from "node:os";
 import { runBusBench } from "./bus.js";
+import { runConversationBench } from "./conversation.js";
 import { runOrphanBench } from "./orphans.js";
 import { runPostgresBench } from "./postgres.js";
 import { runQueueBench } from "./queue.js";
@@ -16,6 +17,9 @@ for (const platform of ["telegram", "discord"]) {
   console.log(`\n## Chat bus, messages on ${platform}, both buses connected (\`bench/bus.js\`)\n`);
   console.log(bus.markdown);
 }
+const conversation = await runConversationBench({ turns: 300 });
+console.log("\n## A 300-turn conversation in a 200k window (`bench/conversation.js`)\n");
+console.log(conversation.markdown);
 const orphans = await runOrphanBench({ runs: 20 });
 console.log(
   "\n## Orphan recovery after kill -9: spawn to the first orphan's model call (`bench/orphans.js`)\n",
