@@ -115,6 +115,12 @@ function howToReadOn(call: ToolUseBlock, shownBytes: number): string {
   return "ask for less (a narrower command, a part of the page)";
 }
 
+/** A session's size against its window, for people: `context ~42k of 200k tokens (21%)`. */
+export function formatContextUsage({ tokens, window }: { tokens: number; window: number }): string {
+  const k = (value: number) => `${Math.round(value / 1000)}k`;
+  return `context ~${k(tokens)} of ${k(window)} tokens (${Math.round((100 * tokens) / window)}%)`;
+}
+
 /** The prompt size a "prompt is too long" refusal names (`215000 tokens > 200000 maximum`), or null. */
 export function promptTooLong(message: string): { tokens: number; limit: number } | null {
   const match = /prompt is too long: (\d+) tokens > (\d+) maximum/.exec(message);

@@ -10,11 +10,10 @@ import { userInfo } from "node:os";
 import { createInterface, type Interface } from "node:readline";
 import { Command } from "commander";
 import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
-import { AgentRunner } from "../agents/runner.js";
-import { systemClock } from "../base/clock.js";
+import type { AgentRunner } from "../agents/runner.js";
 import { CancelledError, toError, UserError } from "../base/errors.js";
 import type { Session, TokenUsage } from "../ports/index.js";
-import { openWorkspace, type WorkspaceContext } from "./context.js";
+import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
 
 const DIM = "\x1b[2m";
 const BOLD = "\x1b[1m";
@@ -61,12 +60,7 @@ class TerminalChat {
 
   constructor(context: WorkspaceContext, tty: boolean) {
     this.#context = context;
-    this.#runner = new AgentRunner({
-      ...context,
-      history: context.storage.history,
-      clock: systemClock,
-      postMessage: () => (text) => this.#postToTerminal(text),
-    });
+    this.#runner = runnerFor(context, () => (text) => this.#postToTerminal(text));
     this.#tty = tty;
     this.#lines = createInterface({ input: process.stdin, output: process.stdout, terminal: tty });
   }

@@ -1,6 +1,8 @@
 import type { Command } from "commander";
 import { createAnthropicProvider } from "../agents/anthropic.js";
 import { type AgentDefinition, loadAgents } from "../agents/definition.js";
+import { AgentRunner, type RunRequest } from "../agents/runner.js";
+import type { MessagePoster } from "../agents/tools/index.js";
 import { systemClock } from "../base/clock.js";
 import { type Config, loadConfig, resolveWorkspace } from "../config/index.js";
 import type { ModelProvider, Storage } from "../ports/index.js";
@@ -52,4 +54,17 @@ export async function openWorkspace(command: Command): Promise<WorkspaceContext>
   const loaded = loadWorkspace(command);
   const storage = await openStorage(loaded.config, systemClock);
   return { ...loaded, storage, close: () => storage.close() };
+}
+
+/** The agents' runner over a workspace's storage; `post_message` posts nowhere unless given. */
+export function runnerFor(
+  context: WorkspaceContext,
+  postMessage: (request: RunRequest) => MessagePoster | undefined = () => undefined,
+): AgentRunner {
+  return new AgentRunner({
+    ...context,
+    history: context.storage.history,
+    clock: systemClock,
+    postMessage,
+  });
 }

@@ -5,7 +5,7 @@ import { UserError } from "../base/errors.js";
 import type { Job, JobState } from "../ports/index.js";
 import { acquireWorkspaceLock, type WorkspaceLock } from "../server/workspace-lock.js";
 import { openWorkspace, type WorkspaceContext } from "./context.js";
-import { formatTime, printJson, printTable } from "./output.js";
+import { formatTime, parseLimit, printJson, printTable } from "./output.js";
 
 const STATES: JobState[] = ["queued", "running", "failed", "done"];
 
@@ -147,13 +147,6 @@ function printJob(job: Job): void {
 function parseState(value: string): JobState {
   if ((STATES as string[]).includes(value)) return value as JobState;
   throw new InvalidArgumentError(`expected one of ${STATES.join(", ")}`);
-}
-
-function parseLimit(value: string): number {
-  const limit = Number(value);
-  if (!Number.isInteger(limit) || limit < 1)
-    throw new InvalidArgumentError("expected a positive whole number");
-  return limit;
 }
 
 function truncate(text: string, max: number): string {

@@ -6,6 +6,7 @@ import { initCommand } from "./init.js";
 import { jobsCommand } from "./jobs.js";
 import { pairingCommand } from "./pairing.js";
 import { serverCommand } from "./server.js";
+import { sessionsCommand } from "./sessions.js";
 import { statusCommand } from "./status.js";
 
 /** Builds the `picklebot` program with every sub-command. */
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
     cronCommand(),
     jobsCommand(),
     statusCommand(),
+    sessionsCommand(),
     pairingCommand(),
     initCommand(),
   ]) {

@@ -1,4 +1,5 @@
 /** Plain-text output helpers shared by the inspection commands. */
+import { InvalidArgumentError } from "commander";
 
 /** Prints rows as aligned columns under a header. */
 export function printTable(header: string[], rows: string[][]): void {
@@ -25,4 +26,12 @@ export function formatTime(epochMs: number | null | undefined): string {
 /** Prints a value as indented JSON (for `--json`). */
 export function printJson(value: unknown): void {
   console.log(JSON.stringify(value, null, 2));
+}
+
+/** A `--limit` value: a positive whole number. */
+export function parseLimit(value: string): number {
+  const limit = Number(value);
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new InvalidArgumentError("expected a positive whole number");
+  return limit;
 }

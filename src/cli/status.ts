@@ -3,10 +3,11 @@
  * in PostgreSQL mode the cluster's instances and leader instead of the local server.
  */
 import { Command } from "commander";
+import { formatContextUsage } from "../agents/context-budget.js";
 import type { InstanceRow, LeaseHolder, OutboxSummary, Session, Storage } from "../ports/index.js";
 import type { CronRow } from "../server/cron/worker.js";
 import { runningServer } from "../server/workspace-lock.js";
-import { openWorkspace } from "./context.js";
+import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
 import { describeCronsNow } from "./cron.js";
 import { formatTime, printJson } from "./output.js";
 
@@ -30,7 +31,10 @@ export function statusCommand(): Command {
           cluster: await describeCluster(storage),
           queue: await storage.queue.counts(),
           outbox: await storage.outbox.summary(),
-          sessions: await storage.history.listSessions({ limit: 5 }),
+          sessions: await withContextUsage(
+            context,
+            await storage.history.listSessions({ limit: 5 }),
+          ),
           crons: await describeCronsNow(workspace, config, storage.cronState),
         };
         if (options.json) return printJson(status);
@@ -39,6 +43,17 @@ export function statusCommand(): Command {
         await context.close();
       }
     });
+}
+
+/** Each session with its size against its agent's window. */
+async function withContextUsage(context: WorkspaceContext, sessions: Session[]) {
+  const runner = runnerFor(context);
+  return Promise.all(
+    sessions.map(async (session) => ({
+      ...session,
+      context: await runner.contextUsage(session.agentId, session.id),
+    })),
+  );
 }
 
 /** The cluster's instances and leader (PostgreSQL mode), or null for a single process. */
@@ -74,7 +89,7 @@ interface Status {
   cluster: ClusterStatus | null;
   queue: Record<string, number>;
   outbox: OutboxSummary;
-  sessions: Session[];
+  sessions: Array<Session & { context: { tokens: number; window: number } }>;
   crons: CronRow[];
 }
 
@@ -122,7 +137,7 @@ function printSessionsAndCrons(status: Status): void {
   for (const session of status.sessions) {
     const tokens = session.usage.input + session.usage.output;
     console.log(
-      `  ${session.id}  ${formatTime(session.updatedAt)}  ${session.key}  ${session.messageCount} msgs, ${tokens} tokens  ${session.title ?? ""}`,
+      `  ${session.id}  ${formatTime(session.updatedAt)}  ${session.key}  ${session.messageCount} msgs, ${formatContextUsage(session.context)}, ${tokens} tokens used  ${session.title ?? ""}`,
     );
   }
   console.log(`crons      ${status.crons.length === 0 ? "none" : ""}`);

@@ -84,6 +84,8 @@ export class PicklebotServer {
   readonly #queue: JobQueue & JobAdmin;
   readonly #supervisor: Supervisor;
   readonly #instance: InstanceInfo;
+  /** The agents' runner, made with the agent worker (before any bus). */
+  #runner: AgentRunner | null = null;
   #leader: LeaderWorker | null = null;
   #heartbeat: Heartbeat | null = null;
   #registered = false;
@@ -213,6 +215,7 @@ export class PicklebotServer {
       pairing: this.#storage.pairing,
       senders,
       stopSession: (key) => stopper.stop(key),
+      contextUsage: (agentId, sessionId) => this.#requireRunner().contextUsage(agentId, sessionId),
       clock: this.#clock,
       logger: logger.child({ worker: "bus" }),
     });
@@ -279,6 +282,11 @@ export class PicklebotServer {
     };
   }
 
+  #requireRunner(): AgentRunner {
+    if (!this.#runner) throw new Error("the agent runner is made before the chat bus");
+    return this.#runner;
+  }
+
   /**
    * Holding the workspace lock proves no other server uses this database, so every job
    * marked running was left by a process that died, whatever host name or id it had (a
@@ -301,6 +309,7 @@ export class PicklebotServer {
       clock,
       postMessage: (request) => chat.poster(request),
     });
+    this.#runner = runner;
     return new AgentWorker({
       workerId,
       // PostgreSQL mode: claim only the jobs of agents this process has (capability routing).

@@ -40,6 +40,7 @@ function inbox(queue: Storage["queue"] = storage.queue): ChatInbox {
       stops.push(sessionKey);
       return running.has(sessionKey);
     },
+    contextUsage: async () => ({ tokens: 42_000, window: 200_000 }),
     clock,
     logger: recordingLogger().logger,
   });

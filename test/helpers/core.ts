@@ -161,6 +161,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     pairing: storage.pairing,
     senders,
     stopSession: async (key) => worker.stopSession(key),
+    contextUsage: (agentId, sessionId) => runner.contextUsage(agentId, sessionId),
     clock,
     logger,
   });

@@ -9,6 +9,7 @@
  *                          `<platform>:<message id>` (a redelivered update adds nothing)
  */
 
+import { formatContextUsage } from "../../agents/context-budget.js";
 import { chatReplyTarget } from "../../base/chat-address.js";
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
@@ -37,6 +38,8 @@ export interface ChatInboxOptions {
   answer: (message: IncomingChatMessage, text: string) => Promise<void>;
   /** Aborts the running job of a session key, wherever it runs; false when none runs. */
   stopSession: (sessionKey: string) => Promise<boolean>;
+  /** A session's size (estimated tokens of its next request) against its agent's window. */
+  contextUsage: (agentId: string, sessionId: string) => Promise<{ tokens: number; window: number }>;
   clock: Clock;
   logger: Logger;
 }
@@ -150,7 +153,7 @@ export class ChatInbox {
     const key = chatSessionKey(message);
     const session = await history.currentSession(key);
     const size = session
-      ? `${session.messageCount} messages, ${session.usage.input + session.usage.output} tokens used`
+      ? `${session.messageCount} messages, ${formatContextUsage(await this.#options.contextUsage(session.agentId, session.id))}; ${session.usage.input + session.usage.output} tokens used in all`
       : "none yet";
     const running = (await queue.list({ state: "running", limit: 1000 })).some(
       (job) => job.sessionKey === key,

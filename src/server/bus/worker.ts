@@ -51,6 +51,8 @@ export interface MessageBusWorkerOptions {
   senders: ChatSenders;
   /** Aborts the running job of a session key (`/stop`), wherever it runs; false when none runs. */
   stopSession: (sessionKey: string) => Promise<boolean>;
+  /** A session's size against its agent's window (`/status`). */
+  contextUsage: (agentId: string, sessionId: string) => Promise<{ tokens: number; window: number }>;
   clock: Clock;
   logger: Logger;
 }
