@@ -4,3 +4,6 @@
 -- version carry both the marker and their session.
 ALTER TABLE jobs ADD COLUMN checkpointed INTEGER NOT NULL DEFAULT 0;
 UPDATE jobs SET checkpointed = 1 WHERE message = '.' AND session_id IS NOT NULL;
+-- What a job does: 'turn' (answer its message) or 'compact' (/compact: summarise the
+-- conversation so far), a field of its own rather than a text the message could hold.
+ALTER TABLE jobs ADD COLUMN task TEXT NOT NULL DEFAULT 'turn';

@@ -47,6 +47,8 @@ export interface NewJob {
   /** `chat`: continue the key's current session; `job`: a cron run in a fresh session. */
   mode: "chat" | "job";
   replyTo: ReplyTarget;
+  /** What the job does. (Default: `turn`, see {@link JobTask}) */
+  task?: JobTask;
   /** (Default: `workers.max_attempts`, {@link DEFAULT_MAX_ATTEMPTS}) */
   maxAttempts?: number;
   /** Epoch ms before which the job is not run. (Default: now) */
@@ -57,6 +59,12 @@ export interface NewJob {
    */
   dedupeKey?: string;
 }
+
+/**
+ * `turn`: answer the job's message; `compact`: summarise the session so far (`/compact`),
+ * in line with the conversation's other jobs.
+ */
+export type JobTask = "turn" | "compact";
 
 /** A job as stored. Times are epoch milliseconds. */
 export interface Job {
@@ -70,6 +78,7 @@ export interface Job {
    * {@link RESUME_MARKER}): a run of this job resumes the session instead of appending it.
    */
   checkpointed: boolean;
+  task: JobTask;
   mode: "chat" | "job";
   replyTo: ReplyTarget;
   state: JobState;

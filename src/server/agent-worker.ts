@@ -12,6 +12,7 @@
  * own `job_timeout_s`; `run` resolves when the pool is idle.
  */
 import PQueue from "p-queue";
+import { formatContextUsage } from "../agents/context-budget.js";
 import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
 import type { AgentRunner } from "../agents/runner.js";
 import { nextAttemptAt, retryDelayMs } from "../base/backoff.js";
@@ -194,6 +195,7 @@ export class AgentWorker implements Worker {
     }
     reply.typing();
     const session = await this.#sessionFor(job);
+    if (job.task === "compact") return this.#compactNow(job, session.id, reply, signal);
     const active = this.#active.get(job.id);
     if (active) active.sessionId = session.id;
     if (!job.checkpointed) {
@@ -254,6 +256,27 @@ export class AgentWorker implements Worker {
         "could not compact the session; its oldest turns are left out of requests instead",
       );
     }
+  }
+
+  /** `/compact`: summarises the session now, and says what it did. */
+  async #compactNow(
+    job: ClaimedJob,
+    sessionId: string,
+    reply: ReplyStream,
+    signal: AbortSignal,
+  ): Promise<JobOutcome> {
+    const { runner, queue, metrics } = this.#options;
+    const request = { agentId: job.agentId, sessionId, signal };
+    const compacted = await runner.compact(request, { force: true });
+    if (compacted) metrics.countTokens(compacted.usage);
+    const usage = formatContextUsage(await runner.contextUsage(job.agentId, sessionId));
+    await reply.finish(
+      compacted
+        ? `Compacted: ${compacted.replaced} messages summarised; ${usage} now.`
+        : `Nothing to compact yet; ${usage}.`,
+    );
+    await queue.complete(job);
+    return "done";
   }
 
   /** The job's session: the checkpointed one, the key's current one (chat), or a new one. */

@@ -18,6 +18,7 @@ export interface JobRow {
   message: string;
   /** 0/1 in SQLite, a boolean in PostgreSQL. */
   checkpointed: number | boolean;
+  task: string;
   mode: string;
   reply_to: string;
   state: string;
@@ -63,6 +64,7 @@ export function parseJobRow(row: JobRow): ParsedRow {
     sessionId: row.session_id,
     message: row.message,
     checkpointed: Boolean(row.checkpointed),
+    task: row.task === "compact" ? "compact" : "turn",
     mode: row.mode === "job" ? "job" : "chat",
     replyTo: isReplyTarget(replyTo) ? replyTo : SILENT,
     state: (STATES.has(row.state) ? row.state : "failed") as JobState,

@@ -76,6 +76,7 @@ export function queuedJob(
     sessionId: newJob.sessionId ?? null,
     message: newJob.message,
     checkpointed: false,
+    task: newJob.task ?? "turn",
     mode: newJob.mode,
     replyTo: { ...newJob.replyTo },
     state: "queued",
@@ -107,6 +108,8 @@ function newJobProblem(job: NewJob): string | null {
     return `message must be a string, found ${show(job.message)}`;
   if (job.mode !== "chat" && job.mode !== "job")
     return `mode must be "chat" or "job", found ${show(job.mode)}`;
+  if (job.task !== undefined && job.task !== "turn" && job.task !== "compact")
+    return `task must be "turn" or "compact", found ${show(job.task)}`;
   if (!isReplyTarget(job.replyTo))
     return `replyTo is not a valid reply target, found ${show(job.replyTo)}`;
   if (job.sessionId != null && !isNonEmptyString(job.sessionId)) {

@@ -80,6 +80,25 @@ describe("chat path in-process", () => {
     );
   });
 
+  it("/compact summarises the conversation in line with its messages; the next request starts from the summary", async () => {
+    await startChat();
+    say("hi");
+    await chatShows(["ok"]);
+    core.model.script({ text: "Notes: the user said hi." });
+    say("/compact");
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 2, "the compaction's answer");
+    expect(core.platform.texts(CHAT_ID)[1]).toMatch(
+      /^Compacted: 2 messages summarised; context ~0k of 200k tokens \(0%\) now\.$/,
+    );
+    say("and now?");
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 3, "the next answer");
+    const sent = requestAt(core.model, core.model.requests.length - 1).body.messages;
+    expect(sent).toHaveLength(1);
+    expect(lastUserText(requestAt(core.model, core.model.requests.length - 1))).toContain(
+      "Notes: the user said hi.",
+    );
+  });
+
   it("stops a reply in progress on /stop: the job fails, is not retried, and the chat says so", async () => {
     await startChat();
     core.model.script({ hang: true });

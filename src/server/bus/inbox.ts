@@ -20,6 +20,7 @@ import {
   type IncomingChatMessage,
   type JobAdmin,
   type JobQueue,
+  type JobTask,
   PAIRING_CODE_TTL_MS,
   type PairingStore,
 } from "../../ports/index.js";
@@ -51,12 +52,13 @@ export function chatSessionKey(message: Pick<IncomingChatMessage, "platform" | "
 
 const HELP =
   "Send me a message and I will answer. Commands: /new starts a new conversation, " +
-  "/status shows the agent, the conversation size and the queue, /stop stops the reply in progress.";
+  "/status shows the agent, the conversation size and the queue, /compact summarises the conversation so far, /stop stops the reply in progress.";
 
 /** Turns accepted messages into jobs and answers chat commands. */
 export class ChatInbox {
   readonly #options: ChatInboxOptions;
-  readonly #commands: Record<string, (message: IncomingChatMessage) => Promise<string>>;
+  /** Each command's answer, or null when a job it queued answers in the chat. */
+  readonly #commands: Record<string, (message: IncomingChatMessage) => Promise<string | null>>;
 
   constructor(options: ChatInboxOptions) {
     this.#options = options;
@@ -67,6 +69,10 @@ export class ChatInbox {
         (await options.stopSession(chatSessionKey(message)))
           ? "Stopping the reply in progress."
           : "Nothing is running in this chat.",
+      compact: async (message) => {
+        await this.#enqueue(message, "compact");
+        return null;
+      },
       start: async () => HELP,
       help: async () => HELP,
     };
@@ -84,7 +90,11 @@ export class ChatInbox {
       if (!(await this.#isAllowed(message))) return await this.#refuse(message);
       const command = /^\/(\w+)(?:@\S*)?(?:\s|$)/.exec(message.text.trim())?.[1]?.toLowerCase();
       const run = command === undefined ? undefined : this.#commands[command];
-      if (run) return await this.#options.answer(message, await run(message));
+      if (run) {
+        const answer = await run(message);
+        // null: the command's job answers in the chat (e.g. /compact).
+        return answer === null ? undefined : await this.#options.answer(message, answer);
+      }
       // A bare mention ("@bot") leaves no text: the model would refuse an empty message.
       if (message.text.trim() === "") return await this.#options.answer(message, HELP);
       await this.#enqueue(message);
@@ -127,7 +137,7 @@ export class ChatInbox {
     await this.#options.answer(message, intro + ask);
   }
 
-  async #enqueue(message: IncomingChatMessage): Promise<void> {
+  async #enqueue(message: IncomingChatMessage, task: JobTask = "turn"): Promise<void> {
     const { queue, agentId, logger } = this.#options;
     const sessionKey = chatSessionKey(message);
     const job = await queue.enqueue({
@@ -135,6 +145,7 @@ export class ChatInbox {
       sessionKey,
       sessionId: null,
       message: message.text,
+      task,
       mode: "chat",
       replyTo: chatReplyTarget(message),
       dedupeKey: `${message.platform}:${message.messageId}`,

@@ -361,6 +361,7 @@ function snapshot(job: StoredJob): Job {
     sessionId: job.sessionId,
     message: job.message,
     checkpointed: job.checkpointed,
+    task: job.task,
     mode: job.mode,
     replyTo: job.replyTo,
     state: job.state,

@@ -78,8 +78,8 @@ export const PG = {
   // covers the id, so a repeated enqueue after a lost connection stores nothing twice.
   enqueue: `WITH inserted AS (
       INSERT INTO jobs (id, agent_id, session_key, session_id, message, mode, reply_to, state,
-        max_attempts, run_at, dedupe_key, created_at, updated_at)
-      SELECT $1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $11
+        max_attempts, run_at, dedupe_key, created_at, updated_at, task)
+      SELECT $1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $11, $12
       FROM (SELECT pg_advisory_xact_lock(hashtext($3)) OFFSET 0) session_lock
       ON CONFLICT DO NOTHING
       RETURNING *)

@@ -115,6 +115,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
       job.runAt,
       newJob.dedupeKey ?? null,
       now,
+      job.task,
     ];
     const row = await retryOnDisconnect(async () => {
       const inserted = await this.#pool.query<JobRow>(prepared("enqueue", params));

@@ -110,6 +110,7 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
       maxAttempts: job.maxAttempts,
       runAt: job.runAt,
       dedupeKey: newJob.dedupeKey ?? null,
+      task: job.task,
       now,
     });
     if (inserted.changes === 0) return this.#byDedupeKey(newJob.dedupeKey);
