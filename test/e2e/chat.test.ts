@@ -150,7 +150,7 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
     // The unanswered message is sent again, with the next one, in one user message.
     const sent = fake.requests[1]?.body.messages ?? [];
     expect(sent).toHaveLength(1);
-    const texts = (sent[0]?.content as Array<{ text?: string }>).map((block) => block.text);
+    const texts = ((sent[0]?.content ?? []) as Array<{ text?: string }>).map((block) => block.text);
     expect(texts.slice(0, 2)).toEqual(["first", "second"]);
   });
 

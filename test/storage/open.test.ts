@@ -128,7 +128,9 @@ describe("openStorage: a database from before the checkpointed column (migration
       await storage.close();
       // Turn the file back into what version 005 left: no column, the marker only.
       const db = new BetterSqlite(join(ws.dir, "history", DATABASE_FILE));
-      db.exec("ALTER TABLE jobs DROP COLUMN checkpointed; ALTER TABLE jobs DROP COLUMN task; PRAGMA user_version = 5;");
+      db.exec(
+        "ALTER TABLE jobs DROP COLUMN checkpointed; ALTER TABLE jobs DROP COLUMN task; PRAGMA user_version = 5;",
+      );
       db.close();
 
       storage = await openStorage(config, clock);
