@@ -22,13 +22,9 @@ import { type FakeTelegram, startFakeTelegram } from "../../test/fakes/telegram.
 import { telegramYaml } from "../../test/helpers/bus.js";
 import { startCli } from "../../test/helpers/cli.js";
 import { type LogLine, ServerProcess } from "../../test/helpers/server.js";
-import {
-  fakeModelConfig,
-  makeWorkspace,
-  type TempWorkspace,
-} from "../../test/helpers/workspace.js";
+import { makeWorkspace, type TempWorkspace } from "../../test/helpers/workspace.js";
 import { type CrashWindow, Inspector } from "./inspect.js";
-import { ChaosModel } from "./model.js";
+import { ChaosModel, SUMMARY_TAG } from "./model.js";
 import { Random } from "./random.js";
 import { verifyRun } from "./verify.js";
 import {
@@ -39,13 +35,14 @@ import {
   STOP_CHAT_USER,
 } from "./workload.js";
 
-type KillMode = "startup" | "random" | "model-call" | "after-reply";
+type KillMode = "startup" | "random" | "model-call" | "after-reply" | "compaction";
 
 const KILL_MODES: ReadonlyArray<readonly [KillMode, number]> = [
   ["startup", 1],
   ["random", 3],
   ["model-call", 3],
   ["after-reply", 3],
+  ["compaction", 1],
 ];
 
 /** The chaos agent: `read` for tool jobs, `bash` for the slow command of stop jobs. */
@@ -60,12 +57,21 @@ You answer chaos jobs.
 /** A file far larger than one tool result may be (the big jobs read it). */
 const BIG_FILE = "A line of a big file that a big chaos job reads in full.\n".repeat(6000);
 
+/**
+ * A small window, so that chat sessions pass it again and again: their turns are
+ * summarised (compaction) and big tool outputs are cut, all under the kills.
+ */
+const LLM_CONFIG = `  timeout_s: 20
+  context_window: 8000
+  max_tokens: 2048
+`;
+
 const WORKSPACE_CONFIG = `workers:
   agent_concurrency: 4
   max_attempts: ${CHAOS_MAX_ATTEMPTS}
   job_timeout_s: 60
 history:
-  max_messages: 20
+  max_messages: 200
 `;
 
 const STARTED = "picklebot server started";
@@ -122,7 +128,7 @@ export async function main(argv: string[]): Promise<number> {
   });
   const telegramConfig = telegramYaml(telegram, { allowedUserIds: [STOP_CHAT_USER] });
   const ws = makeWorkspace({
-    "picklebot.yaml": fakeModelConfig(model.url, `${WORKSPACE_CONFIG}${telegramConfig}`),
+    "picklebot.yaml": `llm:\n  api_key: test-key\n  base_url: ${model.url}\n${LLM_CONFIG}http:\n  port: 0\n${WORKSPACE_CONFIG}${telegramConfig}`,
     "agents/pickle/AGENT.md": CHAOS_AGENT,
     "notes.txt": "The chaos run reads this file as its tool call.\n",
     "big.txt": BIG_FILE,
@@ -243,6 +249,7 @@ async function killWhen(mode: KillMode, server: ServerProcess, context: CycleCon
     await sleep(random.between(0, 600));
     return "at random";
   }
+  if (mode === "compaction") return killInCompaction(context);
   const held = await model.holdCall(800);
   if (!held) return "no model call came";
   if (mode === "model-call") {
@@ -256,6 +263,20 @@ async function killWhen(mode: KillMode, server: ServerProcess, context: CycleCon
   const stored = untilReplyStored(context, held.call);
   const waited = (performance.now() - began).toFixed(1);
   return `${stored ? "right after storing" : "after"} the reply of call #${held.call.number}, ${waited} ms`;
+}
+
+/**
+ * Waits for a summary call (a session being compacted), then kills while it streams, or
+ * 0–20 ms after its reply arrived: the compaction point being stored, or stored and the
+ * job's message not yet checkpointed.
+ */
+async function killInCompaction(context: CycleContext): Promise<string> {
+  const held = await context.model.holdCall(1500, (call) => call.jobTag === SUMMARY_TAG);
+  if (!held) return "no summary call came";
+  if (context.random.chance(0.5)) return `during summary call #${held.call.number}`;
+  held.release();
+  await sleep(context.random.between(0, 20));
+  return `after the reply of summary call #${held.call.number}`;
 }
 
 /**
@@ -325,6 +346,7 @@ interface Outcome {
   jobsDone: number;
   endings: Map<string, number>;
   lostCalls: number;
+  compactions: number;
   seconds: number;
   model: ChaosModel;
 }
@@ -347,6 +369,9 @@ function printSummary(settings: Settings, tally: Tally, outcome: Outcome): void 
     `  model calls ${outcome.model.calls.length}, of which ${outcome.lostCalls} were cut off by a kill`,
   );
   console.log(`  recovered   ${tally.recovered} running jobs requeued at start-up`);
+  console.log(
+    `  compaction  ${outcome.compactions} summaries stored, ${outcome.model.calls.filter((call) => call.jobTag === SUMMARY_TAG).length} summary calls`,
+  );
   console.log(`  windows hit ${list(tally.windows)}`);
   console.log(`  unacknowledged replies after ${tally.unacknowledgedKills} kills`);
   if (tally.violations.length === 0) {

@@ -44,7 +44,8 @@ export class ChaosModel {
   readonly #latencyMs: [number, number];
   readonly #onStopJobTool: ((call: ModelCall) => void) | undefined;
   readonly #pending = new Set<PendingCall>();
-  #holdNext: ((pending: PendingCall) => void) | null = null;
+  /** Takes a call about to stream out of the latency schedule; false when it is not wanted. */
+  #holdNext: ((pending: PendingCall) => boolean) | null = null;
 
   private constructor(fake: FakeAnthropic, options: ChaosModelOptions) {
     this.#fake = fake;
@@ -85,15 +86,20 @@ export class ChaosModel {
    * Resolves once a call is in flight, taking it out of the latency schedule; `release`
    * sends the rest of its reply. Null when none arrives within `timeoutMs`.
    */
-  async holdCall(timeoutMs: number): Promise<{ call: ModelCall; release: () => void } | null> {
-    const held = [...this.#pending].at(-1);
+  async holdCall(
+    timeoutMs: number,
+    which: (call: ModelCall) => boolean = () => true,
+  ): Promise<{ call: ModelCall; release: () => void } | null> {
+    const held = [...this.#pending].filter((pending) => which(pending.call)).at(-1);
     if (held) return this.#hold(held);
     const next = new Promise<PendingCall | null>((resolve) => {
       const timer = setTimeout(() => resolve(null), timeoutMs);
       this.#holdNext = (pending) => {
+        if (!which(pending.call)) return false;
         this.#holdNext = null;
         clearTimeout(timer);
         resolve(pending);
+        return true;
       };
     });
     const pending = await next;
@@ -124,6 +130,10 @@ export class ChaosModel {
     this.#fake.requests.length = 0;
     const call = describeCall(request, this.calls.length + 1);
     this.calls.push(call);
+    if (call.jobTag === SUMMARY_TAG) {
+      const summary = `${callTag(call.number)} summarises the conversation so far.`;
+      return { text: summary, chunks: 2, pauseAfterChunks: 1, resume: this.#latency(call) };
+    }
     const text = `${callTag(call.number)} answers ${call.jobTag}`;
     if (call.step === 0 && call.kind !== "text") {
       const resume = this.#latency(call);
@@ -145,8 +155,9 @@ export class ChaosModel {
         resolve();
       };
       this.#pending.add(pending);
-      if (this.#holdNext) this.#holdNext(pending);
-      else pending.timer = setTimeout(pending.release, this.#random.between(...this.#latencyMs));
+      if (!this.#holdNext?.(pending)) {
+        pending.timer = setTimeout(pending.release, this.#random.between(...this.#latencyMs));
+      }
     });
   }
 }
@@ -162,8 +173,14 @@ const TOOL_CALLS: Record<Exclude<JobKind, "text">, FakeToolUse> = {
   stop: { name: "bash", input: { command: `sleep ${STOP_JOB_COMMAND_S}` } },
 };
 
-/** Which job and which step of its turn a request is for. */
+/** The job tag of a summary call (compaction), which belongs to no job. */
+export const SUMMARY_TAG = "summary";
+
+/** Which job and which step of its turn a request is for (or that it is a summary call). */
 function describeCall(request: RecordedRequest, number: number): ModelCall {
+  if (JSON.stringify(request.body.system).includes("You compress a conversation")) {
+    return { number, jobTag: SUMMARY_TAG, kind: "text", step: 0 };
+  }
   const messages = request.body.messages;
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const message = messages[index];

@@ -4,12 +4,14 @@
  * - every enqueued job ended as its kind may end (done; a stop job stopped by the user; a
  *   fail job failed), and its turn is in history exactly once, complete or closed: a turn
  *   that ended unfinished never leaves a tool call without its result;
- * - no session holds a user message twice;
+ * - no session holds a user message twice, nor two compaction points with nothing between
+ *   (a second summary of what was already summarised);
  * - no model call was made for a step of a turn whose reply was already stored;
  * - the turns of a chat session are in the order their jobs were enqueued;
  * - no job was reported done twice.
  */
 import { openWorkspaceDb, type StoredMessage, sessionMessages } from "../../test/helpers/server.js";
+import { SUMMARY_TAG } from "./model.js";
 import {
   callOfText,
   type EnqueuedJob,
@@ -36,6 +38,8 @@ export interface Verdict {
   endings: Map<string, number>;
   /** Model calls whose reply never made it into history (the server died first). */
   lostCalls: number;
+  /** Compaction points stored (summaries that replaced older turns). */
+  compactions: number;
 }
 
 /** One job's turn as stored: its user message and what followed it. */
@@ -71,7 +75,7 @@ export function verifyRun(
       const ending = `${job.kind} ${states.get(job.id) ?? "missing"}`;
       endings.set(ending, (endings.get(ending) ?? 0) + 1);
     }
-    const turns = readTurns(db, violations);
+    const { turns, compactions } = readTurns(db, violations);
     const storedCalls = new Set<number>();
     for (const job of jobs) {
       const done = states.get(job.id) === "done";
@@ -81,8 +85,10 @@ export function verifyRun(
     for (const [id, count] of doneLogs) {
       if (count > 1) violations.push(`job ${id} was reported done ${count} times`);
     }
-    const lostCalls = calls.filter((call) => !storedCalls.has(call.number)).length;
-    return { violations, jobsDone, endings, lostCalls };
+    const lostCalls = calls.filter(
+      (call) => call.jobTag !== SUMMARY_TAG && !storedCalls.has(call.number),
+    ).length;
+    return { violations, jobsDone, endings, lostCalls, compactions };
   } finally {
     db.close();
   }
@@ -125,10 +131,21 @@ function mayEndAs(kind: JobKind, row: JobRow): boolean {
 /** Every turn in history by job tag; a user message stored twice is a violation. */
 function readTurns(db: ReturnType<typeof openWorkspaceDb>, violations: string[]) {
   const turns = new Map<string, StoredTurn>();
+  let compactions = 0;
   const sessions = db.prepare("SELECT id FROM sessions ORDER BY rowid").pluck().all() as string[];
   for (const sessionId of sessions) {
     let turn: StoredTurn | null = null;
+    let previous: StoredMessage | null = null;
     for (const message of sessionMessages(db, sessionId)) {
+      const compaction = message.text === COMPACTION;
+      if (compaction && previous?.text === COMPACTION) {
+        violations.push(`session ${sessionId} was compacted twice in a row (a second summary)`);
+      }
+      previous = message;
+      if (compaction) {
+        compactions += 1;
+        continue;
+      }
       const job = message.role === "user" ? jobOfText(message.text) : null;
       if (job) {
         if (turns.has(job.tag)) {
@@ -140,8 +157,11 @@ function readTurns(db: ReturnType<typeof openWorkspaceDb>, violations: string[])
       else violations.push(`session ${sessionId} starts with a message of no job`);
     }
   }
-  return turns;
+  return { turns, compactions };
 }
+
+/** How a stored compaction point reads (see `sessionMessages`). */
+const COMPACTION = "[compaction]";
 
 /**
  * The turn must be the user message then one reply (or tool call, results, reply), and no

@@ -67,6 +67,9 @@ const KIND_SHARES: ReadonlyArray<readonly [JobKind, number]> = [
   ["fail", 6],
 ];
 
+/** Makes chat sessions grow, so they are compacted again and again during a run. */
+const PADDING = "Some context for the agent to keep in mind, as a person would give it. ".repeat(3);
+
 /** The Telegram chats of the stop jobs (and of no other job), and their one user. */
 export const STOP_CHAT_IDS = [9001, 9002] as const;
 export const STOP_CHAT_USER = 4242;
@@ -76,7 +79,7 @@ const CALL_TEXT = /\bcall #(\d+)\b/;
 
 /** The user message of job number `index`. */
 export function jobText(tag: string, kind: JobKind): string {
-  return `chaos job ${tag}${kind === "text" ? "" : ` [${kind}]`}: say something short.`;
+  return `chaos job ${tag}${kind === "text" ? "" : ` [${kind}]`}: say something short. ${PADDING}`;
 }
 
 /**
