@@ -412,20 +412,29 @@ const answer = (request: RecordedRequest): FakeReply => {
     : { toolUses: [{ name: "read", input: { path: "big.txt" } }] };
 };
 
+/**
+ * Starts a core whose model reads big.txt for each message (see `answer`), in a window of
+ * `contextWindow` (the model's real one: `limit`), and sends `turns` messages, each done
+ * in one attempt; resolves the chat's session id.
+ */
+async function readBigTimes(
+  turns: number,
+  { contextWindow = 20_000, limit = 20_000 }: { contextWindow?: number; limit?: number } = {},
+): Promise<string> {
+  await startCore({ files: BIG, contextWindow, promptTokenLimit: limit, defaultReply: answer });
+  core.start();
+  let sessionId = "";
+  for (let turn = 1; turn <= turns; turn++) {
+    const done = await core.waitForJob((await core.enqueue(`take ${turn}`)).id, isDone);
+    expect(done.attempts).toBe(1);
+    sessionId = done.sessionId as string;
+  }
+  return sessionId;
+}
+
 describe("AgentWorker: a conversation larger than the context window", () => {
   it("caps each tool result with a note on how to read on, and never sends a prompt over the window", async () => {
-    await startCore({
-      files: BIG,
-      contextWindow: 20_000,
-      promptTokenLimit: 20_000,
-      defaultReply: answer,
-    });
-    core.start();
-    let sessionId = "";
-    for (let turn = 1; turn <= 3; turn++) {
-      const done = await core.waitForJob((await core.enqueue(`take ${turn}`)).id, isDone);
-      sessionId = done.sessionId as string;
-    }
+    const sessionId = await readBigTimes(3);
     expect(core.model.refused.map((request) => request.refusal)).toEqual([]);
     const results = (await stored(sessionId)).flatMap((message) =>
       message.content.filter((block) => block.type === "tool_result"),
@@ -440,17 +449,7 @@ describe("AgentWorker: a conversation larger than the context window", () => {
 
   it('answers after a "prompt is too long" refusal: the request is made again, smaller', async () => {
     // The window picklebot believes in is larger than the model's real one.
-    await startCore({
-      files: BIG,
-      contextWindow: 60_000,
-      promptTokenLimit: 20_000,
-      defaultReply: answer,
-    });
-    core.start();
-    for (let turn = 1; turn <= 6; turn++) {
-      const job = await core.enqueue(`take ${turn}`);
-      expect((await core.waitForJob(job.id, isDone)).attempts).toBe(1);
-    }
+    await readBigTimes(6, { contextWindow: 60_000 });
     expect(core.model.refused.length).toBeGreaterThan(0);
     expect(core.model.refused[0]?.refusal).toMatch(
       /prompt is too long: \d+ tokens > 20000 maximum/,
@@ -460,18 +459,7 @@ describe("AgentWorker: a conversation larger than the context window", () => {
 
 describe("AgentWorker: compaction", () => {
   it("summarises older turns before the window fills, keeps every raw message, and sends the summary", async () => {
-    await startCore({
-      files: BIG,
-      contextWindow: 20_000,
-      promptTokenLimit: 20_000,
-      defaultReply: answer,
-    });
-    core.start();
-    let sessionId = "";
-    for (let turn = 1; turn <= 12; turn++) {
-      const done = await core.waitForJob((await core.enqueue(`take ${turn}`)).id, isDone);
-      sessionId = done.sessionId as string;
-    }
+    const sessionId = await readBigTimes(12);
     expect(core.model.refused).toEqual([]);
     const summaries = core.model.requests.filter(isSummaryCall);
     expect(summaries.length).toBeGreaterThan(0);

@@ -89,8 +89,7 @@ export class ChatSenders {
     text: string,
     dedupeKey: string,
   ): Promise<boolean> {
-    const { outbox, clock } = this.#options;
-    const entry = await outbox.submit({ dedupeKey, platform, chatId }, text, clock.now());
+    const entry = await this.#store(platform, chatId, text, dedupeKey);
     const sender = this.#senders.get(platform);
     return sender ? sender.delivery.deliver(entry) : false;
   }
@@ -106,9 +105,13 @@ export class ChatSenders {
     text: string,
     dedupeKey: string,
   ): Promise<void> {
-    const { outbox, clock } = this.#options;
-    const entry = await outbox.submit({ dedupeKey, platform, chatId }, text, clock.now());
+    const entry = await this.#store(platform, chatId, text, dedupeKey);
     this.#senders.get(platform)?.delivery.deliverAfter(entry, Promise.resolve(), () => []);
+  }
+
+  #store(platform: ChatPlatformKind, chatId: string, text: string, dedupeKey: string) {
+    const { outbox, clock } = this.#options;
+    return outbox.submit({ dedupeKey, platform, chatId }, text, clock.now());
   }
 
   /**
