@@ -3,13 +3,16 @@
  * on its own workspace, sharing one PostgreSQL database and the fake model. Processes are
  * SIGKILLed and their connections terminated for real; the tests read the database.
  */
+
+import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Job, NewJob } from "../../src/ports/index.js";
 import type { PostgresJobQueue } from "../../src/storage/postgres/queue.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
-import { runCli } from "../helpers/cli.js";
+import { isAlive, runCli } from "../helpers/cli.js";
 import {
+  admin,
   FAST_CLUSTER as CLUSTER,
   type ClusterDatabase,
   clusterYaml,
@@ -350,6 +353,27 @@ describe.skipIf(skipReason !== null)("picklebot server ×3 on one PostgreSQL dat
       expect(health).toMatchObject({ healthy: true });
     }
   }, 180_000);
+
+  it("lives through a database that is down for seconds: no process exits, work resumes", async () => {
+    const servers = [await startInstance("node-a"), await startInstance("node-b")];
+    const first = await producer.enqueue(job("console:before", "before the outage"));
+    await waitFor(async () => (await jobRow(first.id)).state === "done", "a first job", 20_000);
+    // As a restart looks from outside: connections dropped, new ones refused, for longer
+    // than the /metrics queue-depth refresh (5 s) and the retries of a dropped connection.
+    const allow = (yes: boolean) =>
+      admin((client) => client.query(`ALTER DATABASE ${database.name} ALLOW_CONNECTIONS ${yes}`));
+    await allow(false);
+    try {
+      await terminatePicklebotConnections();
+      await sleep(7_000);
+    } finally {
+      await allow(true);
+    }
+    for (const server of servers) expect(isAlive(server.pid), server.pid.toString()).toBe(true);
+    const later = await producer.enqueue(job("console:after", "after the outage"));
+    await waitFor(async () => (await jobRow(later.id)).state === "done", "a later job", 60_000);
+    for (const server of servers) expect(isAlive(server.pid)).toBe(true);
+  }, 120_000);
 
   /** Terminates every connection the picklebot processes hold; resolves how many. */
   async function terminatePicklebotConnections(): Promise<number> {

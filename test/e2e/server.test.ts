@@ -323,6 +323,8 @@ describe("picklebot server, operated from the command line", () => {
       ["jobs", "show"],
       ["jobs", "retry"],
       ["status"],
+      ["sessions"],
+      ["sessions", "compact"],
     ];
     for (const command of commands) {
       const result = await runCli([...command, "--help"]);

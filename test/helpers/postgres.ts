@@ -46,7 +46,8 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-async function admin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `use` on a client of the maintenance database (to create, drop or alter others). */
+export async function admin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: ADMIN_URL });
   await client.connect();
   try {
