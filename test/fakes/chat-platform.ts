@@ -91,6 +91,7 @@ export class FakeChatPlatform implements ChatPlatform {
     typing: [],
   };
   #onMessage: ((message: IncomingChatMessage) => Promise<void>) | null = null;
+  readonly #hung = new Map<string, Promise<void>>();
   #nextMessageId = 1;
   #nextUpdateId = 1;
 
@@ -110,6 +111,7 @@ export class FakeChatPlatform implements ChatPlatform {
   }
 
   async send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage> {
+    await this.#hung.get(chatId);
     this.#failIfTold("send", { chatId, text, format });
     const messageId = String(this.#nextMessageId++);
     this.#chat(chatId).push({ messageId, text, format });
@@ -132,6 +134,19 @@ export class FakeChatPlatform implements ChatPlatform {
   async typing(chatId: string): Promise<void> {
     this.#failIfTold("typing", { chatId });
     this.calls.push({ method: "typing", chatId, error: null });
+  }
+
+  /**
+   * Makes every send to `chatId` hang, as over a connection that never answers, until the
+   * returned function is called.
+   */
+  hangSendsTo(chatId: string): () => void {
+    let release = () => {};
+    this.#hung.set(chatId, new Promise<void>((resolve) => (release = resolve)));
+    return () => {
+      this.#hung.delete(chatId);
+      release();
+    };
   }
 
   /** Makes the next calls of `method` fail, one error per call, in order. */

@@ -45,6 +45,26 @@ describe("chat path in-process", () => {
     expect(await core.storage.queue.counts()).toMatchObject({ done: 1, queued: 0, running: 0 });
   });
 
+  it("a send that hangs holds up nothing: the job is done, and the chat's next message runs", async () => {
+    await startChat();
+    const release = core.platform.hangSendsTo(CHAT_ID);
+    say("first");
+    await waitFor(async () => (await core.storage.queue.counts()).done === 1, "the first job done");
+    say("/status");
+    say("second");
+    await waitFor(
+      async () => (await core.storage.queue.counts()).done === 2,
+      "the second job done",
+    );
+    expect(core.platform.texts(CHAT_ID)).toEqual([]);
+    release();
+    await waitFor(
+      () => core.platform.texts(CHAT_ID).length === 3,
+      "the replies, once the chat answers",
+    );
+    expect(core.platform.texts(CHAT_ID)).toContain("ok");
+  });
+
   it("refuses a stranger with a pairing code and never calls the model", async () => {
     await startChat();
     say("let me in", "666");
