@@ -27,7 +27,10 @@ const STOPPED = "stopped by the user";
 /** Turn shapes, as `role:kind` of each message. */
 const REPLY = "user:text assistant:text";
 const TOOL_TURN = "user:text assistant:tool_use user:tool_result assistant:text";
-/** Ended unfinished: before the model answered, or with the tool call answered (or closed). */
+/**
+ * Ended unfinished: before the model answered, or with the tool call answered (or closed).
+ * (Or with no turn at all: ended before its message was stored.)
+ */
 const ENDED_UNFINISHED = ["user:text", "user:text assistant:tool_use user:tool_result"];
 
 /** What the checks found. */
@@ -176,7 +179,9 @@ function checkTurn(
   violations: string[],
 ): void {
   if (!turn) {
-    violations.push(`job ${job.tag} has no user message in history`);
+    // A job that ended for good before its message was stored: stopped before its
+    // checkpoint, or killed there on its only attempt (checkJobStates checked why).
+    if (done) violations.push(`job ${job.tag} has no user message in history`);
     return;
   }
   const shape = turn.messages.map((message) => `${message.role}:${kindOf(message)}`).join(" ");
