@@ -37,6 +37,21 @@ function sentTexts(requestIndex: number): string[] {
   );
 }
 
+/** `picklebot chat` on a pseudo-terminal (`script`): type into it, wait for its screen. */
+function terminalChat() {
+  const command = `${process.execPath} ${CLI} chat --workspace ${ws.dir}`;
+  const child = spawn("script", ["-qfec", command, "/dev/null"], { env: childEnv() });
+  let screen = "";
+  child.stdout.on("data", (chunk: Buffer) => (screen += chunk));
+  return {
+    screen: () => screen,
+    type: (text: string) => child.stdin.write(text),
+    shows: (text: string) =>
+      waitFor(() => screen.includes(text), `the terminal to show ${JSON.stringify(text)}`, 15_000),
+    exited: new Promise((resolve) => child.on("close", resolve)),
+  };
+}
+
 describe("picklebot chat (scripted, stdin not a TTY)", () => {
   it("prints the model's reply for each line", async () => {
     fake.script({ text: "Hello! How can I help?" }, (request) => ({
@@ -205,30 +220,18 @@ describe("picklebot chat (interactive, on a terminal)", () => {
 
   it("Ctrl+C stops the reply in progress but not the program, and /new starts a session", async () => {
     fake.script({ hang: true }, { text: "still here" });
-    const command = `${process.execPath} ${CLI} chat --workspace ${ws.dir}`;
-    const child = spawn("script", ["-qfec", command, "/dev/null"], { env: childEnv() });
-    let screen = "";
-    child.stdout.on("data", (chunk: Buffer) => (screen += chunk));
-    await waitFor(() => screen.includes("you ›"), 'the terminal to show "you ›"', 15_000);
-    child.stdin.write("tell me a very long story\n");
+    const chat = terminalChat();
+    await chat.shows("you ›");
+    chat.type("tell me a very long story\n");
     await waitFor(() => fake.requests.length === 1, "the model call", 15_000);
-    child.stdin.write("\x03");
-    await waitFor(
-      () => screen.includes("error: stopped"),
-      'the terminal to show "error: stopped"',
-      15_000,
-    );
-    child.stdin.write("/new\n");
-    await waitFor(
-      () => screen.includes("started a new session"),
-      'the terminal to show "started a new session"',
-      15_000,
-    );
-    child.stdin.write("are you there?\n");
-    await waitFor(() => screen.includes("still here"), 'the terminal to show "still here"', 15_000);
-    child.stdin.write("/exit\n");
-    const code = await new Promise((resolve) => child.on("close", resolve));
-    expect(code).toBe(0);
+    chat.type("\x03");
+    await chat.shows("error: stopped");
+    chat.type("/new\n");
+    await chat.shows("started a new session");
+    chat.type("are you there?\n");
+    await chat.shows("still here");
+    chat.type("/exit\n");
+    expect(await chat.exited).toBe(0);
     // The new session does not carry the stopped turn.
     expect(sentTexts(1)).toEqual(["are you there?"]);
   });
@@ -242,27 +245,16 @@ describe("picklebot chat (interactive, on a terminal)", () => {
       { toolUses: [{ name: "bash", input: { command: "sleep 30" }, id: "toolu_1" }] },
       { text: "fine, stopped" },
     );
-    const command = `${process.execPath} ${CLI} chat --workspace ${ws.dir}`;
-    const child = spawn("script", ["-qfec", command, "/dev/null"], { env: childEnv() });
-    let screen = "";
-    child.stdout.on("data", (chunk: Buffer) => (screen += chunk));
-    await waitFor(() => screen.includes("you ›"), 'the terminal to show "you ›"', 15_000);
-    child.stdin.write("run the slow thing\n");
-    await waitFor(() => screen.includes("sleep 30"), "the tool call on screen", 15_000);
-    child.stdin.write("\x03");
-    await waitFor(
-      () => screen.includes("error: stopped"),
-      'the terminal to show "error: stopped"',
-      15_000,
-    );
-    child.stdin.write("what happened?\n");
-    await waitFor(
-      () => screen.includes("fine, stopped"),
-      'the terminal to show "fine, stopped"',
-      15_000,
-    );
-    child.stdin.write("/exit\n");
-    expect(await new Promise((resolve) => child.on("close", resolve))).toBe(0);
+    const chat = terminalChat();
+    await chat.shows("you ›");
+    chat.type("run the slow thing\n");
+    await chat.shows("sleep 30");
+    chat.type("\x03");
+    await chat.shows("error: stopped");
+    chat.type("what happened?\n");
+    await chat.shows("fine, stopped");
+    chat.type("/exit\n");
+    expect(await chat.exited).toBe(0);
     expect(fake.refused).toEqual([]);
     expect(sentTexts(1)).toEqual(["run the slow thing", "tool_use", "tool_resultwhat happened?"]);
     const closing = fake.requests[1]?.body.messages.at(-1)?.content as Array<
