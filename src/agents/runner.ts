@@ -71,14 +71,19 @@ export class AgentRunner {
     return compactSession(request.sessionId, this.#compaction(request), options);
   }
 
-  /** The session's size (estimated tokens of its next request) against the agent's window. */
+  /**
+   * The session's size (estimated tokens of its next request) against its agent's window;
+   * an agent this workspace does not have (another server's, in a cluster) counts with the
+   * default model's.
+   */
   async contextUsage(
     agentId: string,
     sessionId: string,
   ): Promise<{ tokens: number; window: number }> {
-    const { history, config } = this.#options;
+    const { history, config, agents } = this.#options;
     const tokens = await contextSize(history, sessionId, config.history.max_messages);
-    return { tokens, window: this.#contextWindow(this.agent(agentId)) };
+    const model = agents.get(agentId)?.model ?? config.llm.model;
+    return { tokens, window: contextWindowOf(model, config.llm.context_window) };
   }
 
   #compaction(request: Pick<RunRequest, "agentId" | "signal">): CompactionOptions {

@@ -16,6 +16,7 @@ import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { busWorkspace, startBusServer, telegramYaml } from "../helpers/bus.js";
 import { isAlive } from "../helpers/cli.js";
 import { killAllServers } from "../helpers/server.js";
+import { waitFor } from "../helpers/wait.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
 
 const OWNER = 4242;
@@ -41,14 +42,16 @@ afterEach(async () => {
   ws.remove();
 });
 
-/** Holds the workspace database's write lock (as a backup or a DB browser may) for `ms`. */
-async function holdDatabase(ms: number, meanwhile: () => void): Promise<void> {
+/**
+ * Holds the workspace database's write lock (as a backup or a DB browser may) while
+ * `meanwhile` runs, and at least `ms`.
+ */
+async function holdDatabase(ms: number, meanwhile: () => Promise<unknown>): Promise<void> {
   const db = new Database(join(ws.dir, "history", DATABASE_FILE));
   try {
     db.exec("BEGIN IMMEDIATE");
     db.exec("UPDATE jobs SET updated_at = updated_at");
-    meanwhile();
-    await sleep(ms);
+    await Promise.all([meanwhile(), sleep(ms)]);
     db.exec("COMMIT");
   } finally {
     db.close();
@@ -62,20 +65,18 @@ describe("background loops under the supervisor", () => {
     await telegram.waitFor(() => telegram.messages(OWNER).includes("echo: before"), 10_000);
 
     // A message that arrives while nothing can be written: not stored, so not confirmed.
-    await holdDatabase(LOCKED_MS, () =>
-      telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "during" }),
-    );
+    // The lock is held until the server has hit it (its busy timeout is 5 s).
+    await holdDatabase(LOCKED_MS, async () => {
+      telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "during" });
+      await waitFor(
+        () => server.logs.some((line) => String(line.error).includes("database is locked")),
+        "the server to hit the lock",
+        30_000,
+      );
+    });
 
     expect(isAlive(server.pid)).toBe(true);
-    const failures = server.logs.filter((line) =>
-      String(line.error).includes("database is locked"),
-    );
-    expect(failures.length).toBeGreaterThan(0);
     // Once the lock is gone, the message comes again from Telegram and is answered.
-    setTimeout(
-      () => console.log(JSON.stringify(server.logs.map((l) => [l.msg, l.error, l.worker]))),
-      15000,
-    );
     await telegram.waitFor(() => telegram.messages(OWNER).includes("echo: during"), 30_000);
     telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "after" });
     await telegram.waitFor(() => telegram.messages(OWNER).includes("echo: after"), 30_000);
