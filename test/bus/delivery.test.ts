@@ -7,14 +7,18 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { systemClock } from "../../src/base/clock.js";
 import { silentLogger } from "../../src/base/log.js";
 import { TelegramPlatform } from "../../src/frontends/telegram.js";
-import { DELIVERY_LEASE_MS } from "../../src/ports/index.js";
+import { DELIVERY_LEASE_MS, type OutboxStore } from "../../src/ports/index.js";
 import { OutboxDelivery } from "../../src/server/bus/delivery.js";
+import { ServerMetrics } from "../../src/server/metrics.js";
+import { Supervisor } from "../../src/server/supervisor.js";
 import { type Database, openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteOutboxStore } from "../../src/storage/sqlite/outbox.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { TestClock } from "../helpers/clock.js";
+import { recordingLogger } from "../helpers/log.js";
 
 const CHAT = 42;
 const address = { dedupeKey: "job:1", platform: "telegram" as const, chatId: String(CHAT) };
@@ -86,5 +90,70 @@ describe("OutboxDelivery across processes", () => {
     clock.advance(DELIVERY_LEASE_MS);
     expect(await leader.delivery.deliver(entry)).toBe(true);
     expect(telegram.messages(CHAT)).toEqual(["the answer"]);
+  });
+});
+
+describe("OutboxDelivery as a supervised loop", () => {
+  it("a database error in the retry loop restarts the loop, which then delivers", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "picklebot-delivery-"));
+    const telegram = await startFakeTelegram();
+    telegram.openChat(CHAT);
+    const db = openDatabase(join(dir, "picklebot.db"));
+    const stored = new SqliteOutboxStore({ db });
+    let failures = 2;
+    // The store as a backup holding the file makes it: `due` fails twice, then recovers.
+    const due: OutboxStore["due"] = async (...args) => {
+      if (failures-- > 0) {
+        throw Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
+      }
+      return stored.due(...args);
+    };
+    const outbox = new Proxy(stored, {
+      get: (target, name) => {
+        if (name === "due") return due;
+        const value = Reflect.get(target, name, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const platform = new TelegramPlatform({
+      token: telegram.token,
+      apiRoot: telegram.apiRoot,
+      logger: silentLogger(),
+    });
+    const { logger, lines } = recordingLogger();
+    const clock = new TestClock();
+    const delivery = new OutboxDelivery({
+      platform,
+      outbox,
+      holder: "leader",
+      clock,
+      logger,
+      pollMs: 10,
+    });
+    const supervisor = new Supervisor({
+      clock: systemClock,
+      logger,
+      metrics: new ServerMetrics(),
+      policy: { initialDelayMs: 10, maxDelayMs: 20 },
+    });
+    try {
+      await stored.submit(address, "delivered after the lock", clock.now());
+      supervisor.start(delivery);
+      await telegram.waitFor(
+        () => telegram.messages(CHAT).includes("delivered after the lock"),
+        10_000,
+      );
+      const crashes = lines.filter((line) => line.msg === "worker crashed");
+      expect(crashes.map((line) => [line.worker, line.error])).toEqual([
+        ["outbox:telegram", "database is locked"],
+        ["outbox:telegram", "database is locked"],
+      ]);
+    } finally {
+      await supervisor.stop();
+      await platform.stop();
+      db.close();
+      await telegram.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
