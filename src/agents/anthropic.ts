@@ -26,6 +26,7 @@ import {
   type ModelRequest,
   type RequestMessage,
   type TextBlock,
+  type TokenCountRequest,
   type ToolSpec,
   type ToolUseBlock,
 } from "../ports/index.js";
@@ -70,6 +71,17 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     async complete(request) {
       if (client === null) throw new ModelError(MISSING_API_KEY_MESSAGE, { retryable: false });
       return streamReply(client, request, settings);
+    },
+    async countTokens(request) {
+      if (client === null) throw new ModelError(MISSING_API_KEY_MESSAGE, { retryable: false });
+      try {
+        const counted = await client.messages.countTokens(toCountParams(request), {
+          signal: request.signal,
+        });
+        return counted.input_tokens;
+      } catch (thrown) {
+        throw toModelError(thrown, { ...settings, signal: request.signal, connected: false });
+      }
     },
   };
 }
@@ -120,13 +132,20 @@ async function streamReply(
 
 function toMessageParams(request: ModelRequest): Anthropic.MessageStreamParams {
   return {
-    model: request.model,
+    ...toCountParams(request),
     max_tokens: request.maxTokens,
+    messages: withCacheBreakpoint(request.messages, request.currentTime),
+  };
+}
+
+function toCountParams(request: TokenCountRequest): Anthropic.MessageCountTokensParams {
+  return {
+    model: request.model,
     // The API rejects empty text blocks, so an empty system prompt is left out.
     ...(request.system === ""
       ? {}
       : { system: [{ type: "text", text: request.system, cache_control: EPHEMERAL }] }),
-    messages: withCacheBreakpoint(request.messages, request.currentTime),
+    messages: request.messages,
     ...(request.tools.length === 0 ? {} : { tools: toTools(request.tools) }),
   };
 }

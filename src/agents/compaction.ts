@@ -1,21 +1,34 @@
 /**
  * Compaction: before a session's next turn would send more than COMPACT_BEFORE of what a
- * request may take, the model summarises the conversation so far, and the summary is stored
- * as a compaction point. Every later request starts there (see `cutContext`): the summary
- * stands in for the older turns, which stay stored in full.
+ * request may take, the session is made smaller, in two steps, cheapest first:
  *
- *   size ≥ COMPACT_BEFORE × request budget (or forced: /compact, `picklebot sessions compact`)
- *     ─► one summary call, on the context fitted to the budget (old tool outputs are the
- *        first thing left out) ─► the compaction point appended ─► the turn goes on
+ *   size ≥ COMPACT_BEFORE × request budget (counted by the API's count_tokens once the
+ *   estimate is past COUNT_FROM of that, as an estimate alone can be far off)
+ *     ─► prune: a prune point is appended; the tool outputs of the turns before the last
+ *        PRUNE_KEEP_TURNS are sent as a one-line note from then on. No model call.
+ *        Enough when it brings the size under PRUNED_ENOUGH × budget.
+ *     ─► else summarise: one summary call on the context fitted to the budget, and the
+ *        summary stored as a compaction point. Every later request starts there (see
+ *        `cutContext`), the summary standing in for the older turns.
+ *   forced (/compact, `picklebot sessions compact`): summarise.
  *
- * It runs before the turn's user message is written, so a crash during the summary call
- * redoes only that call, and a crash after it finds the point stored and compacts no
- * more. It is bounded: one summary call per turn at most. A summary that fails leaves the
- * session as it was; the request budget still leaves the oldest turns out, and says so.
+ * Raw messages are never deleted: both points are messages of their own, and what they
+ * stand in for stays stored in full. It runs before the turn's user message is written,
+ * so a crash during the summary call redoes only that call, and a crash after it finds
+ * the point stored and compacts no more. It is bounded: one prune or one summary call per
+ * turn. A summary that fails leaves the session as it was; the request budget still
+ * leaves the oldest turns out, and says so.
  */
-import type { HistoryStore, ModelProvider, TokenUsage } from "../ports/index.js";
+import { zeroUsage } from "../base/usage.js";
+import type {
+  ChatMessage,
+  HistoryStore,
+  ModelProvider,
+  RequestMessage,
+  TokenUsage,
+} from "../ports/index.js";
 import { estimateTokens, fitToBudget, requestBudget } from "./context-budget.js";
-import { buildRequestMessages } from "./context-builder.js";
+import { buildRequestMessages, prunePoint } from "./context-builder.js";
 import { textOf } from "./loop.js";
 
 /**
@@ -23,6 +36,18 @@ import { textOf } from "./loop.js";
  * first: well before requests would have to leave turns out.
  */
 export const COMPACT_BEFORE = 0.7;
+
+/** Share of the compaction threshold from which a size is counted by the API, not estimated. */
+export const COUNT_FROM = 0.5;
+
+/** Turns whose tool outputs a prune keeps in full: the work at hand. */
+export const PRUNE_KEEP_TURNS = 2;
+
+/**
+ * Share of a request's budget a prune must bring the session under to be enough; one
+ * that frees less would have to be done again a few turns later, so it summarises.
+ */
+export const PRUNED_ENOUGH = 0.5;
 
 /** The instructions of a summary call. */
 const SUMMARY_SYSTEM =
@@ -49,12 +74,24 @@ export interface CompactionOptions {
 
 /** What a compaction did. */
 export interface CompactionResult {
-  /** Estimated tokens of the session's context before and after. */
+  /** `pruned`: old tool outputs left out; `summarised`: older turns replaced by a summary. */
+  how: "pruned" | "summarised";
+  /** Tokens of the session's context before (counted when it could be) and after (estimated). */
   before: number;
   after: number;
-  /** Messages the summary stands in for. */
+  /** Messages the summary stands in for (0 when pruned). */
   replaced: number;
   usage: TokenUsage;
+}
+
+/** A compaction for people: `3 old tool outputs left out, context ~52k → ~18k tokens`. */
+export function describeCompaction(result: CompactionResult): string {
+  const k = (tokens: number) => `~${Math.round(tokens / 1000)}k`;
+  const what =
+    result.how === "pruned"
+      ? "old tool outputs left out"
+      : `${result.replaced} messages summarised`;
+  return `${what}, context ${k(result.before)} → ${k(result.after)} tokens`;
 }
 
 /** The estimated size, in tokens, of what the session's next request would send. */
@@ -67,22 +104,63 @@ export async function contextSize(
 }
 
 /**
- * Compacts the session when its context has passed {@link COMPACT_BEFORE} of the window,
- * or whenever `force` is set and there is something to compact; null when it did not.
- * Throws when the summary call fails (nothing is written then).
+ * Compacts the session when its context has passed {@link COMPACT_BEFORE} of the request
+ * budget (pruning first, see above), or summarises whenever `force` is set and there is
+ * something to compact; null when it did not. Throws when the summary call fails
+ * (nothing is written then).
  */
 export async function compactSession(
   sessionId: string,
   options: CompactionOptions,
   { force = false }: { force?: boolean } = {},
 ): Promise<CompactionResult | null> {
-  const { history, provider, model, contextWindow, maxTokens, maxMessages, signal } = options;
+  const { history, contextWindow, maxTokens, maxMessages } = options;
   const context = await history.loadContext(sessionId, maxMessages);
   const request = buildRequestMessages(context);
-  const before = estimateTokens(request);
-  const threshold = requestBudget(contextWindow, maxTokens) * COMPACT_BEFORE;
-  const worthIt = request.length >= 2 && (force || before >= threshold);
-  if (!worthIt) return null;
+  if (request.length < 2) return null;
+  const budget = requestBudget(contextWindow, maxTokens);
+  if (force) return summarise(sessionId, context, estimateTokens(request), options);
+  const before = await measure(request, budget * COMPACT_BEFORE, options);
+  if (before < budget * COMPACT_BEFORE) return null;
+  // The estimate of the pruned context, scaled as the measured size was.
+  const scale = before / estimateTokens(request);
+  const pruned = estimateTokens(buildRequestMessages([...context, prunePoint(PRUNE_KEEP_TURNS)]));
+  if (pruned * scale > budget * PRUNED_ENOUGH) {
+    return summarise(sessionId, context, before, options);
+  }
+  await history.append(sessionId, prunePoint(PRUNE_KEEP_TURNS));
+  const after = await contextSize(history, sessionId, maxMessages);
+  return { how: "pruned", before, after, replaced: 0, usage: zeroUsage() };
+}
+
+/**
+ * The size of a request in tokens: estimated, and counted by the API (when it can count)
+ * once the estimate passes {@link COUNT_FROM} of `threshold`, near which an estimate
+ * alone cannot decide. A count that fails leaves the estimate.
+ */
+async function measure(
+  messages: RequestMessage[],
+  threshold: number,
+  { provider, model, signal }: CompactionOptions,
+): Promise<number> {
+  const estimate = estimateTokens(messages);
+  if (estimate < threshold * COUNT_FROM || !provider.countTokens) return estimate;
+  try {
+    return await provider.countTokens({ model, system: "", messages, tools: [], signal });
+  } catch {
+    signal.throwIfAborted();
+    return estimate;
+  }
+}
+
+/** One summary call, and its compaction point stored. */
+async function summarise(
+  sessionId: string,
+  context: ChatMessage[],
+  before: number,
+  options: CompactionOptions,
+): Promise<CompactionResult> {
+  const { history, provider, model, contextWindow, maxMessages, signal } = options;
   const asked = buildRequestMessages([
     ...context,
     { role: "user", content: [{ type: "text", text: SUMMARY_REQUEST }] },
@@ -101,5 +179,5 @@ export async function compactSession(
   const point = { type: "compaction" as const, summary, replaces: context.length };
   await history.append(sessionId, { role: "user", content: [point] }, { usage: reply.usage });
   const after = await contextSize(history, sessionId, maxMessages);
-  return { before, after, replaced: context.length, usage: reply.usage };
+  return { how: "summarised", before, after, replaced: context.length, usage: reply.usage };
 }

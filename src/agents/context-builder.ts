@@ -9,10 +9,16 @@
  *   - every `tool_result` answers a `tool_use` of the message just before (others dropped);
  *   - roles alternate, starting with the user (consecutive messages of one role merge);
  *   - no empty text block, no message without content.
+ *
+ * It also applies the session's last prune point (see {@link PrunePointBlock}): the tool
+ * outputs of older turns are sent as a note, so the request stays small while every
+ * turn's words are still there.
  */
+import { isTurnStart } from "../base/turns.js";
 import type {
   ChatMessage,
   ContentBlock,
+  PrunePointBlock,
   RequestContentBlock,
   RequestMessage,
   ToolResultBlock,
@@ -51,18 +57,64 @@ export function closingMessages(last: ChatMessage | undefined, ending: TurnEndin
  * stay open here.
  */
 export function buildRequestMessages(history: readonly ChatMessage[]): RequestMessage[] {
-  return mergeSameRole(pairToolCalls(history.map(withValidBlocks)));
+  return mergeSameRole(pairToolCalls(pruneOldToolOutputs(history).map(withValidBlocks)));
+}
+
+/** The message that stores a prune point keeping the last `keepTurns` turns' outputs. */
+export function prunePoint(keepTurns: number): ChatMessage {
+  return { role: "user", content: [{ type: "prune", keepTurns }] };
+}
+
+/** What a pruned tool output is sent as. */
+export function prunedOutputNote(length: number): string {
+  return `[output left out to save context: ${length} characters; run the tool again if you need it]`;
 }
 
 /**
- * A message of blocks the API takes: a compaction point becomes the text of its summary;
+ * The history with the last prune point applied: each tool result before the
+ * `keepTurns` turns ahead of it, when longer than its note, becomes the note. Only
+ * messages before the point change, so every later request starts with the same prefix
+ * (and the API's prompt cache keeps working) until the next point.
+ */
+function pruneOldToolOutputs(history: readonly ChatMessage[]): readonly ChatMessage[] {
+  const point = history.findLastIndex((message) => pruneBlockOf(message) !== undefined);
+  if (point === -1) return history;
+  const { keepTurns } = pruneBlockOf(history[point] as ChatMessage) as PrunePointBlock;
+  let cutoff = point;
+  for (let kept = 0; cutoff > 0 && kept < keepTurns; ) {
+    cutoff -= 1;
+    if (isWordsTurnStart(history[cutoff] as ChatMessage)) kept += 1;
+  }
+  return history.map((message, index) => (index < cutoff ? withPrunedOutputs(message) : message));
+}
+
+function withPrunedOutputs(message: ChatMessage): ChatMessage {
+  const content = message.content.map((block) => {
+    if (block.type !== "tool_result") return block;
+    const note = prunedOutputNote(block.content.length);
+    return block.content.length > note.length ? { ...block, content: note } : block;
+  });
+  return { ...message, content };
+}
+
+/** A turn start that holds words, not only a compaction or prune point. */
+function isWordsTurnStart(message: ChatMessage): boolean {
+  return isTurnStart(message) && message.content.some((block) => block.type === "text");
+}
+
+function pruneBlockOf(message: ChatMessage): PrunePointBlock | undefined {
+  return message.content.find((block): block is PrunePointBlock => block.type === "prune");
+}
+
+/**
+ * A message of blocks the API takes (see `requestBlock`);
  * without the blocks its role cannot hold (tool calls are the assistant's, tool results
  * the user's) and without empty or whitespace-only text.
  */
 function withValidBlocks(message: ChatMessage): RequestMessage {
   const misplaced = message.role === "user" ? "tool_use" : "tool_result";
   const content = message.content
-    .map(requestBlock)
+    .flatMap(requestBlock)
     .filter(
       (block) => block.type !== misplaced && (block.type !== "text" || block.text.trim() !== ""),
     );
@@ -74,8 +126,10 @@ export function summaryNote(summary: string): string {
   return `(Summary of the earlier conversation, which is no longer shown in full:)\n${summary}`;
 }
 
-function requestBlock(block: ContentBlock): RequestContentBlock {
-  return block.type === "compaction" ? { type: "text", text: summaryNote(block.summary) } : block;
+/** What a stored block is sent as: a compaction point as its summary, a prune point as nothing. */
+function requestBlock(block: ContentBlock): RequestContentBlock[] {
+  if (block.type === "compaction") return [{ type: "text", text: summaryNote(block.summary) }];
+  return block.type === "prune" ? [] : [block];
 }
 
 /**

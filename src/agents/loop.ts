@@ -60,6 +60,8 @@ export interface TurnOptions {
   maxMessages: number;
   /** The model's context window in tokens; no request passes it (see context-budget.ts). */
   contextWindow: number;
+  /** Told the window a "prompt is too long" refusal named, when smaller than `contextWindow`. */
+  onSmallerWindow?: (tokens: number) => void;
   /** Model calls allowed in one turn before it stops. (Default: 25) */
   maxModelCalls?: number;
   events?: TurnEvents;
@@ -137,6 +139,7 @@ async function callModel(options: TurnOptions, history: ChatMessage[], budget: R
     const tooLong = promptTooLong(toError(thrown).message);
     if (!tooLong) throw thrown;
     budget.correct(messages, tooLong.tokens, tooLong.limit);
+    if (tooLong.limit < options.contextWindow) options.onSmallerWindow?.(tooLong.limit);
     messages = budget.fit(valid);
     reply = await request(messages);
   }

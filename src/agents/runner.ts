@@ -50,6 +50,8 @@ export interface RunRequest {
  */
 export class AgentRunner {
   readonly #options: AgentRunnerOptions;
+  /** Windows the API named in "prompt is too long" refusals, by model: smaller than the table's. */
+  readonly #learnedWindows = new Map<string, number>();
 
   constructor(options: AgentRunnerOptions) {
     this.#options = options;
@@ -83,7 +85,7 @@ export class AgentRunner {
     const { history, config, agents } = this.#options;
     const tokens = await contextSize(history, sessionId, config.history.max_messages);
     const model = agents.get(agentId)?.model ?? config.llm.model;
-    return { tokens, window: contextWindowOf(model, config.llm.context_window) };
+    return { tokens, window: this.#windowOf(model) };
   }
 
   #compaction(request: Pick<RunRequest, "agentId" | "signal">): CompactionOptions {
@@ -101,8 +103,13 @@ export class AgentRunner {
   }
 
   #contextWindow(agent: AgentDefinition): number {
-    const { config } = this.#options;
-    return contextWindowOf(agent.model ?? config.llm.model, config.llm.context_window);
+    return this.#windowOf(agent.model ?? this.#options.config.llm.model);
+  }
+
+  /** The window of `model`: the table's (or `llm.context_window`), or a smaller one learned. */
+  #windowOf(model: string): number {
+    const known = contextWindowOf(model, this.#options.config.llm.context_window);
+    return Math.min(known, this.#learnedWindows.get(model) ?? known);
   }
 
   /** Runs or resumes the turn at the end of the session. */
@@ -127,6 +134,8 @@ export class AgentRunner {
       },
       maxMessages: config.history.max_messages,
       contextWindow: this.#contextWindow(agent),
+      onSmallerWindow: (tokens) =>
+        this.#learnedWindows.set(agent.model ?? config.llm.model, tokens),
       events: request.events,
     });
   }

@@ -9,6 +9,7 @@
 import { userInfo } from "node:os";
 import { createInterface, type Interface } from "node:readline";
 import { Command } from "commander";
+import { describeCompaction } from "../agents/compaction.js";
 import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
 import type { AgentRunner } from "../agents/runner.js";
 import { CancelledError, toError, UserError } from "../base/errors.js";
@@ -152,7 +153,7 @@ class TerminalChat {
       });
     if (compacted) {
       this.#say(
-        `${this.#tty ? DIM : ""}(conversation summarised: ${compacted.replaced} messages, about ${Math.round(compacted.before / 1000)}k → ${Math.round(compacted.after / 1000)}k tokens)${this.#tty ? RESET : ""}\n`,
+        `${this.#tty ? DIM : ""}(conversation compacted: ${describeCompaction(compacted)})${this.#tty ? RESET : ""}\n`,
       );
     }
   }

@@ -1,5 +1,6 @@
 /** `picklebot sessions`: stored conversations, their size, and compacting one by hand. */
 import { Command } from "commander";
+import { describeCompaction } from "../agents/compaction.js";
 import { formatContextUsage } from "../agents/context-budget.js";
 import { UserError } from "../base/errors.js";
 import type { Session } from "../ports/index.js";
@@ -64,10 +65,7 @@ export function sessionsCommand(): Command {
         );
         if (json) return printJson(result);
         if (!result) return void console.log(`session ${id} has nothing to compact yet`);
-        const k = (tokens: number) => `~${Math.round(tokens / 1000)}k`;
-        console.log(
-          `compacted session ${id}: ${result.replaced} messages summarised, context ${k(result.before)} → ${k(result.after)} tokens`,
-        );
+        console.log(`compacted session ${id}: ${describeCompaction(result)}`);
       } finally {
         await context.close();
       }

@@ -35,8 +35,24 @@ export interface CompactionBlock {
   replaces: number;
 }
 
+/**
+ * Where old tool outputs were pruned (stored only, never sent as it is): in every later
+ * request, each tool result of the turns before the last `keepTurns` turns ahead of this
+ * point is sent as a short note saying so. The outputs stay stored in full.
+ */
+export interface PrunePointBlock {
+  type: "prune";
+  /** Turns just before this point whose tool outputs are still sent in full. */
+  keepTurns: number;
+}
+
 /** Any block a stored message may hold. */
-export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | CompactionBlock;
+export type ContentBlock =
+  | TextBlock
+  | ToolUseBlock
+  | ToolResultBlock
+  | CompactionBlock
+  | PrunePointBlock;
 
 /** A block the Messages API takes. */
 export type RequestContentBlock = TextBlock | ToolUseBlock | ToolResultBlock;
@@ -47,7 +63,7 @@ export interface RequestMessage {
   content: RequestContentBlock[];
 }
 
-/** One message of a conversation, as stored: what the Messages API takes, or a compaction point. */
+/** One message of a conversation, as stored: what the Messages API takes, or a compaction or prune point. */
 export interface ChatMessage {
   role: "user" | "assistant";
   content: ContentBlock[];

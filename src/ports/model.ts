@@ -35,11 +35,22 @@ export interface ModelReply {
   usage: TokenUsage;
 }
 
-/** A language model behind an API. Failures throw {@link ModelError}. */
 /** Time one model call may wait for its answer (the default of `llm.timeout_s`). */
 export const DEFAULT_MODEL_TIMEOUT_MS = 600_000;
 
+/** What a token count needs of a request. */
+export type TokenCountRequest = Pick<
+  ModelRequest,
+  "model" | "system" | "messages" | "tools" | "signal"
+>;
+
+/** A language model behind an API. Failures throw {@link ModelError}. */
 export interface ModelProvider {
   /** Streams one reply. */
   complete(request: ModelRequest): Promise<ModelReply>;
+  /**
+   * The input tokens the API counts for a request, without running it (Anthropic's
+   * `count_tokens`); absent when the API cannot count.
+   */
+  countTokens?(request: TokenCountRequest): Promise<number>;
 }

@@ -12,6 +12,7 @@
  * own `job_timeout_s`; `run` resolves when the pool is idle.
  */
 import PQueue from "p-queue";
+import { describeCompaction } from "../agents/compaction.js";
 import { formatContextUsage } from "../agents/context-budget.js";
 import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
 import type { AgentRunner } from "../agents/runner.js";
@@ -272,7 +273,7 @@ export class AgentWorker implements Worker {
     const usage = formatContextUsage(await runner.contextUsage(job.agentId, sessionId));
     await reply.finish(
       compacted
-        ? `Compacted: ${compacted.replaced} messages summarised; ${usage} now.`
+        ? `Compacted: ${describeCompaction(compacted)}.`
         : `Nothing to compact yet; ${usage}.`,
     );
     await queue.complete(job);

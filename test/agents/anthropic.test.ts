@@ -6,7 +6,12 @@ import {
 } from "../../src/agents/anthropic.js";
 import { CancelledError, ModelError, TimeoutError } from "../../src/base/errors.js";
 import type { ModelRequest, RequestMessage, ToolSpec } from "../../src/ports/index.js";
-import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import {
+  type FakeAnthropic,
+  type FakeMessagesBody,
+  promptTokens,
+  startFakeAnthropic,
+} from "../fakes/anthropic.js";
 
 const API_KEY = "sk-ant-test-secret-key";
 
@@ -291,6 +296,27 @@ describe("Anthropic provider: failures", () => {
     );
     expect(error.retryable).toBe(false);
     expect(fake.requests).toHaveLength(0);
+  });
+});
+
+describe("Anthropic provider: token counts", () => {
+  it("counts a request's input tokens with count_tokens, as the API would bill them", async () => {
+    const counted = await provider().countTokens?.(request({ tools: [READ_TOOL] }));
+
+    expect(fake.counts).toHaveLength(1);
+    expect(fake.counts[0]?.body).toMatchObject({ model: "claude-test", tools: [{ name: "read" }] });
+    expect(counted).toBe(promptTokens(fake.counts[0]?.body as FakeMessagesBody));
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it("reports an endpoint without count_tokens as a ModelError, not retryable", async () => {
+    await fake.close();
+    fake = await startFakeAnthropic({ countTokens: false });
+
+    const error = await modelErrorOf(provider().countTokens?.(request()) ?? Promise.resolve());
+
+    expect(error.retryable).toBe(false);
+    expect(error.message).toContain("404");
   });
 });
 

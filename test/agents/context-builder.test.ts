@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import {
   buildRequestMessages,
   closingMessages,
+  prunedOutputNote,
+  prunePoint,
   unfinishedToolResult,
 } from "../../src/agents/context-builder.js";
 import type { ChatMessage, ContentBlock } from "../../src/ports/index.js";
@@ -15,6 +17,61 @@ const result = (id: string): ContentBlock => ({
   type: "tool_result",
   tool_use_id: id,
   content: "done",
+});
+
+/** A turn that reads a file of `size` characters: the question, the call, its output, the answer. */
+function readingTurn(id: string, size: number): ChatMessage[] {
+  const output: ContentBlock = { type: "tool_result", tool_use_id: id, content: "x".repeat(size) };
+  return [user(text(`read ${id}`)), assistant(call(id)), user(output), assistant(text("Read."))];
+}
+
+describe("buildRequestMessages: a prune point", () => {
+  const outputsOf = (messages: ChatMessage[]) =>
+    messages.flatMap((m) =>
+      m.content.flatMap((b) => (b.type === "tool_result" ? [b.content] : [])),
+    );
+
+  it("sends the tool outputs of turns before the kept ones as a note, and the point as nothing", () => {
+    const history = [
+      ...readingTurn("t1", 5000),
+      ...readingTurn("t2", 10),
+      ...readingTurn("t3", 6000),
+      ...readingTurn("t4", 7000),
+      prunePoint(2),
+      user(text("and now?")),
+    ];
+
+    const request = buildRequestMessages(history);
+
+    expect(outputsOf(request)).toEqual([
+      prunedOutputNote(5000),
+      "x".repeat(10), // shorter than the note: sent as it is
+      "x".repeat(6000),
+      "x".repeat(7000),
+    ]);
+    expect(request.at(-1)).toEqual(user(text("and now?")));
+    expect(refusalOf(request)).toBeNull();
+  });
+
+  it("prunes only before the last point, so later turns keep their outputs until the next one", () => {
+    const history = [
+      ...readingTurn("t1", 5000),
+      prunePoint(0),
+      ...readingTurn("t2", 5000),
+      ...readingTurn("t3", 5000),
+      ...readingTurn("t4", 5000),
+      prunePoint(1),
+      ...readingTurn("t5", 5000),
+    ];
+
+    expect(outputsOf(buildRequestMessages(history))).toEqual([
+      prunedOutputNote(5000),
+      prunedOutputNote(5000),
+      prunedOutputNote(5000),
+      "x".repeat(5000),
+      "x".repeat(5000),
+    ]);
+  });
 });
 
 describe("buildRequestMessages", () => {

@@ -6,6 +6,10 @@
  * otherwise. Every request is recorded. Token counts are rough but deterministic:
  * input ≈ request JSON length / 4, output ≈ reply text length / 4.
  *
+ * `POST /v1/messages/count_tokens` answers `{ input_tokens }`, counted as the fake counts
+ * a request's input (so a count is exact against `promptTokenLimit`); it refuses what
+ * `/v1/messages` refuses, except a prompt over the limit, and is recorded in `counts`.
+ *
  * A request the real API would refuse (see anthropic-rules.ts: tool pairs, alternating
  * roles, empty content) is answered with the API's 400 and its error text, recorded in
  * `refused` instead of `requests`, and consumes no scripted reply.
@@ -138,6 +142,11 @@ export interface FakeAnthropicOptions {
    * (Default: no limit)
    */
   promptTokenLimit?: number;
+  /**
+   * Whether `count_tokens` exists; without it the route answers 404, as some
+   * Anthropic-compatible endpoints do. (Default: true)
+   */
+  countTokens?: boolean;
 }
 
 /** A running fake. */
@@ -148,6 +157,8 @@ export interface FakeAnthropic {
   readonly requests: RecordedRequest[];
   /** Requests refused as the real API refuses them, with the error text sent. */
   readonly refused: RefusedRequest[];
+  /** `count_tokens` requests answered, oldest first. */
+  readonly counts: RecordedRequest[];
   /** Scripted replies not used yet. */
   readonly unusedReplies: number;
   /** Appends replies to the script; each request consumes one, in order. */
@@ -198,6 +209,7 @@ export async function startFakeAnthropic(
   const queue: FakeReplySource[] = [];
   const requests: RecordedRequest[] = [];
   const refused: RefusedRequest[] = [];
+  const counts: RecordedRequest[] = [];
   const defaultReply = options.defaultReply ?? { text: "ok" };
   const counter = { messages: 0, toolUses: 0 };
   const promptCache = new Set<string>();
@@ -212,7 +224,8 @@ export async function startFakeAnthropic(
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
     const path = new URL(req.url ?? "/", "http://fake").pathname;
-    if (req.method !== "POST" || path !== "/v1/messages") {
+    const counting = path === "/v1/messages/count_tokens" && options.countTokens !== false;
+    if (req.method !== "POST" || (path !== "/v1/messages" && !counting)) {
       sendError(res, 404, `no route for ${req.method} ${path}`);
       return;
     }
@@ -224,10 +237,17 @@ export async function startFakeAnthropic(
       return;
     }
     const request: RecordedRequest = { method: req.method, path, headers: req.headers, body };
-    const refusal = refusalOf(body.messages ?? []) ?? tooLong(body, options.promptTokenLimit);
+    const limit = counting ? undefined : options.promptTokenLimit;
+    const refusal = refusalOf(body.messages ?? []) ?? tooLong(body, limit);
     if (refusal !== null) {
       refused.push({ ...request, refusal });
       sendError(res, 400, refusal);
+      return;
+    }
+    if (counting) {
+      counts.push(request);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ input_tokens: promptTokens(body) }));
       return;
     }
     requests.push(request);
@@ -247,6 +267,7 @@ export async function startFakeAnthropic(
     url: `http://127.0.0.1:${port}`,
     requests,
     refused,
+    counts,
     get unusedReplies() {
       return queue.length;
     },

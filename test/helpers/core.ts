@@ -61,6 +61,8 @@ export interface CoreOptions {
   contextWindow?: number;
   /** The fake model refuses prompts over this many tokens. (Default: no limit) */
   promptTokenLimit?: number;
+  /** Whether the fake model has `count_tokens`. (Default: true) */
+  countTokens?: boolean;
   /** `workers.outage_budget_s`. (Default: 300) */
   outageBudgetS?: number;
   /** The fake model's answer when its script is empty. (Default: "ok") */
@@ -99,6 +101,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
   const ws = makeWorkspace({ "notes.md": "Pickles are cucumbers in brine.\n", ...options.files });
   const model = await startFakeAnthropic({
     promptTokenLimit: options.promptTokenLimit,
+    countTokens: options.countTokens,
     defaultReply: options.defaultReply,
   });
   const config = testConfig(ws.dir, {

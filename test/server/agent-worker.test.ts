@@ -10,6 +10,7 @@ import { AgentWorker, STILL_TRYING } from "../../src/server/agent-worker.js";
 import { DATABASE_FILE } from "../../src/storage/index.js";
 import {
   type FakeReply,
+  type FakeReplySource,
   lastUserText,
   messageText,
   type RecordedRequest,
@@ -450,54 +451,122 @@ describe("AgentWorker: a conversation larger than the context window", () => {
   it('answers after a "prompt is too long" refusal: the request is made again, smaller', async () => {
     // The window picklebot believes in is larger than the model's real one.
     await readBigTimes(6, { contextWindow: 60_000 });
-    expect(core.model.refused.length).toBeGreaterThan(0);
+    // Once: the window the refusal named is used from then on, for every later turn.
+    expect(core.model.refused).toHaveLength(1);
     expect(core.model.refused[0]?.refusal).toMatch(
       /prompt is too long: \d+ tokens > 20000 maximum/,
     );
   });
 });
 
-describe("AgentWorker: compaction", () => {
-  it("summarises older turns before the window fills, keeps every raw message, and sends the summary", async () => {
-    const sessionId = await readBigTimes(12);
-    expect(core.model.refused).toEqual([]);
-    const summaries = core.model.requests.filter(isSummaryCall);
-    expect(summaries.length).toBeGreaterThan(0);
-    expect(summaries.length).toBeLessThan(12);
-    expect(core.lines.filter((line) => line.msg === "session compacted")).toHaveLength(
-      summaries.length,
-    );
-    // Nothing was deleted: all 12 turns (4 messages each) and the compaction points are stored.
-    const db = new BetterSqlite(`${core.ws.dir}/history/${DATABASE_FILE}`, { readonly: true });
-    const stored = db
+/** Tool results of a request's messages, in order. */
+function toolResultsOf(request: RecordedRequest): string[] {
+  return request.body.messages.flatMap((message) =>
+    Array.isArray(message.content)
+      ? message.content.filter((b) => b.type === "tool_result").map((b) => String(b.content))
+      : [],
+  );
+}
+
+/** Messages stored for a session, compaction and prune points included. */
+function storedCount(sessionId: string): number {
+  const db = new BetterSqlite(`${core.ws.dir}/history/${DATABASE_FILE}`, { readonly: true });
+  try {
+    const row = db
       .prepare("SELECT count(*) AS n FROM messages WHERE session_id = ?")
       .get(sessionId) as { n: number };
+    return row.n;
+  } finally {
     db.close();
-    expect(stored.n).toBe(12 * 4 + summaries.length);
-    const last = requestAt(core.model, core.model.requests.length - 1).body.messages;
-    expect(messageText(last[0] ?? { role: "user", content: "" })).toContain(
-      "Summary of the earlier conversation",
-    );
-    expect(messageText(last[0] ?? { role: "user", content: "" })).toContain("SUMMARY #");
+  }
+}
+
+const compactions = () => core.lines.filter((line) => line.msg === "session compacted");
+
+describe("AgentWorker: compaction", () => {
+  it("leaves old tool outputs out first, without a model call, keeping the last two turns' outputs and every raw message", async () => {
+    const sessionId = await readBigTimes(12);
+    expect(core.model.refused).toEqual([]);
+    expect(core.model.requests.filter(isSummaryCall)).toEqual([]);
+    const prunes = compactions();
+    expect(prunes.length).toBeGreaterThan(0);
+    expect(prunes.every((line) => line.how === "pruned")).toBe(true);
+    // Nothing was deleted: 12 turns of 4 messages, and the prune points.
+    expect(storedCount(sessionId)).toBe(12 * 4 + prunes.length);
+    const results = toolResultsOf(requestAt(core.model, core.model.requests.length - 1));
+    const pruned = results.filter((text) => text.startsWith("[output left out to save context"));
+    expect(pruned.length).toBeGreaterThan(0);
+    // The turns just before the last prune point, and those after it, keep their outputs.
+    expect(results.slice(-2).every((text) => text.startsWith("Pickling notes"))).toBe(true);
   });
 
-  it("goes on when the summary call fails: the turn is answered, old turns left out", async () => {
+  /**
+   * Sends `turns` long messages (no tool calls, so there are no outputs to leave out),
+   * each answered "Noted." in one attempt, while summary calls get `summaryReply`;
+   * resolves the chat's session id.
+   */
+  async function talkLong(turns: number, summaryReply: FakeReplySource): Promise<string> {
     await startCore({
-      files: BIG,
       contextWindow: 20_000,
       promptTokenLimit: 20_000,
       defaultReply: (request) =>
         isSummaryCall(request)
-          ? { error: { status: 500, message: "summary failed" } }
-          : answer(request),
+          ? typeof summaryReply === "function"
+            ? summaryReply(request)
+            : summaryReply
+          : { text: "Noted." },
     });
     core.start();
-    for (let turn = 1; turn <= 10; turn++) {
-      await core.waitForJob((await core.enqueue(`take ${turn}`)).id, isDone);
+    let sessionId = "";
+    for (let turn = 1; turn <= turns; turn++) {
+      const message = `Message ${turn}: ${"my pickles are crunchy. ".repeat(160)}`;
+      const done = await core.waitForJob((await core.enqueue(message)).id, isDone);
+      expect(done.attempts).toBe(1);
+      sessionId = done.sessionId as string;
     }
     expect(core.model.refused).toEqual([]);
-    const last = requestAt(core.model, core.model.requests.length - 1).body;
-    expect(messageText(last.messages[0] ?? { role: "user", content: "" })).toContain(
+    return sessionId;
+  }
+
+  it("summarises older turns when leaving tool outputs out is not enough, and sends the summary", async () => {
+    const sessionId = await talkLong(14, answer);
+    const summaries = core.model.requests.filter(isSummaryCall);
+    expect(summaries.length).toBeGreaterThan(0);
+    expect(summaries.length).toBeLessThan(14);
+    expect(compactions().map((line) => line.how)).toEqual(summaries.map(() => "summarised"));
+    // Nothing was deleted: 14 turns of 2 messages, and the compaction points.
+    expect(storedCount(sessionId)).toBe(14 * 2 + summaries.length);
+    const first = requestAt(core.model, core.model.requests.length - 1).body.messages[0];
+    expect(messageText(first ?? { role: "user", content: "" })).toContain(
+      "Summary of the earlier conversation",
+    );
+    expect(messageText(first ?? { role: "user", content: "" })).toContain("SUMMARY #");
+  });
+
+  /**
+   * Two turns, the first a message that the estimate (3 characters a token) puts past the
+   * threshold and the API's count (4 characters a token, as the fake counts) below it.
+   */
+  async function nearlyFull(countTokens: boolean) {
+    await startCore({ contextWindow: 20_000, countTokens });
+    core.start();
+    await core.waitForJob((await core.enqueue("brine ".repeat(4_400))).id, isDone);
+    await core.waitForJob((await core.enqueue("and?")).id, isDone);
+    return { counted: core.model.counts.length, compacted: compactions().length };
+  }
+
+  it("trusts the API's token count over its own estimate near the threshold", async () => {
+    expect(await nearlyFull(true)).toEqual({ counted: 1, compacted: 0 });
+  });
+
+  it("decides on the estimate where the API cannot count (no count_tokens)", async () => {
+    expect(await nearlyFull(false)).toEqual({ counted: 0, compacted: 1 });
+  });
+
+  it("goes on when the summary call fails: the turn is answered, old turns left out", async () => {
+    await talkLong(14, { error: { status: 500, message: "summary failed" } });
+    const first = requestAt(core.model, core.model.requests.length - 1).body.messages[0];
+    expect(messageText(first ?? { role: "user", content: "" })).toContain(
       "Earlier messages of this conversation are left out",
     );
     expect(
