@@ -4,7 +4,7 @@
 // real agent runner (context builder, budget, compaction) with SQLite history, against
 // the fake Anthropic API that refuses any prompt over 200k tokens and models prompt
 // caching as the API does. Reports the input tokens of each turn's requests (a plot),
-// the largest request, refused requests, failed turns, summary calls, and the share of
+// the largest request, refused requests, failed turns, prunes and summary calls, and the share of
 // input tokens a cache would read.
 //
 // Usage: npm run build && node bench/conversation.js [--turns 300]
@@ -54,6 +54,7 @@ export async function runConversationBench({ turns = 300 } = {}) {
   const perTurn = [];
   let failed = 0;
   let summaries = 0;
+  let prunes = 0;
   try {
     const session = await storage.history.createSession({
       key: "bench:conversation",
@@ -68,7 +69,8 @@ export async function runConversationBench({ turns = 300 } = {}) {
         signal,
       };
       const compacted = await runner.compact(request).catch(() => null);
-      if (compacted) summaries += 1;
+      if (compacted?.how === "summarised") summaries += 1;
+      if (compacted?.how === "pruned") prunes += 1;
       const text =
         turn % BIG_EVERY === 0
           ? `turn ${turn}: please read big.txt`
@@ -103,6 +105,7 @@ export async function runConversationBench({ turns = 300 } = {}) {
     `${largest.toLocaleString("en-US")} (limit ${WINDOW.toLocaleString("en-US")})`,
     String(fake.refused.length),
     String(failed),
+    String(prunes),
     String(summaries),
     `${((100 * totalRead) / Math.max(1, totalInput)).toFixed(1)}%`,
   ];
@@ -113,6 +116,7 @@ export async function runConversationBench({ turns = 300 } = {}) {
       "largest request (tokens)",
       "refused",
       "failed turns",
+      "prunes",
       "summary calls",
       "cache-read share",
     ],

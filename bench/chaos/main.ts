@@ -347,6 +347,7 @@ interface Outcome {
   endings: Map<string, number>;
   lostCalls: number;
   compactions: number;
+  prunes: number;
   seconds: number;
   model: ChaosModel;
 }
@@ -370,7 +371,7 @@ function printSummary(settings: Settings, tally: Tally, outcome: Outcome): void 
   );
   console.log(`  recovered   ${tally.recovered} running jobs requeued at start-up`);
   console.log(
-    `  compaction  ${outcome.compactions} summaries stored, ${outcome.model.calls.filter((call) => call.jobTag === SUMMARY_TAG).length} summary calls`,
+    `  compaction  ${outcome.prunes} prunes, ${outcome.compactions} summaries stored, ${outcome.model.calls.filter((call) => call.jobTag === SUMMARY_TAG).length} summary calls`,
   );
   console.log(`  windows hit ${list(tally.windows)}`);
   console.log(`  unacknowledged replies after ${tally.unacknowledgedKills} kills`);

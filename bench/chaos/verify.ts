@@ -4,8 +4,8 @@
  * - every enqueued job ended as its kind may end (done; a stop job stopped by the user; a
  *   fail job failed), and its turn is in history exactly once, complete or closed: a turn
  *   that ended unfinished never leaves a tool call without its result;
- * - no session holds a user message twice, nor two compaction points with nothing between
- *   (a second summary of what was already summarised);
+ * - no session holds a user message twice, nor two compaction or prune points with nothing
+ *   between (a turn compacted twice);
  * - no model call was made for a step of a turn whose reply was already stored;
  * - the turns of a chat session are in the order their jobs were enqueued;
  * - no job was reported done twice.
@@ -43,6 +43,8 @@ export interface Verdict {
   lostCalls: number;
   /** Compaction points stored (summaries that replaced older turns). */
   compactions: number;
+  /** Prune points stored (old tool outputs left out). */
+  prunes: number;
 }
 
 /** One job's turn as stored: its user message and what followed it. */
@@ -78,7 +80,7 @@ export function verifyRun(
       const ending = `${job.kind} ${states.get(job.id) ?? "missing"}`;
       endings.set(ending, (endings.get(ending) ?? 0) + 1);
     }
-    const { turns, compactions } = readTurns(db, violations);
+    const { turns, compactions, prunes } = readTurns(db, violations);
     const storedCalls = new Set<number>();
     for (const job of jobs) {
       const done = states.get(job.id) === "done";
@@ -91,7 +93,7 @@ export function verifyRun(
     const lostCalls = calls.filter(
       (call) => call.jobTag !== SUMMARY_TAG && !storedCalls.has(call.number),
     ).length;
-    return { violations, jobsDone, endings, lostCalls, compactions };
+    return { violations, jobsDone, endings, lostCalls, compactions, prunes };
   } finally {
     db.close();
   }
@@ -135,18 +137,22 @@ function mayEndAs(kind: JobKind, row: JobRow): boolean {
 function readTurns(db: ReturnType<typeof openWorkspaceDb>, violations: string[]) {
   const turns = new Map<string, StoredTurn>();
   let compactions = 0;
+  let prunes = 0;
   const sessions = db.prepare("SELECT id FROM sessions ORDER BY rowid").pluck().all() as string[];
   for (const sessionId of sessions) {
     let turn: StoredTurn | null = null;
     let previous: StoredMessage | null = null;
     for (const message of sessionMessages(db, sessionId)) {
-      const compaction = message.text === COMPACTION;
-      if (compaction && previous?.text === COMPACTION) {
-        violations.push(`session ${sessionId} was compacted twice in a row (a second summary)`);
+      const point = COMPACTION_POINTS.includes(message.text);
+      if (point && previous && COMPACTION_POINTS.includes(previous.text)) {
+        violations.push(
+          `session ${sessionId} was compacted twice in a row (${previous.text} then ${message.text})`,
+        );
       }
       previous = message;
-      if (compaction) {
-        compactions += 1;
+      if (point) {
+        if (message.text === "[compaction]") compactions += 1;
+        else prunes += 1;
         continue;
       }
       const job = message.role === "user" ? jobOfText(message.text) : null;
@@ -160,11 +166,11 @@ function readTurns(db: ReturnType<typeof openWorkspaceDb>, violations: string[])
       else violations.push(`session ${sessionId} starts with a message of no job`);
     }
   }
-  return { turns, compactions };
+  return { turns, compactions, prunes };
 }
 
-/** How a stored compaction point reads (see `sessionMessages`). */
-const COMPACTION = "[compaction]";
+/** How stored compaction and prune points read (see `sessionMessages`). */
+const COMPACTION_POINTS = ["[compaction]", "[prune]"];
 
 /**
  * The turn must be the user message then one reply (or tool call, results, reply), and no
