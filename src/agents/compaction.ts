@@ -3,7 +3,8 @@
  * request may take, the session is made smaller, in two steps, cheapest first:
  *
  *   size ≥ COMPACT_BEFORE × request budget (counted by the API's count_tokens once the
- *   estimate is past COUNT_FROM of that, as an estimate alone can be far off)
+ *   estimate is past COUNT_FROM of that, as an estimate alone can be far off), or
+ *   messages ≥ COMPACT_BEFORE × `history.max_messages` (then straight to a summary)
  *     ─► prune: a prune point is appended; the tool outputs of the turns before the last
  *        PRUNE_KEEP_TURNS are sent as a one-line note from then on. No model call.
  *        Enough when it brings the size under PRUNED_ENOUGH × budget.
@@ -105,7 +106,7 @@ export async function contextSize(
 
 /**
  * Compacts the session when its context has passed {@link COMPACT_BEFORE} of the request
- * budget (pruning first, see above), or summarises whenever `force` is set and there is
+ * budget or of `maxMessages` (see above), or summarises whenever `force` is set and there is
  * something to compact; null when it did not. Throws when the summary call fails
  * (nothing is written then).
  */
@@ -118,14 +119,17 @@ export async function compactSession(
   const context = await history.loadContext(sessionId, maxMessages);
   const request = buildRequestMessages(context);
   if (request.length < 2) return null;
-  const budget = requestBudget(contextWindow, maxTokens);
   if (force) return summarise(sessionId, context, estimateTokens(request), options);
+  const budget = requestBudget(contextWindow, maxTokens);
   const before = await measure(request, budget * COMPACT_BEFORE, options);
-  if (before < budget * COMPACT_BEFORE) return null;
+  // Past max_messages, requests would start one turn later each time, and no prompt cache
+  // would ever be read again: well before that, only a summary makes the context shorter.
+  const crowded = context.length >= maxMessages * COMPACT_BEFORE;
+  if (!crowded && before < budget * COMPACT_BEFORE) return null;
   // The estimate of the pruned context, scaled as the measured size was.
   const scale = before / estimateTokens(request);
   const pruned = estimateTokens(buildRequestMessages([...context, prunePoint(PRUNE_KEEP_TURNS)]));
-  if (pruned * scale > budget * PRUNED_ENOUGH) {
+  if (crowded || pruned * scale > budget * PRUNED_ENOUGH) {
     return summarise(sessionId, context, before, options);
   }
   await history.append(sessionId, prunePoint(PRUNE_KEEP_TURNS));

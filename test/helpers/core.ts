@@ -61,6 +61,8 @@ export interface CoreOptions {
   contextWindow?: number;
   /** The fake model refuses prompts over this many tokens. (Default: no limit) */
   promptTokenLimit?: number;
+  /** `history.max_messages`. (Default: 200) */
+  maxMessages?: number;
   /** Whether the fake model has `count_tokens`. (Default: true) */
   countTokens?: boolean;
   /** `workers.outage_budget_s`. (Default: 300) */
@@ -112,7 +114,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
       context_window: options.contextWindow,
     },
     queue: { backend: options.queue ?? "memory" },
-    history: { backend: "sqlite" },
+    history: { backend: "sqlite", max_messages: options.maxMessages },
     workers: { job_timeout_s: options.jobTimeoutS ?? 300 },
   });
   const clock = new TestClock();

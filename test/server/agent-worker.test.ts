@@ -543,6 +543,21 @@ describe("AgentWorker: compaction", () => {
     expect(messageText(first ?? { role: "user", content: "" })).toContain("SUMMARY #");
   });
 
+  it("summarises a chat of many short messages before max_messages would make every request start later", async () => {
+    await startCore({
+      maxMessages: 20,
+      defaultReply: (request) => (isSummaryCall(request) ? answer(request) : { text: "Yes." }),
+    });
+    core.start();
+    for (let turn = 1; turn <= 12; turn++) {
+      await core.waitForJob((await core.enqueue(`short ${turn}`)).id, isDone);
+    }
+    expect(core.model.requests.filter(isSummaryCall)).toHaveLength(1);
+    expect(compactions().map((line) => line.how)).toEqual(["summarised"]);
+    const first = requestAt(core.model, core.model.requests.length - 1).body.messages[0];
+    expect(messageText(first ?? { role: "user", content: "" })).toContain("SUMMARY #");
+  });
+
   /**
    * Two turns, the first a message that the estimate (3 characters a token) puts past the
    * threshold and the API's count (4 characters a token, as the fake counts) below it.
