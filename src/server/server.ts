@@ -168,9 +168,7 @@ export class PicklebotServer {
     if (this.#lock) await this.#requeueOrphans();
     const agentWorker = this.#agentWorker(this.#instance.id, this.#clock, chat);
     const stopHere = (key: string) => agentWorker.stopSession(key);
-    const stopper: SessionStopper = this.#storage.cluster?.stops.start(stopHere) ?? {
-      stop: async (key) => stopHere(key),
-    };
+    const stopper = this.#sessionStopper(stopHere);
     this.#supervisor.start(agentWorker);
     this.#leader = new LeaderWorker({
       leadership: this.#leadership(),
@@ -190,6 +188,16 @@ export class PicklebotServer {
         metrics: this.metrics,
         logger: this.#options.logger.child({ worker: "queue-depth" }),
       }),
+    );
+  }
+
+  /** `/stop` of the chat bus: across the cluster in PostgreSQL mode, in this process otherwise. */
+  #sessionStopper(stopHere: (sessionKey: string) => boolean): SessionStopper {
+    const relay = this.#storage.cluster?.stops;
+    if (!relay) return { stop: async (key) => stopHere(key) };
+    const logger = this.#options.logger.child({ worker: "stops" });
+    return relay.start(stopHere, (error) =>
+      logger.warn({ error: error.message }, "the /stop listener hit an error; it listens on"),
     );
   }
 
