@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { PicklebotError } from "../../src/base/errors.js";
 import type { CronStateStore } from "../../src/ports/index.js";
 import { watchFolder } from "../../src/server/cron/watch.js";
 import { CronWorker, type CronWorkerOptions } from "../../src/server/cron/worker.js";
@@ -144,13 +145,14 @@ describe("CronWorker under the supervisor", () => {
     const failingOnce: typeof watchFolder = (dir, debounceMs, onChange, onError) => {
       watches += 1;
       if (watches > 1) return watchFolder(dir, debounceMs, onChange, onError);
-      onError(new Error("ENOSPC: System limit for number of file watchers reached"));
+      const reason = "ENOSPC: System limit for number of file watchers reached";
+      onError(new PicklebotError(`cannot watch ${dir}: ${reason}`, { retryable: true }));
       return { close: () => undefined };
     };
     const harness = superviseCron(time, queue, { watch: failingOnce });
     await waitFor(() => watches === 2, "the second watch, after the restart");
     expect(crashes(harness.lines)).toMatchObject([
-      { error: expect.stringContaining(`cannot watch the crons folder ${cronDir}: ENOSPC`) },
+      { error: expect.stringContaining(`cannot watch ${cronDir}: ENOSPC`) },
     ]);
     await waitFor(() => supervisor?.health()[0]?.state === "running", "the second run");
 
@@ -158,6 +160,25 @@ describe("CronWorker under the supervisor", () => {
     await logged(harness, "cron added", "hourly");
     await time.advanceTo("2025-01-15T07:30:00Z", () => harness.worker.whenIdle());
     expect(queue.keys()).toEqual(["cron:hourly:2025-01-15T07:00:00.000Z"]);
+    expect(rejections).toEqual([]);
+  });
+
+  it("a crons folder that cannot be created is logged, and the worker runs on without crashing", async () => {
+    const time = new TestClock("2025-01-15T06:00:00Z");
+    const queue = new RecordingQueue(time);
+    const readOnly: typeof watchFolder = (dir, _debounceMs, _onChange, onError) => {
+      const reason = "EROFS: read-only file system";
+      onError(new PicklebotError(`cannot create ${dir}: ${reason}`, { retryable: false }));
+      return { close: () => undefined };
+    };
+    const harness = superviseCron(time, queue, { watch: readOnly });
+    await waitFor(
+      () => harness.lines.some((line) => line.msg === "no crons folder; add one and restart"),
+      "the warning",
+    );
+    await harness.worker.whenIdle();
+    expect(crashes(harness.lines)).toEqual([]);
+    expect(supervisor?.health()).toMatchObject([{ name: "cron", state: "running", restarts: 0 }]);
     expect(rejections).toEqual([]);
   });
 });

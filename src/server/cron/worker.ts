@@ -7,7 +7,7 @@
  *                     ├─► folder changed (debounced) ──► fire what is due, reload, re-arm
  *                     │                                            ◄┘
  *                     ├─► folder watch fails ──► crash (the supervisor restarts the run, which
- *                     │                             watches again)
+ *                     │                             watches again; see #watch)
  *                     └─► signal aborted ──► close watch and timer, finish the fire in flight
  *
  * One timer is armed for the earliest next occurrence (capped, so a clock jump or a
@@ -33,7 +33,7 @@
  * `done (one_off)`.
  */
 
-import { PicklebotError, toError } from "../../base/errors.js";
+import { isRetryable, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import { checkNumberOptions } from "../../base/options.js";
 import type { Clock, CronState, CronStateStore, JobQueue, Worker } from "../../ports/index.js";
@@ -158,16 +158,19 @@ export class CronWorker implements Worker {
     });
   }
 
-  /** Watches the folder; a watch that fails crashes the run, so it is made again. */
+  /**
+   * Watches the folder. A watch that failed crashes the run, so that the supervisor makes
+   * it again; a folder that cannot be created (a read-only workspace) is only logged.
+   */
   #watch(): FolderWatch {
-    const { cronDir, reloadDebounceMs = 200, watch = watchFolder } = this.#options;
+    const { cronDir, logger, reloadDebounceMs = 200, watch = watchFolder } = this.#options;
     return watch(
       cronDir,
       reloadDebounceMs,
       () => this.#serially(() => this.#reload()),
       (error) => {
-        const message = `cannot watch the crons folder ${cronDir}: ${error.message}`;
-        this.#crash?.(new PicklebotError(message, { cause: error, retryable: true }));
+        if (isRetryable(error)) this.#crash?.(error);
+        else logger.warn({ dir: cronDir, err: error }, "no crons folder; add one and restart");
       },
     );
   }
