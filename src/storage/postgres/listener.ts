@@ -4,8 +4,8 @@
  *
  *   connecting ──LISTEN ok──► listening ──error / end──► waiting (backoff) ──► connecting
  *   every (re)connection calls onListening: notifications sent while it was down are lost.
- *   Nothing here throws or rejects: a lost connection, and a handler (onNotify,
- *   onListening) that threw, go to onError.
+ *   A lost connection, and a handler (onNotify, onListening) that threw, go to onError;
+ *   neither is thrown into pg's event handlers (that would be an uncaught exception).
  */
 
 import pg from "pg";
