@@ -82,9 +82,11 @@ export interface SessionStopper {
 export interface StopRelay {
   /**
    * Listens for stops sent by other processes, passing each key to `stopHere` (true when
-   * it aborted a job of that key here); returns the cluster-wide stopper.
+   * it aborted a job of that key here); returns the cluster-wide stopper. `onError` hears
+   * of a lost listening connection (it reconnects on its own) and of a `stopHere` that
+   * threw; neither ends the listening.
    */
-  start(stopHere: (sessionKey: string) => boolean): SessionStopper;
+  start(stopHere: (sessionKey: string) => boolean, onError: (error: Error) => void): SessionStopper;
   /** Stops listening. */
   close(): Promise<void>;
 }

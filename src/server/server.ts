@@ -6,9 +6,9 @@
  *            ─► register this instance (PostgreSQL mode) ─► register the frontends, the
  *               chat ones included (ChatSenders: every process streams and delivers the
  *               replies of the chat jobs it runs) ─► start workers: the AgentWorker
- *               (recovers its running jobs), and the LeaderWorker, which runs the
- *               leader-only workers (crons, chat receiving and outbox retries, cluster
- *               upkeep) while this process holds the lease
+ *               (recovers its running jobs), the queue depth gauges, and the
+ *               LeaderWorker, which runs the leader-only workers (crons, chat receiving
+ *               and outbox retries, cluster upkeep) while this process holds the lease
  *   stop():  stop workers (running jobs finish within job_timeout_s) ─► close the chat
  *            clients ─► deregister ─► close HTTP ─► close storage ─► release the lock
  *
@@ -49,6 +49,7 @@ import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
 import { CronWorker } from "./cron/worker.js";
 import { HttpEndpoint } from "./http.js";
 import { ServerMetrics } from "./metrics.js";
+import { QueueDepthWorker } from "./queue-depth.js";
 import { Supervisor } from "./supervisor.js";
 import { acquireWorkspaceLock, type WorkspaceLock } from "./workspace-lock.js";
 
@@ -61,9 +62,6 @@ export interface ServerOptions {
   logger: Logger;
   clock?: Clock;
 }
-
-/** How often queue depth gauges are refreshed. */
-const QUEUE_DEPTH_INTERVAL_MS = 5000;
 
 const VERSION = (
   JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
@@ -93,7 +91,6 @@ export class PicklebotServer {
   #chat: ChatSenders | null = null;
   /** The receiving bus of the current leadership term, if this process leads. */
   #bus: MessageBusWorker | null = null;
-  #depthTimer: NodeJS.Timeout | null = null;
 
   private constructor(options: ServerOptions, lock: WorkspaceLock | null, storage: Storage) {
     this.#options = options;
@@ -171,9 +168,7 @@ export class PicklebotServer {
     if (this.#lock) await this.#requeueOrphans();
     const agentWorker = this.#agentWorker(this.#instance.id, this.#clock, chat);
     const stopHere = (key: string) => agentWorker.stopSession(key);
-    const stopper: SessionStopper = this.#storage.cluster?.stops.start(stopHere) ?? {
-      stop: async (key) => stopHere(key),
-    };
+    const stopper = this.#sessionStopper(stopHere);
     this.#supervisor.start(agentWorker);
     this.#leader = new LeaderWorker({
       leadership: this.#leadership(),
@@ -187,9 +182,23 @@ export class PicklebotServer {
       metrics: this.metrics,
     });
     this.#supervisor.start(this.#leader);
-    this.#depthTimer = setInterval(() => void this.#refreshQueueDepth(), QUEUE_DEPTH_INTERVAL_MS);
-    this.#depthTimer.unref();
-    await this.#refreshQueueDepth();
+    this.#supervisor.start(
+      new QueueDepthWorker({
+        queue: this.#queue,
+        metrics: this.metrics,
+        logger: this.#options.logger.child({ worker: "queue-depth" }),
+      }),
+    );
+  }
+
+  /** `/stop` of the chat bus: across the cluster in PostgreSQL mode, in this process otherwise. */
+  #sessionStopper(stopHere: (sessionKey: string) => boolean): SessionStopper {
+    const relay = this.#storage.cluster?.stops;
+    if (!relay) return { stop: async (key) => stopHere(key) };
+    const logger = this.#options.logger.child({ worker: "stops" });
+    return relay.start(stopHere, (error) =>
+      logger.warn({ error: error.message }, "the /stop listener hit an error; it listens on"),
+    );
   }
 
   /** Builds the enabled chat platforms (fresh each call), or null when none is enabled. */
@@ -360,24 +369,11 @@ export class PicklebotServer {
     };
   }
 
-  /** Never rejects: a database that is busy or restarting leaves the gauges as they were. */
-  async #refreshQueueDepth(): Promise<void> {
-    try {
-      this.metrics.setQueueDepth(await this.#queue.counts());
-    } catch (error) {
-      this.#options.logger.warn(
-        { error: toError(error).message },
-        "could not refresh the queue depth for /metrics; trying again",
-      );
-    }
-  }
-
   /**
    * Stops taking work, lets running jobs finish (within job_timeout_s), deregisters this
    * instance (its heartbeat goes on until then), closes everything.
    */
   async stop(): Promise<void> {
-    if (this.#depthTimer) clearInterval(this.#depthTimer);
     await this.#supervisor.stop();
     await this.#chat?.close();
     await this.#heartbeat?.stop();

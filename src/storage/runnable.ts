@@ -104,7 +104,12 @@ export class RunnableSignal {
       this.#timer = null;
       this.#timerAt = Number.POSITIVE_INFINITY;
       this.notify();
-      this.rescheduleWake();
+      try {
+        this.rescheduleWake();
+      } catch {
+        // The next due time could not be read (the database is busy or gone): the
+        // listeners heard now, and the next notify, wakeAt or worker poll tries again.
+      }
     }, delay);
     this.#timer.unref();
   }

@@ -1,12 +1,4 @@
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  renameSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -18,6 +10,7 @@ import { TestClock } from "../helpers/clock.js";
 import { type LogLine, recordingLogger } from "../helpers/log.js";
 import { waitFor } from "../helpers/wait.js";
 import { RecordingQueue } from "./fakes.js";
+import { writeCron as writeCronFile } from "./files.js";
 
 const defaults = { agentId: "pickle", timezone: "Europe/Berlin" };
 
@@ -36,11 +29,7 @@ afterEach(() => {
 
 /** Writes crons/<id>.yaml in one step (temp file + rename), as editors do. */
 function writeCron(id: string, yaml: string): string {
-  const file = join(cronDir, `${id}.yaml`);
-  const temporary = join(cronDir, `.${id}.tmp`);
-  writeFileSync(temporary, yaml);
-  renameSync(temporary, file);
-  return file;
+  return writeCronFile(cronDir, id, yaml);
 }
 
 /** A started CronWorker plus the handles a test needs. */

@@ -210,6 +210,7 @@ describe("picklebot server", () => {
       { name: "agent", ...running },
       { name: "cron", ...running },
       { name: "leader", ...running },
+      { name: "queue-depth", ...running },
     ]);
   });
 

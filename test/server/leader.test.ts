@@ -6,8 +6,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Leadership, Worker } from "../../src/ports/index.js";
 import { LeaderWorker } from "../../src/server/cluster/leader.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
+import { Supervisor } from "../../src/server/supervisor.js";
 import { TestClock } from "../helpers/clock.js";
 import { recordingLogger } from "../helpers/log.js";
+import { trackUnhandledRejections } from "../helpers/rejections.js";
 import { waitFor } from "../helpers/wait.js";
 
 /** A lease whose every acquire or renewal is answered by the test, in order. */
@@ -61,6 +63,7 @@ class RecordingWorker implements Worker {
   }
 }
 
+const rejections = trackUnhandledRejections();
 let controller: AbortController;
 let done: Promise<void>;
 
@@ -159,5 +162,59 @@ describe("LeaderWorker", () => {
     lease.answer(false);
     await done;
     expect(lease.released).toEqual(["node-a"]);
+  });
+
+  it("as a follower, logs a lease that cannot be asked for and leads once the database answers", async () => {
+    const lease = new ScriptedLeadership();
+    const { leader, made, lines } = startLeader(lease);
+    lease.answer(new Error("connection terminated"), new Error("connection terminated"));
+    await lease.asking(3);
+    expect(made).toEqual([]);
+    expect(lines.filter((line) => line.msg === "could not renew the leader lease")).toHaveLength(2);
+
+    lease.answer(true);
+    await waitFor(() => made[0]?.running, "the leader-only worker");
+    expect(leader.isLeader).toBe(true);
+    lease.answer(true);
+    expect(rejections).toEqual([]);
+  });
+
+  it("under the supervisor, a leader whose workers cannot be made crashes, is restarted and leads", async () => {
+    const lease = new ScriptedLeadership();
+    const { logger, lines } = recordingLogger();
+    const made: RecordingWorker[] = [];
+    const leader = new LeaderWorker({
+      leadership: lease,
+      holder: "node-a",
+      workers: () => {
+        if (lease.asked.length === 1) throw new Error("could not load the chat platforms");
+        const worker = new RecordingWorker();
+        made.push(worker);
+        return [worker];
+      },
+      clock: new TestClock(),
+      logger,
+      metrics: new ServerMetrics(),
+    });
+    const supervisor = new Supervisor({
+      clock: new TestClock(),
+      logger,
+      metrics: new ServerMetrics(),
+      policy: { initialDelayMs: 5 },
+    });
+    supervisor.start(leader);
+    lease.answer(true, true);
+    await waitFor(() => made[0]?.running, "the leader-only worker, after the restart");
+    expect(lines.filter((line) => line.msg === "worker crashed")).toMatchObject([
+      { worker: "leader", error: "could not load the chat platforms" },
+    ]);
+    // The crashed run gave the lease back, so that another process need not wait for it.
+    expect(lease.released).toEqual(["node-a"]);
+    expect(leader.isLeader).toBe(true);
+    const stopped = supervisor.stop();
+    lease.answer(true);
+    await stopped;
+    expect(made[0]?.running).toBe(false);
+    expect(rejections).toEqual([]);
   });
 });

@@ -92,7 +92,12 @@ describe("PicklebotServer (SQLite mode)", () => {
     };
     expect(response.status).toBe(200);
     expect(health).toMatchObject({ healthy: true, leader: true });
-    expect(health.workers.map((worker) => worker.name).sort()).toEqual(["agent", "cron", "leader"]);
+    expect(health.workers.map((worker) => worker.name).sort()).toEqual([
+      "agent",
+      "cron",
+      "leader",
+      "queue-depth",
+    ]);
   });
 
   it("refuses a second server on the same workspace, and starts again after a stop", async () => {

@@ -1,5 +1,5 @@
 import { type FSWatcher, mkdirSync, watch } from "node:fs";
-import { toError } from "../../base/errors.js";
+import { PicklebotError, toError } from "../../base/errors.js";
 
 /** A running folder watch; `close` stops it and drops a pending notification. */
 export interface FolderWatch {
@@ -11,6 +11,10 @@ export interface FolderWatch {
  * removed: events closer together than `debounceMs` (editors write a file in several steps)
  * produce one call. Creates `dir` when missing, so crons dropped in later are seen.
  * Debouncing uses real timers: it is about file-system event bursts, not the schedule.
+ *
+ * `onError` gets a {@link PicklebotError}: retryable when the watch failed (a new watch
+ * may work: the watcher limit, a folder replaced), not retryable when `dir` is missing
+ * and cannot be created (a read-only workspace: no crons, and watching again cannot help).
  */
 export function watchFolder(
   dir: string,
@@ -24,15 +28,24 @@ export function watchFolder(
     clearTimeout(pending);
     pending = setTimeout(onChange, debounceMs);
   };
+  const fail = (thrown: unknown, doing: string, retryable: boolean) => {
+    const message = `cannot ${doing} ${dir}: ${toError(thrown).message}`;
+    onError(new PicklebotError(message, { cause: thrown, retryable }));
+  };
   try {
     mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    fail(error, "create", false);
+    return { close: () => undefined };
+  }
+  try {
     watcher = watch(dir, notify);
     watcher.on("error", (error) => {
       watcher?.close();
-      onError(toError(error));
+      fail(error, "watch", true);
     });
   } catch (error) {
-    onError(toError(error));
+    fail(error, "watch", true);
   }
   return {
     close(): void {

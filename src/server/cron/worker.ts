@@ -6,6 +6,8 @@
  *                     ├─► timer ──► fire every due cron ──► re-arm ─┐
  *                     ├─► folder changed (debounced) ──► fire what is due, reload, re-arm
  *                     │                                            ◄┘
+ *                     ├─► folder watch fails ──► crash (the supervisor restarts the run, which
+ *                     │                             watches again; see #watch)
  *                     └─► signal aborted ──► close watch and timer, finish the fire in flight
  *
  * One timer is armed for the earliest next occurrence (capped, so a clock jump or a
@@ -31,7 +33,7 @@
  * `done (one_off)`.
  */
 
-import { toError } from "../../base/errors.js";
+import { isRetryable, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import { checkNumberOptions } from "../../base/options.js";
 import type { Clock, CronState, CronStateStore, JobQueue, Worker } from "../../ports/index.js";
@@ -70,6 +72,8 @@ export interface CronWorkerOptions {
   lateFireGraceMs?: number;
   /** Quiet time after a folder change before reloading. (Default: 200 ms) */
   reloadDebounceMs?: number;
+  /** Watches the folder for changes. (Default: {@link watchFolder}) */
+  watch?: typeof watchFolder;
 }
 
 /** A cron the worker has scheduled: enabled in its file. */
@@ -154,17 +158,19 @@ export class CronWorker implements Worker {
     });
   }
 
+  /**
+   * Watches the folder. A watch that failed crashes the run, so that the supervisor makes
+   * it again; a folder that cannot be created (a read-only workspace) is only logged.
+   */
   #watch(): FolderWatch {
-    const { cronDir, logger } = this.#options;
-    return watchFolder(
+    const { cronDir, logger, reloadDebounceMs = 200, watch = watchFolder } = this.#options;
+    return watch(
       cronDir,
-      this.#options.reloadDebounceMs ?? 200,
+      reloadDebounceMs,
       () => this.#serially(() => this.#reload()),
       (error) => {
-        logger.warn(
-          { dir: cronDir, err: error },
-          "cannot watch the crons folder; restart to pick up changes",
-        );
+        if (isRetryable(error)) this.#crash?.(error);
+        else logger.warn({ dir: cronDir, err: error }, "no crons folder; add one and restart");
       },
     );
   }

@@ -4,6 +4,8 @@
  *
  *   connecting ──LISTEN ok──► listening ──error / end──► waiting (backoff) ──► connecting
  *   every (re)connection calls onListening: notifications sent while it was down are lost.
+ *   A lost connection, and a handler (onNotify, onListening) that threw, go to onError;
+ *   neither is thrown into pg's event handlers (that would be an uncaught exception).
  */
 
 import pg from "pg";
@@ -20,7 +22,7 @@ export interface PgListenerOptions {
   onNotify: (payload: string) => void;
   /** Called once listening, after the first connection and after every reconnection. */
   onListening: () => void;
-  /** Reports a lost connection (the listener retries on its own). */
+  /** Reports a lost connection (the listener retries on its own) or a handler that threw. */
   onError?: (error: Error) => void;
   /** First delay before reconnecting, doubled up to 5 s. (Default: 100 ms) */
   reconnectMs?: number;
@@ -72,7 +74,9 @@ export class PgListener {
     };
     client.on("error", onLost);
     client.on("end", () => onLost());
-    client.on("notification", (message) => this.#options.onNotify(message.payload ?? ""));
+    client.on("notification", (message) =>
+      this.#guard(() => this.#options.onNotify(message.payload ?? "")),
+    );
     try {
       await client.connect();
       await client.query(`LISTEN ${this.#options.channel}`);
@@ -85,7 +89,16 @@ export class PgListener {
       return;
     }
     this.#delay = this.#options.reconnectMs ?? 100;
-    this.#options.onListening();
+    this.#guard(this.#options.onListening);
+  }
+
+  /** Runs a handler; what it throws is reported, never thrown into pg's event loop. */
+  #guard(handler: () => void): void {
+    try {
+      handler();
+    } catch (error) {
+      this.#options.onError?.(toError(error));
+    }
   }
 
   #scheduleReconnect(): void {

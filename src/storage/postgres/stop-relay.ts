@@ -38,12 +38,16 @@ export class PostgresStopRelay implements StopRelay {
   }
 
   /** Listens for stops, passing each key to `stopHere`; returns the cluster-wide stopper. */
-  start(stopHere: (sessionKey: string) => boolean): SessionStopper {
+  start(
+    stopHere: (sessionKey: string) => boolean,
+    onError: (error: Error) => void,
+  ): SessionStopper {
     this.#listener = new PgListener({
       config: this.#options.connection,
       channel: STOP_CHANNEL,
       onNotify: (sessionKey) => void stopHere(sessionKey),
       onListening: () => undefined,
+      onError,
     });
     this.#listener.start();
     return {

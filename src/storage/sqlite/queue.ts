@@ -338,13 +338,21 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
     this.#poll.unref();
   }
 
+  /**
+   * A timer's callback, so it never throws: when the version cannot be read (busy, I/O
+   * error) the listeners are woken anyway, and their claim meets the error and says so.
+   */
   #checkOtherProcesses(): void {
     if (!this.#db.open) return;
-    const version = this.#dataVersion.get() as number;
-    if (version === this.#lastDataVersion) return;
-    this.#lastDataVersion = version;
-    this.#signal.notify();
-    this.#signal.rescheduleWake();
+    try {
+      const version = this.#dataVersion.get() as number;
+      if (version === this.#lastDataVersion) return;
+      this.#lastDataVersion = version;
+      this.#signal.notify();
+      this.#signal.rescheduleWake();
+    } catch {
+      this.#signal.notify();
+    }
   }
 }
 
