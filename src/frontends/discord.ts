@@ -1,18 +1,24 @@
 /**
- * The Discord adapter: discord.js 14 on the gateway for incoming messages, its REST client
- * for sending, editing and typing. It converts and filters, nothing more; allowlists,
- * sessions, streaming, splitting and retries live in the core.
+ * The Discord adapter: discord.js 14 on the gateway for incoming messages, one standalone
+ * REST client for sending, editing and typing. It converts and filters, nothing more;
+ * allowlists, sessions, streaming, splitting and retries live in the core.
  *
- *   start():  `connecting` ─► login (GET /gateway/bot, IDENTIFY) ─► READY ─► `connected`
- *             a failed login ─► logged with its fix, retried with backoff (1 s doubling
- *             to 60 s) until it works or stop() is called
+ *   start():  `connecting` ─► a fresh gateway client logs in (GET /gateway/bot, IDENTIFY)
+ *             ─► READY ─► `connected`
+ *             a failed login ─► that client is destroyed, the failure logged with its fix,
+ *             and a new client tries again with backoff (1 s doubling to 60 s) until one
+ *             works or stop() is called
  *   dropped:  discord.js reconnects and resumes by itself; its shard events move the state
  *             to `connecting` (shardReconnecting) and back to `connected` (shardResume)
  *   given up: a close discord.js will not recover from (token reset, intent switched off)
  *             ─► `connecting`, destroy the client and log in again as in start()
- *   stop():   ignore further messages ─► destroy the client ─► `stopped`
+ *   stop():   ignore further messages ─► destroy the current client ─► `stopped`
  *
- * The REST client keeps its token throughout, so sends work while the gateway is away.
+ * A gateway client lives for one login: discord.js's WebSocketManager, once destroyed,
+ * never closes the connections of a later login on the same client. A discarded client
+ * is destroyed, loses every listener and is no longer current, so nothing it still emits
+ * reaches the state. The REST client for sending is separate and keeps its token
+ * throughout, so sends work before start, while the gateway is away, and after stop.
  *
  * Formatting: Discord renders Markdown itself and never rejects a message for it, so
  * `markdown` text passes through unchanged. `plain` text is sent with Markdown escaped so
@@ -31,6 +37,8 @@ import {
   Options,
   Partials,
   RateLimitError,
+  REST,
+  type RESTOptions,
   Routes,
 } from "discord.js";
 import { RECONNECT_BACKOFF, reconnectWithBackoff } from "../base/backoff.js";
@@ -38,12 +46,13 @@ import { ChatPlatformError, toError } from "../base/errors.js";
 import { type Logger, silentLogger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
 import { redactError } from "../base/redact.js";
-import type {
-  ChatPlatform,
-  ChatPlatformState,
-  IncomingChatMessage,
-  SentChatMessage,
-  TextFormat,
+import {
+  type ChatPlatform,
+  type ChatPlatformState,
+  DEFAULT_DISCORD_CALL_TIMEOUT_MS,
+  type IncomingChatMessage,
+  type SentChatMessage,
+  type TextFormat,
 } from "../ports/index.js";
 
 /** Options of {@link DiscordPlatform}. */
@@ -56,11 +65,17 @@ export interface DiscordPlatformOptions {
   channelIds?: readonly string[];
   /** Where connection changes and dropped handler errors go. (Default: silent) */
   logger?: Logger;
-  /** Milliseconds before a REST request is aborted. (Default: 15000) */
-  requestTimeoutMs?: number;
+  /**
+   * Milliseconds a REST call may go unanswered before it is abandoned.
+   * (Default: {@link DEFAULT_DISCORD_CALL_TIMEOUT_MS}, 15 000)
+   */
+  callTimeoutMs?: number;
   /** Wait after the first failed login; doubles up to a minute. (Default: 1000) */
   reconnectBaseMs?: number;
 }
+
+/** What the adapter hands an incoming message to. */
+type MessageHandler = (message: IncomingChatMessage) => Promise<void>;
 
 const DEFAULT_API_BASE = "https://discord.com/api";
 const MAX_MESSAGE_LENGTH = 2000;
@@ -98,6 +113,20 @@ function unrecoverableFix(match: { code?: unknown; message?: string }): string |
   return close?.fix;
 }
 
+/** The REST options of the sending client and of every gateway client's own REST. */
+function restOptions(apiBase: string, timeoutMs: number): Partial<RESTOptions> {
+  return {
+    api: apiBase,
+    // Retries and rate-limit waits belong to the core, which knows whether to wait; only
+    // discord.js's own pacing to Discord's 50 requests a second stays inside it.
+    retries: 0,
+    rejectOnRateLimit: (limit) =>
+      limit.route.startsWith("/channels") &&
+      !(limit.global && limit.timeToReset <= GLOBAL_PACING_MS),
+    timeout: timeoutMs,
+  };
+}
+
 /** A Discord bot: DMs, and guild messages that mention it in the configured channels. */
 export class DiscordPlatform implements ChatPlatform {
   readonly kind = "discord";
@@ -105,48 +134,29 @@ export class DiscordPlatform implements ChatPlatform {
   readonly #token: string;
   readonly #channelIds: ReadonlySet<string>;
   readonly #logger: Logger;
-  readonly #client: Client;
+  readonly #restOptions: Partial<RESTOptions>;
+  readonly #callTimeoutMs: number;
+  /** Sends, edits and typing; needs no gateway session. */
+  readonly #rest: REST;
   readonly #reconnectBaseMs: number;
+  /** The gateway client of the current login; undefined between logins and after stop. */
+  #client: Client | undefined;
+  #onMessage: MessageHandler = async () => {};
   #state: ChatPlatformState = "stopped";
   #abort = new AbortController();
 
   constructor(options: DiscordPlatformOptions) {
     checkNumberOptions("DiscordPlatform", options, {
-      requestTimeoutMs: "positive",
+      callTimeoutMs: "positive",
       reconnectBaseMs: "positive",
     });
     this.#token = options.token;
     this.#channelIds = new Set(options.channelIds ?? []);
     this.#logger = options.logger ?? silentLogger();
     this.#reconnectBaseMs = options.reconnectBaseMs ?? RECONNECT_BACKOFF.baseMs;
-    this.#client = new Client({
-      intents: [
-        GatewayIntentBits.Guilds,
-        GatewayIntentBits.GuildMessages,
-        GatewayIntentBits.MessageContent,
-        GatewayIntentBits.DirectMessages,
-      ],
-      partials: [Partials.Channel],
-      // Incoming messages are handed on at once; caching them (200 per channel by default)
-      // would only grow the heap with every chat.
-      makeCache: Options.cacheWithLimits({
-        ...Options.DefaultMakeCacheSettings,
-        MessageManager: 0,
-      }),
-      rest: {
-        api: options.apiBase ?? DEFAULT_API_BASE,
-        // Retries and rate-limit waits belong to the core, which knows whether to wait; only
-        // discord.js's own pacing to Discord's 50 requests a second stays inside it.
-        retries: 0,
-        rejectOnRateLimit: (limit) =>
-          limit.route.startsWith("/channels") &&
-          !(limit.global && limit.timeToReset <= GLOBAL_PACING_MS),
-        timeout: options.requestTimeoutMs ?? 15_000,
-      },
-    });
-    // REST needs no gateway session: replies and outbox deliveries work while it reconnects.
-    this.#client.rest.setToken(options.token);
-    this.#watchConnection();
+    this.#callTimeoutMs = options.callTimeoutMs ?? DEFAULT_DISCORD_CALL_TIMEOUT_MS;
+    this.#restOptions = restOptions(options.apiBase ?? DEFAULT_API_BASE, this.#callTimeoutMs);
+    this.#rest = new REST(this.#restOptions).setToken(options.token);
   }
 
   /** The connection's state, for `/healthz` and `status`. */
@@ -158,18 +168,17 @@ export class DiscordPlatform implements ChatPlatform {
    * Logs in, retrying with backoff, and resolves once the gateway session is ready (or
    * when `stop()` is called first).
    */
-  async start(onMessage: (message: IncomingChatMessage) => Promise<void>): Promise<void> {
+  async start(onMessage: MessageHandler): Promise<void> {
     this.#abort = new AbortController();
+    this.#onMessage = onMessage;
     this.#state = "connecting";
-    this.#client.on(Events.MessageCreate, (message) => this.#receive(message, onMessage));
     await this.#connect(this.#abort.signal);
   }
 
   /** Ignores further messages, then closes the gateway connection; sending still works. */
   async stop(): Promise<void> {
     this.#abort.abort();
-    this.#client.removeAllListeners(Events.MessageCreate);
-    await this.#disconnect();
+    await this.#discard(this.#client);
     this.#state = "stopped";
   }
 
@@ -177,7 +186,7 @@ export class DiscordPlatform implements ChatPlatform {
   async send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage> {
     const body = { content: this.#render(text, format), allowed_mentions: { parse: [] } };
     const created = await this.#request("send a message", chatId, () =>
-      this.#client.rest.post(Routes.channelMessages(chatId), { body }),
+      this.#rest.post(Routes.channelMessages(chatId), { body }),
     );
     return { messageId: (created as { id: string }).id };
   }
@@ -186,24 +195,23 @@ export class DiscordPlatform implements ChatPlatform {
   async edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void> {
     const body = { content: this.#render(text, format), allowed_mentions: { parse: [] } };
     await this.#request("edit a message", chatId, () =>
-      this.#client.rest.patch(Routes.channelMessage(chatId, messageId), { body }),
+      this.#rest.patch(Routes.channelMessage(chatId, messageId), { body }),
     );
   }
 
   /** Shows "typing…" in a channel for about ten seconds. */
   async typing(chatId: string): Promise<void> {
-    await this.#request("show typing", chatId, () =>
-      this.#client.rest.post(Routes.channelTyping(chatId)),
-    );
+    await this.#request("show typing", chatId, () => this.#rest.post(Routes.channelTyping(chatId)));
   }
 
   async #connect(signal: AbortSignal): Promise<void> {
     await reconnectWithBackoff(
       async () => {
+        const client = this.#createClient();
         try {
-          await this.#login(signal);
+          await this.#login(client, signal);
         } catch (error) {
-          if (!signal.aborted) await this.#disconnect();
+          await this.#discard(client);
           throw this.#loginError(error);
         }
         if (!signal.aborted) this.#state = "connected";
@@ -222,31 +230,70 @@ export class DiscordPlatform implements ChatPlatform {
     );
   }
 
-  async #login(signal: AbortSignal): Promise<void> {
+  /** A gateway client for one login, made current, with its listeners attached. */
+  #createClient(): Client {
+    const client = new Client({
+      intents: [
+        GatewayIntentBits.Guilds,
+        GatewayIntentBits.GuildMessages,
+        GatewayIntentBits.MessageContent,
+        GatewayIntentBits.DirectMessages,
+      ],
+      partials: [Partials.Channel],
+      // Incoming messages are handed on at once; caching them (200 per channel by default)
+      // would only grow the heap with every chat.
+      makeCache: Options.cacheWithLimits({
+        ...Options.DefaultMakeCacheSettings,
+        MessageManager: 0,
+      }),
+      rest: this.#restOptions,
+    });
+    this.#client = client;
+    client.on(Events.MessageCreate, (message) => {
+      if (this.#isCurrent(client)) this.#receive(client, message);
+    });
+    this.#watchConnection(client);
+    return client;
+  }
+
+  /** Whether events of `client` still count: it is the current one and stop() was not called. */
+  #isCurrent(client: Client): boolean {
+    return client === this.#client && !this.#abort.signal.aborted;
+  }
+
+  /**
+   * Drops the client if it is the current one: from now on its events are ignored; then
+   * destroys it (closing its gateway connection) and removes its listeners.
+   */
+  async #discard(client: Client | undefined): Promise<void> {
+    if (client === undefined || client !== this.#client) return;
+    this.#client = undefined;
+    try {
+      await client.destroy();
+    } finally {
+      client.removeAllListeners();
+    }
+  }
+
+  async #login(client: Client, signal: AbortSignal): Promise<void> {
     const loginFailed = new AbortController();
-    const ready = once(this.#client, Events.ClientReady, {
+    const ready = once(client, Events.ClientReady, {
       signal: AbortSignal.any([signal, loginFailed.signal]),
     });
     ready.catch(() => {}); // rejected only on abort: stop(), or login itself failed
     try {
-      await this.#client.login(this.#token);
+      await client.login(this.#token);
     } catch (error) {
       loginFailed.abort();
       throw error;
     }
     await ready;
-    this.#logger.debug({ bot: this.#client.user?.tag }, "discord gateway ready");
+    this.#logger.debug({ bot: client.user?.tag }, "discord gateway ready");
   }
 
-  /** Closes the gateway connection; the REST client keeps its token. */
-  async #disconnect(): Promise<void> {
-    await this.#client.destroy();
-    this.#client.rest.setToken(this.#token);
-  }
-
-  /** discord.js gave up on the session: log in again from scratch, as start() does. */
-  async #relogin(): Promise<void> {
-    await this.#disconnect();
+  /** discord.js gave up on the session: drop its client and log in afresh, as start() does. */
+  async #relogin(client: Client): Promise<void> {
+    await this.#discard(client);
     await this.#connect(this.#abort.signal);
   }
 
@@ -254,10 +301,10 @@ export class DiscordPlatform implements ChatPlatform {
    * Hands a message over. The gateway never sends a message twice, so one that could not
    * be stored is lost: logged as an error naming the chat.
    */
-  #receive(message: Message, onMessage: (message: IncomingChatMessage) => Promise<void>): void {
-    const incoming = this.#accept(message);
+  #receive(client: Client, message: Message): void {
+    const incoming = this.#accept(client, message);
     if (!incoming) return;
-    onMessage(incoming).catch((error: unknown) => {
+    this.#onMessage(incoming).catch((error: unknown) => {
       this.#logger.error(
         { chatId: incoming.chatId, error: this.#scrubError(error).message },
         "discord message handler failed; the message was dropped",
@@ -266,8 +313,8 @@ export class DiscordPlatform implements ChatPlatform {
   }
 
   /** Applies the platform's rules: who and where the bot listens. */
-  #accept(message: Message): IncomingChatMessage | undefined {
-    const botId = this.#client.user?.id;
+  #accept(client: Client, message: Message): IncomingChatMessage | undefined {
+    const botId = client.user?.id;
     if (message.author.bot || message.author.id === botId || !botId) return undefined;
     const direct = message.guildId === null;
     if (!direct) {
@@ -331,11 +378,12 @@ export class DiscordPlatform implements ChatPlatform {
         retryable: thrown.status >= 500,
       });
     }
-    return new ChatPlatformError(`${prefix}: ${cause.message}`, {
-      cause,
-      context,
-      retryable: true,
-    });
+    // No request here carries a signal: an abort is the REST client's own timeout.
+    const reason =
+      cause.name === "AbortError"
+        ? `no answer within ${this.#callTimeoutMs / 1000} s; abandoned`
+        : cause.message;
+    return new ChatPlatformError(`${prefix}: ${reason}`, { cause, context, retryable: true });
   }
 
   #loginError(thrown: unknown): ChatPlatformError {
@@ -355,37 +403,39 @@ export class DiscordPlatform implements ChatPlatform {
     });
   }
 
-  #watchConnection(): void {
-    const client = this.#client;
+  /** Follows one client's shard events; once it is discarded they change nothing. */
+  #watchConnection(client: Client): void {
     const log = this.#logger;
+    const current = () => this.#isCurrent(client);
     const connected = (): void => {
-      if (this.#state !== "stopped") this.#state = "connected";
+      if (current()) this.#state = "connected";
     };
     client.on(Events.ShardReady, connected);
     client.on(Events.ShardResume, () => {
+      if (!current()) return;
       connected();
       log.info("discord connection resumed");
     });
     client.on(Events.ShardReconnecting, () => {
-      if (this.#state === "stopped" || this.#abort.signal.aborted) return;
+      if (!current()) return;
       this.#state = "connecting";
       log.warn("discord connection lost; reconnecting");
     });
     client.on(Events.ShardDisconnect, (event) => {
       // While logging in, the failed login itself is retried by #connect.
-      if (this.#state !== "connected" || this.#abort.signal.aborted) return;
+      if (!current() || this.#state !== "connected") return;
       this.#state = "connecting";
       const fix = unrecoverableFix({ code: event.code }) ?? `gateway closed with ${event.code}`;
       log.error({ closeCode: event.code }, `discord gave up on the session: ${fix}`);
-      this.#relogin().catch((error: unknown) => {
+      this.#relogin(client).catch((error: unknown) => {
         log.error({ error: this.#scrubError(error).message }, "discord: could not log in again");
       });
     });
     client.on(Events.ShardError, (error) => {
-      log.warn({ error: this.#scrubError(error).message }, "discord gateway error");
+      if (current()) log.warn({ error: this.#scrubError(error).message }, "discord gateway error");
     });
     client.on(Events.Error, (error) => {
-      log.error({ error: this.#scrubError(error).message }, "discord client error");
+      if (current()) log.error({ error: this.#scrubError(error).message }, "discord client error");
     });
   }
 
