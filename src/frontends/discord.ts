@@ -16,8 +16,9 @@
  *
  * A gateway client lives for one login: discord.js's WebSocketManager, once destroyed,
  * never closes the connections of a later login on the same client. A discarded client
- * is destroyed, loses every listener and is no longer current, so nothing it still emits
- * reaches the state. The REST client for sending is separate and keeps its token
+ * is no longer current, so nothing it still emits reaches the state; its REST calls in
+ * flight (a hung `GET /gateway/bot`) are aborted, then it is destroyed and loses every
+ * listener. The REST client for sending is separate and keeps its token
  * throughout, so sends work before start, while the gateway is away, and after stop.
  *
  * Formatting: Discord renders Markdown itself and never rejects a message for it, so
@@ -28,6 +29,7 @@
 import { once } from "node:events";
 import {
   Client,
+  DefaultRestOptions,
   DiscordAPIError,
   Events,
   escapeMarkdown,
@@ -127,6 +129,27 @@ function restOptions(apiBase: string, timeoutMs: number): Partial<RESTOptions> {
   };
 }
 
+/** REST options whose every request is also aborted when `abandon` aborts. */
+function abandonableRest(
+  options: Partial<RESTOptions>,
+  abandon: AbortSignal,
+): Partial<RESTOptions> {
+  return {
+    ...options,
+    makeRequest: (url, init) =>
+      DefaultRestOptions.makeRequest(url, {
+        ...init,
+        signal: init.signal ? AbortSignal.any([init.signal, abandon]) : abandon,
+      }),
+  };
+}
+
+/** The gateway client of one login, and what aborts its REST calls when it is discarded. */
+interface GatewayClient {
+  client: Client;
+  abandon: AbortController;
+}
+
 /** A Discord bot: DMs, and guild messages that mention it in the configured channels. */
 export class DiscordPlatform implements ChatPlatform {
   readonly kind = "discord";
@@ -140,7 +163,7 @@ export class DiscordPlatform implements ChatPlatform {
   readonly #rest: REST;
   readonly #reconnectBaseMs: number;
   /** The gateway client of the current login; undefined between logins and after stop. */
-  #client: Client | undefined;
+  #gateway: GatewayClient | undefined;
   #onMessage: MessageHandler = async () => {};
   #state: ChatPlatformState = "stopped";
   #abort = new AbortController();
@@ -178,7 +201,7 @@ export class DiscordPlatform implements ChatPlatform {
   /** Ignores further messages, then closes the gateway connection; sending still works. */
   async stop(): Promise<void> {
     this.#abort.abort();
-    await this.#discard(this.#client);
+    await this.#discard(this.#gateway?.client);
     this.#state = "stopped";
   }
 
@@ -232,6 +255,7 @@ export class DiscordPlatform implements ChatPlatform {
 
   /** A gateway client for one login, made current, with its listeners attached. */
   #createClient(): Client {
+    const abandon = new AbortController();
     const client = new Client({
       intents: [
         GatewayIntentBits.Guilds,
@@ -246,9 +270,9 @@ export class DiscordPlatform implements ChatPlatform {
         ...Options.DefaultMakeCacheSettings,
         MessageManager: 0,
       }),
-      rest: this.#restOptions,
+      rest: abandonableRest(this.#restOptions, abandon.signal),
     });
-    this.#client = client;
+    this.#gateway = { client, abandon };
     client.on(Events.MessageCreate, (message) => {
       if (this.#isCurrent(client)) this.#receive(client, message);
     });
@@ -258,16 +282,19 @@ export class DiscordPlatform implements ChatPlatform {
 
   /** Whether events of `client` still count: it is the current one and stop() was not called. */
   #isCurrent(client: Client): boolean {
-    return client === this.#client && !this.#abort.signal.aborted;
+    return client === this.#gateway?.client && !this.#abort.signal.aborted;
   }
 
   /**
-   * Drops the client if it is the current one: from now on its events are ignored; then
-   * destroys it (closing its gateway connection) and removes its listeners.
+   * Drops the client if it is the current one: from now on its events are ignored and its
+   * REST calls aborted; then destroys it (closing its gateway connection) and removes its
+   * listeners.
    */
   async #discard(client: Client | undefined): Promise<void> {
-    if (client === undefined || client !== this.#client) return;
-    this.#client = undefined;
+    const gateway = this.#gateway;
+    if (client === undefined || client !== gateway?.client) return;
+    this.#gateway = undefined;
+    gateway.abandon.abort();
     try {
       await client.destroy();
     } finally {

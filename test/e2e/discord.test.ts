@@ -221,4 +221,20 @@ describe("picklebot server with a Discord bot", () => {
       ).toEqual([]);
     },
   );
+  it("exits 0 on SIGTERM by itself while a login waits for a gateway lookup never answered", async () => {
+    discord.hangNext("GET /gateway/bot");
+    ws = busWorkspace(anthropic.url, discordYaml(discord, { allowedUserIds: [OWNER] }));
+    const server = await startServer(ws.dir);
+    await discord.waitFor(() => discord.callsTo("GET /gateway/bot").length === 1);
+
+    server.signal("SIGTERM");
+    const began = Date.now();
+    const exit = await server.exited;
+
+    expect(exit.code).toBe(0);
+    expect(Date.now() - began).toBeLessThan(1_500);
+    expect(
+      server.linesMatching("connections were still open after the stop; exiting anyway"),
+    ).toEqual([]);
+  });
 });

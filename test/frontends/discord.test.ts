@@ -433,6 +433,22 @@ describe("DiscordPlatform connection", () => {
     await fake.waitFor(() => fake.openGatewayConnections === 0);
   });
 
+  it("abandons a login whose gateway lookup hangs when stopped, without waiting it out", async () => {
+    const discord = await startFakeDiscord();
+    fake = discord;
+    discord.hangNext("GET /gateway/bot");
+    platform = new DiscordPlatform({ token: discord.token, apiBase: discord.restRoot });
+    const started = platform.start(async () => {});
+    await discord.waitFor(() => discord.callsTo("GET /gateway/bot").length === 1);
+
+    const began = Date.now();
+    await platform.stop();
+    await started;
+
+    expect(Date.now() - began).toBeLessThan(1000);
+    expect(platform.state).toBe("stopped");
+  });
+
   it("stops receiving and closes the gateway connection on stop", async () => {
     const { fake, platform } = await startPlatform();
     expect(fake.connectedSessions).toBe(1);
