@@ -30,24 +30,20 @@ import { once } from "node:events";
 import {
   Client,
   DefaultRestOptions,
-  DiscordAPIError,
   Events,
   escapeMarkdown,
   GatewayIntentBits,
-  HTTPError,
   type Message,
   Options,
   Partials,
-  RateLimitError,
   REST,
   type RESTOptions,
   Routes,
 } from "discord.js";
 import { RECONNECT_BACKOFF, reconnectWithBackoff } from "../base/backoff.js";
-import { ChatPlatformError, toError } from "../base/errors.js";
+import { ChatPlatformError } from "../base/errors.js";
 import { type Logger, silentLogger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
-import { redactError } from "../base/redact.js";
 import {
   type ChatPlatform,
   type ChatPlatformState,
@@ -56,6 +52,7 @@ import {
   type SentChatMessage,
   type TextFormat,
 } from "../ports/index.js";
+import { loginError, requestError, scrubError, unrecoverableFix } from "./discord-errors.js";
 
 /** Options of {@link DiscordPlatform}. */
 export interface DiscordPlatformOptions {
@@ -83,37 +80,6 @@ const DEFAULT_API_BASE = "https://discord.com/api";
 const MAX_MESSAGE_LENGTH = 2000;
 /** The longest wait for the global limit that discord.js does itself (it paces in seconds). */
 const GLOBAL_PACING_MS = 2000;
-/**
- * Gateway closes after which discord.js gives up: the close code, the error @discordjs/ws
- * rejects `login()` with, and what the owner has to do.
- */
-const UNRECOVERABLE_CLOSES = [
-  {
-    code: 4004,
-    error: "Authentication failed",
-    fix: "Discord rejected the bot token; check discord.bot_token (DISCORD_BOT_TOKEN)",
-  },
-  {
-    code: 4013,
-    error: "Used invalid intents",
-    fix: "Discord rejected the intents picklebot asked for; please report this as a bug",
-  },
-  {
-    code: 4014,
-    error: "Used disallowed intents",
-    fix:
-      "Discord refused the Message Content intent; enable it in the Developer Portal under " +
-      "Bot → Privileged Gateway Intents → Message Content Intent, then restart",
-  },
-] as const;
-
-/** The owner's fix for an unrecoverable gateway close, by close code or login error. */
-function unrecoverableFix(match: { code?: unknown; message?: string }): string | undefined {
-  const close = UNRECOVERABLE_CLOSES.find(
-    (entry) => entry.code === match.code || entry.error === match.message,
-  );
-  return close?.fix;
-}
 
 /** The REST options of the sending client and of every gateway client's own REST. */
 function restOptions(apiBase: string, timeoutMs: number): Partial<RESTOptions> {
@@ -148,6 +114,34 @@ function abandonableRest(
 interface GatewayClient {
   client: Client;
   abandon: AbortController;
+  /** Settles (never rejects) when its `login()` does; undefined before login. */
+  loggingIn?: Promise<void>;
+}
+
+/**
+ * How long a discarded client's login may take to settle before the client is destroyed,
+ * and how long that destroy may take before it is left to finish on its own.
+ */
+const DISCARD_WAIT_MS = 2000;
+
+/** Resolves when `promise` settles or after `ms`, whichever is first; never rejects. */
+async function settledWithin(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([promise?.catch(() => {}), elapsed]);
+  clearTimeout(timer);
+}
+
+/** Settles as `promise` does, or rejects with the signal's reason once it aborts first. */
+function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 /** A Discord bot: DMs, and guild messages that mention it in the configured channels. */
@@ -230,12 +224,12 @@ export class DiscordPlatform implements ChatPlatform {
   async #connect(signal: AbortSignal): Promise<void> {
     await reconnectWithBackoff(
       async () => {
-        const client = this.#createClient();
+        const gateway = this.#createClient();
         try {
-          await this.#login(client, signal);
+          await this.#login(gateway);
         } catch (error) {
-          await this.#discard(client);
-          throw this.#loginError(error);
+          await this.#discard(gateway.client);
+          throw loginError(error, this.#token);
         }
         if (!signal.aborted) this.#state = "connected";
       },
@@ -246,7 +240,7 @@ export class DiscordPlatform implements ChatPlatform {
           error instanceof ChatPlatformError ? (error.retryAfterS ?? 0) * 1000 : 0,
         onFailure: (error, { retryInMs }) => {
           const level = error instanceof ChatPlatformError && !error.retryable ? "error" : "warn";
-          const message = this.#scrubError(error).message;
+          const message = this.#errorText(error);
           this.#logger[level]({ error: message, retryInMs }, "discord: could not connect");
         },
       },
@@ -254,7 +248,7 @@ export class DiscordPlatform implements ChatPlatform {
   }
 
   /** A gateway client for one login, made current, with its listeners attached. */
-  #createClient(): Client {
+  #createClient(): GatewayClient {
     const abandon = new AbortController();
     const client = new Client({
       intents: [
@@ -277,7 +271,7 @@ export class DiscordPlatform implements ChatPlatform {
       if (this.#isCurrent(client)) this.#receive(client, message);
     });
     this.#watchConnection(client);
-    return client;
+    return this.#gateway;
   }
 
   /** Whether events of `client` still count: it is the current one and stop() was not called. */
@@ -289,6 +283,10 @@ export class DiscordPlatform implements ChatPlatform {
    * Drops the client if it is the current one: from now on its events are ignored and its
    * REST calls aborted; then destroys it (closing its gateway connection) and removes its
    * listeners.
+   *
+   * A shard that @discordjs/ws destroys while it waits for HELLO or READY connects again
+   * half a second later and never finishes that destroy: so a login in progress is given
+   * {@link DISCARD_WAIT_MS} to finish first, and the destroy as long again.
    */
   async #discard(client: Client | undefined): Promise<void> {
     const gateway = this.#gateway;
@@ -296,20 +294,29 @@ export class DiscordPlatform implements ChatPlatform {
     this.#gateway = undefined;
     gateway.abandon.abort();
     try {
-      await client.destroy();
+      await settledWithin(gateway.loggingIn, DISCARD_WAIT_MS);
+      await settledWithin(client.destroy(), DISCARD_WAIT_MS);
     } finally {
       client.removeAllListeners();
     }
   }
 
-  async #login(client: Client, signal: AbortSignal): Promise<void> {
+  /** Logs the client in and waits for READY; gives up as soon as the client is discarded. */
+  async #login(gateway: GatewayClient): Promise<void> {
+    const { client, abandon } = gateway;
     const loginFailed = new AbortController();
     const ready = once(client, Events.ClientReady, {
-      signal: AbortSignal.any([signal, loginFailed.signal]),
+      signal: AbortSignal.any([abandon.signal, loginFailed.signal]),
     });
     ready.catch(() => {}); // rejected only on abort: stop(), or login itself failed
     try {
-      await client.login(this.#token);
+      const login = client.login(this.#token);
+      gateway.loggingIn = login.then(
+        () => {},
+        () => {},
+      );
+      // A client discarded while its gateway connects may take long to settle its login.
+      await unlessAborted(login, abandon.signal);
     } catch (error) {
       loginFailed.abort();
       throw error;
@@ -333,7 +340,7 @@ export class DiscordPlatform implements ChatPlatform {
     if (!incoming) return;
     this.#onMessage(incoming).catch((error: unknown) => {
       this.#logger.error(
-        { chatId: incoming.chatId, error: this.#scrubError(error).message },
+        { chatId: incoming.chatId, error: this.#errorText(error) },
         "discord message handler failed; the message was dropped",
       );
     });
@@ -380,54 +387,18 @@ export class DiscordPlatform implements ChatPlatform {
     try {
       return await call();
     } catch (error) {
-      throw this.#requestError(action, chatId, error);
+      throw requestError(error, {
+        action,
+        chatId,
+        token: this.#token,
+        callTimeoutMs: this.#callTimeoutMs,
+      });
     }
   }
 
-  #requestError(action: string, chatId: string, thrown: unknown): ChatPlatformError {
-    const context = { platform: "discord", chatId };
-    const cause = this.#scrubError(thrown);
-    const prefix = `Discord: could not ${action} in channel ${chatId}`;
-    if (thrown instanceof RateLimitError) {
-      const retryAfterS = Math.max(thrown.retryAfter, thrown.timeToReset) / 1000;
-      return new ChatPlatformError(`${prefix}: rate limited, retry after ${retryAfterS} s`, {
-        cause,
-        context,
-        retryable: true,
-        retryAfterS,
-      });
-    }
-    if (thrown instanceof DiscordAPIError || thrown instanceof HTTPError) {
-      const code = thrown instanceof DiscordAPIError ? `, code ${thrown.code}` : "";
-      return new ChatPlatformError(`${prefix}: ${cause.message} (HTTP ${thrown.status}${code})`, {
-        cause,
-        context,
-        retryable: thrown.status >= 500,
-      });
-    }
-    // No request here carries a signal: an abort is the REST client's own timeout.
-    const reason =
-      cause.name === "AbortError"
-        ? `no answer within ${this.#callTimeoutMs / 1000} s; abandoned`
-        : cause.message;
-    return new ChatPlatformError(`${prefix}: ${reason}`, { cause, context, retryable: true });
-  }
-
-  #loginError(thrown: unknown): ChatPlatformError {
-    const cause = this.#scrubError(thrown);
-    const code = (thrown as { code?: unknown }).code;
-    if (code === "TokenInvalid") {
-      return new ChatPlatformError(
-        "Discord rejected the bot token; check discord.bot_token (DISCORD_BOT_TOKEN) in picklebot.yaml",
-        { cause, context: { platform: "discord", key: "discord.bot_token" } },
-      );
-    }
-    const closeHint = unrecoverableFix({ code, message: cause.message });
-    return new ChatPlatformError(`Discord: could not connect: ${closeHint ?? cause.message}`, {
-      cause,
-      context: { platform: "discord" },
-      retryable: closeHint === undefined,
-    });
+  /** An error's message for the log, without the bot token. */
+  #errorText(error: unknown): string {
+    return scrubError(error, this.#token).message;
   }
 
   /** Follows one client's shard events; once it is discarded they change nothing. */
@@ -455,20 +426,15 @@ export class DiscordPlatform implements ChatPlatform {
       const fix = unrecoverableFix({ code: event.code }) ?? `gateway closed with ${event.code}`;
       log.error({ closeCode: event.code }, `discord gave up on the session: ${fix}`);
       this.#relogin(client).catch((error: unknown) => {
-        log.error({ error: this.#scrubError(error).message }, "discord: could not log in again");
+        log.error({ error: this.#errorText(error) }, "discord: could not log in again");
       });
     });
     client.on(Events.ShardError, (error) => {
-      if (current()) log.warn({ error: this.#scrubError(error).message }, "discord gateway error");
+      if (current()) log.warn({ error: this.#errorText(error) }, "discord gateway error");
     });
     client.on(Events.Error, (error) => {
-      if (current()) log.error({ error: this.#scrubError(error).message }, "discord client error");
+      if (current()) log.error({ error: this.#errorText(error) }, "discord client error");
     });
-  }
-
-  /** The error, or a copy whose message and stack no longer contain the bot token. */
-  #scrubError(thrown: unknown): Error {
-    return redactError(toError(thrown), [this.#token]);
   }
 }
 

@@ -36,6 +36,8 @@ export interface FakeDiscordOptions {
    * IDENTIFY asking for it is closed with 4014 "Disallowed intent(s)". (Default: true)
    */
   messageContentIntentEnabled?: boolean;
+  /** Wait between an accepted IDENTIFY and READY, to catch a client mid-login. (Default: 0) */
+  readyDelayMs?: number;
 }
 
 /** One message a test user sends, see {@link FakeDiscord.sendUserMessage}. */
@@ -145,6 +147,7 @@ export class FakeDiscord {
   private readonly gateway: WebSocketServer;
   private readonly heartbeatIntervalMs: number;
   private readonly messageContentIntentEnabled: boolean;
+  private readonly readyDelayMs: number;
   private readonly sessions = new Map<string, GatewaySession>();
   private readonly channels = new Map<string, ChannelState>();
   private readonly failures: {
@@ -160,6 +163,7 @@ export class FakeDiscord {
     this.token = options.token ?? `${encodedId}.Fake00.fake-discord-token-for-tests`;
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 41_250;
     this.messageContentIntentEnabled = options.messageContentIntentEnabled ?? true;
+    this.readyDelayMs = options.readyDelayMs ?? 0;
     this.channels.set(this.guildChannelId, {
       channel: {
         id: this.guildChannelId,
@@ -441,6 +445,12 @@ export class FakeDiscord {
       socket,
     };
     this.sessions.set(session.id, session);
+    if (this.readyDelayMs > 0) setTimeout(() => this.ready(session), this.readyDelayMs);
+    else this.ready(session);
+    return session;
+  }
+
+  private ready(session: GatewaySession): void {
     this.dispatch(session, "READY", {
       v: 10,
       user: { ...this.botUser, verified: true, mfa_enabled: false, flags: 0 },
@@ -451,7 +461,6 @@ export class FakeDiscord {
       application: { id: this.botUser.id, flags: 0 },
     });
     this.dispatch(session, "GUILD_CREATE", this.guildCreate());
-    return session;
   }
 
   private resume(socket: WebSocket, resume: Record<string, unknown>): GatewaySession | undefined {

@@ -2,6 +2,7 @@
  * DiscordPlatform with the real discord.js client against the fake Discord REST + gateway
  * on 127.0.0.1: what it passes on, what it ignores, what it sends, and how it fails.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { ChatPlatformError } from "../../src/base/errors.js";
 import { DiscordPlatform, type DiscordPlatformOptions } from "../../src/frontends/discord.js";
@@ -446,6 +447,24 @@ describe("DiscordPlatform connection", () => {
     await started;
 
     expect(Date.now() - began).toBeLessThan(1000);
+    expect(platform.state).toBe("stopped");
+  });
+
+  it("closes a login stopped between IDENTIFY and READY for good, with no reconnect after", async () => {
+    const discord = await startFakeDiscord({ readyDelayMs: 300 });
+    fake = discord;
+    platform = new DiscordPlatform({ token: discord.token, apiBase: discord.restRoot });
+    const started = platform.start(async () => {});
+    await discord.waitFor(() => discord.identifies.length === 1);
+
+    await platform.stop();
+    await started;
+    await discord.waitFor(() => discord.openGatewayConnections === 0);
+    // @discordjs/ws connects a shard destroyed mid-login again after 500 ms.
+    await sleep(1000);
+
+    expect(discord.openGatewayConnections).toBe(0);
+    expect(discord.gatewayQueries).toHaveLength(1);
     expect(platform.state).toBe("stopped");
   });
 
