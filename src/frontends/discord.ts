@@ -18,8 +18,8 @@
  * never closes the connections of a later login on the same client. A discarded client
  * is no longer current, so nothing it still emits reaches the state; its REST calls in
  * flight (a hung `GET /gateway/bot`) are aborted, then it is destroyed and loses every
- * listener. The REST client for sending is separate and keeps its token
- * throughout, so sends work before start, while the gateway is away, and after stop.
+ * listener. The REST client for sending is separate and keeps its token throughout, so
+ * sends work before start, while the gateway is away, and after stop.
  *
  * Formatting: Discord renders Markdown itself and never rejects a message for it, so
  * `markdown` text passes through unchanged. `plain` text is sent with Markdown escaped so
