@@ -43,9 +43,9 @@ export function serverCommand(): Command {
 const EXIT_GRACE_MS = 2000;
 
 /**
- * Everything is stopped and stored: the process should end now. If a library still holds
- * a connection open (discord.js can keep a discarded gateway socket), exit anyway, 0,
- * after {@link EXIT_GRACE_MS}, saying what was left open.
+ * Everything is stopped and stored: the process should end now, and does by itself when
+ * every connection is closed. If a library still holds one open, exit anyway, 0, after
+ * {@link EXIT_GRACE_MS}, saying what was left open.
  */
 function exitIfStuck(logger: Logger): void {
   setTimeout(() => {

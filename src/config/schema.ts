@@ -6,6 +6,7 @@ import path from "node:path";
 import { z } from "zod";
 import {
   type ChatPlatformKind,
+  DEFAULT_DISCORD_CALL_TIMEOUT_MS,
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_MODEL_TIMEOUT_MS,
   DEFAULT_POOL_SIZE,
@@ -222,6 +223,9 @@ function discordSchema(env: Environment) {
       allowed_user_ids: z.array(snowflake("user")).default([]),
       channel_ids: z.array(snowflake("channel")).default([]),
       api_base: httpUrl().optional(),
+      call_timeout_s: fromText(z.number().positive()).default(
+        DEFAULT_DISCORD_CALL_TIMEOUT_MS / 1000,
+      ),
     })
     .superRefine(requireTokenWhenEnabled("discord", "DISCORD_BOT_TOKEN"))
     .prefault({});

@@ -1,18 +1,25 @@
 /**
- * The Discord adapter: discord.js 14 on the gateway for incoming messages, its REST client
- * for sending, editing and typing. It converts and filters, nothing more; allowlists,
- * sessions, streaming, splitting and retries live in the core.
+ * The Discord adapter: discord.js 14 on the gateway for incoming messages, one standalone
+ * REST client for sending, editing and typing. It converts and filters, nothing more;
+ * allowlists, sessions, streaming, splitting and retries live in the core.
  *
- *   start():  `connecting` ─► login (GET /gateway/bot, IDENTIFY) ─► READY ─► `connected`
- *             a failed login ─► logged with its fix, retried with backoff (1 s doubling
- *             to 60 s) until it works or stop() is called
+ *   start():  `connecting` ─► a fresh gateway client logs in (GET /gateway/bot, IDENTIFY)
+ *             ─► READY ─► `connected`
+ *             a failed login ─► that client is destroyed, the failure logged with its fix,
+ *             and a new client tries again with backoff (1 s doubling to 60 s) until one
+ *             works or stop() is called
  *   dropped:  discord.js reconnects and resumes by itself; its shard events move the state
  *             to `connecting` (shardReconnecting) and back to `connected` (shardResume)
  *   given up: a close discord.js will not recover from (token reset, intent switched off)
  *             ─► `connecting`, destroy the client and log in again as in start()
- *   stop():   ignore further messages ─► destroy the client ─► `stopped`
+ *   stop():   ignore further messages ─► destroy the current client ─► `stopped`
  *
- * The REST client keeps its token throughout, so sends work while the gateway is away.
+ * A gateway client lives for one login: discord.js's WebSocketManager, once destroyed,
+ * never closes the connections of a later login on the same client. A discarded client
+ * is no longer current, so nothing it still emits reaches the state; its REST calls in
+ * flight (a hung `GET /gateway/bot`) are aborted, then it is destroyed and loses every
+ * listener. The REST client for sending is separate and keeps its token throughout, so
+ * sends work before start, while the gateway is away, and after stop.
  *
  * Formatting: Discord renders Markdown itself and never rejects a message for it, so
  * `markdown` text passes through unchanged. `plain` text is sent with Markdown escaped so
@@ -22,29 +29,30 @@
 import { once } from "node:events";
 import {
   Client,
-  DiscordAPIError,
+  DefaultRestOptions,
   Events,
   escapeMarkdown,
   GatewayIntentBits,
-  HTTPError,
   type Message,
   Options,
   Partials,
-  RateLimitError,
+  REST,
+  type RESTOptions,
   Routes,
 } from "discord.js";
 import { RECONNECT_BACKOFF, reconnectWithBackoff } from "../base/backoff.js";
-import { ChatPlatformError, toError } from "../base/errors.js";
+import { ChatPlatformError } from "../base/errors.js";
 import { type Logger, silentLogger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
-import { redactError } from "../base/redact.js";
-import type {
-  ChatPlatform,
-  ChatPlatformState,
-  IncomingChatMessage,
-  SentChatMessage,
-  TextFormat,
+import {
+  type ChatPlatform,
+  type ChatPlatformState,
+  DEFAULT_DISCORD_CALL_TIMEOUT_MS,
+  type IncomingChatMessage,
+  type SentChatMessage,
+  type TextFormat,
 } from "../ports/index.js";
+import { loginError, requestError, scrubError, unrecoverableFix } from "./discord-errors.js";
 
 /** Options of {@link DiscordPlatform}. */
 export interface DiscordPlatformOptions {
@@ -56,46 +64,84 @@ export interface DiscordPlatformOptions {
   channelIds?: readonly string[];
   /** Where connection changes and dropped handler errors go. (Default: silent) */
   logger?: Logger;
-  /** Milliseconds before a REST request is aborted. (Default: 15000) */
-  requestTimeoutMs?: number;
+  /**
+   * Milliseconds a REST call may go unanswered before it is abandoned.
+   * (Default: {@link DEFAULT_DISCORD_CALL_TIMEOUT_MS}, 15 000)
+   */
+  callTimeoutMs?: number;
   /** Wait after the first failed login; doubles up to a minute. (Default: 1000) */
   reconnectBaseMs?: number;
 }
+
+/** What the adapter hands an incoming message to. */
+type MessageHandler = (message: IncomingChatMessage) => Promise<void>;
 
 const DEFAULT_API_BASE = "https://discord.com/api";
 const MAX_MESSAGE_LENGTH = 2000;
 /** The longest wait for the global limit that discord.js does itself (it paces in seconds). */
 const GLOBAL_PACING_MS = 2000;
-/**
- * Gateway closes after which discord.js gives up: the close code, the error @discordjs/ws
- * rejects `login()` with, and what the owner has to do.
- */
-const UNRECOVERABLE_CLOSES = [
-  {
-    code: 4004,
-    error: "Authentication failed",
-    fix: "Discord rejected the bot token; check discord.bot_token (DISCORD_BOT_TOKEN)",
-  },
-  {
-    code: 4013,
-    error: "Used invalid intents",
-    fix: "Discord rejected the intents picklebot asked for; please report this as a bug",
-  },
-  {
-    code: 4014,
-    error: "Used disallowed intents",
-    fix:
-      "Discord refused the Message Content intent; enable it in the Developer Portal under " +
-      "Bot → Privileged Gateway Intents → Message Content Intent, then restart",
-  },
-] as const;
 
-/** The owner's fix for an unrecoverable gateway close, by close code or login error. */
-function unrecoverableFix(match: { code?: unknown; message?: string }): string | undefined {
-  const close = UNRECOVERABLE_CLOSES.find(
-    (entry) => entry.code === match.code || entry.error === match.message,
-  );
-  return close?.fix;
+/** The REST options of the sending client and of every gateway client's own REST. */
+function restOptions(apiBase: string, timeoutMs: number): Partial<RESTOptions> {
+  return {
+    api: apiBase,
+    // Retries and rate-limit waits belong to the core, which knows whether to wait; only
+    // discord.js's own pacing to Discord's 50 requests a second stays inside it.
+    retries: 0,
+    rejectOnRateLimit: (limit) =>
+      limit.route.startsWith("/channels") &&
+      !(limit.global && limit.timeToReset <= GLOBAL_PACING_MS),
+    timeout: timeoutMs,
+  };
+}
+
+/** REST options whose every request is also aborted when `abandon` aborts. */
+function abandonableRest(
+  options: Partial<RESTOptions>,
+  abandon: AbortSignal,
+): Partial<RESTOptions> {
+  return {
+    ...options,
+    makeRequest: (url, init) =>
+      DefaultRestOptions.makeRequest(url, {
+        ...init,
+        signal: init.signal ? AbortSignal.any([init.signal, abandon]) : abandon,
+      }),
+  };
+}
+
+/** The gateway client of one login, and what aborts its REST calls when it is discarded. */
+interface GatewayClient {
+  client: Client;
+  abandon: AbortController;
+  /** Settles (never rejects) when its `login()` does; undefined before login. */
+  loggingIn?: Promise<void>;
+}
+
+/**
+ * How long a discarded client's login may take to settle before the client is destroyed,
+ * and how long that destroy may take before it is left to finish on its own.
+ */
+const DISCARD_WAIT_MS = 2000;
+
+/** Resolves when `promise` settles or after `ms`, whichever is first; never rejects. */
+async function settledWithin(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([promise?.catch(() => {}), elapsed]);
+  clearTimeout(timer);
+}
+
+/** Settles as `promise` does, or rejects with the signal's reason once it aborts first. */
+function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 /** A Discord bot: DMs, and guild messages that mention it in the configured channels. */
@@ -105,21 +151,106 @@ export class DiscordPlatform implements ChatPlatform {
   readonly #token: string;
   readonly #channelIds: ReadonlySet<string>;
   readonly #logger: Logger;
-  readonly #client: Client;
+  readonly #restOptions: Partial<RESTOptions>;
+  readonly #callTimeoutMs: number;
+  /** Sends, edits and typing; needs no gateway session. */
+  readonly #rest: REST;
   readonly #reconnectBaseMs: number;
+  /** The gateway client of the current login; undefined between logins and after stop. */
+  #gateway: GatewayClient | undefined;
+  #onMessage: MessageHandler = async () => {};
   #state: ChatPlatformState = "stopped";
   #abort = new AbortController();
 
   constructor(options: DiscordPlatformOptions) {
     checkNumberOptions("DiscordPlatform", options, {
-      requestTimeoutMs: "positive",
+      callTimeoutMs: "positive",
       reconnectBaseMs: "positive",
     });
     this.#token = options.token;
     this.#channelIds = new Set(options.channelIds ?? []);
     this.#logger = options.logger ?? silentLogger();
     this.#reconnectBaseMs = options.reconnectBaseMs ?? RECONNECT_BACKOFF.baseMs;
-    this.#client = new Client({
+    this.#callTimeoutMs = options.callTimeoutMs ?? DEFAULT_DISCORD_CALL_TIMEOUT_MS;
+    this.#restOptions = restOptions(options.apiBase ?? DEFAULT_API_BASE, this.#callTimeoutMs);
+    this.#rest = new REST(this.#restOptions).setToken(options.token);
+  }
+
+  /** The connection's state, for `/healthz` and `status`. */
+  get state(): ChatPlatformState {
+    return this.#state;
+  }
+
+  /**
+   * Logs in, retrying with backoff, and resolves once the gateway session is ready (or
+   * when `stop()` is called first).
+   */
+  async start(onMessage: MessageHandler): Promise<void> {
+    this.#abort = new AbortController();
+    this.#onMessage = onMessage;
+    this.#state = "connecting";
+    await this.#connect(this.#abort.signal);
+  }
+
+  /** Ignores further messages, then closes the gateway connection; sending still works. */
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await this.#discard(this.#gateway?.client);
+    this.#state = "stopped";
+  }
+
+  /** Posts a new message to a channel (a DM channel id works too). */
+  async send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage> {
+    const body = { content: this.#render(text, format), allowed_mentions: { parse: [] } };
+    const created = await this.#request("send a message", chatId, () =>
+      this.#rest.post(Routes.channelMessages(chatId), { body }),
+    );
+    return { messageId: (created as { id: string }).id };
+  }
+
+  /** Replaces the text of a message the bot sent. */
+  async edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void> {
+    const body = { content: this.#render(text, format), allowed_mentions: { parse: [] } };
+    await this.#request("edit a message", chatId, () =>
+      this.#rest.patch(Routes.channelMessage(chatId, messageId), { body }),
+    );
+  }
+
+  /** Shows "typing…" in a channel for about ten seconds. */
+  async typing(chatId: string): Promise<void> {
+    await this.#request("show typing", chatId, () => this.#rest.post(Routes.channelTyping(chatId)));
+  }
+
+  async #connect(signal: AbortSignal): Promise<void> {
+    await reconnectWithBackoff(
+      async () => {
+        const gateway = this.#createClient();
+        try {
+          await this.#login(gateway);
+        } catch (error) {
+          await this.#discard(gateway.client);
+          throw loginError(error, this.#token);
+        }
+        if (!signal.aborted) this.#state = "connected";
+      },
+      {
+        signal,
+        baseMs: this.#reconnectBaseMs,
+        retryAfterMs: (error) =>
+          error instanceof ChatPlatformError ? (error.retryAfterS ?? 0) * 1000 : 0,
+        onFailure: (error, { retryInMs }) => {
+          const level = error instanceof ChatPlatformError && !error.retryable ? "error" : "warn";
+          const message = this.#errorText(error);
+          this.#logger[level]({ error: message, retryInMs }, "discord: could not connect");
+        },
+      },
+    );
+  }
+
+  /** A gateway client for one login, made current, with its listeners attached. */
+  #createClient(): GatewayClient {
+    const abandon = new AbortController();
+    const client = new Client({
       intents: [
         GatewayIntentBits.Guilds,
         GatewayIntentBits.GuildMessages,
@@ -133,120 +264,70 @@ export class DiscordPlatform implements ChatPlatform {
         ...Options.DefaultMakeCacheSettings,
         MessageManager: 0,
       }),
-      rest: {
-        api: options.apiBase ?? DEFAULT_API_BASE,
-        // Retries and rate-limit waits belong to the core, which knows whether to wait; only
-        // discord.js's own pacing to Discord's 50 requests a second stays inside it.
-        retries: 0,
-        rejectOnRateLimit: (limit) =>
-          limit.route.startsWith("/channels") &&
-          !(limit.global && limit.timeToReset <= GLOBAL_PACING_MS),
-        timeout: options.requestTimeoutMs ?? 15_000,
-      },
+      rest: abandonableRest(this.#restOptions, abandon.signal),
     });
-    // REST needs no gateway session: replies and outbox deliveries work while it reconnects.
-    this.#client.rest.setToken(options.token);
-    this.#watchConnection();
+    this.#gateway = { client, abandon };
+    client.on(Events.MessageCreate, (message) => {
+      if (this.#isCurrent(client)) this.#receive(client, message);
+    });
+    this.#watchConnection(client);
+    return this.#gateway;
   }
 
-  /** The connection's state, for `/healthz` and `status`. */
-  get state(): ChatPlatformState {
-    return this.#state;
+  /** Whether events of `client` still count: it is the current one and stop() was not called. */
+  #isCurrent(client: Client): boolean {
+    return client === this.#gateway?.client && !this.#abort.signal.aborted;
   }
 
   /**
-   * Logs in, retrying with backoff, and resolves once the gateway session is ready (or
-   * when `stop()` is called first).
+   * Drops the client if it is the current one: from now on its events are ignored and its
+   * REST calls aborted; then destroys it (closing its gateway connection) and removes its
+   * listeners.
+   *
+   * A shard that @discordjs/ws destroys while it waits for HELLO or READY connects again
+   * half a second later and never finishes that destroy: so a login in progress is given
+   * {@link DISCARD_WAIT_MS} to finish first, and the destroy as long again.
    */
-  async start(onMessage: (message: IncomingChatMessage) => Promise<void>): Promise<void> {
-    this.#abort = new AbortController();
-    this.#state = "connecting";
-    this.#client.on(Events.MessageCreate, (message) => this.#receive(message, onMessage));
-    await this.#connect(this.#abort.signal);
+  async #discard(client: Client | undefined): Promise<void> {
+    const gateway = this.#gateway;
+    if (client === undefined || client !== gateway?.client) return;
+    this.#gateway = undefined;
+    gateway.abandon.abort();
+    try {
+      await settledWithin(gateway.loggingIn, DISCARD_WAIT_MS);
+      await settledWithin(client.destroy(), DISCARD_WAIT_MS);
+    } finally {
+      client.removeAllListeners();
+    }
   }
 
-  /** Ignores further messages, then closes the gateway connection; sending still works. */
-  async stop(): Promise<void> {
-    this.#abort.abort();
-    this.#client.removeAllListeners(Events.MessageCreate);
-    await this.#disconnect();
-    this.#state = "stopped";
-  }
-
-  /** Posts a new message to a channel (a DM channel id works too). */
-  async send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage> {
-    const body = { content: this.#render(text, format), allowed_mentions: { parse: [] } };
-    const created = await this.#request("send a message", chatId, () =>
-      this.#client.rest.post(Routes.channelMessages(chatId), { body }),
-    );
-    return { messageId: (created as { id: string }).id };
-  }
-
-  /** Replaces the text of a message the bot sent. */
-  async edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void> {
-    const body = { content: this.#render(text, format), allowed_mentions: { parse: [] } };
-    await this.#request("edit a message", chatId, () =>
-      this.#client.rest.patch(Routes.channelMessage(chatId, messageId), { body }),
-    );
-  }
-
-  /** Shows "typing…" in a channel for about ten seconds. */
-  async typing(chatId: string): Promise<void> {
-    await this.#request("show typing", chatId, () =>
-      this.#client.rest.post(Routes.channelTyping(chatId)),
-    );
-  }
-
-  async #connect(signal: AbortSignal): Promise<void> {
-    await reconnectWithBackoff(
-      async () => {
-        try {
-          await this.#login(signal);
-        } catch (error) {
-          if (!signal.aborted) await this.#disconnect();
-          throw this.#loginError(error);
-        }
-        if (!signal.aborted) this.#state = "connected";
-      },
-      {
-        signal,
-        baseMs: this.#reconnectBaseMs,
-        retryAfterMs: (error) =>
-          error instanceof ChatPlatformError ? (error.retryAfterS ?? 0) * 1000 : 0,
-        onFailure: (error, { retryInMs }) => {
-          const level = error instanceof ChatPlatformError && !error.retryable ? "error" : "warn";
-          const message = this.#scrubError(error).message;
-          this.#logger[level]({ error: message, retryInMs }, "discord: could not connect");
-        },
-      },
-    );
-  }
-
-  async #login(signal: AbortSignal): Promise<void> {
+  /** Logs the client in and waits for READY; gives up as soon as the client is discarded. */
+  async #login(gateway: GatewayClient): Promise<void> {
+    const { client, abandon } = gateway;
     const loginFailed = new AbortController();
-    const ready = once(this.#client, Events.ClientReady, {
-      signal: AbortSignal.any([signal, loginFailed.signal]),
+    const ready = once(client, Events.ClientReady, {
+      signal: AbortSignal.any([abandon.signal, loginFailed.signal]),
     });
     ready.catch(() => {}); // rejected only on abort: stop(), or login itself failed
     try {
-      await this.#client.login(this.#token);
+      const login = client.login(this.#token);
+      gateway.loggingIn = login.then(
+        () => {},
+        () => {},
+      );
+      // A client discarded while its gateway connects may take long to settle its login.
+      await unlessAborted(login, abandon.signal);
     } catch (error) {
       loginFailed.abort();
       throw error;
     }
     await ready;
-    this.#logger.debug({ bot: this.#client.user?.tag }, "discord gateway ready");
+    this.#logger.debug({ bot: client.user?.tag }, "discord gateway ready");
   }
 
-  /** Closes the gateway connection; the REST client keeps its token. */
-  async #disconnect(): Promise<void> {
-    await this.#client.destroy();
-    this.#client.rest.setToken(this.#token);
-  }
-
-  /** discord.js gave up on the session: log in again from scratch, as start() does. */
-  async #relogin(): Promise<void> {
-    await this.#disconnect();
+  /** discord.js gave up on the session: drop its client and log in afresh, as start() does. */
+  async #relogin(client: Client): Promise<void> {
+    await this.#discard(client);
     await this.#connect(this.#abort.signal);
   }
 
@@ -254,20 +335,20 @@ export class DiscordPlatform implements ChatPlatform {
    * Hands a message over. The gateway never sends a message twice, so one that could not
    * be stored is lost: logged as an error naming the chat.
    */
-  #receive(message: Message, onMessage: (message: IncomingChatMessage) => Promise<void>): void {
-    const incoming = this.#accept(message);
+  #receive(client: Client, message: Message): void {
+    const incoming = this.#accept(client, message);
     if (!incoming) return;
-    onMessage(incoming).catch((error: unknown) => {
+    this.#onMessage(incoming).catch((error: unknown) => {
       this.#logger.error(
-        { chatId: incoming.chatId, error: this.#scrubError(error).message },
+        { chatId: incoming.chatId, error: this.#errorText(error) },
         "discord message handler failed; the message was dropped",
       );
     });
   }
 
   /** Applies the platform's rules: who and where the bot listens. */
-  #accept(message: Message): IncomingChatMessage | undefined {
-    const botId = this.#client.user?.id;
+  #accept(client: Client, message: Message): IncomingChatMessage | undefined {
+    const botId = client.user?.id;
     if (message.author.bot || message.author.id === botId || !botId) return undefined;
     const direct = message.guildId === null;
     if (!direct) {
@@ -306,92 +387,54 @@ export class DiscordPlatform implements ChatPlatform {
     try {
       return await call();
     } catch (error) {
-      throw this.#requestError(action, chatId, error);
-    }
-  }
-
-  #requestError(action: string, chatId: string, thrown: unknown): ChatPlatformError {
-    const context = { platform: "discord", chatId };
-    const cause = this.#scrubError(thrown);
-    const prefix = `Discord: could not ${action} in channel ${chatId}`;
-    if (thrown instanceof RateLimitError) {
-      const retryAfterS = Math.max(thrown.retryAfter, thrown.timeToReset) / 1000;
-      return new ChatPlatformError(`${prefix}: rate limited, retry after ${retryAfterS} s`, {
-        cause,
-        context,
-        retryable: true,
-        retryAfterS,
+      throw requestError(error, {
+        action,
+        chatId,
+        token: this.#token,
+        callTimeoutMs: this.#callTimeoutMs,
       });
     }
-    if (thrown instanceof DiscordAPIError || thrown instanceof HTTPError) {
-      const code = thrown instanceof DiscordAPIError ? `, code ${thrown.code}` : "";
-      return new ChatPlatformError(`${prefix}: ${cause.message} (HTTP ${thrown.status}${code})`, {
-        cause,
-        context,
-        retryable: thrown.status >= 500,
-      });
-    }
-    return new ChatPlatformError(`${prefix}: ${cause.message}`, {
-      cause,
-      context,
-      retryable: true,
-    });
   }
 
-  #loginError(thrown: unknown): ChatPlatformError {
-    const cause = this.#scrubError(thrown);
-    const code = (thrown as { code?: unknown }).code;
-    if (code === "TokenInvalid") {
-      return new ChatPlatformError(
-        "Discord rejected the bot token; check discord.bot_token (DISCORD_BOT_TOKEN) in picklebot.yaml",
-        { cause, context: { platform: "discord", key: "discord.bot_token" } },
-      );
-    }
-    const closeHint = unrecoverableFix({ code, message: cause.message });
-    return new ChatPlatformError(`Discord: could not connect: ${closeHint ?? cause.message}`, {
-      cause,
-      context: { platform: "discord" },
-      retryable: closeHint === undefined,
-    });
+  /** An error's message for the log, without the bot token. */
+  #errorText(error: unknown): string {
+    return scrubError(error, this.#token).message;
   }
 
-  #watchConnection(): void {
-    const client = this.#client;
+  /** Follows one client's shard events; once it is discarded they change nothing. */
+  #watchConnection(client: Client): void {
     const log = this.#logger;
+    const current = () => this.#isCurrent(client);
     const connected = (): void => {
-      if (this.#state !== "stopped") this.#state = "connected";
+      if (current()) this.#state = "connected";
     };
     client.on(Events.ShardReady, connected);
     client.on(Events.ShardResume, () => {
+      if (!current()) return;
       connected();
       log.info("discord connection resumed");
     });
     client.on(Events.ShardReconnecting, () => {
-      if (this.#state === "stopped" || this.#abort.signal.aborted) return;
+      if (!current()) return;
       this.#state = "connecting";
       log.warn("discord connection lost; reconnecting");
     });
     client.on(Events.ShardDisconnect, (event) => {
       // While logging in, the failed login itself is retried by #connect.
-      if (this.#state !== "connected" || this.#abort.signal.aborted) return;
+      if (!current() || this.#state !== "connected") return;
       this.#state = "connecting";
       const fix = unrecoverableFix({ code: event.code }) ?? `gateway closed with ${event.code}`;
       log.error({ closeCode: event.code }, `discord gave up on the session: ${fix}`);
-      this.#relogin().catch((error: unknown) => {
-        log.error({ error: this.#scrubError(error).message }, "discord: could not log in again");
+      this.#relogin(client).catch((error: unknown) => {
+        log.error({ error: this.#errorText(error) }, "discord: could not log in again");
       });
     });
     client.on(Events.ShardError, (error) => {
-      log.warn({ error: this.#scrubError(error).message }, "discord gateway error");
+      if (current()) log.warn({ error: this.#errorText(error) }, "discord gateway error");
     });
     client.on(Events.Error, (error) => {
-      log.error({ error: this.#scrubError(error).message }, "discord client error");
+      if (current()) log.error({ error: this.#errorText(error) }, "discord client error");
     });
-  }
-
-  /** The error, or a copy whose message and stack no longer contain the bot token. */
-  #scrubError(thrown: unknown): Error {
-    return redactError(toError(thrown), [this.#token]);
   }
 }
 

@@ -37,6 +37,7 @@ const chatPlatformAdapters = {
           token: discord.bot_token ?? "",
           apiBase: discord.api_base,
           channelIds: discord.channel_ids,
+          callTimeoutMs: discord.call_timeout_s * 1000,
           logger,
         });
     },

@@ -47,6 +47,12 @@ export interface SentChatMessage {
 /** How a text is rendered: the platform's Markdown flavour, or plain text. */
 export type TextFormat = "markdown" | "plain";
 
+/**
+ * How long one Discord REST call (send, edit, typing, a login's `GET /gateway/bot`) may go
+ * unanswered before it is abandoned as a retryable failure (`discord.call_timeout_s`).
+ */
+export const DEFAULT_DISCORD_CALL_TIMEOUT_MS = 15_000;
+
 /** `connecting` (starting or reconnecting after a lost connection), `connected`, `stopped`. */
 export type ChatPlatformState = "connecting" | "connected" | "stopped";
 

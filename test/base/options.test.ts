@@ -77,8 +77,8 @@ describe("option objects are checked where they are accepted", () => {
     ],
     [
       "DiscordPlatform",
-      () => new DiscordPlatform({ token: "x", requestTimeoutMs: -5 }),
-      "requestTimeoutMs",
+      () => new DiscordPlatform({ token: "x", callTimeoutMs: -5 }),
+      "callTimeoutMs",
     ],
   ])("%s", (owner, create, option) => {
     expect(create).toThrow(UserError);

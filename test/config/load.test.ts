@@ -66,6 +66,7 @@ describe("loadConfig", () => {
     expect(config.telegram.enabled).toBe(false);
     expect(config.telegram.allowed_user_ids).toEqual([]);
     expect(config.discord.channel_ids).toEqual([]);
+    expect(config.discord.call_timeout_s).toBe(15);
     expect(config.http).toEqual({ enabled: true, host: "127.0.0.1", port: 8787 });
   });
 

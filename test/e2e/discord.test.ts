@@ -8,7 +8,6 @@ import { type FakeDiscord, startFakeDiscord } from "../fakes/discord.js";
 import { busWorkspace, discordYaml, healthz, startBusServer } from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
 import { killAllServers, startServer } from "../helpers/server.js";
-import { waitFor } from "../helpers/wait.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
 
 const OWNER = "400000000000000001";
@@ -195,18 +194,47 @@ describe("picklebot server with a Discord bot", () => {
     expect(server.transcript()).not.toContain(discord.token);
   });
 
-  it("exits 0 on SIGTERM after a first login that failed and a retry that worked", async () => {
-    // A 401 on the first login; discord.js's REST retries 5xx itself, not this.
-    discord.failNext("GET /gateway/bot", { status: 403, code: 0, message: "flaky" });
-    const server = await startServerWithDiscord();
-    await waitFor(
-      () => server.linesMatching("discord: could not connect").length >= 1,
-      "the failed login",
-    );
+  it.each([
+    // A 403 before the gateway; discord.js's REST retries 5xx itself, not this.
+    [
+      "a lookup of the gateway",
+      () => discord.failNext("GET /gateway/bot", { status: 403, code: 0, message: "flaky" }),
+    ],
+    ["an IDENTIFY", () => discord.closeNextIdentify(4014)],
+  ])(
+    "exits 0 on SIGTERM by itself after %s that failed and a retry that worked",
+    async (_, fail) => {
+      fail();
+      const server = await startServerWithDiscord();
+      expect(server.linesMatching("discord: could not connect")).toHaveLength(1);
+
+      server.signal("SIGTERM");
+      const began = Date.now();
+      const exit = await server.exited;
+
+      expect(exit.code).toBe(0);
+      // The CLI's last resort exits after 2 s, saying what was still open: never needed here.
+      expect(Date.now() - began).toBeLessThan(1_500);
+      expect(server.linesMatching("picklebot server stopped")).toHaveLength(1);
+      expect(
+        server.linesMatching("connections were still open after the stop; exiting anyway"),
+      ).toEqual([]);
+    },
+  );
+  it("exits 0 on SIGTERM by itself while a login waits for a gateway lookup never answered", async () => {
+    discord.hangNext("GET /gateway/bot");
+    ws = busWorkspace(anthropic.url, discordYaml(discord, { allowedUserIds: [OWNER] }));
+    const server = await startServer(ws.dir);
+    await discord.waitFor(() => discord.callsTo("GET /gateway/bot").length === 1);
+
     server.signal("SIGTERM");
     const began = Date.now();
     const exit = await server.exited;
+
     expect(exit.code).toBe(0);
-    expect(Date.now() - began).toBeLessThan(5_000);
+    expect(Date.now() - began).toBeLessThan(1_500);
+    expect(
+      server.linesMatching("connections were still open after the stop; exiting anyway"),
+    ).toEqual([]);
   });
 });

@@ -8,6 +8,8 @@ import {
   HTTPError,
   type Message,
   Partials,
+  REST,
+  Routes,
 } from "discord.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeDiscord, startFakeDiscord } from "./discord.js";
@@ -168,6 +170,32 @@ describe("fake Discord REST and gateway with the real discord.js client", () => 
     expect(client.isReady()).toBe(true);
     expect(fake.identifies).toHaveLength(1);
     expect(fake.gatewayQueries).toHaveLength(1);
+  });
+
+  it("leaves a hung request unanswered until the client's timeout, then answers the next", async () => {
+    const rest = new REST({ api: fake.restRoot, retries: 0, timeout: 200 }).setToken(fake.token);
+    fake.hangNext("POST /channels/:id/typing");
+
+    await expect(rest.post(Routes.channelTyping(fake.guildChannelId))).rejects.toMatchObject({
+      name: "AbortError",
+    });
+    await rest.post(Routes.channelTyping(fake.guildChannelId));
+
+    expect(fake.callsTo("POST /channels/:id/typing").map((call) => call.status)).toEqual([0, 204]);
+  });
+
+  it("closes an IDENTIFY with an injected code, and counts open gateway connections", async () => {
+    fake.closeNextIdentify(4014);
+
+    await expect(client.login(fake.token)).rejects.toThrow(/disallowed intents/i);
+    await fake.waitFor(() => fake.openGatewayConnections === 0);
+    const second = new Client({ intents: INTENTS, rest: { api: fake.restRoot } });
+    await second.login(fake.token);
+    await fake.waitFor(() => fake.openGatewayConnections === 1);
+    await second.destroy();
+
+    await fake.waitFor(() => fake.openGatewayConnections === 0);
+    expect(fake.identifies).toHaveLength(2);
   });
 
   it("rejects a wrong token at login", async () => {

@@ -12,6 +12,11 @@
  * A RESUME replays the events after the client's sequence number, then sends RESUMED.
  * REST answers like Discord: 204 without a content type for typing and deletes, JSON
  * errors `{ message, code }`, and 429 with the rate-limit headers and body.
+ *
+ * Faults a test can inject: a REST failure (`failNext`), a REST request left unanswered
+ * until `close()` (`hangNext`), and an IDENTIFY closed with an unrecoverable code
+ * (`closeNextIdentify`). `openGatewayConnections` counts the gateway sockets still open,
+ * identified or not, so a test can see a client that was dropped but not closed.
  */
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -31,6 +36,8 @@ export interface FakeDiscordOptions {
    * IDENTIFY asking for it is closed with 4014 "Disallowed intent(s)". (Default: true)
    */
   messageContentIntentEnabled?: boolean;
+  /** Wait between an accepted IDENTIFY and READY, to catch a client mid-login. (Default: 0) */
+  readyDelayMs?: number;
 }
 
 /** One message a test user sends, see {@link FakeDiscord.sendUserMessage}. */
@@ -57,6 +64,9 @@ export type DiscordFailure =
   | { status: 400 | 403 | 404; code: number; message: string }
   | { status: 500 | 502 | 503 };
 
+/** Gateway close codes after which discord.js gives up, see {@link FakeDiscord.closeNextIdentify}. */
+export type UnrecoverableCloseCode = 4004 | 4013 | 4014;
+
 /** One REST request the client made, in arrival order. */
 export interface DiscordCall {
   /** HTTP method, upper case. */
@@ -67,7 +77,7 @@ export interface DiscordCall {
   body: Record<string, unknown> | undefined;
   /** Epoch milliseconds (fractional) when the request arrived. */
   time: number;
-  /** HTTP status the fake answered. */
+  /** HTTP status the fake answered; 0 for a request it never answered (`hangNext`). */
   status: number;
 }
 
@@ -137,9 +147,15 @@ export class FakeDiscord {
   private readonly gateway: WebSocketServer;
   private readonly heartbeatIntervalMs: number;
   private readonly messageContentIntentEnabled: boolean;
+  private readonly readyDelayMs: number;
   private readonly sessions = new Map<string, GatewaySession>();
   private readonly channels = new Map<string, ChannelState>();
-  private readonly failures: { route: string; failure: DiscordFailure; remaining: number }[] = [];
+  private readonly failures: {
+    route: string;
+    failure: DiscordFailure | "hang";
+    remaining: number;
+  }[] = [];
+  private readonly identifyCloses: UnrecoverableCloseCode[] = [];
   private snowflakeCounter = 0n;
 
   constructor(options: FakeDiscordOptions = {}) {
@@ -147,6 +163,7 @@ export class FakeDiscord {
     this.token = options.token ?? `${encodedId}.Fake00.fake-discord-token-for-tests`;
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 41_250;
     this.messageContentIntentEnabled = options.messageContentIntentEnabled ?? true;
+    this.readyDelayMs = options.readyDelayMs ?? 0;
     this.channels.set(this.guildChannelId, {
       channel: {
         id: this.guildChannelId,
@@ -184,6 +201,11 @@ export class FakeDiscord {
   /** Number of gateway sessions currently connected and identified. */
   get connectedSessions(): number {
     return [...this.sessions.values()].filter((session) => session.socket).length;
+  }
+
+  /** Number of gateway WebSocket connections open now, identified or not. */
+  get openGatewayConnections(): number {
+    return this.gateway.clients.size;
   }
 
   private get port(): number {
@@ -263,6 +285,19 @@ export class FakeDiscord {
     this.failures.push({ route, failure, remaining: times });
   }
 
+  /**
+   * Leaves the next `times` requests matching `route` (as in {@link failNext}) unanswered:
+   * they are recorded with status 0 and stay open until the client gives up or `close()`.
+   */
+  hangNext(route: string, times = 1): void {
+    this.failures.push({ route, failure: "hang", remaining: times });
+  }
+
+  /** Closes the next IDENTIFY with `code`, as Discord does for a reset token or intent. */
+  closeNextIdentify(code: UnrecoverableCloseCode): void {
+    this.identifyCloses.push(code);
+  }
+
   /** Current content (after edits, without deleted ones) of each bot message in a channel. */
   messages(channelId: string): string[] {
     return [...(this.channels.get(channelId)?.botMessages.values() ?? [])].map((m) => m.content);
@@ -294,7 +329,7 @@ export class FakeDiscord {
     timeoutMs = 5000,
   ): Promise<DiscordCall> {
     return this.waitFor(
-      () => this.callsTo(route).find((call) => call.status < 300 && match(call)),
+      () => this.callsTo(route).find((call) => isSuccess(call) && match(call)),
       timeoutMs,
     );
   }
@@ -390,6 +425,11 @@ export class FakeDiscord {
     identify: Record<string, unknown>,
   ): GatewaySession | undefined {
     this.identifies.push(identify);
+    const injectedClose = this.identifyCloses.shift();
+    if (injectedClose !== undefined) {
+      socket.close(injectedClose, "fake gateway: injected close");
+      return undefined;
+    }
     if (identify.token !== this.token) {
       socket.close(4004, "Authentication failed.");
       return undefined;
@@ -405,6 +445,12 @@ export class FakeDiscord {
       socket,
     };
     this.sessions.set(session.id, session);
+    if (this.readyDelayMs > 0) setTimeout(() => this.ready(session), this.readyDelayMs);
+    else this.ready(session);
+    return session;
+  }
+
+  private ready(session: GatewaySession): void {
     this.dispatch(session, "READY", {
       v: 10,
       user: { ...this.botUser, verified: true, mfa_enabled: false, flags: 0 },
@@ -415,7 +461,6 @@ export class FakeDiscord {
       application: { id: this.botUser.id, flags: 0 },
     });
     this.dispatch(session, "GUILD_CREATE", this.guildCreate());
-    return session;
   }
 
   private resume(socket: WebSocket, resume: Record<string, unknown>): GatewaySession | undefined {
@@ -505,7 +550,11 @@ export class FakeDiscord {
       if (request.headers.authorization !== `Bot ${this.token}`) {
         throw new RestFailure(401, { message: "401: Unauthorized", code: 0 });
       }
-      this.throwInjectedFailure(method, path);
+      if (this.injectedFailure(method, path) === "hang") {
+        call.status = 0;
+        this.sent.push(call);
+        return;
+      }
       const result = this.route(method, path, body ?? {});
       call.status = result === undefined ? 204 : 200;
       this.recordAndSend(call, response, result === undefined ? "" : JSON.stringify(result));
@@ -528,13 +577,15 @@ export class FakeDiscord {
     response.writeHead(call.status, { ...contentType, ...headers }).end(body);
   }
 
-  private throwInjectedFailure(method: string, path: string): void {
+  /** Throws the failure injected for this request, or says to leave it unanswered. */
+  private injectedFailure(method: string, path: string): "hang" | undefined {
     const index = this.failures.findIndex((entry) => routeMatches(entry.route, method, path));
     const entry = this.failures[index];
-    if (!entry) return;
+    if (!entry) return undefined;
     entry.remaining -= 1;
     if (entry.remaining <= 0) this.failures.splice(index, 1);
     const { failure } = entry;
+    if (failure === "hang") return "hang";
     if (failure.status === 429) {
       const seconds = String(failure.retryAfter);
       throw new RestFailure(
@@ -667,6 +718,11 @@ function checkContent(body: Record<string, unknown>): string {
     throw new RestFailure(400, { message: "Invalid Form Body", code: 50035, errors });
   }
   return content;
+}
+
+/** Answered with a 2xx; a hung request (status 0) is not. */
+function isSuccess(call: DiscordCall): boolean {
+  return call.status >= 200 && call.status < 300;
 }
 
 function routeMatches(route: string, method: string, path: string): boolean {

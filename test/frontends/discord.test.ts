@@ -2,6 +2,7 @@
  * DiscordPlatform with the real discord.js client against the fake Discord REST + gateway
  * on 127.0.0.1: what it passes on, what it ignores, what it sends, and how it fails.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { ChatPlatformError } from "../../src/base/errors.js";
 import { DiscordPlatform, type DiscordPlatformOptions } from "../../src/frontends/discord.js";
@@ -298,6 +299,25 @@ describe("DiscordPlatform errors", () => {
     expect(unknown.message).toMatch(/Unknown Channel/);
   });
 
+  it("abandons a call Discord leaves unanswered after call_timeout_s, as retryable", async () => {
+    const { fake, platform } = await startPlatform({ options: () => ({ callTimeoutMs: 300 }) });
+    fake.hangNext("POST /channels/:id/messages");
+    const began = Date.now();
+
+    const error = await platform.send(fake.guildChannelId, "hello?", "markdown").catch((e) => e);
+    const waitedMs = Date.now() - began;
+    await platform.send(fake.guildChannelId, "again", "markdown");
+
+    expect(error).toBeInstanceOf(ChatPlatformError);
+    expect(error).toMatchObject({ retryable: true });
+    expect(error.message).toMatch(
+      /could not send a message in channel \d+: no answer within 0.3 s/,
+    );
+    expect(waitedMs).toBeGreaterThanOrEqual(250);
+    expect(waitedMs).toBeLessThan(3000);
+    expect(fake.messages(fake.guildChannelId)).toEqual(["again"]);
+  });
+
   it("reports a lost network as retryable", async () => {
     const { fake, platform } = await startPlatform();
     await fake.close();
@@ -381,6 +401,71 @@ describe("DiscordPlatform connection", () => {
     expect(received.map((m) => m.text)).toEqual(["back"]);
     await waitFor(() => platform.state === "connected", "the platform is connected again");
     expect(lines.some((line) => line.msg.includes("discord gave up on the session"))).toBe(true);
+  });
+
+  it("destroys the client of a login that failed before the gateway; stop closes the retry's", async () => {
+    const { fake, platform, received, lines } = await startPlatform({
+      beforeStart: (f) => f.failNext("GET /gateway/bot", { status: 403, code: 0, message: "x" }),
+    });
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "in" });
+    await receivedCount(received, 1);
+
+    expect(couldNotConnect(lines)).toHaveLength(1);
+    expect(platform.state).toBe("connected");
+    expect(fake.openGatewayConnections).toBe(1);
+    await platform.stop();
+    await fake.waitFor(() => fake.openGatewayConnections === 0);
+  });
+
+  it("destroys the client whose IDENTIFY was refused; only the retry's connection stays", async () => {
+    const { fake, platform, received, lines } = await startPlatform({
+      beforeStart: (f) => f.closeNextIdentify(4014),
+    });
+    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "once" });
+    await receivedCount(received, 1);
+
+    expect(couldNotConnect(lines)[0]?.error).toMatch(/Message Content Intent/);
+    expect(fake.identifies).toHaveLength(2);
+    expect(fake.openGatewayConnections).toBe(1);
+    expect(received.map((m) => m.text)).toEqual(["once"]);
+    expect(platform.state).toBe("connected");
+    await platform.stop();
+    expect(platform.state).toBe("stopped");
+    await fake.waitFor(() => fake.openGatewayConnections === 0);
+  });
+
+  it("abandons a login whose gateway lookup hangs when stopped, without waiting it out", async () => {
+    const discord = await startFakeDiscord();
+    fake = discord;
+    discord.hangNext("GET /gateway/bot");
+    platform = new DiscordPlatform({ token: discord.token, apiBase: discord.restRoot });
+    const started = platform.start(async () => {});
+    await discord.waitFor(() => discord.callsTo("GET /gateway/bot").length === 1);
+
+    const began = Date.now();
+    await platform.stop();
+    await started;
+
+    expect(Date.now() - began).toBeLessThan(1000);
+    expect(platform.state).toBe("stopped");
+  });
+
+  it("closes a login stopped between IDENTIFY and READY for good, with no reconnect after", async () => {
+    const discord = await startFakeDiscord({ readyDelayMs: 300 });
+    fake = discord;
+    platform = new DiscordPlatform({ token: discord.token, apiBase: discord.restRoot });
+    const started = platform.start(async () => {});
+    await discord.waitFor(() => discord.identifies.length === 1);
+
+    await platform.stop();
+    await started;
+    await discord.waitFor(() => discord.openGatewayConnections === 0);
+    // @discordjs/ws connects a shard destroyed mid-login again after 500 ms.
+    await sleep(1000);
+
+    expect(discord.openGatewayConnections).toBe(0);
+    expect(discord.gatewayQueries).toHaveLength(1);
+    expect(platform.state).toBe("stopped");
   });
 
   it("stops receiving and closes the gateway connection on stop", async () => {
