@@ -384,6 +384,8 @@ export class DiscordPlatform implements ChatPlatform {
   }
 
   async #request(action: string, chatId: string, call: () => Promise<unknown>): Promise<unknown> {
+    // discord.js forgets the token after a 401; a passing one must not stop every later send.
+    this.#rest.setToken(this.#token);
     try {
       return await call();
     } catch (error) {

@@ -278,6 +278,21 @@ describe("DiscordPlatform errors", () => {
     expect(fake.callsTo("PATCH /channels/:id/messages/:mid")).toHaveLength(1);
   });
 
+  it("sends again after a 401, which discord.js answers by forgetting the token", async () => {
+    const { fake, platform } = await startPlatform();
+    fake.failNext("POST /channels/:id/messages", {
+      status: 401,
+      code: 0,
+      message: "401: Unauthorized",
+    });
+
+    const refused = await platform.send(fake.guildChannelId, "one", "markdown").catch((e) => e);
+    await platform.send(fake.guildChannelId, "two", "markdown");
+
+    expect(refused).toMatchObject({ retryable: false });
+    expect(fake.callsTo("POST /channels/:id/messages")).toHaveLength(2);
+  });
+
   it("reports a refused or too long message as not retryable, naming Discord's reason", async () => {
     const { fake, platform } = await startPlatform();
     fake.failNext("POST /channels/:id/typing", {
