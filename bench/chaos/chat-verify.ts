@@ -44,7 +44,7 @@ export interface OutboxRowSeen {
 export interface WindowCopy {
   reply: number;
   part: number;
-  /** Milliseconds from the send reaching Telegram to the SIGKILL. */
+  /** Milliseconds from the send reaching Telegram to the SIGKILL (negative: it was on its way). */
   gapMs: number;
 }
 
@@ -201,15 +201,16 @@ function lostIdGap(context: PartContext, n: number, messageId: number): number |
   const calls = telegram.sent.filter((call) => call.status === 200 && chatOf(call) === chatId);
   const send = calls.find((call) => call.method === "sendMessage" && call.messageId === messageId);
   if (!send) return null;
-  const generation = generations.find(
-    (g) => g.startedAt <= send.time && (g.killedAt === null || send.time <= g.killedAt),
-  );
-  if (!generation || generation.killedAt === null) return null;
-  const killedAt = generation.killedAt;
+  // A request sent just before the SIGKILL may reach the fake just after it was decided:
+  // a call belongs to the last process started before it, up to the next one's start.
+  const index = generations.findLastIndex((g) => g.startedAt <= send.time);
+  const killedAt = generations[index]?.killedAt ?? null;
+  if (killedAt === null) return null;
+  const nextStart = generations[index + 1]?.startedAt ?? Number.POSITIVE_INFINITY;
   const later = calls.some(
     (call) =>
       call.time > send.time &&
-      call.time <= killedAt &&
+      call.time < nextStart &&
       (call.messageId === messageId || numberOf(textOf(call)) === n),
   );
   return later ? null : killedAt - send.time;

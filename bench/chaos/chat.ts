@@ -230,6 +230,8 @@ async function killWhen(mode: KillMode, server: ServerProcess, run: Run): Promis
     await sleep(random.between(0, 2500));
     return "at random";
   }
+  // Give it a moment first, or every cycle would hit the first send after recovery.
+  await sleep(random.between(0, 1500));
   if (mode === "stored") return killWhenStored(run, server, generation);
   const isSend = (call: TelegramCall) => call.method === "sendMessage" && call.status === 200;
   const isShow = (call: TelegramCall) =>
