@@ -56,7 +56,7 @@ export interface ChatVerdict {
   multiPartReplies: number;
   windowCopies: WindowCopy[];
   /** Messages left showing an earlier text of a reply, by whether their id was lost to a kill. */
-  strayPartials: { lostId: number; otherwise: string[] };
+  strayPartials: { lostIdGapsMs: number[]; otherwise: string[] };
 }
 
 /** The user message of number `n`. */
@@ -111,7 +111,7 @@ export function verifyChat(
     parts: 0,
     multiPartReplies: 0,
     windowCopies: [],
-    strayPartials: { lostId: 0, otherwise: [] },
+    strayPartials: { lostIdGapsMs: [], otherwise: [] },
   };
   const entries = new Map<number, OutboxRowSeen>();
   for (const row of outbox) {
@@ -141,7 +141,7 @@ export function verifyChat(
       const mine = shown.filter((bot) => numberOf(bot.text) === message.number);
       for (const stray of mine.filter((bot) => !parts.includes(bot.text))) {
         const gap = lostIdGap(context, message.number, stray.messageId);
-        if (gap !== null) verdict.strayPartials.lostId += 1;
+        if (gap !== null) verdict.strayPartials.lostIdGapsMs.push(gap);
         else {
           const stored = entry?.messageIds.includes(String(stray.messageId))
             ? "stored"

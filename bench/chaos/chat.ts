@@ -366,7 +366,6 @@ function printSummary(run: Run, verdict: ReturnType<typeof verifyChat>, seconds:
   const ok = (method: string) =>
     telegram.callsOf(method).filter((call) => call.status === 200).length;
   const killCount = [...run.kills.values()].reduce((sum, count) => sum + count, 0);
-  const gaps = verdict.windowCopies.map((copy) => copy.gapMs.toFixed(1)).join(", ") || "none";
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`;
   console.log("");
   console.log(`chat chaos summary (seed ${run.settings.seed}; ${machine})`);
@@ -379,12 +378,14 @@ function printSummary(run: Run, verdict: ReturnType<typeof verifyChat>, seconds:
     `  telegram    ${ok("sendMessage")} sendMessage, ${ok("editMessageText")} editMessageText`,
   );
   const stray = verdict.strayPartials;
+  const lost = stray.lostIdGapsMs.length;
   console.log(
-    `  stray       ${stray.lostId + stray.otherwise.length} partial messages left by cut streams, ${stray.lostId} of them sent just before a kill (id lost)`,
+    `  stray       ${lost + stray.otherwise.length} partial messages left by cut streams, ${lost} of them sent just before a kill (id lost; send→kill ms: ${range(stray.lostIdGapsMs)})`,
   );
   for (const line of stray.otherwise.slice(0, 10)) console.log(`    stray ${line}`);
+  const copies = verdict.windowCopies.map((copy) => copy.gapMs);
   console.log(
-    `  window      ${verdict.windowCopies.length} parts shown twice because a kill came after Telegram accepted the send and before the id was stored (send→kill ms: ${gaps})`,
+    `  window      ${copies.length} parts shown twice in full, each sent just before a kill (id lost; send→kill ms: ${range(copies)})`,
   );
   if (run.violations.length === 0) {
     console.log("chaos --chat: no violations");
@@ -392,6 +393,12 @@ function printSummary(run: Run, verdict: ReturnType<typeof verifyChat>, seconds:
   }
   for (const violation of run.violations.slice(0, 50)) console.log(`  VIOLATION ${violation}`);
   console.log(`chaos --chat: ${run.violations.length} violations`);
+}
+
+/** "min to max" of send→kill gaps (negative: the send was on its way when the kill came). */
+function range(gapsMs: number[]): string {
+  if (gapsMs.length === 0) return "none";
+  return `${Math.min(...gapsMs).toFixed(1)} to ${Math.max(...gapsMs).toFixed(1)}`;
 }
 
 /** Busy-waits `ms`: a timer cannot wait for less than a millisecond. */
