@@ -11,7 +11,9 @@
  * heartbeats are ACKed and test messages arrive as MESSAGE_CREATE with increasing `s`.
  * A RESUME replays the events after the client's sequence number, then sends RESUMED.
  * REST answers like Discord: 204 without a content type for typing and deletes, JSON
- * errors `{ message, code }`, and 429 with the rate-limit headers and body.
+ * errors `{ message, code }`, and 429 with the rate-limit headers and body. A message
+ * created with `enforce_nonce` and a nonce used before in the channel is not created
+ * again: the earlier message is returned, as Discord does within a few minutes.
  */
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -134,6 +136,8 @@ export class FakeDiscord {
   heartbeats = 0;
 
   private readonly server: Server;
+  /** `<channel id>:<nonce>` of each message created with enforce_nonce, and its id. */
+  private readonly nonces = new Map<string, string>();
   private readonly gateway: WebSocketServer;
   private readonly heartbeatIntervalMs: number;
   private readonly messageContentIntentEnabled: boolean;
@@ -623,6 +627,16 @@ export class FakeDiscord {
 
   private createMessage(state: ChannelState, body: Record<string, unknown>): APIMessage {
     const content = checkContent(body);
+    // enforce_nonce: a nonce seen before returns the message it created (Discord keeps
+    // nonces a few minutes; the fake keeps them for its life).
+    const nonce = body.enforce_nonce === true ? body.nonce : undefined;
+    const nonceKey =
+      typeof nonce === "string" || typeof nonce === "number"
+        ? `${state.channel.id}:${nonce}`
+        : null;
+    const earlier = nonceKey === null ? undefined : this.nonces.get(nonceKey);
+    const replayed = earlier === undefined ? undefined : state.botMessages.get(earlier);
+    if (replayed) return replayed;
     const message = this.newMessage(state, this.botUser, content);
     const guildId = state.channel.guild_id;
     const stored = typeof guildId === "string" ? { ...message, guild_id: guildId } : message;
@@ -636,6 +650,7 @@ export class FakeDiscord {
     }
     state.botMessages.set(stored.id, stored);
     state.channel.last_message_id = stored.id;
+    if (nonceKey !== null) this.nonces.set(nonceKey, stored.id);
     return stored;
   }
 
