@@ -27,15 +27,12 @@ import {
   lastUserText,
   startFakeAnthropic,
 } from "../../test/fakes/anthropic.js";
-import {
-  type FakeTelegram,
-  startFakeTelegram,
-  type TelegramCall,
-} from "../../test/fakes/telegram.js";
+import { type FakeTelegram, startFakeTelegram } from "../../test/fakes/telegram.js";
 import { telegramYaml } from "../../test/helpers/bus.js";
 import { startCli } from "../../test/helpers/cli.js";
 import { openWorkspaceDb, ServerProcess } from "../../test/helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../../test/helpers/workspace.js";
+import { epochNow, KILL_MODES, type KillMode, killNow, killWhen, STARTED } from "./chat-kills.js";
 import {
   type Generation,
   numberOf,
@@ -47,17 +44,6 @@ import {
 } from "./chat-verify.js";
 import { Random } from "./random.js";
 
-type KillMode = "startup" | "random" | "streamed" | "accepted" | "stored" | "sent";
-
-const KILL_MODES: ReadonlyArray<readonly [KillMode, number]> = [
-  ["startup", 1],
-  ["random", 2],
-  ["streamed", 3],
-  ["accepted", 1],
-  ["stored", 2],
-  ["sent", 2],
-];
-
 const AGENT = `---
 name: Pickle
 description: The chat chaos run's agent
@@ -65,8 +51,6 @@ tools: []
 ---
 You answer at length.
 `;
-
-const STARTED = "picklebot server started";
 
 interface Settings {
   messages: number;
@@ -85,7 +69,7 @@ const USAGE = `usage: npm run chaos -- --chat [--messages N] [--kills N] [--chat
   --keep      keep the temp workspace (it is always kept when a check fails)`;
 
 /** Everything the run shares between its cycles. */
-interface Run {
+export interface Run {
   settings: Settings;
   random: Random;
   ws: TempWorkspace;
@@ -209,112 +193,6 @@ function spawnServer(run: Run): ServerProcess {
   return new ServerProcess(child);
 }
 
-/** SIGKILLs at once (no await between the decision and the signal). */
-function killNow(server: ServerProcess, generation: Generation): void {
-  if (generation.killedAt !== null) return;
-  generation.killedAt = epochNow();
-  server.child.kill("SIGKILL");
-}
-
-/** Waits for the moment `mode` kills at; resolves a note on what was waited for. */
-async function killWhen(mode: KillMode, server: ServerProcess, run: Run): Promise<string> {
-  const { random } = run;
-  const generation = run.generations.at(-1) as Generation;
-  if (mode === "startup") {
-    await sleep(random.between(0, 800));
-    return server.linesMatching(STARTED).length > 0 ? "was up" : "was starting";
-  }
-  await server.waitForLog(STARTED, 20_000);
-  run.db ??= openWorkspaceDb(run.ws.dir);
-  if (mode === "random") {
-    await sleep(random.between(0, 2500));
-    return "at random";
-  }
-  // Give it a moment first, or every cycle would hit the first send after recovery.
-  await sleep(random.between(0, 1500));
-  if (mode === "stored") return killWhenStored(run, server, generation);
-  const isSend = (call: TelegramCall) => call.method === "sendMessage" && call.status === 200;
-  const isShow = (call: TelegramCall) =>
-    (call.method === "sendMessage" || call.method === "editMessageText") && call.status === 200;
-  const which =
-    mode === "accepted"
-      ? isSend
-      : mode === "sent"
-        ? (call: TelegramCall) => isShow(call) && showsLastPart(call, run)
-        : isShow;
-  const call = await nextCall(run.telegram, which, 4000, () => {
-    if (mode === "accepted") return killNow(server, generation);
-    // After the answer is written: the server has it, and 0–2 ms to act on it.
-    setImmediate(() => {
-      spin(random.between(0, mode === "sent" ? 1 : 2));
-      killNow(server, generation);
-    });
-  });
-  if (!call) return `no ${mode === "accepted" ? "send" : "call"} came`;
-  return `${call.method} of m${numberOf(String(call.params.text ?? "")) ?? "?"}`;
-}
-
-/** Whether a call shows the last part of its reply's final text in full. */
-function showsLastPart(call: TelegramCall, run: Run): boolean {
-  const text = String(call.params.text ?? "").replaceAll("\\", "");
-  const n = numberOf(text);
-  return n !== null && replyText(n, run.settings.seed).endsWith(text);
-}
-
-/** Resolves the first call that `which` accepts (after `act` ran on it), or null on timeout. */
-function nextCall(
-  telegram: FakeTelegram,
-  which: (call: TelegramCall) => boolean,
-  timeoutMs: number,
-  act: (call: TelegramCall) => void,
-): Promise<TelegramCall | null> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      telegram.onCall = null;
-      resolve(null);
-    }, timeoutMs);
-    telegram.onCall = (call) => {
-      if (!which(call)) return;
-      telegram.onCall = null;
-      clearTimeout(timer);
-      act(call);
-      resolve(call);
-    };
-  });
-}
-
-/**
- * Busy-polls the outbox (up to 4 s) until a new final reply is committed, then lingers
- * 0–0.3 ms: the kill lands while the reply is being delivered or the job acknowledged.
- */
-function killWhenStored(run: Run, server: ServerProcess, generation: Generation): Promise<string> {
-  const db = run.db as NonNullable<Run["db"]>;
-  const newest = () =>
-    (
-      db.prepare("SELECT MAX(id) AS id FROM outbox WHERE text IS NOT NULL").get() as {
-        id: number | null;
-      }
-    ).id ?? 0;
-  const before = newest();
-  const deadline = performance.now() + 4000;
-  // Polled in slices so that the fakes (in this process) keep answering meanwhile.
-  return new Promise((resolve) => {
-    const poll = () => {
-      const sliceEnd = Math.min(performance.now() + 50, deadline);
-      while (performance.now() < sliceEnd) {
-        if (newest() > before) {
-          spin(run.random.between(0, 0.3));
-          killNow(server, generation);
-          return resolve("right after a reply was stored");
-        }
-      }
-      if (performance.now() >= deadline) return resolve("no reply was stored");
-      setImmediate(poll);
-    };
-    poll();
-  });
-}
-
 /** A last server delivers everything, then stops on SIGTERM, which must exit 0. */
 async function drain(run: Run): Promise<void> {
   const server = spawnServer(run);
@@ -399,18 +277,6 @@ function printSummary(run: Run, verdict: ReturnType<typeof verifyChat>, seconds:
 function range(gapsMs: number[]): string {
   if (gapsMs.length === 0) return "none";
   return `${Math.min(...gapsMs).toFixed(1)} to ${Math.max(...gapsMs).toFixed(1)}`;
-}
-
-/** Busy-waits `ms`: a timer cannot wait for less than a millisecond. */
-function spin(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // The point is to burn the time, precisely.
-  }
-}
-
-function epochNow(): number {
-  return performance.timeOrigin + performance.now();
 }
 
 function parseSettings(argv: string[]): Settings {
