@@ -200,8 +200,18 @@ export class DiscordPlatform implements ChatPlatform {
   }
 
   /** Posts a new message to a channel (a DM channel id works too). */
-  async send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage> {
-    const body = { content: this.#render(text, format), allowed_mentions: { parse: [] } };
+  async send(
+    chatId: string,
+    text: string,
+    format: TextFormat,
+    key?: string,
+  ): Promise<SentChatMessage> {
+    const body = {
+      content: this.#render(text, format),
+      allowed_mentions: { parse: [] },
+      // A send repeated after a crash that lost the id returns the first message.
+      ...(key === undefined ? {} : { nonce: key, enforce_nonce: true }),
+    };
     const created = await this.#request("send a message", chatId, () =>
       this.#rest.post(Routes.channelMessages(chatId), { body }),
     );

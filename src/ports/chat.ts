@@ -79,8 +79,13 @@ export interface ChatPlatform {
   start(onMessage: (message: IncomingChatMessage) => Promise<void>): Promise<void>;
   /** Stops receiving first (Telegram commits its update offset), then disconnects. */
   stop(): Promise<void>;
-  /** Sends a new message to a chat. */
-  send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage>;
+  /**
+   * Sends a new message to a chat. `key` (at most 25 characters) names this message: the
+   * same reply, part and text give the same key. A platform that takes an idempotency key
+   * (Discord: `nonce` with `enforce_nonce`, kept a few minutes) answers a repeated send
+   * with the message the first one created; Telegram has none and ignores it.
+   */
+  send(chatId: string, text: string, format: TextFormat, key?: string): Promise<SentChatMessage>;
   /** Replaces the text of a message the bot sent ("not modified" counts as success). */
   edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void>;
   /** Shows the typing indicator for a few seconds. */

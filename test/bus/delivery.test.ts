@@ -1,7 +1,9 @@
 /**
  * Outbox delivery from several processes: two OutboxDelivery objects with their own
  * database connections and instance ids (the process that ran a job, and the leader's
- * retry loop) on one outbox, sending through the real Telegram adapter to the fake Bot API.
+ * retry loop) on one outbox, sending through the real Telegram adapter to the fake Bot API;
+ * and the one window for a double send, a part accepted whose id was not stored, on
+ * Telegram (no idempotency key: shown twice) and Discord (the nonce: shown once).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,13 +11,15 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/base/clock.js";
 import { silentLogger } from "../../src/base/log.js";
+import { DiscordPlatform } from "../../src/frontends/discord.js";
 import { TelegramPlatform } from "../../src/frontends/telegram.js";
-import { DELIVERY_LEASE_MS, type OutboxStore } from "../../src/ports/index.js";
+import { type ChatPlatform, DELIVERY_LEASE_MS, type OutboxStore } from "../../src/ports/index.js";
 import { OutboxDelivery } from "../../src/server/bus/delivery.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { Supervisor } from "../../src/server/supervisor.js";
 import { type Database, openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteOutboxStore } from "../../src/storage/sqlite/outbox.js";
+import { startFakeDiscord } from "../fakes/discord.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { TestClock } from "../helpers/clock.js";
 import { recordingLogger } from "../helpers/log.js";
@@ -154,6 +158,92 @@ describe("OutboxDelivery as a supervised loop", () => {
       db.close();
       await telegram.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("OutboxDelivery after a send whose message id was lost", () => {
+  let dir: string;
+  let db: Database;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "picklebot-delivery-"));
+    db = openDatabase(join(dir, "picklebot.db"));
+  });
+
+  afterEach(() => {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * An outbox whose `setMessageIds` fails its `nth` time: the platform accepted the part,
+   * and its id never reached the database, as when the process dies in between.
+   */
+  function outboxLosingIds(nth: number): OutboxStore {
+    let calls = 0;
+    return new (class extends SqliteOutboxStore {
+      override async setMessageIds(...args: Parameters<OutboxStore["setMessageIds"]>) {
+        calls += 1;
+        if (calls === nth) throw new Error("the process died before the id was stored");
+        return super.setMessageIds(...args);
+      }
+    })({ db });
+  }
+
+  /** Delivers `text` with the second part's id lost, then retries as the restarted server would. */
+  async function deliverLosingSecondId(platform: ChatPlatform, chatId: string, text: string) {
+    const outbox = outboxLosingIds(2);
+    const clock = new TestClock();
+    const delivery = new OutboxDelivery({
+      platform,
+      outbox,
+      holder: "node-a",
+      clock,
+      logger: silentLogger(),
+    });
+    const address = { dedupeKey: "job:7", platform: platform.kind, chatId };
+    const entry = await outbox.submit(address, text, clock.now());
+    expect(await delivery.deliver(entry)).toBe(false);
+    clock.advance(60_000);
+    expect(await delivery.deliver(entry)).toBe(true);
+  }
+
+  const paragraphs = (size: number) =>
+    ["first", "second"].map((word) => `${word} part `.repeat(size / 12).trim());
+
+  it("on Discord sends the part again with the same nonce, so the chat shows it once", async () => {
+    const discord = await startFakeDiscord();
+    const platform = new DiscordPlatform({ token: discord.token, apiBase: discord.restRoot });
+    try {
+      const parts = paragraphs(1800);
+      await deliverLosingSecondId(platform, discord.guildChannelId, parts.join("\n\n"));
+
+      expect(discord.messages(discord.guildChannelId)).toEqual(parts);
+      const sends = discord.callsTo("POST /channels/:id/messages");
+      expect(sends).toHaveLength(3);
+      expect(sends[2]?.body).toMatchObject({ nonce: sends[1]?.body?.nonce, enforce_nonce: true });
+    } finally {
+      await platform.stop();
+      await discord.close();
+    }
+  });
+
+  it("on Telegram, which takes no idempotency key, shows that part twice: the stated window", async () => {
+    const telegram = await startFakeTelegram();
+    telegram.openChat(CHAT);
+    const platform = new TelegramPlatform({
+      token: telegram.token,
+      apiRoot: telegram.apiRoot,
+      logger: silentLogger(),
+    });
+    try {
+      const parts = paragraphs(4000);
+      await deliverLosingSecondId(platform, String(CHAT), parts.join("\n\n"));
+
+      expect(telegram.messages(CHAT)).toEqual([parts[0], parts[1], parts[1]]);
+    } finally {
+      await telegram.close();
     }
   });
 });

@@ -3,7 +3,8 @@
  * bench/RESULTS.md): a loaded server is SIGKILLed five times at random moments and
  * restarted, then the run checks that every job ended as its kind may (done exactly once,
  * or stopped, or failed with its turn closed) and that no request the real API would
- * refuse was sent.
+ * refuse was sent. The chat run (`--chat`) does the same to a server answering Telegram
+ * chats with long streamed replies, and checks what the chats show.
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -35,5 +36,13 @@ describe("npm run chaos", () => {
     // Fail jobs fail by design and stop jobs may be stopped; verify checks each ending.
     expect(Number(jobs?.[2])).toBeGreaterThan(0);
     expect(output).toMatch(/refused {5}0 requests/);
+  }, 180_000);
+
+  it("--chat: kills a server answering Telegram chats 4 times; every reply shows whole, none twice beyond the lost-id window", async () => {
+    const { code, output } = await runChaos(["--chat", "--messages", "24", "--kills", "4"]);
+    expect(output).toContain("chaos --chat: no violations");
+    expect(code, output).toBe(0);
+    expect(output).toMatch(/kills {7}4 SIGKILLs/);
+    expect(output).toMatch(/messages {4}24 in 6 chats/);
   }, 180_000);
 });

@@ -69,6 +69,8 @@ export interface FakeTextReply extends Delayed, WithUsage, Pausable {
   text: string;
   /** Number of `text_delta` events the text is split into. (Default: 3, or fewer for short text) */
   chunks?: number;
+  /** Wait between two text deltas of a stream, as a model writing. (Default: 0) */
+  chunkDelayMs?: number;
   /** (Default: `end_turn`) */
   stopReason?: string;
 }
@@ -318,6 +320,8 @@ interface MessagePlan {
   cutAfter: number | null;
   /** Text deltas to send before waiting for `until`; null: no pause. */
   pause: { after: number; until: Promise<unknown> } | null;
+  /** Wait between two text deltas. */
+  chunkDelayMs: number;
 }
 
 function planMessage(
@@ -369,7 +373,8 @@ function planMessage(
     "resume" in reply && reply.resume
       ? { after: reply.pauseAfterChunks ?? 1, until: reply.resume }
       : null;
-  return { id: messageId, message, blocks, stopReason, usage, cutAfter, pause };
+  const chunkDelayMs = "chunkDelayMs" in reply ? (reply.chunkDelayMs ?? 0) : 0;
+  return { id: messageId, message, blocks, stopReason, usage, cutAfter, pause, chunkDelayMs };
 }
 
 /** The API's refusal of a prompt over the model's context window, or null. */
@@ -453,6 +458,10 @@ async function streamMessage(plan: MessagePlan, res: ServerResponse): Promise<vo
           return;
         }
         if (plan.pause && textDeltasSent === plan.pause.after) await plan.pause.until;
+        if (plan.chunkDelayMs > 0 && textDeltasSent > 0) {
+          await sleepUnlessClosed(plan.chunkDelayMs, res);
+          if (res.destroyed) return;
+        }
         send("content_block_delta", { index, delta: { type: "text_delta", text: piece } });
         textDeltasSent += 1;
       }

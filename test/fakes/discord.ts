@@ -11,7 +11,9 @@
  * heartbeats are ACKed and test messages arrive as MESSAGE_CREATE with increasing `s`.
  * A RESUME replays the events after the client's sequence number, then sends RESUMED.
  * REST answers like Discord: 204 without a content type for typing and deletes, JSON
- * errors `{ message, code }`, and 429 with the rate-limit headers and body.
+ * errors `{ message, code }`, and 429 with the rate-limit headers and body. A message
+ * created with `enforce_nonce` and a nonce used before in the channel is not created
+ * again: the earlier message is returned, as Discord does within a few minutes.
  *
  * Faults a test can inject: a REST failure (`failNext`), a REST request left unanswered
  * until `close()` (`hangNext`), and an IDENTIFY closed with an unrecoverable code
@@ -61,7 +63,7 @@ export interface DiscordUserMessageInput {
 /** A failure the fake answers instead of a REST route, see {@link FakeDiscord.failNext}. */
 export type DiscordFailure =
   | { status: 429; retryAfter: number }
-  | { status: 400 | 403 | 404; code: number; message: string }
+  | { status: 400 | 401 | 403 | 404; code: number; message: string }
   | { status: 500 | 502 | 503 };
 
 /** Gateway close codes after which discord.js gives up, see {@link FakeDiscord.closeNextIdentify}. */
@@ -144,6 +146,8 @@ export class FakeDiscord {
   heartbeats = 0;
 
   private readonly server: Server;
+  /** `<channel id>:<nonce>` of each message created with enforce_nonce, and its id. */
+  private readonly nonces = new Map<string, string>();
   private readonly gateway: WebSocketServer;
   private readonly heartbeatIntervalMs: number;
   private readonly messageContentIntentEnabled: boolean;
@@ -674,6 +678,16 @@ export class FakeDiscord {
 
   private createMessage(state: ChannelState, body: Record<string, unknown>): APIMessage {
     const content = checkContent(body);
+    // enforce_nonce: a nonce seen before returns the message it created (Discord keeps
+    // nonces a few minutes; the fake keeps them for its life).
+    const nonce = body.enforce_nonce === true ? body.nonce : undefined;
+    const nonceKey =
+      typeof nonce === "string" || typeof nonce === "number"
+        ? `${state.channel.id}:${nonce}`
+        : null;
+    const earlier = nonceKey === null ? undefined : this.nonces.get(nonceKey);
+    const replayed = earlier === undefined ? undefined : state.botMessages.get(earlier);
+    if (replayed) return replayed;
     const message = this.newMessage(state, this.botUser, content);
     const guildId = state.channel.guild_id;
     const stored = typeof guildId === "string" ? { ...message, guild_id: guildId } : message;
@@ -687,6 +701,7 @@ export class FakeDiscord {
     }
     state.botMessages.set(stored.id, stored);
     state.channel.last_message_id = stored.id;
+    if (nonceKey !== null) this.nonces.set(nonceKey, stored.id);
     return stored;
   }
 

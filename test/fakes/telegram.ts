@@ -62,6 +62,8 @@ export interface TelegramCall {
   time: number;
   /** HTTP status the fake answered (a held getUpdates is recorded as 200). */
   status: number;
+  /** The message a successful sendMessage created or an editMessageText changed. */
+  messageId?: number;
 }
 
 /** An update the fake queued, and when it went out in a getUpdates response. */
@@ -137,6 +139,11 @@ export class FakeTelegram {
   confirmedOffset = 0;
   /** Commands from the latest setMyCommands. */
   commands: unknown = [];
+  /**
+   * Called with each request as it is recorded, before the answer is written: a test can
+   * act at the moment Telegram has accepted a send and the bot has not yet heard of it.
+   */
+  onCall: ((call: TelegramCall) => void) | null = null;
 
   private readonly server: Server;
   private readonly chats = new Map<number, ChatState>();
@@ -248,6 +255,12 @@ export class FakeTelegram {
     return [...(this.chats.get(chatId)?.botMessages.values() ?? [])].map((message) => message.text);
   }
 
+  /** Each bot message in a chat (not deleted) with its id and current text, in order. */
+  botMessagesOf(chatId: number): { messageId: number; text: string }[] {
+    const messages = this.chats.get(chatId)?.botMessages.values() ?? [];
+    return [...messages].map((message) => ({ messageId: message.message_id, text: message.text }));
+  }
+
   /** Calls of one method, in order. */
   callsOf(method: string): TelegramCall[] {
     return this.sent.filter((call) => call.method === method);
@@ -299,6 +312,7 @@ export class FakeTelegram {
         return this.getUpdates(params, response);
       }
       const result = this.runMethod(method, params);
+      if (isTextMessage(result)) call.messageId = result.message_id;
       this.record(call);
       reply(response, result);
     } catch (error) {
@@ -311,6 +325,7 @@ export class FakeTelegram {
 
   private record(call: TelegramCall): void {
     this.sent.push(call);
+    this.onCall?.(call);
   }
 
   private throwInjectedFailure(method: string): void {
@@ -487,6 +502,10 @@ export class FakeTelegram {
     clearTimeout(poll.timer);
     this.polls.delete(poll);
   }
+}
+
+function isTextMessage(result: unknown): result is TextMessage {
+  return typeof result === "object" && result !== null && "message_id" in result;
 }
 
 function epochNow(): number {

@@ -31,7 +31,7 @@ import type {
   ReplyStream,
   ReplyTarget,
 } from "../../ports/index.js";
-import { editFormatted, type OutboxDelivery, sendFormatted } from "./delivery.js";
+import { editFormatted, messageKey, type OutboxDelivery, sendFormatted } from "./delivery.js";
 import { splitMessage } from "./split.js";
 
 /** Options of {@link ChatFrontend}. */
@@ -198,7 +198,8 @@ class ChatReply implements ReplyStream {
     if (existing !== undefined) {
       await editFormatted(platform, chatId, existing, part);
     } else {
-      draft.messageIds[index] = (await sendFormatted(platform, chatId, part)).messageId;
+      const key = messageKey(this.#address.dedupeKey, index, part);
+      draft.messageIds[index] = (await sendFormatted(platform, chatId, part, key)).messageId;
       await outbox.setMessageIds(draft.id, draft.messageIds, clock.now());
     }
     this.#shown[index] = part;

@@ -16,6 +16,7 @@
  * leader-only worker, supervised), so retries come from one process.
  */
 
+import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { retryDelayMs } from "../../base/backoff.js";
 import { ChatPlatformError, toError } from "../../base/errors.js";
@@ -47,17 +48,27 @@ export interface OutboxDeliveryOptions {
   pollMs?: number;
 }
 
+/**
+ * The idempotency key of part `index` of a reply showing `text` (see ChatPlatform.send):
+ * a send repeated because its id was lost gets the same key only with the same text.
+ */
+export function messageKey(dedupeKey: string, index: number, text: string): string {
+  const digest = createHash("sha256").update(`${dedupeKey}\n${index}\n${text}`);
+  return digest.digest("base64url").slice(0, 25);
+}
+
 /** Sends a new message as Markdown, or as plain text when the platform rejects the Markdown. */
 export async function sendFormatted(
   platform: ChatPlatform,
   chatId: string,
   text: string,
+  key?: string,
 ): Promise<SentChatMessage> {
   try {
-    return await platform.send(chatId, text, "markdown");
+    return await platform.send(chatId, text, "markdown", key);
   } catch (error) {
     if (!(error instanceof ChatPlatformError && error.formatRejected)) throw error;
-    return platform.send(chatId, text, "plain");
+    return platform.send(chatId, text, "plain", key);
   }
 }
 
@@ -209,7 +220,10 @@ export class OutboxDelivery implements Worker {
       if (existing !== undefined && shown[index] === part) continue;
       if (existing !== undefined && (await this.#editOrLose(entry.chatId, existing, part)))
         continue;
-      const sent = await sendFormatted(platform, entry.chatId, part);
+      // A message that vanished (deleted) must not be answered with itself: another key.
+      const scope = existing === undefined ? entry.dedupeKey : `${entry.dedupeKey}:${existing}`;
+      const key = messageKey(scope, index, part);
+      const sent = await sendFormatted(platform, entry.chatId, part, key);
       ids[index] = sent.messageId;
       // Stored before the next part: a retry after a crash edits this one, not resends it.
       await outbox.setMessageIds(entry.id, ids, clock.now());
