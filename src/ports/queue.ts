@@ -24,8 +24,23 @@ export type ChatReplyTarget = {
   >;
 }[ChatPlatformKind];
 
-/** `queued` (waiting or scheduled), `running` (claimed), `done`, `failed` (gave up). */
-export type JobState = "queued" | "running" | "done" | "failed";
+/**
+ * `queued` (due or scheduled), `running` (claimed), `waiting` (parked: see
+ * {@link JobQueue.park}), `done`, `failed` (gave up).
+ */
+export type JobState = "queued" | "running" | "waiting" | "done" | "failed";
+
+/**
+ * What a parked job waits for. It is woken (due at once) when that happens, and runs at
+ * its deadline in any case; either way it resumes from its checkpoint and looks again.
+ */
+export type JobWait =
+  /** These jobs (its subagents) to end: the queue wakes it when one of them ends. */
+  | { kind: "children"; jobIds: string[] }
+  /** A point in time (a snoozed tool call): its deadline. */
+  | { kind: "time" }
+  /** The owner's answer to an approval request. */
+  | { kind: "approval"; approvalId: string };
 
 /** One failed attempt, kept in the job's error history. */
 export interface JobAttemptError {
@@ -58,6 +73,8 @@ export interface NewJob {
    * nothing and returns the first job (a cron occurrence, a chat update id).
    */
   dedupeKey?: string;
+  /** The job this one works for (a subagent's parent), woken when this one ends. */
+  parentId?: string;
 }
 
 /**
@@ -92,6 +109,15 @@ export interface Job {
   errors: JobAttemptError[];
   createdAt: number;
   updatedAt: number;
+  /** What the job waits for while `waiting`; null in every other state. */
+  waitingFor: JobWait | null;
+  /** The job this one works for (a subagent's parent), or null. */
+  parentId: string | null;
+  /**
+   * `/stop` or `jobs cancel` asked to stop it while it was not running: the next run
+   * ends it as stopped by the user instead of going on.
+   */
+  stopRequested: boolean;
 }
 
 /** A job claimed by a worker; `lockToken` fences every later change to it. */
@@ -130,6 +156,15 @@ export interface JobQueue {
     retryAt: number | null,
     options?: { transient?: boolean },
   ): Promise<boolean>;
+  /**
+   * Parks a running job without holding a worker: it is `waiting` for `wait`, its line
+   * stays blocked, and the attempt is given back. It is due again when woken
+   * ({@link JobQueue.wake}, or a child in `wait` ending) or at `until` (epoch ms),
+   * whichever comes first.
+   */
+  park(job: ClaimedJob, wait: JobWait, until: number): Promise<boolean>;
+  /** Makes a waiting job due at once (what it waited for happened); false when not waiting. */
+  wake(id: string): Promise<boolean>;
   /** Requeues every job left running by `workerId` (a process that died). */
   recover(workerId: string): Promise<number>;
   /** Calls `listener` when a job may have become runnable; returns an unsubscribe. */
@@ -142,12 +177,17 @@ export interface JobQueue {
 export interface JobAdmin {
   /** The job with this id, or null. */
   get(id: string): Promise<Job | null>;
-  /** Jobs, newest first. (Default: every state, {@link JOB_LIST_LIMIT}) */
-  list(options?: { state?: JobState; limit?: number }): Promise<Job[]>;
+  /** Jobs, newest first. (Default: every state and parent, {@link JOB_LIST_LIMIT}) */
+  list(options?: { state?: JobState; parentId?: string; limit?: number }): Promise<Job[]>;
   /** Number of jobs in each state. */
   counts(): Promise<Record<JobState, number>>;
   /** Requeues a failed job with a fresh attempt budget; false when it is not failed. */
   retryFailed(id: string): Promise<boolean>;
+  /**
+   * Asks a queued or waiting job to stop: it is due at once and its next run ends it as
+   * stopped by the user (`stopRequested`); false when it is not queued or waiting.
+   */
+  requestStop(id: string): Promise<boolean>;
   /**
    * Requeues, due at once, running jobs whatever process claimed them (every one, or only
    * the one with `id`), recording the interrupted attempt as {@link JobQueue.recover}

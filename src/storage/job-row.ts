@@ -3,7 +3,7 @@
  * PostgreSQL queues (their `jobs` tables have the same columns).
  */
 import type { ClaimedJob, Job, JobAttemptError, JobState, ReplyTarget } from "../ports/index.js";
-import { isReplyTarget } from "./job.js";
+import { isJobWait, isReplyTarget } from "./job.js";
 
 /** Largest number of jobs one claim takes. */
 export const MAX_CLAIM = 1000;
@@ -33,6 +33,11 @@ export interface JobRow {
   dedupe_key: string | null;
   created_at: number;
   updated_at: number;
+  /** JSON of the JobWait of a parked job (state stays 'queued'), else null. */
+  waiting_for: string | null;
+  parent_id: string | null;
+  /** 0/1 in SQLite, a boolean in PostgreSQL. */
+  stop_requested: number | boolean;
 }
 
 /** A row read back: the job, and what is wrong with the row if it was edited badly. */
@@ -43,6 +48,14 @@ export interface ParsedRow {
 }
 
 const STATES = new Set<string>(["queued", "running", "done", "failed"]);
+
+/**
+ * A job's state as shown (SQL of both backends): a parked job is stored as `queued`, due
+ * at its deadline, with `waiting_for` set, so the claim needs no rule of its own; it
+ * shows as `waiting`.
+ */
+export const VISIBLE_STATE =
+  "(CASE WHEN state = 'queued' AND waiting_for IS NOT NULL THEN 'waiting' ELSE state END)";
 const SILENT: ReplyTarget = { kind: "silent" };
 
 /**
@@ -51,6 +64,8 @@ const SILENT: ReplyTarget = { kind: "silent" };
  */
 export function parseJobRow(row: JobRow): ParsedRow {
   const replyTo = parseJson(row.reply_to);
+  const wait = row.waiting_for === null ? null : parseJson(row.waiting_for);
+  const waitingFor = isJobWait(wait) ? wait : null;
   const errors = parseJson(row.errors);
   let problem: string | null = null;
   if (!isReplyTarget(replyTo))
@@ -67,7 +82,11 @@ export function parseJobRow(row: JobRow): ParsedRow {
     task: row.task === "compact" ? "compact" : "turn",
     mode: row.mode === "job" ? "job" : "chat",
     replyTo: isReplyTarget(replyTo) ? replyTo : SILENT,
-    state: (STATES.has(row.state) ? row.state : "failed") as JobState,
+    state: (STATES.has(row.state)
+      ? row.state === "queued" && row.waiting_for !== null
+        ? "waiting"
+        : row.state
+      : "failed") as JobState,
     attempts: row.attempts,
     maxAttempts: row.max_attempts,
     runAt: row.run_at,
@@ -77,6 +96,9 @@ export function parseJobRow(row: JobRow): ParsedRow {
     errors: Array.isArray(errors) ? (errors as JobAttemptError[]) : [],
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    waitingFor,
+    parentId: row.parent_id,
+    stopRequested: Boolean(row.stop_requested),
   };
   return { job, problem };
 }

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { chatAddressOf, isChatPlatform } from "../base/chat-address.js";
 import { UserError } from "../base/errors.js";
-import type { Job, NewJob, ReplyTarget } from "../ports/index.js";
+import type { Job, JobState, JobWait, NewJob, ReplyTarget } from "../ports/index.js";
 
 /** The error recorded for an attempt that was running when its process stopped. */
 export const INTERRUPTED_MESSAGE = "interrupted: the process stopped while the job was running";
@@ -54,6 +54,24 @@ export class LockTokens {
   }
 }
 
+/** Job counts with every state at zero. */
+export function emptyCounts(): Record<JobState, number> {
+  return { queued: 0, running: 0, waiting: 0, done: 0, failed: 0 };
+}
+
+/** True when `value` is a {@link JobWait}. */
+export function isJobWait(value: unknown): value is JobWait {
+  if (typeof value !== "object" || value === null) return false;
+  const wait = value as Record<string, unknown>;
+  if (wait.kind === "time") return true;
+  if (wait.kind === "approval") return typeof wait.approvalId === "string";
+  return (
+    wait.kind === "children" &&
+    Array.isArray(wait.jobIds) &&
+    wait.jobIds.every((id) => typeof id === "string")
+  );
+}
+
 /** True when `value` is a {@link ReplyTarget}. */
 export function isReplyTarget(value: unknown): value is ReplyTarget {
   if (typeof value !== "object" || value === null) return false;
@@ -89,6 +107,9 @@ export function queuedJob(
     errors: [],
     createdAt: now,
     updatedAt: now,
+    waitingFor: null,
+    parentId: newJob.parentId ?? null,
+    stopRequested: false,
   };
 }
 
@@ -126,6 +147,9 @@ function newJobProblem(job: NewJob): string | null {
   }
   if (job.dedupeKey !== undefined && !isNonEmptyString(job.dedupeKey)) {
     return `dedupeKey must be a non-empty string when given, found ${show(job.dedupeKey)}`;
+  }
+  if (job.parentId !== undefined && !isNonEmptyString(job.parentId)) {
+    return `parentId must be a non-empty string when given, found ${show(job.parentId)}`;
   }
   return null;
 }

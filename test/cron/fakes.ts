@@ -64,6 +64,12 @@ export class RecordingQueue implements JobQueue {
   fail(): Promise<boolean> {
     throw new Error("not used by the CronWorker");
   }
+  park(): Promise<boolean> {
+    throw new Error("not used by the CronWorker");
+  }
+  wake(): Promise<boolean> {
+    throw new Error("not used by the CronWorker");
+  }
   recover(): Promise<number> {
     throw new Error("not used by the CronWorker");
   }

@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { UserError } from "../../src/base/errors.js";
-import type { ClaimedJob, JobAdmin, JobQueue, NewJob } from "../../src/ports/index.js";
+import type { ClaimedJob, JobAdmin, JobQueue, JobWait, NewJob } from "../../src/ports/index.js";
 import type { TestClock } from "../helpers/clock.js";
 
 /** A queue under test, empty, with the clock it reads. */
@@ -189,7 +189,13 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
         { attempt: 1, at: clock.now() - 5, message: "503 overloaded" },
         { attempt: 2, at: clock.now(), message: "503 again" },
       ]);
-      expect(await queue.counts()).toEqual({ queued: 1, running: 0, done: 0, failed: 1 });
+      expect(await queue.counts()).toEqual({
+        queued: 1,
+        running: 0,
+        waiting: 0,
+        done: 0,
+        failed: 1,
+      });
       expect((await queue.list({ state: "failed" })).map((job) => job.id)).toEqual([first.id]);
       expect(messages(await queue.claim("w", 10))).toEqual(["next"]);
     });
@@ -332,8 +338,106 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
         ids[3],
         ids[2],
       ]);
-      expect(await queue.counts()).toEqual({ queued: 2, running: 1, done: 1, failed: 0 });
+      expect(await queue.counts()).toEqual({
+        queued: 2,
+        running: 1,
+        waiting: 0,
+        done: 1,
+        failed: 0,
+      });
       expect(await queue.get("no-such-job")).toBeNull();
+    });
+
+    describe("parked jobs", () => {
+      const HOUR = 3_600_000;
+
+      /** Enqueues and claims a job of `key`, then parks it for `wait` until an hour from now. */
+      async function parked(key: string, wait: JobWait = { kind: "time" }): Promise<ClaimedJob> {
+        await queue.enqueue(chatJob(key, `${key} parent`));
+        const [job] = (await queue.claim("w", 1)) as [ClaimedJob];
+        expect(await queue.park(job, wait, clock.now() + HOUR)).toBe(true);
+        return job;
+      }
+
+      it("shows a parked job as waiting, with what it waits for, and holds no worker", async () => {
+        const job = await parked("a", { kind: "approval", approvalId: "ap1" });
+        expect(await queue.get(job.id)).toMatchObject({
+          state: "waiting",
+          waitingFor: { kind: "approval", approvalId: "ap1" },
+          lockedBy: null,
+          attempts: 0,
+        });
+        expect(await queue.counts()).toMatchObject({ waiting: 1, queued: 0, running: 0 });
+        expect((await queue.list({ state: "waiting" })).map((j) => j.id)).toEqual([job.id]);
+        expect(await queue.list({ state: "queued" })).toEqual([]);
+        expect(await queue.claim("w", 5)).toEqual([]);
+      });
+
+      it("keeps its session's line blocked, but not other sessions", async () => {
+        await parked("a");
+        await queue.enqueue(chatJob("a", "a next"));
+        await queue.enqueue(chatJob("b", "b first"));
+        expect(messages(await queue.claim("w", 5))).toEqual(["b first"]);
+      });
+
+      it("refuses to park a job whose lock it lost", async () => {
+        await queue.enqueue(chatJob("a", "a"));
+        const [job] = (await queue.claim("w", 1)) as [ClaimedJob];
+        await queue.requeueRunning();
+        expect(await queue.park(job, { kind: "time" }, clock.now() + HOUR)).toBe(false);
+        expect((await queue.get(job.id))?.state).toBe("queued");
+      });
+
+      it("runs it again when woken, with the attempt it parked given back", async () => {
+        const job = await parked("a");
+        const runnable = nextRunnable(queue);
+        expect(await queue.wake(job.id)).toBe(true);
+        await runnable;
+        const [again] = (await queue.claim("w", 1)) as [ClaimedJob];
+        expect(again).toMatchObject({ id: job.id, attempts: 1, waitingFor: null });
+        expect(await queue.wake(job.id)).toBe(false);
+      });
+
+      it("runs it at its deadline when nothing wakes it", async () => {
+        const job = await parked("a");
+        clock.advance(HOUR - 1);
+        expect(await queue.claim("w", 1)).toEqual([]);
+        clock.advance(1);
+        expect((await queue.claim("w", 1)).map((j) => j.id)).toEqual([job.id]);
+      });
+
+      it("wakes the parent when a child ends, done or failed, and lists the children", async () => {
+        for (const end of ["done", "failed"] as const) {
+          const parent = await parked(`p-${end}`, { kind: "children", jobIds: [] });
+          const child = await queue.enqueue(
+            chatJob(`c-${end}`, "child", { parentId: parent.id, mode: "job" }),
+          );
+          expect(child.parentId).toBe(parent.id);
+          expect((await queue.list({ parentId: parent.id })).map((j) => j.id)).toEqual([child.id]);
+          const [claimed] = (await queue.claim("w", 1)) as [ClaimedJob];
+          expect(claimed.id).toBe(child.id);
+          if (end === "done") await queue.complete(claimed);
+          else await queue.fail(claimed, "boom", null);
+          expect((await queue.get(parent.id))?.state).toBe("queued");
+          expect((await queue.claim("w", 1)).map((j) => j.id)).toEqual([parent.id]);
+        }
+      });
+
+      it("does not wake the parent on a child's retry, only when it ends", async () => {
+        const parent = await parked("p", { kind: "children", jobIds: [] });
+        await queue.enqueue(chatJob("c", "child", { parentId: parent.id, mode: "job" }));
+        const [child] = (await queue.claim("w", 1)) as [ClaimedJob];
+        await queue.fail(child, "flaky", clock.now());
+        expect((await queue.get(parent.id))?.state).toBe("waiting");
+      });
+
+      it("asks a waiting or queued job to stop: due at once, marked, not running", async () => {
+        const job = await parked("a");
+        expect(await queue.requestStop(job.id)).toBe(true);
+        const [claimed] = (await queue.claim("w", 1)) as [ClaimedJob];
+        expect(claimed).toMatchObject({ id: job.id, stopRequested: true });
+        expect(await queue.requestStop(job.id)).toBe(false);
+      });
     });
 
     it("refuses a malformed job with a message naming the field", async () => {

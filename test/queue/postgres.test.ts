@@ -95,7 +95,13 @@ describe.skipIf(skipReason !== null)("PostgresJobQueue", () => {
         const order = messages.filter((message) => message % 30 === session);
         expect(order).toEqual([...order].sort((a, b) => a - b));
       }
-      expect(await producer.counts()).toEqual({ queued: 0, running: 0, done: total, failed: 0 });
+      expect(await producer.counts()).toEqual({
+        queued: 0,
+        running: 0,
+        waiting: 0,
+        done: total,
+        failed: 0,
+      });
     });
 
     it("fails a job whose row was edited into nonsense instead of handing it out", async () => {

@@ -144,7 +144,13 @@ describe("SqliteJobQueue", () => {
     const all = [...(first ?? []), ...(second ?? [])];
     expect(new Set(all).size).toBe(total);
     expect(all).toHaveLength(total);
-    expect(await queue.counts()).toEqual({ queued: 0, running: 0, done: total, failed: 0 });
+    expect(await queue.counts()).toEqual({
+      queued: 0,
+      running: 0,
+      waiting: 0,
+      done: total,
+      failed: 0,
+    });
     const attempts = db.prepare("SELECT DISTINCT attempts FROM jobs").pluck().all();
     expect(attempts).toEqual([1]);
   });

@@ -22,10 +22,18 @@ import {
   type JobAttemptError,
   type JobQueue,
   type JobState,
+  type JobWait,
   type NewJob,
   RESUME_MARKER,
 } from "../../ports/index.js";
-import { INTERRUPTED_MESSAGE, LockTokens, newJobId, queuedJob, validateNewJob } from "../job.js";
+import {
+  emptyCounts,
+  INTERRUPTED_MESSAGE,
+  LockTokens,
+  newJobId,
+  queuedJob,
+  validateNewJob,
+} from "../job.js";
 import { listLimit } from "../list-limit.js";
 import { RunOrder } from "../run-order.js";
 import { RunnableSignal } from "../runnable.js";
@@ -85,7 +93,10 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
   /** Done jobs, oldest first, from `#doneStart` on (a queue without shifting). */
   #done: StoredJob[] = [];
   #doneStart = 0;
-  readonly #counts: Record<JobState, number> = { queued: 0, running: 0, done: 0, failed: 0 };
+  /** Jobs by stored state; a parked job is stored as `queued` (see `#parked`). */
+  readonly #counts: Record<JobState, number> = emptyCounts();
+  /** Parked jobs: `queued`, due at their deadline, with `waitingFor` set. */
+  readonly #parked = new Set<StoredJob>();
   readonly #signal: RunnableSignal;
   readonly #lockTokens = new LockTokens();
   #seq = 0;
@@ -182,6 +193,42 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     return true;
   }
 
+  async park(job: ClaimedJob, wait: JobWait, until: number): Promise<boolean> {
+    const stored = this.#fenced(job);
+    if (!stored) return false;
+    stored.attempts -= 1;
+    stored.waitingFor = wait;
+    this.#parked.add(stored);
+    this.#requeue(stored, until);
+    return true;
+  }
+
+  async wake(id: string): Promise<boolean> {
+    const job = this.#jobs.get(id);
+    if (!job || !this.#parked.has(job)) return false;
+    this.#dueNow(job);
+    return true;
+  }
+
+  async requestStop(id: string): Promise<boolean> {
+    const job = this.#jobs.get(id);
+    if (job?.state !== "queued") return false;
+    job.stopRequested = true;
+    this.#dueNow(job);
+    return true;
+  }
+
+  /** A queued (or parked) job is due at once and waits for nothing more. */
+  #dueNow(job: StoredJob): void {
+    const now = this.#clock.now();
+    job.waitingFor = null;
+    this.#parked.delete(job);
+    job.runAt = Math.min(job.runAt, now);
+    job.updatedAt = now;
+    this.#pushHead(job);
+    this.#signal.notify();
+  }
+
   /** Requeues, due at once, every job `workerId` left running (see SqliteJobQueue.recover). */
   async recover(workerId: string): Promise<number> {
     return this.#requeueRunningJobs((job) => job.lockedBy === workerId);
@@ -215,16 +262,21 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     return job ? snapshot(job) : null;
   }
 
-  async list(options: { state?: JobState; limit?: number } = {}): Promise<Job[]> {
-    const { state } = options;
+  async list(
+    options: { state?: JobState; parentId?: string; limit?: number } = {},
+  ): Promise<Job[]> {
+    const { state, parentId } = options;
     const limit = listLimit(options.limit, JOB_LIST_LIMIT);
-    const matching = [...this.#jobs.values()].filter((job) => !state || job.state === state);
+    const matching = [...this.#jobs.values()].filter(
+      (job) => (!state || visibleState(job) === state) && (!parentId || job.parentId === parentId),
+    );
     matching.sort((a, b) => b.seq - a.seq);
     return matching.slice(0, limit).map(snapshot);
   }
 
   async counts(): Promise<Record<JobState, number>> {
-    return { ...this.#counts };
+    const waiting = this.#parked.size;
+    return { ...this.#counts, queued: this.#counts.queued - waiting, waiting };
   }
 
   /** Requeues a failed job at the back of its session's line, due now, with fresh attempts. */
@@ -271,6 +323,8 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     job.lockedAt = now;
     job.lockToken = LockTokens.forJob(token, job.seq);
     job.updatedAt = now;
+    job.waitingFor = null;
+    this.#parked.delete(job);
     (job.line as SessionLine).running = true;
     this.#running.set(job.id, job);
     const claimed = snapshot(job) as ClaimedJob;
@@ -293,6 +347,8 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     const next = line.jobs[0];
     if (next) this.#pushHead(next);
     else this.#lines.delete(job.sessionKey);
+    const parent = job.parentId ? this.#jobs.get(job.parentId) : undefined;
+    if (parent && this.#parked.has(parent)) this.#dueNow(parent);
     this.#signal.notify();
   }
 
@@ -364,7 +420,7 @@ function snapshot(job: StoredJob): Job {
     task: job.task,
     mode: job.mode,
     replyTo: job.replyTo,
-    state: job.state,
+    state: visibleState(job),
     attempts: job.attempts,
     maxAttempts: job.maxAttempts,
     runAt: job.runAt,
@@ -374,5 +430,13 @@ function snapshot(job: StoredJob): Job {
     errors: job.errors,
     createdAt: job.createdAt,
     updatedAt: job.updatedAt,
+    waitingFor: job.waitingFor,
+    parentId: job.parentId,
+    stopRequested: job.stopRequested,
   };
+}
+
+/** A parked job is stored as `queued` and shows as `waiting`. */
+function visibleState(job: StoredJob): JobState {
+  return job.state === "queued" && job.waitingFor !== null ? "waiting" : job.state;
 }

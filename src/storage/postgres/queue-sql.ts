@@ -3,6 +3,7 @@
  * parameters are named in the comment above each statement.
  */
 import { RESUME_MARKER } from "../../ports/index.js";
+import { VISIBLE_STATE } from "../job-row.js";
 
 /** The channel `pg_notify` wakes idle processes on; the payload is the job's run time. */
 export const JOBS_CHANNEL = "picklebot_jobs";
@@ -53,7 +54,22 @@ const CLAIMABLE_OF_AGENT = (job: string) => `EXISTS (SELECT 1 FROM jobs c
     WHERE c.state = 'queued' AND c.run_at <= $11 AND c.agent_id = ${job}.agent_id
       AND ${LINE_FREE("c")})`;
 
-/** Every statement of the PostgreSQL queue. */
+/** A parked job (see job-row.ts), as `p`. */
+const WAITING = "state = 'queued' AND waiting_for IS NOT NULL";
+
+/**
+ * A CTE named `woke`: the waiting parents of the jobs in `ended` (with `parent_id`) made
+ * due at `now`, so they look again at their children.
+ */
+const WAKE_PARENTS = (ended: string, now: string) => `woke AS (
+      UPDATE jobs p SET run_at = LEAST(p.run_at, ${now}), waiting_for = NULL, updated_at = ${now}
+      FROM ${ended} e WHERE p.id = e.parent_id AND p.state = 'queued' AND p.waiting_for IS NOT NULL
+      RETURNING p.id)`;
+
+/** Wakes the other processes when `woke` (see {@link WAKE_PARENTS}) made a parent due. */
+const NOTIFY_WOKE = `(SELECT count(*) FROM (SELECT pg_notify('${JOBS_CHANNEL}', '')
+      WHERE EXISTS (SELECT 1 FROM woke)) parents)`;
+
 /**
  * Requeues, due at once, the running jobs `where` picks ($1), recording the interrupted
  * attempt ($2 error, $3 now); counts them and wakes the workers when there were any.
@@ -72,14 +88,14 @@ function requeueRunning(where: string): string {
 
 export const PG = {
   // $1 id, $2 agent, $3 session key, $4 session id, $5 message, $6 mode, $7 reply_to,
-  // $8 max attempts, $9 run_at, $10 dedupe key, $11 now.
+  // $8 max attempts, $9 run_at, $10 dedupe key, $11 now, $12 task, $13 parent id.
   // The advisory lock on the session key is taken before the seq is drawn (OFFSET 0 keeps
   // the subquery, and so the lock, ahead of the insert); ON CONFLICT without a target also
   // covers the id, so a repeated enqueue after a lost connection stores nothing twice.
   enqueue: `WITH inserted AS (
       INSERT INTO jobs (id, agent_id, session_key, session_id, message, mode, reply_to, state,
-        max_attempts, run_at, dedupe_key, created_at, updated_at, task)
-      SELECT $1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $11, $12
+        max_attempts, run_at, dedupe_key, created_at, updated_at, task, parent_id)
+      SELECT $1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $11, $12, $13
       FROM (SELECT pg_advisory_xact_lock(hashtext($3)) OFFSET 0) session_lock
       ON CONFLICT DO NOTHING
       RETURNING *)
@@ -91,7 +107,7 @@ export const PG = {
   byDedupeKey: "SELECT * FROM jobs WHERE dedupe_key = $1",
   // $1 worker, $2 now, $3 token prefix, $4 agent ids (null: any), $5 limit.
   claim: `UPDATE jobs j SET state = 'running', attempts = j.attempts + 1, locked_by = $1,
-      locked_at = $2, lock_token = $3 || '.' || j.seq, updated_at = $2
+      locked_at = $2, lock_token = $3 || '.' || j.seq, waiting_for = NULL, updated_at = $2
     FROM (
       SELECT c.seq FROM jobs c
       WHERE c.state = 'queued' AND c.run_at <= $2
@@ -116,8 +132,9 @@ export const PG = {
       UPDATE jobs j SET state = 'done', ${UNLOCK}, updated_at = $3
       FROM unnest($1::text[], $2::text[]) AS c(id, token), ${ASYNC_COMMIT}
       WHERE j.id = c.id AND j.lock_token = c.token AND j.state = 'running'
-      RETURNING j.id, j.session_key, j.seq)
-    SELECT done.id, ${NOTIFY_FREED("done")} AS woken FROM done`,
+      RETURNING j.id, j.session_key, j.seq, j.parent_id),
+    ${WAKE_PARENTS("done", "$3")}
+    SELECT done.id, ${NOTIFY_FREED("done")} AS woken, ${NOTIFY_WOKE} AS parents FROM done`,
   // $1 id, $2 token, $3 error, $4 now, $5 retry at.
   retry: `UPDATE jobs SET state = 'queued', run_at = $5, last_error = $3,
       errors = ${appendError("$4", "$3")}, attempts = attempts - $6, ${UNLOCK}, updated_at = $4
@@ -127,8 +144,24 @@ export const PG = {
       UPDATE jobs SET state = 'failed', last_error = $3, errors = ${appendError("$4", "$3")},
         ${UNLOCK}, updated_at = $4
       WHERE ${FENCE}
-      RETURNING session_key, seq)
-    SELECT ${NOTIFY_FREED("failed")} AS woken FROM failed`,
+      RETURNING session_key, seq, parent_id),
+    ${WAKE_PARENTS("failed", "$4")}
+    SELECT ${NOTIFY_FREED("failed")} AS woken, ${NOTIFY_WOKE} AS parents FROM failed`,
+  // $1 id, $2 token, $3 wait (JSON), $4 until, $5 now. The attempt is given back: parking
+  // is no failure. The notification tells idle processes when it is due at the latest.
+  park: `UPDATE jobs SET state = 'queued', run_at = $4::bigint, waiting_for = $3, attempts = attempts - 1,
+      ${UNLOCK}, updated_at = $5
+    WHERE ${FENCE}
+    RETURNING pg_notify('${JOBS_CHANNEL}', $4::bigint::text) AS notified`,
+  // $1 id, $2 now.
+  wake: `UPDATE jobs SET run_at = LEAST(run_at, $2), waiting_for = NULL, updated_at = $2
+    WHERE id = $1 AND ${WAITING}
+    RETURNING pg_notify('${JOBS_CHANNEL}', '') AS notified`,
+  // $1 id, $2 now.
+  requestStop: `UPDATE jobs SET stop_requested = TRUE, run_at = LEAST(run_at, $2), waiting_for = NULL,
+      updated_at = $2
+    WHERE id = $1 AND state = 'queued'
+    RETURNING pg_notify('${JOBS_CHANNEL}', '') AS notified`,
   // $1 worker ids, $2 error, $3 now: requeues, due at once, what those workers left running.
   recover: requeueRunning("locked_by = ANY ($1::text[])"),
   // $1 id or null, $2 error, $3 now.
@@ -140,9 +173,11 @@ export const PG = {
     RETURNING pg_notify('${JOBS_CHANNEL}', '') AS notified`,
   // $1 now.
   nextDueAt: "SELECT min(run_at) AS at FROM jobs WHERE state = 'queued' AND run_at > $1",
-  // $1 state or null, $2 limit.
-  list: `SELECT * FROM jobs WHERE $1::text IS NULL OR state = $1 ORDER BY seq DESC LIMIT $2`,
-  counts: "SELECT state, count(*)::integer AS count FROM jobs GROUP BY state",
+  // $1 state or null, $2 limit, $3 parent id or null.
+  list: `SELECT * FROM jobs
+    WHERE ($1::text IS NULL OR ${VISIBLE_STATE} = $1) AND ($3::text IS NULL OR parent_id = $3)
+    ORDER BY seq DESC LIMIT $2`,
+  counts: `SELECT ${VISIBLE_STATE} AS state, count(*)::integer AS count FROM jobs GROUP BY 1`,
   // $1 cutoff (epoch ms), $2 batch size: finished jobs last changed before the cutoff.
   prune: `DELETE FROM jobs WHERE seq IN (
       SELECT seq FROM jobs WHERE state IN ('done', 'failed') AND updated_at < $1 LIMIT $2)`,

@@ -28,9 +28,17 @@ import {
   type JobAdmin,
   type JobQueue,
   type JobState,
+  type JobWait,
   type NewJob,
 } from "../../ports/index.js";
-import { INTERRUPTED_MESSAGE, LockTokens, newJobId, queuedJob, validateNewJob } from "../job.js";
+import {
+  emptyCounts,
+  INTERRUPTED_MESSAGE,
+  LockTokens,
+  newJobId,
+  queuedJob,
+  validateNewJob,
+} from "../job.js";
 import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "../job-row.js";
 import { listLimit } from "../list-limit.js";
 import { RunnableSignal } from "../runnable.js";
@@ -116,6 +124,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
       newJob.dedupeKey ?? null,
       now,
       job.task,
+      job.parentId,
     ];
     const row = await retryOnDisconnect(async () => {
       const inserted = await this.#pool.query<JobRow>(prepared("enqueue", params));
@@ -213,6 +222,31 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
     return true;
   }
 
+  async park(job: ClaimedJob, wait: JobWait, until: number): Promise<boolean> {
+    const params = [job.id, job.lockToken, JSON.stringify(wait), until, this.#clock.now()];
+    const result = await retryOnDisconnect(() => this.#pool.query(PG.park, params));
+    const parked = (result.rowCount ?? 0) > 0;
+    if (parked) this.#signal.wakeAt(until);
+    return parked;
+  }
+
+  async wake(id: string): Promise<boolean> {
+    return this.#makeDue(PG.wake, id);
+  }
+
+  async requestStop(id: string): Promise<boolean> {
+    return this.#makeDue(PG.requestStop, id);
+  }
+
+  /** Runs `statement` ($1 id, $2 now), which makes a job due at once, and says whether it did. */
+  async #makeDue(statement: string, id: string): Promise<boolean> {
+    const params = [id, this.#clock.now()];
+    const result = await retryOnDisconnect(() => this.#pool.query(statement, params));
+    const changed = (result.rowCount ?? 0) > 0;
+    if (changed) this.#signal.notify();
+    return changed;
+  }
+
   async recover(workerId: string): Promise<number> {
     const recovered = await retryOnDisconnect(() => this.recoverOn(this.#pool, [workerId]));
     return recovered;
@@ -250,14 +284,20 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
     return result.rows[0] ? parseJobRow(result.rows[0]).job : null;
   }
 
-  async list(options: { state?: JobState; limit?: number } = {}): Promise<Job[]> {
-    const params = [options.state ?? null, listLimit(options.limit, JOB_LIST_LIMIT)];
+  async list(
+    options: { state?: JobState; parentId?: string; limit?: number } = {},
+  ): Promise<Job[]> {
+    const params = [
+      options.state ?? null,
+      listLimit(options.limit, JOB_LIST_LIMIT),
+      options.parentId ?? null,
+    ];
     const result = await retryOnDisconnect(() => this.#pool.query<JobRow>(PG.list, params));
     return result.rows.map((row) => parseJobRow(row).job);
   }
 
   async counts(): Promise<Record<JobState, number>> {
-    const counts: Record<JobState, number> = { queued: 0, running: 0, done: 0, failed: 0 };
+    const counts = emptyCounts();
     const result = await retryOnDisconnect(() =>
       this.#pool.query<{ state: JobState; count: number }>(PG.counts),
     );
@@ -277,11 +317,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
   }
 
   async retryFailed(id: string): Promise<boolean> {
-    const params = [id, this.#clock.now()];
-    const result = await retryOnDisconnect(() => this.#pool.query(PG.retryFailed, params));
-    const changed = (result.rowCount ?? 0) > 0;
-    if (changed) this.#signal.notify();
-    return changed;
+    return this.#makeDue(PG.retryFailed, id);
   }
 
   /** Deletes up to `batch` done and failed jobs last changed before `cutoff` (epoch ms). */

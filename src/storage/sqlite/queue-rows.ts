@@ -1,11 +1,15 @@
 /** The SQL of the SQLite queue (schema: migrations/sqlite/002_queue.sql). */
 import { RESUME_MARKER } from "../../ports/index.js";
+import { VISIBLE_STATE } from "../job-row.js";
 
 /** Appends `{ attempt: attempts, at: @now, message: @error }` to the errors column. */
 const APPEND_ERROR = `json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', @now, 'message', @error))`;
 
 /** Where a fenced change applies: the job, still running under the caller's lock token. */
 const FENCE = "id = @id AND lock_token = @token AND state = 'running'";
+
+/** A parked job (see job-row.ts). */
+const WAITING = "state = 'queued' AND waiting_for IS NOT NULL";
 
 /** Clears the lock of a job leaving the running state. */
 const UNLOCK = "locked_by = NULL, locked_at = NULL, lock_token = NULL";
@@ -28,9 +32,9 @@ function requeueRunning(where: string): string {
 
 export const SQL = {
   insert: `INSERT INTO jobs (id, agent_id, session_key, session_id, message, mode, reply_to,
-      state, max_attempts, run_at, dedupe_key, task, created_at, updated_at)
+      state, max_attempts, run_at, dedupe_key, task, parent_id, created_at, updated_at)
     VALUES (@id, @agentId, @sessionKey, @sessionId, @message, @mode, @replyTo,
-      'queued', @maxAttempts, @runAt, @dedupeKey, @task, @now, @now)
+      'queued', @maxAttempts, @runAt, @dedupeKey, @task, @parentId, @now, @now)
     ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING`,
   byDedupeKey: "SELECT * FROM jobs WHERE dedupe_key = ?",
   byId: "SELECT * FROM jobs WHERE id = ?",
@@ -39,7 +43,7 @@ export const SQL = {
   // LIMIT is a literal, one statement per limit: SQLite re-prepares a statement on every
   // call when a bound LIMIT shapes the plan, which cost more than the claim itself.
   claim: `UPDATE jobs SET state = 'running', attempts = attempts + 1, locked_by = @worker,
-      locked_at = @now, lock_token = @token || '.' || seq, updated_at = @now
+      locked_at = @now, lock_token = @token || '.' || seq, waiting_for = NULL, updated_at = @now
     WHERE seq IN (
       SELECT j.seq FROM jobs j
       WHERE j.state = 'queued' AND j.run_at <= @now
@@ -61,6 +65,18 @@ export const SQL = {
   fail: `UPDATE jobs SET state = 'failed', last_error = @error, errors = ${APPEND_ERROR},
       ${UNLOCK}, updated_at = @now
     WHERE ${FENCE}`,
+  // The attempt is given back: parking is no failure.
+  park: `UPDATE jobs SET state = 'queued', run_at = @until, waiting_for = @wait,
+      attempts = attempts - 1, ${UNLOCK}, updated_at = @now
+    WHERE ${FENCE}`,
+  wake: `UPDATE jobs SET run_at = min(run_at, @now), waiting_for = NULL, updated_at = @now
+    WHERE id = @id AND ${WAITING}`,
+  // After a job ended: its parent, if it waits, looks again.
+  wakeParent: `UPDATE jobs SET run_at = min(run_at, @now), waiting_for = NULL, updated_at = @now
+    WHERE id = (SELECT parent_id FROM jobs WHERE id = @id) AND ${WAITING}`,
+  requestStop: `UPDATE jobs SET stop_requested = 1, run_at = min(run_at, @now), waiting_for = NULL,
+      updated_at = @now
+    WHERE id = @id AND state = 'queued'`,
   failMalformed: `UPDATE jobs SET state = 'failed', last_error = @error, errors = ${APPEND_ERROR},
       ${UNLOCK}, updated_at = @now
     WHERE seq = @seq`,
@@ -71,6 +87,8 @@ export const SQL = {
       seq = (SELECT max(seq) + 1 FROM jobs)
     WHERE id = @id AND state = 'failed'`,
   nextDueAt: "SELECT min(run_at) FROM jobs WHERE state = 'queued' AND run_at > ?",
-  list: `SELECT * FROM jobs WHERE @state IS NULL OR state = @state ORDER BY seq DESC LIMIT @limit`,
-  counts: "SELECT state, count(*) AS count FROM jobs GROUP BY state",
+  list: `SELECT * FROM jobs
+    WHERE (@state IS NULL OR ${VISIBLE_STATE} = @state) AND (@parentId IS NULL OR parent_id = @parentId)
+    ORDER BY seq DESC LIMIT @limit`,
+  counts: `SELECT ${VISIBLE_STATE} AS state, count(*) AS count FROM jobs GROUP BY 1`,
 } as const;

@@ -27,9 +27,17 @@ import {
   type JobAdmin,
   type JobQueue,
   type JobState,
+  type JobWait,
   type NewJob,
 } from "../../ports/index.js";
-import { INTERRUPTED_MESSAGE, LockTokens, newJobId, queuedJob, validateNewJob } from "../job.js";
+import {
+  emptyCounts,
+  INTERRUPTED_MESSAGE,
+  LockTokens,
+  newJobId,
+  queuedJob,
+  validateNewJob,
+} from "../job.js";
 import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "../job-row.js";
 import { listLimit } from "../list-limit.js";
 import { RunnableSignal } from "../runnable.js";
@@ -111,6 +119,7 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
       runAt: job.runAt,
       dedupeKey: newJob.dedupeKey ?? null,
       task: job.task,
+      parentId: job.parentId,
       now,
     });
     if (inserted.changes === 0) return this.#byDedupeKey(newJob.dedupeKey);
@@ -182,9 +191,37 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
     const changed =
       statement.run(retryAt === null ? fence : { ...fence, retryAt, refund }).changes > 0;
     if (!changed) return false;
-    if (retryAt === null) this.#signal.notify();
+    if (retryAt === null) this.#ended(job.id, now);
     else this.#signal.wakeAt(retryAt);
     return true;
+  }
+
+  async park(job: ClaimedJob, wait: JobWait, until: number): Promise<boolean> {
+    this.#flushCompletions();
+    const params = {
+      id: job.id,
+      token: job.lockToken,
+      wait: JSON.stringify(wait),
+      until,
+      now: this.#clock.now(),
+    };
+    const parked = this.#sql.park.run(params).changes > 0;
+    if (parked) this.#signal.wakeAt(until);
+    return parked;
+  }
+
+  async wake(id: string): Promise<boolean> {
+    this.#flushCompletions();
+    const woken = this.#sql.wake.run({ id, now: this.#clock.now() }).changes > 0;
+    if (woken) this.#signal.notify();
+    return woken;
+  }
+
+  async requestStop(id: string): Promise<boolean> {
+    this.#flushCompletions();
+    const asked = this.#sql.requestStop.run({ id, now: this.#clock.now() }).changes > 0;
+    if (asked) this.#signal.notify();
+    return asked;
   }
 
   /**
@@ -217,10 +254,13 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
     return row ? parseJobRow(row).job : null;
   }
 
-  async list(options: { state?: JobState; limit?: number } = {}): Promise<Job[]> {
+  async list(
+    options: { state?: JobState; parentId?: string; limit?: number } = {},
+  ): Promise<Job[]> {
     this.#flushCompletions();
     const params = {
       state: options.state ?? null,
+      parentId: options.parentId ?? null,
       limit: listLimit(options.limit, JOB_LIST_LIMIT),
     };
     return (this.#sql.list.all(params) as JobRow[]).map((row) => parseJobRow(row).job);
@@ -228,7 +268,7 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
 
   async counts(): Promise<Record<JobState, number>> {
     this.#flushCompletions();
-    const counts: Record<JobState, number> = { queued: 0, running: 0, done: 0, failed: 0 };
+    const counts = emptyCounts();
     for (const { state, count } of this.#sql.counts.all() as { state: JobState; count: number }[]) {
       if (state in counts) counts[state] = count;
     }
@@ -266,6 +306,12 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
     return claimed;
   }
 
+  /** A job ended for good: the next job of its line may run, and its parent looks again. */
+  #ended(id: string, now: number): void {
+    this.#sql.wakeParent.run({ id, now });
+    this.#signal.notify();
+  }
+
   /** Flushes now, or once a transaction someone left open across a tick has ended. */
   #flushSoon(): void {
     if (this.#db.open && this.#db.inTransaction) setImmediate(() => this.#flushSoon());
@@ -299,7 +345,9 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
     const now = this.#clock.now();
     return waiting.map((completion) => {
       const { id, lockToken: token } = completion.job;
-      return { completion, done: this.#sql.complete.run({ id, token, now }).changes > 0 };
+      const done = this.#sql.complete.run({ id, token, now }).changes > 0;
+      if (done) this.#sql.wakeParent.run({ id, now });
+      return { completion, done };
     });
   }
 
