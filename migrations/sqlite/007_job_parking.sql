@@ -2,9 +2,12 @@
 -- (run_at), with waiting_for saying what it waits for (JSON of a JobWait); waking it makes
 -- it due at once. It shows as 'waiting'. parent_id links a subagent's job to the job it
 -- works for, which is woken when it ends; stop_requested asks a job that is not running
--- to end as stopped by the user at its next run.
+-- to end as stopped by the user at its next run. tool_results keeps, while it is parked,
+-- the results of the turn's tool calls that did finish (a JSON array), so they do not run
+-- again when it resumes.
 ALTER TABLE jobs ADD COLUMN waiting_for TEXT;
 ALTER TABLE jobs ADD COLUMN parent_id TEXT;
+ALTER TABLE jobs ADD COLUMN tool_results TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE jobs ADD COLUMN stop_requested INTEGER NOT NULL DEFAULT 0;
 
 -- A parent's children (jobs show, /stop of a parent).

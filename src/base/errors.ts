@@ -2,6 +2,7 @@
  * The few error classes picklebot throws. Each one wraps its cause, carries context
  * (file, key, job id) and says whether trying again can help.
  */
+import type { JobWait, ToolResultBlock } from "../ports/index.js";
 
 /** Context attached to an error: where it happened and what it concerned. */
 export type ErrorContext = Record<string, string | number | boolean | undefined>;
@@ -78,6 +79,36 @@ export class ChatPlatformError extends PicklebotError {
 
 /** A tool was called with bad input or failed; it goes back to the model as `is_error`. */
 export class ToolError extends PicklebotError {}
+
+/**
+ * Not a failure: the job cannot go on before something happens (a subagent ends, the
+ * owner answers, a time comes). A tool throws it; the worker parks the job (see
+ * `JobQueue.park`) with the results of the calls that did finish, and when the job
+ * resumes the call runs again and looks.
+ */
+export class ParkRequest extends Error {
+  /** Results of the turn's other calls that finished, kept so they do not run again. */
+  readonly finished: ToolResultBlock[];
+
+  constructor(
+    readonly wait: JobWait,
+    /** Epoch ms by which the job runs again in any case. */
+    readonly until: number,
+    finished: ToolResultBlock[] = [],
+  ) {
+    super(`waiting for ${describeWait(wait)}`);
+    this.name = "ParkRequest";
+    this.finished = finished;
+  }
+}
+
+/** What a parked job waits for, for people: `2 subagent jobs`, `the owner's approval`. */
+export function describeWait(wait: JobWait): string {
+  if (wait.kind === "children") {
+    return wait.jobIds.length === 1 ? "a subagent job" : `${wait.jobIds.length} subagent jobs`;
+  }
+  return wait.kind === "approval" ? "the owner's approval" : "a later time";
+}
 
 /**
  * Work was cancelled on purpose: `/stop`, Ctrl+C, a shutdown. Never retried: whoever

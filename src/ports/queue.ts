@@ -1,5 +1,6 @@
 /** The JobQueue port: jobs as plain data, the durable queue and its admin side. */
 import type { CHAT_PLATFORMS, ChatPlatformKind } from "./chat.js";
+import type { ToolResultBlock } from "./messages.js";
 
 /**
  * A checkpointed job's message (DESIGN §4): its user message is in history, and a retry
@@ -118,6 +119,20 @@ export interface Job {
    * ends it as stopped by the user instead of going on.
    */
   stopRequested: boolean;
+  /**
+   * Results of tool calls that finished before the job last parked (the other calls of
+   * that turn waited): a resumed run uses them instead of running those calls again.
+   */
+  toolResults: ToolResultBlock[];
+}
+
+/** How a job parks (see {@link JobQueue.park}). */
+export interface Parking {
+  wait: JobWait;
+  /** Epoch ms by which it runs again in any case. */
+  until: number;
+  /** See {@link Job.toolResults}. */
+  toolResults: ToolResultBlock[];
 }
 
 /** A job claimed by a worker; `lockToken` fences every later change to it. */
@@ -160,9 +175,9 @@ export interface JobQueue {
    * Parks a running job without holding a worker: it is `waiting` for `wait`, its line
    * stays blocked, and the attempt is given back. It is due again when woken
    * ({@link JobQueue.wake}, or a child in `wait` ending) or at `until` (epoch ms),
-   * whichever comes first.
+   * whichever comes first. `toolResults` are kept for the resumed run (see `Job.toolResults`).
    */
-  park(job: ClaimedJob, wait: JobWait, until: number): Promise<boolean>;
+  park(job: ClaimedJob, parking: Parking): Promise<boolean>;
   /** Makes a waiting job due at once (what it waited for happened); false when not waiting. */
   wake(id: string): Promise<boolean>;
   /** Requeues every job left running by `workerId` (a process that died). */

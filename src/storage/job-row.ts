@@ -2,7 +2,14 @@
  * The one mapping from a stored `jobs` row to a {@link Job}, shared by the SQLite and
  * PostgreSQL queues (their `jobs` tables have the same columns).
  */
-import type { ClaimedJob, Job, JobAttemptError, JobState, ReplyTarget } from "../ports/index.js";
+import type {
+  ClaimedJob,
+  Job,
+  JobAttemptError,
+  JobState,
+  ReplyTarget,
+  ToolResultBlock,
+} from "../ports/index.js";
 import { isJobWait, isReplyTarget } from "./job.js";
 
 /** Largest number of jobs one claim takes. */
@@ -38,6 +45,8 @@ export interface JobRow {
   parent_id: string | null;
   /** 0/1 in SQLite, a boolean in PostgreSQL. */
   stop_requested: number | boolean;
+  /** JSON array of the tool results kept while parked. */
+  tool_results: string;
 }
 
 /** A row read back: the job, and what is wrong with the row if it was edited badly. */
@@ -99,8 +108,23 @@ export function parseJobRow(row: JobRow): ParsedRow {
     waitingFor,
     parentId: row.parent_id,
     stopRequested: Boolean(row.stop_requested),
+    toolResults: parseToolResults(row.tool_results),
   };
   return { job, problem };
+}
+
+/** The kept tool results of a row; nothing when the column holds something else. */
+function parseToolResults(text: string): ToolResultBlock[] {
+  const parsed = parseJson(text);
+  if (!Array.isArray(parsed)) return [];
+  return parsed.filter(
+    (block): block is ToolResultBlock =>
+      typeof block === "object" &&
+      block !== null &&
+      (block as ToolResultBlock).type === "tool_result" &&
+      typeof (block as ToolResultBlock).tool_use_id === "string" &&
+      typeof (block as ToolResultBlock).content === "string",
+  );
 }
 
 function parseJson(text: string): unknown {

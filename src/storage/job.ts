@@ -110,6 +110,7 @@ export function queuedJob(
     waitingFor: null,
     parentId: newJob.parentId ?? null,
     stopRequested: false,
+    toolResults: [],
   };
 }
 

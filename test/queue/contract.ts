@@ -355,7 +355,8 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
       async function parked(key: string, wait: JobWait = { kind: "time" }): Promise<ClaimedJob> {
         await queue.enqueue(chatJob(key, `${key} parent`));
         const [job] = (await queue.claim("w", 1)) as [ClaimedJob];
-        expect(await queue.park(job, wait, clock.now() + HOUR)).toBe(true);
+        const toolResults = [{ type: "tool_result" as const, tool_use_id: "t1", content: "kept" }];
+        expect(await queue.park(job, { wait, until: clock.now() + HOUR, toolResults })).toBe(true);
         return job;
       }
 
@@ -384,7 +385,12 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
         await queue.enqueue(chatJob("a", "a"));
         const [job] = (await queue.claim("w", 1)) as [ClaimedJob];
         await queue.requeueRunning();
-        expect(await queue.park(job, { kind: "time" }, clock.now() + HOUR)).toBe(false);
+        const parking = {
+          wait: { kind: "time" as const },
+          until: clock.now() + HOUR,
+          toolResults: [],
+        };
+        expect(await queue.park(job, parking)).toBe(false);
         expect((await queue.get(job.id))?.state).toBe("queued");
       });
 
@@ -395,6 +401,9 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
         await runnable;
         const [again] = (await queue.claim("w", 1)) as [ClaimedJob];
         expect(again).toMatchObject({ id: job.id, attempts: 1, waitingFor: null });
+        expect(again.toolResults).toEqual([
+          { type: "tool_result", tool_use_id: "t1", content: "kept" },
+        ]);
         expect(await queue.wake(job.id)).toBe(false);
       });
 

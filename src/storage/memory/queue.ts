@@ -22,9 +22,10 @@ import {
   type JobAttemptError,
   type JobQueue,
   type JobState,
-  type JobWait,
   type NewJob,
+  type Parking,
   RESUME_MARKER,
+  type ToolResultBlock,
 } from "../../ports/index.js";
 import {
   emptyCounts,
@@ -193,11 +194,12 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     return true;
   }
 
-  async park(job: ClaimedJob, wait: JobWait, until: number): Promise<boolean> {
+  async park(job: ClaimedJob, { wait, until, toolResults }: Parking): Promise<boolean> {
     const stored = this.#fenced(job);
     if (!stored) return false;
     stored.attempts -= 1;
     stored.waitingFor = wait;
+    stored.toolResults = Object.freeze([...toolResults]) as ToolResultBlock[];
     this.#parked.add(stored);
     this.#requeue(stored, until);
     return true;
@@ -433,6 +435,7 @@ function snapshot(job: StoredJob): Job {
     waitingFor: job.waitingFor,
     parentId: job.parentId,
     stopRequested: job.stopRequested,
+    toolResults: job.toolResults,
   };
 }
 

@@ -147,9 +147,11 @@ export const PG = {
       RETURNING session_key, seq, parent_id),
     ${WAKE_PARENTS("failed", "$4")}
     SELECT ${NOTIFY_FREED("failed")} AS woken, ${NOTIFY_WOKE} AS parents FROM failed`,
-  // $1 id, $2 token, $3 wait (JSON), $4 until, $5 now. The attempt is given back: parking
-  // is no failure. The notification tells idle processes when it is due at the latest.
-  park: `UPDATE jobs SET state = 'queued', run_at = $4::bigint, waiting_for = $3, attempts = attempts - 1,
+  // $1 id, $2 token, $3 wait (JSON), $4 until, $5 now, $6 tool results (JSON). The attempt
+  // is given back: parking is no failure. The notification tells idle processes when it is
+  // due at the latest.
+  park: `UPDATE jobs SET state = 'queued', run_at = $4::bigint, waiting_for = $3,
+      tool_results = $6, attempts = attempts - 1,
       ${UNLOCK}, updated_at = $5
     WHERE ${FENCE}
     RETURNING pg_notify('${JOBS_CHANNEL}', $4::bigint::text) AS notified`,

@@ -28,8 +28,8 @@ import {
   type JobAdmin,
   type JobQueue,
   type JobState,
-  type JobWait,
   type NewJob,
+  type Parking,
 } from "../../ports/index.js";
 import {
   emptyCounts,
@@ -222,8 +222,15 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
     return true;
   }
 
-  async park(job: ClaimedJob, wait: JobWait, until: number): Promise<boolean> {
-    const params = [job.id, job.lockToken, JSON.stringify(wait), until, this.#clock.now()];
+  async park(job: ClaimedJob, { wait, until, toolResults }: Parking): Promise<boolean> {
+    const params = [
+      job.id,
+      job.lockToken,
+      JSON.stringify(wait),
+      until,
+      this.#clock.now(),
+      JSON.stringify(toolResults),
+    ];
     const result = await retryOnDisconnect(() => this.#pool.query(PG.park, params));
     const parked = (result.rowCount ?? 0) > 0;
     if (parked) this.#signal.wakeAt(until);

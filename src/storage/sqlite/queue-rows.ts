@@ -66,7 +66,7 @@ export const SQL = {
       ${UNLOCK}, updated_at = @now
     WHERE ${FENCE}`,
   // The attempt is given back: parking is no failure.
-  park: `UPDATE jobs SET state = 'queued', run_at = @until, waiting_for = @wait,
+  park: `UPDATE jobs SET state = 'queued', run_at = @until, waiting_for = @wait, tool_results = @results,
       attempts = attempts - 1, ${UNLOCK}, updated_at = @now
     WHERE ${FENCE}`,
   wake: `UPDATE jobs SET run_at = min(run_at, @now), waiting_for = NULL, updated_at = @now

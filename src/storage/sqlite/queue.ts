@@ -27,8 +27,8 @@ import {
   type JobAdmin,
   type JobQueue,
   type JobState,
-  type JobWait,
   type NewJob,
+  type Parking,
 } from "../../ports/index.js";
 import {
   emptyCounts,
@@ -196,12 +196,13 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
     return true;
   }
 
-  async park(job: ClaimedJob, wait: JobWait, until: number): Promise<boolean> {
+  async park(job: ClaimedJob, { wait, until, toolResults }: Parking): Promise<boolean> {
     this.#flushCompletions();
     const params = {
       id: job.id,
       token: job.lockToken,
       wait: JSON.stringify(wait),
+      results: JSON.stringify(toolResults),
       until,
       now: this.#clock.now(),
     };
