@@ -1,13 +1,13 @@
 /** `picklebot jobs`: inspect the queue and requeue failed (or orphaned) jobs. */
 import { Command, InvalidArgumentError } from "commander";
 import { formatReplyTarget } from "../base/chat-address.js";
-import { UserError } from "../base/errors.js";
+import { describeWait, UserError } from "../base/errors.js";
 import type { Job, JobState } from "../ports/index.js";
 import { acquireWorkspaceLock, type WorkspaceLock } from "../server/workspace-lock.js";
 import { openWorkspace, type WorkspaceContext } from "./context.js";
 import { formatTime, parseLimit, printJson, printTable } from "./output.js";
 
-const STATES: JobState[] = ["queued", "running", "failed", "done"];
+const STATES: JobState[] = ["queued", "running", "waiting", "failed", "done"];
 
 /**
  * Requeues a job marked running when no server can be running it: in SQLite mode, when
@@ -125,7 +125,7 @@ export function jobsCommand(): Command {
 function printJob(job: Job): void {
   const fields: [string, string][] = [
     ["id", job.id],
-    ["state", job.state],
+    ["state", job.waitingFor ? `waiting for ${describeWait(job.waitingFor)}` : job.state],
     ["agent", job.agentId],
     ["session key", job.sessionKey],
     ["session id", job.sessionId ?? "-"],
@@ -134,6 +134,7 @@ function printJob(job: Job): void {
     ["attempts", `${job.attempts}/${job.maxAttempts}`],
     ["run at", formatTime(job.runAt)],
     ["created", formatTime(job.createdAt)],
+    ...(job.parentId ? [["parent job", job.parentId] as [string, string]] : []),
     ["message", job.message === "." ? ". (checkpointed: the message is in history)" : job.message],
   ];
   for (const [name, value] of fields) console.log(`${name.padEnd(12)} ${value}`);

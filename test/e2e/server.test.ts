@@ -229,7 +229,7 @@ describe("picklebot server", () => {
     const text = await cli("status");
     expect(text).toContain(`server     running (pid ${server.pid})`);
     expect(text).toContain("worker   agent: running, 0 restarts");
-    expect(text).toContain("queue      0 queued, 0 running, 1 done, 0 failed");
+    expect(text).toContain("queue      0 queued, 0 running, 0 waiting, 1 done, 0 failed");
   });
 });
 

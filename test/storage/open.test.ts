@@ -129,7 +129,11 @@ describe("openStorage: a database from before the checkpointed column (migration
       // Turn the file back into what version 005 left: no column, the marker only.
       const db = new BetterSqlite(join(ws.dir, "history", DATABASE_FILE));
       db.exec(
-        "ALTER TABLE jobs DROP COLUMN checkpointed; ALTER TABLE jobs DROP COLUMN task; PRAGMA user_version = 5;",
+        `DROP INDEX jobs_parent;
+        ${["waiting_for", "parent_id", "tool_results", "stop_requested", "checkpointed", "task"]
+          .map((column) => `ALTER TABLE jobs DROP COLUMN ${column};`)
+          .join(" ")}
+        PRAGMA user_version = 5;`,
       );
       db.close();
 
