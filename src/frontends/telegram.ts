@@ -151,9 +151,10 @@ export class TelegramPlatform implements ChatPlatform {
 
   /** The "/" menu of Telegram's apps; the commands work without it, so a failure only logs. */
   async #setCommandMenu(): Promise<void> {
-    const commands = (this.#options.commands ?? CHAT_COMMANDS).map(
-      ({ command, description }) => ({ command, description }),
-    );
+    const commands = (this.#options.commands ?? CHAT_COMMANDS).map(({ command, description }) => ({
+      command,
+      description,
+    }));
     try {
       await this.#call("setMyCommands", { commands }, { signal: this.#abort.signal });
     } catch (error) {
