@@ -306,6 +306,18 @@ describe("ChatInbox: /agent and bindings", () => {
     expect(answers[2]?.text).toMatch(/^Agent: coder \(pinned by bindings\[0\]\)\n/);
   });
 
+  it("keeps a chat's switched agent across a restart (the storage reopened)", async () => {
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/agent coder" });
+    await storage.close();
+    storage = await openStorage(testConfig(ws.dir), clock);
+    const again = await connect(inbox());
+    await again(telegram, { userId: OWNER, chatId: "42", text: "after the restart" });
+    expect(await storage.queue.list()).toMatchObject([
+      { agentId: "coder", message: "after the restart" },
+    ]);
+  });
+
   it("falls back to default_agent when the chat's chosen agent no longer exists", async () => {
     await storage.history.createSession({ key: "telegram:42", agentId: "retired" });
     const send = await connect();

@@ -70,6 +70,8 @@ export interface CoreOptions {
   outageBudgetS?: number;
   /** The fake model's answer when its script is empty. (Default: "ok") */
   defaultReply?: FakeReplySource;
+  /** `bindings` of picklebot.yaml, as written there. (Default: none) */
+  bindings?: Array<{ chat: string; agent: string }>;
 }
 
 /** An in-process core, not yet running. */
@@ -117,6 +119,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     queue: { backend: options.queue ?? "memory" },
     history: { backend: "sqlite", max_messages: options.maxMessages },
     workers: { job_timeout_s: options.jobTimeoutS ?? 300 },
+    bindings: options.bindings,
   });
   const clock = new TestClock();
   const storage = await openStorage(config, clock);
