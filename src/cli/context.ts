@@ -43,9 +43,9 @@ export interface LoadedWorkspace {
  */
 export function loadWorkspace(command: Command): LoadedWorkspace {
   const workspace = workspaceOf(command);
-  const config = loadConfig(workspace);
   const { agents, errors } = loadAgents(workspace);
   for (const error of errors) process.stderr.write(`picklebot: warning: ${error.message}\n`);
+  const config = loadConfig(workspace, process.env, { agentIds: agents.keys() });
   return { workspace, config, agents, provider: providerFor(config) };
 }
 

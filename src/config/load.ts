@@ -49,9 +49,14 @@ export function resolveWorkspace(
 /**
  * Loads `<workspace>/picklebot.yaml` (optional: every key has a default). Variables of
  * `<workspace>/.env` are first added to `env` unless already set there. Throws a
- * UserError naming the file and key for any problem.
+ * UserError naming the file and key for any problem. With `options.agentIds` (the loaded
+ * agents), agents named by `bindings` are checked against them.
  */
-export function loadConfig(workspace: string, env: Environment = process.env): Config {
+export function loadConfig(
+  workspace: string,
+  env: Environment = process.env,
+  options: { agentIds?: Iterable<string> } = {},
+): Config {
   loadDotEnv(workspace, env);
   const file = path.join(workspace, CONFIG_FILE_NAME);
   const raw = interpolateEnv(readYamlFile(file) ?? {}, env, file);
@@ -63,7 +68,7 @@ export function loadConfig(workspace: string, env: Environment = process.env): C
       { context: { file } },
     );
   }
-  const schema = buildConfigSchema({ env, workspace });
+  const schema = buildConfigSchema({ env, workspace, ...options });
   const result = schema.safeParse(raw, { reportInput: true });
   if (!result.success) throw userErrorFromIssues(file, result.error.issues, schema);
   return result.data;

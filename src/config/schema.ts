@@ -4,6 +4,7 @@
  */
 import path from "node:path";
 import { z } from "zod";
+import { CHAT_ADDRESS_FORMS, type ChatAddress, parseChatAddress } from "../base/chat-address.js";
 import {
   type ChatPlatformKind,
   DEFAULT_DISCORD_CALL_TIMEOUT_MS,
@@ -12,6 +13,7 @@ import {
   DEFAULT_POOL_SIZE,
 } from "../ports/index.js";
 import type { CustomIssueParams } from "./issues.js";
+import { didYouMean } from "./suggest.js";
 
 /** Environment variables, as `process.env` holds them. */
 export type Environment = Record<string, string | undefined>;
@@ -22,6 +24,11 @@ export interface ConfigSchemaContext {
   env: Environment;
   /** Absolute workspace path; `history.path` is resolved against it. */
   workspace: string;
+  /**
+   * The ids of the workspace's agents (`agents/<id>/AGENT.md` that loaded): `bindings`
+   * may name these and `default_agent`. (Default: agent ids are not checked)
+   */
+  agentIds?: Iterable<string>;
 }
 
 /** Letters, digits, `-` and `_`: the shape of agent and cron ids. */
@@ -68,8 +75,10 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       history: historySchema(context.workspace),
       ...chatPlatformSections(context.env),
       http: httpSchema(),
+      bindings: bindingsSchema(),
     })
     .superRefine((config, ctx) => {
+      if (context.agentIds) checkBoundAgents(config, new Set(context.agentIds), ctx);
       if (config.queue.backend === "postgres" && config.history.backend !== "postgres") {
         ctx.addIssue({
           code: "custom",
@@ -241,6 +250,62 @@ function httpSchema() {
       ),
     })
     .prefault({});
+}
+
+/** `bindings`: chats pinned to an agent (README "Agents per chat"). */
+function bindingsSchema() {
+  return z
+    .array(
+      z.strictObject({
+        chat: z
+          .string()
+          .transform((text, ctx): ChatAddress => {
+            const address = parseChatAddress(text.trim());
+            if (address) return address;
+            ctx.addIssue({ code: "custom", message: CHAT_ADDRESS_FORMS, input: text });
+            return z.NEVER;
+          })
+          .describe(`a chat address, ${CHAT_ADDRESS_FORMS}, such as telegram:123456789`),
+        agent: z.string().regex(ID_PATTERN).describe("an agent id (letters, digits, - and _)"),
+      }),
+    )
+    .default([])
+    .superRefine((bindings, ctx) => {
+      const seen = new Map<string, number>();
+      for (const [index, { chat }] of bindings.entries()) {
+        const text = `${chat.platform}:${chat.chatId}`;
+        const first = seen.get(text);
+        if (first === undefined) {
+          seen.set(text, index);
+          continue;
+        }
+        ctx.addIssue({
+          code: "custom",
+          path: [index, "chat"],
+          message: `${text} is already bound by bindings[${first}]; a chat has one agent, so remove one of the two`,
+          params: { standalone: true } satisfies CustomIssueParams,
+        });
+      }
+    });
+}
+
+/** Every bound agent must be one the workspace has, or `default_agent` (built in). */
+function checkBoundAgents(
+  config: { default_agent: string; bindings: Array<{ agent: string }> },
+  agentIds: ReadonlySet<string>,
+  ctx: z.RefinementCtx,
+): void {
+  const known = [...new Set([config.default_agent, ...agentIds])].sort();
+  config.bindings.forEach(({ agent }, index) => {
+    if (known.includes(agent)) return;
+    const suggestion = didYouMean(agent, known);
+    ctx.addIssue({
+      code: "custom",
+      path: ["bindings", index, "agent"],
+      message: `unknown agent "${agent}"${suggestion ? `; ${suggestion}` : ""} (known: ${known.join(", ")}); name one of those or create agents/${agent}/AGENT.md`,
+      params: { standalone: true } satisfies CustomIssueParams,
+    });
+  });
 }
 
 function requireTokenWhenEnabled(bus: string, envName: string) {

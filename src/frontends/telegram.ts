@@ -4,7 +4,8 @@
  * Thin on purpose: it turns updates into {@link IncomingChatMessage}s and sends, edits and
  * shows "typing…". Allowlists, sessions, streaming, splitting and retries live in the core.
  *
- *   start(): getMe + deleteWebhook (retried) ─► connected ─► poll loop
+ *   start(): getMe + deleteWebhook (retried) ─► connected ─► poll loop, and once, beside
+ *            it, setMyCommands (the command menu; a failure is logged, never fatal)
  *   poll loop: getUpdates (held open) ─► each update through telegraf's middleware, whose
  *              only handler converts it and hands it over, until it is stored ─► the
  *              next getUpdates confirms it (an update that could not be stored is not
@@ -24,12 +25,14 @@ import { ChatPlatformError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
 import { redactSecrets } from "../base/redact.js";
-import type {
-  ChatPlatform,
-  ChatPlatformState,
-  IncomingChatMessage,
-  SentChatMessage,
-  TextFormat,
+import {
+  CHAT_COMMANDS,
+  type ChatCommand,
+  type ChatPlatform,
+  type ChatPlatformState,
+  type IncomingChatMessage,
+  type SentChatMessage,
+  type TextFormat,
 } from "../ports/index.js";
 import { toTelegramMarkdownV2 } from "./telegram-markdown.js";
 
@@ -49,6 +52,8 @@ export interface TelegramPlatformOptions {
    * getUpdates gets its poll timeout plus this. (Default: 30 000 ms)
    */
   callTimeoutMs?: number;
+  /** The command menu set with `setMyCommands` at start. (Default: {@link CHAT_COMMANDS}) */
+  commands?: readonly ChatCommand[];
 }
 
 /** Default of {@link TelegramPlatformOptions.callTimeoutMs}. */
@@ -67,6 +72,7 @@ export class TelegramPlatform implements ChatPlatform {
   #state: ChatPlatformState = "stopped";
   #offset = 0;
   #polling: Promise<void> | null = null;
+  #menu: Promise<void> | null = null;
 
   constructor(options: TelegramPlatformOptions) {
     checkNumberOptions("TelegramPlatform", options, {
@@ -98,12 +104,14 @@ export class TelegramPlatform implements ChatPlatform {
     await this.#connect();
     if (this.#abort.signal.aborted) return;
     this.#polling = this.#pollLoop();
+    this.#menu = this.#setCommandMenu();
   }
 
   async stop(): Promise<void> {
     this.#abort.abort();
-    await this.#polling;
+    await Promise.all([this.#polling, this.#menu]);
     this.#polling = null;
+    this.#menu = null;
     this.#state = "stopped";
   }
 
@@ -139,6 +147,23 @@ export class TelegramPlatform implements ChatPlatform {
       this.#state = "connected";
       this.#options.logger.info({ bot: this.#bot.botInfo.username }, "telegram connected");
     }, this.#backoff("telegram: could not connect"));
+  }
+
+  /** The "/" menu of Telegram's apps; the commands work without it, so a failure only logs. */
+  async #setCommandMenu(): Promise<void> {
+    const commands = (this.#options.commands ?? CHAT_COMMANDS).map(({ command, description }) => ({
+      command,
+      description,
+    }));
+    try {
+      await this.#call("setMyCommands", { commands }, { signal: this.#abort.signal });
+    } catch (error) {
+      if (this.#abort.signal.aborted) return;
+      this.#options.logger.warn(
+        { error: toError(error).message },
+        "telegram: could not set the command menu; the commands still work when typed",
+      );
+    }
   }
 
   async #pollLoop(): Promise<void> {

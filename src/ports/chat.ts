@@ -22,6 +22,31 @@ export const CHAT_PLATFORMS = {
 /** One of {@link CHAT_PLATFORMS}. */
 export type ChatPlatformKind = keyof typeof CHAT_PLATFORMS;
 
+/** A chat command: what a person types after `/`, and one line on what it does. */
+export interface ChatCommand {
+  /** 1-32 lowercase letters, digits and `_` (Telegram's rule for its command menu). */
+  command: string;
+  /** What the command does, 1-256 characters; `/help` and the command menu show it. */
+  description: string;
+}
+
+/**
+ * The chat commands, the same on every platform, in the order `/help` and Telegram's
+ * command menu (`setMyCommands`) list them. `/start` is answered like `/help` but not
+ * listed: Telegram sends it by itself when a person opens the bot.
+ */
+export const CHAT_COMMANDS = [
+  { command: "new", description: "Start a new conversation" },
+  { command: "status", description: "Show the agent, the conversation size and the queue" },
+  { command: "compact", description: "Summarise the conversation so far" },
+  { command: "stop", description: "Stop the reply in progress" },
+  { command: "agent", description: "List the agents; /agent NAME switches this chat to one" },
+  { command: "help", description: "Show the commands" },
+] as const satisfies readonly ChatCommand[];
+
+/** A command the chats answer: one of {@link CHAT_COMMANDS}, or `start`. */
+export type ChatCommandName = (typeof CHAT_COMMANDS)[number]["command"] | "start";
+
 /** A text message a person sent to the bot, already filtered by the platform's rules. */
 export interface IncomingChatMessage {
   platform: ChatPlatformKind;

@@ -280,7 +280,11 @@ export class AgentWorker implements Worker {
     return "done";
   }
 
-  /** The job's session: the checkpointed one, the key's current one (chat), or a new one. */
+  /**
+   * The job's session: the checkpointed one; for a chat, the key's newest session of the
+   * job's agent (its current one, or, for a message queued before `/agent` switched the
+   * chat, the one it was sent to, so the switch stays current); else a new one.
+   */
   async #sessionFor(job: ClaimedJob): Promise<Session> {
     const { history } = this.#options;
     if (job.sessionId) {
@@ -289,8 +293,9 @@ export class AgentWorker implements Worker {
       throw new PicklebotError(`session ${job.sessionId} of job ${job.id} is missing from history`);
     }
     if (job.mode === "chat") {
-      const current = await history.currentSession(job.sessionKey);
-      if (current && current.agentId === job.agentId) return current;
+      const recent = await history.listSessions({ key: job.sessionKey, limit: 2 });
+      const same = recent.find((session) => session.agentId === job.agentId);
+      if (same) return same;
     }
     return history.createSession({ key: job.sessionKey, agentId: job.agentId });
   }

@@ -42,6 +42,7 @@ import type {
 import { openStorage } from "../storage/index.js";
 import { defaultInstanceId } from "../storage/postgres/cluster.js";
 import { AgentWorker, JOBS_RECOVERED } from "./agent-worker.js";
+import { chatAgentDirectory } from "./bus/chat-agents.js";
 import { ChatSenders } from "./bus/senders.js";
 import { MessageBusWorker } from "./bus/worker.js";
 import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
@@ -218,7 +219,7 @@ export class PicklebotServer {
     return new MessageBusWorker({
       createPlatforms,
       allowedUserIds: (platform) => allowedUserIds(config, platform),
-      agentId: config.default_agent,
+      agents: chatAgentDirectory(config, this.#options.agents),
       queue: this.#queue,
       history: this.#storage.history,
       pairing: this.#storage.pairing,

@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { IncomingChatMessage, Storage } from "../../src/ports/index.js";
 import { PAIRING_CODE_TTL_MS } from "../../src/ports/index.js";
+import type { ChatBinding } from "../../src/server/bus/chat-agents.js";
 import { ChatInbox } from "../../src/server/bus/inbox.js";
 import { openStorage } from "../../src/storage/index.js";
 import { FakeChatPlatform } from "../fakes/chat-platform.js";
@@ -24,12 +25,18 @@ let stops: string[];
 let running: Set<string>;
 let telegram: FakeChatPlatform;
 let discord: FakeChatPlatform;
+let bindings: ChatBinding[];
+
+const AGENTS = [
+  { id: "coder", name: "Coder", description: "Writes code" },
+  { id: "pickle", name: "Pickle", description: "General assistant" },
+];
 
 function inbox(queue: Storage["queue"] = storage.queue): ChatInbox {
   return new ChatInbox({
     allowedUserIds: (platform) =>
       new Set(platform === "telegram" ? [OWNER] : ["80351110224678912"]),
-    agentId: "pickle",
+    agents: { defaultAgentId: "pickle", agents: AGENTS, bindings },
     queue,
     history: storage.history,
     pairing: storage.pairing,
@@ -68,6 +75,7 @@ beforeEach(async () => {
   clock = new TestClock();
   storage = await openStorage(testConfig(ws.dir), clock);
   answers = [];
+  bindings = [];
   stops = [];
   running = new Set();
   telegram = new FakeChatPlatform({ kind: "telegram" });
@@ -226,5 +234,94 @@ describe("ChatInbox: commands", () => {
     const send = await connect();
     await send(telegram, { userId: STRANGER, text: "/stop" });
     expect(stops).toEqual([]);
+  });
+});
+
+describe("ChatInbox: /agent and bindings", () => {
+  it("/agent lists every agent and marks the chat's current one; no job", async () => {
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/agent" });
+    expect(answers[0]?.text).toBe(
+      [
+        "Agents (this chat: pickle):",
+        "• coder: Coder, Writes code",
+        "▸ pickle: Pickle, General assistant",
+        "Switch with /agent NAME (starts a new conversation).",
+      ].join("\n"),
+    );
+    expect(await storage.queue.list()).toEqual([]);
+  });
+
+  it("/agent NAME starts a new session with that agent; the chat's next jobs and /new keep it", async () => {
+    const send = await connect();
+    const before = await storage.history.createSession({ key: "telegram:42", agentId: "pickle" });
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/agent@picklebot Coder" });
+    const current = await storage.history.currentSession("telegram:42");
+    expect(current).toMatchObject({ agentId: "coder" });
+    expect(current?.id).not.toBe(before.id);
+    expect(answers[0]?.text).toBe(
+      `Switched to coder (Coder), in a new conversation (${current?.id}).`,
+    );
+
+    await send(telegram, { userId: OWNER, chatId: "42", text: "hello coder" });
+    await send(telegram, { userId: OWNER, chatId: "43", text: "hello other chat" });
+    const jobs = (await storage.queue.list()).sort((a, b) =>
+      a.sessionKey.localeCompare(b.sessionKey),
+    );
+    expect(jobs).toMatchObject([
+      { agentId: "coder", sessionKey: "telegram:42", message: "hello coder" },
+      { agentId: "pickle", sessionKey: "telegram:43" },
+    ]);
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/new" });
+    expect(await storage.history.currentSession("telegram:42")).toMatchObject({ agentId: "coder" });
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/status" });
+    expect(answers.at(-1)?.text).toMatch(/^Agent: coder\n/);
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/agent" });
+    expect(answers.at(-1)?.text).toContain("▸ coder: Coder");
+  });
+
+  it("/agent with an unknown name switches nothing and lists the valid ids", async () => {
+    const send = await connect();
+    await send(discord, { userId: "80351110224678912", chatId: "555", text: "/agent nobody" });
+    expect(answers[0]?.text).toBe(
+      'There is no agent "nobody". Agents: coder, pickle. Send /agent to see what each does.',
+    );
+    expect(await storage.history.currentSession("discord:555")).toBeNull();
+  });
+
+  it("a bound chat uses its agent from the first message and refuses /agent NAME", async () => {
+    bindings.push({ chat: { platform: "telegram", chatId: "42" }, agent: "coder" });
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "42", text: "first" });
+    expect(await storage.queue.list()).toMatchObject([{ agentId: "coder" }]);
+
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/agent pickle" });
+    expect(answers[0]?.text).toBe(
+      "This chat is pinned to coder by bindings[0] in picklebot.yaml; edit that entry to change its agent.",
+    );
+    expect(await storage.history.currentSession("telegram:42")).toBeNull();
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/agent" });
+    expect(answers[1]?.text).toContain("pinned to coder by bindings[0]");
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/status" });
+    expect(answers[2]?.text).toMatch(/^Agent: coder \(pinned by bindings\[0\]\)\n/);
+  });
+
+  it("keeps a chat's switched agent across a restart (the storage reopened)", async () => {
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/agent coder" });
+    await storage.close();
+    storage = await openStorage(testConfig(ws.dir), clock);
+    const again = await connect(inbox());
+    await again(telegram, { userId: OWNER, chatId: "42", text: "after the restart" });
+    expect(await storage.queue.list()).toMatchObject([
+      { agentId: "coder", message: "after the restart" },
+    ]);
+  });
+
+  it("falls back to default_agent when the chat's chosen agent no longer exists", async () => {
+    await storage.history.createSession({ key: "telegram:42", agentId: "retired" });
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "42", text: "hi" });
+    expect(await storage.queue.list()).toMatchObject([{ agentId: "pickle" }]);
   });
 });

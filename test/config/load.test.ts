@@ -21,9 +21,12 @@ function writeConfig(text: string): string {
   return file;
 }
 
-function loadError(env: Record<string, string | undefined> = {}): UserError {
+function loadError(
+  env: Record<string, string | undefined> = {},
+  options: { agentIds?: string[] } = {},
+): UserError {
   try {
-    loadConfig(workspace, env);
+    loadConfig(workspace, env, options);
   } catch (thrown) {
     if (thrown instanceof UserError) return thrown;
     throw thrown;
@@ -68,6 +71,7 @@ describe("loadConfig", () => {
     expect(config.discord.channel_ids).toEqual([]);
     expect(config.discord.call_timeout_s).toBe(15);
     expect(config.http).toEqual({ enabled: true, host: "127.0.0.1", port: 8787 });
+    expect(config.bindings).toEqual([]);
   });
 
   it("takes secrets and the database URL from the environment by default", () => {
@@ -266,6 +270,71 @@ describe("loadConfig", () => {
   it("reports the line of a duplicated key", () => {
     const file = writeConfig("http:\n  port: 1\nhttp:\n  port: 2\n");
     expect(loadError().message).toContain(`${file}:3: YAML syntax error`);
+  });
+});
+
+describe("loadConfig: bindings", () => {
+  const agentIds = ["coder", "pickle"];
+
+  it("reads chat addresses and the agent each chat is pinned to", () => {
+    writeConfig(
+      [
+        "bindings:",
+        "  - chat: telegram:123456789",
+        "    agent: coder",
+        '  - chat: "discord:80351110224678912"',
+        "    agent: pickle",
+        "  - chat: telegram:-1001234",
+        "    agent: coder",
+      ].join("\n"),
+    );
+    expect(loadConfig(workspace, {}, { agentIds }).bindings).toEqual([
+      { chat: { platform: "telegram", chatId: "123456789" }, agent: "coder" },
+      { chat: { platform: "discord", chatId: "80351110224678912" }, agent: "pickle" },
+      { chat: { platform: "telegram", chatId: "-1001234" }, agent: "coder" },
+    ]);
+  });
+
+  it("names bindings[i].agent and the known agents for an unknown agent", () => {
+    const file = writeConfig("bindings:\n  - chat: telegram:1\n    agent: codr\n");
+    expect(loadError({}, { agentIds }).message).toBe(
+      `${file}: bindings[0].agent: unknown agent "codr"; did you mean "coder"? (known: coder, pickle); ` +
+        "name one of those or create agents/codr/AGENT.md.",
+    );
+    expect(loadError({}, { agentIds }).context).toMatchObject({ key: "bindings[0].agent" });
+  });
+
+  it("accepts default_agent without an AGENT.md (the built-in agent)", () => {
+    writeConfig("default_agent: helper\nbindings:\n  - chat: discord:5\n    agent: helper\n");
+    expect(loadConfig(workspace, {}, { agentIds: [] }).bindings).toHaveLength(1);
+  });
+
+  it("names bindings[i].chat for an address of no platform, and for a chat bound twice", () => {
+    const file = writeConfig(
+      "bindings:\n  - chat: slack:1\n    agent: coder\n  - chat: discord:general\n    agent: coder\n",
+    );
+    const lines = loadError({}, { agentIds }).message.split("\n");
+    expect(lines).toEqual([
+      `${file}: bindings[0].chat: expected a chat address, telegram:<chat_id> or discord:<channel_id>, such as telegram:123456789, found "slack:1"; correct it.`,
+      `${file}: bindings[1].chat: expected a chat address, telegram:<chat_id> or discord:<channel_id>, such as telegram:123456789, found "discord:general"; correct it.`,
+    ]);
+    writeConfig(
+      "bindings:\n  - chat: telegram:1\n    agent: coder\n  - chat: telegram:1\n    agent: pickle\n",
+    );
+    expect(loadError({}, { agentIds }).message).toBe(
+      `${file}: bindings[1].chat: telegram:1 is already bound by bindings[0]; a chat has one agent, so remove one of the two.`,
+    );
+  });
+
+  it("names a missing or unknown field of an entry", () => {
+    writeConfig("bindings:\n  - chat: telegram:1\n");
+    expect(loadError({}, { agentIds }).message).toContain(
+      "bindings[0].agent: missing (expected an agent id (letters, digits, - and _)); add it.",
+    );
+    writeConfig("bindings:\n  - chat: telegram:1\n    agnet: coder\n    agent: coder\n");
+    expect(loadError({}, { agentIds }).message).toContain(
+      'bindings[0].agnet: unknown key; did you mean "agent"?',
+    );
   });
 });
 

@@ -192,6 +192,18 @@ describe("picklebot server", () => {
     }
   });
 
+  it("refuses to start when bindings names an agent the workspace does not have", async () => {
+    ws.write(
+      "picklebot.yaml",
+      fakeModelConfig(fake.url, "bindings:\n  - chat: telegram:42\n    agent: coder\n"),
+    );
+    const result = await runCli(["server", "--workspace", ws.dir], { timeoutMs: 15_000 });
+    expect(result.stderr).toContain(
+      'picklebot.yaml: bindings[0].agent: unknown agent "coder" (known: pickle); name one of those or create agents/coder/AGENT.md.',
+    );
+    expect(result.code).toBe(1);
+  });
+
   it("answers /healthz with every worker's state", async () => {
     const server = await startServer(ws.dir);
     const response = await fetch(`${server.httpUrl}/healthz`);

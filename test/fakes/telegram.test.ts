@@ -197,4 +197,42 @@ describe("fake Telegram Bot API with the real telegraf client", () => {
     second.stop("test over");
     await secondPolling;
   });
+
+  it("sets the command menu, and refuses what the Bot API refuses", async () => {
+    const commands = [{ command: "new", description: "  Start over " }];
+    await expect(bot.telegram.setMyCommands(commands)).resolves.toBe(true);
+    expect(fake.commands).toEqual([{ command: "new", description: "Start over" }]);
+    expect(await bot.telegram.getMyCommands()).toEqual(fake.commands);
+
+    const refusal = (list: Array<{ command: string; description: string }>) =>
+      bot.telegram.setMyCommands(list).then(
+        () => "accepted",
+        (error: unknown) =>
+          error instanceof TelegramError ? `${error.code} ${error.description}` : String(error),
+      );
+    const many = Array.from({ length: 101 }, (_, i) => ({ command: `c${i}`, description: "x" }));
+    expect(await refusal([{ command: "New", description: "x" }])).toBe(
+      "400 Bad Request: BOT_COMMAND_INVALID",
+    );
+    expect(await refusal([{ command: "/new", description: "x" }])).toBe(
+      "400 Bad Request: BOT_COMMAND_INVALID",
+    );
+    expect(await refusal([{ command: "a".repeat(33), description: "x" }])).toBe(
+      "400 Bad Request: command length must not exceed 32",
+    );
+    expect(await refusal([{ command: "", description: "x" }])).toBe(
+      "400 Bad Request: command must be non-empty",
+    );
+    expect(await refusal([{ command: "new", description: " " }])).toBe(
+      "400 Bad Request: command description must be non-empty",
+    );
+    expect(await refusal([{ command: "new", description: "x".repeat(257) }])).toBe(
+      "400 Bad Request: command description length must not exceed 256",
+    );
+    expect(await refusal(many)).toBe("400 Bad Request: BOT_COMMANDS_TOO_MUCH");
+    expect(await refusal(many.slice(0, 100))).toBe("accepted");
+    expect(await refusal([{ command: "a".repeat(32), description: "x".repeat(256) }])).toBe(
+      "accepted",
+    );
+  });
 });

@@ -137,8 +137,8 @@ export class FakeTelegram {
   readonly updateLog: QueuedUpdate[] = [];
   /** The highest `offset` a getUpdates call confirmed (0 until one does). */
   confirmedOffset = 0;
-  /** Commands from the latest setMyCommands. */
-  commands: unknown = [];
+  /** Commands from the latest accepted setMyCommands. */
+  commands: Array<{ command: string; description: string }> = [];
   /**
    * Called with each request as it is recorded, before the answer is written: a test can
    * act at the moment Telegram has accepted a send and the bot has not yet heard of it.
@@ -365,7 +365,7 @@ export class FakeTelegram {
         this.chatState(params.chat_id);
         return true;
       case "setmycommands":
-        this.commands = parseJsonField(params.commands);
+        this.commands = checkBotCommands(parseJsonField(params.commands));
         return true;
       case "getmycommands":
         return this.commands;
@@ -569,6 +569,42 @@ function parseFormatted(params: Params): { text: string; entities: MessageEntity
     throw new ApiFailure(400, "Bad Request: message is too long");
   parsed.entities.sort((a, b) => a.offset - b.offset || b.length - a.length);
   return parsed;
+}
+
+/** At most this many commands per menu; longer lists fail with BOT_COMMANDS_TOO_MUCH. */
+const MAX_BOT_COMMANDS = 100;
+
+/**
+ * The command list as setMyCommands stores it, or the Bot API's refusal: a command of 1-32
+ * lowercase letters, digits and `_`; a description of 1-256 characters once trimmed.
+ */
+function checkBotCommands(value: unknown): Array<{ command: string; description: string }> {
+  if (value === undefined) return [];
+  if (!Array.isArray(value))
+    throw new ApiFailure(400, "Bad Request: can't parse commands JSON object");
+  if (value.length > MAX_BOT_COMMANDS)
+    throw new ApiFailure(400, "Bad Request: BOT_COMMANDS_TOO_MUCH");
+  return value.map((entry: unknown) => {
+    const { command, description } = (entry ?? {}) as Record<string, unknown>;
+    if (typeof command !== "string")
+      throw new ApiFailure(400, `Bad Request: can't parse BotCommand: Can't find field "command"`);
+    if (typeof description !== "string")
+      throw new ApiFailure(
+        400,
+        `Bad Request: can't parse BotCommand: Can't find field "description"`,
+      );
+    const text = description.trim();
+    if (command === "") throw new ApiFailure(400, "Bad Request: command must be non-empty");
+    if (command.length > 32)
+      throw new ApiFailure(400, "Bad Request: command length must not exceed 32");
+    if (!/^[a-z0-9_]+$/.test(command))
+      throw new ApiFailure(400, "Bad Request: BOT_COMMAND_INVALID");
+    if (text === "")
+      throw new ApiFailure(400, "Bad Request: command description must be non-empty");
+    if ([...text].length > 256)
+      throw new ApiFailure(400, "Bad Request: command description length must not exceed 256");
+    return { command, description: text };
+  });
 }
 
 const MARKDOWN_V2_RESERVED = new Set("_*[]()~`>#+-=|{}.!");

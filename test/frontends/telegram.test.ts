@@ -6,8 +6,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ChatPlatformError } from "../../src/base/errors.js";
 import { silentLogger } from "../../src/base/log.js";
 import { TelegramPlatform } from "../../src/frontends/telegram.js";
-import type { IncomingChatMessage } from "../../src/ports/index.js";
+import { CHAT_COMMANDS, type IncomingChatMessage } from "../../src/ports/index.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { recordingLogger } from "../helpers/log.js";
 import { freePort } from "../helpers/server.js";
 
 let fake: FakeTelegram;
@@ -49,6 +50,40 @@ async function failure(call: Promise<unknown>): Promise<ChatPlatformError> {
 }
 
 describe("TelegramPlatform", () => {
+  it("sets the command menu at start to the chat commands, and Telegram accepts it", async () => {
+    await started();
+    await fake.waitForCall("setMyCommands");
+    expect(fake.commands).toEqual(
+      CHAT_COMMANDS.map(({ command, description }) => ({ command, description })),
+    );
+    expect(fake.commands.map((entry) => entry.command)).toEqual([
+      "new",
+      "status",
+      "compact",
+      "stop",
+      "agent",
+      "help",
+    ]);
+  });
+
+  it("logs a refused command menu and keeps running", async () => {
+    await platform.stop();
+    const { logger, lines } = recordingLogger();
+    platform = new TelegramPlatform({
+      token: fake.token,
+      apiRoot: fake.apiRoot,
+      logger,
+      commands: [{ command: "New", description: "Start over" }],
+    });
+    await started();
+    await fake.waitFor(() => lines.some((line) => line.msg?.includes("command menu")));
+    const warning = lines.find((line) => line.msg?.includes("command menu"));
+    expect(warning?.error).toBe("telegram: 400 Bad Request: BOT_COMMAND_INVALID");
+    expect(platform.state).toBe("connected");
+    fake.sendUserMessage({ chatId: 5, userId: 5, text: "still here" });
+    await fake.waitFor(() => received.length === 1);
+  });
+
   it("hands over private messages, and group messages only when mentioned or replied to", async () => {
     await started();
     expect(platform.state).toBe("connected");

@@ -24,6 +24,7 @@ import {
   type Storage,
 } from "../../src/ports/index.js";
 import { AgentWorker, type AgentWorkerOptions } from "../../src/server/agent-worker.js";
+import { chatAgentDirectory } from "../../src/server/bus/chat-agents.js";
 import { ChatSenders } from "../../src/server/bus/senders.js";
 import { MessageBusWorker } from "../../src/server/bus/worker.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
@@ -69,6 +70,8 @@ export interface CoreOptions {
   outageBudgetS?: number;
   /** The fake model's answer when its script is empty. (Default: "ok") */
   defaultReply?: FakeReplySource;
+  /** `bindings` of picklebot.yaml, as written there. (Default: none) */
+  bindings?: Array<{ chat: string; agent: string }>;
 }
 
 /** An in-process core, not yet running. */
@@ -116,6 +119,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     queue: { backend: options.queue ?? "memory" },
     history: { backend: "sqlite", max_messages: options.maxMessages },
     workers: { job_timeout_s: options.jobTimeoutS ?? 300 },
+    bindings: options.bindings,
   });
   const clock = new TestClock();
   const storage = await openStorage(config, clock);
@@ -131,10 +135,11 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     logger,
     editIntervalMs: 0,
   });
+  const agents = loadAgents(ws.dir).agents;
   const runner = new AgentRunner({
     workspace: ws.dir,
     config,
-    agents: loadAgents(ws.dir).agents,
+    agents,
     history: storage.history,
     provider: createAnthropicProvider({ apiKey: "test-key", baseURL: model.url, maxRetries: 0 }),
     clock,
@@ -160,7 +165,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
   const bus = new MessageBusWorker({
     createPlatforms: () => [platform],
     allowedUserIds: () => new Set([OWNER_ID]),
-    agentId: config.default_agent,
+    agents: chatAgentDirectory(config, agents),
     queue: storage.queue,
     history: storage.history,
     pairing: storage.pairing,

@@ -90,6 +90,21 @@ describe("AgentWorker: a turn", () => {
     const sent = core.model.requests[1]?.body.messages ?? [];
     expect(sent.map((message) => messageText(message))).toEqual(["one", "ok", "two"]);
   });
+
+  it("runs a message queued before /agent switched the chat in the session it was sent to; the switch stays current", async () => {
+    await startCore({
+      files: { "agents/coder/AGENT.md": "---\nname: Coder\ndescription: Code\n---\nYou code.\n" },
+    });
+    const before = await core.storage.history.createSession({ key: CHAT_KEY, agentId: "pickle" });
+    const queued = await core.enqueue("sent before the switch", { agentId: "pickle" });
+    const switched = await core.storage.history.createSession({ key: CHAT_KEY, agentId: "coder" });
+    core.start();
+    const done = await core.waitForJob(queued.id, isDone);
+    expect(done.sessionId).toBe(before.id);
+    expect(await core.storage.history.currentSession(CHAT_KEY)).toMatchObject({ id: switched.id });
+    const next = await core.waitForJob((await core.enqueue("hi", { agentId: "coder" })).id, isDone);
+    expect(next.sessionId).toBe(switched.id);
+  });
 });
 
 describe("AgentWorker: resuming a checkpointed job", () => {

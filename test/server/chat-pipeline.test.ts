@@ -6,7 +6,14 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { lastUserText, requestAt } from "../fakes/anthropic.js";
 import { rateLimited } from "../fakes/chat-platform.js";
-import { CHAT_ID, type Core, OWNER_ID, openCore } from "../helpers/core.js";
+import {
+  CHAT_ID,
+  CHAT_KEY,
+  type Core,
+  type CoreOptions,
+  OWNER_ID,
+  openCore,
+} from "../helpers/core.js";
 import { waitFor } from "../helpers/wait.js";
 
 let core: Core;
@@ -15,8 +22,15 @@ afterEach(async () => {
   await core?.close();
 });
 
-async function startChat(): Promise<Core> {
-  core = await openCore();
+const CODER_MD = `---
+name: Coder
+description: Writes and reviews code
+---
+You are Coder, a careful programmer.
+`;
+
+async function startChat(options: CoreOptions = {}): Promise<Core> {
+  core = await openCore(options);
   core.start({ bus: true });
   await waitFor(() => core.platform.state === "connected", "the bus to connect");
   return core;
@@ -140,5 +154,43 @@ describe("chat path in-process", () => {
     core.clock.advance(60_000);
     await chatShows(["ok"]);
     expect(core.platform.succeeded("send")).toHaveLength(1);
+  });
+
+  it("/agent NAME switches the chat: the next message runs that agent in a new session", async () => {
+    await startChat({ files: { "agents/coder/AGENT.md": CODER_MD } });
+    say("hi");
+    await chatShows(["ok"]);
+    say("/agent");
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 2, "the agent list");
+    expect(core.platform.texts(CHAT_ID)[1]).toContain("• coder: Coder, Writes and reviews code");
+    expect(core.platform.texts(CHAT_ID)[1]).toContain("▸ pickle: Pickle, General assistant");
+    say("/agent coder");
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 3, "the switch answer");
+    expect(core.platform.texts(CHAT_ID)[2]).toMatch(/^Switched to coder \(Coder\)/);
+    say("write me a function");
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 4, "the coder's answer");
+
+    const request = requestAt(core.model, core.model.requests.length - 1);
+    expect(JSON.stringify(request.body.system)).toContain("You are Coder, a careful programmer.");
+    expect(request.body.messages).toHaveLength(1);
+    const jobs = await core.storage.queue.list({ state: "done" });
+    expect(jobs.find((job) => job.message !== "hi")).toMatchObject({ agentId: "coder" });
+    const sessions = await core.storage.history.listSessions({ key: CHAT_KEY });
+    expect(sessions.map((session) => session.agentId)).toEqual(["coder", "pickle"]);
+    expect(sessions[0]?.messageCount).toBe(2);
+  });
+
+  it("a chat bound in picklebot.yaml runs its agent from the first message and refuses /agent", async () => {
+    await startChat({
+      files: { "agents/coder/AGENT.md": CODER_MD },
+      bindings: [{ chat: CHAT_KEY, agent: "coder" }],
+    });
+    say("hello");
+    await chatShows(["ok"]);
+    expect(JSON.stringify(requestAt(core.model, 0).body.system)).toContain("You are Coder");
+    say("/agent pickle");
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 2, "the refusal");
+    expect(core.platform.texts(CHAT_ID)[1]).toContain("pinned to coder by bindings[0]");
+    expect(await core.storage.history.currentSession(CHAT_KEY)).toMatchObject({ agentId: "coder" });
   });
 });

@@ -4,8 +4,9 @@
  *   sender allowed (allowed_user_ids or paired)? ── no ─► logged; at most once an hour a
  *      │                                              refusal with their id and a code
  *      yes
- *      ├─ /new, /status, /stop, /start, /help, or no text ─► answered here, no job
- *      └─ anything else ─► one chat job, session key `<platform>:<chat id>`, dedupe key
+ *      ├─ /new, /status, /stop, /agent, /start, /help, or no text ─► answered here, no job
+ *      └─ anything else (and /compact) ─► one chat job for the chat's agent (chat-agents.ts),
+ *                          session key `<platform>:<chat id>`, dedupe key
  *                          `<platform>:<message id>` (a redelivered update adds nothing)
  */
 
@@ -14,6 +15,8 @@ import { chatReplyTarget } from "../../base/chat-address.js";
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import {
+  CHAT_COMMANDS,
+  type ChatCommandName,
   type ChatPlatformKind,
   type Clock,
   type HistoryStore,
@@ -25,13 +28,14 @@ import {
   type PairingStore,
 } from "../../ports/index.js";
 import { isStorageUnavailable } from "../../storage/index.js";
+import { type ChatAgentDirectory, ChatAgents } from "./chat-agents.js";
 
 /** Options of {@link ChatInbox}. */
 export interface ChatInboxOptions {
   /** User ids admitted by picklebot.yaml, per platform. */
   allowedUserIds: (platform: ChatPlatformKind) => Set<string>;
-  /** The agent chats talk to (`default_agent`). */
-  agentId: string;
+  /** The agents chats may talk to, `default_agent` and `bindings`. */
+  agents: ChatAgentDirectory;
   queue: JobQueue & JobAdmin;
   history: HistoryStore;
   pairing: PairingStore;
@@ -50,18 +54,24 @@ export function chatSessionKey(message: Pick<IncomingChatMessage, "platform" | "
   return `${message.platform}:${message.chatId}`;
 }
 
-const HELP =
-  "Send me a message and I will answer. Commands: /new starts a new conversation, " +
-  "/status shows the agent, the conversation size and the queue, /compact summarises the conversation so far, /stop stops the reply in progress.";
+const HELP = [
+  "Send me a message and I will answer. Commands:",
+  ...CHAT_COMMANDS.map(({ command, description }) => `/${command}: ${description}`),
+].join("\n");
 
 /** Turns accepted messages into jobs and answers chat commands. */
 export class ChatInbox {
   readonly #options: ChatInboxOptions;
   /** Each command's answer, or null when a job it queued answers in the chat. */
-  readonly #commands: Record<string, (message: IncomingChatMessage) => Promise<string | null>>;
+  readonly #commands: Record<
+    ChatCommandName,
+    (message: IncomingChatMessage, argument: string) => Promise<string | null>
+  >;
+  readonly #agents: ChatAgents;
 
   constructor(options: ChatInboxOptions) {
     this.#options = options;
+    this.#agents = new ChatAgents(options.agents, options.history);
     this.#commands = {
       new: (message) => this.#newSession(message),
       status: (message) => this.#status(message),
@@ -73,6 +83,8 @@ export class ChatInbox {
         await this.#enqueue(message, "compact");
         return null;
       },
+      agent: (message, name) =>
+        name === "" ? this.#agents.list(message) : this.#agents.switchTo(message, name),
       start: async () => HELP,
       help: async () => HELP,
     };
@@ -88,10 +100,11 @@ export class ChatInbox {
     const { logger } = this.#options;
     try {
       if (!(await this.#isAllowed(message))) return await this.#refuse(message);
-      const command = /^\/(\w+)(?:@\S*)?(?:\s|$)/.exec(message.text.trim())?.[1]?.toLowerCase();
-      const run = command === undefined ? undefined : this.#commands[command];
+      const [, command, argument = ""] =
+        /^\/(\w+)(?:@\S*)?(?:\s+([\s\S]*))?$/.exec(message.text.trim()) ?? [];
+      const run = command === undefined ? undefined : this.#command(command);
       if (run) {
-        const answer = await run(message);
+        const answer = await run(message, argument.trim());
         // null: the command's job answers in the chat (e.g. /compact).
         return answer === null ? undefined : await this.#options.answer(message, answer);
       }
@@ -113,6 +126,11 @@ export class ChatInbox {
         .answer(message, "Sorry, I could not take that message; please send it again.")
         .catch(() => undefined);
     }
+  }
+
+  #command(name: string) {
+    const key = name.toLowerCase();
+    return Object.hasOwn(this.#commands, key) ? this.#commands[key as ChatCommandName] : undefined;
   }
 
   async #isAllowed(message: IncomingChatMessage): Promise<boolean> {
@@ -138,8 +156,9 @@ export class ChatInbox {
   }
 
   async #enqueue(message: IncomingChatMessage, task: JobTask = "turn"): Promise<void> {
-    const { queue, agentId, logger } = this.#options;
+    const { queue, logger } = this.#options;
     const sessionKey = chatSessionKey(message);
+    const { agentId } = await this.#agents.current(message);
     const job = await queue.enqueue({
       agentId,
       sessionKey,
@@ -154,15 +173,19 @@ export class ChatInbox {
   }
 
   async #newSession(message: IncomingChatMessage): Promise<string> {
-    const { history, agentId } = this.#options;
+    const { history } = this.#options;
+    const { agentId } = await this.#agents.current(message);
     const session = await history.createSession({ key: chatSessionKey(message), agentId });
     return `Started a new conversation (${session.id}). Earlier messages are kept but no longer sent to the agent.`;
   }
 
   async #status(message: IncomingChatMessage): Promise<string> {
-    const { history, queue, agentId } = this.#options;
+    const { history, queue } = this.#options;
+    const { agentId, binding } = await this.#agents.current(message);
     const key = chatSessionKey(message);
-    const session = await history.currentSession(key);
+    const current = await history.currentSession(key);
+    // A session of another agent is not continued: the next message starts a new one.
+    const session = current?.agentId === agentId ? current : null;
     const size = session
       ? `${session.messageCount} messages, ${formatContextUsage(await this.#options.contextUsage(session.agentId, session.id))}; ${session.usage.input + session.usage.output} tokens used in all`
       : "none yet";
@@ -173,6 +196,9 @@ export class ChatInbox {
       (job) => job.sessionKey === key,
     ).length;
     const queueLine = `${running ? "a reply is running" : "nothing running"}, ${waiting} waiting`;
-    return [`Agent: ${agentId}`, `Conversation: ${size}`, `Queue: ${queueLine}`].join("\n");
+    const pinned = binding === null ? "" : ` (pinned by bindings[${binding}])`;
+    return [`Agent: ${agentId}${pinned}`, `Conversation: ${size}`, `Queue: ${queueLine}`].join(
+      "\n",
+    );
   }
 }

@@ -30,6 +30,7 @@ import type {
   PairingStore,
   Worker,
 } from "../../ports/index.js";
+import type { ChatAgentDirectory } from "./chat-agents.js";
 import { ChatInbox } from "./inbox.js";
 import type { ChatSenders } from "./senders.js";
 
@@ -42,8 +43,8 @@ export interface MessageBusWorkerOptions {
   createPlatforms: () => ChatPlatform[];
   /** User ids admitted by picklebot.yaml, per platform. */
   allowedUserIds: (platform: ChatPlatformKind) => Set<string>;
-  /** The agent chats talk to (`default_agent`). */
-  agentId: string;
+  /** The agents chats may talk to, `default_agent` and `bindings`. */
+  agents: ChatAgentDirectory;
   queue: JobQueue & JobAdmin;
   history: HistoryStore;
   pairing: PairingStore;
