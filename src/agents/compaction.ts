@@ -119,35 +119,34 @@ export async function compactSession(
   const context = await history.loadContext(sessionId, maxMessages);
   const request = buildRequestMessages(context);
   if (request.length < 2) return null;
-  if (force) return summarise(sessionId, context, estimateTokens(request), options);
+  const estimate = estimateTokens(request);
+  if (force) return summarise(sessionId, context, estimate, options);
   const budget = requestBudget(contextWindow, maxTokens);
-  const before = await measure(request, budget * COMPACT_BEFORE, options);
+  const before = await measure(request, estimate, budget * COMPACT_BEFORE, options);
   // Past max_messages, requests would start one turn later each time, and no prompt cache
   // would ever be read again: well before that, only a summary makes the context shorter.
   const crowded = context.length >= maxMessages * COMPACT_BEFORE;
   if (!crowded && before < budget * COMPACT_BEFORE) return null;
   // The estimate of the pruned context, scaled as the measured size was.
-  const scale = before / estimateTokens(request);
   const pruned = estimateTokens(buildRequestMessages([...context, prunePoint(PRUNE_KEEP_TURNS)]));
-  if (crowded || pruned * scale > budget * PRUNED_ENOUGH) {
+  if (crowded || pruned * (before / estimate) > budget * PRUNED_ENOUGH) {
     return summarise(sessionId, context, before, options);
   }
   await history.append(sessionId, prunePoint(PRUNE_KEEP_TURNS));
-  const after = await contextSize(history, sessionId, maxMessages);
-  return { how: "pruned", before, after, replaced: 0, usage: zeroUsage() };
+  return { how: "pruned", before, after: pruned, replaced: 0, usage: zeroUsage() };
 }
 
 /**
- * The size of a request in tokens: estimated, and counted by the API (when it can count)
+ * The size of a request in tokens: its `estimate`, or the API's count (when it can count)
  * once the estimate passes {@link COUNT_FROM} of `threshold`, near which an estimate
  * alone cannot decide. A count that fails leaves the estimate.
  */
 async function measure(
   messages: RequestMessage[],
+  estimate: number,
   threshold: number,
   { provider, model, signal }: CompactionOptions,
 ): Promise<number> {
-  const estimate = estimateTokens(messages);
   if (estimate < threshold * COUNT_FROM || !provider.countTokens) return estimate;
   try {
     return await provider.countTokens({ model, system: "", messages, tools: [], signal });

@@ -212,17 +212,19 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
   }
 
   async wake(id: string): Promise<boolean> {
-    this.#flushCompletions();
-    const woken = this.#sql.wake.run({ id, now: this.#clock.now() }).changes > 0;
-    if (woken) this.#signal.notify();
-    return woken;
+    return this.#makeDue(this.#sql.wake, id);
   }
 
   async requestStop(id: string): Promise<boolean> {
+    return this.#makeDue(this.#sql.requestStop, id);
+  }
+
+  /** Runs `statement` (@id, @now), which makes a job due at once, and says whether it did. */
+  #makeDue(statement: Database.Statement, id: string): boolean {
     this.#flushCompletions();
-    const asked = this.#sql.requestStop.run({ id, now: this.#clock.now() }).changes > 0;
-    if (asked) this.#signal.notify();
-    return asked;
+    const changed = statement.run({ id, now: this.#clock.now() }).changes > 0;
+    if (changed) this.#signal.notify();
+    return changed;
   }
 
   /**
@@ -286,10 +288,7 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
   }
 
   async retryFailed(id: string): Promise<boolean> {
-    this.#flushCompletions();
-    const changed = this.#sql.retryFailed.run({ id, now: this.#clock.now() }).changes > 0;
-    if (changed) this.#signal.notify();
-    return changed;
+    return this.#makeDue(this.#sql.retryFailed, id);
   }
 
   /** Inside the IMMEDIATE transaction: claims, then fails on the spot rows that cannot run. */
