@@ -126,10 +126,13 @@ export function summaryNote(summary: string): string {
   return `(Summary of the earlier conversation, which is no longer shown in full:)\n${summary}`;
 }
 
-/** What a stored block is sent as: a compaction point as its summary, a prune point as nothing. */
+/**
+ * What a stored block is sent as: a compaction point as its summary, a prune point and a
+ * job's end as nothing.
+ */
 function requestBlock(block: ContentBlock): RequestContentBlock[] {
   if (block.type === "compaction") return [{ type: "text", text: summaryNote(block.summary) }];
-  return block.type === "prune" ? [] : [block];
+  return block.type === "prune" || block.type === "job_end" ? [] : [block];
 }
 
 /**

@@ -12,18 +12,6 @@ import { ID_PATTERN } from "../config/schema.js";
 import { didYouMean } from "../config/suggest.js";
 import { DEFAULT_TOOLS, isToolName, TOOL_NAMES } from "./tools/index.js";
 
-/**
- * Tools DESIGN.md names that this version does not have yet, and what to do instead: an
- * agent listing one is refused at load rather than failing every job it runs.
- */
-const NOT_YET_AVAILABLE = new Map([
-  [
-    "subagent",
-    "the subagent tool is not available in this version of picklebot (agents cannot " +
-      "delegate to other agents yet); remove it from tools",
-  ],
-]);
-
 /** The file name of a definition inside `agents/<id>/`. */
 export const AGENT_FILE_NAME = "AGENT.md";
 
@@ -41,6 +29,11 @@ export interface AgentDefinition {
   maxTokens?: number;
   /** Tool names, each one of {@link TOOL_NAMES}. (Default: {@link DEFAULT_TOOLS}) */
   tools: string[];
+  /**
+   * The agents its `subagent` tool may call (front matter `subagents`). (Default: every
+   * other agent)
+   */
+  subagents?: string[];
   /** The system prompt, before {@link renderSystemPrompt} substitutes placeholders. */
   prompt: string;
   /** Absolute path of the AGENT.md it came from, or `built-in`. */
@@ -69,6 +62,9 @@ const frontMatterSchema = z.strictObject({
       (value) => (typeof value === "string" ? value.split(/[\s,]+/).filter(Boolean) : value),
       z.array(z.string()).superRefine(checkToolNames),
     )
+    .optional(),
+  subagents: z
+    .array(z.string().regex(ID_PATTERN, "must be an agent id (a folder name under agents/)"))
     .optional(),
 });
 
@@ -194,6 +190,7 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
     ...(fields.model === undefined ? {} : { model: fields.model }),
     ...(fields.max_tokens === undefined ? {} : { maxTokens: fields.max_tokens }),
     tools: fields.tools ? [...new Set(fields.tools)] : [...DEFAULT_TOOLS],
+    ...(fields.subagents === undefined ? {} : { subagents: [...new Set(fields.subagents)] }),
     prompt,
     source: file,
   };
@@ -205,7 +202,7 @@ function splitFrontMatter(text: string, file: string): { frontMatter: string; pr
   if (lines[0]?.trimEnd() !== "---" || closing === -1) {
     throw new UserError(
       `${file}: missing YAML front matter; start the file with a line "---", then the fields ` +
-        '(name, description, optional model, max_tokens, tools), then another "---" line.',
+        '(name, description, optional model, max_tokens, tools, subagents), then another "---" line.',
       { context: { file } },
     );
   }
@@ -225,9 +222,8 @@ function checkToolNames(tools: string[], ctx: z.RefinementCtx): void {
     ctx.addIssue({
       code: "custom",
       message:
-        NOT_YET_AVAILABLE.get(tool) ??
         `unknown tool "${tool}"${suggestion ? `; ${suggestion}` : ""} ` +
-          `(allowed: ${TOOL_NAMES.join(", ")}); fix or remove it`,
+        `(allowed: ${TOOL_NAMES.join(", ")}); fix or remove it`,
       params: { standalone: true } satisfies CustomIssueParams,
     });
   }

@@ -6,19 +6,23 @@
  *
  *   assistant, no tool_use      → the turn is finished: return its text (no model call)
  *   assistant, with tool_use    → run the tools, append their results, look again
+ *                                 (a call that must wait throws ParkRequest instead)
+ *   user, with a job's end      → a tool ended the job: throw JobEnded (no model call)
  *   user (message or results)   → call the model, append its reply, look again
  */
 
-import { PicklebotError, toError } from "../base/errors.js";
+import { JobEnded, ParkRequest, PicklebotError, toError } from "../base/errors.js";
 import { addUsage, zeroUsage } from "../base/usage.js";
 import type {
   ChatMessage,
   HistoryStore,
+  JobEndBlock,
   ModelProvider,
   RequestMessage,
   TokenUsage,
   Tool,
   ToolContext,
+  ToolResultBlock,
   ToolUseBlock,
 } from "../ports/index.js";
 import {
@@ -64,6 +68,11 @@ export interface TurnOptions {
   onSmallerWindow?: (tokens: number) => void;
   /** Model calls allowed in one turn before it stops. (Default: 25) */
   maxModelCalls?: number;
+  /**
+   * Results of the open calls that finished before the job parked (`Job.toolResults`):
+   * used instead of running those calls again.
+   */
+  finishedResults?: readonly ToolResultBlock[];
   events?: TurnEvents;
 }
 
@@ -103,6 +112,8 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
       await runTools(options, calls);
       continue;
     }
+    const ending = jobEndOf(last);
+    if (ending) throw new JobEnded(ending);
     if (modelCalls >= limit) {
       return { text: `(stopped after ${limit} model calls in one turn)`, modelCalls, usage };
     }
@@ -155,14 +166,31 @@ async function callModel(options: TurnOptions, history: ChatMessage[], budget: R
   return reply;
 }
 
+/**
+ * Runs the open calls and appends their results; with a job's end when a tool ended the
+ * job. Throws ParkRequest (nothing appended) when a call must wait.
+ */
 async function runTools(options: TurnOptions, calls: ToolUseBlock[]): Promise<void> {
-  for (const call of calls) options.events?.onToolCall?.(call, summarizeToolCall(call));
+  const { finishedResults = [] } = options;
+  for (const call of calls) {
+    const finished = finishedResults.some((result) => result.tool_use_id === call.id);
+    if (!finished) options.events?.onToolCall?.(call, summarizeToolCall(call));
+  }
   const maxChars = toolResultMaxChars(options.contextWindow);
-  const results = (await runToolCalls(options.tools, calls, options.toolContext)).map(
-    (result, index) => capToolResult(result, calls[index] as ToolUseBlock, maxChars),
+  const run = await runToolCalls(options.tools, calls, options.toolContext, finishedResults);
+  const byId = new Map(calls.map((call) => [call.id, call]));
+  const results = run.results.map((result) =>
+    capToolResult(result, byId.get(result.tool_use_id) as ToolUseBlock, maxChars),
   );
   options.toolContext.signal.throwIfAborted();
-  await options.history.append(options.sessionId, { role: "user", content: results });
+  if (run.park) throw new ParkRequest(run.park.wait, run.park.until, results);
+  const content = run.ending ? [...results, run.ending] : results;
+  await options.history.append(options.sessionId, { role: "user", content });
+}
+
+/** The job's end a tool stored in `message`, if any. */
+function jobEndOf(message: ChatMessage): JobEndBlock | undefined {
+  return message.content.find((block): block is JobEndBlock => block.type === "job_end");
 }
 
 /** Input tokens the API counted for a request: uncached, read from and written to the cache. */

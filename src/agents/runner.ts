@@ -1,5 +1,11 @@
 import type { Config } from "../config/index.js";
-import type { Clock, HistoryStore, ModelProvider, ReplyTarget } from "../ports/index.js";
+import type {
+  Clock,
+  HistoryStore,
+  ModelProvider,
+  ReplyTarget,
+  ToolResultBlock,
+} from "../ports/index.js";
 import {
   type CompactionOptions,
   type CompactionResult,
@@ -14,7 +20,12 @@ import {
   resolveAgent,
 } from "./definition.js";
 import { runTurn, type TurnEvents, type TurnResult } from "./loop.js";
-import { createToolbox, type MessagePoster } from "./tools/index.js";
+import {
+  createToolbox,
+  type MessagePoster,
+  type SubagentDelegate,
+  type SubagentOptions,
+} from "./tools/index.js";
 
 /** What {@link AgentRunner} is built from. */
 export interface AgentRunnerOptions {
@@ -29,6 +40,11 @@ export interface AgentRunnerOptions {
    * server), the terminal (`picklebot chat`), or nowhere (undefined: the tool says so).
    */
   postMessage: (request: RunRequest) => MessagePoster | undefined;
+  /**
+   * How `subagent` runs a task: as a child job through the queue (the server), or in
+   * place (`picklebot chat`). (Default: the tool says it cannot)
+   */
+  delegate?: SubagentDelegate;
 }
 
 /** One turn to run: whose, where, and who is watching. */
@@ -42,6 +58,8 @@ export interface RunRequest {
   jobId?: string;
   /** Where the job's reply goes (post_message posts there). */
   replyTo?: ReplyTarget;
+  /** Results of calls that finished before the job parked (`Job.toolResults`). */
+  finishedResults?: readonly ToolResultBlock[];
 }
 
 /**
@@ -112,6 +130,24 @@ export class AgentRunner {
     return Math.min(known, this.#learnedWindows.get(model) ?? known);
   }
 
+  /**
+   * What the agent's `subagent` tool may call: its `subagents` list, or every other agent
+   * (the built-in default included); undefined when nothing can run a subagent.
+   */
+  #subagents(agent: AgentDefinition): SubagentOptions | undefined {
+    const { delegate, agents, config } = this.#options;
+    if (!delegate || !agent.tools.includes("subagent")) return undefined;
+    const ids = agent.subagents ?? [
+      ...new Set([config.default_agent, ...agents.keys()].filter((id) => id !== agent.id)),
+    ];
+    const callable = new Map<string, string>();
+    for (const id of ids) {
+      const known = agents.get(id) ?? (id === config.default_agent ? this.agent(id) : undefined);
+      if (known) callable.set(id, known.description);
+    }
+    return { delegate, callable, maxDepth: config.workers.subagent_max_depth };
+  }
+
   /** Runs or resumes the turn at the end of the session. */
   run(request: RunRequest): Promise<TurnResult> {
     const { workspace, config, history, provider, clock } = this.#options;
@@ -125,13 +161,18 @@ export class AgentRunner {
       currentTime: formatLocalTime(now, config.timezone),
       model: agent.model ?? config.llm.model,
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
-      tools: createToolbox(agent.tools, { postMessage: this.#options.postMessage(request) }),
+      tools: createToolbox(agent.tools, {
+        postMessage: this.#options.postMessage(request),
+        subagents: this.#subagents(agent),
+      }),
       toolContext: {
         workspace,
         signal: request.signal,
         agentId: agent.id,
         sessionKey: request.sessionKey,
+        ...(request.jobId === undefined ? {} : { jobId: request.jobId }),
       },
+      finishedResults: request.finishedResults,
       maxMessages: config.history.max_messages,
       contextWindow: this.#contextWindow(agent),
       onSmallerWindow: (tokens) =>

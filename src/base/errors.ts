@@ -2,7 +2,7 @@
  * The few error classes picklebot throws. Each one wraps its cause, carries context
  * (file, key, job id) and says whether trying again can help.
  */
-import type { JobWait, ToolResultBlock } from "../ports/index.js";
+import type { JobEndBlock, JobWait, ToolResultBlock } from "../ports/index.js";
 
 /** Context attached to an error: where it happened and what it concerned. */
 export type ErrorContext = Record<string, string | number | boolean | undefined>;
@@ -79,6 +79,52 @@ export class ChatPlatformError extends PicklebotError {
 
 /** A tool was called with bad input or failed; it goes back to the model as `is_error`. */
 export class ToolError extends PicklebotError {}
+
+/**
+ * A tool's transient failure (a 503, a timeout): the call runs again after a backoff,
+ * without asking the model, up to `TOOL_RETRIES` times; then `message` goes back to the
+ * model as an error.
+ */
+export class ToolRetry extends ToolError {
+  /** What the other side asked us to wait (retry-after), in ms. (Default: 0) */
+  readonly retryAfterMs: number;
+
+  constructor(message: string, options: PicklebotErrorOptions & { retryAfterMs?: number } = {}) {
+    super(message, { ...options, retryable: true });
+    this.retryAfterMs = options.retryAfterMs ?? 0;
+  }
+}
+
+/**
+ * The call cannot succeed before `until` (epoch ms; a 429 with a long Retry-After): the
+ * job is parked until then without holding a worker, and the call runs again. Where no
+ * job can park (`picklebot chat`), `message` goes back to the model as an error.
+ */
+export class ToolSnooze extends ToolError {
+  constructor(
+    message: string,
+    readonly until: number,
+    options: PicklebotErrorOptions = {},
+  ) {
+    super(message, options);
+  }
+}
+
+/** The tool ends the job as failed with `message`: no further model call, no retry. */
+export class ToolCancel extends ToolError {}
+
+/** The tool ends the job quietly as done: no further model call, nothing sent. */
+export class ToolDiscard extends ToolError {}
+
+/**
+ * A job a tool ended (see {@link JobEndBlock}): thrown by the agent loop once the ending
+ * is stored; the worker fails (cancel) or completes (discard) the job without a reply.
+ */
+export class JobEnded extends PicklebotError {
+  constructor(readonly ending: JobEndBlock) {
+    super(ending.message, { retryable: false });
+  }
+}
 
 /**
  * Not a failure: the job cannot go on before something happens (a subagent ends, the

@@ -2,10 +2,10 @@ import type { Command } from "commander";
 import { createAnthropicProvider } from "../agents/anthropic.js";
 import { type AgentDefinition, loadAgents } from "../agents/definition.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
-import type { MessagePoster } from "../agents/tools/index.js";
+import type { MessagePoster, SubagentDelegate } from "../agents/tools/index.js";
 import { systemClock } from "../base/clock.js";
 import { type Config, loadConfig, resolveWorkspace } from "../config/index.js";
-import type { ModelProvider, Storage } from "../ports/index.js";
+import type { HistoryStore, ModelProvider, Storage } from "../ports/index.js";
 import { openStorage } from "../storage/index.js";
 
 /** A workspace opened for a command: its config, agents and storage. */
@@ -61,10 +61,33 @@ export function runnerFor(
   context: WorkspaceContext,
   postMessage: (request: RunRequest) => MessagePoster | undefined = () => undefined,
 ): AgentRunner {
-  return new AgentRunner({
+  const runner: AgentRunner = new AgentRunner({
     ...context,
     history: context.storage.history,
     clock: systemClock,
     postMessage,
+    delegate: inPlaceSubagents(context.storage.history, () => runner),
   });
+  return runner;
+}
+
+/**
+ * The delegate of a terminal chat, which has no queue to park in: the subagent's turn
+ * runs in place, in its own session, and the call waits for it (`wait: false` too).
+ */
+function inPlaceSubagents(history: HistoryStore, runner: () => AgentRunner): SubagentDelegate {
+  return async ({ agent, task, sessionKey }, { signal }) => {
+    const [existing] = await history.listSessions({ key: sessionKey, limit: 1 });
+    const session = existing ?? (await history.createSession({ key: sessionKey, agentId: agent }));
+    if (!existing) {
+      await history.append(session.id, { role: "user", content: [{ type: "text", text: task }] });
+    }
+    const result = await runner().run({
+      agentId: agent,
+      sessionId: session.id,
+      sessionKey,
+      signal,
+    });
+    return result.text || "(no reply)";
+  };
 }

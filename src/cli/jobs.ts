@@ -38,7 +38,9 @@ async function requeueOrphan(context: WorkspaceContext, job: Job): Promise<boole
 /** The `jobs` command group. */
 export function jobsCommand(): Command {
   const jobs = new Command("jobs")
-    .description("list jobs in the queue (newest first); see also: jobs show, jobs retry")
+    .description(
+      "list jobs in the queue (newest first); see also: jobs show, jobs retry, jobs cancel",
+    )
     .option("--state <state>", `only jobs in this state (${STATES.join(" | ")})`, parseState)
     .option("--limit <n>", "at most this many jobs (default: 50)", parseLimit)
     .option("--json", "print JSON for scripts")
@@ -82,8 +84,9 @@ export function jobsCommand(): Command {
       try {
         const job = await context.storage.queue.get(id);
         if (!job) throw new UserError(`no job "${id}"; list them with picklebot jobs`);
-        if (json) return printJson(job);
-        printJob(job);
+        const subagents = await context.storage.queue.list({ parentId: id, limit: 1000 });
+        if (json) return printJson({ ...job, subagentJobs: subagents.map((child) => child.id) });
+        printJob(job, subagents);
       } finally {
         await context.close();
       }
@@ -119,10 +122,35 @@ export function jobsCommand(): Command {
         await context.close();
       }
     });
+  jobs
+    .command("cancel")
+    .description(
+      "stop a queued or waiting job (and its subagent jobs); a running one stops with /stop in its chat",
+    )
+    .argument("<id>", "job id (see picklebot jobs --state waiting)")
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const context = await openWorkspace(command);
+      try {
+        const job = await context.storage.queue.get(id);
+        if (!job) throw new UserError(`no job "${id}"; list them with picklebot jobs`);
+        if (!(await context.storage.queue.requestStop(id))) {
+          throw new UserError(
+            job.state === "running"
+              ? `job ${id} is running; stop it with /stop in its chat, or Ctrl+C the server`
+              : `job ${id} is ${job.state}; only queued and waiting jobs can be cancelled`,
+          );
+        }
+        console.log(
+          `job ${id} will stop: a running server ends it (and its subagent jobs) at once`,
+        );
+      } finally {
+        await context.close();
+      }
+    });
   return jobs;
 }
 
-function printJob(job: Job): void {
+function printJob(job: Job, subagents: Job[]): void {
   const fields: [string, string][] = [
     ["id", job.id],
     ["state", job.waitingFor ? `waiting for ${describeWait(job.waitingFor)}` : job.state],
@@ -135,6 +163,10 @@ function printJob(job: Job): void {
     ["run at", formatTime(job.runAt)],
     ["created", formatTime(job.createdAt)],
     ...(job.parentId ? [["parent job", job.parentId] as [string, string]] : []),
+    ...subagents.map((child): [string, string] => [
+      "subagent job",
+      `${child.id} (${child.agentId}, ${child.state})`,
+    ]),
     ["message", job.message === "." ? ". (checkpointed: the message is in history)" : job.message],
   ];
   for (const [name, value] of fields) console.log(`${name.padEnd(12)} ${value}`);

@@ -183,6 +183,10 @@ function workersSchema() {
       job_timeout_s: fromText(z.number().positive()).default(300),
       /** How long a job rides out an unavailable service before such failures count. */
       outage_budget_s: fromText(z.number().min(0)).default(300),
+      /** How deep subagents may nest: a subagent at this depth cannot call another. */
+      subagent_max_depth: fromText(z.int().min(1).max(10)).default(3),
+      /** How long a job waits for its subagent before the call fails as timed out. */
+      subagent_timeout_s: fromText(z.number().positive()).default(3600),
     })
     .prefault({});
 }

@@ -27,6 +27,7 @@ export class LogFrontend implements Frontend {
       async fail(message) {
         logger.warn({ error: message }, "reply failed");
       },
+      close() {},
     };
   }
 }

@@ -6,6 +6,7 @@ const silentReply: ReplyStream = {
   toolCall() {},
   finish: async () => {},
   fail: async () => {},
+  close() {},
 };
 
 /** Shows nothing: for cron jobs whose result is only kept in history. */

@@ -13,6 +13,11 @@ export interface ReplyStream {
   finish(text: string): Promise<void>;
   /** Tells the person the job failed. */
   fail(message: string): Promise<void>;
+  /**
+   * Stops showing the reply without a final text: the job parked (a later run of it
+   * continues this reply) or a tool discarded it.
+   */
+  close(): void;
 }
 
 /** What a frontend may know about the reply it opens. */

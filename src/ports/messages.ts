@@ -46,13 +46,26 @@ export interface PrunePointBlock {
   keepTurns: number;
 }
 
+/**
+ * Where a tool ended its job (stored only, never sent): `cancel` (failed with `message`,
+ * no further model call) or `discard` (done, nothing sent). It follows the turn's tool
+ * results, so a job resumed after a crash ends the same way instead of calling the model.
+ */
+export interface JobEndBlock {
+  type: "job_end";
+  outcome: "cancel" | "discard";
+  /** Why, in the tool's words: the job's error for a cancel, the log's for a discard. */
+  message: string;
+}
+
 /** Any block a stored message may hold. */
 export type ContentBlock =
   | TextBlock
   | ToolUseBlock
   | ToolResultBlock
   | CompactionBlock
-  | PrunePointBlock;
+  | PrunePointBlock
+  | JobEndBlock;
 
 /** A block the Messages API takes. */
 export type RequestContentBlock = TextBlock | ToolUseBlock | ToolResultBlock;

@@ -188,12 +188,22 @@ export interface JobQueue {
   close(): Promise<void>;
 }
 
+/** Which jobs {@link JobAdmin.list} returns. */
+export interface JobFilter {
+  state?: JobState;
+  /** Only the subagent jobs of this job. */
+  parentId?: string;
+  /** Only the jobs of this session key (a chat, a cron). */
+  sessionKey?: string;
+  limit?: number;
+}
+
 /** Read and repair access to the queue, for the CLI and `/status`. */
 export interface JobAdmin {
   /** The job with this id, or null. */
   get(id: string): Promise<Job | null>;
-  /** Jobs, newest first. (Default: every state and parent, {@link JOB_LIST_LIMIT}) */
-  list(options?: { state?: JobState; parentId?: string; limit?: number }): Promise<Job[]>;
+  /** Jobs, newest first. (Default: every state, parent and key, {@link JOB_LIST_LIMIT}) */
+  list(options?: JobFilter): Promise<Job[]>;
   /** Number of jobs in each state. */
   counts(): Promise<Record<JobState, number>>;
   /** Requeues a failed job with a fresh attempt budget; false when it is not failed. */

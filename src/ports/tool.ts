@@ -11,6 +11,13 @@ export interface ToolContext {
   agentId: string;
   /** The session key of the conversation (e.g. `cron:daily:…`). */
   sessionKey: string;
+  /**
+   * The queue job the turn runs for. Only a job can park (wait for a subagent, an
+   * approval, a time); without one (`picklebot chat`) a tool waits in place or fails.
+   */
+  jobId?: string;
+  /** The id of the tool call being run (set per call by the agent loop). */
+  callId?: string;
 }
 
 /** A tool an agent can call. */

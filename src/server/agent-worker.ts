@@ -5,8 +5,13 @@
  * A job's life here:
  *   claimed ─► session resolved ─► checkpoint (user message in history, message ".")
  *           ─► agent turn (resumes from history) ─► reply finished ─► complete
+ *   a call must wait (subagent, approval, snooze) ─► parked: waiting, no worker held;
+ *               woken (or at its deadline) it is claimed again and resumes the turn
+ *   a tool ended the job ─► cancel: failed with its message; discard: done, nothing sent
+ *   stop asked while it was not running ─► its next claim ends it as stopped
  *   any failure ─► transient: requeued with backoff (until max_attempts, then failed)
  *               └► permanent: failed at once; the person is told either way.
+ *   ended as stopped ─► its subagent jobs are stopped too.
  *
  * Stopping (the run signal aborts): no new claims; running jobs finish within their
  * own `job_timeout_s`; `run` resolves when the pool is idle.
@@ -20,8 +25,11 @@ import { nextAttemptAt, retryDelayMs } from "../base/backoff.js";
 import { deadline } from "../base/deadline.js";
 import {
   CancelledError,
+  describeWait,
   isRetryable,
+  JobEnded,
   ModelError,
+  ParkRequest,
   PicklebotError,
   TimeoutError,
   toError,
@@ -36,7 +44,9 @@ import type {
   Clock,
   FailJob,
   HistoryStore,
+  JobAdmin,
   JobQueue,
+  JobWait,
   ReplyStream,
   Session,
   Worker,
@@ -51,7 +61,8 @@ export const JOBS_RECOVERED = "requeued jobs left running by the previous server
 export interface AgentWorkerOptions {
   /** Written to `lockedBy` of claimed jobs; crash recovery requeues by it. */
   workerId: string;
-  queue: JobQueue;
+  /** The queue; its admin side finds a job's subagent jobs and stops them. */
+  queue: JobQueue & Pick<JobAdmin, "get" | "list" | "requestStop">;
   history: HistoryStore;
   checkpoint: Checkpoint;
   /** Ends a job for good, closing its session's unfinished turn in the same transaction. */
@@ -75,6 +86,16 @@ export interface AgentWorkerOptions {
   agentIds?: string[];
   /** Backstop poll, in case a wake-up notification is lost. (Default: 1000 ms) */
   pollMs?: number;
+  /**
+   * Aborts the running job of a session key wherever it runs (a subagent job of a job
+   * that was stopped). (Default: this worker's {@link AgentWorker.stopSession})
+   */
+  stopRunning?: (sessionKey: string) => Promise<boolean>;
+  /**
+   * True when what a parked job waits for (besides its subagents) has already happened:
+   * checked once it is parked, since the answer may have come before. (Default: never)
+   */
+  waitSettled?: (wait: JobWait) => Promise<boolean>;
 }
 
 /** A job this worker is running, and how to stop it. */
@@ -157,6 +178,7 @@ export class AgentWorker implements Worker {
     this.#active.set(job.id, { job, stop, sessionId: job.sessionId });
     metrics.jobsInFlight.inc();
     const { signal, clear } = deadline(stop.signal, jobTimeoutMs);
+    if (job.stopRequested) stop.abort(new CancelledError("stopped by the user"));
     let outcome: JobOutcome;
     let reply: ReplyStream | null = null;
     try {
@@ -194,11 +216,14 @@ export class AgentWorker implements Worker {
         `interrupted ${job.attempts - 1} times; ${job.lastError ?? "no error recorded"}`,
       );
     }
+    // A job stopped before it began has no turn to close: no session is made for it.
+    if (!job.checkpointed) signal.throwIfAborted();
     reply.typing();
     const session = await this.#sessionFor(job);
     if (job.task === "compact") return this.#compactNow(job, session.id, reply, signal);
     const active = this.#active.get(job.id);
     if (active) active.sessionId = session.id;
+    signal.throwIfAborted();
     if (!job.checkpointed) {
       await this.#compactFirst(job, session.id, signal);
       const message = {
@@ -215,6 +240,7 @@ export class AgentWorker implements Worker {
       signal,
       jobId: job.id,
       replyTo: job.replyTo,
+      finishedResults: job.toolResults,
       events: {
         onModelCall: () => {
           streamed = "";
@@ -307,6 +333,10 @@ export class AgentWorker implements Worker {
     thrown: unknown,
   ): Promise<JobOutcome> {
     const { queue, clock, logger } = this.#options;
+    if (!signal.aborted && thrown instanceof ParkRequest) return this.#park(job, reply, thrown);
+    if (!signal.aborted && thrown instanceof JobEnded && thrown.ending.outcome === "discard") {
+      return this.#discard(job, reply, thrown.ending.message);
+    }
     const error = signal.aborted ? toError(signal.reason) : toError(thrown);
     // The job's signal aborts only with our own errors: its deadline's or /stop's.
     const timedOut = signal.aborted && error instanceof TimeoutError;
@@ -333,6 +363,7 @@ export class AgentWorker implements Worker {
     }
     const ending = stoppedByUser ? "stopped by the user" : timedOut ? "timed out" : "interrupted";
     await this.#failForGood(job, message, ending);
+    if (stoppedByUser) await this.#stopSubagents(job);
     const why = stoppedByUser ? "Stopped." : failureNotice(job, message);
     // No reply stream means its frontend failed to open: there is nowhere to tell.
     await reply
@@ -341,6 +372,67 @@ export class AgentWorker implements Worker {
         logger.warn({ job: job.id, error: toError(failure).message }, "could not report a failure"),
       );
     return "failed";
+  }
+
+  /**
+   * Parks the job until what its calls wait for happens (or their deadline), keeping
+   * the results of the calls that finished. A wait that was settled while the job ran
+   * (a subagent ended, the owner answered) wakes it again at once.
+   */
+  async #park(job: ClaimedJob, reply: ReplyStream | null, park: ParkRequest): Promise<JobOutcome> {
+    const { queue, logger } = this.#options;
+    reply?.close();
+    const parked = await queue.park(job, {
+      wait: park.wait,
+      until: park.until,
+      toolResults: park.finished,
+    });
+    if (!parked) {
+      logger.warn({ job: job.id }, "job parked after its lock was lost");
+      return "interrupted";
+    }
+    if (await this.#settled(park.wait)) await queue.wake(job.id);
+    logger.info(
+      { job: job.id, waitingFor: park.wait, until: new Date(park.until).toISOString() },
+      `job waiting for ${describeWait(park.wait)}`,
+    );
+    return "parked";
+  }
+
+  /** True when what `wait` names has already happened. */
+  async #settled(wait: JobWait): Promise<boolean> {
+    if (wait.kind !== "children") return (await this.#options.waitSettled?.(wait)) ?? false;
+    for (const id of wait.jobIds) {
+      const child = await this.#options.queue.get(id);
+      if (!child || child.state === "done" || child.state === "failed") return true;
+    }
+    return false;
+  }
+
+  /** A tool discarded the job: it is done, and nothing is sent. */
+  async #discard(job: ClaimedJob, reply: ReplyStream | null, why: string): Promise<JobOutcome> {
+    reply?.close();
+    if (!(await this.#options.queue.complete(job))) {
+      this.#options.logger.warn({ job: job.id }, "job finished after its lock was lost");
+    }
+    this.#options.logger.info({ job: job.id, reason: why }, "job discarded by a tool");
+    return "discarded";
+  }
+
+  /**
+   * Stops the subagent jobs of a job that was stopped: queued and waiting ones at their
+   * next claim, running ones now (they, in turn, stop theirs).
+   */
+  async #stopSubagents(job: ClaimedJob): Promise<void> {
+    const { queue, logger } = this.#options;
+    const stopRunning = this.#options.stopRunning ?? (async (key: string) => this.stopSession(key));
+    for (const child of await queue.list({ parentId: job.id, limit: 1000 })) {
+      if (child.state === "running") await stopRunning(child.sessionKey);
+      else if (child.state === "queued" || child.state === "waiting") {
+        await queue.requestStop(child.id);
+      }
+    }
+    logger.debug({ job: job.id }, "stopped the job's subagents");
   }
 
   /** True while the job's current run of outage failures is younger than the budget. */

@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { JobState, TokenUsage } from "../ports/index.js";
 
 /** How a job attempt ended, the `outcome` label of `picklebot_jobs_processed_total`. */
-export type JobOutcome = "done" | "retry" | "failed" | "interrupted";
+export type JobOutcome = "done" | "retry" | "failed" | "interrupted" | "parked" | "discarded";
 
 /** The Prometheus metrics of one server process (DESIGN §7), on their own registry. */
 export class ServerMetrics {

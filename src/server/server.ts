@@ -51,6 +51,7 @@ import { CronWorker } from "./cron/worker.js";
 import { HttpEndpoint } from "./http.js";
 import { ServerMetrics } from "./metrics.js";
 import { QueueDepthWorker } from "./queue-depth.js";
+import { queueSubagents } from "./subagents.js";
 import { Supervisor } from "./supervisor.js";
 import { acquireWorkspaceLock, type WorkspaceLock } from "./workspace-lock.js";
 
@@ -85,6 +86,8 @@ export class PicklebotServer {
   readonly #instance: InstanceInfo;
   /** The agents' runner, made with the agent worker (before any bus). */
   #runner: AgentRunner | null = null;
+  /** Aborts a session's running job wherever it runs (`/stop`, a stopped job's subagents). */
+  #stopper: SessionStopper | null = null;
   #leader: LeaderWorker | null = null;
   #heartbeat: Heartbeat | null = null;
   #registered = false;
@@ -170,6 +173,7 @@ export class PicklebotServer {
     const agentWorker = this.#agentWorker(this.#instance.id, this.#clock, chat);
     const stopHere = (key: string) => agentWorker.stopSession(key);
     const stopper = this.#sessionStopper(stopHere);
+    this.#stopper = stopper;
     this.#supervisor.start(agentWorker);
     this.#leader = new LeaderWorker({
       leadership: this.#leadership(),
@@ -318,6 +322,12 @@ export class PicklebotServer {
       provider,
       clock,
       postMessage: (request) => chat.poster(request),
+      delegate: queueSubagents({
+        queue: this.#queue,
+        history,
+        clock,
+        timeoutMs: config.workers.subagent_timeout_s * 1000,
+      }),
     });
     this.#runner = runner;
     return new AgentWorker({
@@ -336,7 +346,13 @@ export class PicklebotServer {
       clock,
       logger: logger.child({ worker: "agent" }),
       metrics: this.metrics,
+      stopRunning: (key) => this.#requireStopper().stop(key),
     });
+  }
+
+  #requireStopper(): SessionStopper {
+    if (!this.#stopper) throw new Error("the session stopper is made before any job runs");
+    return this.#stopper;
   }
 
   async #startHttp(): Promise<void> {

@@ -4,17 +4,37 @@
  * summaries all come from {@link TOOLS}; adding a tool is its file, its entry here and its
  * test.
  */
-import { ToolError, toError, UserError } from "../../base/errors.js";
-import type { Tool, ToolContext, ToolResultBlock, ToolUseBlock } from "../../ports/index.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { retryDelayMs } from "../../base/backoff.js";
+import {
+  ParkRequest,
+  ToolCancel,
+  ToolDiscard,
+  ToolError,
+  ToolRetry,
+  ToolSnooze,
+  toError,
+  UserError,
+} from "../../base/errors.js";
+import type {
+  JobEndBlock,
+  JobWait,
+  Tool,
+  ToolContext,
+  ToolResultBlock,
+  ToolUseBlock,
+} from "../../ports/index.js";
 import { createBashTool } from "./bash.js";
 import { createEditTool } from "./edit.js";
 import { createPostMessageTool, type MessagePoster } from "./post-message.js";
 import { createReadTool } from "./read.js";
+import { createSubagentTool, type SubagentOptions } from "./subagent.js";
 import { createWebFetchTool } from "./web-fetch.js";
 import { createWriteTool } from "./write.js";
 
 export { defineTool } from "./define-tool.js";
 export type { MessagePoster } from "./post-message.js";
+export type { SubagentDelegate, SubagentOptions, SubagentTask } from "./subagent.js";
 export { resolveInWorkspace } from "./workspace-path.js";
 
 /** What the tools of one turn are built with. */
@@ -28,6 +48,8 @@ export interface ToolboxOptions {
    * terminal (`picklebot chat`). (Default: nowhere; the tool tells the model so)
    */
   postMessage?: MessagePoster;
+  /** How `subagent` hands tasks on, and to whom. (Default: nowhere; the tool says so) */
+  subagents?: SubagentOptions;
 }
 
 /** One registered tool. */
@@ -54,6 +76,10 @@ export const TOOLS = {
   post_message: {
     create: ({ postMessage }) => createPostMessageTool(postMessage ?? postingUnavailable),
     shows: { field: "text", joiner: ": " },
+  },
+  subagent: {
+    create: ({ subagents }) => createSubagentTool(subagents ?? delegationUnavailable),
+    shows: { field: "agent", joiner: ": " },
   },
 } satisfies Record<string, ToolEntry>;
 
@@ -88,42 +114,152 @@ export function createToolbox(names: string[], options: ToolboxOptions = {}): To
   });
 }
 
+/** The subagents of a turn that cannot delegate. */
+const delegationUnavailable: SubagentOptions = {
+  callable: new Map(),
+  maxDepth: 0,
+  delegate: async () => {
+    throw new ToolError("subagent: this conversation cannot hand tasks to other agents");
+  },
+};
+
 /** The poster of a turn that has nowhere to post. */
 const postingUnavailable: MessagePoster = async () => {
   throw new ToolError("post_message: this conversation has no chat to post to");
 };
 
+/** Runs of a call after its first that a {@link ToolRetry} gets before it counts as an error. */
+export const TOOL_RETRIES = 3;
+
+/** Longest backoff between two runs of a retried call. */
+const TOOL_RETRY_CAP_MS = 10_000;
+
+/** What running one turn's tool calls came to. */
+export interface ToolRun {
+  /** The result of every call that finished, in the order of the calls. */
+  results: ToolResultBlock[];
+  /**
+   * When calls must wait (a subagent, an approval, a snooze): one request for all of
+   * them, holding the results that did finish; null when none waits.
+   */
+  park: ParkRequest | null;
+  /** A call that ended the job (cancel, discard), if one did. */
+  ending: JobEndBlock | null;
+}
+
+/** What one call came to. */
+type CallOutcome =
+  | { result: ToolResultBlock; ending?: JobEndBlock }
+  | { park: ParkRequest; result?: undefined; ending?: undefined };
+
 /**
- * Runs tool calls concurrently and returns one tool_result per call, in the order of
- * the calls. Never throws: an unknown tool or a failed run becomes an `is_error`
- * result carrying the error's message.
+ * Runs tool calls concurrently. Calls with a result in `finished` (they ran before the
+ * job parked) are not run again. Never throws: an unknown tool or a failed run becomes
+ * an `is_error` result carrying the error's message, a {@link ToolRetry} runs the call
+ * again with backoff, and a call that must wait joins the run's `park`.
  */
-export function runToolCalls(
+export async function runToolCalls(
   tools: Tool[],
   calls: ToolUseBlock[],
   context: ToolContext,
-): Promise<ToolResultBlock[]> {
+  finished: readonly ToolResultBlock[] = [],
+): Promise<ToolRun> {
   const byName = new Map(tools.map((tool) => [tool.spec.name, tool]));
-  return Promise.all(calls.map((call) => runToolCall(byName, call, context)));
+  const outcomes = await Promise.all(
+    calls.map(async (call): Promise<CallOutcome> => {
+      const done = finished.find((result) => result.tool_use_id === call.id);
+      return done ? { result: done } : runToolCall(byName, call, context);
+    }),
+  );
+  const results = outcomes.flatMap((outcome) => (outcome.result ? [outcome.result] : []));
+  const parks = outcomes.flatMap((outcome) => (outcome.result ? [] : [outcome.park]));
+  const ending = outcomes.find((outcome) => outcome.ending)?.ending ?? null;
+  return { results, park: parks.length > 0 ? mergeParks(parks, results) : null, ending };
 }
 
 async function runToolCall(
   byName: Map<string, Tool>,
   call: ToolUseBlock,
   context: ToolContext,
-): Promise<ToolResultBlock> {
+): Promise<CallOutcome> {
   const tool = byName.get(call.name);
   if (tool === undefined) {
     const known = [...byName.keys()].join(", ") || "none";
-    return errorResult(call, `unknown tool "${call.name}"; this agent's tools are: ${known}`);
+    return {
+      result: errorResult(call, `unknown tool "${call.name}"; this agent's tools are: ${known}`),
+    };
   }
   try {
-    const content = await tool.run(call.input, context);
+    const content = await runWithRetries(tool, call, { ...context, callId: call.id });
     // The Messages API refuses empty tool_result content.
-    return { type: "tool_result", tool_use_id: call.id, content: content || "(no output)" };
+    return {
+      result: { type: "tool_result", tool_use_id: call.id, content: content || "(no output)" },
+    };
   } catch (thrown) {
-    return errorResult(call, toError(thrown).message || "the tool failed without a message");
+    return failedCallOutcome(call, thrown, context);
   }
+}
+
+/** What a call that threw comes to: a wait, an ending of the job, or an error result. */
+function failedCallOutcome(call: ToolUseBlock, thrown: unknown, context: ToolContext): CallOutcome {
+  if (thrown instanceof ParkRequest) return { park: thrown };
+  if (thrown instanceof ToolSnooze && context.jobId !== undefined) {
+    return { park: new ParkRequest({ kind: "time" }, thrown.until) };
+  }
+  const message = toError(thrown).message || "the tool failed without a message";
+  if (thrown instanceof ToolCancel || thrown instanceof ToolDiscard) {
+    const outcome = thrown instanceof ToolCancel ? "cancel" : "discard";
+    return {
+      result: { ...errorResult(call, message), is_error: outcome === "cancel" },
+      ending: { type: "job_end", outcome, message },
+    };
+  }
+  if (thrown instanceof ToolSnooze) {
+    return {
+      result: errorResult(
+        call,
+        `${message} (try again after ${new Date(thrown.until).toISOString()})`,
+      ),
+    };
+  }
+  return { result: errorResult(call, message) };
+}
+
+/** Runs the tool, and again after a backoff while it fails with {@link ToolRetry}. */
+async function runWithRetries(
+  tool: Tool,
+  call: ToolUseBlock,
+  context: ToolContext,
+): Promise<string> {
+  for (let retry = 1; ; retry += 1) {
+    try {
+      return await tool.run(call.input, context);
+    } catch (thrown) {
+      if (!(thrown instanceof ToolRetry)) throw thrown;
+      if (retry > TOOL_RETRIES) {
+        throw new ToolError(`${thrown.message} (tried ${retry} times)`, { cause: thrown });
+      }
+      const waitMs = retryDelayMs(retry, {
+        capMs: TOOL_RETRY_CAP_MS,
+        retryAfterMs: Math.min(thrown.retryAfterMs, TOOL_RETRY_CAP_MS),
+      });
+      await sleep(waitMs, undefined, { signal: context.signal });
+    }
+  }
+}
+
+/**
+ * One wait for several calls: every subagent job they wait for, else the first approval,
+ * else a time; due by the earliest deadline; holding the results of the calls that did
+ * finish. (A parked job is woken by whatever it waits for, whatever its wait says.)
+ */
+function mergeParks(parks: ParkRequest[], finished: ToolResultBlock[]): ParkRequest {
+  const jobIds = parks.flatMap(({ wait }) => (wait.kind === "children" ? wait.jobIds : []));
+  const approval = parks.find(({ wait }) => wait.kind === "approval")?.wait;
+  const wait: JobWait =
+    approval ?? (jobIds.length > 0 ? { kind: "children", jobIds } : { kind: "time" });
+  const until = Math.min(...parks.map((park) => park.until));
+  return new ParkRequest(wait, until, finished);
 }
 
 function errorResult(call: ToolUseBlock, message: string): ToolResultBlock {

@@ -146,10 +146,14 @@ class ChatReply implements ReplyStream {
     return this.#deliver(soFar === "" ? message : `${soFar}\n\n${message}`);
   }
 
-  async #deliver(text: string): Promise<void> {
+  close(): void {
     this.#finished = true;
     this.#stopTyping();
     if (this.#flushTimer) clearTimeout(this.#flushTimer);
+  }
+
+  async #deliver(text: string): Promise<void> {
+    this.close();
     const { outbox, delivery, clock } = this.#options;
     const entry = await outbox.submit(this.#address, text, clock.now());
     delivery.deliverAfter(entry, this.#flushing, () => this.#shown);

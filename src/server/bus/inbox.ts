@@ -75,10 +75,7 @@ export class ChatInbox {
     this.#commands = {
       new: (message) => this.#newSession(message),
       status: (message) => this.#status(message),
-      stop: async (message) =>
-        (await options.stopSession(chatSessionKey(message)))
-          ? "Stopping the reply in progress."
-          : "Nothing is running in this chat.",
+      stop: (message) => this.#stop(chatSessionKey(message)),
       compact: async (message) => {
         await this.#enqueue(message, "compact");
         return null;
@@ -88,6 +85,21 @@ export class ChatInbox {
       start: async () => HELP,
       help: async () => HELP,
     };
+  }
+
+  /**
+   * `/stop`: aborts the chat's running job, or stops its job that waits (for a subagent,
+   * an approval, a time); the subagents of either are stopped with it.
+   */
+  async #stop(sessionKey: string): Promise<string> {
+    const { queue, stopSession } = this.#options;
+    if (await stopSession(sessionKey)) return "Stopping the reply in progress.";
+    const waiting = await queue.list({ sessionKey, state: "waiting" });
+    let stopped = 0;
+    for (const job of waiting) if (await queue.requestStop(job.id)) stopped += 1;
+    return stopped > 0
+      ? "Stopping the reply that was waiting."
+      : "Nothing is running in this chat.";
   }
 
   /**

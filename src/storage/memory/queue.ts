@@ -20,6 +20,7 @@ import {
   type Job,
   type JobAdmin,
   type JobAttemptError,
+  type JobFilter,
   type JobQueue,
   type JobState,
   type NewJob,
@@ -264,13 +265,14 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     return job ? snapshot(job) : null;
   }
 
-  async list(
-    options: { state?: JobState; parentId?: string; limit?: number } = {},
-  ): Promise<Job[]> {
-    const { state, parentId } = options;
+  async list(options: JobFilter = {}): Promise<Job[]> {
+    const { state, parentId, sessionKey } = options;
     const limit = listLimit(options.limit, JOB_LIST_LIMIT);
     const matching = [...this.#jobs.values()].filter(
-      (job) => (!state || visibleState(job) === state) && (!parentId || job.parentId === parentId),
+      (job) =>
+        (!state || visibleState(job) === state) &&
+        (!parentId || job.parentId === parentId) &&
+        (!sessionKey || job.sessionKey === sessionKey),
     );
     matching.sort((a, b) => b.seq - a.seq);
     return matching.slice(0, limit).map(snapshot);

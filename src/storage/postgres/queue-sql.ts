@@ -178,6 +178,7 @@ export const PG = {
   // $1 state or null, $2 limit, $3 parent id or null.
   list: `SELECT * FROM jobs
     WHERE ($1::text IS NULL OR ${VISIBLE_STATE} = $1) AND ($3::text IS NULL OR parent_id = $3)
+      AND ($4::text IS NULL OR session_key = $4)
     ORDER BY seq DESC LIMIT $2`,
   counts: `SELECT ${VISIBLE_STATE} AS state, count(*)::integer AS count FROM jobs GROUP BY 1`,
   // $1 cutoff (epoch ms), $2 batch size: finished jobs last changed before the cutoff.

@@ -26,6 +26,7 @@ import {
   JOB_LIST_LIMIT,
   type Job,
   type JobAdmin,
+  type JobFilter,
   type JobQueue,
   type JobState,
   type NewJob,
@@ -291,13 +292,12 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
     return result.rows[0] ? parseJobRow(result.rows[0]).job : null;
   }
 
-  async list(
-    options: { state?: JobState; parentId?: string; limit?: number } = {},
-  ): Promise<Job[]> {
+  async list(options: JobFilter = {}): Promise<Job[]> {
     const params = [
       options.state ?? null,
       listLimit(options.limit, JOB_LIST_LIMIT),
       options.parentId ?? null,
+      options.sessionKey ?? null,
     ];
     const result = await retryOnDisconnect(() => this.#pool.query<JobRow>(PG.list, params));
     return result.rows.map((row) => parseJobRow(row).job);

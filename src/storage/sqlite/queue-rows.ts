@@ -89,6 +89,7 @@ export const SQL = {
   nextDueAt: "SELECT min(run_at) FROM jobs WHERE state = 'queued' AND run_at > ?",
   list: `SELECT * FROM jobs
     WHERE (@state IS NULL OR ${VISIBLE_STATE} = @state) AND (@parentId IS NULL OR parent_id = @parentId)
+      AND (@sessionKey IS NULL OR session_key = @sessionKey)
     ORDER BY seq DESC LIMIT @limit`,
   counts: `SELECT ${VISIBLE_STATE} AS state, count(*) AS count FROM jobs GROUP BY 1`,
 } as const;

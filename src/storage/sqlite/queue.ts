@@ -25,6 +25,7 @@ import {
   JOB_LIST_LIMIT,
   type Job,
   type JobAdmin,
+  type JobFilter,
   type JobQueue,
   type JobState,
   type NewJob,
@@ -257,13 +258,12 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
     return row ? parseJobRow(row).job : null;
   }
 
-  async list(
-    options: { state?: JobState; parentId?: string; limit?: number } = {},
-  ): Promise<Job[]> {
+  async list(options: JobFilter = {}): Promise<Job[]> {
     this.#flushCompletions();
     const params = {
       state: options.state ?? null,
       parentId: options.parentId ?? null,
+      sessionKey: options.sessionKey ?? null,
       limit: listLimit(options.limit, JOB_LIST_LIMIT),
     };
     return (this.#sql.list.all(params) as JobRow[]).map((row) => parseJobRow(row).job);
