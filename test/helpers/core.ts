@@ -11,6 +11,7 @@
  *   await core.waitForJob(job.id, (job) => job.state === "done");
  *   await core.close();
  */
+
 import { createAnthropicProvider } from "../../src/agents/anthropic.js";
 import { loadAgents } from "../../src/agents/definition.js";
 import { AgentRunner } from "../../src/agents/runner.js";
@@ -28,6 +29,7 @@ import { chatAgentDirectory } from "../../src/server/bus/chat-agents.js";
 import { ChatSenders } from "../../src/server/bus/senders.js";
 import { MessageBusWorker } from "../../src/server/bus/worker.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
+import { queueSubagents } from "../../src/server/subagents.js";
 import { openStorage } from "../../src/storage/index.js";
 import {
   type FakeAnthropic,
@@ -70,6 +72,8 @@ export interface CoreOptions {
   outageBudgetS?: number;
   /** The fake model's answer when its script is empty. (Default: "ok") */
   defaultReply?: FakeReplySource;
+  /** `workers.agent_concurrency`. (Default: 2) */
+  concurrency?: number;
   /** `bindings` of picklebot.yaml, as written there. (Default: none) */
   bindings?: Array<{ chat: string; agent: string }>;
 }
@@ -144,6 +148,12 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     provider: createAnthropicProvider({ apiKey: "test-key", baseURL: model.url, maxRetries: 0 }),
     clock,
     postMessage: (request) => senders.poster(request),
+    delegate: queueSubagents({
+      queue: storage.queue,
+      history: storage.history,
+      clock,
+      timeoutMs: config.workers.subagent_timeout_s * 1000,
+    }),
   });
   const workerOptions: AgentWorkerOptions = {
     workerId: "worker-a",
@@ -154,7 +164,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     outageBudgetMs: (options.outageBudgetS ?? 300) * 1000,
     runner,
     frontends,
-    concurrency: 2,
+    concurrency: options.concurrency ?? 2,
     jobTimeoutMs: config.workers.job_timeout_s * 1000,
     clock,
     logger,

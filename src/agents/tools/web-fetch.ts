@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { deadline } from "../../base/deadline.js";
-import { ToolError, toError } from "../../base/errors.js";
+import { ToolError, ToolRetry, ToolSnooze, toError } from "../../base/errors.js";
 import type { Tool } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
 
@@ -40,7 +40,9 @@ const TEXT_TYPES = new Set([
 /**
  * `web_fetch {url}`: GETs an http(s) URL and returns its text. HTML becomes plain
  * text (images skipped, link URLs kept in brackets); other text types come back as
- * they are; binary types are refused. A non-2xx answer is an error with its status.
+ * they are; binary types are refused. A non-2xx answer is an error with its status; a
+ * 5xx or a timeout is retried (ToolRetry), and a 429 whose Retry-After is longer than a
+ * retry waits snoozes the job until then (ToolSnooze).
  */
 export function createWebFetchTool(options: WebFetchToolOptions = {}): Tool {
   const timeoutMs = options.timeoutMs ?? 30_000;
@@ -62,9 +64,7 @@ export function createWebFetchTool(options: WebFetchToolOptions = {}): Tool {
           throw new ToolError(`fetching ${url} was stopped because the job was aborted`);
         }
         if (signal.aborted) {
-          throw new ToolError(`${url} did not answer within ${timeoutMs / 1000} s`, {
-            retryable: true,
-          });
+          throw new ToolRetry(`${url} did not answer within ${timeoutMs / 1000} s`);
         }
         throw networkError(url, thrown);
       } finally {
@@ -93,11 +93,7 @@ async function fetchText(url: URL, signal: AbortSignal, maxBytes: number): Promi
   const response = await fetch(url, { signal, redirect: "follow" });
   if (!response.ok) {
     await response.body?.cancel();
-    const status = `${response.status} ${response.statusText}`.trim();
-    throw new ToolError(`${url.href} answered HTTP ${status}`, {
-      retryable: response.status === 429 || response.status >= 500,
-      context: { status: response.status },
-    });
+    throw statusError(url, response);
   }
   const contentType = response.headers.get("content-type") ?? "";
   const mediaType = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
@@ -116,6 +112,40 @@ async function fetchText(url: URL, signal: AbortSignal, maxBytes: number): Promi
   return body.truncated
     ? `${readable}\n\n[truncated: only the first ${maxBytes} bytes of ${url.href} were read]`
     : readable;
+}
+
+/** Longest Retry-After a 429 may ask for before the call fails instead of snoozing. */
+const MAX_SNOOZE_MS = 24 * 3_600_000;
+
+/** Retry-After waits a retry rides out in place; a longer one snoozes the job. */
+const RETRY_IN_PLACE_MS = 10_000;
+
+/** The error of a non-2xx answer: a retry for a 5xx, a retry or snooze for a 429. */
+function statusError(url: URL, response: Response): ToolError {
+  const { status } = response;
+  const message = `${url.href} answered HTTP ${`${status} ${response.statusText}`.trim()}`;
+  const context = { status };
+  const retryAfterMs = parseRetryAfter(response.headers.get("retry-after"), Date.now());
+  if (status >= 500) return new ToolRetry(message, { context, retryAfterMs });
+  if (status !== 429) return new ToolError(message, { context });
+  if (retryAfterMs <= RETRY_IN_PLACE_MS) return new ToolRetry(message, { context, retryAfterMs });
+  if (retryAfterMs > MAX_SNOOZE_MS) {
+    return new ToolError(`${message}; it asks to wait ${Math.round(retryAfterMs / 3_600_000)} h`, {
+      context,
+    });
+  }
+  return new ToolSnooze(`${message}; it asks to wait until then`, Date.now() + retryAfterMs, {
+    context,
+  });
+}
+
+/** A Retry-After header (seconds, or an HTTP date) in ms from `now`; 0 when absent or bad. */
+export function parseRetryAfter(header: string | null, now: number): number {
+  if (header === null || header.trim() === "") return 0;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? 0 : Math.max(0, at - now);
 }
 
 function isTextType(mediaType: string): boolean {

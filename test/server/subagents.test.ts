@@ -1,0 +1,248 @@
+/**
+ * Agents that delegate and wait, in-process: a `subagent` call becomes a child job, the
+ * parent parks (holding no worker) until the child ends, and resumes with the child's
+ * answer as the call's result. The real SDK against the fake model, which answers each
+ * agent by its system prompt.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import type { ChatMessage, Job, ToolResultBlock } from "../../src/ports/index.js";
+import { type FakeReply, lastUserText, type RecordedRequest } from "../fakes/anthropic.js";
+import { CHAT_ID, type Core, type CoreOptions, openCore } from "../helpers/core.js";
+import { waitFor } from "../helpers/wait.js";
+
+let core: Core;
+
+afterEach(async () => {
+  await core?.close();
+});
+
+const RESEARCHER = `---
+name: Researcher
+description: Looks things up and reports back
+tools: [read]
+---
+You research. Answer with what you found.`;
+
+const CODER = `---
+name: Coder
+description: Writes code
+tools: [read]
+---
+You write code.`;
+
+/** The chat agent: may call the researcher only. */
+const PICKLE = `---
+name: Pickle
+description: The chat agent
+tools: [read, subagent]
+subagents: [researcher]
+---
+You are Pickle. Delegate research.`;
+
+/** The text of a request's system prompt. */
+function systemOf(request: RecordedRequest): string {
+  const { system } = request.body;
+  if (typeof system === "string") return system;
+  return (system ?? []).map((block) => String(block.text ?? "")).join("\n");
+}
+
+/** The tool results of the newest message of a request. */
+function lastResults(request: RecordedRequest): Record<string, unknown>[] {
+  const last = request.body.messages.at(-1);
+  if (!last || typeof last.content === "string") return [];
+  return last.content.filter((block) => block.type === "tool_result");
+}
+
+/**
+ * The fake model: the researcher answers "found: <task>"; Pickle calls `calls` (one
+ * subagent call per task) and, given their results, answers with them joined.
+ */
+function model(tasks: string[], agent = "researcher") {
+  return (request: RecordedRequest): FakeReply => {
+    if (systemOf(request).includes("You research")) {
+      return { text: `found: ${lastUserText(request)}` };
+    }
+    const results = lastResults(request);
+    if (results.length > 0) {
+      return { text: `answer: ${results.map((result) => String(result.content)).join(" | ")}` };
+    }
+    return {
+      toolUses: tasks.map((task, index) => ({
+        id: `toolu_sub_${index}`,
+        name: "subagent",
+        input: { agent, task },
+      })),
+    };
+  };
+}
+
+async function start(tasks: string[], options: CoreOptions = {}): Promise<Core> {
+  core = await openCore({
+    files: {
+      "agents/pickle/AGENT.md": PICKLE,
+      "agents/researcher/AGENT.md": RESEARCHER,
+      "agents/coder/AGENT.md": CODER,
+    },
+    defaultReply: model(tasks),
+    ...options,
+  });
+  return core;
+}
+
+async function childrenOf(job: Job): Promise<Job[]> {
+  return core.storage.queue.list({ parentId: job.id });
+}
+
+async function stored(job: Job): Promise<ChatMessage[]> {
+  const fresh = await core.storage.queue.get(job.id);
+  if (!fresh?.sessionId) throw new Error(`job ${job.id} has no session`);
+  return core.storage.history.loadContext(fresh.sessionId, 1000);
+}
+
+function resultsIn(messages: ChatMessage[]): ToolResultBlock[] {
+  return messages.flatMap((message) =>
+    message.content.filter((block): block is ToolResultBlock => block.type === "tool_result"),
+  );
+}
+
+const isDone = (job: Job) => job.state === "done";
+
+describe("subagent: a task handed to another agent through the queue", () => {
+  it("runs the child as its own job and gives its answer to the parent, which answers the chat", async () => {
+    await start(["pickle history"]);
+    core.start();
+    const parent = await core.enqueue("Tell me about pickles");
+    await core.waitForJob(parent.id, isDone);
+    const [child] = await childrenOf(parent);
+    expect(child).toMatchObject({
+      agentId: "researcher",
+      state: "done",
+      parentId: parent.id,
+      mode: "job",
+      replyTo: { kind: "silent" },
+      sessionKey: `subagent:1:${parent.id}:toolu_sub_0`,
+    });
+    expect(resultsIn(await stored(parent))).toEqual([
+      { type: "tool_result", tool_use_id: "toolu_sub_0", content: "found: pickle history" },
+    ]);
+    await waitFor(() => core.platform.texts(CHAT_ID).includes("answer: found: pickle history"));
+    // Pickle: the call, then the answer; the researcher: one call. Nothing twice.
+    expect(core.model.requests).toHaveLength(3);
+    const parked = core.lines.filter((line) => line.msg === "job waiting for a subagent job");
+    expect(parked.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it("runs two calls of one turn in parallel and resumes the parent once with both answers", async () => {
+    await start(["brine", "vinegar"]);
+    core.start();
+    const parent = await core.enqueue("Compare brine and vinegar pickles");
+    await core.waitForJob(parent.id, isDone);
+    const children = await childrenOf(parent);
+    expect(children.map((child) => child.state)).toEqual(["done", "done"]);
+    expect(resultsIn(await stored(parent)).map((result) => result.content)).toEqual([
+      "found: brine",
+      "found: vinegar",
+    ]);
+    // Pickle twice (call, answer) and each researcher once.
+    expect(core.model.requests).toHaveLength(4);
+  });
+
+  it("does not deadlock with agent_concurrency 1: the waiting parent frees the only slot", async () => {
+    await start(["brine", "dill"], { concurrency: 1 });
+    core.start();
+    const parent = await core.enqueue("Research two things");
+    const done = await core.waitForJob(parent.id, isDone);
+    expect(done.state).toBe("done");
+    expect((await childrenOf(parent)).every(isDone)).toBe(true);
+  });
+
+  it("gives the parent a child's failure as an error result, and the parent still answers", async () => {
+    await start(["x"], {
+      defaultReply: (request) =>
+        systemOf(request).includes("You research")
+          ? { error: { status: 400, message: "researcher refused" } }
+          : model(["x"])(request),
+    });
+    core.start();
+    const parent = await core.enqueue("Try it");
+    await core.waitForJob(parent.id, isDone);
+    const [result] = resultsIn(await stored(parent));
+    expect(result?.is_error).toBe(true);
+    expect(result?.content).toMatch(
+      /the researcher subagent \(job \w+\) failed: .*researcher refused/,
+    );
+  });
+
+  it("refuses an agent outside the caller's subagents list, naming the ones it may call", async () => {
+    core = await openCore({
+      files: {
+        "agents/pickle/AGENT.md": PICKLE,
+        "agents/researcher/AGENT.md": RESEARCHER,
+        "agents/coder/AGENT.md": CODER,
+      },
+      defaultReply: model(["write code"], "coder"),
+    });
+    core.start();
+    const parent = await core.enqueue("Write code");
+    await core.waitForJob(parent.id, isDone);
+    expect(await childrenOf(parent)).toEqual([]);
+    const [result] = resultsIn(await stored(parent));
+    expect(result?.content).toBe(
+      'subagent: "coder" is not an agent you can call; you can call: researcher',
+    );
+  });
+
+  it("stops at the depth limit: a subagent at depth 3 cannot call another", async () => {
+    await start(["deeper"]);
+    core.start();
+    const job = await core.enqueue("go", { sessionKey: "subagent:3:parent:call", mode: "job" });
+    await core.waitForJob(job.id, isDone);
+    const [result] = resultsIn(await stored(job));
+    expect(result?.content).toMatch(/subagents may nest 3 deep and this one is at depth 3/);
+  });
+
+  it("wait: false answers at once with the child's job id", async () => {
+    await start([]);
+    core.model.script({
+      toolUses: [
+        {
+          id: "toolu_bg",
+          name: "subagent",
+          input: { agent: "researcher", task: "t", wait: false },
+        },
+      ],
+    });
+    core.start();
+    const parent = await core.enqueue("Start it in the background");
+    await core.waitForJob(parent.id, isDone);
+    const [child] = await childrenOf(parent);
+    expect(child).toBeDefined();
+    const [result] = resultsIn(await stored(parent));
+    expect(result?.content).toContain(`Started job ${child?.id}`);
+    await core.waitForJob(child?.id as string, isDone);
+  });
+
+  it("/stop of a waiting parent stops it and its child, and closes the parent's turn", async () => {
+    // The researcher never answers.
+    await start(["slow"], {
+      defaultReply: (request) =>
+        systemOf(request).includes("You research") ? { hang: true } : model(["slow"])(request),
+    });
+    core.start({ bus: true });
+    const parent = await core.enqueue("Research slowly");
+    await core.waitForJob(parent.id, (job) => job.state === "waiting");
+    const [child] = await childrenOf(parent);
+    await core.waitForJob(child?.id as string, (job) => job.state === "running");
+    core.platform.push({ text: "/stop" });
+    await core.waitForJob(parent.id, (job) => job.state === "failed");
+    await core.waitForJob(child?.id as string, (job) => job.state === "failed");
+    const [result] = resultsIn(await stored(parent));
+    expect(result).toMatchObject({
+      is_error: true,
+      content: expect.stringMatching(/stopped by the user/),
+    });
+    await waitFor(() =>
+      core.platform.texts(CHAT_ID).includes("Stopping the reply that was waiting."),
+    );
+  });
+});
