@@ -8,6 +8,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { ChatMessage, Job, ToolResultBlock } from "../../src/ports/index.js";
 import { type FakeReply, lastUserText, type RecordedRequest } from "../fakes/anthropic.js";
 import { CHAT_ID, type Core, type CoreOptions, openCore } from "../helpers/core.js";
+import {
+  isResearcher,
+  delegatingModel as model,
+  DELEGATING_PICKLE as PICKLE,
+  RESEARCHER_AGENT as RESEARCHER,
+} from "../helpers/subagents.js";
 import { waitFor } from "../helpers/wait.js";
 
 let core: Core;
@@ -16,65 +22,12 @@ afterEach(async () => {
   await core?.close();
 });
 
-const RESEARCHER = `---
-name: Researcher
-description: Looks things up and reports back
-tools: [read]
----
-You research. Answer with what you found.`;
-
 const CODER = `---
 name: Coder
 description: Writes code
 tools: [read]
 ---
 You write code.`;
-
-/** The chat agent: may call the researcher only. */
-const PICKLE = `---
-name: Pickle
-description: The chat agent
-tools: [read, subagent]
-subagents: [researcher]
----
-You are Pickle. Delegate research.`;
-
-/** The text of a request's system prompt. */
-function systemOf(request: RecordedRequest): string {
-  const { system } = request.body;
-  if (typeof system === "string") return system;
-  return (system ?? []).map((block) => String(block.text ?? "")).join("\n");
-}
-
-/** The tool results of the newest message of a request. */
-function lastResults(request: RecordedRequest): Record<string, unknown>[] {
-  const last = request.body.messages.at(-1);
-  if (!last || typeof last.content === "string") return [];
-  return last.content.filter((block) => block.type === "tool_result");
-}
-
-/**
- * The fake model: the researcher answers "found: <task>"; Pickle calls `calls` (one
- * subagent call per task) and, given their results, answers with them joined.
- */
-function model(tasks: string[], agent = "researcher") {
-  return (request: RecordedRequest): FakeReply => {
-    if (systemOf(request).includes("You research")) {
-      return { text: `found: ${lastUserText(request)}` };
-    }
-    const results = lastResults(request);
-    if (results.length > 0) {
-      return { text: `answer: ${results.map((result) => String(result.content)).join(" | ")}` };
-    }
-    return {
-      toolUses: tasks.map((task, index) => ({
-        id: `toolu_sub_${index}`,
-        name: "subagent",
-        input: { agent, task },
-      })),
-    };
-  };
-}
 
 async function start(tasks: string[], options: CoreOptions = {}): Promise<Core> {
   core = await openCore({
@@ -159,7 +112,7 @@ describe("subagent: a task handed to another agent through the queue", () => {
   it("gives the parent a child's failure as an error result, and the parent still answers", async () => {
     await start(["x"], {
       defaultReply: (request) =>
-        systemOf(request).includes("You research")
+        isResearcher(request)
           ? { error: { status: 400, message: "researcher refused" } }
           : model(["x"])(request),
     });
@@ -226,7 +179,7 @@ describe("subagent: a task handed to another agent through the queue", () => {
     // The researcher never answers.
     await start(["slow"], {
       defaultReply: (request) =>
-        systemOf(request).includes("You research") ? { hang: true } : model(["slow"])(request),
+        isResearcher(request) ? { hang: true } : model(["slow"])(request),
     });
     core.start({ bus: true });
     const parent = await core.enqueue("Research slowly");
