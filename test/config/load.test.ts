@@ -60,6 +60,8 @@ describe("loadConfig", () => {
       max_attempts: 5,
       job_timeout_s: 300,
       outage_budget_s: 300,
+      subagent_max_depth: 3,
+      subagent_timeout_s: 3600,
     });
     expect(config.history).toEqual({
       backend: "sqlite",
