@@ -166,3 +166,35 @@ describe("subagents across a SIGKILL", () => {
     expect((await childrenOf(parent)).map((child) => child.attempts)).toEqual([1, 1]);
   });
 });
+
+describe("picklebot jobs cancel", () => {
+  it("stops a waiting parent and its running child from a shell; refuses what it cannot stop", async () => {
+    hangWhen = isResearcher;
+    const server = await startServer(ws.dir);
+    const parent = await enqueueJob(ws.dir, PARENT);
+    await waitFor(async () => (await job(parent.id)).state === "waiting", "the parent parks");
+    const shown = await runCli(["jobs", "show", parent.id, "--workspace", ws.dir]);
+    expect(shown.stdout).toMatch(/state +waiting for 2 subagent jobs/);
+    expect(shown.stdout).toMatch(/subagent job +\w+ \(researcher, running\)/);
+
+    const cancelled = await runCli(["jobs", "cancel", parent.id, "--workspace", ws.dir]);
+    expect(cancelled).toMatchObject({ code: 0 });
+    expect(cancelled.stdout).toContain(`job ${parent.id} will stop`);
+    await waitFor(async () => (await job(parent.id)).state === "failed", "the parent stops");
+    await waitFor(
+      async () => (await childrenOf(parent)).every((child) => child.state === "failed"),
+      "its children stop",
+    );
+    expect((await job(parent.id)).lastError).toBe("stopped by the user");
+    const reply = await server.waitForLog((line) => line.msg === "reply failed");
+    expect(reply.error).toBe("Stopped.");
+
+    const again = await runCli(["jobs", "cancel", parent.id, "--workspace", ws.dir]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe(
+      `picklebot: job ${parent.id} is failed; only queued and waiting jobs can be cancelled\n`,
+    );
+    const unknown = await runCli(["jobs", "cancel", "nope", "--workspace", ws.dir]);
+    expect(unknown.stderr).toBe('picklebot: no job "nope"; list them with picklebot jobs\n');
+  });
+});
