@@ -64,7 +64,7 @@ const frontMatterSchema = z.strictObject({
     )
     .optional(),
   subagents: z
-    .array(z.string().regex(ID_PATTERN, "must be an agent id (a folder name under agents/)"))
+    .array(z.string().regex(ID_PATTERN, "an agent id (a folder name under agents/)"))
     .optional(),
 });
 

@@ -86,7 +86,7 @@ describe("loadAgents", () => {
     expect([...agents.keys()]).toEqual(["good"]);
     expect(errors.map((error) => error.message)).toEqual([
       `${file}: missing YAML front matter; start the file with a line "---", then the fields ` +
-        '(name, description, optional model, max_tokens, tools), then another "---" line.',
+        '(name, description, optional model, max_tokens, tools, subagents), then another "---" line.',
     ]);
   });
 
@@ -94,20 +94,35 @@ describe("loadAgents", () => {
     const file = writeAgent("bad", agentText("name: Bad\ndescription: x\ntools: [read, bsh]"));
     expect(onlyError()).toBe(
       `${file}: tools: unknown tool "bsh"; did you mean "bash"? (allowed: read, write, edit, ` +
-        "bash, web_fetch, post_message); fix or remove it.",
+        "bash, web_fetch, post_message, subagent); fix or remove it.",
     );
   });
 
-  it("refuses subagent, which this version does not have, saying what to do", () => {
+  it("loads the subagent tool and its subagents list", () => {
+    writeAgent(
+      "boss",
+      agentText(
+        "name: Boss\ndescription: x\ntools: [read, subagent]\nsubagents: [researcher, coder]",
+      ),
+    );
+    const { agents, errors } = loadAgents(workspace);
+    expect(errors).toEqual([]);
+    expect(agents.get("boss")).toMatchObject({
+      tools: ["read", "subagent"],
+      subagents: ["researcher", "coder"],
+    });
+  });
+
+  it("refuses a subagents entry that is not an agent id", () => {
     const file = writeAgent(
       "boss",
-      agentText("name: Boss\ndescription: x\ntools: [read, subagent]"),
+      agentText("name: Boss\ndescription: x\ntools: [subagent]\nsubagents: [../etc]"),
     );
-    expect(onlyError()).toBe(
-      `${file}: tools: the subagent tool is not available in this version of picklebot ` +
-        "(agents cannot delegate to other agents yet); remove it from tools.",
+    expect(onlyError()).toMatch(
+      new RegExp(
+        `^${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: subagents\\.0: must be an agent id`,
+      ),
     );
-    expect(loadAgents(workspace).agents.has("boss")).toBe(false);
   });
 
   it("rejects a max_tokens that is not a positive whole number", () => {

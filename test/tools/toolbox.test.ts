@@ -71,7 +71,7 @@ describe("runToolCalls", () => {
     const tools = createToolbox(["bash"], { bashTimeoutMs: 20_000 });
     const waitFor = (mine: string, theirs: string) =>
       `touch ${mine}; while [ ! -f ${theirs} ]; do sleep 0.01; done; echo ${mine} saw ${theirs}`;
-    const results = await runToolCalls(
+    const { results } = await runToolCalls(
       tools,
       [
         call("t1", "bash", { command: waitFor("a", "b") }),
@@ -87,7 +87,7 @@ describe("runToolCalls", () => {
 
   it("turns failures and unknown tools into is_error results, in call order", async () => {
     const tools = createToolbox(["read", "write"]);
-    const results = await runToolCalls(
+    const { results } = await runToolCalls(
       tools,
       [
         call("t1", "read", { path: "missing.md" }),
@@ -130,7 +130,7 @@ describe("runToolCalls", () => {
       spec: { name: "quiet", description: "Quiet", input_schema: { type: "object" } },
       run: async () => "",
     };
-    const results = await runToolCalls(
+    const { results } = await runToolCalls(
       [throwsString, empty],
       [call("t1", "odd", {}), call("t2", "quiet", {})],
       temp.context(),
