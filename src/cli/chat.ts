@@ -12,7 +12,7 @@ import { Command } from "commander";
 import { describeCompaction } from "../agents/compaction.js";
 import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
 import type { AgentRunner } from "../agents/runner.js";
-import { CancelledError, toError, UserError } from "../base/errors.js";
+import { CancelledError, JobEnded, toError, UserError } from "../base/errors.js";
 import type { Session, TokenUsage } from "../ports/index.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
 
@@ -130,6 +130,7 @@ class TerminalChat {
       });
       stream.finish(result.text, result.usage);
     } catch (thrown) {
+      if (thrown instanceof JobEnded) return this.#ended(stream, thrown);
       const stopped = this.#reply.signal.aborted;
       await this.#closeTurn(session.id, stopped ? "stopped by the user" : "interrupted");
       stream.fail(stopped ? "stopped" : toError(thrown).message);
@@ -159,6 +160,16 @@ class TerminalChat {
   }
 
   /** Answers the tool calls an ended turn left open, so the next message is a valid request. */
+  /** A tool ended the turn: a cancel is a failure with its message, a discard says why. */
+  #ended(stream: ReplyPrinter, ended: JobEnded): void {
+    if (ended.ending.outcome === "cancel") {
+      stream.fail(ended.message);
+      this.failures += 1;
+    } else {
+      stream.fail(`discarded: ${ended.message}`);
+    }
+  }
+
   async #closeTurn(sessionId: string, ending: TurnEnding): Promise<void> {
     const { history } = this.#context.storage;
     const last = (await history.loadContext(sessionId, 1)).at(-1);

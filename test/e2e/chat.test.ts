@@ -9,6 +9,12 @@ import {
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
 import { CLI, childEnv, runCli } from "../helpers/cli.js";
+import {
+  DELEGATING_PICKLE,
+  delegatingModel,
+  isResearcher,
+  RESEARCHER_AGENT,
+} from "../helpers/subagents.js";
 import { waitFor } from "../helpers/wait.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
@@ -106,6 +112,17 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
       "read",
       "post_message",
     ]);
+  });
+
+  it("runs a subagent in place and answers with what it found", async () => {
+    ws.write("agents/pickle/AGENT.md", DELEGATING_PICKLE);
+    ws.write("agents/researcher/AGENT.md", RESEARCHER_AGENT);
+    const answer = delegatingModel(["dill"]);
+    fake.script(answer, answer, answer);
+    const result = await chat("What about dill?\n");
+    expect(result.stdout).toBe("answer: found: dill\n");
+    expect(result.code).toBe(0);
+    expect(fake.requests.filter(isResearcher)).toHaveLength(1);
   });
 
   it("refuses a path outside the workspace and tells the model", async () => {
