@@ -6,7 +6,6 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { ChatMessage, Job, ToolResultBlock } from "../../src/ports/index.js";
-import { type FakeReply, lastUserText, type RecordedRequest } from "../fakes/anthropic.js";
 import { CHAT_ID, type Core, type CoreOptions, openCore } from "../helpers/core.js";
 import {
   isResearcher,
