@@ -49,6 +49,21 @@ async function started(
   await fake.waitForCall("getUpdates");
 }
 
+/** A platform that polls again 10 ms after a failed poll. */
+function quicklyRepolling(): TelegramPlatform {
+  const options = { token: fake.token, apiRoot: fake.apiRoot, logger: silentLogger() };
+  return new TelegramPlatform({ ...options, reconnectBaseMs: 10 });
+}
+
+/** A handler that fails the first time, as a full disk would, then keeps what it gets. */
+function refusingOnce<T>(keep: (value: T) => void): (value: T) => Promise<void> {
+  let refusals = 1;
+  return async (value) => {
+    if (refusals-- > 0) throw new Error("database or disk is full");
+    keep(value);
+  };
+}
+
 async function failure(call: Promise<unknown>): Promise<ChatPlatformError> {
   const error = await call.then(
     () => null,
@@ -181,17 +196,8 @@ describe("TelegramPlatform", () => {
   });
 
   it("does not confirm an update it could not store: it comes again, and only then is confirmed", async () => {
-    platform = new TelegramPlatform({
-      token: fake.token,
-      apiRoot: fake.apiRoot,
-      logger: silentLogger(),
-      reconnectBaseMs: 10,
-    });
-    let refusals = 1;
-    await started(async (message) => {
-      if (refusals-- > 0) throw new Error("database or disk is full");
-      received.push(message);
-    });
+    platform = quicklyRepolling();
+    await started(refusingOnce((message) => received.push(message)));
     const update = fake.sendUserMessage({ chatId: 5, userId: 5, text: "keep me" });
     await fake.waitFor(() => received.length === 1, 10_000);
     expect(received.map((message) => message.text)).toEqual(["keep me"]);
@@ -291,17 +297,11 @@ describe("TelegramPlatform", () => {
     });
 
     it("confirms a press only once it is handled: a refused one comes again", async () => {
-      platform = new TelegramPlatform({
-        token: fake.token,
-        apiRoot: fake.apiRoot,
-        logger: silentLogger(),
-        reconnectBaseMs: 10,
-      });
-      let refusals = 1;
-      await started(undefined, async (press) => {
-        if (refusals-- > 0) throw new Error("database or disk is full");
-        presses.push(press);
-      });
+      platform = quicklyRepolling();
+      await started(
+        undefined,
+        refusingOnce((press) => presses.push(press)),
+      );
       fake.openChat(5);
       await pressed("deny");
       await platform.stop();
