@@ -1,7 +1,8 @@
 /**
  * The Discord adapter: discord.js 14 on the gateway for incoming messages and button
- * presses, one standalone REST client for sending, editing, typing and answering presses. It converts and filters, nothing more;
- * allowlists, sessions, streaming, splitting and retries live in the core.
+ * presses, one standalone REST client for sending, editing, typing and answering presses.
+ * It converts and filters, nothing more; allowlists, sessions, streaming, splitting and
+ * retries live in the core.
  *
  *   start():  `connecting` ─► a fresh gateway client logs in (GET /gateway/bot, IDENTIFY)
  *             ─► READY ─► `connected`

@@ -74,11 +74,11 @@ export interface TelegramPlatformOptions {
 const CALL_TIMEOUT_MS = 30_000;
 
 const NOT_MODIFIED = /message is not modified/i;
+const PARSE_ERROR = /can't parse entities|can't find end/i;
 /** The updates the poll asks for: text messages, and button presses. */
 const ALLOWED_UPDATES = ["message", "callback_query"] as const;
 /** What an edit sends as `reply_markup`: no buttons (leaving it out removes them too). */
 const NO_BUTTONS: InlineKeyboardMarkup = { inline_keyboard: [] };
-const PARSE_ERROR = /can't parse entities|can't find end/i;
 
 /** A Telegram bot: long polling in, Bot API calls out. */
 export class TelegramPlatform implements ChatPlatform {
