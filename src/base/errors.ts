@@ -57,7 +57,8 @@ export class ModelError extends PicklebotError {
 }
 
 /**
- * A chat platform (Telegram, Discord) refused or failed a send, edit or typing call.
+ * A chat platform (Telegram, Discord) refused or failed a send, edit or typing call, or
+ * the sending or answering of buttons.
  * `retryable` is true for 429, 5xx and network errors; `formatRejected` for a text the
  * platform could not parse as Markdown (resend it as plain text).
  */

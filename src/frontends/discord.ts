@@ -1,7 +1,8 @@
 /**
- * The Discord adapter: discord.js 14 on the gateway for incoming messages, one standalone
- * REST client for sending, editing and typing. It converts and filters, nothing more;
- * allowlists, sessions, streaming, splitting and retries live in the core.
+ * The Discord adapter: discord.js 14 on the gateway for incoming messages and button
+ * presses, one standalone REST client for sending, editing, typing and answering presses.
+ * It converts and filters, nothing more; allowlists, sessions, streaming, splitting and
+ * retries live in the core.
  *
  *   start():  `connecting` ─► a fresh gateway client logs in (GET /gateway/bot, IDENTIFY)
  *             ─► READY ─► `connected`
@@ -25,9 +26,14 @@
  * `markdown` text passes through unchanged. `plain` text is sent with Markdown escaped so
  * it shows literally, unless escaping would push it past 2000 characters (then as is).
  * Mentions in the bot's text never ping anyone (`allowed_mentions: { parse: [] }`).
+ *
+ * Buttons: choices go out as one action row (`discord-choices.ts`); a press arrives as an
+ * INTERACTION_CREATE (no intent needed) and is answered over REST with the interaction's
+ * token, which the adapter keeps to itself and uses once.
  */
 import { once } from "node:events";
 import {
+  type ButtonInteraction,
   Client,
   DefaultRestOptions,
   Events,
@@ -47,11 +53,20 @@ import { checkNumberOptions } from "../base/options.js";
 import {
   type ChatPlatform,
   type ChatPlatformState,
+  type Choice,
   DEFAULT_DISCORD_CALL_TIMEOUT_MS,
   type IncomingChatMessage,
+  type IncomingChoice,
   type SentChatMessage,
   type TextFormat,
 } from "../ports/index.js";
+import { checkChoices } from "./choices.js";
+import {
+  acknowledgement,
+  choiceComponents,
+  PressTokens,
+  toIncomingChoice,
+} from "./discord-choices.js";
 import { loginError, requestError, scrubError, unrecoverableFix } from "./discord-errors.js";
 
 /** Options of {@link DiscordPlatform}. */
@@ -75,6 +90,8 @@ export interface DiscordPlatformOptions {
 
 /** What the adapter hands an incoming message to. */
 type MessageHandler = (message: IncomingChatMessage) => Promise<void>;
+/** What the adapter hands a button press to. */
+type ChoiceHandler = (press: IncomingChoice) => Promise<void>;
 
 const DEFAULT_API_BASE = "https://discord.com/api";
 const MAX_MESSAGE_LENGTH = 2000;
@@ -159,6 +176,9 @@ export class DiscordPlatform implements ChatPlatform {
   /** The gateway client of the current login; undefined between logins and after stop. */
   #gateway: GatewayClient | undefined;
   #onMessage: MessageHandler = async () => {};
+  #onChoice: ChoiceHandler | undefined;
+  /** Interaction tokens of presses not answered yet. */
+  readonly #pressTokens = new PressTokens();
   #state: ChatPlatformState = "stopped";
   #abort = new AbortController();
 
@@ -185,9 +205,10 @@ export class DiscordPlatform implements ChatPlatform {
    * Logs in, retrying with backoff, and resolves once the gateway session is ready (or
    * when `stop()` is called first).
    */
-  async start(onMessage: MessageHandler): Promise<void> {
+  async start(onMessage: MessageHandler, onChoice?: ChoiceHandler): Promise<void> {
     this.#abort = new AbortController();
     this.#onMessage = onMessage;
+    this.#onChoice = onChoice;
     this.#state = "connecting";
     await this.#connect(this.#abort.signal);
   }
@@ -206,21 +227,45 @@ export class DiscordPlatform implements ChatPlatform {
     format: TextFormat,
     key?: string,
   ): Promise<SentChatMessage> {
+    return await this.#post(chatId, this.#messageBody(text, format, key));
+  }
+
+  /** Posts a message with the choices as one row of buttons. */
+  async sendChoices(
+    chatId: string,
+    text: string,
+    format: TextFormat,
+    choices: readonly Choice[],
+    key?: string,
+  ): Promise<SentChatMessage> {
+    checkChoices(this.kind, choices);
+    const body = { ...this.#messageBody(text, format, key), components: choiceComponents(choices) };
+    return await this.#post(chatId, body);
+  }
+
+  /** Answers the press's interaction, once, with the token kept when it arrived. */
+  async acknowledgeChoice(press: IncomingChoice, notice?: string): Promise<void> {
+    const token = this.#pressTokens.take(press.pressId);
+    if (token === undefined) {
+      throw new ChatPlatformError(
+        `Discord: could not acknowledge button press ${press.pressId}: it was already acknowledged, or is unknown or older than 15 minutes`,
+        { context: { platform: "discord", chatId: press.chatId } },
+      );
+    }
+    const body = acknowledgement(notice);
+    await this.#request("acknowledge a button press", press.chatId, () =>
+      // Discord authorises an interaction response by its token, not the bot's.
+      this.#rest.post(Routes.interactionCallback(press.pressId, token), { body, auth: false }),
+    );
+  }
+
+  /** Replaces the text of a message the bot sent, and removes its buttons. */
+  async edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void> {
     const body = {
       content: this.#render(text, format),
       allowed_mentions: { parse: [] },
-      // A send repeated after a crash that lost the id returns the first message.
-      ...(key === undefined ? {} : { nonce: key, enforce_nonce: true }),
+      components: [],
     };
-    const created = await this.#request("send a message", chatId, () =>
-      this.#rest.post(Routes.channelMessages(chatId), { body }),
-    );
-    return { messageId: (created as { id: string }).id };
-  }
-
-  /** Replaces the text of a message the bot sent. */
-  async edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void> {
-    const body = { content: this.#render(text, format), allowed_mentions: { parse: [] } };
     await this.#request("edit a message", chatId, () =>
       this.#rest.patch(Routes.channelMessage(chatId, messageId), { body }),
     );
@@ -229,6 +274,23 @@ export class DiscordPlatform implements ChatPlatform {
   /** Shows "typing…" in a channel for about ten seconds. */
   async typing(chatId: string): Promise<void> {
     await this.#request("show typing", chatId, () => this.#rest.post(Routes.channelTyping(chatId)));
+  }
+
+  /** The body of a new message; `key` makes a repeated send return the first message. */
+  #messageBody(text: string, format: TextFormat, key: string | undefined): object {
+    return {
+      content: this.#render(text, format),
+      allowed_mentions: { parse: [] },
+      // A send repeated after a crash that lost the id returns the first message.
+      ...(key === undefined ? {} : { nonce: key, enforce_nonce: true }),
+    };
+  }
+
+  async #post(chatId: string, body: object): Promise<SentChatMessage> {
+    const created = await this.#request("send a message", chatId, () =>
+      this.#rest.post(Routes.channelMessages(chatId), { body }),
+    );
+    return { messageId: (created as { id: string }).id };
   }
 
   async #connect(signal: AbortSignal): Promise<void> {
@@ -279,6 +341,9 @@ export class DiscordPlatform implements ChatPlatform {
     this.#gateway = { client, abandon };
     client.on(Events.MessageCreate, (message) => {
       if (this.#isCurrent(client)) this.#receive(client, message);
+    });
+    client.on(Events.InteractionCreate, (interaction) => {
+      if (this.#isCurrent(client) && interaction.isButton()) this.#receivePress(interaction);
     });
     this.#watchConnection(client);
     return this.#gateway;
@@ -348,10 +413,23 @@ export class DiscordPlatform implements ChatPlatform {
   #receive(client: Client, message: Message): void {
     const incoming = this.#accept(client, message);
     if (!incoming) return;
-    this.#onMessage(incoming).catch((error: unknown) => {
+    this.#handOver("message", incoming.chatId, this.#onMessage(incoming));
+  }
+
+  /** Hands a press over, keeping its token for {@link acknowledgeChoice}; lost like a message. */
+  #receivePress(interaction: ButtonInteraction): void {
+    if (!this.#onChoice) return;
+    const press = toIncomingChoice(interaction);
+    this.#pressTokens.keep(press.pressId, interaction.token);
+    this.#handOver("press", press.chatId, this.#onChoice(press));
+  }
+
+  /** Logs a handler that failed: the gateway never sends the event again. */
+  #handOver(what: "message" | "press", chatId: string, handled: Promise<void>): void {
+    handled.catch((error: unknown) => {
       this.#logger.error(
-        { chatId: incoming.chatId, error: this.#errorText(error) },
-        "discord message handler failed; the message was dropped",
+        { chatId, error: this.#errorText(error) },
+        `discord ${what} handler failed; the ${what} was dropped`,
       );
     });
   }

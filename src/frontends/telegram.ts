@@ -1,13 +1,15 @@
 /**
  * Telegram adapter of the {@link ChatPlatform} port, on telegraf 4.16 with long polling.
  *
- * Thin on purpose: it turns updates into {@link IncomingChatMessage}s and sends, edits and
- * shows "typing…". Allowlists, sessions, streaming, splitting and retries live in the core.
+ * Thin on purpose: it turns updates into {@link IncomingChatMessage}s (and button presses,
+ * callback queries, into {@link IncomingChoice}s) and sends, edits and shows "typing…".
+ * Allowlists, sessions, streaming, splitting and retries live in the core.
  *
  *   start(): getMe + deleteWebhook (retried) ─► connected ─► poll loop, and once, beside
  *            it, setMyCommands (the command menu; a failure is logged, never fatal)
- *   poll loop: getUpdates (held open) ─► each update through telegraf's middleware, whose
- *              only handler converts it and hands it over, until it is stored ─► the
+ *   poll loop: getUpdates (held open, messages and callback queries) ─► each update
+ *              through telegraf's middleware, whose two handlers (a text message, a
+ *              button press) convert it and hand it over, until it is stored ─► the
  *              next getUpdates confirms it (an update that could not be stored is not
  *              confirmed: the poll fails and the update comes again after backoff)
  *              a failed poll ─► connecting, retried with backoff (1 s doubling to 60 s)
@@ -18,8 +20,17 @@
  * file produces or logs has it replaced by `[redacted]` ({@link redactSecrets}).
  */
 import { Telegraf, TelegramError } from "telegraf";
-import { message } from "telegraf/filters";
-import type { Message, Opts, Telegram, Update, UserFromGetMe } from "telegraf/types";
+import { callbackQuery, message } from "telegraf/filters";
+import type {
+  CallbackQuery,
+  InlineKeyboardMarkup,
+  Message,
+  Opts,
+  Telegram,
+  Update,
+  User,
+  UserFromGetMe,
+} from "telegraf/types";
 import { type ReconnectOptions, reconnectWithBackoff } from "../base/backoff.js";
 import { ChatPlatformError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
@@ -30,10 +41,13 @@ import {
   type ChatCommand,
   type ChatPlatform,
   type ChatPlatformState,
+  type Choice,
   type IncomingChatMessage,
+  type IncomingChoice,
   type SentChatMessage,
   type TextFormat,
 } from "../ports/index.js";
+import { checkChoices } from "./choices.js";
 import { toTelegramMarkdownV2 } from "./telegram-markdown.js";
 
 /** Options of {@link TelegramPlatform}. */
@@ -61,6 +75,10 @@ const CALL_TIMEOUT_MS = 30_000;
 
 const NOT_MODIFIED = /message is not modified/i;
 const PARSE_ERROR = /can't parse entities|can't find end/i;
+/** The updates the poll asks for: text messages, and button presses. */
+const ALLOWED_UPDATES = ["message", "callback_query"] as const;
+/** What an edit sends as `reply_markup`: no buttons (leaving it out removes them too). */
+const NO_BUTTONS: InlineKeyboardMarkup = { inline_keyboard: [] };
 
 /** A Telegram bot: long polling in, Bot API calls out. */
 export class TelegramPlatform implements ChatPlatform {
@@ -90,11 +108,18 @@ export class TelegramPlatform implements ChatPlatform {
     return this.#state;
   }
 
-  async start(onMessage: (message: IncomingChatMessage) => Promise<void>): Promise<void> {
+  async start(
+    onMessage: (message: IncomingChatMessage) => Promise<void>,
+    onChoice?: (press: IncomingChoice) => Promise<void>,
+  ): Promise<void> {
     this.#state = "connecting";
     this.#bot.on(message("text"), async (ctx) => {
       const incoming = toIncoming(ctx.message, ctx.update.update_id, ctx.botInfo);
       if (incoming) await onMessage(incoming);
+    });
+    this.#bot.on(callbackQuery("data"), async (ctx) => {
+      const press = toIncomingChoice(ctx.callbackQuery);
+      if (press && onChoice) await onChoice(press);
     });
     // Not stored: the poll fails, the offset stays before this update, and the next
     // getUpdates (after backoff) hands it over again.
@@ -116,9 +141,27 @@ export class TelegramPlatform implements ChatPlatform {
   }
 
   async send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage> {
-    const payload = { chat_id: chatId, text: render(text, format), ...extra(format) };
-    const sent = await this.#call("sendMessage", payload);
-    return { messageId: String(sent.message_id) };
+    return await this.#sendMessage(chatId, text, format);
+  }
+
+  /** Sends the choices as one row of inline keyboard buttons, `callback_data` = id. */
+  async sendChoices(
+    chatId: string,
+    text: string,
+    format: TextFormat,
+    choices: readonly Choice[],
+  ): Promise<SentChatMessage> {
+    checkChoices(this.kind, choices);
+    const row = choices.map(({ id, label }) => ({ text: label, callback_data: id }));
+    return await this.#sendMessage(chatId, text, format, { inline_keyboard: [row] });
+  }
+
+  /** answerCallbackQuery: `notice` shows as a toast to the person who pressed. */
+  async acknowledgeChoice(press: IncomingChoice, notice?: string): Promise<void> {
+    await this.#call("answerCallbackQuery", {
+      callback_query_id: press.pressId,
+      ...(notice === undefined ? {} : { text: notice }),
+    });
   }
 
   async edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void> {
@@ -128,6 +171,7 @@ export class TelegramPlatform implements ChatPlatform {
         message_id: Number(messageId),
         text: render(text, format),
         ...extra(format),
+        reply_markup: NO_BUTTONS,
       });
     } catch (error) {
       if (error instanceof ChatPlatformError && NOT_MODIFIED.test(error.message)) return;
@@ -137,6 +181,21 @@ export class TelegramPlatform implements ChatPlatform {
 
   async typing(chatId: string): Promise<void> {
     await this.#call("sendChatAction", { chat_id: chatId, action: "typing" });
+  }
+
+  async #sendMessage(
+    chatId: string,
+    text: string,
+    format: TextFormat,
+    buttons?: InlineKeyboardMarkup,
+  ): Promise<SentChatMessage> {
+    const sent = await this.#call("sendMessage", {
+      chat_id: chatId,
+      text: render(text, format),
+      ...extra(format),
+      ...(buttons === undefined ? {} : { reply_markup: buttons }),
+    });
+    return { messageId: String(sent.message_id) };
   }
 
   /** getMe and deleteWebhook, retried until they succeed or the platform is stopped. */
@@ -176,7 +235,7 @@ export class TelegramPlatform implements ChatPlatform {
           const pollTimeoutS = this.#options.pollTimeoutS ?? 50;
           const updates = await this.#call(
             "getUpdates",
-            { timeout: pollTimeoutS, offset: this.#offset, allowed_updates: ["message"] },
+            { timeout: pollTimeoutS, offset: this.#offset, allowed_updates: [...ALLOWED_UPDATES] },
             { heldS: pollTimeoutS, signal },
           );
           if (reconnecting) this.#options.logger.info("telegram reconnected");
@@ -315,9 +374,33 @@ function toIncoming(
     platform: "telegram",
     chatId: String(msg.chat.id),
     userId: String(msg.from.id),
-    userName: msg.from.username ? `@${msg.from.username}` : msg.from.first_name,
+    userName: displayName(msg.from),
     text: text.replace(new RegExp(`^(/\\w+)${handle}\\b`), "$1"),
     direct,
     messageId: String(updateId),
   };
+}
+
+/**
+ * The press as the core sees it, or null for a button of a message sent in inline mode
+ * (it has no chat), which the bot never sends.
+ */
+function toIncomingChoice(query: CallbackQuery.DataQuery): IncomingChoice | null {
+  const msg = query.message;
+  if (!msg) return null;
+  return {
+    platform: "telegram",
+    chatId: String(msg.chat.id),
+    userId: String(query.from.id),
+    userName: displayName(query.from),
+    direct: msg.chat.type === "private",
+    messageId: String(msg.message_id),
+    choiceId: query.data,
+    pressId: query.id,
+  };
+}
+
+/** `@username`, or the first name of a user without one. */
+function displayName(user: User): string {
+  return user.username ? `@${user.username}` : user.first_name;
 }

@@ -64,6 +64,57 @@ export interface IncomingChatMessage {
   messageId: string;
 }
 
+/** How a button looks; a platform without button colours (Telegram) shows them all alike. */
+export type ChoiceStyle = "primary" | "danger" | "secondary";
+
+/** One button under a message sent with {@link ChatPlatform.sendChoices}. */
+export interface Choice {
+  /**
+   * What a press reports back as {@link IncomingChoice.choiceId}: 1 to
+   * {@link MAX_CHOICE_ID_BYTES} bytes of UTF-8, unique among the message's choices.
+   */
+  id: string;
+  /** The button's text. */
+  label: string;
+  /** (Default: "secondary") */
+  style?: ChoiceStyle;
+}
+
+/**
+ * Longest {@link Choice.id} in UTF-8 bytes: Telegram's `callback_data` takes 1-64 bytes
+ * (Discord's `custom_id` up to 100 characters; the stricter rule holds for both).
+ */
+export const MAX_CHOICE_ID_BYTES = 64;
+
+/** Most buttons one message may carry: one row, and Discord puts at most 5 in a row. */
+export const MAX_CHOICES = 5;
+
+/**
+ * A person pressed a button of a message the bot sent with {@link ChatPlatform.sendChoices}.
+ * Like {@link IncomingChatMessage} it is not filtered by user: the core checks who pressed.
+ */
+export interface IncomingChoice {
+  platform: ChatPlatformKind;
+  /** The chat of the message carrying the buttons. */
+  chatId: string;
+  /** Who pressed, checked against `allowed_user_ids`. */
+  userId: string;
+  /** Their display name, for logs. */
+  userName: string;
+  /** True in a private chat / DM. */
+  direct: boolean;
+  /** The message carrying the buttons, as {@link SentChatMessage.messageId} gave it. */
+  messageId: string;
+  /** The {@link Choice.id} of the button pressed. */
+  choiceId: string;
+  /**
+   * This press (Telegram callback query id, Discord interaction id), for
+   * {@link ChatPlatform.acknowledgeChoice}; a platform that hands a press over again
+   * gives it the same id.
+   */
+  pressId: string;
+}
+
 /** A message the platform confirmed it stored. */
 export interface SentChatMessage {
   messageId: string;
@@ -86,7 +137,8 @@ export type ChatPlatformState = "connecting" | "connected" | "stopped";
  * {@link IncomingChatMessage} and sends text. Allowlists, sessions, streaming, splitting
  * and retries live once in the core, not here.
  *
- * Failures of `send`, `edit` and `typing` throw {@link ChatPlatformError}.
+ * Failures of `send`, `sendChoices`, `acknowledgeChoice`, `edit` and `typing` throw
+ * {@link ChatPlatformError}.
  */
 export interface ChatPlatform {
   readonly kind: ChatPlatformKind;
@@ -100,8 +152,14 @@ export interface ChatPlatform {
    * or a send). A platform that can hand a message over again (Telegram) confirms it only
    * after that, and gets it again when `onMessage` rejects. Resolves once connected; a
    * lost connection is retried with backoff.
+   *
+   * Button presses go to `onChoice` the same way (stored, then confirmed); without it they
+   * are dropped. Each press must then be answered with {@link acknowledgeChoice}.
    */
-  start(onMessage: (message: IncomingChatMessage) => Promise<void>): Promise<void>;
+  start(
+    onMessage: (message: IncomingChatMessage) => Promise<void>,
+    onChoice?: (press: IncomingChoice) => Promise<void>,
+  ): Promise<void>;
   /** Stops receiving first (Telegram commits its update offset), then disconnects. */
   stop(): Promise<void>;
   /**
@@ -111,7 +169,31 @@ export interface ChatPlatform {
    * with the message the first one created; Telegram has none and ignores it.
    */
   send(chatId: string, text: string, format: TextFormat, key?: string): Promise<SentChatMessage>;
-  /** Replaces the text of a message the bot sent ("not modified" counts as success). */
+  /**
+   * Sends a new message with one row of buttons, one per choice (at most
+   * {@link MAX_CHOICES}); `key` as in {@link send}. A press reaches `start()`'s `onChoice`.
+   * Choices the platforms would refuse (none, too many, an id empty or longer than
+   * {@link MAX_CHOICE_ID_BYTES} bytes, two alike) throw a {@link ChatPlatformError} that
+   * is not retryable, before anything is sent.
+   */
+  sendChoices(
+    chatId: string,
+    text: string,
+    format: TextFormat,
+    choices: readonly Choice[],
+    key?: string,
+  ): Promise<SentChatMessage>;
+  /**
+   * Answers a press, so the person's app stops waiting: with `notice`, a short text shown
+   * to them alone (Telegram a toast, Discord an ephemeral message); without, silently. A
+   * press can be answered once, soon (Discord 3 s, Telegram 15 s): a second answer, a
+   * late one or an unknown press throws a {@link ChatPlatformError} that is not retryable.
+   */
+  acknowledgeChoice(press: IncomingChoice, notice?: string): Promise<void>;
+  /**
+   * Replaces the text of a message the bot sent, and removes its buttons if it had any
+   * (an answered question keeps no buttons). "Not modified" counts as success.
+   */
   edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void>;
   /** Shows the typing indicator for a few seconds. */
   typing(chatId: string): Promise<void>;

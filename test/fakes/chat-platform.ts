@@ -5,34 +5,47 @@
  * It records every call, keeps what each chat shows (sent messages, as edited), can be told
  * to fail the next calls of a method with a {@link ChatPlatformError} (429 retry_after, a
  * 5xx, a Markdown refusal) or to refuse Markdown altogether, and lets the test push
- * incoming messages as if a person had written them.
+ * incoming messages and button presses as if a person had written or pressed them.
  *
  *   const platform = new FakeChatPlatform({ maxMessageLength: 50 });
  *   platform.failNext("send", rateLimited(2));
  *   platform.push({ text: "hello" });           // reaches start()'s onMessage
  *   platform.texts("42");                       // what chat 42 shows now
+ *   await platform.pressButton({ messageId: "1", choiceId: "allow" }); // reaches onChoice
  */
 import { ChatPlatformError } from "../../src/base/errors.js";
+import { checkChoices } from "../../src/frontends/choices.js";
 import type {
   ChatPlatform,
   ChatPlatformKind,
   ChatPlatformState,
+  Choice,
   IncomingChatMessage,
+  IncomingChoice,
   SentChatMessage,
   TextFormat,
 } from "../../src/ports/index.js";
 
 /** The methods a test can watch and fail. */
-export type PlatformMethod = "send" | "edit" | "typing";
+export type PlatformMethod = "send" | "sendChoices" | "acknowledgeChoice" | "edit" | "typing";
+
+/** A press to simulate, see {@link FakeChatPlatform.pressButton}; the rest has defaults. */
+export type ButtonPress = Pick<IncomingChoice, "messageId" | "choiceId"> &
+  Partial<Omit<IncomingChoice, "platform" | "pressId">>;
 
 /** One call the core made, and how it ended. */
 export interface PlatformCall {
   method: PlatformMethod;
   chatId: string;
-  /** The message edited (edit), or created (send, when it succeeded). */
+  /** The message edited (edit), created (send, sendChoices, when it succeeded) or pressed. */
   messageId?: string;
+  /** The text sent, or the notice of an acknowledgement. */
   text?: string;
   format?: TextFormat;
+  /** The buttons sent (sendChoices). */
+  choices?: readonly Choice[];
+  /** The press answered (acknowledgeChoice). */
+  pressId?: string;
   /** The error thrown, or null when the call succeeded. */
   error: ChatPlatformError | null;
 }
@@ -42,6 +55,8 @@ export interface ShownMessage {
   messageId: string;
   text: string;
   format: TextFormat;
+  /** Its buttons; absent when it has none (never had, or an edit removed them). */
+  choices?: readonly Choice[];
 }
 
 /** Options of {@link FakeChatPlatform}. */
@@ -70,6 +85,13 @@ export function formatRejected(): ChatPlatformError {
   return new ChatPlatformError("400: Bad Request: can't parse entities", { formatRejected: true });
 }
 
+/** What the platform says to a press answered twice, late, or never made: not retryable. */
+export function pressExpired(): ChatPlatformError {
+  return new ChatPlatformError(
+    "400: Bad Request: query is too old and response timeout expired or query ID is invalid",
+  );
+}
+
 /** A 400 for good (e.g. the chat is gone): not retryable. */
 export function refused(): ChatPlatformError {
   return new ChatPlatformError("400: Bad Request: chat not found");
@@ -87,10 +109,16 @@ export class FakeChatPlatform implements ChatPlatform {
   readonly #chats = new Map<string, ShownMessage[]>();
   readonly #failures: Record<PlatformMethod, ChatPlatformError[]> = {
     send: [],
+    sendChoices: [],
+    acknowledgeChoice: [],
     edit: [],
     typing: [],
   };
   #onMessage: ((message: IncomingChatMessage) => Promise<void>) | null = null;
+  #onChoice: ((press: IncomingChoice) => Promise<void>) | null = null;
+  /** Presses made and not answered yet. */
+  readonly #unanswered = new Set<string>();
+  #nextPressId = 1;
   readonly #hung = new Map<string, Promise<void>>();
   #nextMessageId = 1;
   #nextUpdateId = 1;
@@ -100,23 +128,51 @@ export class FakeChatPlatform implements ChatPlatform {
     this.maxMessageLength = options.maxMessageLength ?? 4096;
   }
 
-  async start(onMessage: (message: IncomingChatMessage) => Promise<void>): Promise<void> {
+  async start(
+    onMessage: (message: IncomingChatMessage) => Promise<void>,
+    onChoice?: (press: IncomingChoice) => Promise<void>,
+  ): Promise<void> {
     this.#onMessage = onMessage;
+    this.#onChoice = onChoice ?? null;
     this.state = "connected";
   }
 
   async stop(): Promise<void> {
     this.#onMessage = null;
+    this.#onChoice = null;
     this.state = "stopped";
   }
 
   async send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage> {
-    await this.#hung.get(chatId);
-    this.#failIfTold("send", { chatId, text, format });
-    const messageId = String(this.#nextMessageId++);
-    this.#chat(chatId).push({ messageId, text, format });
-    this.calls.push({ method: "send", chatId, messageId, text, format, error: null });
-    return { messageId };
+    return await this.#show("send", { chatId, text, format });
+  }
+
+  /** Refuses choices as the real adapters do (the shared check), before any failure. */
+  async sendChoices(
+    chatId: string,
+    text: string,
+    format: TextFormat,
+    choices: readonly Choice[],
+  ): Promise<SentChatMessage> {
+    checkChoices(this.kind, choices);
+    return await this.#show("sendChoices", { chatId, text, format, choices: [...choices] });
+  }
+
+  /** A press can be answered once: again, or one never made, fails as Telegram's does. */
+  async acknowledgeChoice(press: IncomingChoice, notice?: string): Promise<void> {
+    const call = {
+      chatId: press.chatId,
+      messageId: press.messageId,
+      pressId: press.pressId,
+      ...(notice === undefined ? {} : { text: notice }),
+    };
+    this.#failIfTold("acknowledgeChoice", call);
+    if (!this.#unanswered.delete(press.pressId)) {
+      const error = pressExpired();
+      this.calls.push({ method: "acknowledgeChoice", ...call, error });
+      throw error;
+    }
+    this.calls.push({ method: "acknowledgeChoice", ...call, error: null });
   }
 
   async edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void> {
@@ -128,6 +184,7 @@ export class FakeChatPlatform implements ChatPlatform {
       throw error;
     }
     Object.assign(message, { text, format });
+    delete message.choices;
     this.calls.push({ method: "edit", chatId, messageId, text, format, error: null });
   }
 
@@ -171,6 +228,34 @@ export class FakeChatPlatform implements ChatPlatform {
     return full;
   }
 
+  /**
+   * Presses a button of a message the bot sent (chat "42" unless given), as a person
+   * would; resolves with the press once `onChoice` has. Throws before `start`, or when the
+   * message shows no such button.
+   */
+  async pressButton(press: ButtonPress): Promise<IncomingChoice> {
+    if (!this.#onChoice) throw new Error("the fake platform is not started with onChoice");
+    const chatId = press.chatId ?? "42";
+    const shown = this.#chat(chatId).find((message) => message.messageId === press.messageId);
+    if (!shown?.choices?.some((choice) => choice.id === press.choiceId)) {
+      throw new Error(
+        `message ${press.messageId} in chat ${chatId} has no button "${press.choiceId}"`,
+      );
+    }
+    const full: IncomingChoice = {
+      platform: this.kind,
+      chatId,
+      userId: "7",
+      userName: "Alice",
+      direct: true,
+      ...press,
+      pressId: `press-${this.#nextPressId++}`,
+    };
+    this.#unanswered.add(full.pressId);
+    await this.#onChoice(full);
+    return full;
+  }
+
   /** The messages a chat shows now, oldest first. */
   shown(chatId: string): ShownMessage[] {
     return [...this.#chat(chatId)];
@@ -184,6 +269,19 @@ export class FakeChatPlatform implements ChatPlatform {
   /** The successful calls of one method, oldest first. */
   succeeded(method: PlatformMethod): PlatformCall[] {
     return this.calls.filter((call) => call.method === method && call.error === null);
+  }
+
+  async #show(
+    method: "send" | "sendChoices",
+    message: { chatId: string; text: string; format: TextFormat; choices?: readonly Choice[] },
+  ): Promise<SentChatMessage> {
+    const { chatId, text, format, choices } = message;
+    await this.#hung.get(chatId);
+    this.#failIfTold(method, message);
+    const messageId = String(this.#nextMessageId++);
+    this.#chat(chatId).push({ messageId, text, format, ...(choices ? { choices } : {}) });
+    this.calls.push({ method, ...message, messageId, error: null });
+    return { messageId };
   }
 
   #chat(chatId: string): ShownMessage[] {

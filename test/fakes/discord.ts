@@ -15,6 +15,12 @@
  * created with `enforce_nonce` and a nonce used before in the channel is not created
  * again: the earlier message is returned, as Discord does within a few minutes.
  *
+ * Buttons: message components are checked like Discord (at most 5 buttons a row, each with
+ * a label and a custom_id of 1-100 characters, else 400 50035) and kept per message; an
+ * edit with `components` replaces them (`[]` removes them). `pressButton` sends an
+ * INTERACTION_CREATE; `POST /interactions/:id/:token/callback` (no bot token needed, as on
+ * Discord) takes one response within 3 s by the fake's clock, see `discord-interactions.ts`.
+ *
  * Faults a test can inject: a REST failure (`failNext`), a REST request left unanswered
  * until `close()` (`hangNext`), and an IDENTIFY closed with an unrecoverable code
  * (`closeNextIdentify`). `openGatewayConnections` counts the gateway sockets still open,
@@ -26,6 +32,14 @@ import type { AddressInfo } from "node:net";
 import type { APIMessage, APIUser } from "discord.js";
 import { type WebSocket, WebSocketServer } from "ws";
 import { waitFor } from "../helpers/wait.js";
+import {
+  type ActionRow,
+  checkComponents,
+  type InteractionResponse,
+  Interactions,
+  invalidFormBody,
+  RestFailure,
+} from "./discord-interactions.js";
 
 /** Options for {@link startFakeDiscord}. */
 export interface FakeDiscordOptions {
@@ -40,6 +54,22 @@ export interface FakeDiscordOptions {
   messageContentIntentEnabled?: boolean;
   /** Wait between an accepted IDENTIFY and READY, to catch a client mid-login. (Default: 0) */
   readyDelayMs?: number;
+  /** The clock of the 3 s an interaction may be answered in, epoch ms. (Default: Date.now) */
+  now?: () => number;
+}
+
+/** A button a test user presses, see {@link FakeDiscord.pressButton}. */
+export interface DiscordButtonPressInput {
+  /** The channel of the bot's message: a DM channel or `fake.guildChannelId`. */
+  channelId: string;
+  /** The bot's message carrying the button. */
+  messageId: string;
+  /** The button's custom_id; the message must show it. */
+  customId: string;
+  /** Who presses. */
+  userId: string;
+  /** Their username. (Default: "user<userId>") */
+  username?: string;
 }
 
 /** One message a test user sends, see {@link FakeDiscord.sendUserMessage}. */
@@ -95,16 +125,6 @@ interface ChannelState {
   botMessages: Map<string, APIMessage>;
 }
 
-class RestFailure extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: object,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(JSON.stringify(body));
-  }
-}
-
 const DISCORD_EPOCH = 1420070400000n;
 const MAX_CONTENT_LENGTH = 2000;
 /** ViewChannel | SendMessages | ReadMessageHistory, for the @everyone role. */
@@ -145,6 +165,11 @@ export class FakeDiscord {
   /** Heartbeats received (all sessions). */
   heartbeats = 0;
 
+  /** Every interaction response, in order; refused ones with their status and code. */
+  get interactionResponses(): readonly InteractionResponse[] {
+    return this.interactions.responses;
+  }
+
   private readonly server: Server;
   /** `<channel id>:<nonce>` of each message created with enforce_nonce, and its id. */
   private readonly nonces = new Map<string, string>();
@@ -161,8 +186,10 @@ export class FakeDiscord {
   }[] = [];
   private readonly identifyCloses: UnrecoverableCloseCode[] = [];
   private snowflakeCounter = 0n;
+  private readonly interactions: Interactions;
 
   constructor(options: FakeDiscordOptions = {}) {
+    this.interactions = new Interactions(options.now ?? Date.now);
     const encodedId = Buffer.from(this.botUser.id).toString("base64url");
     this.token = options.token ?? `${encodedId}.Fake00.fake-discord-token-for-tests`;
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 41_250;
@@ -243,18 +270,8 @@ export class FakeDiscord {
    * `timeoutMs` for a session to be ready. A channel id without `guildId` becomes a DM.
    */
   async sendUserMessage(input: DiscordUserMessageInput, timeoutMs = 10_000): Promise<APIMessage> {
-    const session = await this.waitFor(
-      () => [...this.sessions.values()].find((s) => s.socket),
-      timeoutMs,
-    );
-    const author: APIUser = {
-      id: input.userId,
-      username: input.username ?? `user${input.userId}`,
-      discriminator: "0",
-      global_name: null,
-      avatar: null,
-      ...(input.bot ? { bot: true } : {}),
-    };
+    const session = await this.readySession(timeoutMs);
+    const author = { ...userOf(input), ...(input.bot ? { bot: true } : {}) };
     const state = this.channelFor(input, author);
     const mention = `<@${this.botUser.id}>`;
     const content =
@@ -266,18 +283,41 @@ export class FakeDiscord {
       mentions: input.mentionsBot ? [this.botUser] : [],
     };
     state.channel.last_message_id = message.id;
-    const member = {
-      roles: [],
-      joined_at: new Date().toISOString(),
-      deaf: false,
-      mute: false,
-      flags: 0,
-    };
     const event = input.guildId
-      ? { ...message, guild_id: input.guildId, member, channel_type: 0 }
+      ? { ...message, guild_id: input.guildId, member: newMember(), channel_type: 0 }
       : { ...message, channel_type: 1 };
     this.dispatch(session, "MESSAGE_CREATE", event);
     return message;
+  }
+
+  /**
+   * Presses a button of a bot message: sends INTERACTION_CREATE (a MESSAGE_COMPONENT
+   * interaction) to the connected client and returns the interaction's id and token, which
+   * can be responded to for 3 s. Throws when the message shows no such button.
+   */
+  async pressButton(
+    input: DiscordButtonPressInput,
+    timeoutMs = 10_000,
+  ): Promise<{ id: string; token: string }> {
+    const session = await this.readySession(timeoutMs);
+    const message = this.channels.get(input.channelId)?.botMessages.get(input.messageId);
+    const buttons = (message?.components as ActionRow[] | undefined)?.flatMap((r) => r.components);
+    if (!message || !buttons?.some((button) => button.custom_id === input.customId)) {
+      throw new Error(
+        `pressButton: message ${input.messageId} in channel ${input.channelId} shows no button "${input.customId}"`,
+      );
+    }
+    const id = this.snowflake();
+    const token = `interaction-token-${randomBytes(8).toString("hex")}`;
+    this.interactions.create(id, token);
+    this.dispatch(session, "INTERACTION_CREATE", this.interaction(id, token, input, message));
+    return { id, token };
+  }
+
+  /** Components of a bot message as it shows them now; [] when it has none. */
+  componentsOf(channelId: string, messageId: string): ActionRow[] {
+    const message = this.channels.get(channelId)?.botMessages.get(messageId);
+    return (message?.components as ActionRow[] | undefined) ?? [];
   }
 
   /**
@@ -336,6 +376,44 @@ export class FakeDiscord {
       () => this.callsTo(route).find((call) => isSuccess(call) && match(call)),
       timeoutMs,
     );
+  }
+
+  /** The first connected session, waiting up to `timeoutMs` for one. */
+  private readySession(timeoutMs: number): Promise<GatewaySession> {
+    return this.waitFor(() => [...this.sessions.values()].find((s) => s.socket), timeoutMs);
+  }
+
+  /** An INTERACTION_CREATE payload for a button press, in a guild channel or a DM. */
+  private interaction(
+    id: string,
+    token: string,
+    input: DiscordButtonPressInput,
+    message: APIMessage,
+  ): Record<string, unknown> {
+    const user = userOf(input);
+    const guildId = this.channels.get(input.channelId)?.channel.guild_id;
+    const where =
+      typeof guildId === "string"
+        ? { guild_id: guildId, member: { ...newMember(), user, permissions: EVERYONE_PERMISSIONS } }
+        : { user };
+    return {
+      id,
+      token,
+      type: 3,
+      version: 1,
+      application_id: this.botUser.id,
+      data: { custom_id: input.customId, component_type: 2 },
+      message,
+      channel_id: input.channelId,
+      channel: { id: input.channelId, type: guildId === undefined ? 1 : 0 },
+      app_permissions: EVERYONE_PERMISSIONS,
+      locale: "en-US",
+      entitlements: [],
+      authorizing_integration_owners: {},
+      context: guildId === undefined ? 1 : 0,
+      attachment_size_limit: 10_485_760,
+      ...where,
+    };
   }
 
   private snowflake(): string {
@@ -551,7 +629,8 @@ export class FakeDiscord {
     const body = await readBody(request);
     const call: DiscordCall = { method, path, body, time: epochNow(), status: 200 };
     try {
-      if (request.headers.authorization !== `Bot ${this.token}`) {
+      const interactionCallback = /^\/interactions\//.test(path);
+      if (!interactionCallback && request.headers.authorization !== `Bot ${this.token}`) {
         throw new RestFailure(401, { message: "401: Unauthorized", code: 0 });
       }
       if (this.injectedFailure(method, path) === "hang") {
@@ -613,6 +692,9 @@ export class FakeDiscord {
   /** Returns the JSON result, or undefined for 204 No Content. */
   private route(method: string, path: string, body: Record<string, unknown>): unknown {
     const [, first, id, sub, messageId] = path.split("/");
+    if (method === "POST" && first === "interactions" && messageId === "callback") {
+      return this.interactions.respond(String(id), String(sub), body);
+    }
     const key = `${method} /${first}/${first === "channels" ? ":id" : id}${sub ? `/${sub}` : ""}${messageId ? "/:mid" : ""}`;
     switch (key) {
       case "GET /gateway/bot":
@@ -692,6 +774,7 @@ export class FakeDiscord {
     const guildId = state.channel.guild_id;
     const stored = typeof guildId === "string" ? { ...message, guild_id: guildId } : message;
     if (Array.isArray(body.embeds)) stored.embeds = body.embeds;
+    if (body.components !== undefined) stored.components = checkComponents(body.components);
     const reference = body.message_reference as { message_id?: string } | undefined;
     if (reference?.message_id) {
       Object.assign(stored, {
@@ -713,6 +796,7 @@ export class FakeDiscord {
     const message = this.botMessage(channelId, messageId);
     const edited = { ...message, edited_timestamp: new Date().toISOString() };
     if ("content" in body) edited.content = checkContent(body);
+    if ("components" in body) edited.components = checkComponents(body.components);
     this.channel(channelId).botMessages.set(edited.id, edited);
     return edited;
   }
@@ -721,18 +805,32 @@ export class FakeDiscord {
 function checkContent(body: Record<string, unknown>): string {
   const content = typeof body.content === "string" ? body.content : "";
   const hasOther =
-    (Array.isArray(body.embeds) && body.embeds.length > 0) || Array.isArray(body.files);
+    (Array.isArray(body.embeds) && body.embeds.length > 0) ||
+    Array.isArray(body.files) ||
+    (Array.isArray(body.components) && body.components.length > 0);
   if (content === "" && !hasOther)
     throw new RestFailure(400, { message: "Cannot send an empty message", code: 50006 });
   if (content.length > MAX_CONTENT_LENGTH) {
-    const errors = {
-      content: {
-        _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }],
-      },
-    };
-    throw new RestFailure(400, { message: "Invalid Form Body", code: 50035, errors });
+    const message = "Must be 2000 or fewer in length.";
+    throw invalidFormBody(["content"], "BASE_TYPE_MAX_LENGTH", message);
   }
   return content;
+}
+
+/** A user as Discord describes one in an event. */
+function userOf(input: { userId: string; username?: string }): APIUser {
+  return {
+    id: input.userId,
+    username: input.username ?? `user${input.userId}`,
+    discriminator: "0",
+    global_name: null,
+    avatar: null,
+  };
+}
+
+/** A guild member's fields beside the user. */
+function newMember() {
+  return { roles: [], joined_at: new Date().toISOString(), deaf: false, mute: false, flags: 0 };
 }
 
 /** Answered with a 2xx; a hung request (status 0) is not. */

@@ -12,11 +12,32 @@
  * bad escape fails with "can't parse entities" and lengths are counted after parsing; the
  * legacy "Markdown" mode is taken as plain text. Bot messages to a chat the fake has not
  * seen fail with "chat not found", as in Telegram: use `openChat` for a chat with no update.
+ *
+ * Buttons: a message's inline keyboard is checked (`callback_data` of 1-64 bytes, else
+ * BUTTON_DATA_INVALID) and kept (`buttonsOf`); editMessageText replaces it, and removes it
+ * when the edit has no `reply_markup` or an empty one, as Telegram does. `pressButton`
+ * queues a callback_query update; `answerCallbackQuery` takes each query once, within 15 s
+ * by the fake's clock (`telegram-buttons.ts`). `getUpdates` honours `allowed_updates`: an
+ * update of a kind the bot did not ask for is never handed out.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Chat, Message, MessageEntity, Update, UserFromGetMe } from "telegraf/types";
+import type {
+  Chat,
+  InlineKeyboardButton,
+  Message,
+  MessageEntity,
+  Update,
+  UserFromGetMe,
+} from "telegraf/types";
 import { waitFor } from "../helpers/wait.js";
+import {
+  BadRequest,
+  type CallbackAnswer,
+  CallbackQueries,
+  hasCallbackButton,
+  inlineKeyboardOf,
+} from "./telegram-buttons.js";
 
 /** Options for {@link startFakeTelegram}. */
 export interface FakeTelegramOptions {
@@ -26,6 +47,22 @@ export interface FakeTelegramOptions {
   botUsername?: string;
   /** Port to listen on, e.g. one a server was configured with before the fake ran. (Default: a free one) */
   port?: number;
+  /** The clock of the 15 s a callback query may be answered in, epoch ms. (Default: Date.now) */
+  now?: () => number;
+}
+
+/** A button a test user presses, see {@link FakeTelegram.pressButton}. */
+export interface ButtonPressInput {
+  /** The chat of the bot's message. */
+  chatId: number;
+  /** The bot's message carrying the button. */
+  messageId: number;
+  /** The `callback_data` of the button; the message must show it. */
+  data: string;
+  /** Who presses. */
+  userId: number;
+  /** Their username, without "@". (Default: none) */
+  username?: string;
 }
 
 /** One message a test user sends to the bot, see {@link FakeTelegram.sendUserMessage}. */
@@ -68,7 +105,7 @@ export interface TelegramCall {
 
 /** An update the fake queued, and when it went out in a getUpdates response. */
 export interface QueuedUpdate {
-  update: Update.MessageUpdate<Message.TextMessage>;
+  update: Update.MessageUpdate<Message.TextMessage> | Update.CallbackQueryUpdate;
   /** Epoch milliseconds (fractional) when the test queued it. */
   queuedAt: number;
   /** Each time it was returned by getUpdates (more than once if not confirmed in between). */
@@ -137,6 +174,12 @@ export class FakeTelegram {
   readonly updateLog: QueuedUpdate[] = [];
   /** The highest `offset` a getUpdates call confirmed (0 until one does). */
   confirmedOffset = 0;
+  /** Every answerCallbackQuery, refused ones included, in order. */
+  get callbackAnswers(): readonly CallbackAnswer[] {
+    return this.callbackQueries.answers;
+  }
+  /** The update kinds of the latest getUpdates that named them; null: every kind. */
+  allowedUpdates: string[] | null = null;
   /** Commands from the latest accepted setMyCommands. */
   commands: Array<{ command: string; description: string }> = [];
   /**
@@ -153,9 +196,11 @@ export class FakeTelegram {
   private pending: QueuedUpdate[] = [];
   private nextUpdateId = 1;
   private readonly port: number;
+  private readonly callbackQueries: CallbackQueries;
 
   constructor(options: FakeTelegramOptions = {}) {
     this.token = options.token ?? "123456789:TEST-fake-telegram-token";
+    this.callbackQueries = new CallbackQueries(options.now ?? Date.now);
     this.port = options.port ?? 0;
     this.botUser = {
       id: Number(this.token.split(":")[0]) || 123456789,
@@ -221,12 +266,35 @@ export class FakeTelegram {
       ...(input.replyToBot ? { reply_to_message: this.latestBotMessage(input.chatId) } : {}),
     };
     if (input.username !== undefined) message.from.username = input.username;
-    const update = { update_id: this.nextUpdateId++, message };
-    const queued = { update, queuedAt: epochNow(), deliveredAt: [] };
-    this.updateLog.push(queued);
-    this.pending.push(queued);
-    this.flushPolls();
-    return update;
+    return this.queue({ update_id: this.nextUpdateId++, message });
+  }
+
+  /**
+   * Queues a callback_query update, as when a user presses a button of a bot message; the
+   * query can then be answered for 15 s. Throws when the message shows no such button.
+   */
+  pressButton(input: ButtonPressInput): Update.CallbackQueryUpdate {
+    const message = this.chatState(input.chatId).botMessages.get(input.messageId);
+    if (!hasCallbackButton(message?.reply_markup, input.data)) {
+      throw new Error(
+        `pressButton: message ${input.messageId} in chat ${input.chatId} shows no button "${input.data}"`,
+      );
+    }
+    const from = { id: input.userId, is_bot: false, first_name: `User ${input.userId}` };
+    const callback_query = {
+      id: this.callbackQueries.press(),
+      from: input.username === undefined ? from : { ...from, username: input.username },
+      message: message as TextMessage,
+      chat_instance: String(input.chatId),
+      data: input.data,
+    };
+    return this.queue({ update_id: this.nextUpdateId++, callback_query });
+  }
+
+  /** The inline keyboard a bot message shows now, row by row; [] when it has none. */
+  buttonsOf(chatId: number, messageId: number): InlineKeyboardButton[][] {
+    const message = this.chats.get(chatId)?.botMessages.get(messageId);
+    return message?.reply_markup?.inline_keyboard ?? [];
   }
 
   /** Makes the next `times` calls of `method` fail with `failure` instead of running. */
@@ -291,6 +359,14 @@ export class FakeTelegram {
     );
   }
 
+  private queue<U extends QueuedUpdate["update"]>(update: U): U {
+    const queued = { update, queuedAt: epochNow(), deliveredAt: [] };
+    this.updateLog.push(queued);
+    this.pending.push(queued);
+    this.flushPolls();
+    return update;
+  }
+
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? "/", "http://127.0.0.1");
     const route = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
@@ -315,7 +391,8 @@ export class FakeTelegram {
       if (isTextMessage(result)) call.messageId = result.message_id;
       this.record(call);
       reply(response, result);
-    } catch (error) {
+    } catch (thrown) {
+      const error = thrown instanceof BadRequest ? new ApiFailure(400, thrown.message) : thrown;
       if (!(error instanceof ApiFailure)) throw error;
       call.status = error.status;
       this.record(call);
@@ -361,6 +438,8 @@ export class FakeTelegram {
         return this.editMessageText(params);
       case "deletemessage":
         return this.deleteMessage(params);
+      case "answercallbackquery":
+        return this.callbackQueries.answer(params);
       case "sendchataction":
         this.chatState(params.chat_id);
         return true;
@@ -380,6 +459,7 @@ export class FakeTelegram {
   private sendMessage(params: Params): TextMessage {
     const state = this.chatState(params.chat_id);
     const { text, entities } = parseFormatted(params);
+    const keyboard = inlineKeyboardOf(params.reply_markup);
     const replyTo = state.botMessages.get(Number(params.reply_to_message_id));
     const message: TextMessage = {
       message_id: state.nextMessageId++,
@@ -389,6 +469,7 @@ export class FakeTelegram {
       text,
       ...(entities.length > 0 ? { entities } : {}),
       ...(replyTo ? { reply_to_message: { ...replyTo, reply_to_message: undefined } } : {}),
+      ...(keyboard ? { reply_markup: keyboard } : {}),
     };
     state.botMessages.set(message.message_id, message);
     return message;
@@ -399,11 +480,16 @@ export class FakeTelegram {
     const message = state.botMessages.get(Number(params.message_id));
     if (!message) throw new ApiFailure(400, "Bad Request: message to edit not found");
     const { text, entities } = parseFormatted(params);
+    // No reply_markup, or an empty one, removes the keyboard.
+    const keyboard = inlineKeyboardOf(params.reply_markup);
     const sameEntities = JSON.stringify(entities) === JSON.stringify(message.entities ?? []);
-    if (message.text === text && sameEntities) throw new ApiFailure(400, NOT_MODIFIED);
+    const sameKeyboard = JSON.stringify(keyboard) === JSON.stringify(message.reply_markup);
+    if (message.text === text && sameEntities && sameKeyboard) {
+      throw new ApiFailure(400, NOT_MODIFIED);
+    }
     const edited: TextMessage = { ...message, text, edit_date: Math.floor(Date.now() / 1000) };
-    if (entities.length > 0) edited.entities = entities;
-    else delete edited.entities;
+    setOrDelete(edited, "entities", entities.length > 0 ? entities : undefined);
+    setOrDelete(edited, "reply_markup", keyboard);
     state.botMessages.set(message.message_id, edited);
     return edited;
   }
@@ -449,6 +535,8 @@ export class FakeTelegram {
     const offset = Number(params.offset ?? 0);
     const limit = Math.min(Math.max(Number(params.limit ?? 100), 1), 100);
     const timeoutS = Number(params.timeout ?? 0);
+    const allowed = parseJsonField(params.allowed_updates) as string[] | undefined;
+    if (allowed !== undefined) this.allowedUpdates = allowed.length > 0 ? allowed : null;
     if (offset > 0) {
       this.pending = this.pending.filter((queued) => queued.update.update_id >= offset);
       this.confirmedOffset = Math.max(this.confirmedOffset, offset);
@@ -472,8 +560,13 @@ export class FakeTelegram {
 
   private available(poll: HeldPoll): QueuedUpdate[] {
     return this.pending
-      .filter((queued) => queued.update.update_id >= poll.offset)
+      .filter((queued) => queued.update.update_id >= poll.offset && this.allowed(queued.update))
       .slice(0, poll.limit);
+  }
+
+  private allowed(update: QueuedUpdate["update"]): boolean {
+    const kind = "message" in update ? "message" : "callback_query";
+    return this.allowedUpdates === null || this.allowedUpdates.includes(kind);
   }
 
   private flushPolls(): void {
@@ -502,6 +595,16 @@ export class FakeTelegram {
     clearTimeout(poll.timer);
     this.polls.delete(poll);
   }
+}
+
+/** Sets `key` of `message` to `value`, or removes it when undefined. */
+function setOrDelete<K extends "entities" | "reply_markup">(
+  message: TextMessage,
+  key: K,
+  value: TextMessage[K] | undefined,
+): void {
+  if (value === undefined) delete message[key];
+  else message[key] = value;
 }
 
 function isTextMessage(result: unknown): result is TextMessage {

@@ -6,7 +6,12 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ChatPlatformError } from "../../src/base/errors.js";
 import { silentLogger } from "../../src/base/log.js";
 import { TelegramPlatform } from "../../src/frontends/telegram.js";
-import { CHAT_COMMANDS, type IncomingChatMessage } from "../../src/ports/index.js";
+import {
+  CHAT_COMMANDS,
+  type Choice,
+  type IncomingChatMessage,
+  type IncomingChoice,
+} from "../../src/ports/index.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { recordingLogger } from "../helpers/log.js";
 import { freePort } from "../helpers/server.js";
@@ -14,6 +19,7 @@ import { freePort } from "../helpers/server.js";
 let fake: FakeTelegram;
 let platform: TelegramPlatform;
 let received: IncomingChatMessage[];
+let presses: IncomingChoice[];
 
 beforeEach(async () => {
   fake = await startFakeTelegram();
@@ -23,6 +29,7 @@ beforeEach(async () => {
     logger: silentLogger(),
   });
   received = [];
+  presses = [];
 });
 
 afterEach(async () => {
@@ -34,9 +41,27 @@ async function started(
   onMessage: (message: IncomingChatMessage) => Promise<void> = async (message) => {
     received.push(message);
   },
+  onChoice: (press: IncomingChoice) => Promise<void> = async (press) => {
+    presses.push(press);
+  },
 ): Promise<void> {
-  await platform.start(onMessage);
+  await platform.start(onMessage, onChoice);
   await fake.waitForCall("getUpdates");
+}
+
+/** A platform that polls again 10 ms after a failed poll. */
+function quicklyRepolling(): TelegramPlatform {
+  const options = { token: fake.token, apiRoot: fake.apiRoot, logger: silentLogger() };
+  return new TelegramPlatform({ ...options, reconnectBaseMs: 10 });
+}
+
+/** A handler that fails the first time, as a full disk would, then keeps what it gets. */
+function refusingOnce<T>(keep: (value: T) => void): (value: T) => Promise<void> {
+  let refusals = 1;
+  return async (value) => {
+    if (refusals-- > 0) throw new Error("database or disk is full");
+    keep(value);
+  };
 }
 
 async function failure(call: Promise<unknown>): Promise<ChatPlatformError> {
@@ -171,17 +196,8 @@ describe("TelegramPlatform", () => {
   });
 
   it("does not confirm an update it could not store: it comes again, and only then is confirmed", async () => {
-    platform = new TelegramPlatform({
-      token: fake.token,
-      apiRoot: fake.apiRoot,
-      logger: silentLogger(),
-      reconnectBaseMs: 10,
-    });
-    let refusals = 1;
-    await started(async (message) => {
-      if (refusals-- > 0) throw new Error("database or disk is full");
-      received.push(message);
-    });
+    platform = quicklyRepolling();
+    await started(refusingOnce((message) => received.push(message)));
     const update = fake.sendUserMessage({ chatId: 5, userId: 5, text: "keep me" });
     await fake.waitFor(() => received.length === 1, 10_000);
     expect(received.map((message) => message.text)).toEqual(["keep me"]);
@@ -217,6 +233,109 @@ describe("TelegramPlatform", () => {
       const error = await failure(platform.send("5", "hello", "plain"));
       expect(error.retryable).toBe(true);
       expect(error.message).toBe("telegram: sendMessage did not answer within 0.3 s; abandoned");
+    });
+  });
+
+  describe("choices", () => {
+    const CHOICES: Choice[] = [
+      { id: "once", label: "Allow once", style: "primary" },
+      { id: "always", label: "Always allow" },
+      { id: "deny", label: "Deny", style: "danger" },
+    ];
+
+    /** A message with the three choices in chat 5, and a press of `choiceId` handed over. */
+    async function pressed(choiceId: string): Promise<{
+      messageId: string;
+      press: IncomingChoice;
+      queryId: string;
+    }> {
+      const { messageId } = await platform.sendChoices("5", "Run `ls`?", "markdown", CHOICES);
+      const data = { chatId: 5, messageId: Number(messageId), data: choiceId, userId: 5 };
+      const update = fake.pressButton({ ...data, username: "ann" });
+      const press = await fake.waitFor(() => presses.find((p) => p.messageId === messageId));
+      return { messageId, press, queryId: update.callback_query.id };
+    }
+
+    it("polls for callback queries beside messages", async () => {
+      await started();
+      expect(fake.callsOf("getUpdates")[0]?.params.allowed_updates).toEqual([
+        "message",
+        "callback_query",
+      ]);
+    });
+
+    it("shows the choices as one row of buttons, and an edit removes them", async () => {
+      await started();
+      fake.openChat(5);
+      const { messageId } = await platform.sendChoices("5", "Run `ls`?", "markdown", CHOICES);
+      expect(fake.buttonsOf(5, Number(messageId))).toEqual([
+        [
+          { text: "Allow once", callback_data: "once" },
+          { text: "Always allow", callback_data: "always" },
+          { text: "Deny", callback_data: "deny" },
+        ],
+      ]);
+      await platform.edit("5", messageId, "Run `ls`? Allowed once.", "markdown");
+      expect(fake.buttonsOf(5, Number(messageId))).toEqual([]);
+      expect(fake.messages(5)).toEqual(["Run ls? Allowed once."]);
+    });
+
+    it("hands a press over with the chat, the user, the message and the choice", async () => {
+      await started();
+      fake.openChat(5);
+      const { messageId, press, queryId } = await pressed("always");
+      expect(press).toEqual({
+        platform: "telegram",
+        chatId: "5",
+        userId: "5",
+        userName: "@ann",
+        direct: true,
+        messageId,
+        choiceId: "always",
+        pressId: queryId,
+      });
+    });
+
+    it("confirms a press only once it is handled: a refused one comes again", async () => {
+      platform = quicklyRepolling();
+      await started(
+        undefined,
+        refusingOnce((press) => presses.push(press)),
+      );
+      fake.openChat(5);
+      await pressed("deny");
+      await platform.stop();
+      const update = fake.updateLog.at(-1)?.update;
+      expect(fake.confirmedOffset).toBe((update?.update_id ?? 0) + 1);
+      expect(fake.updateLog.at(-1)?.deliveredAt).toHaveLength(2);
+    });
+
+    it("acknowledges a press silently or with a notice; a second time is refused", async () => {
+      await started();
+      fake.openChat(5);
+      const first = await pressed("once");
+      const second = await pressed("deny");
+      await platform.acknowledgeChoice(first.press);
+      await platform.acknowledgeChoice(second.press, "Denied");
+      expect(fake.callbackAnswers).toEqual([
+        { queryId: first.press.pressId, status: 200 },
+        { queryId: second.press.pressId, text: "Denied", status: 200 },
+      ]);
+      const again = await failure(platform.acknowledgeChoice(first.press));
+      expect(again).toMatchObject({
+        retryable: false,
+        message: expect.stringContaining("query is too old"),
+      });
+    });
+
+    it("refuses a choice id longer than 64 bytes before calling Telegram", async () => {
+      await started();
+      fake.openChat(5);
+      const tooLong = [{ id: "é".repeat(33), label: "Accent" }];
+      const error = await failure(platform.sendChoices("5", "?", "plain", tooLong));
+      expect(error.retryable).toBe(false);
+      expect(error.message).toContain("66 bytes long, at most 64");
+      expect(fake.callsOf("sendMessage")).toEqual([]);
     });
   });
 });
