@@ -6,10 +6,12 @@ import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { UserError } from "../base/errors.js";
+import { type ApprovalPolicy, approvalPolicySchema } from "../config/index.js";
 import { type CustomIssueParams, userErrorFromIssues } from "../config/issues.js";
 import { parseYaml } from "../config/load.js";
 import { ID_PATTERN } from "../config/schema.js";
 import { didYouMean } from "../config/suggest.js";
+import { POLICY_TOOLS } from "./approval-policy.js";
 import { DEFAULT_TOOLS, isToolName, TOOL_NAMES } from "./tools/index.js";
 
 /**
@@ -41,6 +43,11 @@ export interface AgentDefinition {
   maxTokens?: number;
   /** Tool names, each one of {@link TOOL_NAMES}. (Default: {@link DEFAULT_TOOLS}) */
   tools: string[];
+  /**
+   * Which of its tool calls need the owner's consent (front matter `approvals`); an entry
+   * replaces the one of picklebot.yaml's `approvals.policy` for that tool. (Default: none)
+   */
+  approvals: ApprovalPolicy;
   /** The system prompt, before {@link renderSystemPrompt} substitutes placeholders. */
   prompt: string;
   /** Absolute path of the AGENT.md it came from, or `built-in`. */
@@ -70,6 +77,7 @@ const frontMatterSchema = z.strictObject({
       z.array(z.string()).superRefine(checkToolNames),
     )
     .optional(),
+  approvals: approvalPolicySchema(POLICY_TOOLS).optional(),
 });
 
 /**
@@ -120,6 +128,7 @@ export function builtInAgent(id: string): AgentDefinition {
     name: "Pickle",
     description: "General assistant",
     tools: [...DEFAULT_TOOLS],
+    approvals: {},
     prompt: BUILT_IN_PROMPT,
     source: "built-in",
   };
@@ -194,6 +203,7 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
     ...(fields.model === undefined ? {} : { model: fields.model }),
     ...(fields.max_tokens === undefined ? {} : { maxTokens: fields.max_tokens }),
     tools: fields.tools ? [...new Set(fields.tools)] : [...DEFAULT_TOOLS],
+    approvals: fields.approvals ?? {},
     prompt,
     source: file,
   };

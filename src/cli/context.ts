@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { createAnthropicProvider } from "../agents/anthropic.js";
+import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { type AgentDefinition, loadAgents } from "../agents/definition.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
 import type { MessagePoster } from "../agents/tools/index.js";
@@ -45,7 +46,10 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
   const workspace = workspaceOf(command);
   const { agents, errors } = loadAgents(workspace);
   for (const error of errors) process.stderr.write(`picklebot: warning: ${error.message}\n`);
-  const config = loadConfig(workspace, process.env, { agentIds: agents.keys() });
+  const config = loadConfig(workspace, process.env, {
+    agentIds: agents.keys(),
+    tools: POLICY_TOOLS,
+  });
   return { workspace, config, agents, provider: providerFor(config) };
 }
 

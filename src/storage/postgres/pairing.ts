@@ -7,6 +7,7 @@
  * processes never hand out more than {@link MAX_PENDING_PER_PLATFORM} codes between them.
  */
 import type pg from "pg";
+import { normalizeCode } from "../../base/short-code.js";
 import {
   type ChatPlatformKind,
   PAIRING_CODE_TTL_MS,
@@ -107,7 +108,7 @@ export class PostgresPairingStore implements PairingStore {
 
   approve(code: string, now: number): Promise<PairedUser | null> {
     return inTransaction(this.#pool, async (client) => {
-      const found = await client.query<RequestRow>(SQL.byCode, [code.trim().toUpperCase(), now]);
+      const found = await client.query<RequestRow>(SQL.byCode, [normalizeCode(code), now]);
       const request = found.rows[0];
       if (!request) return null;
       const user = approvalOf(request, now);
