@@ -72,3 +72,16 @@ export function runnerFor(
     postMessage,
   });
 }
+
+/** Runs `action` on the opened workspace, closing its storage afterwards. */
+export async function withWorkspace(
+  command: Command,
+  action: (context: WorkspaceContext) => Promise<void>,
+): Promise<void> {
+  const context = await openWorkspace(command);
+  try {
+    await action(context);
+  } finally {
+    await context.close();
+  }
+}
