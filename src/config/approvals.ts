@@ -91,7 +91,9 @@ function toolApproval(
   }
   const alternative = fileTool
     ? ", or a mapping of path glob to one of those"
-    : ` (path globs are for ${tools?.fileTools.join(", ")} only)`;
+    : typeof value === "object" && value !== null
+      ? ` (path globs are for ${tools?.fileTools.join(", ")} only)`
+      : "";
   issue(ctx, [tool], `must be allow, ask or deny${alternative}; found ${shown(value)}`);
   return null;
 }

@@ -23,15 +23,18 @@ function agentWith(approvals: string) {
   );
 }
 
-function agentError(approvals: string): string {
+/** The message of the UserError `load` throws. */
+function refusal(load: () => unknown): string {
   try {
-    agentWith(approvals);
+    load();
   } catch (thrown) {
     if (thrown instanceof UserError) return thrown.message;
     throw thrown;
   }
-  throw new Error("expected the AGENT.md to be refused");
+  throw new Error("expected a UserError");
 }
+
+const agentError = (approvals: string) => refusal(() => agentWith(approvals));
 
 describe("globToRegExp", () => {
   it.each([
@@ -129,7 +132,10 @@ describe("approvals in AGENT.md", () => {
 
   it("refuses a bad action, naming the file and the key", () => {
     expect(agentError("approvals:\n  bash: maybe")).toBe(
-      `${AGENT_FILE}: approvals.bash: must be allow, ask or deny (path globs are for read, write, edit only); found "maybe".`,
+      `${AGENT_FILE}: approvals.bash: must be allow, ask or deny; found "maybe".`,
+    );
+    expect(agentError("approvals:\n  write: [a]")).toBe(
+      `${AGENT_FILE}: approvals.write: must be allow, ask or deny, or a mapping of path glob to one of those; found a list.`,
     );
     expect(agentError('approvals:\n  write: {"notes/**": sure}')).toBe(
       `${AGENT_FILE}: approvals.write.notes/**: must be allow, ask or deny; found "sure".`,
@@ -169,15 +175,7 @@ describe("approvals in picklebot.yaml", () => {
     return loadConfig(workspace, {}, { tools: POLICY_TOOLS });
   }
 
-  function loadError(yaml: string): string {
-    try {
-      load(yaml);
-    } catch (thrown) {
-      if (thrown instanceof UserError) return thrown.message;
-      throw thrown;
-    }
-    throw new Error("expected picklebot.yaml to be refused");
-  }
+  const loadError = (yaml: string) => refusal(() => load(yaml));
 
   it("defaults to no policy and an hour to answer", () => {
     expect(load("").approvals).toEqual({ policy: {}, timeout_s: 3600 });
@@ -194,7 +192,7 @@ describe("approvals in picklebot.yaml", () => {
   it("names the file and the key of a mistake", () => {
     const file = path.join(workspace, "picklebot.yaml");
     expect(loadError("approvals:\n  policy:\n    bash: often")).toBe(
-      `${file}: approvals.policy.bash: must be allow, ask or deny (path globs are for read, write, edit only); found "often".`,
+      `${file}: approvals.policy.bash: must be allow, ask or deny; found "often".`,
     );
     expect(loadError("approvals:\n  timeout_s: 0")).toContain(
       `${file}: approvals.timeout_s: expected a whole number of at least 1, found 0`,
