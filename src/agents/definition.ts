@@ -6,10 +6,12 @@ import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { UserError } from "../base/errors.js";
+import { type ApprovalPolicy, approvalPolicySchema } from "../config/index.js";
 import { type CustomIssueParams, userErrorFromIssues } from "../config/issues.js";
 import { parseYaml } from "../config/load.js";
 import { ID_PATTERN } from "../config/schema.js";
 import { didYouMean } from "../config/suggest.js";
+import { POLICY_TOOLS } from "./approval-policy.js";
 import { DEFAULT_TOOLS, isToolName, TOOL_NAMES } from "./tools/index.js";
 
 /** The file name of a definition inside `agents/<id>/`. */
@@ -34,6 +36,11 @@ export interface AgentDefinition {
    * other agent)
    */
   subagents?: string[];
+  /**
+   * Which of its tool calls need the owner's consent (front matter `approvals`); an entry
+   * replaces the one of picklebot.yaml's `approvals.policy` for that tool. (Default: none)
+   */
+  approvals: ApprovalPolicy;
   /** The system prompt, before {@link renderSystemPrompt} substitutes placeholders. */
   prompt: string;
   /** Absolute path of the AGENT.md it came from, or `built-in`. */
@@ -66,6 +73,7 @@ const frontMatterSchema = z.strictObject({
   subagents: z
     .array(z.string().regex(ID_PATTERN, "an agent id (a folder name under agents/)"))
     .optional(),
+  approvals: approvalPolicySchema(POLICY_TOOLS).optional(),
 });
 
 /**
@@ -116,6 +124,7 @@ export function builtInAgent(id: string): AgentDefinition {
     name: "Pickle",
     description: "General assistant",
     tools: [...DEFAULT_TOOLS],
+    approvals: {},
     prompt: BUILT_IN_PROMPT,
     source: "built-in",
   };
@@ -191,6 +200,7 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
     ...(fields.max_tokens === undefined ? {} : { maxTokens: fields.max_tokens }),
     tools: fields.tools ? [...new Set(fields.tools)] : [...DEFAULT_TOOLS],
     ...(fields.subagents === undefined ? {} : { subagents: [...new Set(fields.subagents)] }),
+    approvals: fields.approvals ?? {},
     prompt,
     source: file,
   };

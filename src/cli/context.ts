@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { createAnthropicProvider } from "../agents/anthropic.js";
+import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { type AgentDefinition, loadAgents } from "../agents/definition.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
 import type { MessagePoster, SubagentDelegate } from "../agents/tools/index.js";
@@ -45,7 +46,10 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
   const workspace = workspaceOf(command);
   const { agents, errors } = loadAgents(workspace);
   for (const error of errors) process.stderr.write(`picklebot: warning: ${error.message}\n`);
-  const config = loadConfig(workspace, process.env, { agentIds: agents.keys() });
+  const config = loadConfig(workspace, process.env, {
+    agentIds: agents.keys(),
+    tools: POLICY_TOOLS,
+  });
   return { workspace, config, agents, provider: providerFor(config) };
 }
 
@@ -90,4 +94,17 @@ function inPlaceSubagents(history: HistoryStore, runner: () => AgentRunner): Sub
     });
     return result.text || "(no reply)";
   };
+}
+
+/** Runs `action` on the opened workspace, closing its storage afterwards. */
+export async function withWorkspace(
+  command: Command,
+  action: (context: WorkspaceContext) => Promise<void>,
+): Promise<void> {
+  const context = await openWorkspace(command);
+  try {
+    await action(context);
+  } finally {
+    await context.close();
+  }
 }

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { toError, UsageError, UserError } from "../base/errors.js";
+import { approvalsCommand } from "./approvals.js";
 import { chatCommand } from "./chat.js";
 import { cronCommand } from "./cron.js";
 import { initCommand } from "./init.js";
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
     statusCommand(),
     sessionsCommand(),
     pairingCommand(),
+    approvalsCommand(),
     initCommand(),
   ]) {
     program.addCommand(withUsageErrors(command));

@@ -23,6 +23,25 @@ export function formatTime(epochMs: number | null | undefined): string {
   return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
 }
 
+/** A span of time in its two largest units: `45s`, `12m 5s`, `3h 20m`, `2d 4h`. */
+export function formatDuration(ms: number): string {
+  const units: [string, number][] = [
+    ["d", 86_400_000],
+    ["h", 3_600_000],
+    ["m", 60_000],
+    ["s", 1000],
+  ];
+  let rest = Math.max(0, Math.round(ms / 1000) * 1000);
+  const parts: string[] = [];
+  for (const [unit, size] of units) {
+    if (rest < size && parts.length === 0 && unit !== "s") continue;
+    parts.push(`${Math.floor(rest / size)}${unit}`);
+    rest %= size;
+    if (parts.length === 2) break;
+  }
+  return parts.join(" ");
+}
+
 /** Prints a value as indented JSON (for `--json`). */
 export function printJson(value: unknown): void {
   console.log(JSON.stringify(value, null, 2));

@@ -4,7 +4,7 @@ import { CHAT_PLATFORM_KINDS, isChatPlatform } from "../base/chat-address.js";
 import { UserError } from "../base/errors.js";
 import { allowedUserIds } from "../frontends/platforms.js";
 import type { PairedUser, PairingRequest } from "../ports/index.js";
-import { openWorkspace, type WorkspaceContext } from "./context.js";
+import { type WorkspaceContext, withWorkspace } from "./context.js";
 import { formatTime, printJson, printTable } from "./output.js";
 
 /** The `pairing` command group. */
@@ -79,18 +79,6 @@ async function revoke({ storage, config }: WorkspaceContext, user: string): Prom
     throw new UserError(
       `no approved user "${user}"; see the approved ones with picklebot pairing list`,
     );
-  }
-}
-
-async function withWorkspace(
-  command: Command,
-  action: (context: WorkspaceContext) => Promise<void>,
-): Promise<void> {
-  const context = await openWorkspace(command);
-  try {
-    await action(context);
-  } finally {
-    await context.close();
   }
 }
 

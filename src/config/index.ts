@@ -2,6 +2,16 @@
  * Configuration of a workspace: picklebot.yaml (DESIGN.md §2.1), loaded, interpolated
  * and validated.
  */
+export {
+  APPROVAL_ACTIONS,
+  type ApprovalAction,
+  type ApprovalPolicy,
+  approvalPolicySchema,
+  DEFAULT_APPROVAL_TIMEOUT_S,
+  type PathRule,
+  type PolicyTools,
+  type ToolApproval,
+} from "./approvals.js";
 export { formatKeyPath, userErrorFromIssues } from "./issues.js";
 export { CONFIG_FILE_NAME, loadConfig, loadDotEnv, parseYaml, resolveWorkspace } from "./load.js";
 export { redactConfig } from "./redact.js";

@@ -9,7 +9,12 @@ import { parseDocument } from "yaml";
 import { UserError } from "../base/errors.js";
 import { interpolateEnv } from "./interpolate.js";
 import { userErrorFromIssues } from "./issues.js";
-import { buildConfigSchema, type Config, type Environment } from "./schema.js";
+import {
+  buildConfigSchema,
+  type Config,
+  type ConfigSchemaContext,
+  type Environment,
+} from "./schema.js";
 
 /** The configuration file's name inside a workspace. */
 export const CONFIG_FILE_NAME = "picklebot.yaml";
@@ -50,12 +55,13 @@ export function resolveWorkspace(
  * Loads `<workspace>/picklebot.yaml` (optional: every key has a default). Variables of
  * `<workspace>/.env` are first added to `env` unless already set there. Throws a
  * UserError naming the file and key for any problem. With `options.agentIds` (the loaded
- * agents), agents named by `bindings` are checked against them.
+ * agents), agents named by `bindings` are checked against them; with `options.tools` (the
+ * tool registry), the tools named by `approvals.policy`.
  */
 export function loadConfig(
   workspace: string,
   env: Environment = process.env,
-  options: { agentIds?: Iterable<string> } = {},
+  options: Pick<ConfigSchemaContext, "agentIds" | "tools"> = {},
 ): Config {
   loadDotEnv(workspace, env);
   const file = path.join(workspace, CONFIG_FILE_NAME);

@@ -12,6 +12,7 @@ import {
   DEFAULT_MODEL_TIMEOUT_MS,
   DEFAULT_POOL_SIZE,
 } from "../ports/index.js";
+import { approvalPolicySchema, DEFAULT_APPROVAL_TIMEOUT_S, type PolicyTools } from "./approvals.js";
 import type { CustomIssueParams } from "./issues.js";
 import { didYouMean } from "./suggest.js";
 
@@ -29,6 +30,11 @@ export interface ConfigSchemaContext {
    * may name these and `default_agent`. (Default: agent ids are not checked)
    */
   agentIds?: Iterable<string>;
+  /**
+   * The tools `approvals.policy` may name (the agents' tool registry).
+   * (Default: tool names are not checked)
+   */
+  tools?: PolicyTools;
 }
 
 /** Letters, digits, `-` and `_`: the shape of agent and cron ids. */
@@ -76,6 +82,7 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       ...chatPlatformSections(context.env),
       http: httpSchema(),
       bindings: bindingsSchema(),
+      approvals: approvalsSchema(context.tools),
     })
     .superRefine((config, ctx) => {
       if (context.agentIds) checkBoundAgents(config, new Set(context.agentIds), ctx);
@@ -291,6 +298,16 @@ function bindingsSchema() {
         });
       }
     });
+}
+
+/** `approvals`: the default tool-call policy and how long the owner has to answer. */
+function approvalsSchema(tools: PolicyTools | undefined) {
+  return z
+    .strictObject({
+      policy: approvalPolicySchema(tools).default({}),
+      timeout_s: fromText(z.int().min(1)).default(DEFAULT_APPROVAL_TIMEOUT_S),
+    })
+    .prefault({});
 }
 
 /** Every bound agent must be one the workspace has, or `default_agent` (built in). */

@@ -23,11 +23,13 @@
  *   starting over.
  * - **Instance**: one picklebot process of a cluster (distributed mode); one of them, the
  *   **leader**, runs the crons and the chat bus's receiving side.
+ * - **Approval**: the owner's consent to one tool call an agent's policy asks about.
  *
  * Files: `messages` (conversation content), `history`, `queue`, `storage` (a backend's
  * stores and the checkpoint), `model`, `tool`, `frontend`, `chat` (platforms, outbox,
- * pairing), `cron`, `cluster`, `runtime` (clock, worker).
+ * pairing), `approval` (tool-call approvals), `cron`, `cluster`, `runtime` (clock, worker).
  */
+export * from "./approval.js";
 export * from "./chat.js";
 export * from "./cluster.js";
 export * from "./cron.js";

@@ -2,6 +2,7 @@
  * The Storage port: everything a workspace keeps, opened by one backend driver
  * (`src/storage/<backend>/`), and the checkpoint that spans its history and its queue.
  */
+import type { ApprovalStore } from "./approval.js";
 import type { OutboxStore, PairingStore } from "./chat.js";
 import type { ClusterStore, StopRelay } from "./cluster.js";
 import type { CronStateStore } from "./cron.js";
@@ -58,6 +59,8 @@ export interface Storage {
   outbox: OutboxStore;
   /** Chat users admitted by `picklebot pairing approve`. */
   pairing: PairingStore;
+  /** Tool calls waiting for the owner's consent, and the "always allow" grants. */
+  approvals: ApprovalStore;
   /** The processes sharing this storage, or null when it belongs to one process. */
   cluster: Cluster | null;
   /** Closes the queue, the history store and the database. */

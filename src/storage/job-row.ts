@@ -127,7 +127,8 @@ function parseToolResults(text: string): ToolResultBlock[] {
   );
 }
 
-function parseJson(text: string): unknown {
+/** Parses stored JSON; undefined when it is not JSON (a row edited by hand). */
+export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {

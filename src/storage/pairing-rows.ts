@@ -1,5 +1,5 @@
 /** Pairing codes and the pairing tables' rows, alike for the SQLite and PostgreSQL stores. */
-import { randomInt } from "node:crypto";
+import { randomCode } from "../base/short-code.js";
 import {
   type ChatPlatformKind,
   MAX_PENDING_PER_PLATFORM,
@@ -9,14 +9,9 @@ import {
   type PairingRequest,
 } from "../ports/index.js";
 
-/** Letters and digits without look-alikes (0/O, 1/I/L). */
-const CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789";
-
 /** A random 8-character pairing code. */
 export function newPairingCode(): string {
-  let code = "";
-  for (let i = 0; i < 8; i += 1) code += CODE_ALPHABET[randomInt(CODE_ALPHABET.length)];
-  return code;
+  return randomCode(8);
 }
 
 /** A row of `pairing_requests`, as SQLite and PostgreSQL return it. */

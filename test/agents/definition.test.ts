@@ -57,6 +57,7 @@ describe("loadAgents", () => {
       model: "claude-opus-4-1",
       maxTokens: 2048,
       tools: ["read", "bash", "post_message"],
+      approvals: {},
       prompt: "You write.\n\nWell.",
       source: file,
     });

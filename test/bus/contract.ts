@@ -9,13 +9,7 @@ import {
   PAIRING_CODE_TTL_MS,
   type PairingStore,
 } from "../../src/ports/index.js";
-
-/** A store under test, and how to reopen it (a restart) and clean up. */
-export interface StoreHandle<Store> {
-  store: Store;
-  reopen(): Promise<Store>;
-  cleanup(): Promise<void>;
-}
+import type { StoreHandle } from "../helpers/stores.js";
 
 const address = { dedupeKey: "job:1", platform: "telegram" as const, chatId: "42" };
 const HOUR = 60 * 60 * 1000;

@@ -63,7 +63,7 @@ describe.each(combinations)("openStorage: queue $queue, history $history", (back
     });
   });
 
-  it("opens the outbox, pairing and cron state in the workspace database, and no cluster", async () => {
+  it("opens the outbox, pairing, approvals and cron state in the workspace database, and no cluster", async () => {
     const address = { dedupeKey: "job:1", platform: "telegram" as const, chatId: "42" };
     expect(await storage.outbox.submit(address, "hi", clock.now())).toMatchObject({
       state: "pending",
@@ -76,6 +76,7 @@ describe.each(combinations)("openStorage: queue $queue, history $history", (back
     expect(await storage.cronState.recordFired("daily", clock.now(), { disable: false })).toBe(
       true,
     );
+    expect(await storage.approvals.grants()).toEqual([]);
     expect(storage.cluster).toBeNull();
     expect(existsSync(join(config.history.path, DATABASE_FILE))).toBe(true);
   });
@@ -126,10 +127,11 @@ describe("openStorage: a database from before the checkpointed column (migration
       const session = await storage.history.createSession({ key: "telegram:x", agentId: "pickle" });
       await storage.checkpoint(claimed as ClaimedJob, session.id, hello);
       await storage.close();
-      // Turn the file back into what version 005 left: no column, the marker only.
+      // Turn the file back into what version 005 left: no column, the marker only (and none
+      // of the later tables).
       const db = new BetterSqlite(join(ws.dir, "history", DATABASE_FILE));
       db.exec(
-        `DROP INDEX jobs_parent;
+        `DROP TABLE approval_requests; DROP TABLE approval_grants; DROP INDEX jobs_parent;
         ${["waiting_for", "parent_id", "tool_results", "stop_requested", "checkpointed", "task"]
           .map((column) => `ALTER TABLE jobs DROP COLUMN ${column};`)
           .join(" ")}

@@ -209,3 +209,12 @@ export function inTransaction<T>(
     }
   });
 }
+
+/** One statement on the pool, repeated on a fresh connection as {@link retryOnDisconnect} says. */
+export function queryRetrying<Row extends pg.QueryResultRow = pg.QueryResultRow>(
+  pool: pg.Pool,
+  text: string,
+  params: unknown[] = [],
+): Promise<pg.QueryResult<Row>> {
+  return retryOnDisconnect(() => pool.query<Row>(text, params));
+}

@@ -1,8 +1,8 @@
 /**
- * The PostgreSQL driver (distributed mode): history, cron state, chat outbox, pairings and
- * the cluster tables in the database of `queue.url`, through one pool; the queue too
- * unless `queue.backend` is `memory` or `sqlite` (then a single process, and only
- * `sqlite` opens the local database file).
+ * The PostgreSQL driver (distributed mode): history, cron state, chat outbox, pairings,
+ * approvals and the cluster tables in the database of `queue.url`, through one pool; the
+ * queue too unless `queue.backend` is `memory` or `sqlite` (then a single process, and
+ * only `sqlite` opens the local database file).
  */
 
 import type pg from "pg";
@@ -22,6 +22,7 @@ import { LockLost, sequentialCheckpoint, sequentialFailJob } from "../checkpoint
 import { MemoryJobQueue } from "../memory/queue.js";
 import { openWorkspaceDatabase } from "../sqlite/index.js";
 import { SqliteJobQueue } from "../sqlite/queue.js";
+import { PostgresApprovalStore } from "./approvals.js";
 import { PostgresClusterStore } from "./cluster.js";
 import { PostgresCronStateStore } from "./cron-state.js";
 import { connectionConfig, inTransaction, openPostgres, retryOnDisconnect } from "./database.js";
@@ -56,6 +57,7 @@ export async function openPostgresStorage(config: Config, clock: Clock): Promise
     cronState: new PostgresCronStateStore({ pool }),
     outbox: new PostgresOutboxStore({ pool }),
     pairing: new PostgresPairingStore({ pool }),
+    approvals: new PostgresApprovalStore({ pool }),
     checkpoint: postgresQueue
       ? postgresCheckpoint(pool, history, postgresQueue)
       : sequentialCheckpoint(history, queue),

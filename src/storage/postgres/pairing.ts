@@ -7,6 +7,7 @@
  * processes never hand out more than {@link MAX_PENDING_PER_PLATFORM} codes between them.
  */
 import type pg from "pg";
+import { normalizeCode } from "../../base/short-code.js";
 import {
   type ChatPlatformKind,
   PAIRING_CODE_TTL_MS,
@@ -24,7 +25,7 @@ import {
   toUser,
   type UserRow,
 } from "../pairing-rows.js";
-import { inTransaction, retryOnDisconnect } from "./database.js";
+import { inTransaction, queryRetrying, retryOnDisconnect } from "./database.js";
 
 /** Options of {@link PostgresPairingStore}. */
 export interface PostgresPairingStoreOptions {
@@ -68,7 +69,7 @@ export class PostgresPairingStore implements PairingStore {
   }
 
   async isApproved(platform: ChatPlatformKind, userId: string): Promise<boolean> {
-    return (await this.#query(SQL.approvedOne, [platform, userId])).rows.length > 0;
+    return (await queryRetrying(this.#pool, SQL.approvedOne, [platform, userId])).rows.length > 0;
   }
 
   // A retry after a lost COMMIT finds the code it stored: the user's valid one.
@@ -94,20 +95,20 @@ export class PostgresPairingStore implements PairingStore {
 
   async noteRefusal(platform: ChatPlatformKind, userId: string, now: number): Promise<boolean> {
     const params = [platform, userId, now, PAIRING_CODE_TTL_MS];
-    return (await this.#query(SQL.refuse, params)).rowCount === 1;
+    return (await queryRetrying(this.#pool, SQL.refuse, params)).rowCount === 1;
   }
 
   async pending(now: number): Promise<PairingRequest[]> {
-    return (await this.#query<RequestRow>(SQL.pending, [now])).rows.map(toRequest);
+    return (await queryRetrying<RequestRow>(this.#pool, SQL.pending, [now])).rows.map(toRequest);
   }
 
   async approved(): Promise<PairedUser[]> {
-    return (await this.#query<UserRow>(SQL.approved, [])).rows.map(toUser);
+    return (await queryRetrying<UserRow>(this.#pool, SQL.approved, [])).rows.map(toUser);
   }
 
   approve(code: string, now: number): Promise<PairedUser | null> {
     return inTransaction(this.#pool, async (client) => {
-      const found = await client.query<RequestRow>(SQL.byCode, [code.trim().toUpperCase(), now]);
+      const found = await client.query<RequestRow>(SQL.byCode, [normalizeCode(code), now]);
       const request = found.rows[0];
       if (!request) return null;
       const user = approvalOf(request, now);
@@ -120,12 +121,5 @@ export class PostgresPairingStore implements PairingStore {
   async revoke(userId: string, platform?: ChatPlatformKind): Promise<PairedUser[]> {
     const removed = await this.#pool.query<UserRow>(SQL.revoke, [userId, platform ?? null]);
     return removed.rows.map(toUser);
-  }
-
-  #query<Row extends pg.QueryResultRow>(
-    text: string,
-    params: unknown[],
-  ): Promise<pg.QueryResult<Row>> {
-    return retryOnDisconnect(() => this.#pool.query<Row>(text, params));
   }
 }

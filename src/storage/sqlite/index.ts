@@ -17,6 +17,7 @@ import type {
 import { LockLost, sequentialCheckpoint, sequentialFailJob } from "../checkpoint.js";
 import { JsonlHistoryStore } from "../jsonl/history.js";
 import { MemoryJobQueue } from "../memory/queue.js";
+import { SqliteApprovalStore } from "./approvals.js";
 import { SqliteCronStateStore } from "./cron-state.js";
 import { type Database, openDatabase } from "./database.js";
 import { SqliteHistoryStore } from "./history.js";
@@ -58,6 +59,7 @@ export function openSqliteStorage(config: Config, clock: Clock): Storage {
         : sequentialFailJob(history, queue),
     outbox: new SqliteOutboxStore({ db }),
     pairing: new SqlitePairingStore({ db }),
+    approvals: new SqliteApprovalStore({ db }),
     cluster: null,
     async close() {
       await queue.close();

@@ -1,3 +1,4 @@
+import { normalizeCode } from "../../base/short-code.js";
 import {
   type ChatPlatformKind,
   PAIRING_CODE_TTL_MS,
@@ -99,7 +100,7 @@ export class SqlitePairingStore implements PairingStore {
   async approve(code: string, now: number): Promise<PairedUser | null> {
     return this.#db
       .transaction(() => {
-        const request = this.#sql.byCode.get(code.trim().toUpperCase(), now);
+        const request = this.#sql.byCode.get(normalizeCode(code), now);
         if (!request) return null;
         const user = approvalOf(request, now);
         this.#sql.approve.run(user);
