@@ -6,6 +6,8 @@ import type {
   ReplyTarget,
   ToolResultBlock,
 } from "../ports/index.js";
+import { type ApprovalAsker, gateTools } from "./approval-gate.js";
+import { agentPolicy } from "./approval-policy.js";
 import {
   type CompactionOptions,
   type CompactionResult,
@@ -45,6 +47,12 @@ export interface AgentRunnerOptions {
    * place (`picklebot chat`). (Default: the tool says it cannot)
    */
   delegate?: SubagentDelegate;
+  /**
+   * Who is asked about a call the agent's approval policy marks `ask`: the owner in the
+   * job's chat (the server) or at the terminal (`picklebot chat`). (Default: nobody; such
+   * a call is refused)
+   */
+  approvals?: (request: RunRequest) => ApprovalAsker | undefined;
 }
 
 /** One turn to run: whose, where, and who is watching. */
@@ -161,10 +169,14 @@ export class AgentRunner {
       currentTime: formatLocalTime(now, config.timezone),
       model: agent.model ?? config.llm.model,
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
-      tools: createToolbox(agent.tools, {
-        postMessage: this.#options.postMessage(request),
-        subagents: this.#subagents(agent),
-      }),
+      tools: gateTools(
+        createToolbox(agent.tools, {
+          postMessage: this.#options.postMessage(request),
+          subagents: this.#subagents(agent),
+        }),
+        agentPolicy(config.approvals.policy, agent.approvals),
+        this.#options.approvals?.(request),
+      ),
       toolContext: {
         workspace,
         signal: request.signal,

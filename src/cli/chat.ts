@@ -9,10 +9,12 @@
 import { userInfo } from "node:os";
 import { createInterface, type Interface } from "node:readline";
 import { Command } from "commander";
+import type { ApprovalQuestion } from "../agents/approval-gate.js";
+import { approvalIdFor } from "../agents/approval-policy.js";
 import { describeCompaction } from "../agents/compaction.js";
 import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
 import type { AgentRunner } from "../agents/runner.js";
-import { CancelledError, JobEnded, toError, UserError } from "../base/errors.js";
+import { CancelledError, JobEnded, ToolError, toError, UserError } from "../base/errors.js";
 import type { Session, TokenUsage } from "../ports/index.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
 
@@ -58,12 +60,19 @@ class TerminalChat {
   readonly #runner: AgentRunner;
   readonly #tty: boolean;
   readonly #lines: Interface;
+  /** The input's lines: the chat's messages, and the answers to approval questions. */
+  readonly #input: AsyncIterator<string>;
 
   constructor(context: WorkspaceContext, tty: boolean) {
     this.#context = context;
-    this.#runner = runnerFor(context, () => (text) => this.#postToTerminal(text));
+    this.#runner = runnerFor(
+      context,
+      () => (text) => this.#postToTerminal(text),
+      () => (question) => this.#approve(question),
+    );
     this.#tty = tty;
     this.#lines = createInterface({ input: process.stdin, output: process.stdout, terminal: tty });
+    this.#input = this.#lines[Symbol.asyncIterator]();
   }
 
   /** Picks the agent and, with `--session`, the stored session to resume. */
@@ -94,7 +103,7 @@ class TerminalChat {
   async loop(): Promise<void> {
     this.#lines.on("SIGINT", () => this.#interrupt());
     this.#prompt();
-    for await (const line of this.#lines) {
+    for (let line = await this.#nextLine(); line !== null; line = await this.#nextLine()) {
       const text = line.trim();
       if (text === "/exit" || text === "/quit") break;
       if (text) await this.#handle(text);
@@ -159,7 +168,6 @@ class TerminalChat {
     }
   }
 
-  /** Answers the tool calls an ended turn left open, so the next message is a valid request. */
   /** A tool ended the turn: a cancel is a failure with its message, a discard says why. */
   #ended(stream: ReplyPrinter, ended: JobEnded): void {
     if (ended.ending.outcome === "cancel") {
@@ -170,6 +178,7 @@ class TerminalChat {
     }
   }
 
+  /** Answers the tool calls an ended turn left open, so the next message is a valid request. */
   async #closeTurn(sessionId: string, ending: TurnEnding): Promise<void> {
     const { history } = this.#context.storage;
     const last = (await history.loadContext(sessionId, 1)).at(-1);
@@ -225,6 +234,54 @@ class TerminalChat {
 
   #say(text: string): void {
     process.stdout.write(text);
+  }
+
+  /** The next line typed (or piped), or null at the end of input. */
+  async #nextLine(): Promise<string | null> {
+    const next = await this.#input.next();
+    return next.done ? null : next.value;
+  }
+
+  /**
+   * Asks at the terminal about a call the approval policy marks `ask`: y (once), a
+   * (always: stored, as a chat's "Always allow" is), anything else or the end of input
+   * denies. Scripted, the answer is the next input line and the question goes to stderr.
+   */
+  async #approve(question: ApprovalQuestion): Promise<void> {
+    const { approvals } = this.#context.storage;
+    if (await approvals.isGranted(question.agentId, question.tool, question.pattern)) return;
+    const ask = `${question.agentId} wants to run ${question.summary}\nAllow? [y] once, [a] always, [n] no: `;
+    (this.#tty ? process.stdout : process.stderr).write(
+      this.#tty ? `\n${BOLD}${ask}${RESET}` : ask,
+    );
+    const answer = (await this.#nextLine())?.trim().toLowerCase() ?? "";
+    if (answer === "a" || answer === "always") {
+      await this.#grant(question);
+      return;
+    }
+    if (answer === "y" || answer === "yes") return;
+    throw new ToolError(
+      `${question.tool}: the owner denied this call; do not try again unless asked`,
+    );
+  }
+
+  /** Stores the "always allow" of a question answered at the terminal. */
+  async #grant(question: ApprovalQuestion): Promise<void> {
+    const { approvals } = this.#context.storage;
+    const now = Date.now();
+    const id = approvalIdFor(`console:${this.#session?.id ?? ""}`, `${now}`);
+    await approvals.open({
+      id,
+      jobId: "-",
+      agentId: question.agentId,
+      tool: question.tool,
+      input: JSON.stringify(question.input) ?? "null",
+      pattern: question.pattern,
+      replyTo: { kind: "console" },
+      createdAt: now,
+      expiresAt: now + 60_000,
+    });
+    await approvals.answer(id, "always", `console (${userInfo().username})`, now);
   }
 }
 

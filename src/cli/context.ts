@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { createAnthropicProvider } from "../agents/anthropic.js";
+import type { ApprovalAsker } from "../agents/approval-gate.js";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { type AgentDefinition, loadAgents } from "../agents/definition.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
@@ -64,6 +65,7 @@ export async function openWorkspace(command: Command): Promise<WorkspaceContext>
 export function runnerFor(
   context: WorkspaceContext,
   postMessage: (request: RunRequest) => MessagePoster | undefined = () => undefined,
+  approvals?: (request: RunRequest) => ApprovalAsker | undefined,
 ): AgentRunner {
   const runner: AgentRunner = new AgentRunner({
     ...context,
@@ -71,6 +73,7 @@ export function runnerFor(
     clock: systemClock,
     postMessage,
     delegate: inPlaceSubagents(context.storage.history, () => runner),
+    approvals,
   });
   return runner;
 }

@@ -42,6 +42,7 @@ import type {
 import { openStorage } from "../storage/index.js";
 import { defaultInstanceId } from "../storage/postgres/cluster.js";
 import { AgentWorker, JOBS_RECOVERED } from "./agent-worker.js";
+import { ApprovalDesk } from "./approvals.js";
 import { chatAgentDirectory } from "./bus/chat-agents.js";
 import { ChatSenders } from "./bus/senders.js";
 import { MessageBusWorker } from "./bus/worker.js";
@@ -88,6 +89,8 @@ export class PicklebotServer {
   #runner: AgentRunner | null = null;
   /** Aborts a session's running job wherever it runs (`/stop`, a stopped job's subagents). */
   #stopper: SessionStopper | null = null;
+  /** Asks the owner about tool calls; the chat bus hands it the button presses. */
+  #desk: ApprovalDesk | null = null;
   #leader: LeaderWorker | null = null;
   #heartbeat: Heartbeat | null = null;
   #registered = false;
@@ -229,6 +232,7 @@ export class PicklebotServer {
       pairing: this.#storage.pairing,
       senders,
       stopSession: (key) => stopper.stop(key),
+      answerChoice: (press, platform) => this.#requireDesk().answerPress(press, platform),
       contextUsage: (agentId, sessionId) => this.#requireRunner().contextUsage(agentId, sessionId),
       clock: this.#clock,
       logger: logger.child({ worker: "bus" }),
@@ -314,6 +318,18 @@ export class PicklebotServer {
   #agentWorker(workerId: string, clock: Clock, chat: ChatSenders): AgentWorker {
     const { workspace, config, agents, provider, logger } = this.#options;
     const history = this.#storage.history;
+    const desk = new ApprovalDesk({
+      store: this.#storage.approvals,
+      queue: this.#queue,
+      platform: (kind) => chat.platform(kind),
+      isOwner: async (platform, userId) =>
+        allowedUserIds(config, platform).has(userId) ||
+        (await this.#storage.pairing.isApproved(platform, userId)),
+      timeoutMs: config.approvals.timeout_s * 1000,
+      clock,
+      logger: logger.child({ worker: "approvals" }),
+    });
+    this.#desk = desk;
     const runner = new AgentRunner({
       workspace,
       config,
@@ -328,6 +344,7 @@ export class PicklebotServer {
         clock,
         timeoutMs: config.workers.subagent_timeout_s * 1000,
       }),
+      approvals: (request) => desk.asker(request),
     });
     this.#runner = runner;
     return new AgentWorker({
@@ -347,7 +364,13 @@ export class PicklebotServer {
       logger: logger.child({ worker: "agent" }),
       metrics: this.metrics,
       stopRunning: (key) => this.#requireStopper().stop(key),
+      waitSettled: (wait) => desk.isSettled(wait),
     });
+  }
+
+  #requireDesk(): ApprovalDesk {
+    if (!this.#desk) throw new Error("the approval desk is made before the chat bus");
+    return this.#desk;
   }
 
   #requireStopper(): SessionStopper {

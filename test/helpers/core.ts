@@ -25,6 +25,7 @@ import {
   type Storage,
 } from "../../src/ports/index.js";
 import { AgentWorker, type AgentWorkerOptions } from "../../src/server/agent-worker.js";
+import { ApprovalDesk } from "../../src/server/approvals.js";
 import { chatAgentDirectory } from "../../src/server/bus/chat-agents.js";
 import { ChatSenders } from "../../src/server/bus/senders.js";
 import { MessageBusWorker } from "../../src/server/bus/worker.js";
@@ -140,6 +141,15 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     editIntervalMs: 0,
   });
   const agents = loadAgents(ws.dir).agents;
+  const desk = new ApprovalDesk({
+    store: storage.approvals,
+    queue: storage.queue,
+    platform: () => platform,
+    isOwner: async (_platform, userId) => userId === OWNER_ID,
+    timeoutMs: config.approvals.timeout_s * 1000,
+    clock,
+    logger,
+  });
   const runner = new AgentRunner({
     workspace: ws.dir,
     config,
@@ -154,6 +164,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
       clock,
       timeoutMs: config.workers.subagent_timeout_s * 1000,
     }),
+    approvals: (request) => desk.asker(request),
   });
   const workerOptions: AgentWorkerOptions = {
     workerId: "worker-a",
@@ -170,6 +181,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     logger,
     metrics: new ServerMetrics(),
     pollMs: 10,
+    waitSettled: (wait) => desk.isSettled(wait),
   };
   const worker = new AgentWorker(workerOptions);
   const bus = new MessageBusWorker({
@@ -181,6 +193,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     pairing: storage.pairing,
     senders,
     stopSession: async (key) => worker.stopSession(key),
+    answerChoice: (press, from) => desk.answerPress(press, from),
     contextUsage: (agentId, sessionId) => runner.contextUsage(agentId, sessionId),
     clock,
     logger,

@@ -74,6 +74,11 @@ export class ChatSenders {
     }
   }
 
+  /** The (unstarted) platform that sends to chats of `kind`, if it is enabled. */
+  platform(kind: ChatPlatformKind): ChatPlatform | undefined {
+    return this.#senders.get(kind)?.platform;
+  }
+
   /** The outbox deliveries, one per platform, for the leader's retry loops. */
   deliveries(): OutboxDelivery[] {
     return [...this.#senders.values()].map((sender) => sender.delivery);

@@ -25,11 +25,13 @@ import type {
   Clock,
   HistoryStore,
   IncomingChatMessage,
+  IncomingChoice,
   JobAdmin,
   JobQueue,
   PairingStore,
   Worker,
 } from "../../ports/index.js";
+import { isStorageUnavailable } from "../../storage/index.js";
 import type { ChatAgentDirectory } from "./chat-agents.js";
 import { ChatInbox } from "./inbox.js";
 import type { ChatSenders } from "./senders.js";
@@ -52,6 +54,11 @@ export interface MessageBusWorkerOptions {
   senders: ChatSenders;
   /** Aborts the running job of a session key (`/stop`), wherever it runs; false when none runs. */
   stopSession: (sessionKey: string) => Promise<boolean>;
+  /**
+   * Takes a button press (an approval's answer) received by `platform`; resolves once it
+   * is durably handled. (Default: presses are ignored)
+   */
+  answerChoice?: (press: IncomingChoice, platform: ChatPlatform) => Promise<void>;
   /** A session's size against its agent's window (`/status`). */
   contextUsage: (agentId: string, sessionId: string) => Promise<{ tokens: number; window: number }>;
   clock: Clock;
@@ -133,8 +140,32 @@ export class MessageBusWorker implements Worker {
     onMessage: (message: IncomingChatMessage) => Promise<void>,
     signal: AbortSignal,
   ): Promise<void> {
-    await platform.start(onMessage);
+    const { answerChoice } = this.#options;
+    await platform.start(
+      onMessage,
+      answerChoice && ((press) => this.#answerChoice(answerChoice, press, platform)),
+    );
     if (!signal.aborted) this.#options.logger.info({ platform: platform.kind }, BUS_CONNECTED);
+  }
+
+  /**
+   * Hands a press on; a failure other than unavailable storage (which the platform hands
+   * the press over again for) is logged, not thrown.
+   */
+  async #answerChoice(
+    answerChoice: NonNullable<MessageBusWorkerOptions["answerChoice"]>,
+    press: IncomingChoice,
+    platform: ChatPlatform,
+  ): Promise<void> {
+    try {
+      await answerChoice(press, platform);
+    } catch (thrown) {
+      if (isStorageUnavailable(thrown)) throw thrown;
+      this.#options.logger.warn(
+        { platform: press.platform, choice: press.choiceId, error: toError(thrown).message },
+        "could not handle a button press",
+      );
+    }
   }
 
   async #stopPlatforms(live: ChatPlatform[]): Promise<void> {
