@@ -347,6 +347,17 @@ export class FakeDiscord {
     return [...(this.channels.get(channelId)?.botMessages.values() ?? [])].map((m) => m.content);
   }
 
+  /** The bot's messages in a channel with their ids and buttons, oldest first. */
+  botMessagesOf(
+    channelId: string,
+  ): { messageId: string; content: string; components: ActionRow[] }[] {
+    return [...(this.channels.get(channelId)?.botMessages.values() ?? [])].map((m) => ({
+      messageId: m.id,
+      content: m.content,
+      components: (m.components as ActionRow[] | undefined) ?? [],
+    }));
+  }
+
   /** REST calls matching a route pattern such as "POST /channels/:id/messages". */
   callsTo(route: string): DiscordCall[] {
     return this.sent.filter((call) => routeMatches(route, call.method, call.path));
