@@ -125,6 +125,30 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
     expect(fake.requests.filter(isResearcher)).toHaveLength(1);
   });
 
+  it("asks y/n/a before a call the policy marks ask: the next input line answers", async () => {
+    ws.write(
+      "agents/pickle/AGENT.md",
+      "---\nname: Pickle\ndescription: x\ntools: [bash]\napprovals:\n  bash: ask\n---\nYou are Pickle.\n",
+    );
+    const echo = { toolUses: [{ name: "bash", input: { command: "echo hi" } }] };
+    const answer = (request: Parameters<typeof lastUserText>[0]) => ({
+      text: `got: ${lastUserText(request)}`,
+    });
+    fake.script(echo, answer, echo, answer, echo, answer);
+    const result = await chat("first\ny\nsecond\nn\nthird\na\n");
+    expect(result.stdout).toBe(
+      "got: hi\ngot: bash: the owner denied this call; do not try again unless asked\ngot: hi\n",
+    );
+    expect(result.stderr).toContain(
+      "pickle wants to run bash: echo hi\nAllow? [y] once, [a] always, [n] no: ",
+    );
+    // "a" stored the grant: the next run asks nothing.
+    fake.script(echo, answer);
+    const again = await chat("fourth\n");
+    expect(again.stdout).toBe("got: hi\n");
+    expect(again.stderr).not.toContain("wants to run");
+  });
+
   it("refuses a path outside the workspace and tells the model", async () => {
     fake.script(
       { toolUses: [{ name: "write", input: { path: "../escaped.txt", content: "x" } }] },
