@@ -5,40 +5,19 @@
  * timeout, and answered after the server was killed and started again.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  type FakeAnthropic,
-  type FakeReply,
-  type RecordedRequest,
-  startFakeAnthropic,
-} from "../fakes/anthropic.js";
+import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeDiscord, startFakeDiscord } from "../fakes/discord.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { CAREFUL_AGENT, echoHiModel } from "../helpers/approvals.js";
 import { busWorkspace, discordYaml, startBusServer, telegramYaml } from "../helpers/bus.js";
 import { killAllServers } from "../helpers/server.js";
-import { lastResults } from "../helpers/subagents.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
-
-const CAREFUL = `---
-name: Pickle
-description: Runs commands, asking first
-tools: [bash]
-approvals:
-  bash: ask
----
-You are Pickle.`;
-
-/** Runs `echo hi`, then answers with the call's result. */
-function model(request: RecordedRequest): FakeReply {
-  const [result] = lastResults(request);
-  if (result) return { text: `result: ${String(result.content)}` };
-  return { toolUses: [{ id: "toolu_bash", name: "bash", input: { command: "echo hi" } }] };
-}
 
 let fake: FakeAnthropic;
 let ws: TempWorkspace | null = null;
 
 beforeEach(async () => {
-  fake = await startFakeAnthropic({ defaultReply: model });
+  fake = await startFakeAnthropic({ defaultReply: echoHiModel });
 });
 
 afterEach(async () => {
@@ -65,7 +44,7 @@ describe("approvals on Telegram", () => {
     ws = busWorkspace(
       fake.url,
       telegramYaml(telegram, { allowedUserIds: [OWNER] }) + APPROVALS(timeoutS),
-      { "agents/pickle/AGENT.md": CAREFUL },
+      { "agents/pickle/AGENT.md": CAREFUL_AGENT },
     );
     return startBusServer(ws.dir, ["telegram"]);
   }
@@ -172,7 +151,7 @@ describe("approvals on Discord", () => {
     ws = busWorkspace(
       fake.url,
       discordYaml(discord, { allowedUserIds: [OWNER] }) + APPROVALS(timeoutS),
-      { "agents/pickle/AGENT.md": CAREFUL },
+      { "agents/pickle/AGENT.md": CAREFUL_AGENT },
     );
     return startBusServer(ws.dir, ["discord"]);
   }

@@ -6,9 +6,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { ChatMessage, Job, ToolResultBlock } from "../../src/ports/index.js";
-import type { FakeReply, RecordedRequest } from "../fakes/anthropic.js";
+import { CAREFUL_AGENT, echoHiModel } from "../helpers/approvals.js";
 import { CHAT_ID, type Core, OWNER_ID, openCore } from "../helpers/core.js";
-import { lastResults } from "../helpers/subagents.js";
 import { waitFor } from "../helpers/wait.js";
 
 let core: Core;
@@ -17,27 +16,11 @@ afterEach(async () => {
   await core?.close();
 });
 
-const CAREFUL = `---
-name: Pickle
-description: Runs commands, asking first
-tools: [bash, write]
-approvals:
-  bash: ask
-  write:
-    "notes/**": allow
-    "**": deny
----
-You are Pickle.`;
-
-/** The model: runs `echo hi`, then answers with the call's result. */
-function model(request: RecordedRequest): FakeReply {
-  const [result] = lastResults(request);
-  if (result) return { text: `result: ${String(result.content)}` };
-  return { toolUses: [{ id: "toolu_bash", name: "bash", input: { command: "echo hi" } }] };
-}
-
 async function start(): Promise<Core> {
-  core = await openCore({ files: { "agents/pickle/AGENT.md": CAREFUL }, defaultReply: model });
+  core = await openCore({
+    files: { "agents/pickle/AGENT.md": CAREFUL_AGENT },
+    defaultReply: echoHiModel,
+  });
   core.start({ bus: true });
   return core;
 }
