@@ -59,7 +59,7 @@ export function jobsCommand(): Command {
             ["id", "state", "agent", "session", "attempts", "run at", "last error"],
             list.map((job) => [
               job.id,
-              job.state,
+              stateOf(job),
               job.agentId,
               job.sessionKey,
               `${job.attempts}/${job.maxAttempts}`,
@@ -153,7 +153,7 @@ export function jobsCommand(): Command {
 function printJob(job: Job, subagents: Job[]): void {
   const fields: [string, string][] = [
     ["id", job.id],
-    ["state", job.waitingFor ? `waiting for ${describeWait(job.waitingFor)}` : job.state],
+    ["state", stateOf(job)],
     ["agent", job.agentId],
     ["session key", job.sessionKey],
     ["session id", job.sessionId ?? "-"],
@@ -175,6 +175,11 @@ function printJob(job: Job, subagents: Job[]): void {
       `error        attempt ${error.attempt} at ${formatTime(error.at)}: ${error.message}`,
     );
   }
+}
+
+/** A job's state, with what it waits for when it waits. */
+function stateOf(job: Job): string {
+  return job.waitingFor ? `waiting for ${describeWait(job.waitingFor)}` : job.state;
 }
 
 function parseState(value: string): JobState {
