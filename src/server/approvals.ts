@@ -30,6 +30,7 @@ import type {
   Choice,
   Clock,
   IncomingChoice,
+  JobAdmin,
   JobQueue,
   JobWait,
   ReplyTarget,
@@ -39,7 +40,8 @@ import type {
 /** What an {@link ApprovalDesk} needs. */
 export interface ApprovalDeskOptions {
   store: ApprovalStore;
-  queue: Pick<JobQueue, "wake">;
+  /** Wakes an answered job; finds the parent of a subagent job, whose chat it asks in. */
+  queue: Pick<JobQueue, "wake"> & Pick<JobAdmin, "get">;
   /** The platform that sends to a chat of `kind` (none: the question goes to the log). */
   platform: (kind: ChatPlatformKind) => ChatPlatform | undefined;
   /** Whether the user may answer (`allowed_user_ids` or paired). */
@@ -95,7 +97,7 @@ export class ApprovalDesk {
       tool: question.tool,
       input: JSON.stringify(question.input) ?? "null",
       pattern: question.pattern,
-      replyTo,
+      replyTo: await this.#askingTarget(jobId, replyTo),
       createdAt: now,
       expiresAt: now + timeoutMs,
     });
@@ -107,6 +109,20 @@ export class ApprovalDesk {
     await this.#showOutcome(request);
     if (request.state === "allowed") return;
     throw new ToolError(refusal(request, question.tool));
+  }
+
+  /**
+   * Where a job's questions go: its reply target, or, for a subagent job (which replies
+   * to nobody), the nearest ancestor's that is a chat.
+   */
+  async #askingTarget(jobId: string, replyTo: ReplyTarget): Promise<ReplyTarget> {
+    let target = replyTo;
+    let job = await this.#options.queue.get(jobId);
+    while (!chatAddressOf(target) && job?.parentId) {
+      job = await this.#options.queue.get(job.parentId);
+      if (job) target = job.replyTo;
+    }
+    return chatAddressOf(target) ? target : replyTo;
   }
 
   /** Sends the question with its buttons to the job's chat, or, without one, logs it. */

@@ -8,6 +8,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { ChatMessage, Job, ToolResultBlock } from "../../src/ports/index.js";
 import { CAREFUL_AGENT, echoHiModel } from "../helpers/approvals.js";
 import { CHAT_ID, type Core, OWNER_ID, openCore } from "../helpers/core.js";
+import {
+  DELEGATING_PICKLE,
+  delegatingModel,
+  isResearcher,
+  RESEARCHER_AGENT,
+} from "../helpers/subagents.js";
 import { waitFor } from "../helpers/wait.js";
 
 let core: Core;
@@ -196,5 +202,31 @@ describe("approvals in a chat", () => {
       "write: the owner's approvals policy refuses this call (write **: deny)",
     );
     expect(core.platform.shown(CHAT_ID).some((m) => m.choices)).toBe(false);
+  });
+});
+
+describe("approvals of a subagent", () => {
+  it("asks in the chat of the job that started it, and the parent answers once it ran", async () => {
+    core = await openCore({
+      files: {
+        "agents/pickle/AGENT.md": DELEGATING_PICKLE,
+        "agents/researcher/AGENT.md": RESEARCHER_AGENT.replace(
+          "tools: [read]",
+          "tools: [bash]\napprovals:\n  bash: ask",
+        ),
+      },
+      defaultReply: (request) =>
+        isResearcher(request) ? echoHiModel(request) : delegatingModel(["look"])(request),
+    });
+    core.start({ bus: true });
+    const parent = await core.enqueue("research it");
+    const asked = await question();
+    expect(asked.text).toContain("researcher wants to run bash: echo hi");
+    await core.platform.pressButton({
+      messageId: asked.messageId,
+      choiceId: asked.choices?.[0]?.id as string,
+    });
+    await core.waitForJob(parent.id, isDone);
+    await waitFor(() => core.platform.texts(CHAT_ID).includes("answer: result: hi"));
   });
 });
