@@ -61,6 +61,23 @@ export class Inspector {
     return running.map((job) => this.#windowOf(job.message, job.session_id));
   }
 
+  /** Parked jobs: queued, waiting for their subagents (or another wait). */
+  parked(): number {
+    return this.#db
+      .prepare("SELECT count(*) FROM jobs WHERE state = 'queued' AND waiting_for IS NOT NULL")
+      .pluck()
+      .get() as number;
+  }
+
+  /** The id of the job of a session key (a subagent's child job), or null. */
+  jobOfSessionKey(sessionKey: string): string | null {
+    const id = this.#db
+      .prepare("SELECT id FROM jobs WHERE session_key = ?")
+      .pluck()
+      .get(sessionKey);
+    return typeof id === "string" ? id : null;
+  }
+
   /** Whether the last message of the job's session is the reply of model call `number`. */
   replyStored(jobId: string, number: number): boolean {
     const last = this.#lastOfJob.get(jobId) as StoredRow | undefined;

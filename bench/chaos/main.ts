@@ -11,6 +11,11 @@
  *   model-call   while a model call is streaming
  *   after-reply  a few hundred microseconds after a model reply arrived: storing the reply,
  *                delivering it, acknowledging the job
+ *   compaction   while a summary call streams, or just after its reply
+ *   subagent     while a delegate job's child (a researcher job) calls the model, its
+ *                parent parked; or right after that reply was stored (the child ending,
+ *                its parent being woken); or during or right after the parent's
+ *                continuation call, which carries the children's replies
  * Between two cycles the database says which crash window each running job was in.
  *
  * Usage: npm run chaos -- [--cycles 20] [--seed N] [--rate 4] [--keep] (see USAGE)
@@ -21,21 +26,22 @@ import { parseArgs } from "node:util";
 import { type FakeTelegram, startFakeTelegram } from "../../test/fakes/telegram.js";
 import { telegramYaml } from "../../test/helpers/bus.js";
 import { startCli } from "../../test/helpers/cli.js";
-import { type LogLine, ServerProcess } from "../../test/helpers/server.js";
+import { ServerProcess } from "../../test/helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../../test/helpers/workspace.js";
 import { type CrashWindow, Inspector } from "./inspect.js";
-import { ChaosModel, SUMMARY_TAG } from "./model.js";
+import { ChaosModel, RESEARCHER_ID, RESEARCHER_PROMPT, SUMMARY_TAG } from "./model.js";
 import { Random } from "./random.js";
-import { verifyRun } from "./verify.js";
+import { type JobLogs, verifyRun } from "./verify.js";
 import {
   CHAOS_MAX_ATTEMPTS,
   type EnqueuedJob,
   type ModelCall,
   Producer,
   STOP_CHAT_USER,
+  subagentCallId,
 } from "./workload.js";
 
-type KillMode = "startup" | "random" | "model-call" | "after-reply" | "compaction";
+type KillMode = "startup" | "random" | "model-call" | "after-reply" | "compaction" | "subagent";
 
 const KILL_MODES: ReadonlyArray<readonly [KillMode, number]> = [
   ["startup", 1],
@@ -43,15 +49,29 @@ const KILL_MODES: ReadonlyArray<readonly [KillMode, number]> = [
   ["model-call", 3],
   ["after-reply", 3],
   ["compaction", 1],
+  ["subagent", 2],
 ];
 
-/** The chaos agent: `read` for tool jobs, `bash` for the slow command of stop jobs. */
+/**
+ * The chaos agent: `read` for tool jobs, `bash` for the slow command of stop jobs,
+ * `subagent` for delegate jobs, which call the researcher.
+ */
 const CHAOS_AGENT = `---
 name: Pickle
 description: The chaos run's agent
-tools: [read, bash]
+tools: [read, bash, subagent]
+subagents: [${RESEARCHER_ID}]
 ---
 You answer chaos jobs.
+`;
+
+/** The agent delegate jobs call; the fake model tells its requests apart by its prompt. */
+const RESEARCHER_AGENT = `---
+name: Researcher
+description: Looks things up for chaos jobs
+tools: [read]
+---
+${RESEARCHER_PROMPT}
 `;
 
 /** A file far larger than one tool result may be (the big jobs read it). */
@@ -99,7 +119,10 @@ interface Tally {
   /** Kills that left at least one stored reply unacknowledged. */
   unacknowledgedKills: number;
   recovered: number;
-  doneLogs: Map<string, number>;
+  /** Kills that came while at least one job was parked, and the parked jobs they found. */
+  parkedKills: number;
+  parkedAtKills: number;
+  logs: JobLogs;
   violations: string[];
 }
 
@@ -117,6 +140,9 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const random = new Random(settings.seed);
+  // Kill modes come from a stream of their own: the workload's draws, which depend on
+  // timing, do not shift them, so a seed replays the same modes.
+  const killModes = new Random(settings.seed ^ 0x5bd1e995);
   const telegram = await startFakeTelegram();
   let producer: Producer | null = null;
   const model = await ChaosModel.start({
@@ -130,6 +156,7 @@ export async function main(argv: string[]): Promise<number> {
   const ws = makeWorkspace({
     "picklebot.yaml": `llm:\n  api_key: test-key\n  base_url: ${model.url}\n${LLM_CONFIG}http:\n  port: 0\n${WORKSPACE_CONFIG}${telegramConfig}`,
     "agents/pickle/AGENT.md": CHAOS_AGENT,
+    [`agents/${RESEARCHER_ID}/AGENT.md`]: RESEARCHER_AGENT,
     "notes.txt": "The chaos run reads this file as its tool call.\n",
     "big.txt": BIG_FILE,
   });
@@ -140,7 +167,9 @@ export async function main(argv: string[]): Promise<number> {
     windows: new Map(),
     unacknowledgedKills: 0,
     recovered: 0,
-    doneLogs: new Map(),
+    parkedKills: 0,
+    parkedAtKills: 0,
+    logs: { done: new Map(), parked: new Map() },
     violations: [],
   };
   const begin = performance.now();
@@ -150,7 +179,15 @@ export async function main(argv: string[]): Promise<number> {
   try {
     producer.start(settings.rate);
     for (let cycle = 1; cycle <= settings.cycles; cycle += 1) {
-      const line = await runCycle({ ws, producer, model, random, inspector, tally });
+      const line = await runCycle({
+        ws,
+        producer,
+        model,
+        random,
+        killModes,
+        inspector,
+        tally,
+      });
       const counts = inspector.counts();
       console.log(
         `cycle ${cycle}/${settings.cycles} ${line}; jobs ${producer.jobs.length} enqueued, ${counts.done ?? 0} done`,
@@ -159,8 +196,9 @@ export async function main(argv: string[]): Promise<number> {
     await producer.stop();
     console.log(`draining ${inspector.unfinished()} unfinished jobs with a last server`);
     await drain(ws, inspector, tally);
-    const verdict = verifyRun(ws.dir, producer.jobs, model.calls, tally.doneLogs);
-    tally.violations.push(...verdict.violations);
+    const verdict = verifyRun(ws.dir, producer.jobs, model.calls, tally.logs);
+    // A loop, not push(...): a broken run may find more violations than a call takes arguments.
+    for (const violation of verdict.violations) tally.violations.push(violation);
     for (const failure of producer.failures) tally.violations.push(`an enqueue failed: ${failure}`);
     for (const { refusal } of model.refused.slice(0, 5)) {
       tally.violations.push(`the model API would have refused a request: ${refusal}`);
@@ -186,6 +224,8 @@ interface CycleContext {
   producer: Producer;
   model: ChaosModel;
   random: Random;
+  /** Draws each cycle's kill mode. */
+  killModes: Random;
   inspector: Inspector;
   tally: Tally;
 }
@@ -193,7 +233,7 @@ interface CycleContext {
 /** Starts a server, kills it as the drawn mode says, records what the kill hit. */
 async function runCycle(context: CycleContext): Promise<string> {
   const { model, inspector, tally } = context;
-  const mode = context.random.pick(KILL_MODES);
+  const mode = context.killModes.pick(KILL_MODES);
   const started = performance.now();
   const server = spawnServer(context.ws);
   const note = await killWhen(mode, server, context).catch((error: unknown) => {
@@ -208,6 +248,9 @@ async function runCycle(context: CycleContext): Promise<string> {
   const windows = inspector.crashWindows();
   for (const window of windows) tally.windows.set(window, (tally.windows.get(window) ?? 0) + 1);
   if (windows.includes("reply stored, job not acknowledged")) tally.unacknowledgedKills += 1;
+  const parked = inspector.parked();
+  if (parked > 0) tally.parkedKills += 1;
+  tally.parkedAtKills += parked;
   const hit = windows.length === 0 ? "no job was running" : `${windows.length} job(s) were running`;
   return `${mode.padEnd(11)} killed after ${upMs} ms (${note}); ${hit}`;
 }
@@ -250,6 +293,7 @@ async function killWhen(mode: KillMode, server: ServerProcess, context: CycleCon
     return "at random";
   }
   if (mode === "compaction") return killInCompaction(context);
+  if (mode === "subagent") return killInSubagents(context);
   const held = await model.holdCall(800);
   if (!held) return "no model call came";
   if (mode === "model-call") {
@@ -279,18 +323,50 @@ async function killInCompaction(context: CycleContext): Promise<string> {
   return `after the reply of summary call #${held.call.number}`;
 }
 
+/** A researcher's call: a child job runs while its parent is parked. */
+const isChildCall = (call: ModelCall) => call.agent === "researcher";
+/** A delegate's continuation: its children ended and it was woken. */
+const isContinuation = (call: ModelCall) =>
+  call.agent === "pickle" && call.kind === "delegate" && call.step >= 2;
+
+/**
+ * Waits (up to 4 s: delegate jobs are few) for a child's model call or a parent's
+ * continuation call, then kills while it streams, or right after its reply was stored:
+ * the child acknowledged and its parent woken, or the parent finishing.
+ */
+async function killInSubagents(context: CycleContext): Promise<string> {
+  const child = context.random.chance(0.5);
+  const what = child ? "researcher" : "continuation";
+  const held = await context.model.holdCall(4000, child ? isChildCall : isContinuation);
+  if (!held) return `no ${what} call came`;
+  if (context.random.chance(0.5)) return `during ${what} call #${held.call.number}`;
+  held.release();
+  await new Promise((resolve) => setImmediate(resolve));
+  const stored = untilReplyStored(context, held.call);
+  return `${stored ? "right after storing" : "after"} the reply of ${what} call #${held.call.number}`;
+}
+
+/** The id of the job a model call is for: a producer's job, or a delegate's child. */
+function jobOfCall(context: CycleContext, call: ModelCall): string | null {
+  if (call.agent === "pickle") return context.producer.byTag.get(call.jobTag)?.id ?? null;
+  const parent = context.producer.byTag.get(call.parentTag ?? "");
+  if (!parent) return null;
+  const sessionKey = `subagent:1:${parent.id}:${subagentCallId(call.jobTag)}`;
+  return context.inspector.jobOfSessionKey(sessionKey);
+}
+
 /**
  * Busy-polls the database (up to 300 ms) until the reply of `call` is committed, then
  * lingers 0–0.2 ms: the kill lands while the reply is delivered or the job acknowledged.
  * A timer could not aim this finely, and a server on a loaded host takes a variable time.
  */
 function untilReplyStored(context: CycleContext, call: ModelCall): boolean {
-  const job = context.producer.byTag.get(call.jobTag);
-  if (!job) return false;
+  const jobId = jobOfCall(context, call);
+  if (!jobId) return false;
   const deadline = performance.now() + 300;
   let stored = false;
   while (!stored && performance.now() < deadline) {
-    stored = context.inspector.replyStored(job.id, call.number);
+    stored = context.inspector.replyStored(jobId, call.number);
   }
   spin(context.random.between(0, 0.2));
   return stored;
@@ -307,15 +383,15 @@ function spin(ms: number): void {
 function countLogs(server: ServerProcess, tally: Tally): void {
   for (const line of server.logs) {
     if (line.msg === RECOVERED) tally.recovered += Number(line.recovered ?? 0);
-    if (isDone(line)) {
-      const id = String(line.job);
-      tally.doneLogs.set(id, (tally.doneLogs.get(id) ?? 0) + 1);
-    }
+    if (typeof line.job !== "string") continue;
+    const counts =
+      line.outcome === "done"
+        ? tally.logs.done
+        : line.outcome === "parked"
+          ? tally.logs.parked
+          : null;
+    counts?.set(line.job, (counts.get(line.job) ?? 0) + 1);
   }
-}
-
-function isDone(line: LogLine): boolean {
-  return line.outcome === "done" && typeof line.job === "string";
 }
 
 /** A last server finishes every job, then stops on SIGTERM, which must exit 0. */
@@ -344,6 +420,7 @@ async function drain(ws: TempWorkspace, inspector: Inspector, tally: Tally): Pro
 interface Outcome {
   jobs: number;
   jobsDone: number;
+  children: number;
   endings: Map<string, number>;
   lostCalls: number;
   compactions: number;
@@ -365,6 +442,10 @@ function printSummary(settings: Settings, tally: Tally, outcome: Outcome): void 
   console.log(`  kills       ${killCount} SIGKILLs: ${list(tally.kills)}`);
   console.log(`  jobs        ${outcome.jobs} enqueued, ${outcome.jobsDone} done`);
   console.log(`  endings     ${list(new Map([...outcome.endings].sort()))}`);
+  const delegates = outcome.endings.get("delegate done") ?? 0;
+  console.log(
+    `  subagents   ${outcome.children} child jobs of ${delegates} delegate jobs done; ${tally.parkedKills} kills found ${tally.parkedAtKills} parked jobs`,
+  );
   console.log(`  refused     ${outcome.model.refused.length} requests the real API would refuse`);
   console.log(
     `  model calls ${outcome.model.calls.length}, of which ${outcome.lostCalls} were cut off by a kill`,

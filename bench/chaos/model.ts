@@ -14,7 +14,15 @@ import type {
 } from "../../test/fakes/anthropic.js";
 import { messageText, startFakeAnthropic } from "../../test/fakes/anthropic.js";
 import type { Random } from "./random.js";
-import { callTag, type JobKind, jobOfText, type ModelCall } from "./workload.js";
+import {
+  callTag,
+  type JobKind,
+  jobOfText,
+  type ModelCall,
+  researchOfText,
+  researchText,
+  subagentCallId,
+} from "./workload.js";
 
 /** A model call whose stream is paused. */
 interface PendingCall {
@@ -138,11 +146,27 @@ export class ChaosModel {
     if (call.step === 0 && call.kind !== "text") {
       const resume = this.#latency(call);
       if (call.kind === "stop") void resume.then(() => this.#onStopJobTool?.(call));
-      return { text, toolUses: [TOOL_CALLS[call.kind]], pauseAfterChunks: 1, resume };
+      return { text, toolUses: this.#toolCalls(call), pauseAfterChunks: 1, resume };
     }
     // A refusal is answered at once: there is no stream to pause or to cut.
     if (call.kind === "fail") return { error: { status: 400, message: FAIL_JOB_REFUSAL } };
+    if (call.kind === "delegate") call.results = resultTexts(request);
     return { text, chunks: 2, pauseAfterChunks: 1, resume: this.#latency(call) };
+  }
+
+  /** The tool calls of a job's first call: a delegate's are one or two research tasks. */
+  #toolCalls(call: ModelCall): FakeToolUse[] {
+    if (call.kind === "text") return [];
+    if (call.kind !== "delegate") return [TOOL_CALLS[call.kind]];
+    const count = this.#random.chance(0.5) ? 1 : 2;
+    return Array.from({ length: count }, (_, index) => {
+      const tag = `r${call.number}.${index + 1}`;
+      return {
+        id: subagentCallId(tag),
+        name: "subagent",
+        input: { agent: RESEARCHER_ID, task: researchText(tag, call.jobTag) },
+      };
+    });
   }
 
   /** Settles when the call's simulated latency is over, or when the run releases it. */
@@ -165,8 +189,12 @@ export class ChaosModel {
 /** The error a fail job's follow-up call gets (a permanent 400). */
 export const FAIL_JOB_REFUSAL = "chaos: this job's follow-up is refused";
 
-/** The tool call of each kind of job that makes one. */
-const TOOL_CALLS: Record<Exclude<JobKind, "text">, FakeToolUse> = {
+/** The agent the delegate jobs call, and the line of its system prompt that tells it apart. */
+export const RESEARCHER_ID = "researcher";
+export const RESEARCHER_PROMPT = "You research chaos tasks.";
+
+/** The tool call of each kind of job that makes one (a delegate's are drawn per call). */
+const TOOL_CALLS: Record<Exclude<JobKind, "text" | "delegate">, FakeToolUse> = {
   tool: { name: "read", input: { path: "notes.txt" } },
   big: { name: "read", input: { path: "big.txt" } },
   fail: { name: "read", input: { path: "notes.txt" } },
@@ -176,22 +204,59 @@ const TOOL_CALLS: Record<Exclude<JobKind, "text">, FakeToolUse> = {
 /** The job tag of a summary call (compaction), which belongs to no job. */
 export const SUMMARY_TAG = "summary";
 
-/** Which job and which step of its turn a request is for (or that it is a summary call). */
+/**
+ * Which job (or research task) and which step of its turn a request is for, or that it is
+ * a summary call. The researcher's requests are told from the chaos agent's by their
+ * system prompt.
+ */
 function describeCall(request: RecordedRequest, number: number): ModelCall {
-  if (JSON.stringify(request.body.system).includes("You compress a conversation")) {
-    return { number, jobTag: SUMMARY_TAG, kind: "text", step: 0 };
+  const system = JSON.stringify(request.body.system);
+  if (system.includes("You compress a conversation")) {
+    return { number, jobTag: SUMMARY_TAG, kind: "text", step: 0, agent: "pickle" };
   }
+  const researcher = system.includes(RESEARCHER_PROMPT);
   const messages = request.body.messages;
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const message = messages[index];
     if (message?.role !== "user") continue;
     const text = textOf(message);
     if (text === null) continue;
-    const job = jobOfText(text);
     const step = messages.length - 1 - index;
-    return { number, jobTag: job?.tag ?? "?", kind: job?.kind ?? "text", step };
+    if (researcher) {
+      const task = researchOfText(text);
+      const tags = task ? { jobTag: task.tag, parentTag: task.parentTag } : { jobTag: "?" };
+      return { number, ...tags, kind: "text", step, agent: "researcher" };
+    }
+    const job = jobOfText(text);
+    return { number, jobTag: job?.tag ?? "?", kind: job?.kind ?? "text", step, agent: "pickle" };
   }
-  return { number, jobTag: "?", kind: "text", step: 0 };
+  return {
+    number,
+    jobTag: "?",
+    kind: "text",
+    step: 0,
+    agent: researcher ? "researcher" : "pickle",
+  };
+}
+
+/** The text of each tool result of a request's newest message, in order. */
+function resultTexts(request: RecordedRequest): string[] {
+  const last = request.body.messages.at(-1);
+  if (!last || typeof last.content === "string") return [];
+  return last.content
+    .filter((block) => block.type === "tool_result")
+    .map((block) => blockText(block.content));
+}
+
+/** A tool result's content as text: a string, or its text blocks joined. */
+export function blockText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .map((block: { type?: string; text?: unknown }) =>
+      block.type === "text" ? String(block.text) : `[${block.type}]`,
+    )
+    .join("");
 }
 
 /** The text of a user message (without the time note), or null when it holds only tool results. */

@@ -8,36 +8,34 @@
  *   between (a turn compacted twice);
  * - no model call was made for a step of a turn whose reply was already stored;
  * - the turns of a chat session are in the order their jobs were enqueued;
- * - no job was reported done twice.
+ * - no job was reported done twice;
+ * - the child jobs of the delegate jobs' subagent calls check out (verify-subagents.ts).
  */
-import { openWorkspaceDb, type StoredMessage, sessionMessages } from "../../test/helpers/server.js";
+import { openWorkspaceDb } from "../../test/helpers/server.js";
 import { SUMMARY_TAG } from "./model.js";
 import {
-  callOfText,
-  type EnqueuedJob,
-  type JobKind,
-  jobOfText,
-  type ModelCall,
-  usesTool,
-} from "./workload.js";
+  checkTurnOf,
+  type JobRow,
+  REPLY,
+  readJobRows,
+  readTurns,
+  type StoredTurn,
+  TOOL_TURN,
+} from "./turns.js";
+import { checkSubagents, countParking, type ParkingLogs } from "./verify-subagents.js";
+import { type EnqueuedJob, type JobKind, type ModelCall, usesTool } from "./workload.js";
 
 /** The error of a job the user stopped. */
 const STOPPED = "stopped by the user";
-
-/** Turn shapes, as `role:kind` of each message. */
-const REPLY = "user:text assistant:text";
-const TOOL_TURN = "user:text assistant:tool_use user:tool_result assistant:text";
-/**
- * Ended unfinished: before the model answered, or with the tool call answered (or closed).
- * (Or with no turn at all: ended before its message was stored.)
- */
-const ENDED_UNFINISHED = ["user:text", "user:text assistant:tool_use user:tool_result"];
 
 /** What the checks found. */
 export interface Verdict {
   violations: string[];
   jobsDone: number;
-  /** How many jobs of each kind ended in each state, e.g. `stop failed` → 4. */
+  /**
+   * How many jobs of each kind ended in each state, e.g. `stop failed` → 4; also the
+   * children (`researcher done`) and how many delegate jobs parked and were woken.
+   */
   endings: Map<string, number>;
   /** Model calls whose reply never made it into history (the server died first). */
   lostCalls: number;
@@ -45,35 +43,29 @@ export interface Verdict {
   compactions: number;
   /** Prune points stored (old tool outputs left out). */
   prunes: number;
+  /** Child jobs the delegate jobs' subagent calls started. */
+  children: number;
 }
 
-/** One job's turn as stored: its user message and what followed it. */
-interface StoredTurn {
-  sessionId: string;
-  /** Order of the turn in the database (sessions by creation, then messages by seq). */
-  position: number;
-  messages: StoredMessage[];
+/** What the server logged about each job: "done" and "parked" outcome lines per job id. */
+export interface JobLogs extends ParkingLogs {
+  done: Map<string, number>;
 }
 
-interface JobRow {
-  id: string;
-  state: string;
-  attempts: number;
-  last_error: string | null;
-}
-
-/** Runs every check; `doneLogs` counts the "done" outcome lines logged per job id. */
+/** Runs every check on the workspace, the producer's jobs and the model's call log. */
 export function verifyRun(
   workspace: string,
   jobs: EnqueuedJob[],
   calls: ModelCall[],
-  doneLogs: Map<string, number>,
+  logs: JobLogs,
 ): Verdict {
   const db = openWorkspaceDb(workspace);
   try {
     const violations: string[] = [];
-    const rows = db.prepare("SELECT id, state, attempts, last_error FROM jobs").all() as JobRow[];
-    const states = checkJobStates(jobs, rows, violations);
+    const rows = readJobRows(db);
+    const children = rows.filter((row) => row.parent_id !== null);
+    const topLevel = rows.filter((row) => row.parent_id === null);
+    const states = checkJobStates(jobs, topLevel, violations);
     const jobsDone = [...states.values()].filter((state) => state === "done").length;
     const endings = new Map<string, number>();
     for (const job of jobs) {
@@ -84,22 +76,38 @@ export function verifyRun(
     const storedCalls = new Set<number>();
     for (const job of jobs) {
       const done = states.get(job.id) === "done";
-      checkTurn(job, done, turns.get(job.tag), calls, storedCalls, violations);
+      const shape = usesTool(job.kind) ? TOOL_TURN : REPLY;
+      const owner = { tag: job.tag, id: job.id, done, shape };
+      checkTurnOf(owner, turns.get(job.tag), calls, storedCalls, violations);
     }
     checkSessionOrder(jobs, turns, violations);
-    for (const [id, count] of doneLogs) {
+    const subagents = { jobs, children, turns, calls, storedCalls, violations };
+    for (const [ending, count] of checkSubagents(subagents)) endings.set(ending, count);
+    for (const [ending, count] of countParking(jobs, calls, logs)) endings.set(ending, count);
+    for (const [id, count] of logs.done) {
       if (count > 1) violations.push(`job ${id} was reported done ${count} times`);
     }
     const lostCalls = calls.filter(
       (call) => call.jobTag !== SUMMARY_TAG && !storedCalls.has(call.number),
     ).length;
-    return { violations, jobsDone, endings, lostCalls, compactions, prunes };
+    return {
+      violations,
+      jobsDone,
+      endings,
+      lostCalls,
+      compactions,
+      prunes,
+      children: children.length,
+    };
   } finally {
     db.close();
   }
 }
 
-/** Each job's final state, by id; a state its kind may not end in is a violation. */
+/**
+ * Each job's final state, by id; a state its kind may not end in is a violation, and so
+ * is a job with no parent that the run did not enqueue.
+ */
 function checkJobStates(
   jobs: EnqueuedJob[],
   rows: JobRow[],
@@ -131,96 +139,6 @@ function mayEndAs(kind: JobKind, row: JobRow): boolean {
   if (kind === "fail") return row.state === "failed";
   if (kind === "stop" && row.state === "failed") return row.last_error === STOPPED;
   return row.state === "done";
-}
-
-/** Every turn in history by job tag; a user message stored twice is a violation. */
-function readTurns(db: ReturnType<typeof openWorkspaceDb>, violations: string[]) {
-  const turns = new Map<string, StoredTurn>();
-  let compactions = 0;
-  let prunes = 0;
-  const sessions = db.prepare("SELECT id FROM sessions ORDER BY rowid").pluck().all() as string[];
-  for (const sessionId of sessions) {
-    let turn: StoredTurn | null = null;
-    let previous: StoredMessage | null = null;
-    for (const message of sessionMessages(db, sessionId)) {
-      const point = COMPACTION_POINTS.includes(message.text);
-      if (point && previous && COMPACTION_POINTS.includes(previous.text)) {
-        violations.push(
-          `session ${sessionId} was compacted twice in a row (${previous.text} then ${message.text})`,
-        );
-      }
-      previous = message;
-      if (point) {
-        if (message.text === "[compaction]") compactions += 1;
-        else prunes += 1;
-        continue;
-      }
-      const job = message.role === "user" ? jobOfText(message.text) : null;
-      if (job) {
-        if (turns.has(job.tag)) {
-          violations.push(`the message of job ${job.tag} is stored twice (session ${sessionId})`);
-        }
-        turn = { sessionId, position: turns.size, messages: [message] };
-        turns.set(job.tag, turn);
-      } else if (turn) turn.messages.push(message);
-      else violations.push(`session ${sessionId} starts with a message of no job`);
-    }
-  }
-  return { turns, compactions, prunes };
-}
-
-/** How stored compaction and prune points read (see `sessionMessages`). */
-const COMPACTION_POINTS = ["[compaction]", "[prune]"];
-
-/**
- * The turn must be the user message then one reply (or tool call, results, reply), and no
- * model call may repeat or continue a step whose reply was already stored.
- */
-function checkTurn(
-  job: EnqueuedJob,
-  done: boolean,
-  turn: StoredTurn | undefined,
-  calls: ModelCall[],
-  storedCalls: Set<number>,
-  violations: string[],
-): void {
-  if (!turn) {
-    // A job that ended for good before its message was stored: stopped before its
-    // checkpoint, or killed there on its only attempt (checkJobStates checked why).
-    if (done) violations.push(`job ${job.tag} has no user message in history`);
-    return;
-  }
-  const shape = turn.messages.map((message) => `${message.role}:${kindOf(message)}`).join(" ");
-  const expected = done ? [usesTool(job.kind) ? TOOL_TURN : REPLY] : ENDED_UNFINISHED;
-  if (!expected.includes(shape)) {
-    violations.push(`job ${job.tag}: turn is [${shape}], not [${expected.join("] or [")}]`);
-  }
-  if (turn.messages[0]?.jobId !== job.id) {
-    violations.push(`job ${job.tag}: its user message carries job id ${turn.messages[0]?.jobId}`);
-  }
-  for (const [index, message] of turn.messages.entries()) {
-    const stored = message.role === "assistant" ? callOfText(message.text) : null;
-    if (stored === null) continue;
-    storedCalls.add(stored);
-    // After a stored reply the model may be called again only past the tool results that
-    // follow it (step + 2); after the final reply, never.
-    const final = index === turn.messages.length - 1;
-    const step = index - 1;
-    const again = calls.filter(
-      (call) => call.jobTag === job.tag && call.number > stored && (final || call.step <= step + 1),
-    );
-    for (const call of again) {
-      violations.push(
-        `job ${job.tag}: model call #${call.number} (step ${call.step}) after its reply of call #${stored} was stored`,
-      );
-    }
-  }
-}
-
-function kindOf(message: StoredMessage): string {
-  if (message.text.includes("[tool_use]")) return "tool_use";
-  if (message.text.includes("[tool_result]")) return "tool_result";
-  return "text";
 }
 
 /** Chat jobs of one session key must be stored in one session, in enqueue order. */

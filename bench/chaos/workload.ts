@@ -22,7 +22,16 @@ export interface ModelCall {
   kind: JobKind;
   /** Messages after the job's user message: 0 for its first call, 2 after a tool round. */
   step: number;
+  /** Whose request it is: the chaos agent's, or the researcher's (a delegate's child). */
+  agent: ChaosAgent;
+  /** A researcher call: the delegate job whose subagent call started it. */
+  parentTag?: string;
+  /** A delegate's continuation: the text of each tool result it was sent, in order. */
+  results?: string[];
 }
+
+/** The agents of the chaos workspace. */
+export type ChaosAgent = "pickle" | "researcher";
 
 /**
  * What a job asks the model for, and how its turn may end:
@@ -33,8 +42,10 @@ export interface ModelCall {
  *         done, or failed "stopped by the user" with its tool call answered
  *   fail  a `read`, then the model refuses the follow-up (400) on the job's only attempt:
  *         failed, and the chat's next message is still a valid request
+ *   delegate  one or two `subagent` calls to the researcher, which the server runs as child
+ *         jobs while this one is parked; woken when they end, it replies from their answers
  */
-export type JobKind = "text" | "tool" | "big" | "stop" | "fail";
+export type JobKind = "text" | "tool" | "big" | "stop" | "fail" | "delegate";
 
 /** Whether a job of this kind makes a tool call. */
 export function usesTool(kind: JobKind): boolean {
@@ -65,6 +76,7 @@ const KIND_SHARES: ReadonlyArray<readonly [JobKind, number]> = [
   ["tool", 18],
   ["big", 6],
   ["fail", 6],
+  ["delegate", 8],
 ];
 
 /** Makes chat sessions grow, so they are compacted again and again during a run. */
@@ -74,7 +86,8 @@ const PADDING = "Some context for the agent to keep in mind, as a person would g
 export const STOP_CHAT_IDS = [9001, 9002] as const;
 export const STOP_CHAT_USER = 4242;
 
-const JOB_TEXT = /\bchaos job (j\d+)(?: \[(tool|big|stop|fail)\])?/g;
+const JOB_TEXT = /\bchaos job (j\d+)(?: \[(tool|big|stop|fail|delegate)\])?/g;
+const RESEARCH_TEXT = /\bchaos research (r\d+\.\d+) for (j\d+)\b/g;
 const CALL_TEXT = /\bcall #(\d+)\b/;
 
 /** The user message of job number `index`. */
@@ -89,6 +102,39 @@ export function jobText(tag: string, kind: JobKind): string {
 export function jobOfText(text: string): { tag: string; kind: JobKind } | null {
   const match = [...text.matchAll(JOB_TEXT)].at(-1);
   return match?.[1] ? { tag: match[1], kind: (match[2] as JobKind | undefined) ?? "text" } : null;
+}
+
+/**
+ * The task of a delegate's subagent call: research `tag` (`r<call>.<n>`: the n-th call of
+ * the model call that asked for it) for job `parentTag`. It never reads as a job's text.
+ */
+export function researchText(tag: string, parentTag: string): string {
+  return `chaos research ${tag} for ${parentTag}: look something up.`;
+}
+
+/** The research task a child's user message is, or null. */
+export function researchOfText(text: string): { tag: string; parentTag: string } | null {
+  const match = [...text.matchAll(RESEARCH_TEXT)].at(-1);
+  return match?.[1] && match[2] ? { tag: match[1], parentTag: match[2] } : null;
+}
+
+/**
+ * The id the fake gives the subagent call of research `tag`; the child's session key
+ * (`subagent:1:<parent job>:<call id>`) ends with it.
+ */
+export function subagentCallId(tag: string): string {
+  return `toolu_chaos_${tag.replace(".", "_")}`;
+}
+
+/** The tool call id a subagent's session key ends with. */
+export function callIdOfSessionKey(sessionKey: string): string {
+  return sessionKey.split(":").at(-1) ?? "";
+}
+
+/** The research tag of a subagent call id (see {@link subagentCallId}), or null. */
+export function researchOfCallId(callId: string): string | null {
+  const match = /^toolu_chaos_(r\d+)_(\d+)$/.exec(callId);
+  return match ? `${match[1]}.${match[2]}` : null;
 }
 
 /** How the fake names a model call inside the reply it produced. */

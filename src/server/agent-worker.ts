@@ -13,6 +13,8 @@
  *               └► permanent: failed at once; the person is told either way.
  *   ended as stopped ─► its subagent jobs are stopped too.
  *
+ * Starting: jobs this worker's id left running are requeued, and parked jobs whose wait
+ * ended while no process watched are woken.
  * Stopping (the run signal aborts): no new claims; running jobs finish within their
  * own `job_timeout_s`; `run` resolves when the pool is idle.
  */
@@ -56,6 +58,12 @@ import type { JobOutcome, ServerMetrics } from "./metrics.js";
 
 /** Logged (with a `recovered` count) when jobs a dead process left running are requeued. */
 export const JOBS_RECOVERED = "requeued jobs left running by the previous server";
+
+/** Logged (with a `woken` count) when parked jobs whose wait had ended are woken at start. */
+export const PARKED_JOBS_WOKEN = "woke parked jobs whose wait ended while no server watched";
+
+/** Parked jobs looked at once, at start, for a wait that ended unseen. */
+const PARKED_SWEEP_LIMIT = 10_000;
 
 /** What an AgentWorker needs. */
 export interface AgentWorkerOptions {
@@ -143,6 +151,8 @@ export class AgentWorker implements Worker {
     // process, or this worker: a restarted worker has finished all of its own jobs).
     const recovered = await queue.recover(workerId);
     if (recovered > 0) logger.info({ recovered }, JOBS_RECOVERED);
+    const woken = await this.#wakeSettled();
+    if (woken > 0) logger.info({ woken }, PARKED_JOBS_WOKEN);
     const pool = new PQueue({ concurrency });
     const wakeup = new Wakeup();
     const unsubscribe = queue.onRunnable(() => wakeup.notify());
@@ -397,6 +407,23 @@ export class AgentWorker implements Worker {
       `job waiting for ${describeWait(park.wait)}`,
     );
     return "parked";
+  }
+
+  /**
+   * Wakes the parked jobs whose wait has already ended. A child that ends while its parent
+   * still runs wakes nothing (the parent is not waiting yet); the parent sees it once
+   * parked (#park). A process that died between the two left the parent parked until its
+   * deadline (`subagent_timeout_s`), with nothing left to wake it.
+   */
+  async #wakeSettled(): Promise<number> {
+    const { queue } = this.#options;
+    let woken = 0;
+    for (const job of await queue.list({ state: "waiting", limit: PARKED_SWEEP_LIMIT })) {
+      if (job.waitingFor && (await this.#settled(job.waitingFor)) && (await queue.wake(job.id))) {
+        woken += 1;
+      }
+    }
+    return woken;
   }
 
   /** True when what `wait` names has already happened. */

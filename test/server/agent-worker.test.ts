@@ -51,8 +51,9 @@ async function stored(sessionId: string): Promise<ChatMessage[]> {
 
 const isDone = (job: Job) => job.state === "done";
 const isFailed = (job: Job) => job.state === "failed";
+/** Requeued after a failure, with `attempts` counted (not merely still queued, unclaimed). */
 const retried = (attempts: number) => (job: Job) =>
-  job.state === "queued" && job.attempts === attempts;
+  job.state === "queued" && job.attempts === attempts && job.errors.length > 0;
 
 describe("AgentWorker: a turn", () => {
   it("checkpoints the message, runs a tool call, answers, and delivers the reply", async () => {

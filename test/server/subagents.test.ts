@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { ChatMessage, Job, ToolResultBlock } from "../../src/ports/index.js";
+import { AgentWorker, PARKED_JOBS_WOKEN } from "../../src/server/agent-worker.js";
 import { CHAT_ID, type Core, type CoreOptions, openCore } from "../helpers/core.js";
 import {
   isResearcher,
@@ -197,4 +198,48 @@ describe("subagent: a task handed to another agent through the queue", () => {
       core.platform.texts(CHAT_ID).includes("Stopping the reply that was waiting."),
     );
   });
+});
+
+describe("a process that dies between parking a job and looking at its wait", () => {
+  it.each(["memory", "sqlite"] as const)(
+    "%s: the child ended before the park, so nothing woke the parent; the next worker wakes it at start",
+    async (queue) => {
+      await start(["brine"], { queue, concurrency: 2 });
+      const real = core.storage.queue;
+      // The first worker parks the parent only once its child is done (so the child's end
+      // found it running and woke nothing), then dies before it looks at the child.
+      let parked = false;
+      const overrides: Partial<typeof real> = {
+        park: async (job, parking) => {
+          const [child] = await childrenOf(job);
+          await core.waitForJob(child?.id as string, isDone);
+          parked = await real.park(job, parking);
+          return parked;
+        },
+        get: async (id) => {
+          if (parked) throw new Error("the process died");
+          return real.get(id);
+        },
+      };
+      const dying = new Proxy(real, {
+        get: (target, name) => {
+          const value = Reflect.get(overrides, name) ?? Reflect.get(target, name);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      const first = new AgentWorker({ ...core.workerOptions, queue: dying });
+      const stopFirst = new AbortController();
+      const crashed = first.run(stopFirst.signal).catch((error: unknown) => error);
+      const parent = await core.enqueue("Tell me about brine");
+      expect(await crashed).toMatchObject({ message: "the process died" });
+      expect(await real.get(parent.id)).toMatchObject({ state: "waiting" });
+
+      core.start();
+      await core.waitForJob(parent.id, isDone, "the parent to be woken and finish");
+      expect(resultsIn(await stored(parent))).toMatchObject([{ content: "found: brine" }]);
+      expect(core.lines.find((line) => line.msg === PARKED_JOBS_WOKEN)).toMatchObject({
+        woken: 1,
+      });
+    },
+  );
 });
