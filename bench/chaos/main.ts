@@ -26,8 +26,9 @@ import { parseArgs } from "node:util";
 import { type FakeTelegram, startFakeTelegram } from "../../test/fakes/telegram.js";
 import { telegramYaml } from "../../test/helpers/bus.js";
 import { startCli } from "../../test/helpers/cli.js";
-import { ServerProcess } from "../../test/helpers/server.js";
+import { openWorkspaceDb, ServerProcess } from "../../test/helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../../test/helpers/workspace.js";
+import { Answerer, checkApprovals } from "./approvals.js";
 import { type CrashWindow, Inspector } from "./inspect.js";
 import { ChaosModel, RESEARCHER_ID, RESEARCHER_PROMPT, SUMMARY_TAG } from "./model.js";
 import { Random } from "./random.js";
@@ -59,8 +60,11 @@ const KILL_MODES: ReadonlyArray<readonly [KillMode, number]> = [
 const CHAOS_AGENT = `---
 name: Pickle
 description: The chaos run's agent
-tools: [read, bash, subagent]
+tools: [read, write, bash, subagent]
 subagents: [${RESEARCHER_ID}]
+approvals:
+  write:
+    "approved/**": ask
 ---
 You answer chaos jobs.
 `;
@@ -161,6 +165,7 @@ export async function main(argv: string[]): Promise<number> {
     "big.txt": BIG_FILE,
   });
   producer = new Producer(ws.dir, random);
+  const answerer = new Answerer(ws.dir, random);
   const inspector = new Inspector(ws.dir);
   const tally: Tally = {
     kills: new Map(),
@@ -178,6 +183,7 @@ export async function main(argv: string[]): Promise<number> {
   );
   try {
     producer.start(settings.rate);
+    answerer.start();
     for (let cycle = 1; cycle <= settings.cycles; cycle += 1) {
       const line = await runCycle({
         ws,
@@ -196,7 +202,16 @@ export async function main(argv: string[]): Promise<number> {
     await producer.stop();
     console.log(`draining ${inspector.unfinished()} unfinished jobs with a last server`);
     await drain(ws, inspector, tally);
+    await answerer.stop();
     const verdict = verifyRun(ws.dir, producer.jobs, model.calls, tally.logs);
+    const db = openWorkspaceDb(ws.dir);
+    try {
+      const approvals = checkApprovals(db, producer.jobs, model.calls, answerer, tally.violations);
+      for (const [ending, count] of approvals) verdict.endings.set(ending, count);
+    } finally {
+      db.close();
+    }
+    for (const failure of answerer.failures) tally.violations.push(`an answer failed: ${failure}`);
     // A loop, not push(...): a broken run may find more violations than a call takes arguments.
     for (const violation of verdict.violations) tally.violations.push(violation);
     for (const failure of producer.failures) tally.violations.push(`an enqueue failed: ${failure}`);
@@ -211,6 +226,7 @@ export async function main(argv: string[]): Promise<number> {
     return tally.violations.length === 0 ? 0 : 1;
   } finally {
     await producer.close();
+    await answerer.close();
     inspector.close();
     await model.close();
     await telegram.close();

@@ -157,6 +157,7 @@ export class ChaosModel {
   /** The tool calls of a job's first call: a delegate's are one or two research tasks. */
   #toolCalls(call: ModelCall): FakeToolUse[] {
     if (call.kind === "text") return [];
+    if (call.kind === "approve") return [approvedWrite(call)];
     if (call.kind !== "delegate") return [TOOL_CALLS[call.kind]];
     const count = this.#random.chance(0.5) ? 1 : 2;
     return Array.from({ length: count }, (_, index) => {
@@ -194,12 +195,29 @@ export const RESEARCHER_ID = "researcher";
 export const RESEARCHER_PROMPT = "You research chaos tasks.";
 
 /** The tool call of each kind of job that makes one (a delegate's are drawn per call). */
-const TOOL_CALLS: Record<Exclude<JobKind, "text" | "delegate">, FakeToolUse> = {
+const TOOL_CALLS: Record<Exclude<JobKind, "text" | "delegate" | "approve">, FakeToolUse> = {
   tool: { name: "read", input: { path: "notes.txt" } },
   big: { name: "read", input: { path: "big.txt" } },
   fail: { name: "read", input: { path: "notes.txt" } },
   stop: { name: "bash", input: { command: `sleep ${STOP_JOB_COMMAND_S}` } },
 };
+
+/**
+ * An approve job's call: a `write` under `approved/`, which the chaos agent's policy
+ * marks `ask`; its id names the model call, so the run can find its approval request.
+ */
+function approvedWrite(call: ModelCall): FakeToolUse {
+  return {
+    id: approvalCallId(call.number),
+    name: "write",
+    input: { path: `approved/${call.jobTag}.txt`, content: call.jobTag },
+  };
+}
+
+/** The tool_use id of the approve call made by model call `number`. */
+export function approvalCallId(number: number): string {
+  return `toolu_chaos_approve_${number}`;
+}
 
 /** The job tag of a summary call (compaction), which belongs to no job. */
 export const SUMMARY_TAG = "summary";
