@@ -4,12 +4,15 @@
  * answer as the call's result. The real SDK against the fake model, which answers each
  * agent by its system prompt.
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ChatMessage, Job, ToolResultBlock } from "../../src/ports/index.js";
 import { AgentWorker, PARKED_JOBS_WOKEN } from "../../src/server/agent-worker.js";
 import { CHAT_ID, type Core, type CoreOptions, openCore } from "../helpers/core.js";
 import {
   isResearcher,
+  lastResults,
   delegatingModel as model,
   DELEGATING_PICKLE as PICKLE,
   RESEARCHER_AGENT as RESEARCHER,
@@ -242,4 +245,44 @@ describe("a process that dies between parking a job and looking at its wait", ()
       });
     },
   );
+});
+
+describe("a snoozed tool call", () => {
+  it("parks the job until the time a 429 named, then runs the call again and answers", async () => {
+    let hits = 0;
+    const site = createServer((_request, response) => {
+      hits += 1;
+      response.writeHead(hits === 1 ? 429 : 200, { "retry-after": "600" });
+      response.end(hits === 1 ? "slow down" : "the page");
+    });
+    await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(site.address() as AddressInfo).port}/`;
+    try {
+      core = await openCore({
+        files: {
+          "agents/pickle/AGENT.md":
+            "---\nname: Pickle\ndescription: x\ntools: [web_fetch]\n---\nYou are Pickle.",
+        },
+      });
+      core.model.script(
+        { toolUses: [{ id: "toolu_web", name: "web_fetch", input: { url } }] },
+        (request) => ({
+          text: `read: ${lastResults(request)
+            .map((r) => r.content)
+            .join()}`,
+        }),
+      );
+      core.start();
+      const job = await core.enqueue("fetch it");
+      const parked = await core.waitForJob(job.id, (j) => j.state === "waiting");
+      expect(parked.waitingFor).toEqual({ kind: "time" });
+      expect(hits).toBe(1);
+      core.clock.set(parked.runAt + 1);
+      await core.waitForJob(job.id, isDone);
+      expect(hits).toBe(2);
+      expect(core.model.requests).toHaveLength(2);
+    } finally {
+      site.close();
+    }
+  });
 });
