@@ -1,5 +1,5 @@
 import { type Logger, pino } from "pino";
-import { REDACTED, SECRET_KEYS } from "./redact.js";
+import { REDACTED, redactSecrets, SECRET_KEYS } from "./redact.js";
 
 export type { Logger };
 
@@ -14,17 +14,28 @@ export interface LoggerOptions {
   pretty?: boolean;
   /** Where lines go. (Default: stdout) */
   destination?: NodeJS.WritableStream;
+  /**
+   * Values taken out of every line, wherever they appear in it (`secretValues(config)`).
+   * (Default: none; keys named like secrets are censored anyway)
+   */
+  secrets?: readonly string[];
 }
 
-/** A pino logger: readable lines on a TTY, JSON otherwise, secrets redacted. */
+/**
+ * A pino logger: readable lines on a TTY, JSON otherwise, secrets redacted: the values of
+ * keys named like secrets, and `options.secrets` anywhere in a line.
+ */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? process.env.PICKLEBOT_LOG_LEVEL ?? "info";
   const pretty = options.pretty ?? process.stdout.isTTY === true;
   const redact = { paths: SECRET_PATHS, censor: REDACTED };
+  const secrets = options.secrets ?? [];
+  const hooks = { streamWrite: (line: string) => redactSecrets(line, secrets) };
   if (pretty) {
     return pino({
       level,
       redact,
+      hooks,
       transport: {
         target: "pino-pretty",
         options: { colorize: true, translateTime: "HH:MM:ss", ignore: "pid,hostname" },
@@ -32,8 +43,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     });
   }
   return options.destination
-    ? pino({ level, redact }, options.destination)
-    : pino({ level, redact });
+    ? pino({ level, redact, hooks }, options.destination)
+    : pino({ level, redact, hooks });
 }
 
 /** A logger that discards everything (tests, one-shot CLI commands). */

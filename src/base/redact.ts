@@ -24,18 +24,102 @@ const MIN_SECRET_LENGTH = 8;
 const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]+@/gi;
 
 /**
- * `text` with each of `secrets` (the ones long enough to be real) and the password of
- * every URL in it replaced by {@link REDACTED}:
- * `postgres://bot:[redacted]@db/picklebot`.
+ * `text` with each of `secrets` (the ones long enough to be real), in any of the forms
+ * {@link secretForms} lists, and the password of every URL in it replaced by
+ * {@link REDACTED}: `postgres://bot:[redacted]@db/picklebot`.
  */
 export function redactSecrets(text: string, secrets: Iterable<string | undefined> = []): string {
   let clean = text.replace(URL_PASSWORD, `$1${REDACTED}@`);
   for (const secret of secrets) {
-    if (secret !== undefined && secret.length >= MIN_SECRET_LENGTH) {
-      clean = clean.replaceAll(secret, REDACTED);
-    }
+    for (const form of secretForms(secret)) clean = clean.replaceAll(form, REDACTED);
   }
   return clean;
+}
+
+/**
+ * A copy of a JSON-like value (a tool's input, a message's content) with every string in
+ * it passed through {@link redactSecrets}.
+ */
+export function redactStrings<T>(value: T, secrets: readonly string[]): T {
+  if (secrets.length === 0) return value;
+  const visit = (item: unknown): unknown => {
+    if (typeof item === "string") return redactSecrets(item, secrets);
+    if (Array.isArray(item)) return item.map(visit);
+    if (item !== null && typeof item === "object") {
+      return Object.fromEntries(Object.entries(item).map(([key, inner]) => [key, visit(inner)]));
+    }
+    return item;
+  };
+  return visit(value) as T;
+}
+
+/**
+ * The forms in which a secret shows in text: as it is, URL-encoded, and in base64
+ * (standard and URL-safe) at each of the three alignments a longer base64 text can give
+ * it, so `echo $TOKEN | base64` is caught too. None for a secret too short to be real.
+ */
+function secretForms(secret: string | undefined): string[] {
+  if (secret === undefined || secret.length < MIN_SECRET_LENGTH) return [];
+  const bytes = Buffer.from(secret, "utf8");
+  const forms = new Set([secret, encodeURIComponent(secret)]);
+  for (const shift of [0, 1, 2]) {
+    const whole = bytes.subarray(shift, shift + Math.floor((bytes.length - shift) / 3) * 3);
+    forms.add(whole.toString("base64"));
+    forms.add(whole.toString("base64url"));
+  }
+  return [...forms].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Redacts text that arrives in pieces (a streamed reply) before passing it on to `emit`.
+ * The end of what came so far that could be the start of a secret is held back until
+ * the next piece shows whether it is one, or until {@link SecretStreamRedactor.end}.
+ */
+export class SecretStreamRedactor {
+  readonly #secrets: readonly string[];
+  readonly #forms: string[];
+  readonly #emit: (text: string) => void;
+  #held = "";
+
+  constructor(secrets: readonly string[], emit: (text: string) => void) {
+    this.#secrets = secrets;
+    this.#forms = secrets.flatMap(secretForms);
+    this.#emit = emit;
+  }
+
+  /** Takes the next piece of the text. */
+  write(piece: string): void {
+    const clean = redactSecrets(this.#held + piece, this.#secrets);
+    const cut = clean.length - this.#heldBack(clean);
+    this.#held = clean.slice(cut);
+    if (cut > 0) this.#emit(clean.slice(0, cut));
+  }
+
+  /** The text is complete: passes on what was held back. */
+  end(): void {
+    if (this.#held !== "") this.#emit(this.#held);
+    this.#held = "";
+  }
+
+  /** Length of the longest end of `text` that begins one of the secrets' forms. */
+  #heldBack(text: string): number {
+    let longest = 0;
+    for (const form of this.#forms) {
+      for (let length = Math.min(form.length - 1, text.length); length > longest; length--) {
+        if (text.endsWith(form.slice(0, length))) longest = length;
+      }
+    }
+    return longest;
+  }
+}
+
+/** The password of a URL (decoded), if it has one. */
+export function passwordOfUrl(url: string): string | undefined {
+  try {
+    return decodeURIComponent(new URL(url).password) || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
