@@ -13,8 +13,8 @@ export {
   type ToolApproval,
 } from "./approvals.js";
 export { formatKeyPath, userErrorFromIssues } from "./issues.js";
-export { CONFIG_FILE_NAME, loadConfig, loadDotEnv, parseYaml, resolveWorkspace } from "./load.js";
-export { redactConfig } from "./redact.js";
+export { CONFIG_FILE_NAME, loadConfig, parseYaml, resolveWorkspace } from "./load.js";
+export { redactConfig, secretValues } from "./redact.js";
 export {
   buildConfigSchema,
   type Config,

@@ -53,7 +53,9 @@ export function resolveWorkspace(
 
 /**
  * Loads `<workspace>/picklebot.yaml` (optional: every key has a default). Variables of
- * `<workspace>/.env` are first added to `env` unless already set there. Throws a
+ * `<workspace>/.env` fill in those `env` does not set, for `${NAME}` and the defaults
+ * only: `env` (usually `process.env`) is left as it is, so the secrets of `.env` stay
+ * in the returned config and never reach a child process. Throws a
  * UserError naming the file and key for any problem. With `options.agentIds` (the loaded
  * agents), agents named by `bindings` are checked against them; with `options.tools` (the
  * tool registry), the tools named by `approvals.policy`.
@@ -63,9 +65,9 @@ export function loadConfig(
   env: Environment = process.env,
   options: Pick<ConfigSchemaContext, "agentIds" | "tools"> = {},
 ): Config {
-  loadDotEnv(workspace, env);
+  const variables = withDotEnv(workspace, env);
   const file = path.join(workspace, CONFIG_FILE_NAME);
-  const raw = interpolateEnv(readYamlFile(file) ?? {}, env, file);
+  const raw = interpolateEnv(readYamlFile(file) ?? {}, variables, file);
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new UserError(
       `${file}: expected a mapping of keys to values (such as \`llm:\`), found ${
@@ -74,20 +76,24 @@ export function loadConfig(
       { context: { file } },
     );
   }
-  const schema = buildConfigSchema({ env, workspace, ...options });
+  const schema = buildConfigSchema({ env: variables, workspace, ...options });
   const result = schema.safeParse(raw, { reportInput: true });
   if (!result.success) throw userErrorFromIssues(file, result.error.issues, schema);
   return result.data;
 }
 
-/** Adds the variables of `<workspace>/.env` to `env`, never overriding one already set. */
-export function loadDotEnv(workspace: string, env: Environment): void {
-  const file = path.join(workspace, ".env");
-  const text = readTextIfExists(file);
-  if (text === undefined) return;
-  for (const [name, value] of Object.entries(parseEnv(text))) {
-    if (env[name] === undefined && value !== undefined) env[name] = value;
+/**
+ * A new environment: `env` with the variables of `<workspace>/.env` that it does not
+ * set. `env` itself is not changed.
+ */
+function withDotEnv(workspace: string, env: Environment): Environment {
+  const text = readTextIfExists(path.join(workspace, ".env"));
+  if (text === undefined) return env;
+  const variables: Environment = { ...parseEnv(text) };
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined) variables[name] = value;
   }
+  return variables;
 }
 
 /**

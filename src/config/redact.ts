@@ -1,4 +1,5 @@
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
+import { passwordOfUrl } from "../base/redact.js";
 import type { Config } from "./schema.js";
 
 /**
@@ -26,4 +27,18 @@ export function redactConfig(config: Config): Config {
       ]),
     ),
   };
+}
+
+/**
+ * Every secret value the config holds, wherever it came from (picklebot.yaml, `${NAME}`,
+ * `.env` or the environment): the API key, the bot tokens and the database password.
+ * These are what `redactSecrets` takes out of tool output, model replies and logs.
+ */
+export function secretValues(config: Config): string[] {
+  const values = [
+    config.llm.api_key,
+    ...CHAT_PLATFORM_KINDS.map((kind) => config[kind].bot_token),
+    config.queue.url === undefined ? undefined : passwordOfUrl(config.queue.url),
+  ];
+  return values.filter((value): value is string => value !== undefined && value !== "");
 }

@@ -3,7 +3,12 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { UserError } from "../../src/base/errors.js";
-import { loadConfig, redactConfig, resolveWorkspace } from "../../src/config/index.js";
+import {
+  loadConfig,
+  redactConfig,
+  resolveWorkspace,
+  secretValues,
+} from "../../src/config/index.js";
 
 let workspace: string;
 
@@ -133,14 +138,28 @@ describe("loadConfig", () => {
     expect(loadConfig(workspace, {}).llm.model).toBe(`a-\${MODEL}`);
   });
 
-  it("loads the workspace .env without overriding variables already set", () => {
+  it("reads the workspace .env without overriding variables already set, or exporting it", () => {
     fs.writeFileSync(path.join(workspace, ".env"), "ANTHROPIC_API_KEY=from-dotenv\nMODEL=m-env\n");
     writeConfig(`llm:\n  model: \${MODEL}\n`);
     const env: Record<string, string | undefined> = { MODEL: "m-shell" };
     const config = loadConfig(workspace, env);
     expect(config.llm.model).toBe("m-shell");
     expect(config.llm.api_key).toBe("from-dotenv");
-    expect(env.ANTHROPIC_API_KEY).toBe("from-dotenv");
+    expect(env).toEqual({ MODEL: "m-shell" });
+  });
+
+  it("keeps the secrets of .env in the config and out of process.env", () => {
+    fs.writeFileSync(
+      path.join(workspace, ".env"),
+      "PB_TEST_TOKEN=123456:dotenv-token\nDATABASE_URL=postgres://bot:dotenv-pass@db/pb\n",
+    );
+    writeConfig(`telegram:\n  bot_token: \${PB_TEST_TOKEN}\n`);
+    const before = { ...process.env };
+    const config = loadConfig(workspace);
+    expect(config.telegram.bot_token).toBe("123456:dotenv-token");
+    expect(config.queue.url).toBe("postgres://bot:dotenv-pass@db/pb");
+    expect(process.env).toEqual(before);
+    expect(process.env.PB_TEST_TOKEN).toBeUndefined();
   });
 
   it("rejects an unknown key and suggests the closest known one", () => {
@@ -348,6 +367,21 @@ describe("redactConfig", () => {
     expect(shown.telegram.bot_token).toBe("[not set]");
     expect(JSON.stringify(shown)).not.toContain("sk-hidden");
     expect(config.llm.api_key).toBe("sk-hidden");
+  });
+});
+
+describe("secretValues", () => {
+  it("lists the API key, the bot tokens and the database password, from any source", () => {
+    fs.writeFileSync(path.join(workspace, ".env"), "DISCORD_BOT_TOKEN=discord-from-dotenv\n");
+    writeConfig(`telegram:\n  bot_token: \${TG}\n`);
+    const config = loadConfig(workspace, {
+      ANTHROPIC_API_KEY: "sk-from-env",
+      TG: "123:from-interpolation",
+      DATABASE_URL: "postgres://bot:p%40ss@db/pb",
+    });
+    expect(secretValues(config).sort()).toEqual(
+      ["123:from-interpolation", "discord-from-dotenv", "p@ss", "sk-from-env"].sort(),
+    );
   });
 });
 

@@ -13,7 +13,7 @@ export { isConnectionError };
 
 import { toError, UserError } from "../../base/errors.js";
 import { checkNumberOptions } from "../../base/options.js";
-import { redactSecrets } from "../../base/redact.js";
+import { passwordOfUrl, redactSecrets } from "../../base/redact.js";
 import { DEFAULT_POOL_SIZE } from "../../ports/index.js";
 
 /** Folder of the numbered PostgreSQL migrations (`NNN_name.sql`). */
@@ -127,7 +127,7 @@ function migrationFiles(): { version: number; file: string }[] {
 
 function unreachableError(error: unknown, url: string): Error {
   if (error instanceof pg.DatabaseError && !isConnectionError(error)) return error;
-  const reason = redactSecrets(toError(error).message, [passwordOf(url)]);
+  const reason = redactSecrets(toError(error).message, [passwordOfUrl(url)]);
   return new UserError(
     `cannot open the PostgreSQL database ${redactUrl(url)} (queue.url in picklebot.yaml, or DATABASE_URL): ${reason}; check that the server runs and the URL is right`,
     { cause: error },
@@ -137,14 +137,6 @@ function unreachableError(error: unknown, url: string): Error {
 /** The URL without its password, for messages: `postgres://bot:[redacted]@db/picklebot`. */
 export function redactUrl(url: string): string {
   return URL.canParse(url) ? redactSecrets(url) : "(an unparsable URL)";
-}
-
-function passwordOf(url: string): string | undefined {
-  try {
-    return decodeURIComponent(new URL(url).password) || undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** Attempts of {@link retryOnDisconnect} before the error is passed on. */
