@@ -9,9 +9,15 @@
  *                                 (a call that must wait throws ParkRequest instead)
  *   user, with a job's end      → a tool ended the job: throw JobEnded (no model call)
  *   user (message or results)   → call the model, append its reply, look again
+ *
+ * This is also where the configured secrets (`secrets`) are taken out of what the agent
+ * produces, before anything is stored or shown: the model's reply (text and tool inputs,
+ * streamed text as it comes) and every tool result. Whatever is read back from history
+ * (the final reply, `post_message` text, a resumed turn) is therefore clean already.
  */
 
 import { JobEnded, ParkRequest, PicklebotError, toError } from "../base/errors.js";
+import { redactStrings, SecretStreamRedactor } from "../base/redact.js";
 import { addUsage, zeroUsage } from "../base/usage.js";
 import type {
   ChatMessage,
@@ -73,6 +79,11 @@ export interface TurnOptions {
    * used instead of running those calls again.
    */
   finishedResults?: readonly ToolResultBlock[];
+  /**
+   * Values that never reach history or a person: replaced by `[redacted]` in the model's
+   * replies and the tools' results (`secretValues(config)`). (Default: none)
+   */
+  secrets?: readonly string[];
   events?: TurnEvents;
 }
 
@@ -130,6 +141,9 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
  */
 async function callModel(options: TurnOptions, history: ChatMessage[], budget: RequestBudget) {
   options.events?.onModelCall?.();
+  const secrets = options.secrets ?? [];
+  const onText = options.events?.onText;
+  const stream = onText && new SecretStreamRedactor(secrets, onText);
   const request = (messages: RequestMessage[]) =>
     options.provider.complete({
       model: options.model,
@@ -139,7 +153,7 @@ async function callModel(options: TurnOptions, history: ChatMessage[], budget: R
       tools: options.tools.map((tool) => tool.spec),
       maxTokens: options.maxTokens,
       signal: options.toolContext.signal,
-      onText: options.events?.onText,
+      onText: stream && ((delta) => stream.write(delta)),
     });
   const valid = buildRequestMessages(history);
   let messages = budget.fit(valid);
@@ -154,10 +168,13 @@ async function callModel(options: TurnOptions, history: ChatMessage[], budget: R
     messages = budget.fit(valid);
     reply = await request(messages);
   }
+  stream?.end();
   budget.correct(messages, promptTokensOf(reply.usage));
   // The API rejects empty assistant messages, so a silent reply is stored as a marker.
   const content =
-    reply.content.length > 0 ? reply.content : [{ type: "text" as const, text: "(no reply)" }];
+    reply.content.length > 0
+      ? redactStrings(reply.content, secrets)
+      : [{ type: "text" as const, text: "(no reply)" }];
   await options.history.append(
     options.sessionId,
     { role: "assistant", content },
@@ -178,13 +195,14 @@ async function runTools(options: TurnOptions, calls: ToolUseBlock[]): Promise<vo
   }
   const maxChars = toolResultMaxChars(options.contextWindow);
   const run = await runToolCalls(options.tools, calls, options.toolContext, finishedResults);
+  const secrets = options.secrets ?? [];
   const byId = new Map(calls.map((call) => [call.id, call]));
-  const results = run.results.map((result) =>
+  const results = redactStrings(run.results, secrets).map((result) =>
     capToolResult(result, byId.get(result.tool_use_id) as ToolUseBlock, maxChars),
   );
   options.toolContext.signal.throwIfAborted();
   if (run.park) throw new ParkRequest(run.park.wait, run.park.until, results);
-  const content = run.ending ? [...results, run.ending] : results;
+  const content = run.ending ? [...results, redactStrings(run.ending, secrets)] : results;
   await options.history.append(options.sessionId, { role: "user", content });
 }
 

@@ -1,4 +1,4 @@
-import type { Config } from "../config/index.js";
+import { type Config, secretValues } from "../config/index.js";
 import type {
   Clock,
   HistoryStore,
@@ -185,6 +185,7 @@ export class AgentRunner {
         ...(request.jobId === undefined ? {} : { jobId: request.jobId }),
       },
       finishedResults: request.finishedResults,
+      secrets: secretValues(config),
       maxMessages: config.history.max_messages,
       contextWindow: this.#contextWindow(agent),
       onSmallerWindow: (tokens) =>

@@ -7,6 +7,7 @@
 import { Command, InvalidArgumentError } from "commander";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { createLogger, type Logger } from "../base/log.js";
+import { secretValues } from "../config/index.js";
 import { enabledPlatforms } from "../frontends/platforms.js";
 import type { PicklebotServer } from "../server/server.js";
 import { type LoadedWorkspace, loadWorkspace } from "./context.js";
@@ -27,7 +28,8 @@ export function serverCommand(): Command {
       const loaded = loadWorkspace(command);
       if (options.agentConcurrency)
         loaded.config.workers.agent_concurrency = options.agentConcurrency;
-      const logger = createLogger(options.json ? { pretty: false } : {});
+      const secrets = secretValues(loaded.config);
+      const logger = createLogger(options.json ? { pretty: false, secrets } : { secrets });
       // Loaded here, not at the top: the other commands need none of the server's libraries.
       const { PicklebotServer } = await import("../server/server.js");
       const server = await PicklebotServer.start({ ...loaded, logger });

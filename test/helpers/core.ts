@@ -15,7 +15,7 @@
 import { createAnthropicProvider } from "../../src/agents/anthropic.js";
 import { loadAgents } from "../../src/agents/definition.js";
 import { AgentRunner } from "../../src/agents/runner.js";
-import type { Config } from "../../src/config/index.js";
+import { type Config, secretValues } from "../../src/config/index.js";
 import { FrontendRegistry } from "../../src/frontends/registry.js";
 import {
   type Checkpoint,
@@ -77,6 +77,8 @@ export interface CoreOptions {
   concurrency?: number;
   /** `bindings` of picklebot.yaml, as written there. (Default: none) */
   bindings?: Array<{ chat: string; agent: string }>;
+  /** `telegram.bot_token` (a configured secret). (Default: none) */
+  botToken?: string;
 }
 
 /** An in-process core, not yet running. */
@@ -125,10 +127,11 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     history: { backend: "sqlite", max_messages: options.maxMessages },
     workers: { job_timeout_s: options.jobTimeoutS ?? 300 },
     bindings: options.bindings,
+    ...(options.botToken === undefined ? {} : { telegram: { bot_token: options.botToken } }),
   });
   const clock = new TestClock();
   const storage = await openStorage(config, clock);
-  const { logger, lines } = recordingLogger();
+  const { logger, lines } = recordingLogger(secretValues(config));
   const platform = new FakeChatPlatform();
   const frontends = new FrontendRegistry();
   const senders = new ChatSenders({

@@ -9,8 +9,11 @@ export interface LogLine {
   [key: string]: unknown;
 }
 
-/** A real pino logger whose JSON lines are kept for assertions. */
-export function recordingLogger(): { logger: Logger; lines: LogLine[] } {
+/** A real pino logger whose JSON lines are kept for assertions; `secrets` as the server's. */
+export function recordingLogger(secrets: readonly string[] = []): {
+  logger: Logger;
+  lines: LogLine[];
+} {
   const lines: LogLine[] = [];
   const destination = new Writable({
     write(chunk, _encoding, done) {
@@ -20,5 +23,5 @@ export function recordingLogger(): { logger: Logger; lines: LogLine[] } {
       done();
     },
   });
-  return { logger: createLogger({ destination, pretty: false, level: "info" }), lines };
+  return { logger: createLogger({ destination, pretty: false, level: "info", secrets }), lines };
 }
