@@ -184,7 +184,7 @@ describe("the workspace boundary at open time", () => {
 
   it("never writes outside the workspace while a folder flips to a symlink", async () => {
     writeFileSync(join(temp.outside, "picklebot.db"), "OUTSIDE SECRET");
-    const seen = await flipWhile(temp.outside, (index) =>
+    await flipWhile(temp.outside, (index) =>
       write.run({ path: "dir/picklebot.db", content: `write ${index}` }, temp.context()),
     );
     expect(readFileSync(join(temp.outside, "picklebot.db"), "utf8")).toBe("OUTSIDE SECRET");
@@ -192,7 +192,7 @@ describe("the workspace boundary at open time", () => {
   });
 
   it("never writes into history/ while a folder flips to a symlink into it", async () => {
-    const seen = await flipWhile(join(temp.workspace, "history"), (index) =>
+    await flipWhile(join(temp.workspace, "history"), (index) =>
       write.run({ path: "dir/picklebot.db", content: `write ${index}` }, temp.context()),
     );
     expect(readFileSync(join(temp.workspace, "history/picklebot.db"), "utf8")).toBe("DATABASE");
