@@ -32,6 +32,7 @@ import {
   checkNotHardLinked,
   checkNotProtected,
   type FileAccess,
+  type ProtectedPaths,
   protectedPathsOf,
 } from "./protected-paths.js";
 import { fileSystemError, resolveInWorkspace } from "./workspace-path.js";
@@ -62,9 +63,7 @@ export async function openInWorkspace(
   path: string,
   access: FileAccess,
 ): Promise<OpenedFile> {
-  const paths = await protectedPathsOf(context);
-  const checked = await resolveInWorkspace(context.workspace, path);
-  checkNotProtected(paths, checked, path, access, context);
+  const { paths, checked } = await checkPath(context, path, access);
   const handle = await open(checked, constants.O_RDONLY | constants.O_NOFOLLOW).catch(
     (thrown: unknown) => {
       throw fileSystemError(thrown, path);
@@ -93,9 +92,7 @@ export async function writeInWorkspace(
   path: string,
   content: string,
 ): Promise<void> {
-  const paths = await protectedPathsOf(context);
-  const checked = await resolveInWorkspace(context.workspace, path);
-  checkNotProtected(paths, checked, path, "write", context);
+  const { paths, checked } = await checkPath(context, path, "write");
   const folder = dirname(checked);
   const handle = await openFolder(folder, path);
   try {
@@ -108,6 +105,18 @@ export async function writeInWorkspace(
   } finally {
     await handle.close();
   }
+}
+
+/** The real path `path` names, checked to be inside the workspace and not protected. */
+async function checkPath(
+  context: ToolContext,
+  path: string,
+  access: FileAccess,
+): Promise<{ paths: ProtectedPaths; checked: string }> {
+  const paths = await protectedPathsOf(context);
+  const checked = await resolveInWorkspace(context.workspace, path);
+  checkNotProtected(paths, checked, path, access, context);
+  return { paths, checked };
 }
 
 async function openFolder(folder: string, path: string): Promise<FileHandle> {
