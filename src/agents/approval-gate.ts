@@ -5,7 +5,14 @@
  */
 import { ToolError } from "../base/errors.js";
 import type { Tool, ToolContext } from "../ports/index.js";
-import { type ApprovalPolicy, decide } from "./approval-policy.js";
+import {
+  type ApprovalPolicy,
+  type ControlPlaneTarget,
+  controlPlaneTarget,
+  decide,
+  ruleNamesFolder,
+} from "./approval-policy.js";
+import type { ControlPlaneWrite } from "./control-plane-log.js";
 import { summarizeToolCall } from "./tools/index.js";
 
 /** One call the owner is asked about. */
@@ -26,34 +33,52 @@ export interface ApprovalQuestion {
  */
 export type ApprovalAsker = (question: ApprovalQuestion, context: ToolContext) => Promise<void>;
 
+/** Keeps the record of a control-plane write that ran (control-plane-log.ts), timed by the caller. */
+export type ControlPlaneRecorder = (write: Omit<ControlPlaneWrite, "at">) => Promise<void>;
+
 /**
  * The tools with `policy` applied. `ask` goes to `ask`; without one (nobody to ask) such
- * a call is refused, saying so.
+ * a call is refused, saying so. A write or edit in `agents/`, `crons/` or `skills/` is
+ * granted to the tool only when a path rule naming that folder allows it (or asked and
+ * the owner said yes), and is then recorded with `record`; otherwise the tool refuses it.
  */
 export function gateTools(
   tools: Tool[],
   policy: ApprovalPolicy,
   ask: ApprovalAsker | undefined,
+  record?: ControlPlaneRecorder,
 ): Tool[] {
   if (Object.keys(policy).length === 0) return tools;
   return tools.map((tool) => ({
     spec: tool.spec,
     async run(input, context) {
-      await checkCall(tool.spec.name, input, context, policy, ask);
-      return tool.run(input, context);
+      const granted = await checkCall(tool.spec.name, input, context, policy, ask);
+      if (granted === null) return tool.run(input, context);
+      const result = await tool.run(input, { ...context, controlPlaneWrite: true });
+      await record?.({
+        agentId: context.agentId,
+        tool: tool.spec.name,
+        path: granted.path,
+        ...(context.jobId === undefined ? {} : { jobId: context.jobId }),
+      });
+      return result;
     },
   }));
 }
 
+/** Refuses or asks as the policy says; returns the control-plane write it grants, if any. */
 async function checkCall(
   name: string,
   input: unknown,
   context: ToolContext,
   policy: ApprovalPolicy,
   ask: ApprovalAsker | undefined,
-): Promise<void> {
+): Promise<ControlPlaneTarget | null> {
   const { action, pattern } = decide(policy, name, input, context.workspace);
-  if (action === "allow") return;
+  const target = controlPlaneTarget(name, input, context.workspace);
+  // No rule for the folder: asking would be in vain, the tool refuses the write itself.
+  if (target && action !== "deny" && !ruleNamesFolder(pattern, target.folder)) return null;
+  if (action === "allow") return target;
   const rule = pattern === "*" ? name : `${name} ${pattern}`;
   if (action === "deny") {
     throw new ToolError(`${name}: the owner's approvals policy refuses this call (${rule}: deny)`);
@@ -65,4 +90,5 @@ async function checkCall(
   }
   const summary = summarizeToolCall({ name, input });
   await ask({ agentId: context.agentId, tool: name, input, pattern, summary }, context);
+  return target;
 }

@@ -7,7 +7,7 @@
 import path from "node:path";
 import { hashedCode } from "../base/short-code.js";
 import type { ApprovalAction, ApprovalPolicy, PolicyTools } from "../config/index.js";
-import { TOOL_NAMES, TOOLS, type ToolName } from "./tools/index.js";
+import { CONTROL_PLANE_FOLDERS, TOOL_NAMES, TOOLS, type ToolName } from "./tools/index.js";
 
 export type { ApprovalAction, ApprovalPolicy, PathRule, ToolApproval } from "../config/index.js";
 
@@ -64,6 +64,41 @@ export function decide(
   const target = workspacePath(input, workspace);
   const rule = entry.find(({ pattern }) => globMatches(pattern, target));
   return rule ? { ...rule } : { action: "allow", pattern: UNLISTED };
+}
+
+/** The tools that write the file their `path` names. */
+const WRITING_TOOLS: readonly string[] = ["write", "edit"];
+
+/** A write to the control plane: the folder (`crons`) and the workspace-relative path. */
+export interface ControlPlaneTarget {
+  folder: string;
+  path: string;
+}
+
+/**
+ * The control-plane folder (`agents`, `crons`, `skills`) a write or edit call targets by
+ * its path as given, or null. The file tools refuse such a write unless the gate grants
+ * it; symlinks into those folders are refused by the tools whatever the gate says.
+ */
+export function controlPlaneTarget(
+  toolName: string,
+  input: unknown,
+  workspace?: string,
+): ControlPlaneTarget | null {
+  if (!WRITING_TOOLS.includes(toolName)) return null;
+  const target = workspacePath(input, workspace);
+  if (!target.inside) return null;
+  const folder = CONTROL_PLANE_FOLDERS.find((name) => target.path.split("/")[0] === name);
+  return folder === undefined ? null : { folder, path: target.path };
+}
+
+/**
+ * True when a path rule names the control-plane `folder` itself (`crons/**`,
+ * `crons/*.yaml`): only such a rule lifts the protection, never `**`, `*` or a tool's
+ * whole entry, so a broad rule written for notes does not open the control plane.
+ */
+export function ruleNamesFolder(pattern: string, folder: string): boolean {
+  return pattern === folder || pattern.startsWith(`${folder}/`);
 }
 
 /** A path inside the workspace as matched, or null when the input's path leaves it. */

@@ -15,6 +15,7 @@ import {
   contextSize,
 } from "./compaction.js";
 import { contextWindowOf } from "./context-budget.js";
+import { recordControlPlaneWrite } from "./control-plane-log.js";
 import {
   type AgentDefinition,
   formatLocalTime,
@@ -176,12 +177,14 @@ export class AgentRunner {
         }),
         agentPolicy(config.approvals.policy, agent.approvals),
         this.#options.approvals?.(request),
+        (write) => recordControlPlaneWrite(config.history.path, { at: clock.now(), ...write }),
       ),
       toolContext: {
         workspace,
         signal: request.signal,
         agentId: agent.id,
         sessionKey: request.sessionKey,
+        historyPath: config.history.path,
         ...(request.jobId === undefined ? {} : { jobId: request.jobId }),
       },
       finishedResults: request.finishedResults,

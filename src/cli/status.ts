@@ -4,12 +4,16 @@
  */
 import { Command } from "commander";
 import { formatContextUsage } from "../agents/context-budget.js";
+import { type ControlPlaneWrite, latestControlPlaneWrites } from "../agents/control-plane-log.js";
 import type { InstanceRow, LeaseHolder, OutboxSummary, Session, Storage } from "../ports/index.js";
 import type { CronRow } from "../server/cron/worker.js";
 import { runningServer } from "../server/workspace-lock.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
 import { describeCronsNow } from "./cron.js";
 import { formatTime, printJson } from "./output.js";
+
+/** Control-plane writes `status` lists. */
+const CONTROL_PLANE_WRITES_SHOWN = 5;
 
 /** The `status` command. */
 export function statusCommand(): Command {
@@ -36,6 +40,10 @@ export function statusCommand(): Command {
             await storage.history.listSessions({ limit: 5 }),
           ),
           crons: await describeCronsNow(workspace, config, storage.cronState),
+          controlPlaneWrites: await latestControlPlaneWrites(
+            config.history.path,
+            CONTROL_PLANE_WRITES_SHOWN,
+          ),
         };
         if (options.json) return printJson(status);
         printStatus(status);
@@ -91,6 +99,7 @@ interface Status {
   outbox: OutboxSummary;
   sessions: Array<Session & { context: { tokens: number; window: number } }>;
   crons: CronRow[];
+  controlPlaneWrites: ControlPlaneWrite[];
 }
 
 function printStatus(status: Status): void {
@@ -101,6 +110,18 @@ function printStatus(status: Status): void {
   console.log(`queue      ${queue.join(", ")}${status.cluster ? " (whole cluster)" : ""}`);
   console.log(`outbox     ${describeOutbox(status.outbox)}`);
   printSessionsAndCrons(status);
+  printControlPlaneWrites(status.controlPlaneWrites);
+}
+
+/** Writes to agents/, crons/ and skills/ that an approvals policy let through, newest first. */
+function printControlPlaneWrites(writes: ControlPlaneWrite[]): void {
+  console.log(`control-plane writes  ${writes.length === 0 ? "none" : "most recent:"}`);
+  for (const write of writes) {
+    const job = write.jobId === undefined ? "" : `  job ${write.jobId}`;
+    console.log(
+      `  ${formatTime(write.at)}  ${write.agentId}  ${write.tool} ${JSON.stringify(write.path)}${job}`,
+    );
+  }
 }
 
 function printCluster({ instances, leader, now }: ClusterStatus): void {

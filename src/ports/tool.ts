@@ -18,6 +18,17 @@ export interface ToolContext {
   jobId?: string;
   /** The id of the tool call being run (set per call by the agent loop). */
   callId?: string;
+  /**
+   * Absolute path of the history folder (`history.path`), which file tools never read or
+   * write. (Default: `<workspace>/history`)
+   */
+  historyPath?: string;
+  /**
+   * Set by the approval gate for one call whose policy rule names `agents/`, `crons/` or
+   * `skills/` and allowed it (or the owner approved it): file tools may write there.
+   * (Default: false; such writes are refused)
+   */
+  controlPlaneWrite?: boolean;
 }
 
 /** A tool an agent can call. */

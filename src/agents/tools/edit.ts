@@ -1,9 +1,9 @@
-import { readFile, writeFile } from "node:fs/promises";
 import { z } from "zod";
 import { ToolError } from "../../base/errors.js";
-import type { Tool } from "../../ports/index.js";
+import type { Tool, ToolContext } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
-import { fileSystemError, resolveInWorkspace } from "./workspace-path.js";
+import { openInWorkspace, writeInWorkspace } from "./workspace-file.js";
+import { fileSystemError } from "./workspace-path.js";
 
 const editInput = z.object({
   path: z.string().min(1).describe("File path, relative to the workspace."),
@@ -26,10 +26,7 @@ export function createEditTool(): Tool {
       "old_text must appear exactly once; include surrounding lines to make it unique.",
     input: editInput,
     async run({ path, old_text: oldText, new_text: newText }, context) {
-      const absolute = await resolveInWorkspace(context.workspace, path);
-      const original = await readFile(absolute, "utf8").catch((thrown: unknown) => {
-        throw fileSystemError(thrown, path);
-      });
+      const original = await readForEdit(context, path);
       const at = original.indexOf(oldText);
       if (at === -1) throw new ToolError(`old_text not found in ${path}`);
       const occurrences = countOccurrences(original, oldText);
@@ -39,12 +36,23 @@ export function createEditTool(): Tool {
         );
       }
       const edited = original.slice(0, at) + newText + original.slice(at + oldText.length);
-      await writeFile(absolute, edited, "utf8").catch((thrown: unknown) => {
-        throw fileSystemError(thrown, path);
-      });
+      await writeInWorkspace(context, path, edited);
       return `edited ${path}: replaced 1 occurrence`;
     },
   });
+}
+
+/** The text of the file an edit changes, opened under the checks of a write. */
+async function readForEdit(context: ToolContext, path: string): Promise<string> {
+  const { handle, stats } = await openInWorkspace(context, path, "write");
+  try {
+    if (stats.isDirectory()) throw new ToolError(`"${path}" is a directory, not a file`);
+    return await handle.readFile("utf8");
+  } catch (thrown) {
+    throw thrown instanceof ToolError ? thrown : fileSystemError(thrown, path);
+  } finally {
+    await handle.close();
+  }
 }
 
 function countOccurrences(text: string, needle: string): number {

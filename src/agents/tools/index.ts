@@ -34,6 +34,7 @@ import { createWriteTool } from "./write.js";
 
 export { defineTool } from "./define-tool.js";
 export type { MessagePoster } from "./post-message.js";
+export { CONTROL_PLANE_FOLDERS } from "./protected-paths.js";
 export type { SubagentDelegate, SubagentOptions, SubagentTask } from "./subagent.js";
 export { resolveInWorkspace } from "./workspace-path.js";
 

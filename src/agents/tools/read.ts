@@ -1,9 +1,10 @@
-import { open, readdir, stat } from "node:fs/promises";
+import { type FileHandle, readdir } from "node:fs/promises";
 import { z } from "zod";
 import { ToolError } from "../../base/errors.js";
 import type { Tool } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
-import { fileSystemError, resolveInWorkspace } from "./workspace-path.js";
+import { openInWorkspace } from "./workspace-file.js";
+import { fileSystemError } from "./workspace-path.js";
 
 /** Bytes of a file `read` returns; the rest is cut with a note. */
 export const READ_MAX_BYTES = 256 * 1024;
@@ -37,48 +38,46 @@ export function createReadTool(): Tool {
       "`offset`). Given a directory, the error lists its entries.",
     input: readInput,
     async run({ path, offset = 0 }, context) {
-      const absolute = await resolveInWorkspace(context.workspace, path);
-      const stats = await stat(absolute).catch((thrown: unknown) => {
-        throw fileSystemError(thrown, path);
-      });
-      if (stats.isDirectory()) throw await directoryError(absolute, path);
-      if (!stats.isFile()) throw new ToolError(`"${path}" is not a regular file`);
-      const head = await readHead(absolute, path, offset, READ_MAX_BYTES + 1);
-      if (head.subarray(0, BINARY_SNIFF_BYTES).includes(0)) {
-        throw new ToolError(
-          `"${path}" is a binary file (${stats.size} bytes); read returns text files only`,
-        );
+      const { handle, stats, pinnedPath } = await openInWorkspace(context, path, "read");
+      try {
+        if (stats.isDirectory()) throw await directoryError(pinnedPath, path);
+        if (!stats.isFile()) throw new ToolError(`"${path}" is not a regular file`);
+        const head = await readHead(handle, path, offset, READ_MAX_BYTES + 1);
+        return describeHead(head, path, offset, stats.size);
+      } finally {
+        await handle.close();
       }
-      if (offset >= stats.size && stats.size > 0)
-        return `(offset ${offset} is at or past the end of "${path}", which has ${stats.size} bytes)`;
-      if (head.length <= READ_MAX_BYTES) return head.toString("utf8");
-      const shown = head.subarray(0, READ_MAX_BYTES).toString("utf8");
-      const next = offset + READ_MAX_BYTES;
-      return `${shown}\n\n[truncated: "${path}" has ${stats.size} bytes; bytes ${offset}–${next} are shown; read on with offset ${next}]`;
     },
   });
 }
 
+function describeHead(head: Buffer, path: string, offset: number, size: number): string {
+  if (head.subarray(0, BINARY_SNIFF_BYTES).includes(0)) {
+    throw new ToolError(`"${path}" is a binary file (${size} bytes); read returns text files only`);
+  }
+  if (offset >= size && size > 0)
+    return `(offset ${offset} is at or past the end of "${path}", which has ${size} bytes)`;
+  if (head.length <= READ_MAX_BYTES) return head.toString("utf8");
+  const shown = head.subarray(0, READ_MAX_BYTES).toString("utf8");
+  const next = offset + READ_MAX_BYTES;
+  return `${shown}\n\n[truncated: "${path}" has ${size} bytes; bytes ${offset}–${next} are shown; read on with offset ${next}]`;
+}
+
 async function readHead(
-  absolute: string,
+  file: FileHandle,
   path: string,
   offset: number,
   maxBytes: number,
 ): Promise<Buffer> {
   try {
-    const file = await open(absolute, "r");
-    try {
-      const buffer = Buffer.alloc(maxBytes);
-      let filled = 0;
-      while (filled < maxBytes) {
-        const { bytesRead } = await file.read(buffer, filled, maxBytes - filled, offset + filled);
-        if (bytesRead === 0) break;
-        filled += bytesRead;
-      }
-      return buffer.subarray(0, filled);
-    } finally {
-      await file.close();
+    const buffer = Buffer.alloc(maxBytes);
+    let filled = 0;
+    while (filled < maxBytes) {
+      const { bytesRead } = await file.read(buffer, filled, maxBytes - filled, offset + filled);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
     }
+    return buffer.subarray(0, filled);
   } catch (thrown) {
     throw fileSystemError(thrown, path);
   }

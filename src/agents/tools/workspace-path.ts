@@ -1,6 +1,7 @@
 import { lstat, readlink, realpath } from "node:fs/promises";
-import { basename, dirname, isAbsolute, relative, resolve, sep } from "node:path";
+import { basename, dirname, resolve } from "node:path";
 import { ToolError, toError } from "../../base/errors.js";
+import { isAtOrBelow } from "./protected-paths.js";
 
 /** Symlink hops followed before giving up, like the kernel's ELOOP limit. */
 const MAX_SYMLINK_HOPS = 40;
@@ -17,21 +18,13 @@ const MAX_SYMLINK_HOPS = 40;
 export async function resolveInWorkspace(workspace: string, path: string): Promise<string> {
   const realWorkspace = await realpath(workspace);
   const realTarget = await resolveReal(resolve(workspace, path), 0);
-  if (!isInside(realWorkspace, realTarget)) {
+  if (!isAtOrBelow(realWorkspace, realTarget)) {
     throw new ToolError(
       `path "${path}" is outside the workspace; use a path inside ${realWorkspace}`,
       { context: { path } },
     );
   }
   return realTarget;
-}
-
-function isInside(root: string, candidate: string): boolean {
-  const fromRoot = relative(root, candidate);
-  return (
-    fromRoot === "" ||
-    (!fromRoot.startsWith(`..${sep}`) && fromRoot !== ".." && !isAbsolute(fromRoot))
-  );
 }
 
 /**
@@ -80,6 +73,7 @@ export function fileSystemError(thrown: unknown, path: string): ToolError {
     EACCES: `permission denied for "${path}"`,
     EPERM: `permission denied for "${path}"`,
     ENOSPC: `no space left on the device to write "${path}"`,
+    ELOOP: `"${path}" became a symlink while it was being opened; file tools do not follow it`,
   };
   const reason = (error.code && reasons[error.code]) ?? `"${path}": ${error.message}`;
   return new ToolError(reason, { cause: error, context: { path } });

@@ -1,9 +1,7 @@
-import { mkdir, writeFile } from "node:fs/promises";
-import { dirname } from "node:path";
 import { z } from "zod";
 import type { Tool } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
-import { fileSystemError, resolveInWorkspace } from "./workspace-path.js";
+import { writeInWorkspace } from "./workspace-file.js";
 
 const writeInput = z.object({
   path: z.string().min(1).describe("File path, relative to the workspace."),
@@ -22,13 +20,7 @@ export function createWriteTool(): Tool {
       "Missing parent folders are created.",
     input: writeInput,
     async run({ path, content }, context) {
-      const absolute = await resolveInWorkspace(context.workspace, path);
-      try {
-        await mkdir(dirname(absolute), { recursive: true });
-        await writeFile(absolute, content, "utf8");
-      } catch (thrown) {
-        throw fileSystemError(thrown, path);
-      }
+      await writeInWorkspace(context, path, content);
       return `wrote ${Buffer.byteLength(content, "utf8")} bytes to ${path}`;
     },
   });
