@@ -234,6 +234,13 @@ describe("bash without bubblewrap", () => {
     );
     expect(output).toBe("started");
     expect(pgrep("sleep 100[45]")).toEqual([]);
+    const small = createBashTool({ sandbox: { kind: "none" }, maxFileBytes: 64 * 1024 });
+    expect(
+      await small.run(
+        { command: "head -c 1000000 /dev/zero > big; stat -c %s big" },
+        temp.context(),
+      ),
+    ).toMatch(/\n65536$/);
     expect(describeBashSandbox({ kind: "none" })).toMatch(/^none \(tools\.bash\.sandbox: none\)/);
   });
 });
