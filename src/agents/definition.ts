@@ -41,6 +41,11 @@ export interface AgentDefinition {
    * replaces the one of picklebot.yaml's `approvals.policy` for that tool. (Default: none)
    */
   approvals: ApprovalPolicy;
+  /**
+   * Whether its `bash` may open network connections (front matter `bash: {network}`).
+   * (Default: picklebot.yaml `tools.bash.network`)
+   */
+  bashNetwork?: boolean;
   /** The system prompt, before {@link renderSystemPrompt} substitutes placeholders. */
   prompt: string;
   /** Absolute path of the AGENT.md it came from, or `built-in`. */
@@ -74,6 +79,7 @@ const frontMatterSchema = z.strictObject({
     .array(z.string().regex(ID_PATTERN, "an agent id (a folder name under agents/)"))
     .optional(),
   approvals: approvalPolicySchema(POLICY_TOOLS).optional(),
+  bash: z.strictObject({ network: z.boolean().optional() }).optional(),
 });
 
 /**
@@ -201,6 +207,7 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
     tools: fields.tools ? [...new Set(fields.tools)] : [...DEFAULT_TOOLS],
     ...(fields.subagents === undefined ? {} : { subagents: [...new Set(fields.subagents)] }),
     approvals: fields.approvals ?? {},
+    ...(fields.bash?.network === undefined ? {} : { bashNetwork: fields.bash.network }),
     prompt,
     source: file,
   };

@@ -172,6 +172,11 @@ export class AgentRunner {
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
       tools: gateTools(
         createToolbox(agent.tools, {
+          bashSandbox: {
+            kind: config.tools.bash.sandbox,
+            network: agent.bashNetwork ?? config.tools.bash.network,
+            historyPath: config.history.path,
+          },
           postMessage: this.#options.postMessage(request),
           subagents: this.#subagents(agent),
         }),

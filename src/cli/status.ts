@@ -5,6 +5,7 @@
 import { Command } from "commander";
 import { formatContextUsage } from "../agents/context-budget.js";
 import { type ControlPlaneWrite, latestControlPlaneWrites } from "../agents/control-plane-log.js";
+import { describeBashSandbox } from "../agents/tools/index.js";
 import type { InstanceRow, LeaseHolder, OutboxSummary, Session, Storage } from "../ports/index.js";
 import type { CronRow } from "../server/cron/worker.js";
 import { runningServer } from "../server/workspace-lock.js";
@@ -33,6 +34,10 @@ export function statusCommand(): Command {
             ? { running: true, pid: server.pid, health: await fetchHealth(server.http) }
             : { running: false },
           cluster: await describeCluster(storage),
+          bash: describeBashSandbox({
+            kind: config.tools.bash.sandbox,
+            network: config.tools.bash.network,
+          }),
           queue: await storage.queue.counts(),
           outbox: await storage.outbox.summary(),
           sessions: await withContextUsage(
@@ -95,6 +100,8 @@ interface Status {
   workspace: string;
   server: { running: boolean; pid?: number; health?: unknown };
   cluster: ClusterStatus | null;
+  /** The sandbox `bash` runs in (README "Security"). */
+  bash: string;
   queue: Record<string, number>;
   outbox: OutboxSummary;
   sessions: Array<Session & { context: { tokens: number; window: number } }>;
@@ -106,6 +113,7 @@ function printStatus(status: Status): void {
   console.log(`workspace  ${status.workspace}`);
   if (status.cluster) printCluster(status.cluster);
   else printServer(status);
+  console.log(`bash       ${status.bash}`);
   const queue = Object.entries(status.queue).map(([state, count]) => `${count} ${state}`);
   console.log(`queue      ${queue.join(", ")}${status.cluster ? " (whole cluster)" : ""}`);
   console.log(`outbox     ${describeOutbox(status.outbox)}`);

@@ -83,6 +83,7 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       http: httpSchema(),
       bindings: bindingsSchema(),
       approvals: approvalsSchema(context.tools),
+      tools: toolsSchema(),
     })
     .superRefine((config, ctx) => {
       if (context.agentIds) checkBoundAgents(config, new Set(context.agentIds), ctx);
@@ -306,6 +307,25 @@ function approvalsSchema(tools: PolicyTools | undefined) {
     .strictObject({
       policy: approvalPolicySchema(tools).default({}),
       timeout_s: fromText(z.int().min(1)).default(DEFAULT_APPROVAL_TIMEOUT_S),
+    })
+    .prefault({});
+}
+
+/** `tools`: settings of individual tools (README "Security"). */
+function toolsSchema() {
+  return z
+    .strictObject({
+      bash: z
+        .strictObject({
+          /** bwrap, or none: bash unconfined (only when the owner says so). */
+          sandbox: z
+            .enum(["bwrap", "none"])
+            .describe('"bwrap" (bubblewrap, the default) or "none" (no sandbox)')
+            .default("bwrap"),
+          /** Whether bash may open network connections; AGENT.md `bash.network` overrides it. */
+          network: flag().default(false),
+        })
+        .prefault({}),
     })
     .prefault({});
 }

@@ -63,6 +63,14 @@ describe("loadAgents", () => {
     });
   });
 
+  it("reads whether the agent's bash may use the network", () => {
+    writeAgent("online", agentText("name: Online\ndescription: Fetches\nbash:\n  network: true"));
+    writeAgent("plain", agentText("name: Plain\ndescription: Plain agent"));
+    const { agents } = loadAgents(workspace);
+    expect(agents.get("online")?.bashNetwork).toBe(true);
+    expect(agents.get("plain")?.bashNetwork).toBeUndefined();
+  });
+
   it("gives an agent without a tools field the default tools", () => {
     writeAgent("plain", agentText("name: Plain\ndescription: Plain agent"));
     expect(loadAgents(workspace).agents.get("plain")?.tools).toEqual(DEFAULT_TOOLS);

@@ -288,6 +288,23 @@ describe("loadConfig", () => {
     expect(message).toMatch(/fix the syntax on line \d+\.$/);
   });
 
+  it("runs bash under bubblewrap without network unless tools.bash says otherwise", () => {
+    expect(loadConfig(workspace, {}).tools).toEqual({
+      bash: { sandbox: "bwrap", network: false },
+    });
+    writeConfig("tools:\n  bash:\n    sandbox: none\n    network: true\n");
+    expect(loadConfig(workspace, {}).tools.bash).toEqual({ sandbox: "none", network: true });
+  });
+
+  it("names the allowed sandboxes and refuses an unknown tools.bash key", () => {
+    writeConfig("tools:\n  bash:\n    sandbox: docker\n");
+    expect(loadError().message).toContain(
+      'tools.bash.sandbox: expected "bwrap" (bubblewrap, the default) or "none" (no sandbox), found "docker"',
+    );
+    writeConfig("tools:\n  bash:\n    netwrok: true\n");
+    expect(loadError().message).toContain("tools.bash.netwrok");
+  });
+
   it("reports the line of a duplicated key", () => {
     const file = writeConfig("http:\n  port: 1\nhttp:\n  port: 2\n");
     expect(loadError().message).toContain(`${file}:3: YAML syntax error`);

@@ -3,14 +3,15 @@
  * moments, and a graceful stop lets running work finish. The server runs as a child process
  * against the fake Anthropic API; the tests read its database and its log.
  */
-import { readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job, NewJob } from "../../src/ports/index.js";
 import { type FakeAnthropic, messageText, startFakeAnthropic } from "../fakes/anthropic.js";
-import { isAlive, runCli } from "../helpers/cli.js";
+import { runCli } from "../helpers/cli.js";
 import {
   enqueueJob,
   killAllServers,
@@ -247,7 +248,7 @@ describe("picklebot server, job_timeout_s", () => {
     );
     // The first run records its pid and outlives the attempt; the rerun returns at once.
     const command =
-      "if [ -e sleeper.pid ]; then echo rerun; else echo $$ > sleeper.pid; exec sleep 60; fi";
+      "if [ -e sleeper.pid ]; then echo rerun; else echo $$ > sleeper.pid; exec sleep 60.25; fi";
     fake.script(
       { hang: true },
       { toolUses: [{ name: "bash", input: { command } }] },
@@ -267,9 +268,10 @@ describe("picklebot server, job_timeout_s", () => {
       "timed out after 1 s",
       "timed out after 1 s",
     ]);
-    // The abort reached the command: its process is gone, not left sleeping.
-    const pid = Number(readFileSync(join(ws.dir, "sleeper.pid"), "utf8"));
-    await waitFor(() => !isAlive(pid), `the sleeping command (pid ${pid}) is killed`);
+    // The abort reached the command: its process is gone, not left sleeping. (Under the
+    // sandbox the pid it wrote is one of its own namespace, so look for it by name.)
+    expect(existsSync(join(ws.dir, "sleeper.pid"))).toBe(true);
+    await waitFor(() => !isRunning("sleep 60.25"), "the sleeping command is killed");
     expect(fake.requests).toHaveLength(3);
     expect(messagesOf(job).map((message) => message.text)).toEqual([
       PROMPT,
@@ -284,4 +286,14 @@ async function cronRun(): Promise<Job> {
   const result = await runCli(["cron", "run", "calendar", "--json", "--workspace", ws.dir]);
   if (result.code !== 0) throw new Error(`picklebot cron run: ${result.stderr}`);
   return JSON.parse(result.stdout) as Job;
+}
+
+/** True while a process whose command line holds `pattern` runs (pgrep -f). */
+function isRunning(pattern: string): boolean {
+  try {
+    execFileSync("pgrep", ["-f", pattern]);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -242,6 +242,8 @@ describe("picklebot server", () => {
     expect(text).toContain(`server     running (pid ${server.pid})`);
     expect(text).toContain("worker   agent: running, 0 restarts");
     expect(text).toContain("queue      0 queued, 0 running, 0 waiting, 1 done, 0 failed");
+    expect(text).toMatch(/\nbash {7}(bwrap \(bubblewrap [\d.]+\), network off|unavailable: )/);
+    expect(status.bash).toMatch(/^(bwrap|unavailable)/);
   });
 });
 

@@ -1,9 +1,18 @@
 import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import { z } from "zod";
 import { ToolError } from "../../base/errors.js";
 import type { Tool } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
 import { OutputCollector } from "./output-collector.js";
+import {
+  type BashSandboxOptions,
+  BWRAP_HELP,
+  bwrapArguments,
+  minimalEnvironment,
+  probeBubblewrap,
+} from "./sandbox.js";
 
 /** Options of {@link createBashTool}. */
 export interface BashToolOptions {
@@ -11,18 +20,32 @@ export interface BashToolOptions {
   timeoutMs?: number;
   /** Output kept: its head and tail, with a marker between. (Default: 32 KiB) */
   maxOutputBytes?: number;
-  /** Environment of the command. (Default: `process.env` without secret-looking names) */
+  /**
+   * Environment of an unsandboxed command (`sandbox: none`). (Default: `process.env`
+   * without secret-looking names; under bwrap always PATH, HOME and LANG only)
+   */
   env?: NodeJS.ProcessEnv;
+  /** Where the command runs: bwrap, or nothing when the owner opted out. (Default: bwrap) */
+  sandbox?: BashSandboxOptions;
+  /** Processes (threads included) the command may run at once, under bwrap. (Default: 256) */
+  maxProcesses?: number;
+  /** Largest file the command may write. (Default: 1 GiB) */
+  maxFileBytes?: number;
 }
+
+/** Variable that marks an unsandboxed command's processes, to find the ones that left its group. */
+const CALL_TAG = "PICKLEBOT_BASH_CALL";
 
 /** Names of environment variables that hold credentials; `bash` does not see them. */
 const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|PRIVATE_KEY|DATABASE_URL/i;
 
 /**
- * Outer script: stderr joins stdout on one pipe so the output keeps its real order,
- * and `set --` gives the command empty positional parameters like `bash -c` would.
+ * Outer script: the limits, then stderr joins stdout on one pipe so the output keeps its
+ * real order, and `set --` gives the command empty positional parameters like `bash -c`.
  */
-const MERGED_OUTPUT_SCRIPT = 'exec 2>&1; eval "set --; $1"';
+function outerScript(limits: string[]): string {
+  return `${limits.map((limit) => `ulimit ${limit} || exit 126; `).join("")}exec 2>&1; eval "set --; $1"`;
+}
 
 /** How long to wait for the pipes to close after bash exited (background children may hold them). */
 const PIPE_GRACE_MS = 200;
@@ -46,6 +69,9 @@ export function environmentWithoutSecrets(): NodeJS.ProcessEnv {
 export function createBashTool(options: BashToolOptions = {}): Tool {
   const timeoutMs = options.timeoutMs ?? 60_000;
   const maxOutputBytes = options.maxOutputBytes ?? 32 * 1024;
+  const sandbox = options.sandbox ?? {};
+  const fileBlocks = Math.max(1, Math.floor((options.maxFileBytes ?? 2 ** 30) / 1024));
+  const maxProcesses = options.maxProcesses ?? 256;
   return defineTool({
     name: "bash",
     description:
@@ -53,9 +79,14 @@ export function createBashTool(options: BashToolOptions = {}): Tool {
       "Returns stdout and stderr together, and the exit code when it is not 0.",
     input: bashInput,
     async run({ command }, context) {
-      const run = await runCommand(command, {
+      const run = await runCommand({
+        ...(sandbox.kind === "none"
+          ? unsandboxed(command, options.env, [`-f ${fileBlocks}`])
+          : sandboxed(command, context.workspace, sandbox, [
+              `-u ${maxProcesses}`,
+              `-f ${fileBlocks}`,
+            ])),
         cwd: context.workspace,
-        env: options.env ?? environmentWithoutSecrets(),
         timeoutMs,
         maxOutputBytes,
         signal: context.signal,
@@ -82,20 +113,66 @@ interface CommandRun {
   stoppedBy: "timeout" | "abort" | null;
 }
 
-interface RunOptions {
-  cwd: string;
+/** A process to start: bwrap around bash, or bash alone. */
+interface Launch {
+  file: string;
+  args: string[];
   env: NodeJS.ProcessEnv;
+  /** Set on an unsandboxed command: the value of {@link CALL_TAG} its processes inherit. */
+  tag?: string;
+}
+
+/**
+ * bash under bwrap, started with the minimal environment itself.
+ *
+ * @throws ToolError saying how to install bubblewrap or opt out, when it cannot run here.
+ */
+function sandboxed(
+  command: string,
+  workspace: string,
+  sandbox: BashSandboxOptions,
+  limits: string[],
+): Launch {
+  const probe = probeBubblewrap(sandbox.bwrapPath);
+  if (!probe.usable) {
+    throw new ToolError(`bash is unavailable: ${probe.problem}. To fix it, ${BWRAP_HELP}.`);
+  }
+  const bash = ["bash", "-c", outerScript(limits), "bash", command];
+  return {
+    file: sandbox.bwrapPath ?? "bwrap",
+    args: bwrapArguments(workspace, sandbox, bash),
+    env: minimalEnvironment(),
+  };
+}
+
+/** bash alone (`sandbox: none`), its processes tagged so that stragglers can be found. */
+function unsandboxed(
+  command: string,
+  env: NodeJS.ProcessEnv | undefined,
+  limits: string[],
+): Launch {
+  const tag = randomUUID();
+  return {
+    file: "bash",
+    args: ["-c", outerScript(limits), "bash", command],
+    env: { ...(env ?? environmentWithoutSecrets()), [CALL_TAG]: tag },
+    tag,
+  };
+}
+
+interface RunOptions extends Launch {
+  cwd: string;
   timeoutMs: number;
   maxOutputBytes: number;
   signal: AbortSignal;
 }
 
-function runCommand(command: string, options: RunOptions): Promise<CommandRun> {
+function runCommand(options: RunOptions): Promise<CommandRun> {
   if (options.signal.aborted) {
     return Promise.resolve({ output: "", exitCode: null, exitSignal: null, stoppedBy: "abort" });
   }
   return new Promise((resolve, reject) => {
-    const child = spawn("bash", ["-c", MERGED_OUTPUT_SCRIPT, "bash", command], {
+    const child = spawn(options.file, options.args, {
       cwd: options.cwd,
       env: options.env,
       detached: true,
@@ -122,6 +199,8 @@ function runCommand(command: string, options: RunOptions): Promise<CommandRun> {
       options.signal.removeEventListener("abort", onAbort);
       child.stdout.destroy();
       child.stderr.destroy();
+      killProcessGroup(child.pid);
+      if (options.tag !== undefined) killTagged(options.tag);
       resolve({ output: output.text(), exitCode, exitSignal, stoppedBy });
     };
     child.once("error", (error) => {
@@ -142,6 +221,25 @@ function killProcessGroup(pid: number | undefined): void {
     process.kill(-pid, "SIGKILL");
   } catch {
     // The group is already gone.
+  }
+}
+
+/**
+ * Kills the processes whose environment holds `PICKLEBOT_BASH_CALL=<tag>`: an unsandboxed
+ * command's children that left its process group (`setsid`). One that also cleared its
+ * environment cannot be found this way.
+ */
+function killTagged(tag: string): void {
+  const marker = `${CALL_TAG}=${tag}\0`;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/environ`, "latin1").includes(marker)) {
+        process.kill(Number(entry), "SIGKILL");
+      }
+    } catch {
+      // Gone already, or not ours to read.
+    }
   }
 }
 

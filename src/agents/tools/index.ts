@@ -28,6 +28,7 @@ import { createBashTool } from "./bash.js";
 import { createEditTool } from "./edit.js";
 import { createPostMessageTool, type MessagePoster } from "./post-message.js";
 import { createReadTool } from "./read.js";
+import type { BashSandboxOptions } from "./sandbox.js";
 import { createSubagentTool, type SubagentOptions } from "./subagent.js";
 import { createWebFetchTool } from "./web-fetch.js";
 import { createWriteTool } from "./write.js";
@@ -35,6 +36,11 @@ import { createWriteTool } from "./write.js";
 export { defineTool } from "./define-tool.js";
 export type { MessagePoster } from "./post-message.js";
 export { CONTROL_PLANE_FOLDERS } from "./protected-paths.js";
+export {
+  type BashSandboxOptions,
+  describeBashSandbox,
+  type SandboxKind,
+} from "./sandbox.js";
 export type { SubagentDelegate, SubagentOptions, SubagentTask } from "./subagent.js";
 export { resolveInWorkspace } from "./workspace-path.js";
 
@@ -42,6 +48,8 @@ export { resolveInWorkspace } from "./workspace-path.js";
 export interface ToolboxOptions {
   /** Timeout of one `bash` command. (Default: 60 000 ms) */
   bashTimeoutMs?: number;
+  /** Where `bash` runs (picklebot.yaml `tools.bash`). (Default: bwrap, network off) */
+  bashSandbox?: BashSandboxOptions;
   /** Timeout of one `web_fetch`, body included. (Default: 30 000 ms) */
   fetchTimeoutMs?: number;
   /**
@@ -67,7 +75,8 @@ export const TOOLS = {
   write: { create: () => createWriteTool(), shows: { field: "path", joiner: " " } },
   edit: { create: () => createEditTool(), shows: { field: "path", joiner: " " } },
   bash: {
-    create: ({ bashTimeoutMs }) => createBashTool({ timeoutMs: bashTimeoutMs }),
+    create: ({ bashTimeoutMs, bashSandbox }) =>
+      createBashTool({ timeoutMs: bashTimeoutMs, sandbox: bashSandbox }),
     shows: { field: "command", joiner: ": " },
   },
   web_fetch: {

@@ -20,7 +20,7 @@ import type { ToolContext } from "../../ports/index.js";
 export const CONTROL_PLANE_FOLDERS = ["agents", "crons", "skills"] as const;
 
 /** The workspace files holding secrets, relative to the workspace. */
-const SECRET_FILES = [".env", "picklebot.yaml"] as const;
+export const SECRET_FILES = [".env", "picklebot.yaml"] as const;
 
 /** Whether a file tool call reads only, or writes. */
 export type FileAccess = "read" | "write";
