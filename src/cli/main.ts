@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { toError, UsageError, UserError } from "../base/errors.js";
 import { approvalsCommand } from "./approvals.js";
 import { chatCommand } from "./chat.js";
+import { clusterCommand } from "./cluster.js";
 import { cronCommand } from "./cron.js";
 import { initCommand } from "./init.js";
 import { jobsCommand } from "./jobs.js";
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
     sessionsCommand(),
     pairingCommand(),
     approvalsCommand(),
+    clusterCommand(),
     initCommand(),
   ]) {
     program.addCommand(withUsageErrors(command));

@@ -19,6 +19,7 @@ import type {
   ReapResult,
 } from "../../ports/index.js";
 import { inTransaction, retryOnDisconnect } from "./database.js";
+import { connectedInstanceId } from "./instance-roles.js";
 import type { PostgresJobQueue } from "./queue.js";
 
 interface InstanceRecord {
@@ -102,6 +103,7 @@ export class PostgresClusterStore implements ClusterStore {
    * takes the row over when it expired, or when its process is gone from this host.
    */
   async register(info: InstanceInfo): Promise<void> {
+    await this.#checkRole(info.id);
     const existing = await this.#pool.query<InstanceRecord>(SQL.byId, [info.id]);
     const previous = existing.rows[0];
     const takeOver =
@@ -114,6 +116,18 @@ export class PostgresClusterStore implements ClusterStore {
       previous ?? (await this.#pool.query<InstanceRecord>(SQL.byId, [info.id])).rows[0];
     throw new UserError(
       `instance id "${info.id}" is in use by pid ${holder?.pid ?? "?"} on ${holder?.hostname ?? "another host"}; give each picklebot server its own id with PICKLEBOT_INSTANCE_ID or cluster.instance_id in picklebot.yaml`,
+    );
+  }
+
+  /**
+   * A role made by `cluster add-instance` may run only its own instance: with another id
+   * every claim would be refused by the row-level policies, so say so at start-up.
+   */
+  async #checkRole(id: string): Promise<void> {
+    const own = await connectedInstanceId(this.#pool);
+    if (own === null || own === id) return;
+    throw new UserError(
+      `instance id "${id}" does not match the database role, which belongs to instance "${own}"; set PICKLEBOT_INSTANCE_ID=${own} (or cluster.instance_id) or use that instance's own URL`,
     );
   }
 

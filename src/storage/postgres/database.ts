@@ -95,14 +95,14 @@ async function migrate(pool: pg.Pool): Promise<void> {
 }
 
 async function applyMigrations(client: pg.PoolClient): Promise<void> {
+  const pending = await pendingMigrations(client);
+  if (pending.length === 0) return;
+  await refuseInstanceRole(client, pending);
   await client.query(
     `CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
   );
-  const applied = await client.query<{ version: number }>("SELECT version FROM schema_migrations");
-  const done = new Set(applied.rows.map((row) => row.version));
-  for (const { version, file } of migrationFiles()) {
-    if (done.has(version)) continue;
+  for (const { version, file } of pending) {
     await client.query("BEGIN");
     try {
       await client.query(readFileSync(new URL(file, MIGRATIONS_DIR), "utf8"));
@@ -118,6 +118,43 @@ async function applyMigrations(client: pg.PoolClient): Promise<void> {
   }
 }
 
+/** The migrations not applied yet; read without DDL, so an instance role can check. */
+async function pendingMigrations(
+  client: pg.PoolClient,
+): Promise<{ version: number; file: string }[]> {
+  const { rows } = await client.query<{ found: boolean }>(
+    "SELECT to_regclass('schema_migrations') IS NOT NULL AS found",
+  );
+  const applied = rows[0]?.found
+    ? await client.query<{ version: number }>("SELECT version FROM schema_migrations")
+    : { rows: [] };
+  const done = new Set(applied.rows.map((row) => row.version));
+  return migrationFiles().filter(({ version }) => !done.has(version));
+}
+
+/**
+ * An instance role (`picklebot cluster add-instance`) may not change the schema: says so,
+ * rather than failing on the first statement of a migration.
+ */
+async function refuseInstanceRole(
+  client: pg.PoolClient,
+  pending: { file: string }[],
+): Promise<void> {
+  const { rows } = await client.query<{ found: boolean; role: string }>(
+    "SELECT to_regclass('instance_roles') IS NOT NULL AS found, current_user AS role",
+  );
+  if (!rows[0]?.found) return;
+  const instance = await client.query<{ id: string | null }>(
+    "SELECT picklebot_instance_id() AS id",
+  );
+  const id = instance.rows[0]?.id;
+  if (!id) return;
+  const files = pending.map((migration) => migration.file).join(", ");
+  throw new UserError(
+    `the database needs migrations (${files}) but ${rows[0].role} is the role of instance "${id}", which may not change the schema; start one server (or run picklebot cluster list-instances) with the admin URL first`,
+  );
+}
+
 function migrationFiles(): { version: number; file: string }[] {
   return readdirSync(MIGRATIONS_DIR)
     .filter((file) => /^\d+_.*\.sql$/.test(file))
@@ -126,6 +163,7 @@ function migrationFiles(): { version: number; file: string }[] {
 }
 
 function unreachableError(error: unknown, url: string): Error {
+  if (error instanceof UserError) return error;
   if (error instanceof pg.DatabaseError && !isConnectionError(error)) return error;
   const reason = redactSecrets(toError(error).message, [passwordOfUrl(url)]);
   return new UserError(

@@ -75,11 +75,15 @@ const NOTIFY_WOKE = `(SELECT count(*) FROM (SELECT pg_notify('${JOBS_CHANNEL}', 
  * attempt ($2 error, $3 now); counts them and wakes the workers when there were any.
  */
 function requeueRunning(where: string): string {
-  return `WITH requeued AS (
-      UPDATE jobs SET state = 'queued', run_at = LEAST(run_at, $3), last_error = $2,
+  return countRequeued(`UPDATE jobs SET state = 'queued', run_at = LEAST(run_at, $3), last_error = $2,
         errors = ${appendError("$3", "$2")}, ${UNLOCK}, updated_at = $3
       WHERE state = 'running' AND ${where}
-      RETURNING id)
+      RETURNING id`);
+}
+
+/** Counts the ids `requeue` returns and wakes the workers when there were any. */
+function countRequeued(requeue: string): string {
+  return `WITH requeued AS (${requeue})
     SELECT count(*)::integer AS count,
       (SELECT count(*) FROM (SELECT pg_notify('${JOBS_CHANNEL}', '')
         WHERE EXISTS (SELECT 1 FROM requeued)) woken) AS woken
@@ -165,7 +169,11 @@ export const PG = {
     WHERE id = $1 AND state = 'queued'
     RETURNING pg_notify('${JOBS_CHANNEL}', '') AS notified`,
   // $1 worker ids, $2 error, $3 now: requeues, due at once, what those workers left running.
-  recover: requeueRunning("locked_by = ANY ($1::text[])"),
+  // Through the function of migration 009, which lets an instance role requeue only its
+  // own jobs and those of dead instances (the row-level policies let it change neither).
+  recover: countRequeued(
+    "SELECT picklebot_recover_jobs AS id FROM picklebot_recover_jobs($1::text[], $2, $3)",
+  ),
   // $1 id or null, $2 error, $3 now.
   requeueRunning: requeueRunning("($1::text IS NULL OR id = $1)"),
   // $1 id, $2 now. A retried job goes to the back of its session's line.
