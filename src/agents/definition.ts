@@ -51,6 +51,11 @@ export interface AgentDefinition {
 export interface LoadedAgents {
   agents: Map<string, AgentDefinition>;
   errors: UserError[];
+  /**
+   * The broken definitions by agent id (folder name): such an agent does not run at all,
+   * and never falls back to the built-in default (see {@link resolveAgent}).
+   */
+  broken: Map<string, UserError>;
 }
 
 const BUILT_IN_PROMPT = `You are Pickle, a helpful personal assistant.
@@ -84,6 +89,7 @@ const frontMatterSchema = z.strictObject({
 export function loadAgents(workspace: string): LoadedAgents {
   const agents = new Map<string, AgentDefinition>();
   const errors: UserError[] = [];
+  const broken = new Map<string, UserError>();
   for (const folder of agentFolders(path.join(workspace, "agents"))) {
     try {
       const agent = loadAgentFolder(folder);
@@ -91,22 +97,27 @@ export function loadAgents(workspace: string): LoadedAgents {
     } catch (thrown) {
       if (!(thrown instanceof UserError)) throw thrown;
       errors.push(thrown);
+      broken.set(path.basename(folder), thrown);
     }
   }
-  return { agents, errors };
+  return { agents, errors, broken };
 }
 
 /**
- * The agent to run for `id`: a loaded one, else the built-in default agent when `id` is
- * the configured default, else a UserError listing the known ids.
+ * The agent to run for `id`: a loaded one, else a UserError when its definition is
+ * broken (fail closed: never the wider built-in in its place), else the built-in default
+ * agent when `id` is the configured default, else a UserError listing the known ids.
  */
 export function resolveAgent(
   agents: ReadonlyMap<string, AgentDefinition>,
   id: string,
   defaultAgentId: string,
+  broken: ReadonlyMap<string, UserError> = new Map(),
 ): AgentDefinition {
   const agent = agents.get(id);
   if (agent) return agent;
+  const error = broken.get(id);
+  if (error) throw brokenAgentError(id, error);
   if (id === defaultAgentId) return builtInAgent(defaultAgentId);
   const known = [...new Set([defaultAgentId, ...agents.keys()])].sort();
   const suggestion = didYouMean(id, known);
@@ -114,6 +125,14 @@ export function resolveAgent(
     `unknown agent "${id}"${suggestion ? `; ${suggestion}` : ""} (known: ${known.join(", ")}); ` +
       `use one of those or create agents/${id}/${AGENT_FILE_NAME}.`,
     { context: { agent: id } },
+  );
+}
+
+/** Why a job of a broken agent fails: permanent until the owner fixes the file. */
+export function brokenAgentError(id: string, error: UserError): UserError {
+  return new UserError(
+    `agent "${id}" is broken and does not run until its definition is fixed: ${error.message}`,
+    { cause: error, context: { agent: id, ...error.context } },
   );
 }
 

@@ -29,6 +29,10 @@ export function statusCommand(): Command {
             ? { running: true, pid: server.pid, health: await fetchHealth(server.http) }
             : { running: false },
           cluster: await describeCluster(storage),
+          brokenAgents: [...context.brokenAgents].map(([id, error]) => ({
+            id,
+            error: error.message,
+          })),
           queue: await storage.queue.counts(),
           outbox: await storage.outbox.summary(),
           sessions: await withContextUsage(
@@ -87,6 +91,8 @@ interface Status {
   workspace: string;
   server: { running: boolean; pid?: number; health?: unknown };
   cluster: ClusterStatus | null;
+  /** Agents whose AGENT.md is broken: their jobs fail until it is fixed. */
+  brokenAgents: Array<{ id: string; error: string }>;
   queue: Record<string, number>;
   outbox: OutboxSummary;
   sessions: Array<Session & { context: { tokens: number; window: number } }>;
@@ -97,6 +103,9 @@ function printStatus(status: Status): void {
   console.log(`workspace  ${status.workspace}`);
   if (status.cluster) printCluster(status.cluster);
   else printServer(status);
+  for (const { id, error } of status.brokenAgents) {
+    console.log(`agent      ${id}: BROKEN, its jobs fail until fixed: ${error}`);
+  }
   const queue = Object.entries(status.queue).map(([state, count]) => `${count} ${state}`);
   console.log(`queue      ${queue.join(", ")}${status.cluster ? " (whole cluster)" : ""}`);
   console.log(`outbox     ${describeOutbox(status.outbox)}`);

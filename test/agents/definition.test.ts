@@ -69,7 +69,7 @@ describe("loadAgents", () => {
   });
 
   it("has no agents when the workspace has no agents folder", () => {
-    expect(loadAgents(workspace)).toEqual({ agents: new Map(), errors: [] });
+    expect(loadAgents(workspace)).toEqual({ agents: new Map(), errors: [], broken: new Map() });
   });
 
   it("loads the agent shipped with the repository", () => {
@@ -163,6 +163,15 @@ describe("resolveAgent", () => {
     const agent = resolveAgent(new Map(), "pickle", "pickle");
     expect(agent).toMatchObject({ id: "pickle", name: "Pickle", source: "built-in" });
     expect(agent.tools).toEqual(DEFAULT_TOOLS);
+  });
+
+  it("fails closed: a broken AGENT.md of the default agent is an error, not the built-in", () => {
+    const file = writeAgent("pickle", agentText("name: Narrow\ntools: [read]"));
+    const { agents, broken } = loadAgents(workspace);
+    expect([...broken.keys()]).toEqual(["pickle"]);
+    expect(() => resolveAgent(agents, "pickle", "pickle", broken)).toThrow(
+      `agent "pickle" is broken and does not run until its definition is fixed: ${file}: description: missing`,
+    );
   });
 
   it("prefers a defined agent over the built-in one", () => {

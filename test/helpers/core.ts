@@ -140,7 +140,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     logger,
     editIntervalMs: 0,
   });
-  const agents = loadAgents(ws.dir).agents;
+  const { agents, broken: brokenAgents } = loadAgents(ws.dir);
   const desk = new ApprovalDesk({
     store: storage.approvals,
     queue: storage.queue,
@@ -154,6 +154,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     workspace: ws.dir,
     config,
     agents,
+    brokenAgents,
     history: storage.history,
     provider: createAnthropicProvider({ apiKey: "test-key", baseURL: model.url, maxRetries: 0 }),
     clock,
