@@ -182,6 +182,7 @@ export class AgentRunner {
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
       tools: gateTools(
         createToolbox(agent.tools, {
+          fetchPrivateAddresses: config.tools.web_fetch.allow_private_addresses,
           postMessage: this.#options.postMessage(request),
           subagents: this.#subagents(agent),
         }),

@@ -81,6 +81,7 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       history: historySchema(context.workspace),
       ...chatPlatformSections(context.env),
       http: httpSchema(),
+      tools: toolsSchema(),
       bindings: bindingsSchema(),
       approvals: approvalsSchema(context.tools),
     })
@@ -259,6 +260,23 @@ function httpSchema() {
       port: fromText(z.int().min(0).max(65535).describe("a port number from 0 to 65535")).default(
         8787,
       ),
+    })
+    .prefault({});
+}
+
+/** `tools`: settings of the agents' tools. */
+function toolsSchema() {
+  return z
+    .strictObject({
+      web_fetch: z
+        .strictObject({
+          /**
+           * DANGEROUS: lets web_fetch reach loopback, private and link-local addresses
+           * (this host's services, the LAN, cloud metadata). Meant for tests only.
+           */
+          allow_private_addresses: flag().default(false),
+        })
+        .prefault({}),
     })
     .prefault({});
 }

@@ -124,6 +124,8 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     queue: { backend: options.queue ?? "memory" },
     history: { backend: "sqlite", max_messages: options.maxMessages },
     workers: { job_timeout_s: options.jobTimeoutS ?? 300 },
+    // The tests' web sites listen on 127.0.0.1, which web_fetch otherwise refuses.
+    tools: { web_fetch: { allow_private_addresses: true } },
     bindings: options.bindings,
   });
   const clock = new TestClock();

@@ -44,6 +44,11 @@ export interface ToolboxOptions {
   /** Timeout of one `web_fetch`, body included. (Default: 30 000 ms) */
   fetchTimeoutMs?: number;
   /**
+   * DANGEROUS: `web_fetch` may reach loopback, private and link-local addresses
+   * (`tools.web_fetch.allow_private_addresses`, for tests). (Default: false)
+   */
+  fetchPrivateAddresses?: boolean;
+  /**
    * Where `post_message` posts: the job's chat, through the outbox (the server), or the
    * terminal (`picklebot chat`). (Default: nowhere; the tool tells the model so)
    */
@@ -70,7 +75,8 @@ export const TOOLS = {
     shows: { field: "command", joiner: ": " },
   },
   web_fetch: {
-    create: ({ fetchTimeoutMs }) => createWebFetchTool({ timeoutMs: fetchTimeoutMs }),
+    create: ({ fetchTimeoutMs, fetchPrivateAddresses }) =>
+      createWebFetchTool({ timeoutMs: fetchTimeoutMs, allowPrivate: fetchPrivateAddresses }),
     shows: { field: "url", joiner: " " },
   },
   post_message: {
