@@ -7,6 +7,7 @@ import { AgentRunner, type RunRequest } from "../agents/runner.js";
 import type { MessagePoster, SubagentDelegate } from "../agents/tools/index.js";
 import { systemClock } from "../base/clock.js";
 import type { UserError } from "../base/errors.js";
+import { printable } from "../base/printable.js";
 import { type Config, loadConfig, resolveWorkspace } from "../config/index.js";
 import type { HistoryStore, ModelProvider, Storage } from "../ports/index.js";
 import { openStorage } from "../storage/index.js";
@@ -50,7 +51,8 @@ export interface LoadedWorkspace {
 export function loadWorkspace(command: Command): LoadedWorkspace {
   const workspace = workspaceOf(command);
   const { agents, errors, broken } = loadAgents(workspace);
-  for (const error of errors) process.stderr.write(`picklebot: warning: ${error.message}\n`);
+  for (const error of errors)
+    process.stderr.write(`picklebot: warning: ${printable(error.message, { multiline: true })}\n`);
   const config = loadConfig(workspace, process.env, {
     agentIds: [...agents.keys(), ...broken.keys()],
     tools: POLICY_TOOLS,

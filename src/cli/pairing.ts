@@ -5,7 +5,7 @@ import { UserError } from "../base/errors.js";
 import { allowedUserIds } from "../frontends/platforms.js";
 import type { PairedUser, PairingRequest } from "../ports/index.js";
 import { type WorkspaceContext, withWorkspace } from "./context.js";
-import { formatTime, printJson, printTable } from "./output.js";
+import { formatTime, printJson, printLine, printTable } from "./output.js";
 
 /** The `pairing` command group. */
 export function pairingCommand(): Command {
@@ -22,7 +22,7 @@ export function pairingCommand(): Command {
         const approved = await storage.pairing.approved();
         if (options.json) return printJson({ pending, approved });
         printPending(pending);
-        console.log("");
+        printLine("");
         printApproved(approved);
       }),
     );
@@ -39,7 +39,7 @@ export function pairingCommand(): Command {
               "see the pending ones with picklebot pairing list, or ask the user to write to the bot again for a new code",
           );
         }
-        console.log(
+        printLine(
           `approved ${user.platform} user ${user.userId} (${user.userName}); their next message runs`,
         );
       }),
@@ -65,13 +65,13 @@ async function revoke({ storage, config }: WorkspaceContext, user: string): Prom
   const userId = (rest ?? "").trim();
   const removed = await storage.pairing.revoke(userId, platform);
   for (const gone of removed) {
-    console.log(`revoked ${gone.platform} user ${gone.userId} (${gone.userName})`);
+    printLine(`revoked ${gone.platform} user ${gone.userId} (${gone.userName})`);
   }
   const inYaml = (platform ? [platform] : CHAT_PLATFORM_KINDS).filter((name) =>
     allowedUserIds(config, name).has(userId),
   );
   for (const name of inYaml) {
-    console.log(
+    printLine(
       `note: ${userId} is also in ${name}.allowed_user_ids in picklebot.yaml; remove it there to shut them out`,
     );
   }
@@ -83,7 +83,7 @@ async function revoke({ storage, config }: WorkspaceContext, user: string): Prom
 }
 
 function printPending(pending: PairingRequest[]) {
-  if (pending.length === 0) return void console.log("no pending pairing codes");
+  if (pending.length === 0) return void printLine("no pending pairing codes");
   printTable(
     ["code", "platform", "user", "name", "asked at", "expires at"],
     pending.map((request) => [
@@ -98,8 +98,7 @@ function printPending(pending: PairingRequest[]) {
 }
 
 function printApproved(approved: PairedUser[]) {
-  if (approved.length === 0)
-    return void console.log("no approved users (besides allowed_user_ids)");
+  if (approved.length === 0) return void printLine("no approved users (besides allowed_user_ids)");
   printTable(
     ["platform", "user", "name", "approved at"],
     approved.map((user) => [
