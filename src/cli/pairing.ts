@@ -3,14 +3,20 @@ import { Command } from "commander";
 import { CHAT_PLATFORM_KINDS, isChatPlatform } from "../base/chat-address.js";
 import { UserError } from "../base/errors.js";
 import { allowedUserIds } from "../frontends/platforms.js";
-import type { PairedUser, PairingRequest } from "../ports/index.js";
+import {
+  MAX_PENDING_PER_PLATFORM,
+  PAIRING_REPLACEMENT_WINDOW_MS,
+  type PairedUser,
+  type PairingReplacements,
+  type PairingRequest,
+} from "../ports/index.js";
 import { type WorkspaceContext, withWorkspace } from "./context.js";
 import { formatTime, printJson, printLine, printTable } from "./output.js";
 
 /** The `pairing` command group. */
 export function pairingCommand(): Command {
   const pairing = new Command("pairing").description(
-    "admit chat users who asked with a pairing code: pairing list | approve <code> | revoke <user>",
+    "admit chat users who asked with a pairing code: pairing list | approve <code> | revoke <user> | clear",
   );
   pairing
     .command("list")
@@ -18,10 +24,13 @@ export function pairingCommand(): Command {
     .option("--json", "print JSON for scripts")
     .action((options: { json?: boolean }, command: Command) =>
       withWorkspace(command, async ({ storage }) => {
-        const pending = await storage.pairing.pending(Date.now());
+        const now = Date.now();
+        const pending = await storage.pairing.pending(now);
         const approved = await storage.pairing.approved();
-        if (options.json) return printJson({ pending, approved });
+        const replaced = await storage.pairing.replacedSince(now - PAIRING_REPLACEMENT_WINDOW_MS);
+        if (options.json) return printJson({ pending, approved, replaced });
         printPending(pending);
+        printReplaced(replaced);
         printLine("");
         printApproved(approved);
       }),
@@ -41,6 +50,18 @@ export function pairingCommand(): Command {
         }
         printLine(
           `approved ${user.platform} user ${user.userId} (${user.userName}); their next message runs`,
+        );
+      }),
+    );
+  pairing
+    .command("clear")
+    .description("drop every pending pairing code (approved users stay)")
+    .action((_options: unknown, command: Command) =>
+      withWorkspace(command, async ({ storage }) => {
+        const dropped = await storage.pairing.clear();
+        printLine(
+          `dropped ${dropped} pending pairing code${dropped === 1 ? "" : "s"}; ` +
+            "whoever writes to the bot next gets a new one",
         );
       }),
     );
@@ -95,6 +116,18 @@ function printPending(pending: PairingRequest[]) {
       formatTime(request.expiresAt),
     ]),
   );
+}
+
+/** Tells the owner that newer requests pushed older ones out: perhaps a flood. */
+function printReplaced(replaced: PairingReplacements[]) {
+  for (const { platform, count } of replaced) {
+    printLine(
+      `${count} pending ${platform} request${count === 1 ? " was" : "s were"} replaced by newer ` +
+        `ones in the last ${PAIRING_REPLACEMENT_WINDOW_MS / 3_600_000} h (at most ` +
+        `${MAX_PENDING_PER_PLATFORM} are kept): if the person you expect is not listed, ask them ` +
+        "to write to the bot again, or run picklebot pairing clear first",
+    );
+  }
 }
 
 function printApproved(approved: PairedUser[]) {

@@ -30,6 +30,7 @@ describe("picklebot pairing", () => {
     expect(JSON.parse((await pairing("list", "--json")).stdout)).toEqual({
       pending: [],
       approved: [],
+      replaced: [],
     });
   });
 
@@ -61,6 +62,32 @@ describe("picklebot pairing", () => {
     ]);
     expect(lines.filter((line) => line.includes(" telegram "))).toHaveLength(2);
     expect(JSON.parse((await pairing("list", "--json")).stdout).pending[0].userName).toBe(hostile);
+  });
+
+  it("tells the owner how many requests a flood replaced, and clears every pending code", async () => {
+    const storage = await openStorage(testConfig(ws.dir), new TestClock());
+    const now = Date.now();
+    for (let n = 0; n < 5; n += 1) {
+      const applicant = { platform: "telegram" as const, userId: `${n}`, chatId: `${n}` };
+      await storage.pairing.requestCode({ ...applicant, userName: `throwaway${n}` }, now + n);
+    }
+    await storage.close();
+
+    const listed = await pairing("list");
+    expect(listed.stdout).toContain(
+      "2 pending telegram requests were replaced by newer ones in the last 24 h (at most 3 are kept)",
+    );
+    expect(listed.stdout.match(/throwaway/g)).toHaveLength(3);
+    expect(JSON.parse((await pairing("list", "--json")).stdout).replaced).toEqual([
+      { platform: "telegram", count: 2 },
+    ]);
+
+    const cleared = await pairing("clear");
+    expect(cleared.code).toBe(0);
+    expect(cleared.stdout).toBe(
+      "dropped 3 pending pairing codes; whoever writes to the bot next gets a new one\n",
+    );
+    expect((await pairing("list")).stdout).toContain("no pending pairing codes");
   });
 
   it("refuses a code that is not pending, saying how to get one", async () => {
