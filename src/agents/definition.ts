@@ -41,6 +41,11 @@ export interface AgentDefinition {
    * replaces the one of picklebot.yaml's `approvals.policy` for that tool. (Default: none)
    */
   approvals: ApprovalPolicy;
+  /**
+   * Limits of its `web_fetch` (front matter `web_fetch`): `allowDomains`, the only
+   * domains it fetches from, each with its subdomains. (Default: any public host)
+   */
+  webFetch?: { allowDomains: string[] };
   /** The system prompt, before {@link renderSystemPrompt} substitutes placeholders. */
   prompt: string;
   /** Absolute path of the AGENT.md it came from, or `built-in`. */
@@ -64,6 +69,10 @@ Your workspace is {{workspace}}; file paths are relative to it.
 Today is {{now}}; the newest message ends with the current time.
 Use your tools when a task needs them, and say so when you are unsure.`;
 
+/** A host name: labels of letters, digits and `-`, joined by dots. */
+const DOMAIN_PATTERN =
+  /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
+
 const frontMatterSchema = z.strictObject({
   name: z.string().min(1),
   description: z.string().min(1),
@@ -79,6 +88,17 @@ const frontMatterSchema = z.strictObject({
     .array(z.string().regex(ID_PATTERN, "an agent id (a folder name under agents/)"))
     .optional(),
   approvals: approvalPolicySchema(POLICY_TOOLS).optional(),
+  web_fetch: z
+    .strictObject({
+      allow_domains: z
+        .array(
+          z
+            .string()
+            .regex(DOMAIN_PATTERN, "a domain name such as example.com (it admits its subdomains)"),
+        )
+        .min(1),
+    })
+    .optional(),
 });
 
 /**
@@ -220,6 +240,9 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
     tools: fields.tools ? [...new Set(fields.tools)] : [...DEFAULT_TOOLS],
     ...(fields.subagents === undefined ? {} : { subagents: [...new Set(fields.subagents)] }),
     approvals: fields.approvals ?? {},
+    ...(fields.web_fetch === undefined
+      ? {}
+      : { webFetch: { allowDomains: [...new Set(fields.web_fetch.allow_domains)] } }),
     prompt,
     source: file,
   };

@@ -183,6 +183,7 @@ export class AgentRunner {
       tools: gateTools(
         createToolbox(agent.tools, {
           fetchPrivateAddresses: config.tools.web_fetch.allow_private_addresses,
+          ...(agent.webFetch ? { fetchAllowDomains: agent.webFetch.allowDomains } : {}),
           postMessage: this.#options.postMessage(request),
           subagents: this.#subagents(agent),
         }),

@@ -137,6 +137,21 @@ describe("loadAgents", () => {
     expect(onlyError()).toContain(`${file}: modle: unknown key; did you mean "model"?`);
   });
 
+  it("reads web_fetch.allow_domains, and names a value that is not a domain", () => {
+    writeAgent(
+      "researcher",
+      agentText("name: R\ndescription: x\nweb_fetch:\n  allow_domains: [wikipedia.org, arxiv.org]"),
+    );
+    expect(loadAgents(workspace).agents.get("researcher")?.webFetch).toEqual({
+      allowDomains: ["wikipedia.org", "arxiv.org"],
+    });
+    writeAgent(
+      "bad",
+      agentText("name: B\ndescription: x\nweb_fetch:\n  allow_domains: [http://x.org]"),
+    );
+    expect(onlyError()).toContain("web_fetch.allow_domains[0]");
+  });
+
   it("names a missing required field", () => {
     const file = writeAgent("bad", agentText("description: x"));
     expect(onlyError()).toBe(`${file}: name: missing (expected text); add it.`);

@@ -255,6 +255,35 @@ describe("web_fetch stays on the public internet", () => {
     }
   });
 
+  it("keeps to the agent's allow_domains on every hop, subdomains included", async () => {
+    const site = createServer((request, response) => {
+      if (request.url === "/away") {
+        response.writeHead(302, { location: "http://elsewhere.test/" }).end();
+      } else response.writeHead(200, { "content-type": "text/plain" }).end("allowed");
+    });
+    await new Promise<void>((done) => site.listen(0, "127.0.0.2", done));
+    const port = (site.address() as AddressInfo).port;
+    const fetcher = createWebFetchTool({
+      resolve: async () => [{ address: "127.0.0.2", family: 4 as const }],
+      allowAddresses: ["127.0.0.2"],
+      allowDomains: ["public.test"],
+    });
+    try {
+      const sub = `http://www.public.test:${port}/`;
+      expect(await fetcher.run({ url: sub }, temp.context())).toBe(untrusted(sub, "allowed"));
+      await expect(
+        fetcher.run({ url: `http://notpublic.test:${port}/` }, temp.context()),
+      ).rejects.toThrow(
+        `web_fetch refused http://notpublic.test:${port}/: notpublic.test is not in this agent's web_fetch.allow_domains (public.test)`,
+      );
+      await expect(
+        fetcher.run({ url: `http://public.test:${port}/away` }, temp.context()),
+      ).rejects.toThrow("web_fetch refused http://elsewhere.test/: elsewhere.test is not in");
+    } finally {
+      site.close();
+    }
+  });
+
   it("refuses file:// and other schemes, also as a redirect target", async () => {
     await expect(webFetch.run({ url: "file:///etc/passwd" }, temp.context())).rejects.toThrow(
       "web_fetch only fetches http:// and https:// URLs, not file://",

@@ -48,6 +48,8 @@ export interface ToolboxOptions {
    * (`tools.web_fetch.allow_private_addresses`, for tests). (Default: false)
    */
   fetchPrivateAddresses?: boolean;
+  /** The only domains `web_fetch` reaches (the agent's allow-list). (Default: any public) */
+  fetchAllowDomains?: readonly string[];
   /**
    * Where `post_message` posts: the job's chat, through the outbox (the server), or the
    * terminal (`picklebot chat`). (Default: nowhere; the tool tells the model so)
@@ -75,8 +77,12 @@ export const TOOLS = {
     shows: { field: "command", joiner: ": " },
   },
   web_fetch: {
-    create: ({ fetchTimeoutMs, fetchPrivateAddresses }) =>
-      createWebFetchTool({ timeoutMs: fetchTimeoutMs, allowPrivate: fetchPrivateAddresses }),
+    create: ({ fetchTimeoutMs, fetchPrivateAddresses, fetchAllowDomains }) =>
+      createWebFetchTool({
+        timeoutMs: fetchTimeoutMs,
+        allowPrivate: fetchPrivateAddresses,
+        allowDomains: fetchAllowDomains,
+      }),
     shows: { field: "url", joiner: " " },
   },
   post_message: {

@@ -23,6 +23,11 @@ export interface WebFetchToolOptions {
   allowPrivate?: boolean;
   /** IP addresses let through although not public (tests). (Default: none) */
   allowAddresses?: readonly string[];
+  /**
+   * The only domains fetched (each with its subdomains), on every redirect hop too
+   * (AGENT.md `web_fetch.allow_domains`). (Default: every public host)
+   */
+  allowDomains?: readonly string[];
 }
 
 /** Tells the model that a page's text is data, not orders. */
@@ -69,6 +74,7 @@ export function createWebFetchTool(options: WebFetchToolOptions = {}): Tool {
     resolve: options.resolve ?? systemResolver,
     allowPrivate: options.allowPrivate ?? false,
     ...(options.allowAddresses ? { allowAddresses: options.allowAddresses } : {}),
+    ...(options.allowDomains ? { allowDomains: options.allowDomains } : {}),
   };
   return defineTool({
     name: "web_fetch",

@@ -1,7 +1,8 @@
 /**
  * The network side of `web_fetch`: one GET that stays on the public internet.
  *
- *   URL ─► http(s)? ─► resolve the host once ─► every address public? ─► connect to that
+ *   URL ─► http(s)? ─► host in the agent's allow-list (if any)? ─► resolve the host once
+ *       ─► every address public? ─► connect to that
  *   address (TLS still checks the host name) ─► 3xx? ─► the same again for Location (≤ 5)
  *
  * The host is resolved once per hop and the connection pinned to the checked address, so
@@ -26,6 +27,11 @@ export interface PublicRequestOptions {
   allowPrivate: boolean;
   /** IP addresses let through although private (tests). (Default: none) */
   allowAddresses?: readonly string[];
+  /**
+   * Domains the agent may fetch from (AGENT.md `web_fetch.allow_domains`); each entry
+   * admits itself and its subdomains. (Default: every public host)
+   */
+  allowDomains?: readonly string[];
   signal: AbortSignal;
 }
 
@@ -49,6 +55,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 export async function getPublic(url: URL, options: PublicRequestOptions): Promise<PublicResponse> {
   let current = url;
   for (let hop = 0; ; hop++) {
+    checkedDomain(current, options.allowDomains);
     const address = await checkedAddress(current, options);
     const response = await request(current, address, options.signal);
     const location = response.headers.location;
@@ -69,6 +76,22 @@ export function checkedScheme(url: URL, original = url): URL {
   const via = url === original ? "" : ` (redirected from ${original.href})`;
   throw new ToolError(
     `web_fetch only fetches http:// and https:// URLs, not ${url.protocol}// ("${url.href}")${via}`,
+  );
+}
+
+/** True when `hostname` is `domain` or one of its subdomains. */
+export function inDomain(hostname: string, domain: string): boolean {
+  const host = hostname.toLowerCase().replace(/\.$/, "");
+  const wanted = domain.toLowerCase().replace(/\.$/, "");
+  return host === wanted || host.endsWith(`.${wanted}`);
+}
+
+/** Refuses a host outside the agent's allow-list, when it has one. */
+function checkedDomain(url: URL, allowDomains: readonly string[] | undefined): void {
+  if (!allowDomains || allowDomains.some((domain) => inDomain(url.hostname, domain))) return;
+  throw new ToolError(
+    `web_fetch refused ${url.href}: ${url.hostname} is not in this agent's web_fetch.allow_domains ` +
+      `(${allowDomains.join(", ")})`,
   );
 }
 
