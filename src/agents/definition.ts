@@ -46,6 +46,11 @@ export interface AgentDefinition {
    * (Default: picklebot.yaml `tools.bash.network`)
    */
   bashNetwork?: boolean;
+  /**
+   * Limits of its `web_fetch` (front matter `web_fetch`): `allowDomains`, the only
+   * domains it fetches from, each with its subdomains. (Default: any public host)
+   */
+  webFetch?: { allowDomains: string[] };
   /** The system prompt, before {@link renderSystemPrompt} substitutes placeholders. */
   prompt: string;
   /** Absolute path of the AGENT.md it came from, or `built-in`. */
@@ -56,6 +61,11 @@ export interface AgentDefinition {
 export interface LoadedAgents {
   agents: Map<string, AgentDefinition>;
   errors: UserError[];
+  /**
+   * The broken definitions by agent id (folder name): such an agent does not run at all,
+   * and never falls back to the built-in default (see {@link resolveAgent}).
+   */
+  broken: Map<string, UserError>;
 }
 
 const BUILT_IN_PROMPT = `You are Pickle, a helpful personal assistant.
@@ -63,6 +73,10 @@ Answer clearly and briefly, and ask when a request is ambiguous.
 Your workspace is {{workspace}}; file paths are relative to it.
 Today is {{now}}; the newest message ends with the current time.
 Use your tools when a task needs them, and say so when you are unsure.`;
+
+/** A host name: labels of letters, digits and `-`, joined by dots. */
+const DOMAIN_PATTERN =
+  /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
 
 const frontMatterSchema = z.strictObject({
   name: z.string().min(1),
@@ -80,6 +94,17 @@ const frontMatterSchema = z.strictObject({
     .optional(),
   approvals: approvalPolicySchema(POLICY_TOOLS).optional(),
   bash: z.strictObject({ network: z.boolean().optional() }).optional(),
+  web_fetch: z
+    .strictObject({
+      allow_domains: z
+        .array(
+          z
+            .string()
+            .regex(DOMAIN_PATTERN, "a domain name such as example.com (it admits its subdomains)"),
+        )
+        .min(1),
+    })
+    .optional(),
 });
 
 /**
@@ -90,6 +115,7 @@ const frontMatterSchema = z.strictObject({
 export function loadAgents(workspace: string): LoadedAgents {
   const agents = new Map<string, AgentDefinition>();
   const errors: UserError[] = [];
+  const broken = new Map<string, UserError>();
   for (const folder of agentFolders(path.join(workspace, "agents"))) {
     try {
       const agent = loadAgentFolder(folder);
@@ -97,22 +123,27 @@ export function loadAgents(workspace: string): LoadedAgents {
     } catch (thrown) {
       if (!(thrown instanceof UserError)) throw thrown;
       errors.push(thrown);
+      broken.set(path.basename(folder), thrown);
     }
   }
-  return { agents, errors };
+  return { agents, errors, broken };
 }
 
 /**
- * The agent to run for `id`: a loaded one, else the built-in default agent when `id` is
- * the configured default, else a UserError listing the known ids.
+ * The agent to run for `id`: a loaded one, else a UserError when its definition is
+ * broken (fail closed: never the wider built-in in its place), else the built-in default
+ * agent when `id` is the configured default, else a UserError listing the known ids.
  */
 export function resolveAgent(
   agents: ReadonlyMap<string, AgentDefinition>,
   id: string,
   defaultAgentId: string,
+  broken: ReadonlyMap<string, UserError> = new Map(),
 ): AgentDefinition {
   const agent = agents.get(id);
   if (agent) return agent;
+  const error = broken.get(id);
+  if (error) throw brokenAgentError(id, error);
   if (id === defaultAgentId) return builtInAgent(defaultAgentId);
   const known = [...new Set([defaultAgentId, ...agents.keys()])].sort();
   const suggestion = didYouMean(id, known);
@@ -120,6 +151,14 @@ export function resolveAgent(
     `unknown agent "${id}"${suggestion ? `; ${suggestion}` : ""} (known: ${known.join(", ")}); ` +
       `use one of those or create agents/${id}/${AGENT_FILE_NAME}.`,
     { context: { agent: id } },
+  );
+}
+
+/** Why a job of a broken agent fails: permanent until the owner fixes the file. */
+export function brokenAgentError(id: string, error: UserError): UserError {
+  return new UserError(
+    `agent "${id}" is broken and does not run until its definition is fixed: ${error.message}`,
+    { cause: error, context: { agent: id, ...error.context } },
   );
 }
 
@@ -208,6 +247,9 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
     ...(fields.subagents === undefined ? {} : { subagents: [...new Set(fields.subagents)] }),
     approvals: fields.approvals ?? {},
     ...(fields.bash?.network === undefined ? {} : { bashNetwork: fields.bash.network }),
+    ...(fields.web_fetch === undefined
+      ? {}
+      : { webFetch: { allowDomains: [...new Set(fields.web_fetch.allow_domains)] } }),
     prompt,
     source: file,
   };

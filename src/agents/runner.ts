@@ -1,3 +1,4 @@
+import type { UserError } from "../base/errors.js";
 import { type Config, secretValues } from "../config/index.js";
 import type {
   Clock,
@@ -35,6 +36,11 @@ export interface AgentRunnerOptions {
   workspace: string;
   config: Config;
   agents: Map<string, AgentDefinition>;
+  /**
+   * Agents whose AGENT.md is broken, by id: their turns fail with the error, and the
+   * built-in default never stands in for them. (Default: none)
+   */
+  brokenAgents?: ReadonlyMap<string, UserError>;
   history: HistoryStore;
   provider: ModelProvider;
   clock: Clock;
@@ -84,9 +90,13 @@ export class AgentRunner {
     this.#options = options;
   }
 
-  /** The agent with this id (the built-in default for `default_agent`); throws UserError. */
+  /**
+   * The agent with this id (the built-in default for `default_agent` when `agents/` has
+   * none); throws UserError for an unknown or broken agent.
+   */
   agent(agentId: string): AgentDefinition {
-    return resolveAgent(this.#options.agents, agentId, this.#options.config.default_agent);
+    const { agents, config, brokenAgents } = this.#options;
+    return resolveAgent(agents, agentId, config.default_agent, brokenAgents);
   }
 
   /**
@@ -151,6 +161,7 @@ export class AgentRunner {
     ];
     const callable = new Map<string, string>();
     for (const id of ids) {
+      if (this.#options.brokenAgents?.has(id)) continue;
       const known = agents.get(id) ?? (id === config.default_agent ? this.agent(id) : undefined);
       if (known) callable.set(id, known.description);
     }
@@ -177,6 +188,8 @@ export class AgentRunner {
             network: agent.bashNetwork ?? config.tools.bash.network,
             historyPath: config.history.path,
           },
+          fetchPrivateAddresses: config.tools.web_fetch.allow_private_addresses,
+          ...(agent.webFetch ? { fetchAllowDomains: agent.webFetch.allowDomains } : {}),
           postMessage: this.#options.postMessage(request),
           subagents: this.#subagents(agent),
         }),

@@ -1,4 +1,7 @@
-import { type Logger, pino } from "pino";
+import { createRequire } from "node:module";
+import { type DestinationStream, type Logger, pino } from "pino";
+import type PinoPretty from "pino-pretty";
+import { printableDeep } from "./printable.js";
 import { REDACTED, redactSecrets, SECRET_KEYS } from "./redact.js";
 
 export type { Logger };
@@ -32,15 +35,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const secrets = options.secrets ?? [];
   const hooks = { streamWrite: (line: string) => redactSecrets(line, secrets) };
   if (pretty) {
-    return pino({
-      level,
-      redact,
-      hooks,
-      transport: {
-        target: "pino-pretty",
-        options: { colorize: true, translateTime: "HH:MM:ss", ignore: "pid,hostname" },
-      },
-    });
+    return pino({ level, redact, hooks }, prettyDestination(options.destination ?? process.stdout));
   }
   return options.destination
     ? pino({ level, redact, hooks }, options.destination)
@@ -50,4 +45,26 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 /** A logger that discards everything (tests, one-shot CLI commands). */
 export function silentLogger(): Logger {
   return pino({ level: "silent" });
+}
+
+/** Fields of a log record whose line feeds are kept (a stack trace reads better so). */
+const MULTILINE_FIELDS = new Set(["stack"]);
+
+/**
+ * Readable lines for a terminal, with every control character in the record escaped
+ * first: chat names and model text in a log line cannot drive the owner's terminal.
+ */
+function prettyDestination(output: NodeJS.WritableStream): DestinationStream {
+  // Loaded only for a terminal: JSON logging does not need pino-pretty.
+  const { prettyFactory } = createRequire(import.meta.url)("pino-pretty") as typeof PinoPretty;
+  const prettify = prettyFactory({
+    colorize: true,
+    translateTime: "HH:MM:ss",
+    ignore: "pid,hostname",
+  });
+  return {
+    write(line: string) {
+      output.write(prettify(printableDeep(JSON.parse(line), MULTILINE_FIELDS)));
+    },
+  };
 }

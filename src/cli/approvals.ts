@@ -9,7 +9,7 @@ import { normalizeCode } from "../base/short-code.js";
 import { didYouMean } from "../config/index.js";
 import type { ApprovalDecision, ApprovalGrant, ApprovalRequest } from "../ports/index.js";
 import { type WorkspaceContext, withWorkspace } from "./context.js";
-import { formatDuration, formatTime, printJson, printTable } from "./output.js";
+import { formatDuration, formatTime, printJson, printLine, printTable } from "./output.js";
 
 /** Who answers from the command line, as stored in `answeredBy` and `grantedBy`. */
 const CLI_ANSWERER = "cli";
@@ -34,7 +34,7 @@ export function approvalsCommand(): Command {
         const grants = await storage.approvals.grants();
         if (options.json) return printJson({ pending, grants });
         printPending(pending, Date.now());
-        console.log("");
+        printLine("");
         printGrants(grants);
       }),
     );
@@ -80,7 +80,7 @@ async function answer(
     decision === "always"
       ? `; ${answered.agentId} may now run ${answered.tool} under ${answered.pattern} without asking`
       : "";
-  console.log(`${verb} ${answered.tool} for ${answered.agentId} (job ${answered.jobId})${always}`);
+  printLine(`${verb} ${answered.tool} for ${answered.agentId} (job ${answered.jobId})${always}`);
 }
 
 /** Why a request cannot be answered: unknown, already answered, or expired. */
@@ -126,12 +126,12 @@ async function revoke(
     );
   }
   for (const grant of removed) {
-    console.log(`revoked: ${grant.agentId} ${grant.tool} ${grant.pattern}; it asks again`);
+    printLine(`revoked: ${grant.agentId} ${grant.tool} ${grant.pattern}; it asks again`);
   }
 }
 
 function printPending(pending: ApprovalRequest[], now: number): void {
-  if (pending.length === 0) return void console.log("no approval requests pending");
+  if (pending.length === 0) return void printLine("no approval requests pending");
   printTable(
     ["id", "agent", "tool", "input", "age", "expires in"],
     pending.map((request) => [
@@ -146,7 +146,7 @@ function printPending(pending: ApprovalRequest[], now: number): void {
 }
 
 function printGrants(grants: ApprovalGrant[]): void {
-  if (grants.length === 0) return void console.log("no always-allow grants");
+  if (grants.length === 0) return void printLine("no always-allow grants");
   printTable(
     ["agent", "tool", "pattern", "granted at", "by"],
     grants.map((grant) => [

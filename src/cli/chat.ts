@@ -15,6 +15,7 @@ import { describeCompaction } from "../agents/compaction.js";
 import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
 import type { AgentRunner } from "../agents/runner.js";
 import { CancelledError, JobEnded, ToolError, toError, UserError } from "../base/errors.js";
+import { printable } from "../base/printable.js";
 import type { Session, TokenUsage } from "../ports/index.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
 
@@ -94,7 +95,7 @@ class TerminalChat {
     const agent = runner.agent(this.#agentId);
     if (!this.#tty) return;
     const resumed = this.#session
-      ? ` — resuming "${this.#session.title ?? this.#session.id}" (${this.#session.messageCount} messages)`
+      ? ` — resuming "${printable(this.#session.title ?? this.#session.id)}" (${this.#session.messageCount} messages)`
       : "";
     this.#say(`${BOLD}${agent.name}${RESET}${resumed}\n${DIM}/help for commands${RESET}\n`);
   }
@@ -157,7 +158,7 @@ class TerminalChat {
       .catch((error: unknown) => {
         if (signal.aborted) throw error;
         this.#say(
-          `${this.#tty ? DIM : ""}(could not summarise the conversation: ${toError(error).message}; its oldest turns are left out instead)${this.#tty ? RESET : ""}\n`,
+          `${this.#tty ? DIM : ""}(could not summarise the conversation: ${printable(toError(error).message)}; its oldest turns are left out instead)${this.#tty ? RESET : ""}\n`,
         );
         return null;
       });
@@ -212,7 +213,7 @@ class TerminalChat {
       const when = new Date(session.updatedAt).toISOString().slice(0, 16).replace("T", " ");
       const current = session.id === this.#session?.id ? " *" : "";
       this.#say(
-        `${session.id}  ${when}  ${session.agentId}  ${session.key}  ${session.messageCount} msgs  ${session.title ?? ""}${current}\n`,
+        `${printable(`${session.id}  ${when}  ${session.agentId}  ${session.key}  ${session.messageCount} msgs  ${session.title ?? ""}${current}`)}\n`,
       );
     }
     this.#say(`resume one with: picklebot chat --session <id>\n`);
@@ -250,7 +251,7 @@ class TerminalChat {
   async #approve(question: ApprovalQuestion): Promise<void> {
     const { approvals } = this.#context.storage;
     if (await approvals.isGranted(question.agentId, question.tool, question.pattern)) return;
-    const ask = `${question.agentId} wants to run ${question.summary}\nAllow? [y] once, [a] always, [n] no: `;
+    const ask = `${question.agentId} wants to run ${printable(question.summary)}\nAllow? [y] once, [a] always, [n] no: `;
     (this.#tty ? process.stdout : process.stderr).write(
       this.#tty ? `\n${BOLD}${ask}${RESET}` : ask,
     );
@@ -305,21 +306,22 @@ class ReplyPrinter {
       },
       onText: (delta: string) => {
         this.#streamed += delta;
-        if (this.#tty) this.#write(delta);
+        if (this.#tty) this.#write(printable(delta, { multiline: true }));
       },
       onToolCall: (_call: unknown, summary: string) => {
         if (!this.#tty) {
-          process.stderr.write(`· ${summary}\n`);
+          process.stderr.write(`· ${printable(summary)}\n`);
           return;
         }
         if (!this.#atLineStart) this.#write("\n");
-        this.#write(`${DIM}  ↳ ${summary}${RESET}\n`);
+        this.#write(`${DIM}  ↳ ${printable(summary)}${RESET}\n`);
       },
     };
   }
 
   /** A message the agent posted with `post_message`, apart from the reply. */
-  post(text: string): void {
+  post(posted: string): void {
+    const text = printable(posted, { multiline: true });
     if (!this.#tty) {
       this.#write(`post: ${text}\n`);
       return;
@@ -328,7 +330,8 @@ class ReplyPrinter {
     this.#write(`${BOLD}${this.#name.toLowerCase()} posted:${RESET} ${text}\n`);
   }
 
-  finish(text: string, usage: TokenUsage): void {
+  finish(reply: string, usage: TokenUsage): void {
+    const text = printable(reply, { multiline: true });
     if (!this.#tty) {
       this.#write(`${text}\n`);
       return;
@@ -340,7 +343,7 @@ class ReplyPrinter {
 
   fail(message: string): void {
     if (this.#tty && !this.#atLineStart) this.#write("\n");
-    const line = `error: ${message}\n`;
+    const line = `error: ${printable(message, { multiline: true })}\n`;
     if (this.#tty) this.#write(`${RED}${line}${RESET}`);
     else process.stderr.write(line);
   }

@@ -6,6 +6,8 @@ import { type AgentDefinition, loadAgents } from "../agents/definition.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
 import type { MessagePoster, SubagentDelegate } from "../agents/tools/index.js";
 import { systemClock } from "../base/clock.js";
+import type { UserError } from "../base/errors.js";
+import { printable } from "../base/printable.js";
 import { type Config, loadConfig, resolveWorkspace } from "../config/index.js";
 import type { HistoryStore, ModelProvider, Storage } from "../ports/index.js";
 import { openStorage } from "../storage/index.js";
@@ -36,22 +38,26 @@ export interface LoadedWorkspace {
   workspace: string;
   config: Config;
   agents: Map<string, AgentDefinition>;
+  /** Agents whose AGENT.md is broken, by id: they do not run (fail closed). */
+  brokenAgents: Map<string, UserError>;
   provider: ModelProvider;
 }
 
 /**
  * Loads the workspace's config and agents. Broken agent files are reported on stderr and
- * skipped, so one bad AGENT.md does not stop the others.
+ * kept as broken, so one bad AGENT.md does not stop the others, and its agent's jobs fail
+ * with its error instead of running a built-in in its place.
  */
 export function loadWorkspace(command: Command): LoadedWorkspace {
   const workspace = workspaceOf(command);
-  const { agents, errors } = loadAgents(workspace);
-  for (const error of errors) process.stderr.write(`picklebot: warning: ${error.message}\n`);
+  const { agents, errors, broken } = loadAgents(workspace);
+  for (const error of errors)
+    process.stderr.write(`picklebot: warning: ${printable(error.message, { multiline: true })}\n`);
   const config = loadConfig(workspace, process.env, {
-    agentIds: agents.keys(),
+    agentIds: [...agents.keys(), ...broken.keys()],
     tools: POLICY_TOOLS,
   });
-  return { workspace, config, agents, provider: providerFor(config) };
+  return { workspace, config, agents, brokenAgents: broken, provider: providerFor(config) };
 }
 
 /** Loads the workspace and opens its storage, for commands that read or run agents. */

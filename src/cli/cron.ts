@@ -9,7 +9,7 @@ import type { CronStateStore } from "../ports/index.js";
 import { loadCronDir } from "../server/cron/definition.js";
 import { type CronRow, describeCrons, runCronNow } from "../server/cron/worker.js";
 import { openWorkspace } from "./context.js";
-import { formatTime, printJson, printTable } from "./output.js";
+import { formatTime, printable, printJson, printLine, printTable } from "./output.js";
 
 /** The `cron` command group. */
 export function cronCommand(): Command {
@@ -28,9 +28,7 @@ export function cronCommand(): Command {
         );
         if (options.json) return printJson(rows);
         if (rows.length === 0)
-          return void console.log(
-            "no crons: drop a YAML file into crons/ (see crons/example.yaml)",
-          );
+          return void printLine("no crons: drop a YAML file into crons/ (see crons/example.yaml)");
         printTable(
           ["id", "schedule", "timezone", "agent", "next run", "last run", "deliver to", "status"],
           rows.map((row) => [
@@ -76,7 +74,7 @@ export function cronCommand(): Command {
           maxAttempts: context.config.workers.max_attempts,
         });
         if (options.json) return printJson(job);
-        console.log(
+        printLine(
           `enqueued job ${job.id} for cron ${id} (agent ${job.agentId}, reply to ${formatReplyTarget(job.replyTo)})`,
         );
       } finally {
@@ -93,7 +91,8 @@ export async function describeCronsNow(
   state: CronStateStore,
 ): Promise<CronRow[]> {
   const { crons, errors } = loadCronDir(cronDir(workspace), cronDefaults(config));
-  for (const error of errors) process.stderr.write(`picklebot: warning: ${error.message}\n`);
+  for (const error of errors)
+    process.stderr.write(`picklebot: warning: ${printable(error.message, { multiline: true })}\n`);
   return describeCrons(crons, state, systemClock);
 }
 

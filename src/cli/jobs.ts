@@ -5,7 +5,7 @@ import { describeWait, UserError } from "../base/errors.js";
 import type { Job, JobState } from "../ports/index.js";
 import { acquireWorkspaceLock, type WorkspaceLock } from "../server/workspace-lock.js";
 import { openWorkspace, type WorkspaceContext } from "./context.js";
-import { formatTime, parseLimit, printJson, printTable } from "./output.js";
+import { formatTime, parseLimit, printJson, printLine, printTable } from "./output.js";
 
 const STATES: JobState[] = ["queued", "running", "waiting", "failed", "done"];
 
@@ -54,7 +54,7 @@ export function jobsCommand(): Command {
           });
           if (options.json) return printJson(list);
           if (list.length === 0)
-            return void console.log(`no ${options.state ?? ""} jobs`.replace("  ", " "));
+            return void printLine(`no ${options.state ?? ""} jobs`.replace("  ", " "));
           printTable(
             ["id", "state", "agent", "session", "attempts", "run at", "last error"],
             list.map((job) => [
@@ -117,7 +117,7 @@ export function jobsCommand(): Command {
           );
         }
         if (json) return printJson(await context.storage.queue.get(id));
-        console.log(`requeued job ${id}; a running server picks it up`);
+        printLine(`requeued job ${id}; a running server picks it up`);
       } finally {
         await context.close();
       }
@@ -140,9 +140,7 @@ export function jobsCommand(): Command {
               : `job ${id} is ${job.state}; only queued and waiting jobs can be cancelled`,
           );
         }
-        console.log(
-          `job ${id} will stop: a running server ends it (and its subagent jobs) at once`,
-        );
+        printLine(`job ${id} will stop: a running server ends it (and its subagent jobs) at once`);
       } finally {
         await context.close();
       }
@@ -169,11 +167,9 @@ function printJob(job: Job, subagents: Job[]): void {
     ]),
     ["message", job.message === "." ? ". (checkpointed: the message is in history)" : job.message],
   ];
-  for (const [name, value] of fields) console.log(`${name.padEnd(12)} ${value}`);
+  for (const [name, value] of fields) printLine(`${name.padEnd(12)} ${value}`);
   for (const error of job.errors) {
-    console.log(
-      `error        attempt ${error.attempt} at ${formatTime(error.at)}: ${error.message}`,
-    );
+    printLine(`error        attempt ${error.attempt} at ${formatTime(error.at)}: ${error.message}`);
   }
 }
 

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { toError, UsageError, UserError } from "../base/errors.js";
+import { printable } from "../base/printable.js";
 import { approvalsCommand } from "./approvals.js";
 import { chatCommand } from "./chat.js";
 import { clusterCommand } from "./cluster.js";
@@ -61,10 +62,11 @@ function reportError(thrown: unknown): number {
   }
   const error = toError(thrown);
   if (error instanceof UserError) {
-    process.stderr.write(`picklebot: ${error.message}\n`);
+    process.stderr.write(`picklebot: ${printable(error.message, { multiline: true })}\n`);
     return error instanceof UsageError ? 2 : 1;
   }
-  process.stderr.write(`picklebot: unexpected error: ${error.stack ?? error.message}\n`);
+  const details = printable(error.stack ?? error.message, { multiline: true });
+  process.stderr.write(`picklebot: unexpected error: ${details}\n`);
   return 1;
 }
 

@@ -1,8 +1,16 @@
 /** Plain-text output helpers shared by the inspection commands. */
 import { InvalidArgumentError } from "commander";
+import { printable } from "../base/printable.js";
 
-/** Prints rows as aligned columns under a header. */
-export function printTable(header: string[], rows: string[][]): void {
+export { printable } from "../base/printable.js";
+
+/**
+ * Prints rows as aligned columns under a header. Cells are made {@link printable}: a
+ * control character or line feed from a chat or a model shows as an escape, so every
+ * row stays one line.
+ */
+export function printTable(header: string[], cells: string[][]): void {
+  const rows = cells.map((row) => row.map((cell) => printable(cell)));
   const widths = header.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)),
   );
@@ -11,7 +19,7 @@ export function printTable(header: string[], rows: string[][]): void {
       .map((cell, column) => cell.padEnd(widths[column] ?? 0))
       .join("  ")
       .trimEnd();
-  console.log(line(header.map((title) => title.toUpperCase())));
+  console.log(line(header.map((title) => printable(title.toUpperCase()))));
   for (const row of rows) console.log(line(row));
 }
 
@@ -42,9 +50,26 @@ export function formatDuration(ms: number): string {
   return parts.join(" ");
 }
 
-/** Prints a value as indented JSON (for `--json`). */
+/**
+ * Prints one line of output, {@link printable}: a line feed or escape sequence inside it
+ * (a chat name, a model's text) shows as an escape instead of acting on the terminal.
+ */
+export function printLine(line: string): void {
+  console.log(printable(line));
+}
+
+/** Controls that JSON.stringify leaves raw: DEL, C1 and the bidirectional overrides. */
+const RAW_IN_JSON = /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Prints a value as indented JSON (for `--json`). Every control character is a `\uXXXX`
+ * escape (JSON.stringify leaves DEL and C1 raw): the same value, safe on a terminal.
+ */
 export function printJson(value: unknown): void {
-  console.log(JSON.stringify(value, null, 2));
+  const json = JSON.stringify(value, null, 2);
+  console.log(
+    json.replace(RAW_IN_JSON, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`),
+  );
 }
 
 /** A `--limit` value: a positive whole number. */

@@ -3,14 +3,20 @@ import { Command } from "commander";
 import { CHAT_PLATFORM_KINDS, isChatPlatform } from "../base/chat-address.js";
 import { UserError } from "../base/errors.js";
 import { allowedUserIds } from "../frontends/platforms.js";
-import type { PairedUser, PairingRequest } from "../ports/index.js";
+import {
+  MAX_PENDING_PER_PLATFORM,
+  PAIRING_REPLACEMENT_WINDOW_MS,
+  type PairedUser,
+  type PairingReplacements,
+  type PairingRequest,
+} from "../ports/index.js";
 import { type WorkspaceContext, withWorkspace } from "./context.js";
-import { formatTime, printJson, printTable } from "./output.js";
+import { formatTime, printJson, printLine, printTable } from "./output.js";
 
 /** The `pairing` command group. */
 export function pairingCommand(): Command {
   const pairing = new Command("pairing").description(
-    "admit chat users who asked with a pairing code: pairing list | approve <code> | revoke <user>",
+    "admit chat users who asked with a pairing code: pairing list | approve <code> | revoke <user> | clear",
   );
   pairing
     .command("list")
@@ -18,11 +24,14 @@ export function pairingCommand(): Command {
     .option("--json", "print JSON for scripts")
     .action((options: { json?: boolean }, command: Command) =>
       withWorkspace(command, async ({ storage }) => {
-        const pending = await storage.pairing.pending(Date.now());
+        const now = Date.now();
+        const pending = await storage.pairing.pending(now);
         const approved = await storage.pairing.approved();
-        if (options.json) return printJson({ pending, approved });
+        const replaced = await storage.pairing.replacedSince(now - PAIRING_REPLACEMENT_WINDOW_MS);
+        if (options.json) return printJson({ pending, approved, replaced });
         printPending(pending);
-        console.log("");
+        printReplaced(replaced);
+        printLine("");
         printApproved(approved);
       }),
     );
@@ -39,8 +48,20 @@ export function pairingCommand(): Command {
               "see the pending ones with picklebot pairing list, or ask the user to write to the bot again for a new code",
           );
         }
-        console.log(
+        printLine(
           `approved ${user.platform} user ${user.userId} (${user.userName}); their next message runs`,
+        );
+      }),
+    );
+  pairing
+    .command("clear")
+    .description("drop every pending pairing code (approved users stay)")
+    .action((_options: unknown, command: Command) =>
+      withWorkspace(command, async ({ storage }) => {
+        const dropped = await storage.pairing.clear();
+        printLine(
+          `dropped ${dropped} pending pairing code${dropped === 1 ? "" : "s"}; ` +
+            "whoever writes to the bot next gets a new one",
         );
       }),
     );
@@ -65,13 +86,13 @@ async function revoke({ storage, config }: WorkspaceContext, user: string): Prom
   const userId = (rest ?? "").trim();
   const removed = await storage.pairing.revoke(userId, platform);
   for (const gone of removed) {
-    console.log(`revoked ${gone.platform} user ${gone.userId} (${gone.userName})`);
+    printLine(`revoked ${gone.platform} user ${gone.userId} (${gone.userName})`);
   }
   const inYaml = (platform ? [platform] : CHAT_PLATFORM_KINDS).filter((name) =>
     allowedUserIds(config, name).has(userId),
   );
   for (const name of inYaml) {
-    console.log(
+    printLine(
       `note: ${userId} is also in ${name}.allowed_user_ids in picklebot.yaml; remove it there to shut them out`,
     );
   }
@@ -83,7 +104,7 @@ async function revoke({ storage, config }: WorkspaceContext, user: string): Prom
 }
 
 function printPending(pending: PairingRequest[]) {
-  if (pending.length === 0) return void console.log("no pending pairing codes");
+  if (pending.length === 0) return void printLine("no pending pairing codes");
   printTable(
     ["code", "platform", "user", "name", "asked at", "expires at"],
     pending.map((request) => [
@@ -97,9 +118,20 @@ function printPending(pending: PairingRequest[]) {
   );
 }
 
+/** Tells the owner that newer requests pushed older ones out: perhaps a flood. */
+function printReplaced(replaced: PairingReplacements[]) {
+  for (const { platform, count } of replaced) {
+    printLine(
+      `${count} pending ${platform} request${count === 1 ? " was" : "s were"} replaced by newer ` +
+        `ones in the last ${PAIRING_REPLACEMENT_WINDOW_MS / 3_600_000} h (at most ` +
+        `${MAX_PENDING_PER_PLATFORM} are kept): if the person you expect is not listed, ask them ` +
+        "to write to the bot again, or run picklebot pairing clear first",
+    );
+  }
+}
+
 function printApproved(approved: PairedUser[]) {
-  if (approved.length === 0)
-    return void console.log("no approved users (besides allowed_user_ids)");
+  if (approved.length === 0) return void printLine("no approved users (besides allowed_user_ids)");
   printTable(
     ["platform", "user", "name", "approved at"],
     approved.map((user) => [

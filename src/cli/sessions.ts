@@ -5,7 +5,7 @@ import { formatContextUsage } from "../agents/context-budget.js";
 import { UserError } from "../base/errors.js";
 import type { Session } from "../ports/index.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
-import { formatTime, parseLimit, printJson, printTable } from "./output.js";
+import { formatTime, parseLimit, printJson, printLine, printTable } from "./output.js";
 
 /** The `sessions` command group. */
 export function sessionsCommand(): Command {
@@ -27,7 +27,7 @@ export function sessionsCommand(): Command {
           })),
         );
         if (options.json) return printJson(rows);
-        if (rows.length === 0) return void console.log("no sessions yet");
+        if (rows.length === 0) return void printLine("no sessions yet");
         printTable(
           ["id", "updated", "agent", "key", "messages", "context", "title"],
           rows.map((row) => [
@@ -64,8 +64,8 @@ export function sessionsCommand(): Command {
           { force: true },
         );
         if (json) return printJson(result);
-        if (!result) return void console.log(`session ${id} has nothing to compact yet`);
-        console.log(`compacted session ${id}: ${describeCompaction(result)}`);
+        if (!result) return void printLine(`session ${id} has nothing to compact yet`);
+        printLine(`compacted session ${id}: ${describeCompaction(result)}`);
       } finally {
         await context.close();
       }

@@ -11,7 +11,7 @@ import type { CronRow } from "../server/cron/worker.js";
 import { runningServer } from "../server/workspace-lock.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
 import { describeCronsNow } from "./cron.js";
-import { formatTime, printJson } from "./output.js";
+import { formatTime, printJson, printLine } from "./output.js";
 
 /** Control-plane writes `status` lists. */
 const CONTROL_PLANE_WRITES_SHOWN = 5;
@@ -38,6 +38,10 @@ export function statusCommand(): Command {
             kind: config.tools.bash.sandbox,
             network: config.tools.bash.network,
           }),
+          brokenAgents: [...context.brokenAgents].map(([id, error]) => ({
+            id,
+            error: error.message,
+          })),
           queue: await storage.queue.counts(),
           outbox: await storage.outbox.summary(),
           sessions: await withContextUsage(
@@ -102,6 +106,8 @@ interface Status {
   cluster: ClusterStatus | null;
   /** The sandbox `bash` runs in (README "Security"). */
   bash: string;
+  /** Agents whose AGENT.md is broken: their jobs fail until it is fixed. */
+  brokenAgents: Array<{ id: string; error: string }>;
   queue: Record<string, number>;
   outbox: OutboxSummary;
   sessions: Array<Session & { context: { tokens: number; window: number } }>;
@@ -110,37 +116,40 @@ interface Status {
 }
 
 function printStatus(status: Status): void {
-  console.log(`workspace  ${status.workspace}`);
+  printLine(`workspace  ${status.workspace}`);
   if (status.cluster) printCluster(status.cluster);
   else printServer(status);
-  console.log(`bash       ${status.bash}`);
+  printLine(`bash       ${status.bash}`);
+  for (const { id, error } of status.brokenAgents) {
+    printLine(`agent      ${id}: BROKEN, its jobs fail until fixed: ${error}`);
+  }
   const queue = Object.entries(status.queue).map(([state, count]) => `${count} ${state}`);
-  console.log(`queue      ${queue.join(", ")}${status.cluster ? " (whole cluster)" : ""}`);
-  console.log(`outbox     ${describeOutbox(status.outbox)}`);
+  printLine(`queue      ${queue.join(", ")}${status.cluster ? " (whole cluster)" : ""}`);
+  printLine(`outbox     ${describeOutbox(status.outbox)}`);
   printSessionsAndCrons(status);
   printControlPlaneWrites(status.controlPlaneWrites);
 }
 
 /** Writes to agents/, crons/ and skills/ that an approvals policy let through, newest first. */
 function printControlPlaneWrites(writes: ControlPlaneWrite[]): void {
-  console.log(`control-plane writes  ${writes.length === 0 ? "none" : "most recent:"}`);
+  printLine(`control-plane writes  ${writes.length === 0 ? "none" : "most recent:"}`);
   for (const write of writes) {
     const job = write.jobId === undefined ? "" : `  job ${write.jobId}`;
-    console.log(
+    printLine(
       `  ${formatTime(write.at)}  ${write.agentId}  ${write.tool} ${JSON.stringify(write.path)}${job}`,
     );
   }
 }
 
 function printCluster({ instances, leader, now }: ClusterStatus): void {
-  console.log(
+  printLine(
     `leader     ${leader ? `${leader.holder} (since ${formatTime(leader.acquiredAt)})` : "none (no instance holds the lease)"}`,
   );
-  console.log(`instances  ${instances.length === 0 ? "none running" : instances.length}`);
+  printLine(`instances  ${instances.length === 0 ? "none running" : instances.length}`);
   for (const instance of instances) {
     const age = ((now - instance.heartbeatAt) / 1000).toFixed(1);
     const role = instance.id === leader?.holder ? "  [leader]" : "";
-    console.log(
+    printLine(
       `  ${instance.id}  ${instance.hostname} pid ${instance.pid}  v${instance.version}  concurrency ${instance.concurrency}  agents ${instance.agents.join(",")}  heartbeat ${age} s ago${role}`,
     );
   }
@@ -148,7 +157,7 @@ function printCluster({ instances, leader, now }: ClusterStatus): void {
 
 function printServer(status: Status): void {
   const { server } = status;
-  console.log(
+  printLine(
     `server     ${server.running ? `running (pid ${server.pid})` : "not running (start it with picklebot server)"}`,
   );
   const health = server.health as {
@@ -156,22 +165,22 @@ function printServer(status: Status): void {
     buses?: { platform: string; state: string }[];
   } | null;
   for (const worker of health?.workers ?? []) {
-    console.log(`  worker   ${worker.name}: ${worker.state}, ${worker.restarts} restarts`);
+    printLine(`  worker   ${worker.name}: ${worker.state}, ${worker.restarts} restarts`);
   }
-  for (const bus of health?.buses ?? []) console.log(`  bus      ${bus.platform}: ${bus.state}`);
+  for (const bus of health?.buses ?? []) printLine(`  bus      ${bus.platform}: ${bus.state}`);
 }
 
 function printSessionsAndCrons(status: Status): void {
-  console.log(`sessions   ${status.sessions.length === 0 ? "none yet" : "most recent:"}`);
+  printLine(`sessions   ${status.sessions.length === 0 ? "none yet" : "most recent:"}`);
   for (const session of status.sessions) {
     const tokens = session.usage.input + session.usage.output;
-    console.log(
+    printLine(
       `  ${session.id}  ${formatTime(session.updatedAt)}  ${session.key}  ${session.messageCount} msgs, ${formatContextUsage(session.context)}, ${tokens} tokens used  ${session.title ?? ""}`,
     );
   }
-  console.log(`crons      ${status.crons.length === 0 ? "none" : ""}`);
+  printLine(`crons      ${status.crons.length === 0 ? "none" : ""}`);
   for (const cron of status.crons) {
-    console.log(
+    printLine(
       `  ${cron.id}  ${cron.schedule} (${cron.timezone})  ${cron.status}, next ${formatTime(cron.nextRunAt)}`,
     );
   }

@@ -81,9 +81,9 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       history: historySchema(context.workspace),
       ...chatPlatformSections(context.env),
       http: httpSchema(),
+      tools: toolsSchema(),
       bindings: bindingsSchema(),
       approvals: approvalsSchema(context.tools),
-      tools: toolsSchema(),
     })
     .superRefine((config, ctx) => {
       if (context.agentIds) checkBoundAgents(config, new Set(context.agentIds), ctx);
@@ -264,6 +264,34 @@ function httpSchema() {
     .prefault({});
 }
 
+/** `tools`: settings of the agents' tools. */
+function toolsSchema() {
+  return z
+    .strictObject({
+      bash: z
+        .strictObject({
+          /** bwrap, or none: bash unconfined (only when the owner says so). */
+          sandbox: z
+            .enum(["bwrap", "none"])
+            .describe('"bwrap" (bubblewrap, the default) or "none" (no sandbox)')
+            .default("bwrap"),
+          /** Whether bash may open network connections; AGENT.md `bash.network` overrides it. */
+          network: flag().default(false),
+        })
+        .prefault({}),
+      web_fetch: z
+        .strictObject({
+          /**
+           * DANGEROUS: lets web_fetch reach loopback, private and link-local addresses
+           * (this host's services, the LAN, cloud metadata). Meant for tests only.
+           */
+          allow_private_addresses: flag().default(false),
+        })
+        .prefault({}),
+    })
+    .prefault({});
+}
+
 /** `bindings`: chats pinned to an agent (README "Agents per chat"). */
 function bindingsSchema() {
   return z
@@ -312,24 +340,6 @@ function approvalsSchema(tools: PolicyTools | undefined) {
 }
 
 /** `tools`: settings of individual tools (README "Security"). */
-function toolsSchema() {
-  return z
-    .strictObject({
-      bash: z
-        .strictObject({
-          /** bwrap, or none: bash unconfined (only when the owner says so). */
-          sandbox: z
-            .enum(["bwrap", "none"])
-            .describe('"bwrap" (bubblewrap, the default) or "none" (no sandbox)')
-            .default("bwrap"),
-          /** Whether bash may open network connections; AGENT.md `bash.network` overrides it. */
-          network: flag().default(false),
-        })
-        .prefault({}),
-    })
-    .prefault({});
-}
-
 /** Every bound agent must be one the workspace has, or `default_agent` (built in). */
 function checkBoundAgents(
   config: { default_agent: string; bindings: Array<{ agent: string }> },

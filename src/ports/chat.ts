@@ -299,6 +299,9 @@ export interface OutboxStore {
  * Glossary
  * - **Pairing code**: 8 characters handed to a user who is not allowed; valid for an hour,
  *   at most {@link MAX_PENDING_PER_PLATFORM} pending per platform.
+ * - **Replacement**: a new request on a full platform drops the oldest pending one, so a
+ *   flood of throw-away accounts cannot hold every slot for an hour; the owner approves
+ *   by the code the real person tells them, and is shown how many were replaced.
  * - **Paired user**: a user the owner approved with `picklebot pairing approve <code>`;
  *   admitted like one in `allowed_user_ids` until `pairing revoke`.
  * - **Refusal**: the reply that shows a user their id and code, at most once an hour each.
@@ -306,8 +309,10 @@ export interface OutboxStore {
 
 /** How long a pairing code is valid. */
 export const PAIRING_CODE_TTL_MS = 60 * 60 * 1000;
-/** Codes pending at once on one platform; more requests get no code. */
+/** Codes pending at once on one platform; a newer request replaces the oldest. */
 export const MAX_PENDING_PER_PLATFORM = 3;
+/** How far back `pairing list` counts replaced requests (and how long they are kept). */
+export const PAIRING_REPLACEMENT_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 /** A user who asked to be let in, and their code. Times are epoch milliseconds. */
 export interface PairingRequest {
@@ -331,15 +336,26 @@ export interface PairedUser {
 /** Who asks for a code. */
 export type PairingApplicant = Pick<PairingRequest, "platform" | "userId" | "userName" | "chatId">;
 
+/** How many pending requests of a platform newer ones replaced (see the glossary). */
+export interface PairingReplacements {
+  platform: ChatPlatformKind;
+  count: number;
+}
+
 /** Durable pairing requests and approvals. */
 export interface PairingStore {
   /** Whether the owner approved this user. */
   isApproved(platform: ChatPlatformKind, userId: string): Promise<boolean>;
   /**
-   * The user's code: their valid one, or a new one when fewer than
-   * {@link MAX_PENDING_PER_PLATFORM} are pending on the platform; null when full.
+   * The user's code: their valid one, or a new one. When {@link MAX_PENDING_PER_PLATFORM}
+   * are already pending on the platform, the oldest is dropped (its code stops working)
+   * and recorded as replaced.
    */
-  requestCode(applicant: PairingApplicant, now: number): Promise<PairingRequest | null>;
+  requestCode(applicant: PairingApplicant, now: number): Promise<PairingRequest>;
+  /** Drops every pending code (`picklebot pairing clear`); returns how many there were. */
+  clear(): Promise<number>;
+  /** Requests replaced at or after `since`, per platform that had any. */
+  replacedSince(since: number): Promise<PairingReplacements[]>;
   /** Records a refusal at `now`; false (nothing changed) when the user had one within the hour. */
   noteRefusal(platform: ChatPlatformKind, userId: string, now: number): Promise<boolean>;
   /** Codes still valid, oldest first. */

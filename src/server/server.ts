@@ -61,6 +61,8 @@ export interface ServerOptions {
   workspace: string;
   config: Config;
   agents: Map<string, AgentDefinition>;
+  /** Agents whose AGENT.md is broken: their jobs fail with the error. (Default: none) */
+  brokenAgents?: ReadonlyMap<string, UserError>;
   provider: ModelProvider;
   logger: Logger;
   clock?: Clock;
@@ -226,7 +228,7 @@ export class PicklebotServer {
     return new MessageBusWorker({
       createPlatforms,
       allowedUserIds: (platform) => allowedUserIds(config, platform),
-      agents: chatAgentDirectory(config, this.#options.agents),
+      agents: chatAgentDirectory(config, this.#options.agents, this.#options.brokenAgents),
       queue: this.#queue,
       history: this.#storage.history,
       pairing: this.#storage.pairing,
@@ -316,7 +318,7 @@ export class PicklebotServer {
   }
 
   #agentWorker(workerId: string, clock: Clock, chat: ChatSenders): AgentWorker {
-    const { workspace, config, agents, provider, logger } = this.#options;
+    const { workspace, config, agents, brokenAgents, provider, logger } = this.#options;
     const history = this.#storage.history;
     const desk = new ApprovalDesk({
       store: this.#storage.approvals,
@@ -334,6 +336,7 @@ export class PicklebotServer {
       workspace,
       config,
       agents,
+      ...(brokenAgents === undefined ? {} : { brokenAgents }),
       history,
       provider,
       clock,
@@ -406,6 +409,10 @@ export class PicklebotServer {
       queue: await this.#queue.counts(),
       buses,
       outbox: await this.#storage.outbox.summary(),
+      brokenAgents: [...(this.#options.brokenAgents ?? new Map())].map(([id, error]) => ({
+        id,
+        error: error.message,
+      })),
     };
   }
 

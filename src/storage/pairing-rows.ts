@@ -52,18 +52,21 @@ export const toUser = (row: UserRow): PairedUser => ({
   approvedAt: row.approved_at,
 });
 
-/**
- * A new code for a user who has no valid one, or null when
- * {@link MAX_PENDING_PER_PLATFORM} are already pending on the platform (every adapter's rule).
- */
+/** A new code for a user who has no valid one. */
 export function newPairingRequest(
   applicant: PairingApplicant,
-  pendingOnPlatform: number,
   now: number,
   newCode: () => string,
-): PairingRequest | null {
-  if (pendingOnPlatform >= MAX_PENDING_PER_PLATFORM) return null;
+): PairingRequest {
   return { ...applicant, code: newCode(), createdAt: now, expiresAt: now + PAIRING_CODE_TTL_MS };
+}
+
+/**
+ * How many of the platform's oldest pending requests a new one replaces: enough to leave
+ * room for it under {@link MAX_PENDING_PER_PLATFORM} (every adapter's rule).
+ */
+export function requestsToReplace(pendingOnPlatform: number): number {
+  return Math.max(0, pendingOnPlatform - MAX_PENDING_PER_PLATFORM + 1);
 }
 
 /** The approval a valid request turns into. */

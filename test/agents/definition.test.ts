@@ -77,7 +77,7 @@ describe("loadAgents", () => {
   });
 
   it("has no agents when the workspace has no agents folder", () => {
-    expect(loadAgents(workspace)).toEqual({ agents: new Map(), errors: [] });
+    expect(loadAgents(workspace)).toEqual({ agents: new Map(), errors: [], broken: new Map() });
   });
 
   it("loads the agent shipped with the repository", () => {
@@ -145,6 +145,21 @@ describe("loadAgents", () => {
     expect(onlyError()).toContain(`${file}: modle: unknown key; did you mean "model"?`);
   });
 
+  it("reads web_fetch.allow_domains, and names a value that is not a domain", () => {
+    writeAgent(
+      "researcher",
+      agentText("name: R\ndescription: x\nweb_fetch:\n  allow_domains: [wikipedia.org, arxiv.org]"),
+    );
+    expect(loadAgents(workspace).agents.get("researcher")?.webFetch).toEqual({
+      allowDomains: ["wikipedia.org", "arxiv.org"],
+    });
+    writeAgent(
+      "bad",
+      agentText("name: B\ndescription: x\nweb_fetch:\n  allow_domains: [http://x.org]"),
+    );
+    expect(onlyError()).toContain("web_fetch.allow_domains[0]");
+  });
+
   it("names a missing required field", () => {
     const file = writeAgent("bad", agentText("description: x"));
     expect(onlyError()).toBe(`${file}: name: missing (expected text); add it.`);
@@ -171,6 +186,15 @@ describe("resolveAgent", () => {
     const agent = resolveAgent(new Map(), "pickle", "pickle");
     expect(agent).toMatchObject({ id: "pickle", name: "Pickle", source: "built-in" });
     expect(agent.tools).toEqual(DEFAULT_TOOLS);
+  });
+
+  it("fails closed: a broken AGENT.md of the default agent is an error, not the built-in", () => {
+    const file = writeAgent("pickle", agentText("name: Narrow\ntools: [read]"));
+    const { agents, broken } = loadAgents(workspace);
+    expect([...broken.keys()]).toEqual(["pickle"]);
+    expect(() => resolveAgent(agents, "pickle", "pickle", broken)).toThrow(
+      `agent "pickle" is broken and does not run until its definition is fixed: ${file}: description: missing`,
+    );
   });
 
   it("prefers a defined agent over the built-in one", () => {

@@ -238,10 +238,16 @@ describe("tool outcomes", () => {
       { toolUses: [{ id: "toolu_web", name: "web_fetch", input: { url: site.url } }] },
       { text: "read it" },
     );
-    await jobTurn(createToolbox(["web_fetch"]));
+    await jobTurn(createToolbox(["web_fetch"], { fetchPrivateAddresses: true }));
     expect(site.hits()).toBe(2);
     expect(await lastResultsBeforeReply()).toEqual([
-      { type: "tool_result", tool_use_id: "toolu_web", content: "fine" },
+      {
+        type: "tool_result",
+        tool_use_id: "toolu_web",
+        content: expect.stringMatching(
+          /<untrusted-content source="[^"]+">\nfine\n<\/untrusted-content>$/,
+        ),
+      },
     ]);
   }, 20_000);
 
@@ -255,9 +261,10 @@ describe("tool outcomes", () => {
     });
     const tool = actTool(async () => "acted");
     const before = Date.now();
-    const parked = (await jobTurn([...createToolbox(["web_fetch"]), tool]).catch(
-      (thrown: unknown) => thrown,
-    )) as ParkRequest;
+    const parked = (await jobTurn([
+      ...createToolbox(["web_fetch"], { fetchPrivateAddresses: true }),
+      tool,
+    ]).catch((thrown: unknown) => thrown)) as ParkRequest;
     expect(parked).toBeInstanceOf(ParkRequest);
     expect(parked.wait).toEqual({ kind: "time" });
     expect(parked.until).toBeGreaterThanOrEqual(before + 3_600_000);
@@ -266,7 +273,9 @@ describe("tool outcomes", () => {
     ]);
     // Resumed at the time: only the snoozed call runs again.
     model.script({ text: "read it" });
-    await jobTurn([...createToolbox(["web_fetch"]), tool], { finishedResults: parked.finished });
+    await jobTurn([...createToolbox(["web_fetch"], { fetchPrivateAddresses: true }), tool], {
+      finishedResults: parked.finished,
+    });
     expect(tool.runs).toBe(1);
     expect(site.hits()).toBe(2);
   });
@@ -277,7 +286,7 @@ describe("tool outcomes", () => {
       { toolUses: [{ id: "toolu_web", name: "web_fetch", input: { url: site.url } }] },
       { text: "later" },
     );
-    await jobTurn(createToolbox(["web_fetch"]), {
+    await jobTurn(createToolbox(["web_fetch"], { fetchPrivateAddresses: true }), {
       toolContext: {
         workspace: ws.dir,
         signal: new AbortController().signal,

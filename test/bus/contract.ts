@@ -104,27 +104,61 @@ export function pairingContract(
 
     it("gives a user the same 8-character code for an hour, then a new one", async () => {
       const first = await pairing.requestCode(bob, 0);
-      expect(first?.code).toMatch(/^[A-Z2-9]{8}$/);
-      expect((await pairing.requestCode(bob, HOUR - 1))?.code).toBe(first?.code);
+      expect(first.code).toMatch(/^[A-Z2-9]{8}$/);
+      expect((await pairing.requestCode(bob, HOUR - 1)).code).toBe(first.code);
       const later = await pairing.requestCode(bob, HOUR);
-      expect(later?.code).not.toBe(first?.code);
-      expect(later?.expiresAt).toBe(HOUR + PAIRING_CODE_TTL_MS);
+      expect(later.code).not.toBe(first.code);
+      expect(later.expiresAt).toBe(HOUR + PAIRING_CODE_TTL_MS);
     });
 
-    it(`hands out at most ${MAX_PENDING_PER_PLATFORM} pending codes per platform`, async () => {
+    it(`keeps at most ${MAX_PENDING_PER_PLATFORM} pending codes per platform: a flood cannot hold them`, async () => {
+      const flood = [];
       for (let n = 0; n < MAX_PENDING_PER_PLATFORM; n += 1) {
-        expect(await pairing.requestCode({ ...bob, userId: `u${n}` }, 0)).not.toBeNull();
+        flood.push(await pairing.requestCode({ ...bob, userId: `throwaway${n}` }, n));
       }
-      expect(await pairing.requestCode({ ...bob, userId: "one-too-many" }, 0)).toBeNull();
-      expect(
-        await pairing.requestCode({ ...bob, platform: "discord", userId: "d1" }, 0),
-      ).not.toBeNull();
-      expect(await pairing.requestCode({ ...bob, userId: "after-expiry" }, HOUR)).not.toBeNull();
+      // A real person asking after the flood still gets a code: the oldest is replaced.
+      const real = await pairing.requestCode({ ...bob, userId: "real" }, 10);
+      const users = (await pairing.pending(11)).map((request) => request.userId);
+      expect(users).toEqual([...flood.slice(1).map((request) => request.userId), "real"]);
+      expect(await pairing.approve(flood[0]?.code ?? "", 12)).toBeNull();
+      expect(await pairing.replacedSince(0)).toEqual([{ platform: "telegram", count: 1 }]);
+      // Other platforms have their own slots.
+      await pairing.requestCode({ ...bob, platform: "discord", userId: "d1" }, 13);
+      expect((await pairing.pending(14)).map((request) => request.userId)).toContain("real");
+      expect(await pairing.approve(real.code, 15)).toMatchObject({ userId: "real" });
+    });
+
+    it("counts replaced requests per platform, in the window asked for", async () => {
+      for (let n = 0; n < MAX_PENDING_PER_PLATFORM + 2; n += 1) {
+        await pairing.requestCode({ ...bob, userId: `t${n}` }, n * 1000);
+        await pairing.requestCode({ ...bob, platform: "discord", userId: `d${n}` }, n * 1000);
+      }
+      await pairing.requestCode({ ...bob, userId: "late" }, 9000);
+      expect(await pairing.replacedSince(0)).toEqual([
+        { platform: "discord", count: 2 },
+        { platform: "telegram", count: 3 },
+      ]);
+      expect(await pairing.replacedSince(4000)).toEqual([
+        { platform: "discord", count: 1 },
+        { platform: "telegram", count: 2 },
+      ]);
+    });
+
+    it("clears every pending code, keeping approved users", async () => {
+      const approved = await pairing.requestCode({ ...bob, userId: "friend" }, 0);
+      await pairing.approve(approved.code, 1);
+      const stale = await pairing.requestCode(bob, 2);
+      await pairing.requestCode({ ...bob, platform: "discord", userId: "d1" }, 3);
+      expect(await pairing.clear()).toBe(2);
+      expect(await pairing.pending(4)).toEqual([]);
+      expect(await pairing.approve(stale.code, 5)).toBeNull();
+      expect(await pairing.isApproved("telegram", "friend")).toBe(true);
+      expect((await pairing.requestCode(bob, 6)).code).not.toBe(stale.code);
     });
 
     it("approves by code (any case), once, and revokes; approvals survive a reopen", async () => {
       const request = await pairing.requestCode(bob, 0);
-      const code = request?.code ?? "";
+      const code = request.code;
       expect(await pairing.approve(code.toLowerCase(), 10)).toMatchObject({
         userId: "555",
         approvedAt: 10,
@@ -142,7 +176,7 @@ export function pairingContract(
 
     it("refuses an expired code", async () => {
       const request = await pairing.requestCode(bob, 0);
-      expect(await pairing.approve(request?.code ?? "", PAIRING_CODE_TTL_MS)).toBeNull();
+      expect(await pairing.approve(request.code, PAIRING_CODE_TTL_MS)).toBeNull();
     });
 
     it("lets a refusal through at most once an hour per user", async () => {

@@ -7,7 +7,13 @@ import { outboxContract, pairingContract } from "./contract.js";
 
 const skipReason = await postgresSkipReason();
 
-const TABLES = ["outbox", "pairing_requests", "paired_users", "pairing_refusals"];
+const TABLES = [
+  "outbox",
+  "pairing_requests",
+  "paired_users",
+  "pairing_refusals",
+  "pairing_replacements",
+];
 
 describe.skipIf(skipReason !== null)("chat bus stores on PostgreSQL", () => {
   const database = useMigratedDatabase("bus");

@@ -1,6 +1,9 @@
 /** `picklebot pairing` on a workspace with no server: listing, and each kind of bad input. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openStorage } from "../../src/storage/index.js";
 import { runCli } from "../helpers/cli.js";
+import { TestClock } from "../helpers/clock.js";
+import { testConfig } from "../helpers/config.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 let ws: TempWorkspace;
@@ -27,7 +30,64 @@ describe("picklebot pairing", () => {
     expect(JSON.parse((await pairing("list", "--json")).stdout)).toEqual({
       pending: [],
       approved: [],
+      replaced: [],
     });
+  });
+
+  it("escapes a display name's control characters and line feeds: one line per user", async () => {
+    const storage = await openStorage(testConfig(ws.dir), new TestClock());
+    const hostile = "\x1b]0;pwned\x07\x1b[2JEve\napproved user 666 (owner)";
+    await storage.pairing.requestCode(
+      { platform: "telegram", userId: "13", userName: hostile, chatId: "13" },
+      Date.now(),
+    );
+    await storage.pairing.requestCode(
+      { platform: "telegram", userId: "14", userName: "Bob", chatId: "14" },
+      Date.now(),
+    );
+    await storage.close();
+
+    const result = await pairing("list");
+    expect(result.code).toBe(0);
+    const controls = [...result.stdout].filter((char) => {
+      const code = char.charCodeAt(0);
+      return (code < 0x20 && char !== "\n") || (code >= 0x7f && code <= 0x9f);
+    });
+    expect(controls).toEqual([]);
+    const lines = result.stdout.split("\n");
+    expect(lines.filter((line) => line.includes("approved user 666"))).toEqual([
+      expect.stringMatching(
+        /^\w{8} +telegram +13 +\\x1b\]0;pwned\\x07\\x1b\[2JEve\\napproved user 666 \(owner\) /,
+      ),
+    ]);
+    expect(lines.filter((line) => line.includes(" telegram "))).toHaveLength(2);
+    expect(JSON.parse((await pairing("list", "--json")).stdout).pending[0].userName).toBe(hostile);
+  });
+
+  it("tells the owner how many requests a flood replaced, and clears every pending code", async () => {
+    const storage = await openStorage(testConfig(ws.dir), new TestClock());
+    const now = Date.now();
+    for (let n = 0; n < 5; n += 1) {
+      const applicant = { platform: "telegram" as const, userId: `${n}`, chatId: `${n}` };
+      await storage.pairing.requestCode({ ...applicant, userName: `throwaway${n}` }, now + n);
+    }
+    await storage.close();
+
+    const listed = await pairing("list");
+    expect(listed.stdout).toContain(
+      "2 pending telegram requests were replaced by newer ones in the last 24 h (at most 3 are kept)",
+    );
+    expect(listed.stdout.match(/throwaway/g)).toHaveLength(3);
+    expect(JSON.parse((await pairing("list", "--json")).stdout).replaced).toEqual([
+      { platform: "telegram", count: 2 },
+    ]);
+
+    const cleared = await pairing("clear");
+    expect(cleared.code).toBe(0);
+    expect(cleared.stdout).toBe(
+      "dropped 3 pending pairing codes; whoever writes to the bot next gets a new one\n",
+    );
+    expect((await pairing("list")).stdout).toContain("no pending pairing codes");
   });
 
   it("refuses a code that is not pending, saying how to get one", async () => {

@@ -247,6 +247,35 @@ describe("picklebot server", () => {
   });
 });
 
+describe("picklebot server with a broken AGENT.md (fail closed)", () => {
+  it("starts, fails the default agent's cron job with the error, and lists it in /healthz and status", async () => {
+    const port = await freePort();
+    ws.write("picklebot.yaml", fakeModelConfig(fake.url).replace("port: 0", `port: ${port}`));
+    ws.write("agents/pickle/AGENT.md", "---\nname: Narrow\ntools: [read]\n---\nOnly read.\n");
+    const server = await startServer(ws.dir);
+    const enqueued = await cronRun();
+    expect(await firstOutcome(server, enqueued)).toMatchObject({ outcome: "failed" });
+    const job = await jobFromCli(enqueued.id);
+    expect(job).toMatchObject({ state: "failed", attempts: 1 });
+    expect(job.lastError).toMatch(/agent "pickle" is broken .*description: missing/);
+    expect(fake.requests).toHaveLength(0);
+
+    const health = (await (await fetch(`${server.httpUrl}/healthz`)).json()) as {
+      brokenAgents: { id: string; error: string }[];
+    };
+    expect(health.brokenAgents).toEqual([
+      { id: "pickle", error: expect.stringContaining("description: missing") },
+    ]);
+    const status = JSON.parse(await cli("status", "--json"));
+    expect(status.brokenAgents).toEqual(health.brokenAgents);
+    expect(status.server.health.brokenAgents).toEqual(health.brokenAgents);
+    const text = await cli("status");
+    expect(text).toMatch(
+      /agent {6}pickle: BROKEN, its jobs fail until fixed: .*description: missing/,
+    );
+  });
+});
+
 describe("picklebot server, operated from the command line", () => {
   it("sums itself up at start-up and warns that no API key is set; jobs then fail saying so", async () => {
     ws.write("picklebot.yaml", `llm:\n  base_url: ${fake.url}\nhttp:\n  port: 0\n`);

@@ -126,6 +126,8 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     queue: { backend: options.queue ?? "memory" },
     history: { backend: "sqlite", max_messages: options.maxMessages },
     workers: { job_timeout_s: options.jobTimeoutS ?? 300 },
+    // The tests' web sites listen on 127.0.0.1, which web_fetch otherwise refuses.
+    tools: { web_fetch: { allow_private_addresses: true } },
     bindings: options.bindings,
     ...(options.botToken === undefined ? {} : { telegram: { bot_token: options.botToken } }),
   });
@@ -143,7 +145,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     logger,
     editIntervalMs: 0,
   });
-  const agents = loadAgents(ws.dir).agents;
+  const { agents, broken: brokenAgents } = loadAgents(ws.dir);
   const desk = new ApprovalDesk({
     store: storage.approvals,
     queue: storage.queue,
@@ -157,6 +159,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     workspace: ws.dir,
     config,
     agents,
+    brokenAgents,
     history: storage.history,
     provider: createAnthropicProvider({ apiKey: "test-key", baseURL: model.url, maxRetries: 0 }),
     clock,

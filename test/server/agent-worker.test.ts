@@ -248,6 +248,26 @@ describe("AgentWorker: failures", () => {
     await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the failure notice");
   });
 
+  it("fails a chat and a cron job of a broken default AGENT.md at once, with no model call", async () => {
+    const broken = "---\nname: Narrow\ntools: [read]\n---\nOnly read.\n";
+    await startCore({ files: { "agents/pickle/AGENT.md": broken } });
+    core.start();
+    const chat = await core.enqueue("hello");
+    const cron = await core.enqueue("daily summary", {
+      mode: "job",
+      sessionKey: "cron:daily:1",
+      replyTo: { kind: "silent" },
+    });
+    for (const job of [chat, cron]) {
+      const failed = await core.waitForJob(job.id, isFailed);
+      expect(failed.attempts).toBe(1);
+      expect(failed.lastError).toMatch(/agent "pickle" is broken .*description: missing/);
+    }
+    expect(core.model.requests).toHaveLength(0);
+    await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the failure notice");
+    expect(core.platform.texts(CHAT_ID)[0]).toContain('agent "pickle" is broken');
+  });
+
   it("rides out an outage longer than max_attempts would: one notice, then the answer", async () => {
     await startCore();
     const overloaded = { error: { status: 529, message: "Overloaded" } };

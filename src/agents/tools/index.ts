@@ -53,6 +53,13 @@ export interface ToolboxOptions {
   /** Timeout of one `web_fetch`, body included. (Default: 30 000 ms) */
   fetchTimeoutMs?: number;
   /**
+   * DANGEROUS: `web_fetch` may reach loopback, private and link-local addresses
+   * (`tools.web_fetch.allow_private_addresses`, for tests). (Default: false)
+   */
+  fetchPrivateAddresses?: boolean;
+  /** The only domains `web_fetch` reaches (the agent's allow-list). (Default: any public) */
+  fetchAllowDomains?: readonly string[];
+  /**
    * Where `post_message` posts: the job's chat, through the outbox (the server), or the
    * terminal (`picklebot chat`). (Default: nowhere; the tool tells the model so)
    */
@@ -80,7 +87,12 @@ export const TOOLS = {
     shows: { field: "command", joiner: ": " },
   },
   web_fetch: {
-    create: ({ fetchTimeoutMs }) => createWebFetchTool({ timeoutMs: fetchTimeoutMs }),
+    create: ({ fetchTimeoutMs, fetchPrivateAddresses, fetchAllowDomains }) =>
+      createWebFetchTool({
+        timeoutMs: fetchTimeoutMs,
+        allowPrivate: fetchPrivateAddresses,
+        allowDomains: fetchAllowDomains,
+      }),
     shows: { field: "url", joiner: " " },
   },
   post_message: {

@@ -42,9 +42,10 @@ export interface ChatAgentDirectory {
 export function chatAgentDirectory(
   config: Pick<Config, "default_agent" | "bindings">,
   agents: ReadonlyMap<string, AgentDefinition>,
+  broken: ReadonlyMap<string, unknown> = new Map(),
 ): ChatAgentDirectory {
   const all = new Map(agents);
-  if (!all.has(config.default_agent)) {
+  if (!all.has(config.default_agent) && !broken.has(config.default_agent)) {
     all.set(config.default_agent, builtInAgent(config.default_agent));
   }
   return {

@@ -161,9 +161,7 @@ export class ChatInbox {
     if (!(await pairing.noteRefusal(platform, userId, now))) return;
     const request = await pairing.requestCode({ platform, userId, userName, chatId }, now);
     const intro = `Sorry, I only answer people my owner allowed. Your ${platform} user id is ${userId}.`;
-    const ask = request
-      ? ` To be let in, ask the owner to run: picklebot pairing approve ${request.code} (valid for ${PAIRING_CODE_TTL_MS / 60_000} minutes).`
-      : ` Too many people are waiting for approval right now; ask the owner to add your id to ${platform}.allowed_user_ids.`;
+    const ask = ` To be let in, ask the owner to run: picklebot pairing approve ${request.code} (valid for ${PAIRING_CODE_TTL_MS / 60_000} minutes).`;
     await this.#options.answer(message, intro + ask);
   }
 

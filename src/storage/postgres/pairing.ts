@@ -4,15 +4,17 @@
  * next message. Rows map, and codes are handed out, by the same functions as in SQLite.
  *
  * Requests of one platform are serialised by a transaction-scoped advisory lock, so two
- * processes never hand out more than {@link MAX_PENDING_PER_PLATFORM} codes between them.
+ * processes never keep more than {@link MAX_PENDING_PER_PLATFORM} codes between them.
  */
 import type pg from "pg";
 import { normalizeCode } from "../../base/short-code.js";
 import {
   type ChatPlatformKind,
   PAIRING_CODE_TTL_MS,
+  PAIRING_REPLACEMENT_WINDOW_MS,
   type PairedUser,
   type PairingApplicant,
+  type PairingReplacements,
   type PairingRequest,
   type PairingStore,
 } from "../../ports/index.js";
@@ -21,6 +23,7 @@ import {
   newPairingCode,
   newPairingRequest,
   type RequestRow,
+  requestsToReplace,
   toRequest,
   toUser,
   type UserRow,
@@ -43,6 +46,17 @@ const SQL = {
   dropExpired: "DELETE FROM pairing_requests WHERE expires_at <= $1",
   countValid:
     "SELECT count(*)::int AS n FROM pairing_requests WHERE platform = $1 AND expires_at > $2",
+  replaceOldest: `WITH oldest AS (
+      DELETE FROM pairing_requests WHERE code IN (
+        SELECT code FROM pairing_requests WHERE platform = $1 AND expires_at > $2
+        ORDER BY created_at, code LIMIT $3)
+      RETURNING platform, user_id, user_name)
+    INSERT INTO pairing_replacements (platform, user_id, user_name, replaced_at)
+    SELECT platform, user_id, user_name, $2 FROM oldest`,
+  dropOldReplacements: "DELETE FROM pairing_replacements WHERE replaced_at < $1",
+  replacedSince: `SELECT platform, count(*)::int AS n FROM pairing_replacements
+    WHERE replaced_at >= $1 GROUP BY platform ORDER BY platform`,
+  clear: "DELETE FROM pairing_requests",
   insertRequest: `INSERT INTO pairing_requests (code, platform, user_id, user_name, chat_id, created_at, expires_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
   refuse: `INSERT INTO pairing_refusals (platform, user_id, refused_at) VALUES ($1, $2, $3)
@@ -73,7 +87,7 @@ export class PostgresPairingStore implements PairingStore {
   }
 
   // A retry after a lost COMMIT finds the code it stored: the user's valid one.
-  requestCode(applicant: PairingApplicant, now: number): Promise<PairingRequest | null> {
+  requestCode(applicant: PairingApplicant, now: number): Promise<PairingRequest> {
     const { platform, userId } = applicant;
     return retryOnDisconnect(() =>
       inTransaction(this.#pool, async (client) => {
@@ -82,12 +96,15 @@ export class PostgresPairingStore implements PairingStore {
         if (existing.rows[0]) return toRequest(existing.rows[0]);
         await client.query(SQL.dropExpired, [now]);
         const count = await client.query<{ n: number }>(SQL.countValid, [platform, now]);
-        const request = newPairingRequest(applicant, count.rows[0]?.n ?? 0, now, this.#newCode);
-        if (request) {
-          const { code, userName, chatId, createdAt, expiresAt } = request;
-          const params = [code, platform, userId, userName, chatId, createdAt, expiresAt];
-          await client.query(SQL.insertRequest, params);
+        const replace = requestsToReplace(count.rows[0]?.n ?? 0);
+        if (replace > 0) {
+          await client.query(SQL.replaceOldest, [platform, now, replace]);
+          await client.query(SQL.dropOldReplacements, [now - PAIRING_REPLACEMENT_WINDOW_MS]);
         }
+        const request = newPairingRequest(applicant, now, this.#newCode);
+        const { code, userName, chatId, createdAt, expiresAt } = request;
+        const params = [code, platform, userId, userName, chatId, createdAt, expiresAt];
+        await client.query(SQL.insertRequest, params);
         return request;
       }),
     );
@@ -96,6 +113,19 @@ export class PostgresPairingStore implements PairingStore {
   async noteRefusal(platform: ChatPlatformKind, userId: string, now: number): Promise<boolean> {
     const params = [platform, userId, now, PAIRING_CODE_TTL_MS];
     return (await queryRetrying(this.#pool, SQL.refuse, params)).rowCount === 1;
+  }
+
+  async clear(): Promise<number> {
+    return (await this.#pool.query(SQL.clear)).rowCount ?? 0;
+  }
+
+  async replacedSince(since: number): Promise<PairingReplacements[]> {
+    const { rows } = await queryRetrying<{ platform: ChatPlatformKind; n: number }>(
+      this.#pool,
+      SQL.replacedSince,
+      [since],
+    );
+    return rows.map(({ platform, n }) => ({ platform, count: n }));
   }
 
   async pending(now: number): Promise<PairingRequest[]> {

@@ -2,8 +2,10 @@ import { normalizeCode } from "../../base/short-code.js";
 import {
   type ChatPlatformKind,
   PAIRING_CODE_TTL_MS,
+  PAIRING_REPLACEMENT_WINDOW_MS,
   type PairedUser,
   type PairingApplicant,
+  type PairingReplacements,
   type PairingRequest,
   type PairingStore,
 } from "../../ports/index.js";
@@ -12,6 +14,7 @@ import {
   newPairingCode,
   newPairingRequest,
   type RequestRow,
+  requestsToReplace,
   toRequest,
   toUser,
   type UserRow,
@@ -38,6 +41,20 @@ export class SqlitePairingStore implements PairingStore {
         "SELECT COUNT(*) AS n FROM pairing_requests WHERE platform = ? AND expires_at > ?",
       ),
       dropExpired: db.prepare<[number]>("DELETE FROM pairing_requests WHERE expires_at <= ?"),
+      oldestValid: db.prepare<[string, number, number], RequestRow>(
+        "SELECT * FROM pairing_requests WHERE platform = ? AND expires_at > ? ORDER BY created_at, code LIMIT ?",
+      ),
+      dropCode: db.prepare<[string]>("DELETE FROM pairing_requests WHERE code = ?"),
+      noteReplaced: db.prepare<[string, string, string, number]>(
+        "INSERT INTO pairing_replacements (platform, user_id, user_name, replaced_at) VALUES (?, ?, ?, ?)",
+      ),
+      dropOldReplacements: db.prepare<[number]>(
+        "DELETE FROM pairing_replacements WHERE replaced_at < ?",
+      ),
+      replacedSince: db.prepare<[number], { platform: ChatPlatformKind; n: number }>(
+        "SELECT platform, COUNT(*) AS n FROM pairing_replacements WHERE replaced_at >= ? GROUP BY platform ORDER BY platform",
+      ),
+      clear: db.prepare("DELETE FROM pairing_requests"),
       insertRequest: db.prepare(
         "INSERT INTO pairing_requests (code, platform, user_id, user_name, chat_id, created_at, expires_at) VALUES (@code, @platform, @userId, @userName, @chatId, @createdAt, @expiresAt)",
       ),
@@ -70,18 +87,36 @@ export class SqlitePairingStore implements PairingStore {
     return this.#sql.approvedOne.get(platform, userId) !== undefined;
   }
 
-  async requestCode(applicant: PairingApplicant, now: number): Promise<PairingRequest | null> {
+  async requestCode(applicant: PairingApplicant, now: number): Promise<PairingRequest> {
     return this.#db
       .transaction(() => {
         const existing = this.#sql.validOfUser.get(applicant.platform, applicant.userId, now);
         if (existing) return toRequest(existing);
         this.#sql.dropExpired.run(now);
         const pending = this.#sql.countValid.get(applicant.platform, now)?.n ?? 0;
-        const request = newPairingRequest(applicant, pending, now, this.#newCode);
-        if (request) this.#sql.insertRequest.run(request);
+        this.#replaceOldest(applicant.platform, requestsToReplace(pending), now);
+        const request = newPairingRequest(applicant, now, this.#newCode);
+        this.#sql.insertRequest.run(request);
         return request;
       })
       .immediate();
+  }
+
+  #replaceOldest(platform: ChatPlatformKind, count: number, now: number): void {
+    if (count === 0) return;
+    for (const oldest of this.#sql.oldestValid.all(platform, now, count)) {
+      this.#sql.dropCode.run(oldest.code);
+      this.#sql.noteReplaced.run(platform, oldest.user_id, oldest.user_name, now);
+    }
+    this.#sql.dropOldReplacements.run(now - PAIRING_REPLACEMENT_WINDOW_MS);
+  }
+
+  async clear(): Promise<number> {
+    return this.#sql.clear.run().changes;
+  }
+
+  async replacedSince(since: number): Promise<PairingReplacements[]> {
+    return this.#sql.replacedSince.all(since).map(({ platform, n }) => ({ platform, count: n }));
   }
 
   async noteRefusal(platform: ChatPlatformKind, userId: string, now: number): Promise<boolean> {
