@@ -339,7 +339,6 @@ function approvalsSchema(tools: PolicyTools | undefined) {
     .prefault({});
 }
 
-/** `tools`: settings of individual tools (README "Security"). */
 /** Every bound agent must be one the workspace has, or `default_agent` (built in). */
 function checkBoundAgents(
   config: { default_agent: string; bindings: Array<{ agent: string }> },
