@@ -6,6 +6,7 @@ import { ToolError } from "../../base/errors.js";
 import type { Tool } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
 import { OutputCollector } from "./output-collector.js";
+import { processCgroup } from "./process-cgroup.js";
 import {
   type BashSandboxOptions,
   BWRAP_HELP,
@@ -82,7 +83,7 @@ export function createBashTool(options: BashToolOptions = {}): Tool {
       const run = await runCommand({
         ...(sandbox.kind === "none"
           ? unsandboxed(command, options.env, [`-f ${fileBlocks}`])
-          : sandboxed(command, context.workspace, sandbox, [
+          : sandboxed(command, context.workspace, sandbox, maxProcesses, [
               `-u ${maxProcesses}`,
               `-f ${fileBlocks}`,
             ])),
@@ -120,10 +121,14 @@ interface Launch {
   env: NodeJS.ProcessEnv;
   /** Set on an unsandboxed command: the value of {@link CALL_TAG} its processes inherit. */
   tag?: string;
+  /** Runs once the command and everything it started are gone. */
+  cleanup?: () => void;
 }
 
 /**
- * bash under bwrap, started with the minimal environment itself.
+ * bash under bwrap, started with the minimal environment itself. As root, where
+ * `ulimit -u` does not bind, bwrap starts inside a pids cgroup of its own (a shell joins
+ * it first, then execs bwrap, so no process escapes the limit).
  *
  * @throws ToolError saying how to install bubblewrap or opt out, when it cannot run here.
  */
@@ -131,6 +136,7 @@ function sandboxed(
   command: string,
   workspace: string,
   sandbox: BashSandboxOptions,
+  maxProcesses: number,
   limits: string[],
 ): Launch {
   const probe = probeBubblewrap(sandbox.bwrapPath);
@@ -138,10 +144,15 @@ function sandboxed(
     throw new ToolError(`bash is unavailable: ${probe.problem}. To fix it, ${BWRAP_HELP}.`);
   }
   const bash = ["bash", "-c", outerScript(limits), "bash", command];
+  const file = sandbox.bwrapPath ?? "bwrap";
+  const args = bwrapArguments(workspace, sandbox, bash);
+  const cgroup = process.getuid?.() === 0 ? processCgroup(maxProcesses, randomUUID()) : null;
+  if (!cgroup) return { file, args, env: minimalEnvironment() };
   return {
-    file: sandbox.bwrapPath ?? "bwrap",
-    args: bwrapArguments(workspace, sandbox, bash),
+    file: "/bin/sh",
+    args: ["-c", 'echo $$ > "$0" && exec "$@"', cgroup.procs, file, ...args],
     env: minimalEnvironment(),
+    cleanup: cgroup.remove,
   };
 }
 
@@ -201,6 +212,7 @@ function runCommand(options: RunOptions): Promise<CommandRun> {
       child.stderr.destroy();
       killProcessGroup(child.pid);
       if (options.tag !== undefined) killTagged(options.tag);
+      options.cleanup?.();
       resolve({ output: output.text(), exitCode, exitSignal, stoppedBy });
     };
     child.once("error", (error) => {
