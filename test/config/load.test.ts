@@ -291,6 +291,7 @@ describe("loadConfig", () => {
   it("runs bash under bubblewrap without network unless tools.bash says otherwise", () => {
     expect(loadConfig(workspace, {}).tools).toEqual({
       bash: { sandbox: "bwrap", network: false },
+      web_fetch: { allow_private_addresses: false },
     });
     writeConfig("tools:\n  bash:\n    sandbox: none\n    network: true\n");
     expect(loadConfig(workspace, {}).tools.bash).toEqual({ sandbox: "none", network: true });

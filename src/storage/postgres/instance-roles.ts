@@ -26,6 +26,7 @@ export const INSTANCE_GRANTS = {
   pairing_requests: "SELECT, INSERT, DELETE",
   paired_users: "SELECT, INSERT, UPDATE, DELETE",
   pairing_refusals: "SELECT, INSERT, UPDATE",
+  pairing_replacements: "SELECT, INSERT, DELETE",
   approval_requests: "SELECT, INSERT, UPDATE",
   approval_grants: "SELECT, INSERT, UPDATE, DELETE",
   schema_migrations: "SELECT",
