@@ -19,6 +19,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import type { AgentDefinition } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
+import { describeBashSandbox } from "../agents/tools/index.js";
 import { systemClock } from "../base/clock.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
@@ -93,6 +94,8 @@ export class PicklebotServer {
   #stopper: SessionStopper | null = null;
   /** Asks the owner about tool calls; the chat bus hands it the button presses. */
   #desk: ApprovalDesk | null = null;
+  /** {@link #bashSandbox}, once probed. */
+  #bashSandboxText: string | null = null;
   #leader: LeaderWorker | null = null;
   #heartbeat: Heartbeat | null = null;
   #registered = false;
@@ -413,7 +416,15 @@ export class PicklebotServer {
         id,
         error: error.message,
       })),
+      bash: this.#bashSandbox(),
     };
+  }
+
+  /** Which sandbox `bash` runs in, probed once (README "Security"). */
+  #bashSandbox(): string {
+    const { bash } = this.#options.config.tools;
+    this.#bashSandboxText ??= describeBashSandbox({ kind: bash.sandbox, network: bash.network });
+    return this.#bashSandboxText;
   }
 
   /**

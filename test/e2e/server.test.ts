@@ -262,7 +262,9 @@ describe("picklebot server with a broken AGENT.md (fail closed)", () => {
 
     const health = (await (await fetch(`${server.httpUrl}/healthz`)).json()) as {
       brokenAgents: { id: string; error: string }[];
+      bash: string;
     };
+    expect(health.bash).toMatch(/^bwrap \(bubblewrap [\d.]+\), network off/);
     expect(health.brokenAgents).toEqual([
       { id: "pickle", error: expect.stringContaining("description: missing") },
     ]);
