@@ -48,6 +48,8 @@ function inbox(queue: Storage["queue"] = storage.queue): ChatInbox {
       return running.has(sessionKey);
     },
     contextUsage: async () => ({ tokens: 42_000, window: 200_000 }),
+    usage: storage.usage,
+    pricing: { prices: {}, timezone: "UTC" },
     clock,
     logger: recordingLogger().logger,
   });
