@@ -3,6 +3,8 @@
 -- milliseconds. agent_id and session_key are copied from the session, so reports need no join.
 
 CREATE TABLE usage (
+  -- Insertion order: breaks ties between calls recorded in the same millisecond.
+  id bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
   session_id text NOT NULL,
   seq integer NOT NULL,
   agent_id text NOT NULL,

@@ -198,7 +198,7 @@ export class PostgresHistoryStore implements HistoryStore, UsageLedger {
   async calls(query: UsageQuery): Promise<UsageRecord[]> {
     this.#assertOpen();
     const { where, params } = usageWhere(query, (n) => `$${n}`);
-    const text = `SELECT * FROM usage WHERE ${where} ORDER BY created_at, session_id, seq`;
+    const text = `SELECT * FROM usage WHERE ${where} ORDER BY created_at, id`;
     const result = await retryOnDisconnect(() => this.#pool.query<UsageRow>(text, params));
     return result.rows.map(usageFromRow);
   }
