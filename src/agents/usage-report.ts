@@ -4,6 +4,7 @@
  * and the metrics.
  */
 import { UsageError } from "../base/errors.js";
+import { offsetAt, wallClockMs } from "../base/time-zone.js";
 import { addUsage, zeroUsage } from "../base/usage.js";
 import type { TokenUsage, UsageLedger, UsageRecord } from "../ports/index.js";
 import { costOf, type PriceTable, priceOf } from "./prices.js";
@@ -99,21 +100,11 @@ export function localDate(at: number, timezone: string): string {
 
 /** Epoch ms of the start of the day (or month) that holds `now`, in `timezone`. */
 export function periodStart(now: number, period: "day" | "month", timezone: string): number {
-  const parts = new Intl.DateTimeFormat("en-US", {
-    timeZone: timezone,
-    hourCycle: "h23",
-    year: "numeric",
-    month: "numeric",
-    day: "numeric",
-    hour: "numeric",
-    minute: "numeric",
-    second: "numeric",
-  }).formatToParts(now);
-  const part = (type: string) => Number(parts.find((p) => p.type === type)?.value ?? 0);
-  const [year, month, day] = [part("year"), part("month") - 1, part("day")];
-  const wallClock = Date.UTC(year, month, day, part("hour"), part("minute"), part("second"));
-  const offset = wallClock - (now - (now % 1000));
-  return Date.UTC(year, month, period === "day" ? day : 1) - offset;
+  const wall = new Date(wallClockMs(now, timezone));
+  const day = period === "day" ? wall.getUTCDate() : 1;
+  const startWall = Date.UTC(wall.getUTCFullYear(), wall.getUTCMonth(), day);
+  // The offset at the start may differ from now's (a DST change in between): ask again there.
+  return startWall - offsetAt(startWall - offsetAt(now, timezone), timezone);
 }
 
 const DURATION_UNITS = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
