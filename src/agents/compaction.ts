@@ -71,6 +71,8 @@ export interface CompactionOptions {
   /** Messages a request may hold (`history.max_messages`). */
   maxMessages: number;
   signal: AbortSignal;
+  /** The job compacting, recorded with the summary call in the usage ledger. (Default: none) */
+  jobId?: string;
 }
 
 /** What a compaction did. */
@@ -83,6 +85,8 @@ export interface CompactionResult {
   /** Messages the summary stands in for (0 when pruned). */
   replaced: number;
   usage: TokenUsage;
+  /** The model the summary call went to. */
+  model: string;
 }
 
 /** A compaction for people: `3 old tool outputs left out, context ~52k → ~18k tokens`. */
@@ -133,7 +137,8 @@ export async function compactSession(
     return summarise(sessionId, context, before, options);
   }
   await history.append(sessionId, prunePoint(PRUNE_KEEP_TURNS));
-  return { how: "pruned", before, after: pruned, replaced: 0, usage: zeroUsage() };
+  const { model } = options;
+  return { how: "pruned", before, after: pruned, replaced: 0, usage: zeroUsage(), model };
 }
 
 /**
@@ -180,7 +185,8 @@ async function summarise(
   const summary = textOf({ role: "assistant", content: reply.content });
   if (summary === "") throw new Error("the model's summary of the conversation was empty");
   const point = { type: "compaction" as const, summary, replaces: context.length };
-  await history.append(sessionId, { role: "user", content: [point] }, { usage: reply.usage });
+  const call = { model, jobId: options.jobId };
+  await history.append(sessionId, { role: "user", content: [point] }, { usage: reply.usage, call });
   const after = await contextSize(history, sessionId, maxMessages);
-  return { how: "summarised", before, after, replaced: context.length, usage: reply.usage };
+  return { how: "summarised", before, after, replaced: context.length, usage: reply.usage, model };
 }

@@ -95,6 +95,8 @@ export interface TurnResult {
   modelCalls: number;
   /** Tokens used by this run's model calls. */
   usage: TokenUsage;
+  /** The model those calls went to. */
+  model: string;
 }
 
 const DEFAULT_MAX_MODEL_CALLS = 25;
@@ -119,14 +121,16 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
     }
     if (last.role === "assistant") {
       const calls = toolUses(last);
-      if (calls.length === 0) return { text: textOf(last), modelCalls, usage };
+      if (calls.length === 0)
+        return { text: textOf(last), modelCalls, usage, model: options.model };
       await runTools(options, calls);
       continue;
     }
     const ending = jobEndOf(last);
     if (ending) throw new JobEnded(ending);
     if (modelCalls >= limit) {
-      return { text: `(stopped after ${limit} model calls in one turn)`, modelCalls, usage };
+      const text = `(stopped after ${limit} model calls in one turn)`;
+      return { text, modelCalls, usage, model: options.model };
     }
     modelCalls += 1;
     const reply = await callModel(options, context, budget);
@@ -178,7 +182,7 @@ async function callModel(options: TurnOptions, history: ChatMessage[], budget: R
   await options.history.append(
     options.sessionId,
     { role: "assistant", content },
-    { usage: reply.usage },
+    { usage: reply.usage, call: { model: options.model, jobId: options.toolContext.jobId } },
   );
   return reply;
 }

@@ -104,7 +104,7 @@ export class AgentRunner {
    * COMPACT_BEFORE of the agent's window, or whenever `force` is set; null when it did not.
    */
   compact(
-    request: Pick<RunRequest, "agentId" | "sessionId" | "signal">,
+    request: Pick<RunRequest, "agentId" | "sessionId" | "signal" | "jobId">,
     options: { force?: boolean } = {},
   ): Promise<CompactionResult | null> {
     return compactSession(request.sessionId, this.#compaction(request), options);
@@ -125,7 +125,7 @@ export class AgentRunner {
     return { tokens, window: this.#windowOf(model) };
   }
 
-  #compaction(request: Pick<RunRequest, "agentId" | "signal">): CompactionOptions {
+  #compaction(request: Pick<RunRequest, "agentId" | "signal" | "jobId">): CompactionOptions {
     const { history, provider, config } = this.#options;
     const agent = this.agent(request.agentId);
     return {
@@ -136,6 +136,7 @@ export class AgentRunner {
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
       maxMessages: config.history.max_messages,
       signal: request.signal,
+      ...(request.jobId === undefined ? {} : { jobId: request.jobId }),
     };
   }
 

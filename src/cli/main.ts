@@ -11,6 +11,7 @@ import { pairingCommand } from "./pairing.js";
 import { serverCommand } from "./server.js";
 import { sessionsCommand } from "./sessions.js";
 import { statusCommand } from "./status.js";
+import { usageCommand } from "./usage.js";
 
 /** Builds the `picklebot` program with every sub-command. */
 export function buildProgram(): Command {
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
     cronCommand(),
     jobsCommand(),
     statusCommand(),
+    usageCommand(),
     sessionsCommand(),
     pairingCommand(),
     approvalsCommand(),

@@ -6,6 +6,7 @@ import { Command } from "commander";
 import { formatContextUsage } from "../agents/context-budget.js";
 import { type ControlPlaneWrite, latestControlPlaneWrites } from "../agents/control-plane-log.js";
 import { describeBashSandbox } from "../agents/tools/index.js";
+import { formatUsd, type Spend, spendNow } from "../agents/usage-report.js";
 import type { InstanceRow, LeaseHolder, OutboxSummary, Session, Storage } from "../ports/index.js";
 import type { CronRow } from "../server/cron/worker.js";
 import { runningServer } from "../server/workspace-lock.js";
@@ -43,6 +44,11 @@ export function statusCommand(): Command {
             error: error.message,
           })),
           queue: await storage.queue.counts(),
+          cost: await spendNow(storage.usage, {
+            now: Date.now(),
+            timezone: config.timezone,
+            prices: config.llm.prices,
+          }),
           outbox: await storage.outbox.summary(),
           sessions: await withContextUsage(
             context,
@@ -109,6 +115,8 @@ interface Status {
   /** Agents whose AGENT.md is broken: their jobs fail until it is fixed. */
   brokenAgents: Array<{ id: string; error: string }>;
   queue: Record<string, number>;
+  /** Model calls' cost at the workspace's prices (`picklebot usage` has the details). */
+  cost: Spend;
   outbox: OutboxSummary;
   sessions: Array<Session & { context: { tokens: number; window: number } }>;
   crons: CronRow[];
@@ -126,6 +134,8 @@ function printStatus(status: Status): void {
   const queue = Object.entries(status.queue).map(([state, count]) => `${count} ${state}`);
   printLine(`queue      ${queue.join(", ")}${status.cluster ? " (whole cluster)" : ""}`);
   printLine(`outbox     ${describeOutbox(status.outbox)}`);
+  const { todayUsd, monthUsd } = status.cost;
+  printLine(`cost       ${formatUsd(todayUsd)} today, ${formatUsd(monthUsd)} this month`);
   printSessionsAndCrons(status);
   printControlPlaneWrites(status.controlPlaneWrites);
 }

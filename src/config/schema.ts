@@ -128,8 +128,16 @@ function llmSchema(env: Environment) {
       /** Tokens the model takes in one request. (Default: the model's, from a table) */
       context_window: fromText(z.int().min(8000)).optional(),
       timeout_s: fromText(z.number().positive()).default(DEFAULT_MODEL_TIMEOUT_MS / 1000),
+      /** USD per million tokens, by model id: over the built-in table (src/agents/prices.ts). */
+      prices: z.record(z.string().min(1), modelPriceSchema()).default({}),
     })
     .prefault({});
+}
+
+/** One model's `llm.prices` entry: every rate in USD per million tokens. */
+function modelPriceSchema() {
+  const rate = fromText(z.number().nonnegative().describe("USD per million tokens, 0 or more"));
+  return z.strictObject({ input: rate, output: rate, cache_read: rate, cache_write: rate });
 }
 
 function queueSchema(env: Environment) {

@@ -38,6 +38,7 @@ export interface ChatCommand {
 export const CHAT_COMMANDS = [
   { command: "new", description: "Start a new conversation" },
   { command: "status", description: "Show the agent, the conversation size and the queue" },
+  { command: "usage", description: "Show the tokens and cost of this conversation and today" },
   { command: "compact", description: "Summarise the conversation so far" },
   { command: "stop", description: "Stop the reply in progress" },
   { command: "agent", description: "List the agents; /agent NAME switches this chat to one" },

@@ -1,5 +1,5 @@
 /** The HistoryStore port: durable sessions and their messages. */
-import type { ChatMessage, TokenUsage } from "./messages.js";
+import type { ChatMessage, ModelCall, TokenUsage } from "./messages.js";
 
 /** Sessions {@link HistoryStore.listSessions} returns when the caller names no limit. */
 export const SESSION_LIST_LIMIT = 20;
@@ -25,8 +25,13 @@ export interface AppendOptions {
    * once: a second append with the same job id is ignored and returns false.
    */
   jobId?: string;
-  /** Tokens the model call that produced this message used; added to the session. */
+  /**
+   * Tokens the model call that produced this message used; added to the session and
+   * recorded in the usage ledger, in the same transaction as the message.
+   */
   usage?: TokenUsage;
+  /** The model call `usage` belongs to. (Default: model `unknown`, not batch, no job) */
+  call?: ModelCall;
 }
 
 /** Durable store of sessions and their messages. */

@@ -24,10 +24,11 @@
  * - **Instance**: one picklebot process of a cluster (distributed mode); one of them, the
  *   **leader**, runs the crons and the chat bus's receiving side.
  * - **Approval**: the owner's consent to one tool call an agent's policy asks about.
+ * - **Usage ledger**: every model call's tokens, model and job, stored with its message.
  *
  * Files: `messages` (conversation content), `history`, `queue`, `storage` (a backend's
  * stores and the checkpoint), `model`, `tool`, `frontend`, `chat` (platforms, outbox,
- * pairing), `approval` (tool-call approvals), `cron`, `cluster`, `runtime` (clock, worker).
+ * pairing), `approval` (tool-call approvals), `cron`, `cluster`, `runtime` (clock, worker), `usage` (the ledger).
  */
 export * from "./approval.js";
 export * from "./chat.js";
@@ -41,3 +42,4 @@ export * from "./queue.js";
 export * from "./runtime.js";
 export * from "./storage.js";
 export * from "./tool.js";
+export * from "./usage.js";

@@ -89,3 +89,13 @@ export interface TokenUsage {
   cacheRead: number;
   cacheWrite: number;
 }
+
+/** The model call that produced a message, as the usage ledger records it with its tokens. */
+export interface ModelCall {
+  /** The model called, as the request named it. */
+  model: string;
+  /** Sent through the Message Batches API, at the batch price. (Default: false) */
+  batch?: boolean;
+  /** The job that made the call, when a job did. (Default: none) */
+  jobId?: string;
+}

@@ -9,6 +9,7 @@ import type { CronStateStore } from "./cron.js";
 import type { HistoryStore } from "./history.js";
 import type { ChatMessage } from "./messages.js";
 import type { ClaimedJob, JobAdmin, JobQueue } from "./queue.js";
+import type { UsageLedger } from "./usage.js";
 
 /**
  * Writes a job's user message into its session and marks the job checkpointed, in one
@@ -51,6 +52,8 @@ export const DEFAULT_POOL_SIZE = 10;
 /** The storage of one workspace, opened and ready. */
 export interface Storage {
   history: HistoryStore;
+  /** The model calls recorded with the history's messages. */
+  usage: UsageLedger;
   queue: JobQueue & JobAdmin;
   cronState: CronStateStore;
   checkpoint: Checkpoint;

@@ -263,7 +263,7 @@ export class AgentWorker implements Worker {
         onToolCall: (call, summary) => reply.toolCall(call.name, summary),
       },
     });
-    metrics.countTokens(result.usage);
+    metrics.countTokens({ agentId: job.agentId, model: result.model, usage: result.usage });
     await reply.finish(result.text);
     if (!(await queue.complete(job))) {
       this.#options.logger.warn({ job: job.id }, "job finished after its lock was lost");
@@ -279,9 +279,10 @@ export class AgentWorker implements Worker {
   async #compactFirst(job: ClaimedJob, sessionId: string, signal: AbortSignal): Promise<void> {
     const { runner, metrics, logger } = this.#options;
     try {
-      const compacted = await runner.compact({ agentId: job.agentId, sessionId, signal });
+      const request = { agentId: job.agentId, sessionId, signal, jobId: job.id };
+      const compacted = await runner.compact(request);
       if (!compacted) return;
-      metrics.countTokens(compacted.usage);
+      metrics.countTokens({ agentId: job.agentId, ...compacted });
       logger.info(
         { job: job.id, session: sessionId, ...compacted, usage: undefined },
         "session compacted",
@@ -303,9 +304,9 @@ export class AgentWorker implements Worker {
     signal: AbortSignal,
   ): Promise<JobOutcome> {
     const { runner, queue, metrics } = this.#options;
-    const request = { agentId: job.agentId, sessionId, signal };
+    const request = { agentId: job.agentId, sessionId, signal, jobId: job.id };
     const compacted = await runner.compact(request, { force: true });
-    if (compacted) metrics.countTokens(compacted.usage);
+    if (compacted) metrics.countTokens({ agentId: job.agentId, ...compacted });
     const usage = formatContextUsage(await runner.contextUsage(job.agentId, sessionId));
     await reply.finish(
       compacted

@@ -1,5 +1,21 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { costOf, type PriceTable, priceOf } from "../agents/prices.js";
 import type { JobState, TokenUsage } from "../ports/index.js";
+
+/** Options of {@link ServerMetrics}. */
+export interface ServerMetricsOptions {
+  /** `llm.prices`, over the built-in table, for `picklebot_cost_usd_total`. (Default: none) */
+  prices?: PriceTable;
+}
+
+/** Model calls of one agent, as {@link ServerMetrics.countTokens} counts them. */
+export interface CountedCalls {
+  agentId: string;
+  model: string;
+  usage: TokenUsage;
+  /** Sent through the Message Batches API, at the batch price. (Default: false) */
+  batch?: boolean;
+}
 
 /** How a job attempt ended, the `outcome` label of `picklebot_jobs_processed_total`. */
 export type JobOutcome = "done" | "retry" | "failed" | "interrupted" | "parked" | "discarded";
@@ -7,6 +23,7 @@ export type JobOutcome = "done" | "retry" | "failed" | "interrupted" | "parked" 
 /** The Prometheus metrics of one server process (DESIGN §7), on their own registry. */
 export class ServerMetrics {
   readonly registry = new Registry();
+  readonly #prices: PriceTable;
   readonly jobsProcessed = new Counter({
     name: "picklebot_jobs_processed_total",
     help: "Job attempts finished, by outcome",
@@ -42,13 +59,37 @@ export class ServerMetrics {
     labelNames: ["type"] as const,
     registers: [this.registry],
   });
+  readonly tokens = new Counter({
+    name: "picklebot_tokens_total",
+    help: "Tokens used by model calls, by agent and kind (input, output, cache_read, cache_write)",
+    labelNames: ["agent", "kind"] as const,
+    registers: [this.registry],
+  });
+  readonly costUsd = new Counter({
+    name: "picklebot_cost_usd_total",
+    help: "Cost of model calls in USD at the workspace's prices, by agent",
+    labelNames: ["agent"] as const,
+    registers: [this.registry],
+  });
 
-  /** Adds one turn's token usage. */
-  countTokens(usage: TokenUsage): void {
-    this.llmTokens.inc({ type: "input" }, usage.input);
-    this.llmTokens.inc({ type: "output" }, usage.output);
-    this.llmTokens.inc({ type: "cache_read" }, usage.cacheRead);
-    this.llmTokens.inc({ type: "cache_write" }, usage.cacheWrite);
+  constructor(options: ServerMetricsOptions = {}) {
+    this.#prices = options.prices ?? {};
+  }
+
+  /** Adds the tokens and cost of model calls whose usage is known (a turn, a compaction). */
+  countTokens({ agentId, model, usage, batch = false }: CountedCalls): void {
+    const kinds = {
+      input: usage.input,
+      output: usage.output,
+      cache_read: usage.cacheRead,
+      cache_write: usage.cacheWrite,
+    };
+    for (const [kind, count] of Object.entries(kinds)) {
+      this.llmTokens.inc({ type: kind }, count);
+      this.tokens.inc({ agent: agentId, kind }, count);
+    }
+    const price = priceOf(model, this.#prices);
+    this.costUsd.inc({ agent: agentId }, price ? costOf(usage, price, batch) : 0);
   }
 
   /** Sets the queue depth gauges from the queue's counts. */

@@ -79,7 +79,7 @@ const VERSION = (
 export class PicklebotServer {
   /** `host:port` of the HTTP endpoint, or null when it is disabled. */
   httpAddress: string | null = null;
-  readonly metrics = new ServerMetrics();
+  readonly metrics: ServerMetrics;
   readonly frontends = new FrontendRegistry();
   readonly #options: ServerOptions;
   readonly #clock: Clock;
@@ -106,6 +106,7 @@ export class PicklebotServer {
 
   private constructor(options: ServerOptions, lock: WorkspaceLock | null, storage: Storage) {
     this.#options = options;
+    this.metrics = new ServerMetrics({ prices: options.config.llm.prices });
     this.#clock = options.clock ?? systemClock;
     this.#lock = lock;
     this.#storage = storage;
@@ -239,6 +240,8 @@ export class PicklebotServer {
       stopSession: (key) => stopper.stop(key),
       answerChoice: (press, platform) => this.#requireDesk().answerPress(press, platform),
       contextUsage: (agentId, sessionId) => this.#requireRunner().contextUsage(agentId, sessionId),
+      usage: this.#storage.usage,
+      pricing: { prices: config.llm.prices, timezone: config.timezone },
       clock: this.#clock,
       logger: logger.child({ worker: "bus" }),
     });

@@ -48,9 +48,16 @@ function inbox(queue: Storage["queue"] = storage.queue): ChatInbox {
       return running.has(sessionKey);
     },
     contextUsage: async () => ({ tokens: 42_000, window: 200_000 }),
+    usage: storage.usage,
+    pricing: { prices: {}, timezone: "UTC" },
     clock,
     logger: recordingLogger().logger,
   });
+}
+
+/** A stored assistant reply, for calls recorded in the usage ledger. */
+function assistantReply() {
+  return { role: "assistant" as const, content: [{ type: "text" as const, text: "ok" }] };
 }
 
 /** Starts both platforms on one inbox; resolves each pushed message once it is handled. */
@@ -200,6 +207,32 @@ describe("ChatInbox: commands", () => {
     expect(answers[0]?.text).toContain("pickle");
     expect(answers[0]?.text).toContain("1 waiting");
     expect(await storage.queue.list()).toHaveLength(2);
+  });
+
+  it("/usage sums this chat's session, and today's and this month's cost everywhere", async () => {
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/usage" });
+    expect(answers.at(-1)?.text).toBe(
+      "This conversation: no model calls yet\nToday: $0.0000; this month: $0.0000 (every chat and cron)",
+    );
+    const million = { input: 1_000_000, output: 0, cacheRead: 0, cacheWrite: 0 };
+    clock.advance(12 * 3_600_000); // 2025-01-01 12:00 UTC
+    const other = await storage.history.createSession({ key: "telegram:43", agentId: "pickle" });
+    const haiku = { model: "claude-haiku-4-5" };
+    await storage.history.append(other.id, assistantReply(), { usage: million, call: haiku });
+    clock.advance(22 * 3_600_000); // 2025-01-02 10:00 UTC
+    const chat = await storage.history.createSession({ key: "telegram:42", agentId: "pickle" });
+    const sonnet = { model: "claude-sonnet-4-5-20250929" };
+    await storage.history.append(chat.id, assistantReply(), { usage: million, call: sonnet });
+    const output = { ...million, input: 0, output: 1_000_000 };
+    const batch = { ...haiku, batch: true };
+    await storage.history.append(chat.id, assistantReply(), { usage: output, call: batch });
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/usage" });
+    expect(answers.at(-1)?.text).toBe(
+      "This conversation: 2 model calls, $5.50 (1000000 in, 1000000 out, 0 read from the cache, 0 written to it)\n" +
+        "Today: $5.50; this month: $6.50 (every chat and cron)",
+    );
+    expect(await storage.queue.list()).toEqual([]);
   });
 
   it("/stop asks to stop the chat's session, and answers either way", async () => {

@@ -110,6 +110,8 @@ describe("picklebot server", () => {
     const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
     expect(metrics).toContain('picklebot_jobs_processed_total{outcome="done"} 1');
     expect(metrics).toMatch(/picklebot_llm_tokens_total\{type="output"\} [1-9]/);
+    expect(metrics).toMatch(/picklebot_tokens_total\{agent="pickle",kind="output"\} [1-9]/);
+    expect(metrics).toMatch(/picklebot_cost_usd_total\{agent="pickle"\} 0\.\d*[1-9]/);
   });
 
   it("rides out a model call that stays rate-limited: retried without spending an attempt", async () => {

@@ -63,6 +63,12 @@ describe("picklebot sessions", () => {
       "Notes: the user asked about brine twice.",
     );
     expect(messageText(sent[0] ?? { role: "user", content: "" })).toContain("one more");
+    // The usage ledger holds every model call, the summary's too.
+    const usage = JSON.parse((await cli("usage", "--json")).stdout) as {
+      total: { calls: number };
+    };
+    expect(usage.total.calls).toBe(fake.requests.length);
+    expect(fake.requests).toHaveLength(4);
   });
 
   it("names an unknown session id", async () => {

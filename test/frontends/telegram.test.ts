@@ -84,6 +84,7 @@ describe("TelegramPlatform", () => {
     expect(fake.commands.map((entry) => entry.command)).toEqual([
       "new",
       "status",
+      "usage",
       "compact",
       "stop",
       "agent",

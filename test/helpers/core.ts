@@ -201,6 +201,8 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     stopSession: async (key) => worker.stopSession(key),
     answerChoice: (press, from) => desk.answerPress(press, from),
     contextUsage: (agentId, sessionId) => runner.contextUsage(agentId, sessionId),
+    usage: storage.usage,
+    pricing: { prices: config.llm.prices, timezone: config.timezone },
     clock,
     logger,
   });

@@ -12,6 +12,7 @@ import type {
   HistoryStore,
   Session,
   TokenUsage,
+  UsageLedger,
 } from "../../src/ports/index.js";
 import { TestClock } from "../helpers/clock.js";
 
@@ -264,6 +265,49 @@ export function historyContract(name: string, makeStore: HistoryFactory): void {
       expect(updated?.messageCount).toBe(4);
       expect(updated?.createdAt).toBe(session.createdAt);
       expect(updated?.updatedAt).toBe(session.createdAt + 10_000);
+    });
+
+    it("records each model call in the usage ledger with its message, and only those", async () => {
+      const ledger = store as HistoryStore & UsageLedger;
+      const chat = await store.createSession({ key: "telegram:7", agentId: "pickle" });
+      const cron = await store.createSession({ key: "cron:news:1", agentId: "scout" });
+      const start = clock.now();
+      await store.append(chat.id, userText("hi"), { jobId: "job-1" });
+      clock.advance(1000);
+      const call = { model: "claude-sonnet-4-5", jobId: "job-1" };
+      await store.append(chat.id, toolCalls("t1"), { usage: usage(100, 20, 5, 1), call });
+      await store.append(chat.id, toolResults("t1"));
+      clock.advance(1000);
+      const batch = { model: "claude-haiku-4-5", batch: true };
+      await store.append(cron.id, assistantText("news"), { usage: usage(7, 3, 0, 0), call: batch });
+      await store.append(chat.id, assistantText("old"), { usage: usage(1, 1, 0, 0) });
+      expect(await ledger.calls({ since: start })).toEqual([
+        {
+          at: start + 1000,
+          agentId: "pickle",
+          sessionId: chat.id,
+          sessionKey: "telegram:7",
+          jobId: "job-1",
+          model: "claude-sonnet-4-5",
+          batch: false,
+          ...usage(100, 20, 5, 1),
+        },
+        {
+          at: start + 2000,
+          agentId: "scout",
+          sessionId: cron.id,
+          sessionKey: "cron:news:1",
+          jobId: null,
+          model: "claude-haiku-4-5",
+          batch: true,
+          ...usage(7, 3, 0, 0),
+        },
+        expect.objectContaining({ at: start + 2000, model: "unknown", jobId: null }),
+      ]);
+      expect(await ledger.calls({ since: start + 1500, sessionId: chat.id })).toHaveLength(1);
+      expect(await ledger.calls({ since: start, until: start + 1500 })).toHaveLength(1);
+      const reopened = (await fixture.reopen()) as HistoryStore & UsageLedger;
+      expect(await reopened.calls({ since: start })).toHaveLength(3);
     });
 
     it("rejects an append to a session it does not have, naming the session", async () => {

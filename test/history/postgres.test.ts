@@ -11,7 +11,7 @@ describe.skipIf(skipReason !== null)("PostgresHistoryStore", () => {
   const database = useMigratedDatabase("history");
 
   historyContract("postgres", async (clock: Clock) => {
-    await database().query("TRUNCATE sessions, messages");
+    await database().query("TRUNCATE sessions, messages, usage");
     let pool = await openPostgres({ url: database().url, poolSize: 2 });
     let store = new PostgresHistoryStore({ pool, clock });
     return {

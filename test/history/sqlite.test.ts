@@ -79,6 +79,19 @@ describe("SqliteHistoryStore", () => {
     expect(store.appendSync(session.id, userText("hello"), { jobId: "job-1" })).toBe(true);
   });
 
+  it("rolls a model call's ledger row back with its message", async () => {
+    const session = store.createSessionSync({ key: "telegram:1", agentId: "pickle" });
+    const usage = { input: 10, output: 5, cacheRead: 0, cacheWrite: 0 };
+    const step = db.transaction(() => {
+      store.appendSync(session.id, assistantText("hi"), { usage, call: { model: "m" } });
+      throw new Error("killed mid-step");
+    });
+    expect(() => step.immediate()).toThrow("killed mid-step");
+    expect(await store.calls({ since: 0 })).toEqual([]);
+    store.appendSync(session.id, assistantText("hi"), { usage, call: { model: "m" } });
+    expect(await store.calls({ since: 0 })).toHaveLength(1);
+  });
+
   it("commits appendSync with the caller's transaction, once per job", async () => {
     const session = store.createSessionSync({ key: "telegram:1", agentId: "pickle" });
     const checkpoint = db.transaction(() =>

@@ -4,13 +4,15 @@
  *   sender allowed (allowed_user_ids or paired)? ── no ─► logged; at most once an hour a
  *      │                                              refusal with their id and a code
  *      yes
- *      ├─ /new, /status, /stop, /agent, /start, /help, or no text ─► answered here, no job
+ *      ├─ /new, /status, /usage, /stop, /agent, /start, /help, or no text ─► answered here, no job
  *      └─ anything else (and /compact) ─► one chat job for the chat's agent (chat-agents.ts),
  *                          session key `<platform>:<chat id>`, dedupe key
  *                          `<platform>:<message id>` (a redelivered update adds nothing)
  */
 
 import { formatContextUsage } from "../../agents/context-budget.js";
+import type { PriceTable } from "../../agents/prices.js";
+import { formatUsd, spendNow, summarizeUsage } from "../../agents/usage-report.js";
 import { chatReplyTarget } from "../../base/chat-address.js";
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
@@ -26,6 +28,7 @@ import {
   type JobTask,
   PAIRING_CODE_TTL_MS,
   type PairingStore,
+  type UsageLedger,
 } from "../../ports/index.js";
 import { isStorageUnavailable } from "../../storage/index.js";
 import { type ChatAgentDirectory, ChatAgents } from "./chat-agents.js";
@@ -45,6 +48,10 @@ export interface ChatInboxOptions {
   stopSession: (sessionKey: string) => Promise<boolean>;
   /** A session's size (estimated tokens of its next request) against its agent's window. */
   contextUsage: (agentId: string, sessionId: string) => Promise<{ tokens: number; window: number }>;
+  /** Model calls, for `/usage`. */
+  usage: UsageLedger;
+  /** Pricing of `/usage`: `llm.prices`, and the zone whose calendar day is "today". */
+  pricing: { prices: PriceTable; timezone: string };
   clock: Clock;
   logger: Logger;
 }
@@ -75,6 +82,7 @@ export class ChatInbox {
     this.#commands = {
       new: (message) => this.#newSession(message),
       status: (message) => this.#status(message),
+      usage: (message) => this.#usage(message),
       stop: (message) => this.#stop(chatSessionKey(message)),
       compact: async (message) => {
         await this.#enqueue(message, "compact");
@@ -210,5 +218,21 @@ export class ChatInbox {
     return [`Agent: ${agentId}${pinned}`, `Conversation: ${size}`, `Queue: ${queueLine}`].join(
       "\n",
     );
+  }
+
+  /** `/usage`: the chat's current session, and today's and this month's cost in all. */
+  async #usage(message: IncomingChatMessage): Promise<string> {
+    const { history, usage, pricing, clock } = this.#options;
+    const session = await history.currentSession(chatSessionKey(message));
+    const spend = await spendNow(usage, { now: clock.now(), ...pricing });
+    const everywhere = `Today: ${formatUsd(spend.todayUsd)}; this month: ${formatUsd(spend.monthUsd)} (every chat and cron)`;
+    if (!session) return `This conversation: no model calls yet\n${everywhere}`;
+    const calls = await usage.calls({ since: 0, sessionId: session.id });
+    const { total } = summarizeUsage(calls, { by: "session", ...pricing });
+    const tokens = `${total.input} in, ${total.output} out, ${total.cacheRead} read from the cache, ${total.cacheWrite} written to it`;
+    return [
+      `This conversation: ${total.calls} model calls, ${formatUsd(total.costUsd)} (${tokens})`,
+      everywhere,
+    ].join("\n");
   }
 }

@@ -33,7 +33,7 @@ import type {
 } from "../../ports/index.js";
 import { isStorageUnavailable } from "../../storage/index.js";
 import type { ChatAgentDirectory } from "./chat-agents.js";
-import { ChatInbox } from "./inbox.js";
+import { ChatInbox, type ChatInboxOptions } from "./inbox.js";
 import type { ChatSenders } from "./senders.js";
 
 /** The log message written once a platform is connected (with a `platform` field). */
@@ -61,6 +61,9 @@ export interface MessageBusWorkerOptions {
   answerChoice?: (press: IncomingChoice, platform: ChatPlatform) => Promise<void>;
   /** A session's size against its agent's window (`/status`). */
   contextUsage: (agentId: string, sessionId: string) => Promise<{ tokens: number; window: number }>;
+  /** Model calls and their pricing (`/usage`). */
+  usage: ChatInboxOptions["usage"];
+  pricing: ChatInboxOptions["pricing"];
   clock: Clock;
   logger: Logger;
 }

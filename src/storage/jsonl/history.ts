@@ -3,8 +3,12 @@
  *
  * ```
  * <dir>/index.jsonl            session events, append-only (see jsonl-index.ts)
- * <dir>/sessions/<id>.jsonl    one line per message: {"role","content","job_id","created_at"}
+ * <dir>/sessions/<id>.jsonl    one line per message: {"role","content","job_id","created_at","call"?}
  * ```
+ *
+ * `call` is the usage ledger's record of the model call that produced the message
+ * (tokens, model, batch, job): written in the message's own line, it is stored exactly
+ * when the message is.
  *
  * Every write is one `appendFileSync` of whole lines, so a crash leaves at most a torn
  * last line, which readers skip. The message is written before its index event: a crash
@@ -26,6 +30,9 @@ import {
   type HistoryStore,
   SESSION_LIST_LIMIT,
   type Session,
+  type UsageLedger,
+  type UsageQuery,
+  type UsageRecord,
 } from "../../ports/index.js";
 import { cutContext } from "../context.js";
 import { listLimit } from "../list-limit.js";
@@ -35,8 +42,9 @@ import {
   titleFromMessage,
   unknownSessionError,
 } from "../session.js";
+import { UNKNOWN_MODEL } from "../usage-row.js";
 import { appendLine, readAllLines } from "./lines.js";
-import { SessionIndex, toDiskUsage } from "./session-index.js";
+import { diskUsageSchema, fromDiskUsage, SessionIndex, toDiskUsage } from "./session-index.js";
 
 /** Options of {@link JsonlHistoryStore}. */
 export interface JsonlHistoryStoreOptions {
@@ -54,18 +62,25 @@ const contentBlockSchema = z.custom<ContentBlock>(
     typeof value === "object" && value !== null && typeof Reflect.get(value, "type") === "string",
 );
 
+const callLineSchema = diskUsageSchema.extend({
+  model: z.string(),
+  batch: z.boolean(),
+  job_id: z.string().nullable(),
+});
+
 const messageLineSchema = z.object({
   role: z.enum(["user", "assistant"]),
   content: z.array(contentBlockSchema),
   job_id: z.string().nullable(),
   created_at: z.number(),
+  call: callLineSchema.optional(),
 });
 
 /** One line of a session file. */
 type MessageLine = z.infer<typeof messageLineSchema>;
 
 /** Sessions in an append-only index, messages in one JSON Lines file per session. */
-export class JsonlHistoryStore implements HistoryStore {
+export class JsonlHistoryStore implements HistoryStore, UsageLedger {
   readonly #dir: string;
   readonly #clock: Clock;
   readonly #newId: () => string;
@@ -132,6 +147,16 @@ export class JsonlHistoryStore implements HistoryStore {
       content: message.content,
       job_id: options.jobId ?? null,
       created_at: now,
+      ...(options.usage === undefined
+        ? {}
+        : {
+            call: {
+              ...toDiskUsage(options.usage),
+              model: options.call?.model ?? UNKNOWN_MODEL,
+              batch: options.call?.batch ?? false,
+              job_id: options.call?.jobId ?? null,
+            },
+          }),
     };
     this.#createFolders();
     appendLine(this.#sessionPath(sessionId), line);
@@ -153,6 +178,33 @@ export class JsonlHistoryStore implements HistoryStore {
       (line): ChatMessage => ({ role: line.role, content: line.content }),
     );
     return cutContext(messages, maxMessages);
+  }
+
+  /** Reads the files of the sessions updated since `query.since`. */
+  async calls(query: UsageQuery): Promise<UsageRecord[]> {
+    const inRange = (at: number) =>
+      at >= query.since && (query.until === undefined || at < query.until);
+    const sessions = this.#currentIndex()
+      .list(undefined, Number.POSITIVE_INFINITY)
+      .filter((session) => session.updatedAt >= query.since)
+      .filter((session) => query.sessionId === undefined || session.id === query.sessionId);
+    const records: UsageRecord[] = [];
+    for (const session of sessions) {
+      for (const line of this.#readMessageLines(session.id)) {
+        if (!line.call || !inRange(line.created_at)) continue;
+        const { model, batch, job_id: jobId, ...tokens } = line.call;
+        const base = { at: line.created_at, agentId: session.agentId, sessionKey: session.key };
+        records.push({
+          ...base,
+          sessionId: session.id,
+          jobId,
+          model,
+          batch,
+          ...fromDiskUsage(tokens),
+        });
+      }
+    }
+    return records.sort((a, b) => a.at - b.at);
   }
 
   async close(): Promise<void> {

@@ -16,7 +16,8 @@ import type { Session, TokenUsage } from "../../ports/index.js";
 import { isSafeSessionId } from "../session.js";
 import { appendLine, readLinesFrom } from "./lines.js";
 
-const diskUsageSchema = z.object({
+/** Token usage as the index (and a message line's `call`) stores it. */
+export const diskUsageSchema = z.object({
   input: z.number(),
   output: z.number(),
   cache_read: z.number(),
@@ -128,7 +129,8 @@ export class SessionIndex {
   }
 }
 
-function fromDiskUsage(usage: DiskUsage): TokenUsage {
+/** `usage` from the index's snake_case form. */
+export function fromDiskUsage(usage: DiskUsage): TokenUsage {
   return {
     input: usage.input,
     output: usage.output,

@@ -15,6 +15,9 @@ import {
   type HistoryStore,
   SESSION_LIST_LIMIT,
   type Session,
+  type UsageLedger,
+  type UsageQuery,
+  type UsageRecord,
 } from "../../ports/index.js";
 import { cutContext, isTurnStart } from "../context.js";
 import { listLimit } from "../list-limit.js";
@@ -26,6 +29,7 @@ import {
   titleFromMessage,
   unknownSessionError,
 } from "../session.js";
+import { type UsageRow, usageColumns, usageFromRow, usageWhere } from "../usage-row.js";
 import { retryOnDisconnect } from "./database.js";
 
 /** Options of {@link PostgresHistoryStore}. */
@@ -48,14 +52,22 @@ const SQL = {
   selectSessions: `SELECT * FROM sessions ${SESSION_ORDER} LIMIT $1`,
   selectSessionsOfKey: `SELECT * FROM sessions WHERE key = $1 ${SESSION_ORDER} LIMIT $2`,
   // $1 session, $2 role, $3 content, $4 turn start, $5 job id, $6 now, $7 title,
-  // $8..$11 tokens. The session row is locked first, so concurrent appends to one session
+  // $8..$11 tokens, $12 whether to record the call in the ledger, $13 its job, $14 model,
+  // $15 batch. The session row is locked first, so concurrent appends to one session
   // number their messages one after the other; a repeated job id inserts nothing.
-  append: `WITH s AS (SELECT id, message_count FROM sessions WHERE id = $1 FOR UPDATE),
+  append: `WITH s AS (
+      SELECT id, message_count, agent_id, key FROM sessions WHERE id = $1 FOR UPDATE),
     inserted AS (
       INSERT INTO messages (session_id, seq, role, content, turn_start, job_id, created_at)
       SELECT s.id, s.message_count + 1, $2, $3, $4, $5, $6 FROM s
       ON CONFLICT (session_id, job_id) WHERE job_id IS NOT NULL DO NOTHING
-      RETURNING session_id),
+      RETURNING session_id, seq),
+    ledger AS (
+      INSERT INTO usage (session_id, seq, agent_id, session_key, job_id, model, batch,
+        input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at)
+      SELECT inserted.session_id, inserted.seq, s.agent_id, s.key, $13, $14, $15,
+        $8, $9, $10, $11, $6
+      FROM inserted, s WHERE $12::boolean),
     updated AS (
       UPDATE sessions SET title = COALESCE(title, $7), updated_at = $6,
         message_count = message_count + 1, input_tokens = input_tokens + $8,
@@ -78,7 +90,7 @@ const SQL = {
 } as const;
 
 /** Sessions and messages in PostgreSQL, shared by every process of a cluster. */
-export class PostgresHistoryStore implements HistoryStore {
+export class PostgresHistoryStore implements HistoryStore, UsageLedger {
   readonly #pool: pg.Pool;
   readonly #clock: Clock;
   readonly #newId: () => string;
@@ -161,6 +173,8 @@ export class PostgresHistoryStore implements HistoryStore {
       usage.output,
       usage.cacheRead,
       usage.cacheWrite,
+      options.usage !== undefined,
+      ...usageColumns(usage, options.call).slice(0, 3),
     ];
     const result = await client.query<{ found: number; appended: number }>(SQL.append, params);
     const row = result.rows[0];
@@ -179,6 +193,14 @@ export class PostgresHistoryStore implements HistoryStore {
     );
     const tail = result.rows.map((row) => ({ role: row.role, content: JSON.parse(row.content) }));
     return cutContext(tail, maxMessages);
+  }
+
+  async calls(query: UsageQuery): Promise<UsageRecord[]> {
+    this.#assertOpen();
+    const { where, params } = usageWhere(query, (n) => `$${n}`);
+    const text = `SELECT * FROM usage WHERE ${where} ORDER BY created_at, id`;
+    const result = await retryOnDisconnect(() => this.#pool.query<UsageRow>(text, params));
+    return result.rows.map(usageFromRow);
   }
 
   /** Marks the store closed; the pool belongs to whoever opened it. */

@@ -53,6 +53,7 @@ export async function openPostgresStorage(config: Config, clock: Clock): Promise
       : new MemoryJobQueue({ clock, defaultMaxAttempts }));
   return {
     history,
+    usage: history,
     queue,
     cronState: new PostgresCronStateStore({ pool }),
     outbox: new PostgresOutboxStore({ pool }),

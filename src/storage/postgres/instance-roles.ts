@@ -19,6 +19,7 @@ export const INSTANCE_GRANTS = {
   jobs: "SELECT, INSERT, UPDATE, DELETE",
   sessions: "SELECT, INSERT, UPDATE",
   messages: "SELECT, INSERT",
+  usage: "SELECT, INSERT",
   cron_state: "SELECT, INSERT, UPDATE",
   instances: "SELECT, INSERT, UPDATE, DELETE",
   leases: "SELECT, INSERT, UPDATE, DELETE",

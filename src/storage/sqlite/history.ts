@@ -16,6 +16,9 @@ import {
   type HistoryStore,
   SESSION_LIST_LIMIT,
   type Session,
+  type UsageLedger,
+  type UsageQuery,
+  type UsageRecord,
 } from "../../ports/index.js";
 import { cutContext, hasTurnStart } from "../context.js";
 import { listLimit } from "../list-limit.js";
@@ -27,6 +30,7 @@ import {
   titleFromMessage,
   unknownSessionError,
 } from "../session.js";
+import { type UsageRow, usageColumns, usageFromRow, usageWhere } from "../usage-row.js";
 
 /** Options of {@link SqliteHistoryStore}. */
 export interface SqliteHistoryStoreOptions {
@@ -49,10 +53,10 @@ interface MessageRow {
 const SESSION_ORDER = "ORDER BY created_at DESC, rowid DESC";
 
 /**
- * Sessions and messages in SQLite. `createSession`, `getSession`, `currentSession` and
+ * Sessions, messages and the usage ledger in SQLite. `createSession`, `getSession`, `currentSession` and
  * `append` also exist synchronously (`…Sync`), for transactions shared with the queue.
  */
-export class SqliteHistoryStore implements HistoryStore {
+export class SqliteHistoryStore implements HistoryStore, UsageLedger {
   readonly #db: Database.Database;
   readonly #clock: Clock;
   readonly #newId: () => string;
@@ -160,6 +164,15 @@ export class SqliteHistoryStore implements HistoryStore {
     return cutContext(tail, maxMessages);
   }
 
+  async calls(query: UsageQuery): Promise<UsageRecord[]> {
+    this.#assertOpen();
+    const { where, params } = usageWhere(query, () => "?");
+    const rows = this.#db
+      .prepare<unknown[], UsageRow>(`SELECT * FROM usage WHERE ${where} ORDER BY created_at, rowid`)
+      .all(...params);
+    return rows.map(usageFromRow);
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -168,8 +181,9 @@ export class SqliteHistoryStore implements HistoryStore {
 
   /** Body of {@link appendSync}; runs inside its transaction. */
   #appendInTransaction(sessionId: string, message: ChatMessage, options: AppendOptions): boolean {
-    const count = this.#sql.selectMessageCount.get(sessionId);
-    if (count === undefined) throw unknownSessionError(sessionId);
+    const session = this.#sql.selectAppendTarget.get(sessionId);
+    if (session === undefined) throw unknownSessionError(sessionId);
+    const count = session.message_count;
     const now = this.#clock.now();
     const content = JSON.stringify(message.content);
     const jobId = options.jobId ?? null;
@@ -183,6 +197,11 @@ export class SqliteHistoryStore implements HistoryStore {
     );
     if (inserted.changes === 0) return false;
     const usage = options.usage ?? zeroUsage();
+    if (options.usage !== undefined) {
+      const [job, model, batch, ...tokens] = usageColumns(usage, options.call);
+      const ledger = [sessionId, count + 1, session.agent_id, session.key, job, model] as const;
+      this.#sql.insertUsage.run(...ledger, batch ? 1 : 0, ...tokens, now);
+    }
     const title = titleFromMessage(message);
     this.#sql.updateSessionAfterAppend.run(
       title,
@@ -238,9 +257,17 @@ function prepareStatements(db: Database.Database) {
     selectSessionsOfKey: db.prepare<[string, number], SessionRow>(
       `SELECT * FROM sessions WHERE key = ? ${SESSION_ORDER} LIMIT ?`,
     ),
-    selectMessageCount: db
-      .prepare<[string], number>("SELECT message_count FROM sessions WHERE id = ?")
-      .pluck(),
+    selectAppendTarget: db.prepare<
+      [string],
+      Pick<SessionRow, "message_count" | "agent_id" | "key">
+    >("SELECT message_count, agent_id, key FROM sessions WHERE id = ?"),
+    insertUsage: db.prepare<
+      [string, number, string, string, string | null, string, number, ...number[]]
+    >(
+      `INSERT INTO usage (session_id, seq, agent_id, session_key, job_id, model, batch,
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
     insertMessage: db.prepare<[string, number, string, string, string | null, number]>(
       `INSERT INTO messages (session_id, seq, role, content, job_id, created_at)
        VALUES (?, ?, ?, ?, ?, ?)

@@ -47,6 +47,7 @@ export function openSqliteStorage(config: Config, clock: Clock): Storage {
   const queue = sqliteQueue ?? new MemoryJobQueue({ clock, defaultMaxAttempts });
   return {
     history,
+    usage: history,
     queue,
     cronState: new SqliteCronStateStore({ db }),
     checkpoint:

@@ -1,0 +1,65 @@
+/**
+ * What model calls cost: Anthropic's list prices in USD per million tokens, by model id
+ * prefix (`claude-sonnet-4-5-20250929` is priced as `claude-sonnet-4-5`), with the
+ * workspace's `llm.prices` over them. Cache writes are the 5-minute kind (1.25 × input),
+ * cache reads 0.1 × input; a batch call costs half. Checked against
+ * https://platform.claude.com/docs/en/about-claude/pricing on 2026-11-25 (README "Cost").
+ */
+import type { TokenUsage } from "../ports/index.js";
+
+/** One model's rates, USD per million tokens. */
+export interface ModelPrice {
+  input: number;
+  output: number;
+  cache_read: number;
+  cache_write: number;
+}
+
+/** Prices by model id (or id prefix), as `llm.prices` writes them. */
+export type PriceTable = Readonly<Record<string, ModelPrice>>;
+
+/** The list price of a model whose cache rates follow the usual multipliers. */
+function listPrice(input: number, output: number): ModelPrice {
+  return { input, output, cache_read: input * 0.1, cache_write: input * 1.25 };
+}
+
+/** The built-in table (see the file header for its date). */
+export const LIST_PRICES: PriceTable = {
+  "claude-opus-4": listPrice(15, 75),
+  "claude-opus-4-0": listPrice(15, 75),
+  "claude-opus-4-1": listPrice(15, 75),
+  "claude-opus-4-5": listPrice(5, 25),
+  "claude-opus-4-6": listPrice(5, 25),
+  "claude-opus-4-7": listPrice(5, 25),
+  "claude-opus-4-8": listPrice(5, 25),
+  "claude-sonnet-4": listPrice(3, 15),
+  "claude-3-7-sonnet": listPrice(3, 15),
+  "claude-haiku-4-5": listPrice(1, 5),
+  "claude-3-5-haiku": listPrice(0.8, 4),
+};
+
+/** The share of the list price a batch call pays. */
+export const BATCH_DISCOUNT = 0.5;
+
+/**
+ * The price of `model`: the overrides' entry for it, else the longest table key that is
+ * the id itself or a prefix of it followed by `-`; undefined when neither knows it.
+ */
+export function priceOf(model: string, overrides: PriceTable = {}): ModelPrice | undefined {
+  const exact = overrides[model];
+  if (exact) return exact;
+  const table = { ...LIST_PRICES, ...overrides };
+  const keys = Object.keys(table).filter((key) => model === key || model.startsWith(`${key}-`));
+  const longest = keys.sort((a, b) => b.length - a.length)[0];
+  return longest === undefined ? undefined : table[longest];
+}
+
+/** What one call cost in USD at `price`; half for a batch call. */
+export function costOf(usage: TokenUsage, price: ModelPrice, batch = false): number {
+  const perMillion =
+    usage.input * price.input +
+    usage.output * price.output +
+    usage.cacheRead * price.cache_read +
+    usage.cacheWrite * price.cache_write;
+  return (perMillion / 1_000_000) * (batch ? BATCH_DISCOUNT : 1);
+}

@@ -1,0 +1,39 @@
+/** Wall-clock time in an IANA time zone, without a date library. */
+
+/** The zone's UTC offset at `instant`, in ms (positive east of Greenwich). */
+export function offsetAt(instant: number, timeZone: string): number {
+  return wallClockMs(instant, timeZone) - instant;
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+/** What the zone's clock shows at `instant`, as epoch ms of that time read as UTC. */
+export function wallClockMs(instant: number, timeZone: string): number {
+  let formatter = formatters.get(timeZone);
+  if (formatter === undefined) {
+    formatter = new Intl.DateTimeFormat("en-US", {
+      timeZone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      minute: "numeric",
+      second: "numeric",
+    });
+    formatters.set(timeZone, formatter);
+  }
+  const parts: Record<string, number> = {};
+  for (const part of formatter.formatToParts(new Date(instant))) {
+    if (part.type !== "literal") parts[part.type] = Number(part.value);
+  }
+  const wholeSeconds = Date.UTC(
+    parts.year ?? 0,
+    (parts.month ?? 1) - 1,
+    parts.day ?? 1,
+    parts.hour ?? 0,
+    parts.minute ?? 0,
+    parts.second ?? 0,
+  );
+  return wholeSeconds + (((instant % 1000) + 1000) % 1000);
+}

@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import { priceOf } from "../../src/agents/prices.js";
+import {
+  cronIdOf,
+  parseSince,
+  periodStart,
+  summarizeUsage,
+} from "../../src/agents/usage-report.js";
+import type { UsageRecord } from "../../src/ports/index.js";
+
+function call(at: string, overrides: Partial<UsageRecord> = {}): UsageRecord {
+  return {
+    at: Date.parse(at),
+    agentId: "pickle",
+    sessionId: "s_1",
+    sessionKey: "telegram:1",
+    jobId: null,
+    model: "claude-sonnet-4-5",
+    batch: false,
+    input: 1_000_000,
+    output: 0,
+    cacheRead: 0,
+    cacheWrite: 0,
+    ...overrides,
+  };
+}
+
+describe("prices", () => {
+  it("prices a dated model id by its longest known prefix", () => {
+    expect(priceOf("claude-opus-4-20250514")?.input).toBe(15);
+    expect(priceOf("claude-opus-4-1-20250805")?.input).toBe(15);
+    expect(priceOf("claude-opus-4-5-20251101")).toEqual({
+      input: 5,
+      output: 25,
+      cache_read: 0.5,
+      cache_write: 6.25,
+    });
+    expect(priceOf("claude-sonnet-4-6")?.output).toBe(15);
+    expect(priceOf("claude-haiku-4-5-20251001")?.input).toBe(1);
+    expect(priceOf("claude-sonnetish")).toBeUndefined();
+    expect(priceOf("gpt-9")).toBeUndefined();
+  });
+
+  it("takes llm.prices over the table, for a prefix too", () => {
+    const cheap = { input: 0.5, output: 1, cache_read: 0, cache_write: 0 };
+    expect(priceOf("claude-sonnet-4-5-20250929", { "claude-sonnet-4-5": cheap })).toBe(cheap);
+    expect(priceOf("local-llama", { "local-llama": cheap })).toBe(cheap);
+  });
+});
+
+describe("summarizeUsage", () => {
+  it("groups by the calendar day of the workspace's zone", () => {
+    const calls = [call("2026-03-01T23:30:00Z"), call("2026-03-02T08:00:00Z")];
+    const berlin = summarizeUsage(calls, { by: "day", timezone: "Europe/Berlin" });
+    expect(berlin.lines.map((line) => [line.key, line.calls])).toEqual([["2026-03-02", 2]]);
+    const utc = summarizeUsage(calls, { by: "day", timezone: "UTC" });
+    expect(utc.lines.map((line) => line.key)).toEqual(["2026-03-01", "2026-03-02"]);
+    expect(utc.total).toMatchObject({ calls: 2, input: 2_000_000, costUsd: 6 });
+  });
+
+  it("names models it cannot price, at $0", () => {
+    const report = summarizeUsage([call("2026-03-01T00:00:00Z", { model: "unknown" })], {
+      by: "agent",
+      timezone: "UTC",
+    });
+    expect(report.unpriced).toEqual(["unknown"]);
+    expect(report.total.costUsd).toBe(0);
+  });
+
+  it("reads the cron id from the session key", () => {
+    expect(cronIdOf("cron:news:2026-03-01T08:00")).toBe("news");
+    expect(cronIdOf("cron:news")).toBe("news");
+    expect(cronIdOf("telegram:42")).toBeUndefined();
+  });
+});
+
+describe("periods and durations", () => {
+  it("starts today and this month at midnight in the zone", () => {
+    const now = Date.parse("2026-03-15T23:30:00Z"); // 2026-03-16 00:30 in Berlin
+    expect(new Date(periodStart(now, "day", "Europe/Berlin")).toISOString()).toBe(
+      "2026-03-15T23:00:00.000Z",
+    );
+    expect(new Date(periodStart(now, "month", "UTC")).toISOString()).toBe(
+      "2026-03-01T00:00:00.000Z",
+    );
+  });
+
+  it("parses --since, and refuses what it cannot read", () => {
+    expect(parseSince("7d", 1_000_000_000)).toBe(1_000_000_000 - 7 * 86_400_000);
+    expect(parseSince("30m", 10_000_000)).toBe(10_000_000 - 1_800_000);
+    expect(() => parseSince("7x", 0)).toThrow(/--since "7x" is not a duration/);
+    expect(() => parseSince("", 0)).toThrow(/not a duration/);
+  });
+});
