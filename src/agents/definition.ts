@@ -6,6 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { UserError } from "../base/errors.js";
+import { type BudgetLimits, budgetLimitsSchema } from "../config/budget.js";
 import { type ApprovalPolicy, approvalPolicySchema } from "../config/index.js";
 import { type CustomIssueParams, userErrorFromIssues } from "../config/issues.js";
 import { parseYaml } from "../config/load.js";
@@ -41,6 +42,8 @@ export interface AgentDefinition {
    * replaces the one of picklebot.yaml's `approvals.policy` for that tool. (Default: none)
    */
   approvals: ApprovalPolicy;
+  /** Its spending limits (front matter `budget`), besides the workspace's. (Default: none) */
+  budget?: BudgetLimits;
   /**
    * Whether its `bash` may open network connections (front matter `bash: {network}`).
    * (Default: picklebot.yaml `tools.bash.network`)
@@ -93,6 +96,7 @@ const frontMatterSchema = z.strictObject({
     .array(z.string().regex(ID_PATTERN, "an agent id (a folder name under agents/)"))
     .optional(),
   approvals: approvalPolicySchema(POLICY_TOOLS).optional(),
+  budget: budgetLimitsSchema().optional(),
   bash: z.strictObject({ network: z.boolean().optional() }).optional(),
   web_fetch: z
     .strictObject({
@@ -246,6 +250,7 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
     tools: fields.tools ? [...new Set(fields.tools)] : [...DEFAULT_TOOLS],
     ...(fields.subagents === undefined ? {} : { subagents: [...new Set(fields.subagents)] }),
     approvals: fields.approvals ?? {},
+    ...(fields.budget === undefined ? {} : { budget: fields.budget }),
     ...(fields.bash?.network === undefined ? {} : { bashNetwork: fields.bash.network }),
     ...(fields.web_fetch === undefined
       ? {}

@@ -72,6 +72,11 @@ export interface TurnOptions {
   contextWindow: number;
   /** Told the window a "prompt is too long" refusal named, when smaller than `contextWindow`. */
   onSmallerWindow?: (tokens: number) => void;
+  /**
+   * Runs before each model call of the turn; throws to stop the turn there (a budget used
+   * up: BudgetExceeded), with history valid. (Default: none)
+   */
+  beforeModelCall?: () => Promise<void>;
   /** Model calls allowed in one turn before it stops. (Default: 25) */
   maxModelCalls?: number;
   /**
@@ -132,6 +137,7 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
       const text = `(stopped after ${limit} model calls in one turn)`;
       return { text, modelCalls, usage, model: options.model };
     }
+    await options.beforeModelCall?.();
     modelCalls += 1;
     const reply = await callModel(options, context, budget);
     usage = addUsage(usage, reply.usage);

@@ -60,6 +60,8 @@ export interface AgentRunnerOptions {
    * a call is refused)
    */
   approvals?: (request: RunRequest) => ApprovalAsker | undefined;
+  /** The check before each model call of a turn: its budgets (README "Cost"). (Default: none) */
+  budget?: (request: RunRequest) => (() => Promise<void>) | undefined;
 }
 
 /** One turn to run: whose, where, and who is watching. */
@@ -207,6 +209,7 @@ export class AgentRunner {
         ...(request.jobId === undefined ? {} : { jobId: request.jobId }),
       },
       finishedResults: request.finishedResults,
+      beforeModelCall: this.#options.budget?.(request),
       secrets: secretValues(config),
       maxMessages: config.history.max_messages,
       contextWindow: this.#contextWindow(agent),

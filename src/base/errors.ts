@@ -158,6 +158,20 @@ export function describeWait(wait: JobWait): string {
 }
 
 /**
+ * A spending budget is used up (README "Cost"): no model call before `resetsAt` (epoch ms,
+ * when its period ends). The turn stops before the call, its history valid; the worker
+ * parks the job until then, or fails it (`budget.on_exceeded: refuse`).
+ */
+export class BudgetExceeded extends PicklebotError {
+  constructor(
+    message: string,
+    readonly resetsAt: number,
+  ) {
+    super(message, { retryable: false });
+  }
+}
+
+/**
  * Work was cancelled on purpose: `/stop`, Ctrl+C, a shutdown. Never retried: whoever
  * cancelled it does not want it to go on.
  */

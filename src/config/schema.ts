@@ -13,6 +13,7 @@ import {
   DEFAULT_POOL_SIZE,
 } from "../ports/index.js";
 import { approvalPolicySchema, DEFAULT_APPROVAL_TIMEOUT_S, type PolicyTools } from "./approvals.js";
+import { workspaceBudgetSchema } from "./budget.js";
 import type { CustomIssueParams } from "./issues.js";
 import { didYouMean } from "./suggest.js";
 
@@ -84,6 +85,7 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       tools: toolsSchema(),
       bindings: bindingsSchema(),
       approvals: approvalsSchema(context.tools),
+      budget: workspaceBudgetSchema(),
     })
     .superRefine((config, ctx) => {
       if (context.agentIds) checkBoundAgents(config, new Set(context.agentIds), ctx);

@@ -26,6 +26,7 @@ import type { AgentRunner } from "../agents/runner.js";
 import { nextAttemptAt, retryDelayMs } from "../base/backoff.js";
 import { deadline } from "../base/deadline.js";
 import {
+  BudgetExceeded,
   CancelledError,
   describeWait,
   isRetryable,
@@ -104,6 +105,11 @@ export interface AgentWorkerOptions {
    * checked once it is parked, since the answer may have come before. (Default: never)
    */
   waitSettled?: (wait: JobWait) => Promise<boolean>;
+  /**
+   * What a job whose budget is used up does: `park` until the period resets, or `refuse`
+   * (fail, saying why). (Default: park; `budget.on_exceeded`)
+   */
+  onBudgetExceeded?: "park" | "refuse";
 }
 
 /** A job this worker is running, and how to stop it. */
@@ -345,6 +351,14 @@ export class AgentWorker implements Worker {
   ): Promise<JobOutcome> {
     const { queue, clock, logger } = this.#options;
     if (!signal.aborted && thrown instanceof ParkRequest) return this.#park(job, reply, thrown);
+    if (
+      !signal.aborted &&
+      thrown instanceof BudgetExceeded &&
+      this.#options.onBudgetExceeded !== "refuse"
+    ) {
+      const wait = { kind: "time" as const };
+      return this.#park(job, reply, new ParkRequest(wait, thrown.resetsAt));
+    }
     if (!signal.aborted && thrown instanceof JobEnded && thrown.ending.outcome === "discard") {
       return this.#discard(job, reply, thrown.ending.message);
     }

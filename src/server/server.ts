@@ -20,6 +20,7 @@ import { join } from "node:path";
 import type { AgentDefinition } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
 import { describeBashSandbox } from "../agents/tools/index.js";
+import { chatAddressOf } from "../base/chat-address.js";
 import { systemClock } from "../base/clock.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
@@ -36,6 +37,7 @@ import type {
   JobQueue,
   Leadership,
   ModelProvider,
+  ReplyTarget,
   SessionStopper,
   Storage,
   Worker,
@@ -44,6 +46,7 @@ import { openStorage } from "../storage/index.js";
 import { defaultInstanceId } from "../storage/postgres/cluster.js";
 import { AgentWorker, JOBS_RECOVERED } from "./agent-worker.js";
 import { ApprovalDesk } from "./approvals.js";
+import { BudgetGuard } from "./budget.js";
 import { chatAgentDirectory } from "./bus/chat-agents.js";
 import { ChatSenders } from "./bus/senders.js";
 import { MessageBusWorker } from "./bus/worker.js";
@@ -96,6 +99,8 @@ export class PicklebotServer {
   #desk: ApprovalDesk | null = null;
   /** {@link #bashSandbox}, once probed. */
   #bashSandboxText: string | null = null;
+  /** Notices already logged (for jobs without a chat), by key. */
+  readonly #logged = new Set<string>();
   #leader: LeaderWorker | null = null;
   #heartbeat: Heartbeat | null = null;
   #registered = false;
@@ -338,6 +343,13 @@ export class PicklebotServer {
       logger: logger.child({ worker: "approvals" }),
     });
     this.#desk = desk;
+    const budget = new BudgetGuard({
+      ledger: this.#storage.usage,
+      config,
+      agents,
+      clock,
+      notify: (target, text, key) => this.#notice(chat, target, text, key),
+    });
     const runner = new AgentRunner({
       workspace,
       config,
@@ -354,6 +366,7 @@ export class PicklebotServer {
         timeoutMs: config.workers.subagent_timeout_s * 1000,
       }),
       approvals: (request) => desk.asker(request),
+      budget: (request) => budget.checker(request),
     });
     this.#runner = runner;
     return new AgentWorker({
@@ -374,7 +387,26 @@ export class PicklebotServer {
       metrics: this.metrics,
       stopRunning: (key) => this.#requireStopper().stop(key),
       waitSettled: (wait) => desk.isSettled(wait),
+      onBudgetExceeded: config.budget.on_exceeded,
     });
+  }
+
+  /**
+   * A notice for the owner, once per key: into the target's chat through the outbox
+   * (whose dedupe key makes it once), or, for a job without a chat, to the log once per
+   * process.
+   */
+  async #notice(
+    chat: ChatSenders,
+    target: ReplyTarget | undefined,
+    text: string,
+    key: string,
+  ): Promise<void> {
+    const address = target ? chatAddressOf(target) : null;
+    if (address) return chat.submit(address.platform, address.chatId, text, key);
+    if (this.#logged.has(key)) return;
+    this.#logged.add(key);
+    this.#options.logger.warn({ notice: key }, text);
   }
 
   #requireDesk(): ApprovalDesk {

@@ -140,6 +140,17 @@ describe("loadAgents", () => {
     );
   });
 
+  it("reads an agent's budget and rejects one that is not a positive amount", () => {
+    writeAgent("thrifty", agentText("name: T\ndescription: x\nbudget: {daily_usd: 1.5}"));
+    expect(loadAgents(workspace).agents.get("thrifty")?.budget).toEqual({ daily_usd: 1.5 });
+    const file = writeAgent("bad", agentText("name: B\ndescription: x\nbudget: {monthly_usd: 0}"));
+    expect(onlyError()).toMatch(
+      new RegExp(
+        `^${file.replaceAll("/", "\\/")}: budget\\.monthly_usd: expected an amount in US dollars greater than 0`,
+      ),
+    );
+  });
+
   it("rejects an unknown front-matter key with a suggestion", () => {
     const file = writeAgent("bad", agentText("name: Bad\ndescription: x\nmodle: claude"));
     expect(onlyError()).toContain(`${file}: modle: unknown key; did you mean "model"?`);

@@ -134,6 +134,17 @@ describe("loadConfig", () => {
     );
   });
 
+  it("reads budget, park by default, and names a bad amount or action", () => {
+    writeConfig("budget:\n  daily_usd: 2\n");
+    expect(loadConfig(workspace, {}).budget).toEqual({ daily_usd: 2, on_exceeded: "park" });
+    const file = writeConfig("budget:\n  daily_usd: -1\n  on_exceeded: stop\n");
+    const message = loadError().message;
+    expect(message).toContain(
+      `${file}: budget.daily_usd: expected an amount in US dollars greater than 0`,
+    );
+    expect(message).toContain('budget.on_exceeded: expected "park" or "refuse"');
+  });
+
   it("keeps $$ followed by {NAME} as the literal text", () => {
     writeConfig(`llm:\n  model: "a-$\${MODEL}"\n`);
     expect(loadConfig(workspace, {}).llm.model).toBe(`a-\${MODEL}`);

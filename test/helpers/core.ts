@@ -26,6 +26,7 @@ import {
 } from "../../src/ports/index.js";
 import { AgentWorker, type AgentWorkerOptions } from "../../src/server/agent-worker.js";
 import { ApprovalDesk } from "../../src/server/approvals.js";
+import { BudgetGuard } from "../../src/server/budget.js";
 import { chatAgentDirectory } from "../../src/server/bus/chat-agents.js";
 import { ChatSenders } from "../../src/server/bus/senders.js";
 import { MessageBusWorker } from "../../src/server/bus/worker.js";
@@ -73,6 +74,8 @@ export interface CoreOptions {
   outageBudgetS?: number;
   /** The fake model's answer when its script is empty. (Default: "ok") */
   defaultReply?: FakeReplySource;
+  /** `budget` of picklebot.yaml, as written there. (Default: none) */
+  budget?: Record<string, unknown>;
   /** `workers.agent_concurrency`. (Default: 2) */
   concurrency?: number;
   /** `bindings` of picklebot.yaml, as written there. (Default: none) */
@@ -129,6 +132,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     // The tests' web sites listen on 127.0.0.1, which web_fetch otherwise refuses.
     tools: { web_fetch: { allow_private_addresses: true } },
     bindings: options.bindings,
+    ...(options.budget ? { budget: options.budget } : {}),
     ...(options.botToken === undefined ? {} : { telegram: { bot_token: options.botToken } }),
   });
   const clock = new TestClock();
@@ -155,6 +159,15 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     clock,
     logger,
   });
+  const budget = new BudgetGuard({
+    ledger: storage.usage,
+    config,
+    agents,
+    clock,
+    notify: async (target, text, key) => {
+      if (target?.kind === "telegram") await senders.submit("telegram", target.chatId, text, key);
+    },
+  });
   const runner = new AgentRunner({
     workspace: ws.dir,
     config,
@@ -171,6 +184,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
       timeoutMs: config.workers.subagent_timeout_s * 1000,
     }),
     approvals: (request) => desk.asker(request),
+    budget: (request) => budget.checker(request),
   });
   const workerOptions: AgentWorkerOptions = {
     workerId: "worker-a",
@@ -188,6 +202,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     metrics: new ServerMetrics(),
     pollMs: 10,
     waitSettled: (wait) => desk.isSettled(wait),
+    onBudgetExceeded: config.budget.on_exceeded,
   };
   const worker = new AgentWorker(workerOptions);
   const bus = new MessageBusWorker({
