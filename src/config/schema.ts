@@ -128,6 +128,8 @@ function llmSchema(env: Environment) {
       /** Tokens the model takes in one request. (Default: the model's, from a table) */
       context_window: fromText(z.int().min(8000)).optional(),
       timeout_s: fromText(z.number().positive()).default(DEFAULT_MODEL_TIMEOUT_MS / 1000),
+      /** How long the API caches the tools and system prompt (see README "Prompt cache"). */
+      prompt_cache_ttl: z.enum(["5m", "1h"]).default("1h"),
     })
     .prefault({});
 }
