@@ -122,6 +122,21 @@ describe("fake prompt cache", () => {
     expect(hour.use(long).cache_read_input_tokens).toBe(0);
   });
 
+  it("renews a shorter entry when a longer prefix that contains it is read", () => {
+    let now = 0;
+    const cache = new FakePromptCache(() => now);
+    cache.use(body(1, { system: ONE_HOUR, last: FIVE_MIN }));
+    now = 50 * 60_000;
+    cache.use(body(3, { system: ONE_HOUR, last: FIVE_MIN }));
+    now += 1_000;
+    expect(cache.use(body(3, { system: ONE_HOUR, last: FIVE_MIN })).cache_read_input_tokens).toBe(
+      tokens(body(3)),
+    );
+    now += 59 * 60_000; // 59 min after the last read, 109 after the write
+    const fresh = body(1, { system: ONE_HOUR });
+    expect(cache.use(fresh).cache_read_input_tokens).toBe(tokens(fresh, 1));
+  });
+
   it("splits a write by the TTL of the breakpoint that ends each stretch", () => {
     const cache = new FakePromptCache(() => 0);
     const request = body(3, { system: ONE_HOUR, last: FIVE_MIN });

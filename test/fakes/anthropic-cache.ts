@@ -11,8 +11,8 @@
  *     cached: its breakpoint is ignored.
  *   - Read: from each breakpoint, the cache is looked up at that block and at each block
  *     boundary before it, {@link LOOKBACK_BLOCKS} blocks in all; the longest live prefix
- *     found at any breakpoint is read (`cache_read_input_tokens`), and reading it renews
- *     its lifetime.
+ *     found at any breakpoint is read (`cache_read_input_tokens`); reading it renews its
+ *     lifetime and that of every entry it contains (a shorter prefix it read as well).
  *   - Write: the prefix of every cacheable breakpoint past the one read is written; the
  *     tokens from the end of the read prefix to the last such breakpoint are
  *     `cache_creation_input_tokens`, each stretch counted at the TTL of the breakpoint
@@ -128,7 +128,7 @@ export class FakePromptCache {
         if (this.#live(keys[at] as string, now)) readEnd = at;
       }
     }
-    if (readEnd > 0) this.#renew(keys[readEnd] as string, now);
+    for (let end = 1; end <= readEnd; end++) this.#renew(keys[end] as string, now);
     const created = { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 };
     let writtenTo = readEnd;
     for (const { end, ttl } of breakpoints) {
@@ -153,7 +153,7 @@ export class FakePromptCache {
 
   #renew(key: string, now: number): void {
     const entry = this.#entries.get(key);
-    if (entry) entry.expires = now + CACHE_TTL_MS[entry.ttl];
+    if (entry && entry.expires > now) entry.expires = now + CACHE_TTL_MS[entry.ttl];
   }
 }
 
