@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // What conversations cost, and how much of their input the prompt cache reads: a 50-turn
 // chat with tool calls, 24 hourly runs of a cron (a fresh session each), and a chat that
-// compacts (history.max_messages 16), each run in-process through the real agent runner
+// compacts (history.max_messages 16); every third chat turn reads a file, every tenth reads
+// it in 12 parallel calls. Each is run in-process through the real agent runner
 // (loop, context builder, compaction, the Anthropic provider on the SDK) against the fake
 // Anthropic API, whose prompt cache follows the API's rules (test/fakes/anthropic-cache.ts:
 // breakpoints, 20-block lookback, 1 024-token minimum, 5-min and 1-h TTLs). Time is a test
@@ -33,7 +34,7 @@ const MINUTE = 60_000;
 
 /** The shapes, each a function of the context that runs it. */
 const SHAPES = {
-  "50-turn chat, tool call every 3rd turn": (ctx) => chat(ctx, { turns: 50 }),
+  "50-turn chat, tool calls": (ctx) => chat(ctx, { turns: 50 }),
   "24 hourly cron runs (fresh session each)": (ctx) => cron(ctx, { runs: 24 }),
   "40-turn chat that compacts (max_messages 16)": (ctx) => chat(ctx, { turns: 40, compacts: true }),
 };
@@ -142,9 +143,11 @@ async function chat({ runner, history, clock }, { turns, compacts = false }) {
     const signal = new AbortController().signal;
     if (compacts) await runner.compact({ ...request, signal });
     const text =
-      turn % 3 === 0
-        ? `turn ${turn}: please read notes.md and tell me what to buy`
-        : `turn ${turn}: ${"what else should I know about pickling cucumbers? ".repeat(3)}`;
+      turn % 10 === 0
+        ? `turn ${turn}: please read notes.md in full, all sections at once`
+        : turn % 3 === 0
+          ? `turn ${turn}: please read notes.md and tell me what to buy`
+          : `turn ${turn}: ${"what else should I know about pickling cucumbers? ".repeat(3)}`;
     await history.append(session.id, { role: "user", content: [{ type: "text", text }] });
     await runner.run({ ...request, signal });
   }
@@ -185,8 +188,13 @@ function answer(request) {
   const wantsFile = blocks.some(
     (block) => block.type === "text" && String(block.text).includes("read notes.md"),
   );
-  if (wantsFile && !answered) return { toolUses: [{ name: "read", input: { path: "notes.md" } }] };
-  return { text: `Here is what I suggest. ${"Brine, dill, vinegar, patience. ".repeat(12)}` };
+  if (!wantsFile || answered) {
+    return { text: `Here is what I suggest. ${"Brine, dill, vinegar, patience. ".repeat(12)}` };
+  }
+  // "all sections at once": 12 parallel reads, 24 blocks, past the API's 20-block lookback.
+  const calls = blocks.some((block) => String(block.text).includes("all sections")) ? 12 : 1;
+  const section = (n) => ({ name: "read", input: { path: "notes.md", offset: n * 90 } });
+  return { toolUses: Array.from({ length: calls }, (_, n) => section(n)) };
 }
 
 /** A request init rewritten to the placement of ae6135d: no 1-h TTL, no breakpoint before the last message. */
