@@ -1,7 +1,12 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { afterEach, describe, expect, it } from "vitest";
 import { type FakeAnthropic, type FakeMessagesBody, startFakeAnthropic } from "./anthropic.js";
-import { FakePromptCache, LOOKBACK_BLOCKS, promptBlocks } from "./anthropic-cache.js";
+import {
+  FakePromptCache,
+  LOOKBACK_BLOCKS,
+  minimumCacheableTokens,
+  promptBlocks,
+} from "./anthropic-cache.js";
 
 const SONNET = "claude-sonnet-4-6";
 /** About 1 250 tokens: past Sonnet's minimum of 1 024, under Haiku's 2 048. */
@@ -60,7 +65,15 @@ describe("fake prompt cache", () => {
     expect(usage.input_tokens + usage.cache_creation_input_tokens).toBe(tokens(request));
   });
 
-  it("caches nothing under the model's minimum: 1 024 tokens, 2 048 for Haiku", () => {
+  it("knows each model's minimum", () => {
+    expect(minimumCacheableTokens("claude-sonnet-4-6")).toBe(1024);
+    expect(minimumCacheableTokens("claude-opus-4-1")).toBe(1024);
+    expect(minimumCacheableTokens("claude-3-5-haiku-latest")).toBe(2048);
+    expect(minimumCacheableTokens("claude-haiku-4-5")).toBe(4096);
+    expect(minimumCacheableTokens("claude-opus-4-6")).toBe(4096);
+  });
+
+  it("caches nothing under the model's minimum: 1 024 tokens, more for Haiku", () => {
     const cache = new FakePromptCache(() => 0);
     const short: FakeMessagesBody = {
       ...body(1, { last: FIVE_MIN }),

@@ -7,7 +7,8 @@
  *     A block with `cache_control` (a breakpoint) stands for the prefix that ends with it;
  *     a request may carry at most {@link MAX_BREAKPOINTS} (more is a 400), and a 1-hour
  *     breakpoint may not come after a 5-minute one (a 400 too).
- *   - A prefix shorter than the model's minimum ({@link minimumCacheableTokens}) is never
+ *   - A prefix shorter than the model's minimum ({@link minimumCacheableTokens}: 1024
+ *     tokens for Sonnet, 2048 or 4096 for Haiku and the newest Opus) is never
  *     cached: its breakpoint is ignored.
  *   - Read: from each breakpoint, the cache is looked up at that block and at each block
  *     boundary before it, {@link LOOKBACK_BLOCKS} blocks in all; the longest live prefix
@@ -55,8 +56,13 @@ export interface PromptBlock {
   breakpoint: CacheTtl | null;
 }
 
-/** Tokens a prefix must have to be cached: 2048 for Haiku models, 1024 for the others. */
+/**
+ * Tokens a prefix must have to be cached, by model (Anthropic's table): 4096 for Opus 4.5
+ * and 4.6 and Haiku 4.5, 2048 for the older Haiku models, 1024 for the others (Sonnet 4.x,
+ * Opus 4 and 4.1, and any name the fake does not know).
+ */
 export function minimumCacheableTokens(model: string): number {
+  if (/opus-4-[56]|haiku-4-5/i.test(model)) return 4096;
   return /haiku/i.test(model) ? 2048 : 1024;
 }
 
