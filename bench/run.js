@@ -4,6 +4,7 @@
 import { cpus, totalmem } from "node:os";
 import { runBusBench } from "./bus.js";
 import { runConversationBench } from "./conversation.js";
+import { runCostBench } from "./cost.js";
 import { runOrphanBench } from "./orphans.js";
 import { runPostgresBench } from "./postgres.js";
 import { runQueueBench } from "./queue.js";
@@ -20,6 +21,11 @@ for (const platform of ["telegram", "discord"]) {
 const conversation = await runConversationBench({ turns: 300 });
 console.log("\n## A 300-turn conversation in a 200k window (`bench/conversation.js`)\n");
 console.log(conversation.markdown);
+const cost = await runCostBench();
+console.log(
+  "\n## Cost and prompt-cache share, before and after the cache placement (`bench/cost.js`)\n",
+);
+console.log(cost.markdown);
 const orphans = await runOrphanBench({ runs: 20 });
 console.log(
   "\n## Orphan recovery after kill -9: spawn to the first orphan's model call (`bench/orphans.js`)\n",

@@ -2,10 +2,20 @@
  * The Anthropic adapter of {@link ModelProvider}: one streamed Messages API call per
  * `complete()`, on the official SDK (which also does the HTTP retries: `maxRetries`).
  *
- * Every request carries three prompt-cache breakpoints: the system prompt, the last
- * tool, and the last stored block of the last message, so each call reads the previous
- * call's prefix from the cache. The current time, which changes on every call, goes
- * after the last breakpoint for the same reason. Failures become {@link ModelError}s whose `retryable` tells a
+ * Every request carries up to four prompt-cache breakpoints (the API's maximum), in the
+ * API's prompt order tools → system → messages:
+ *
+ *   last tool      the tools alone, which outlive a system prompt whose date changed;
+ *   system prompt  tools and system, shared by every session of the agent;
+ *                  both with the `prefixCacheTtl` (1 hour by default: an hourly cron or
+ *                  a chat that pauses still finds them);
+ *   the previous call's last message (the third from the end): where the previous call
+ *                  of the session wrote its prefix, so this call reads it however many
+ *                  blocks came since (the API looks only 20 blocks back from a breakpoint);
+ *   the last stored block of the last message: written for the next call (5 minutes).
+ *
+ * The current time, which changes on every call, goes after the last breakpoint, so it
+ * never invalidates a cached prefix. Failures become {@link ModelError}s whose `retryable` tells a
  * transient failure (429, 5xx, 529, network, timeout, a stream cut short) from one that
  * will fail again (400, 401, 403, 404, 413). A call aborted through `request.signal`
  * rejects with the signal's `CancelledError` or `TimeoutError` instead (see
@@ -46,7 +56,17 @@ export interface AnthropicProviderOptions {
   maxRetries?: number;
   /** The fetch the SDK uses. (Default: the global fetch) */
   fetch?: typeof fetch;
+  /**
+   * How long the API keeps the cached tools and system prompt after their last use
+   * (`llm.prompt_cache_ttl`): `1h` writes them at 2× the input price instead of 1.25×,
+   * and lets runs an hour apart read them at 0.1×. The conversation is always cached
+   * for 5 minutes. (Default: `1h`)
+   */
+  prefixCacheTtl?: PromptCacheTtl;
 }
+
+/** A prompt-cache lifetime the API offers. */
+export type PromptCacheTtl = "5m" | "1h";
 
 /** The message of the ModelError thrown when no API key is configured. */
 export const MISSING_API_KEY_MESSAGE =
@@ -58,6 +78,8 @@ const EPHEMERAL = { type: "ephemeral" } as const;
 interface ClientSettings {
   apiKey: string;
   timeoutMs: number;
+  /** The breakpoint of the tools and the system prompt. */
+  prefixCache: Anthropic.CacheControlEphemeral;
 }
 
 /** Creates a {@link ModelProvider} that calls the Anthropic Messages API. */
@@ -65,6 +87,10 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
   const settings = {
     apiKey: options.apiKey ?? "",
     timeoutMs: options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS,
+    prefixCache:
+      (options.prefixCacheTtl ?? "1h") === "1h"
+        ? { type: "ephemeral" as const, ttl: "1h" as const }
+        : EPHEMERAL,
   };
   const client = settings.apiKey === "" ? null : createClient(settings, options);
   return {
@@ -75,7 +101,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     async countTokens(request) {
       if (client === null) throw new ModelError(MISSING_API_KEY_MESSAGE, { retryable: false });
       try {
-        const counted = await client.messages.countTokens(toCountParams(request), {
+        const counted = await client.messages.countTokens(toCountParams(request, settings), {
           signal: request.signal,
         });
         return counted.input_tokens;
@@ -101,7 +127,9 @@ async function streamReply(
   request: ModelRequest,
   settings: ClientSettings,
 ): Promise<ModelReply> {
-  const stream = client.messages.stream(toMessageParams(request), { signal: request.signal });
+  const stream = client.messages.stream(toMessageParams(request, settings), {
+    signal: request.signal,
+  });
   let connected = false;
   let listenerError: { thrown: unknown } | undefined;
   stream.on("connect", () => {
@@ -130,51 +158,75 @@ async function streamReply(
 // ---------------------------------------------------------------------------------------
 // Request: our types to the SDK's, with cache breakpoints
 
-function toMessageParams(request: ModelRequest): Anthropic.MessageStreamParams {
+function toMessageParams(
+  request: ModelRequest,
+  settings: ClientSettings,
+): Anthropic.MessageStreamParams {
   return {
-    ...toCountParams(request),
+    ...toCountParams(request, settings),
     max_tokens: request.maxTokens,
-    messages: withCacheBreakpoint(request.messages, request.currentTime),
+    messages: withCacheBreakpoints(request.messages, request.currentTime),
   };
 }
 
-function toCountParams(request: TokenCountRequest): Anthropic.MessageCountTokensParams {
+function toCountParams(
+  request: TokenCountRequest,
+  { prefixCache }: ClientSettings,
+): Anthropic.MessageCountTokensParams {
   return {
     model: request.model,
     // The API rejects empty text blocks, so an empty system prompt is left out.
     ...(request.system === ""
       ? {}
-      : { system: [{ type: "text", text: request.system, cache_control: EPHEMERAL }] }),
+      : { system: [{ type: "text", text: request.system, cache_control: prefixCache }] }),
     messages: request.messages,
-    ...(request.tools.length === 0 ? {} : { tools: toTools(request.tools) }),
+    ...(request.tools.length === 0 ? {} : { tools: toTools(request.tools, prefixCache) }),
   };
 }
 
 /**
- * The messages with a cache breakpoint on the last block, then the current time as an
- * extra block that is not cached; the caller's objects stay as they were.
+ * The messages with a breakpoint on the last block of the last message and of the third
+ * from the end (the previous call's last message), then the current time as an extra
+ * block that is not cached; the caller's objects stay as they were.
  */
-function withCacheBreakpoint(
+function withCacheBreakpoints(
   messages: RequestMessage[],
   currentTime: string | undefined,
 ): Anthropic.MessageParam[] {
-  const last = messages.at(-1);
-  if (last === undefined || last.content.length === 0) return messages;
-  const content: Anthropic.ContentBlockParam[] = last.content.map((block, index) =>
-    index === last.content.length - 1 ? { ...block, cache_control: EPHEMERAL } : block,
-  );
-  if (currentTime !== undefined) {
-    content.push({ type: "text", text: `(current time: ${currentTime})` });
-  }
-  return [...messages.slice(0, -1), { role: last.role, content }];
+  if ((messages.at(-1)?.content.length ?? 0) === 0) return messages;
+  const time: Anthropic.ContentBlockParam[] =
+    currentTime === undefined ? [] : [{ type: "text", text: `(current time: ${currentTime})` }];
+  return messages.map((message, index) => {
+    if (index === messages.length - 1) {
+      return {
+        role: message.role,
+        content: [...withBreakpointOnLastBlock(message.content), ...time],
+      };
+    }
+    if (index === messages.length - 3) {
+      return { role: message.role, content: withBreakpointOnLastBlock(message.content) };
+    }
+    return message;
+  });
 }
 
-function toTools(tools: ToolSpec[]): Anthropic.Tool[] {
+function withBreakpointOnLastBlock(
+  content: RequestMessage["content"],
+): Anthropic.ContentBlockParam[] {
+  return content.map((block, index) =>
+    index === content.length - 1 ? { ...block, cache_control: EPHEMERAL } : block,
+  );
+}
+
+function toTools(
+  tools: ToolSpec[],
+  cacheControl: Anthropic.CacheControlEphemeral,
+): Anthropic.Tool[] {
   return tools.map((tool, index) => ({
     name: tool.name,
     description: tool.description,
     input_schema: { ...tool.input_schema, type: "object" },
-    ...(index === tools.length - 1 ? { cache_control: EPHEMERAL } : {}),
+    ...(index === tools.length - 1 ? { cache_control: cacheControl } : {}),
   }));
 }
 

@@ -30,6 +30,7 @@ export function providerFor(config: Config): ModelProvider {
     apiKey: config.llm.api_key,
     baseURL: config.llm.base_url,
     timeoutMs: config.llm.timeout_s * 1000,
+    prefixCacheTtl: config.llm.prompt_cache_ttl,
   });
 }
 

@@ -132,6 +132,8 @@ function llmSchema(env: Environment) {
       timeout_s: fromText(z.number().positive()).default(DEFAULT_MODEL_TIMEOUT_MS / 1000),
       /** USD per million tokens, by model id: over the built-in table (src/agents/prices.ts). */
       prices: z.record(z.string().min(1), modelPriceSchema()).default({}),
+      /** How long the API caches the tools and system prompt (see README "Prompt cache"). */
+      prompt_cache_ttl: z.enum(["5m", "1h"]).default("1h"),
     })
     .prefault({});
 }

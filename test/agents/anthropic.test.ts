@@ -10,6 +10,7 @@ import {
   type FakeAnthropic,
   type FakeMessagesBody,
   promptTokens,
+  requestAt,
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
 
@@ -132,7 +133,21 @@ describe("Anthropic provider: replies", () => {
 });
 
 describe("Anthropic provider: prompt caching", () => {
-  it("marks the system prompt, the last tool and the last message block as cacheable", async () => {
+  /** Past the 1 024-token minimum a prefix needs to be cached (Sonnet/Opus). */
+  const LONG_SYSTEM = `You are Pickle. ${"Answer briefly and kindly. ".repeat(200)}`;
+  const FIVE_MIN = { type: "ephemeral" };
+  const ONE_HOUR = { type: "ephemeral", ttl: "1h" };
+
+  /** The content blocks of every request block carrying `cache_control`, in prompt order. */
+  function breakpointsOf(body: FakeMessagesBody): Array<Record<string, unknown>> {
+    const system = Array.isArray(body.system) ? body.system : [];
+    const blocks = body.messages.flatMap((message) =>
+      Array.isArray(message.content) ? message.content : [],
+    );
+    return [...(body.tools ?? []), ...system, ...blocks].filter((block) => block.cache_control);
+  }
+
+  it("marks the last tool and the system prompt (1 h), the previous call's last message and the last block (5 min)", async () => {
     const messages: RequestMessage[] = deepFreeze([
       { role: "user", content: [{ type: "text", text: "What is in notes.md?" }] },
       {
@@ -149,35 +164,59 @@ describe("Anthropic provider: prompt caching", () => {
     ]);
     const before = structuredClone(messages);
 
-    const reply = await provider().complete(request({ messages, tools: [READ_TOOL, WRITE_TOOL] }));
+    const reply = await provider().complete(
+      request({ system: LONG_SYSTEM, messages, tools: [READ_TOOL, WRITE_TOOL] }),
+    );
 
-    const body = fake.requests[0]?.body;
-    const ephemeral = { type: "ephemeral" };
-    expect(body?.system).toEqual([
-      { type: "text", text: "You are Pickle.", cache_control: ephemeral },
+    const body = requestAt(fake, 0).body;
+    expect(body.system).toEqual([{ type: "text", text: LONG_SYSTEM, cache_control: ONE_HOUR }]);
+    expect(body.tools?.[0]).not.toHaveProperty("cache_control");
+    expect(body.tools?.[1]).toMatchObject({ name: "write", cache_control: ONE_HOUR });
+    expect(body.messages[0]?.content).toEqual([
+      { type: "text", text: "What is in notes.md?", cache_control: FIVE_MIN },
     ]);
-    expect(body?.tools?.[0]).not.toHaveProperty("cache_control");
-    expect(body?.tools?.[1]).toMatchObject({ name: "write", cache_control: ephemeral });
-    const lastContent = body?.messages.at(-1)?.content as Array<Record<string, unknown>>;
+    expect(JSON.stringify(body.messages[1])).not.toContain("cache_control");
+    const lastContent = body.messages.at(-1)?.content as Array<Record<string, unknown>>;
     expect(lastContent[0]).not.toHaveProperty("cache_control");
     expect(lastContent[1]).toEqual({
       type: "text",
       text: "Summarise it.",
-      cache_control: ephemeral,
+      cache_control: FIVE_MIN,
     });
-    expect(JSON.stringify(body?.messages.slice(0, -1))).not.toContain("cache_control");
+    expect(breakpointsOf(body)).toHaveLength(4);
     expect(messages).toEqual(before);
-    expect(reply.usage.cacheWrite).toBeGreaterThan(0);
+    expect(reply.usage.cacheWrite).toBe(promptTokens(body));
+  });
+
+  it("keeps to two message breakpoints however long the conversation, and to 5-minute ones with prefixCacheTtl 5m", async () => {
+    const messages: RequestMessage[] = Array.from({ length: 9 }, (_, index) => ({
+      role: index % 2 === 0 ? "user" : "assistant",
+      content: [{ type: "text", text: `message ${index}` }],
+    }));
+    await provider({ prefixCacheTtl: "5m" }).complete(
+      request({ system: LONG_SYSTEM, messages, tools: [READ_TOOL], currentTime: "now" }),
+    );
+    const body = requestAt(fake, 0).body;
+    const marked = breakpointsOf(body);
+    expect(marked.map((block) => block.text ?? block.name)).toEqual([
+      "read",
+      LONG_SYSTEM,
+      "message 6",
+      "message 8",
+    ]);
+    expect(
+      marked.every((block) => JSON.stringify(block.cache_control) === '{"type":"ephemeral"}'),
+    ).toBe(true);
   });
 
   it("sends the current time after the breakpoint, so the next call reads the cached prefix", async () => {
     const first: RequestMessage[] = [{ role: "user", content: [{ type: "text", text: "Hi" }] }];
     const opening = await provider().complete(
-      request({ messages: first, currentTime: "2025-06-01T08:00:00+02:00" }),
+      request({ system: LONG_SYSTEM, messages: first, currentTime: "2025-06-01T08:00:00+02:00" }),
     );
-    const lastContent = fake.requests[0]?.body.messages.at(-1)?.content;
+    const lastContent = requestAt(fake, 0).body.messages.at(-1)?.content;
     expect(lastContent).toEqual([
-      { type: "text", text: "Hi", cache_control: { type: "ephemeral" } },
+      { type: "text", text: "Hi", cache_control: FIVE_MIN },
       { type: "text", text: "(current time: 2025-06-01T08:00:00+02:00)" },
     ]);
 
@@ -187,11 +226,12 @@ describe("Anthropic provider: prompt caching", () => {
       { role: "user", content: [{ type: "text", text: "How are you?" }] },
     ];
     const next = await provider().complete(
-      request({ messages: second, currentTime: "2025-06-01T08:03:10+02:00" }),
+      request({ system: LONG_SYSTEM, messages: second, currentTime: "2025-06-01T08:03:10+02:00" }),
     );
 
     expect(opening.usage.cacheRead).toBe(0);
-    expect(next.usage.cacheRead).toBeGreaterThanOrEqual(opening.usage.cacheWrite);
+    expect(opening.usage.cacheWrite).toBeGreaterThan(1024);
+    expect(next.usage.cacheRead).toBe(opening.usage.cacheWrite);
   });
 });
 

@@ -52,6 +52,7 @@ describe("loadConfig", () => {
       context_window: undefined,
       timeout_s: 600,
       prices: {},
+      prompt_cache_ttl: "1h",
     });
     expect(config.queue).toEqual({ backend: "sqlite", url: undefined, pool_size: 10 });
     expect(config.cluster).toEqual({
@@ -178,7 +179,7 @@ describe("loadConfig", () => {
     const file = writeConfig("llm:\n  modle: claude-sonnet-4-5\n");
     expect(loadError().message).toBe(
       `${file}: llm.modle: unknown key; did you mean "model"? ` +
-        "(known keys under llm: provider, model, api_key, base_url, max_tokens, context_window, timeout_s, prices).",
+        "(known keys under llm: provider, model, api_key, base_url, max_tokens, context_window, timeout_s, prices, prompt_cache_ttl).",
     );
   });
 

@@ -14,11 +14,9 @@
  * roles, empty content) is answered with the API's 400 and its error text, recorded in
  * `refused` instead of `requests`, and consumes no scripted reply.
  *
- * Prompt caching is modelled as the API does it: the prompt is the sequence of blocks
- * tools → system → message content; a block with `cache_control` writes the prefix that
- * ends with it to the cache, and a request reads the longest prefix it shares, ending at
- * a block boundary, with one written before (`cache_read_input_tokens`). Tokens between
- * that prefix and the last breakpoint are `cache_creation_input_tokens`.
+ * Prompt caching is modelled as the API does it (see anthropic-cache.ts: breakpoints,
+ * the 20-block lookback, the minimum cacheable length, 5-minute and 1-hour TTLs on the
+ * `now` clock); a request with more than 4 breakpoints is refused as the API refuses it.
  */
 import { once } from "node:events";
 import {
@@ -28,6 +26,7 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
+import { cacheControlRefusal, FakePromptCache, promptBlocks } from "./anthropic-cache.js";
 import { refusalOf } from "./anthropic-rules.js";
 
 /** A tool call the fake model makes. */
@@ -49,6 +48,7 @@ export interface FakeUsage {
   output_tokens: number;
   cache_read_input_tokens: number;
   cache_creation_input_tokens: number;
+  cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
 }
 
 /** Replaces some of the estimated token counts. */
@@ -126,6 +126,8 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   /** The parsed JSON body. */
   body: FakeMessagesBody;
+  /** The `usage` answered (absent for an error or a hang). */
+  usage?: FakeUsage;
 }
 
 /** A request the fake refused with a 400, as the real API would have. */
@@ -149,6 +151,8 @@ export interface FakeAnthropicOptions {
    * Anthropic-compatible endpoints do. (Default: true)
    */
   countTokens?: boolean;
+  /** The clock the prompt cache's TTLs run on, in ms. (Default: `Date.now`) */
+  now?: () => number;
 }
 
 /** A running fake. */
@@ -214,7 +218,7 @@ export async function startFakeAnthropic(
   const counts: RecordedRequest[] = [];
   const defaultReply = options.defaultReply ?? { text: "ok" };
   const counter = { messages: 0, toolUses: 0 };
-  const promptCache = new Set<string>();
+  const promptCache = new FakePromptCache(options.now);
 
   const server = createServer((req, res) => {
     void handle(req, res).catch((error: unknown) => {
@@ -240,7 +244,8 @@ export async function startFakeAnthropic(
     }
     const request: RecordedRequest = { method: req.method, path, headers: req.headers, body };
     const limit = counting ? undefined : options.promptTokenLimit;
-    const refusal = refusalOf(body.messages ?? []) ?? tooLong(body, limit);
+    const refusal =
+      refusalOf(body.messages ?? []) ?? cacheControlRefusal(body) ?? tooLong(body, limit);
     if (refusal !== null) {
       refused.push({ ...request, refusal });
       sendError(res, 400, refusal);
@@ -258,7 +263,8 @@ export async function startFakeAnthropic(
     if (reply.delayMs) await sleepUnlessClosed(reply.delayMs, res);
     if (res.destroyed) return;
     counter.messages += 1;
-    answer(reply, body, res, `msg_fake_${counter.messages}`, counter, promptCache);
+    const plan = answer(reply, body, res, `msg_fake_${counter.messages}`, counter, promptCache);
+    if (plan) request.usage = plan.usage;
   }
 
   server.listen(0, "127.0.0.1");
@@ -293,17 +299,18 @@ function answer(
   res: ServerResponse,
   messageId: string,
   counter: { toolUses: number },
-  promptCache: Set<string>,
-): void {
-  if ("hang" in reply) return;
+  promptCache: FakePromptCache,
+): MessagePlan | null {
+  if ("hang" in reply) return null;
   if ("error" in reply) {
     const { status, message, retryAfterS } = reply.error;
     sendError(res, status, message ?? defaultErrorMessage(status), retryAfterS);
-    return;
+    return null;
   }
   const plan = planMessage(reply, body, messageId, counter, promptCache);
   if (body.stream === true) void streamMessage(plan, res);
   else sendPlainMessage(plan, res);
+  return plan;
 }
 
 /** What the fake will send: blocks with their pieces, and how it ends. */
@@ -329,7 +336,7 @@ function planMessage(
   body: FakeMessagesBody,
   messageId: string,
   counter: { toolUses: number },
-  promptCache: Set<string>,
+  promptCache: FakePromptCache,
 ): MessagePlan {
   const blocks: MessagePlan["blocks"] = [];
   let cutAfter: number | null = null;
@@ -358,7 +365,8 @@ function planMessage(
   }
   const outputChars = blocks.reduce((sum, block) => sum + block.pieces.join("").length, 0);
   const scripted = "usage" in reply ? reply.usage : undefined;
-  const usage = { ...estimateUsage(body, outputChars, promptCache), ...scripted };
+  const output_tokens = Math.max(1, Math.ceil(outputChars / 4));
+  const usage = { ...promptCache.use(body), output_tokens, ...scripted };
   const message = {
     id: messageId,
     type: "message",
@@ -384,58 +392,9 @@ function tooLong(body: FakeMessagesBody, limit: number | undefined): string | nu
   return tokens > limit ? `prompt is too long: ${tokens} tokens > ${limit} maximum` : null;
 }
 
-/** Input tokens of a whole prompt, as {@link estimateUsage} counts them. */
+/** Input tokens of a whole prompt, as the prompt cache (anthropic-cache.ts) counts them. */
 export function promptTokens(body: FakeMessagesBody): number {
   return Math.ceil(promptBlocks(body).reduce((sum, block) => sum + block.text.length, 0) / 4);
-}
-
-function estimateUsage(body: FakeMessagesBody, outputChars: number, cache: Set<string>): FakeUsage {
-  const blocks = promptBlocks(body);
-  const tokens = (end: number) =>
-    Math.ceil(blocks.slice(0, end).reduce((sum, block) => sum + block.text.length, 0) / 4);
-  const prefixKey = (end: number) =>
-    blocks
-      .slice(0, end)
-      .map((block) => block.text)
-      .join("\n");
-  const breakpoints = blocks.flatMap((block, index) => (block.breakpoint ? [index + 1] : []));
-  const lastBreakpoint = breakpoints.at(-1) ?? 0;
-  let readEnd = 0;
-  for (let end = lastBreakpoint; end > 0 && readEnd === 0; end--) {
-    if (cache.has(prefixKey(end))) readEnd = end;
-  }
-  for (const end of breakpoints) cache.add(prefixKey(end));
-  const writeEnd = Math.max(readEnd, lastBreakpoint);
-  return {
-    input_tokens: Math.max(1, tokens(blocks.length) - tokens(writeEnd)),
-    output_tokens: Math.max(1, Math.ceil(outputChars / 4)),
-    cache_read_input_tokens: tokens(readEnd),
-    cache_creation_input_tokens: tokens(writeEnd) - tokens(readEnd),
-  };
-}
-
-/**
- * The prompt as cacheable blocks, in the API's order. A block's text leaves out its
- * `cache_control`, so a prefix matches whichever of its blocks carried the mark.
- */
-function promptBlocks(body: FakeMessagesBody): Array<{ text: string; breakpoint: boolean }> {
-  const block = (prefix: string, { cache_control, ...rest }: Record<string, unknown>) => ({
-    text: `${prefix}${JSON.stringify(rest)}`,
-    breakpoint: cache_control !== undefined,
-  });
-  const system =
-    typeof body.system === "string" ? [{ type: "text", text: body.system }] : (body.system ?? []);
-  return [
-    ...(body.tools ?? []).map((tool) => block("tool:", tool)),
-    ...system.map((part) => block("system:", part)),
-    ...body.messages.flatMap((message, index) => {
-      const content =
-        typeof message.content === "string"
-          ? [{ type: "text", text: message.content }]
-          : message.content;
-      return content.map((part) => block(`${index}:${message.role}:`, part));
-    }),
-  ];
 }
 
 async function streamMessage(plan: MessagePlan, res: ServerResponse): Promise<void> {
