@@ -16,6 +16,8 @@ CREATE TABLE usage (
   output_tokens bigint NOT NULL,
   cache_read_tokens bigint NOT NULL,
   cache_write_tokens bigint NOT NULL,
+  -- Of cache_write_tokens, those written with the 1-hour lifetime (priced higher).
+  cache_write_1h_tokens bigint NOT NULL DEFAULT 0,
   created_at bigint NOT NULL,
   -- The message the call produced: one call per message.
   PRIMARY KEY (session_id, seq)

@@ -14,6 +14,8 @@ CREATE TABLE usage (
   output_tokens INTEGER NOT NULL,
   cache_read_tokens INTEGER NOT NULL,
   cache_write_tokens INTEGER NOT NULL,
+  -- Of cache_write_tokens, those written with the 1-hour lifetime (priced higher).
+  cache_write_1h_tokens INTEGER NOT NULL DEFAULT 0,
   created_at INTEGER NOT NULL,
   -- The message the call produced: one call per message.
   PRIMARY KEY (session_id, seq)

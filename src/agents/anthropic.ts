@@ -21,6 +21,7 @@
  * rejects with the signal's `CancelledError` or `TimeoutError` instead (see
  * {@link abortedError}), so callers can tell a cancellation from a failure.
  */
+
 import Anthropic, {
   APIConnectionError,
   APIConnectionTimeoutError,
@@ -29,6 +30,7 @@ import Anthropic, {
 } from "@anthropic-ai/sdk";
 import { abortedError, ModelError, toError } from "../base/errors.js";
 import { redactSecrets } from "../base/redact.js";
+import { oneHourWrites } from "../base/usage.js";
 import {
   DEFAULT_MODEL_TIMEOUT_MS,
   type ModelProvider,
@@ -256,6 +258,7 @@ function toModelReply(message: Anthropic.Message): ModelReply {
       output: usage.output_tokens,
       cacheRead: usage.cache_read_input_tokens ?? 0,
       cacheWrite: usage.cache_creation_input_tokens ?? 0,
+      ...oneHourWrites(usage.cache_creation?.ephemeral_1h_input_tokens),
     },
   };
 }

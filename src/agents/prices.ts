@@ -54,12 +54,20 @@ export function priceOf(model: string, overrides: PriceTable = {}): ModelPrice |
   return longest === undefined ? undefined : table[longest];
 }
 
-/** What one call cost in USD at `price`; half for a batch call. */
+/** The price of a cache write with the 1-hour lifetime: twice the input price. */
+export const ONE_HOUR_WRITE_FACTOR = 2;
+
+/**
+ * What one call cost in USD at `price`; half for a batch call. Cache writes with the
+ * 1-hour lifetime cost {@link ONE_HOUR_WRITE_FACTOR} × input, the others `cache_write`.
+ */
 export function costOf(usage: TokenUsage, price: ModelPrice, batch = false): number {
+  const oneHour = usage.cacheWrite1h ?? 0;
   const perMillion =
     usage.input * price.input +
     usage.output * price.output +
     usage.cacheRead * price.cache_read +
-    usage.cacheWrite * price.cache_write;
+    (usage.cacheWrite - oneHour) * price.cache_write +
+    oneHour * price.input * ONE_HOUR_WRITE_FACTOR;
   return (perMillion / 1_000_000) * (batch ? BATCH_DISCOUNT : 1);
 }

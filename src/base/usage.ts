@@ -16,5 +16,11 @@ export function addUsage(total: TokenUsage, more: TokenUsage): TokenUsage {
     output: total.output + more.output,
     cacheRead: total.cacheRead + more.cacheRead,
     cacheWrite: total.cacheWrite + more.cacheWrite,
+    ...oneHourWrites((total.cacheWrite1h ?? 0) + (more.cacheWrite1h ?? 0)),
   };
+}
+
+/** `cacheWrite1h` when there are any: a record without 1-hour writes does not name them. */
+export function oneHourWrites(tokens: number | null | undefined): Pick<TokenUsage, "cacheWrite1h"> {
+  return tokens ? { cacheWrite1h: tokens } : {};
 }

@@ -88,6 +88,11 @@ export interface TokenUsage {
   output: number;
   cacheRead: number;
   cacheWrite: number;
+  /**
+   * Of `cacheWrite`, the tokens written with the 1-hour lifetime, priced higher than the
+   * 5-minute kind. (Default: 0)
+   */
+  cacheWrite1h?: number;
 }
 
 /** The model call that produced a message, as the usage ledger records it with its tokens. */

@@ -1,4 +1,5 @@
 /** The `usage` table's rows (the same columns in SQLite and PostgreSQL). */
+import { oneHourWrites } from "../base/usage.js";
 import type { ModelCall, TokenUsage, UsageQuery, UsageRecord } from "../ports/index.js";
 
 /** A row of the `usage` table; `batch` is 0/1 in SQLite, a boolean in PostgreSQL. */
@@ -13,6 +14,7 @@ export interface UsageRow {
   output_tokens: number;
   cache_read_tokens: number;
   cache_write_tokens: number;
+  cache_write_1h_tokens: number;
   created_at: number;
 }
 
@@ -29,6 +31,7 @@ export function usageColumns(usage: TokenUsage, call: ModelCall | undefined) {
     usage.output,
     usage.cacheRead,
     usage.cacheWrite,
+    usage.cacheWrite1h ?? 0,
   ] as const;
 }
 
@@ -46,6 +49,7 @@ export function usageFromRow(row: UsageRow): UsageRecord {
     output: Number(row.output_tokens),
     cacheRead: Number(row.cache_read_tokens),
     cacheWrite: Number(row.cache_write_tokens),
+    ...oneHourWrites(Number(row.cache_write_1h_tokens)),
   };
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { priceOf } from "../../src/agents/prices.js";
+import { costOf, priceOf } from "../../src/agents/prices.js";
 import {
   cronIdOf,
   parseSince,
@@ -90,5 +90,21 @@ describe("periods and durations", () => {
     expect(parseSince("30m", 10_000_000)).toBe(10_000_000 - 1_800_000);
     expect(() => parseSince("7x", 0)).toThrow(/--since "7x" is not a duration/);
     expect(() => parseSince("", 0)).toThrow(/not a duration/);
+  });
+});
+
+describe("cache writes with the 1-hour lifetime", () => {
+  it("cost twice the input price, the 5-minute ones the cache_write rate", () => {
+    const price = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
+    const usage = {
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cacheWrite: 3_000_000,
+      cacheWrite1h: 1_000_000,
+    };
+    // 2 M at $3.75 and 1 M at $6.
+    expect(costOf(usage, price)).toBeCloseTo(13.5, 10);
+    expect(costOf(usage, price, true)).toBeCloseTo(6.75, 10);
   });
 });

@@ -275,7 +275,8 @@ export function historyContract(name: string, makeStore: HistoryFactory): void {
       await store.append(chat.id, userText("hi"), { jobId: "job-1" });
       clock.advance(1000);
       const call = { model: "claude-sonnet-4-5", jobId: "job-1" };
-      await store.append(chat.id, toolCalls("t1"), { usage: usage(100, 20, 5, 1), call });
+      const oneHourWrite = { ...usage(100, 20, 5, 3), cacheWrite1h: 2 };
+      await store.append(chat.id, toolCalls("t1"), { usage: oneHourWrite, call });
       await store.append(chat.id, toolResults("t1"));
       clock.advance(1000);
       const batch = { model: "claude-haiku-4-5", batch: true };
@@ -290,7 +291,7 @@ export function historyContract(name: string, makeStore: HistoryFactory): void {
           jobId: "job-1",
           model: "claude-sonnet-4-5",
           batch: false,
-          ...usage(100, 20, 5, 1),
+          ...oneHourWrite,
         },
         {
           at: start + 2000,

@@ -11,7 +11,7 @@
  */
 
 import { z } from "zod";
-import { addUsage, zeroUsage } from "../../base/usage.js";
+import { addUsage, oneHourWrites, zeroUsage } from "../../base/usage.js";
 import type { Session, TokenUsage } from "../../ports/index.js";
 import { isSafeSessionId } from "../session.js";
 import { appendLine, readLinesFrom } from "./lines.js";
@@ -22,6 +22,7 @@ export const diskUsageSchema = z.object({
   output: z.number(),
   cache_read: z.number(),
   cache_write: z.number(),
+  cache_write_1h: z.number().optional(),
 });
 
 const indexEventSchema = z.discriminatedUnion("event", [
@@ -54,6 +55,7 @@ export function toDiskUsage(usage: TokenUsage): DiskUsage {
     output: usage.output,
     cache_read: usage.cacheRead,
     cache_write: usage.cacheWrite,
+    ...(usage.cacheWrite1h ? { cache_write_1h: usage.cacheWrite1h } : {}),
   };
 }
 
@@ -136,6 +138,7 @@ export function fromDiskUsage(usage: DiskUsage): TokenUsage {
     output: usage.output,
     cacheRead: usage.cache_read,
     cacheWrite: usage.cache_write,
+    ...oneHourWrites(usage.cache_write_1h),
   };
 }
 

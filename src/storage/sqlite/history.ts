@@ -265,8 +265,9 @@ function prepareStatements(db: Database.Database) {
       [string, number, string, string, string | null, string, number, ...number[]]
     >(
       `INSERT INTO usage (session_id, seq, agent_id, session_key, job_id, model, batch,
-         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+         cache_write_1h_tokens, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertMessage: db.prepare<[string, number, string, string, string | null, number]>(
       `INSERT INTO messages (session_id, seq, role, content, job_id, created_at)
