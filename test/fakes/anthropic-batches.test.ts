@@ -123,7 +123,7 @@ describe("fake Message Batches API", () => {
       client.messages.batches.create({ requests: [item("a"), item("a")] }),
       client.messages.batches.create({ requests: [item("not valid!")] }),
       client.messages.batches.create({
-        requests: [{ ...item("s"), params: { ...item("s").params, stream: true } }],
+        requests: [{ ...item("s"), params: { ...item("s").params, stream: true } } as never],
       }),
     ];
     for (const refusal of refusals) {
