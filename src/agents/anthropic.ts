@@ -30,6 +30,7 @@ import {
   type ToolSpec,
   type ToolUseBlock,
 } from "../ports/index.js";
+import { createAnthropicBatches } from "./anthropic-batches.js";
 
 /** Options of {@link createAnthropicProvider}. */
 export interface AnthropicProviderOptions {
@@ -67,7 +68,17 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     timeoutMs: options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS,
   };
   const client = settings.apiKey === "" ? null : createClient(settings, options);
+  const batches =
+    client === null
+      ? undefined
+      : createAnthropicBatches(client, {
+          toParams: toMessageParams,
+          toReply: toModelReply,
+          toError: (thrown, signal) =>
+            toModelError(thrown, { ...settings, signal, connected: false }),
+        });
   return {
+    ...(batches === undefined ? {} : { batches }),
     async complete(request) {
       if (client === null) throw new ModelError(MISSING_API_KEY_MESSAGE, { retryable: false });
       return streamReply(client, request, settings);

@@ -128,6 +128,10 @@ function llmSchema(env: Environment) {
       /** Tokens the model takes in one request. (Default: the model's, from a table) */
       context_window: fromText(z.int().min(8000)).optional(),
       timeout_s: fromText(z.number().positive()).default(DEFAULT_MODEL_TIMEOUT_MS / 1000),
+      /** Model steps of one batch job sent through the Message Batches API; later ones at full price. */
+      batch_max_steps: fromText(z.int().min(0)).default(5),
+      /** First wait between two polls of pending batches; it doubles while none ends, to 10 min. */
+      batch_poll_s: fromText(z.number().positive()).default(30),
     })
     .prefault({});
 }

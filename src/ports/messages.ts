@@ -88,4 +88,6 @@ export interface TokenUsage {
   output: number;
   cacheRead: number;
   cacheWrite: number;
+  /** Sent through the batch API (billed at the batch price). (Default: false) */
+  batch?: boolean;
 }
