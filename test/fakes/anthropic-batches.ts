@@ -52,6 +52,13 @@ export interface FakeBatches {
    * `expired` when `expire` is set (all of them, or those whose custom_id it lists).
    */
   endBatches(options?: { expire?: true | string[] }): void;
+  /**
+   * Holds the answers of later creates (the batch is created, its answer waits) until the
+   * returned function is called: a client killed meanwhile never learns the batch's id.
+   */
+  holdCreates(): () => void;
+  /** Holds the answers of later results requests until the returned function is called. */
+  holdResults(): () => void;
 }
 
 /** What the batch routes need of the fake: one answer to one request's params. */
@@ -65,6 +72,20 @@ export function createBatchRoutes(answerItem: AnswerItem) {
   const batches: FakeBatch[] = [];
   const calls: string[] = [];
   let counter = 0;
+  const holds: { create: Promise<void> | null; results: Promise<void> | null } = {
+    create: null,
+    results: null,
+  };
+  function hold(kind: keyof typeof holds): () => void {
+    let release = () => {};
+    holds[kind] = new Promise<void>((resolve) => {
+      release = () => {
+        holds[kind] = null;
+        resolve();
+      };
+    });
+    return release;
+  }
 
   const control: FakeBatches = {
     created: batches,
@@ -81,6 +102,8 @@ export function createBatchRoutes(answerItem: AnswerItem) {
         batch.endedAt = new Date();
       }
     },
+    holdCreates: () => hold("create"),
+    holdResults: () => hold("results"),
   };
 
   function itemResult(batch: FakeBatch, item: FakeBatchItem, expire: boolean): FakeBatchResult {
@@ -89,30 +112,30 @@ export function createBatchRoutes(answerItem: AnswerItem) {
     return answerItem(item.params);
   }
 
-  function handle(
+  async function handle(
     method: string,
     path: string,
     query: URLSearchParams,
     raw: string,
     res: ServerResponse,
-  ): boolean {
+  ): Promise<boolean> {
     if (!path.startsWith("/v1/messages/batches")) return false;
     calls.push(`${method} ${path}`);
     const [, id, action] = /^\/v1\/messages\/batches(?:\/([^/]+))?(?:\/([^/]+))?$/.exec(path) ?? [];
-    if (method === "POST" && id === undefined) create(raw, res);
+    if (method === "POST" && id === undefined) await create(raw, res);
     else if (method === "GET" && id === undefined) list(query, res);
     else {
       const batch = batches.find((candidate) => candidate.id === id);
       if (!batch) sendBatchError(res, 404, "not_found_error", `No batch found with id ${id}.`);
       else if (method === "GET" && action === undefined) sendJson(res, view(batch));
       else if (method === "POST" && action === "cancel") cancel(batch, res);
-      else if (method === "GET" && action === "results") results(batch, res);
+      else if (method === "GET" && action === "results") await results(batch, res);
       else sendBatchError(res, 404, "not_found_error", `no route for ${method} ${path}`);
     }
     return true;
   }
 
-  function create(raw: string, res: ServerResponse): void {
+  async function create(raw: string, res: ServerResponse): Promise<void> {
     const refusal = createRefusal(raw);
     if (typeof refusal === "string") {
       sendBatchError(res, 400, "invalid_request_error", refusal);
@@ -129,7 +152,8 @@ export function createBatchRoutes(answerItem: AnswerItem) {
       results: new Map(),
     };
     batches.push(batch);
-    sendJson(res, view(batch));
+    if (holds.create) await holds.create;
+    if (!res.destroyed) sendJson(res, view(batch));
   }
 
   function list(query: URLSearchParams, res: ServerResponse): void {
@@ -154,7 +178,9 @@ export function createBatchRoutes(answerItem: AnswerItem) {
     sendJson(res, view(batch));
   }
 
-  function results(batch: FakeBatch, res: ServerResponse): void {
+  async function results(batch: FakeBatch, res: ServerResponse): Promise<void> {
+    if (holds.results) await holds.results;
+    if (res.destroyed) return;
     if (batch.status !== "ended") {
       sendBatchError(res, 400, "invalid_request_error", `Batch ${batch.id} has not ended yet.`);
       return;

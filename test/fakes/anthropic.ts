@@ -242,7 +242,7 @@ export async function startFakeAnthropic(
     const raw = await readBody(req);
     const url = new URL(req.url ?? "/", "http://fake");
     const path = url.pathname;
-    if (batchRoutes.handle(req.method ?? "GET", path, url.searchParams, raw, res)) return;
+    if (await batchRoutes.handle(req.method ?? "GET", path, url.searchParams, raw, res)) return;
     const counting = path === "/v1/messages/count_tokens" && options.countTokens !== false;
     if (req.method !== "POST" || (path !== "/v1/messages" && !counting)) {
       sendError(res, 404, `no route for ${req.method} ${path}`);
