@@ -51,6 +51,8 @@ describe("loadConfig", () => {
       max_tokens: 4096,
       context_window: undefined,
       timeout_s: 600,
+      batch_max_steps: 5,
+      batch_poll_s: 30,
     });
     expect(config.queue).toEqual({ backend: "sqlite", url: undefined, pool_size: 10 });
     expect(config.cluster).toEqual({
@@ -166,7 +168,7 @@ describe("loadConfig", () => {
     const file = writeConfig("llm:\n  modle: claude-sonnet-4-5\n");
     expect(loadError().message).toBe(
       `${file}: llm.modle: unknown key; did you mean "model"? ` +
-        "(known keys under llm: provider, model, api_key, base_url, max_tokens, context_window, timeout_s).",
+        "(known keys under llm: provider, model, api_key, base_url, max_tokens, context_window, timeout_s, batch_max_steps, batch_poll_s).",
     );
   });
 
