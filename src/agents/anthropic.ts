@@ -42,6 +42,7 @@ import {
   type ToolSpec,
   type ToolUseBlock,
 } from "../ports/index.js";
+import { createAnthropicBatches } from "./anthropic-batches.js";
 
 /** Options of {@link createAnthropicProvider}. */
 export interface AnthropicProviderOptions {
@@ -95,7 +96,17 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
         : EPHEMERAL,
   };
   const client = settings.apiKey === "" ? null : createClient(settings, options);
+  const batches =
+    client === null
+      ? undefined
+      : createAnthropicBatches(client, {
+          toParams: (request) => toMessageParams(request, settings),
+          toReply: toModelReply,
+          toError: (thrown, signal) =>
+            toModelError(thrown, { ...settings, signal, connected: false }),
+        });
   return {
+    ...(batches === undefined ? {} : { batches }),
     async complete(request) {
       if (client === null) throw new ModelError(MISSING_API_KEY_MESSAGE, { retryable: false });
       return streamReply(client, request, settings);

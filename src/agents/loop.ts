@@ -188,7 +188,14 @@ async function callModel(options: TurnOptions, history: ChatMessage[], budget: R
   await options.history.append(
     options.sessionId,
     { role: "assistant", content },
-    { usage: reply.usage, call: { model: options.model, jobId: options.toolContext.jobId } },
+    {
+      usage: reply.usage,
+      call: {
+        model: options.model,
+        jobId: options.toolContext.jobId,
+        ...(reply.batch ? { batch: true } : {}),
+      },
+    },
   );
   return reply;
 }

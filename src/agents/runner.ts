@@ -9,6 +9,7 @@ import type {
 } from "../ports/index.js";
 import { type ApprovalAsker, gateTools } from "./approval-gate.js";
 import { agentPolicy } from "./approval-policy.js";
+import { type BatchJob, createBatchProvider, hasBatches } from "./batch-provider.js";
 import {
   type CompactionOptions,
   type CompactionResult,
@@ -77,6 +78,11 @@ export interface RunRequest {
   replyTo?: ReplyTarget;
   /** Results of calls that finished before the job parked (`Job.toolResults`). */
   finishedResults?: readonly ToolResultBlock[];
+  /**
+   * The job sends its model calls through the batch API (a `batch: true` cron); normal
+   * calls when the provider has none. (Default: normal calls)
+   */
+  batch?: BatchJob;
 }
 
 /**
@@ -171,15 +177,23 @@ export class AgentRunner {
     return { delegate, callable, maxDepth: config.workers.subagent_max_depth };
   }
 
+  /** The provider of a turn: through the batch API for a batch job, when there is one. */
+  #providerFor(request: RunRequest): ModelProvider {
+    const { provider, config, clock } = this.#options;
+    if (!request.batch || !hasBatches(provider)) return provider;
+    const maxSteps = config.llm.batch_max_steps;
+    return createBatchProvider({ provider, job: request.batch, maxSteps, clock });
+  }
+
   /** Runs or resumes the turn at the end of the session. */
   run(request: RunRequest): Promise<TurnResult> {
-    const { workspace, config, history, provider, clock } = this.#options;
+    const { workspace, config, history, clock } = this.#options;
     const agent = this.agent(request.agentId);
     const now = new Date(clock.now());
     return runTurn({
       sessionId: request.sessionId,
       history,
-      provider,
+      provider: this.#providerFor(request),
       system: renderSystemPrompt(agent, { workspace, now, timezone: config.timezone }),
       currentTime: formatLocalTime(now, config.timezone),
       model: agent.model ?? config.llm.model,

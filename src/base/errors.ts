@@ -154,6 +154,7 @@ export function describeWait(wait: JobWait): string {
   if (wait.kind === "children") {
     return wait.jobIds.length === 1 ? "a subagent job" : `${wait.jobIds.length} subagent jobs`;
   }
+  if (wait.kind === "batch") return "a message batch";
   return wait.kind === "approval" ? "the owner's approval" : "a later time";
 }
 

@@ -134,6 +134,10 @@ function llmSchema(env: Environment) {
       prices: z.record(z.string().min(1), modelPriceSchema()).default({}),
       /** How long the API caches the tools and system prompt (see README "Prompt cache"). */
       prompt_cache_ttl: z.enum(["5m", "1h"]).default("1h"),
+      /** Model steps of one batch job sent through the Message Batches API; later ones at full price. */
+      batch_max_steps: fromText(z.int().min(0)).default(5),
+      /** First wait between two polls of pending batches; it doubles while none ends, to 10 min. */
+      batch_poll_s: fromText(z.number().positive()).default(30),
     })
     .prefault({});
 }

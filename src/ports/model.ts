@@ -33,6 +33,8 @@ export interface ModelReply {
   /** `end_turn`, `tool_use`, `max_tokens`, `stop_sequence`, `refusal`, … */
   stopReason: string;
   usage: TokenUsage;
+  /** It came through the Message Batches API, at the batch price. (Default: false) */
+  batch?: boolean;
 }
 
 /** Time one model call may wait for its answer (the default of `llm.timeout_s`). */
@@ -44,6 +46,40 @@ export type TokenCountRequest = Pick<
   "model" | "system" | "messages" | "tools" | "signal"
 >;
 
+/** How one request of an ended batch came out. */
+export type BatchOutcome =
+  | { kind: "succeeded"; reply: ModelReply }
+  /** The API gave no answer (`errored`, `expired`, `canceled`): make the call normally. */
+  | { kind: "failed"; reason: "errored" | "expired" | "canceled"; message: string };
+
+/** A batch as its status tells it. */
+export interface BatchStatus {
+  id: string;
+  /** Processing ended: every request has its result. */
+  ended: boolean;
+  /** Epoch ms. */
+  createdAt: number;
+}
+
+/**
+ * A provider's batch API (Anthropic's Message Batches: half the price, results within
+ * 24 h). Each batch picklebot sends holds one request, named by its `customId`.
+ * Failures throw {@link ModelError}.
+ */
+export interface ModelBatches {
+  /** Creates a batch holding `request` as `customId`; resolves with the batch's id. */
+  submit(customId: string, request: ModelRequest): Promise<string>;
+  /**
+   * The batches created at or after `since` (epoch ms), newest first, in as few requests
+   * as the API allows (one, for up to 1000 batches).
+   */
+  listSince(since: number, signal?: AbortSignal): Promise<BatchStatus[]>;
+  /** One batch's status. */
+  status(batchId: string, signal?: AbortSignal): Promise<BatchStatus>;
+  /** How `customId` came out in an ended batch; null when the batch does not hold it. */
+  outcome(batchId: string, customId: string, signal?: AbortSignal): Promise<BatchOutcome | null>;
+}
+
 /** A language model behind an API. Failures throw {@link ModelError}. */
 export interface ModelProvider {
   /** Streams one reply. */
@@ -53,4 +89,6 @@ export interface ModelProvider {
    * `count_tokens`); absent when the API cannot count.
    */
   countTokens?(request: TokenCountRequest): Promise<number>;
+  /** Its batch API; absent when it has none. */
+  batches?: ModelBatches;
 }

@@ -41,7 +41,29 @@ export type JobWait =
   /** A point in time (a snoozed tool call): its deadline. */
   | { kind: "time" }
   /** The owner's answer to an approval request. */
-  | { kind: "approval"; approvalId: string };
+  | { kind: "approval"; approvalId: string }
+  /**
+   * Message Batches to end: the one its model step was sent in, or (after a crash between
+   * submitting and recording it) the batches that may hold its request.
+   */
+  | { kind: "batch"; batchIds: string[] };
+
+/**
+ * The model step a batch job has sent (or is about to send) through the Message Batches
+ * API, stored in its row before the batch is created, so that no crash submits it twice.
+ */
+export interface BatchStep {
+  /** The request's `custom_id`: names the job and the history the step answers. */
+  customId: string;
+  /** The batch, once created; null: the intent is stored, the batch may exist or not. */
+  batchId: string | null;
+  /** Epoch ms the intent was stored: a batch holding it was created after this. */
+  at: number;
+  /** Model steps the job has sent through batches so far (this one included). */
+  steps: number;
+  /** The item errored, expired or was canceled: this step is made with a normal call. */
+  fallback: boolean;
+}
 
 /** One failed attempt, kept in the job's error history. */
 export interface JobAttemptError {
@@ -76,6 +98,8 @@ export interface NewJob {
   dedupeKey?: string;
   /** The job this one works for (a subagent's parent), woken when this one ends. */
   parentId?: string;
+  /** Send its model calls through the Message Batches API (a `batch: true` cron). (Default: false) */
+  batch?: boolean;
 }
 
 /**
@@ -124,6 +148,10 @@ export interface Job {
    * that turn waited): a resumed run uses them instead of running those calls again.
    */
   toolResults: ToolResultBlock[];
+  /** Its model calls go through the Message Batches API (see {@link NewJob.batch}). */
+  batch: boolean;
+  /** The batch step it sent last (see {@link JobQueue.recordBatchStep}), or null. */
+  batchStep: BatchStep | null;
 }
 
 /** How a job parks (see {@link JobQueue.park}). */
@@ -178,6 +206,11 @@ export interface JobQueue {
    * whichever comes first. `toolResults` are kept for the resumed run (see `Job.toolResults`).
    */
   park(job: ClaimedJob, parking: Parking): Promise<boolean>;
+  /**
+   * Stores the batch step a running batch job sends (before and after creating the
+   * batch); fenced like every change to a running job.
+   */
+  recordBatchStep(job: ClaimedJob, step: BatchStep): Promise<boolean>;
   /** Makes a waiting job due at once (what it waited for happened); false when not waiting. */
   wake(id: string): Promise<boolean>;
   /** Requeues every job left running by `workerId` (a process that died). */

@@ -19,6 +19,7 @@
  * own `job_timeout_s`; `run` resolves when the pool is idle.
  */
 import PQueue from "p-queue";
+import { type BatchJob, LostBatchLock } from "../agents/batch-provider.js";
 import { describeCompaction } from "../agents/compaction.js";
 import { formatContextUsage } from "../agents/context-budget.js";
 import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
@@ -257,6 +258,7 @@ export class AgentWorker implements Worker {
       jobId: job.id,
       replyTo: job.replyTo,
       finishedResults: job.toolResults,
+      ...(job.batch ? { batch: this.#batchJob(job) } : {}),
       events: {
         onModelCall: () => {
           streamed = "";
@@ -275,6 +277,27 @@ export class AgentWorker implements Worker {
       this.#options.logger.warn({ job: job.id }, "job finished after its lock was lost");
     }
     return "done";
+  }
+
+  /** What a batch job's turn needs of the queue: its step, stored fenced. */
+  #batchJob(job: ClaimedJob): BatchJob {
+    const { queue } = this.#options;
+    return {
+      jobId: job.id,
+      step: job.batchStep,
+      record: async (step) => {
+        if (!(await queue.recordBatchStep(job, step))) throw new LostBatchLock(job.id);
+      },
+      othersBatchIds: async () => {
+        const ids = new Set<string>();
+        for (const state of ["waiting", "running", "queued"] as const) {
+          for (const other of await queue.list({ state, limit: PARKED_SWEEP_LIMIT })) {
+            if (other.id !== job.id && other.batchStep?.batchId) ids.add(other.batchStep.batchId);
+          }
+        }
+        return ids;
+      },
+    };
   }
 
   /**

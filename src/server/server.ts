@@ -46,6 +46,7 @@ import { openStorage } from "../storage/index.js";
 import { defaultInstanceId } from "../storage/postgres/cluster.js";
 import { AgentWorker, JOBS_RECOVERED } from "./agent-worker.js";
 import { ApprovalDesk } from "./approvals.js";
+import { BatchPoller } from "./batch-poller.js";
 import { BudgetGuard } from "./budget.js";
 import { chatAgentDirectory } from "./bus/chat-agents.js";
 import { ChatSenders } from "./bus/senders.js";
@@ -269,6 +270,18 @@ export class PicklebotServer {
         maxAttempts: config.workers.max_attempts,
       }),
     ];
+    const batches = this.#options.provider.batches;
+    if (batches) {
+      workers.push(
+        new BatchPoller({
+          queue: this.#queue,
+          batches,
+          clock: this.#clock,
+          logger: logger.child({ worker: "batch-poller" }),
+          intervalMs: config.llm.batch_poll_s * 1000,
+        }),
+      );
+    }
     this.#bus = createBus();
     if (this.#bus) workers.push(this.#bus, ...(this.#chat?.deliveries() ?? []));
     const cluster = this.#storage.cluster;

@@ -3,6 +3,7 @@
  * PostgreSQL queues (their `jobs` tables have the same columns).
  */
 import type {
+  BatchStep,
   ClaimedJob,
   Job,
   JobAttemptError,
@@ -10,7 +11,7 @@ import type {
   ReplyTarget,
   ToolResultBlock,
 } from "../ports/index.js";
-import { isJobWait, isReplyTarget } from "./job.js";
+import { isBatchStep, isJobWait, isReplyTarget } from "./job.js";
 
 /** Largest number of jobs one claim takes. */
 export const MAX_CLAIM = 1000;
@@ -47,6 +48,10 @@ export interface JobRow {
   stop_requested: number | boolean;
   /** JSON array of the tool results kept while parked. */
   tool_results: string;
+  /** 0/1 in SQLite, a boolean in PostgreSQL. */
+  batch: number | boolean;
+  /** JSON of the job's BatchStep, or null. */
+  batch_step: string | null;
 }
 
 /** A row read back: the job, and what is wrong with the row if it was edited badly. */
@@ -109,8 +114,16 @@ export function parseJobRow(row: JobRow): ParsedRow {
     parentId: row.parent_id,
     stopRequested: Boolean(row.stop_requested),
     toolResults: parseToolResults(row.tool_results),
+    batch: Boolean(row.batch),
+    batchStep: parseBatchStep(row.batch_step),
   };
   return { job, problem };
+}
+
+/** The batch step of a row; null when there is none or the column holds something else. */
+function parseBatchStep(text: string | null): BatchStep | null {
+  const parsed = text === null ? null : parseJson(text);
+  return isBatchStep(parsed) ? parsed : null;
 }
 
 /** The kept tool results of a row; nothing when the column holds something else. */

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { chatAddressOf, isChatPlatform } from "../base/chat-address.js";
 import { UserError } from "../base/errors.js";
-import type { Job, JobState, JobWait, NewJob, ReplyTarget } from "../ports/index.js";
+import type { BatchStep, Job, JobState, JobWait, NewJob, ReplyTarget } from "../ports/index.js";
 
 /** The error recorded for an attempt that was running when its process stopped. */
 export const INTERRUPTED_MESSAGE = "interrupted: the process stopped while the job was running";
@@ -65,6 +65,9 @@ export function isJobWait(value: unknown): value is JobWait {
   const wait = value as Record<string, unknown>;
   if (wait.kind === "time") return true;
   if (wait.kind === "approval") return typeof wait.approvalId === "string";
+  if (wait.kind === "batch") {
+    return Array.isArray(wait.batchIds) && wait.batchIds.every((id) => typeof id === "string");
+  }
   return (
     wait.kind === "children" &&
     Array.isArray(wait.jobIds) &&
@@ -111,7 +114,22 @@ export function queuedJob(
     parentId: newJob.parentId ?? null,
     stopRequested: false,
     toolResults: [],
+    batch: newJob.batch ?? false,
+    batchStep: null,
   };
+}
+
+/** True when `value` is a {@link BatchStep}. */
+export function isBatchStep(value: unknown): value is BatchStep {
+  if (typeof value !== "object" || value === null) return false;
+  const step = value as Record<string, unknown>;
+  return (
+    typeof step.customId === "string" &&
+    (step.batchId === null || typeof step.batchId === "string") &&
+    typeof step.at === "number" &&
+    typeof step.steps === "number" &&
+    typeof step.fallback === "boolean"
+  );
 }
 
 /** Throws a {@link UserError} naming the first field of `job` that is not valid. */

@@ -77,7 +77,14 @@ describe("loadCronFile", () => {
       enabled: true,
       oneOff: false,
       catchUp: false,
+      batch: false,
     });
+  });
+
+  it("reads batch: true, and names the key when it is not a boolean", () => {
+    const file = write("nightly.yaml", 'schedule: "0 3 * * *"\nprompt: x\nbatch: true\n');
+    expect(loadCronFile(file, defaults).batch).toBe(true);
+    expect(errorOf('schedule: "0 3 * * *"\nprompt: x\nbatch: later\n').message).toMatch(/batch/);
   });
 
   it("reads discord targets and negative telegram chat ids", () => {

@@ -64,6 +64,9 @@ export class RecordingQueue implements JobQueue {
   fail(): Promise<boolean> {
     throw new Error("not used by the CronWorker");
   }
+  recordBatchStep(): Promise<boolean> {
+    throw new Error("not used by the CronWorker");
+  }
   park(): Promise<boolean> {
     throw new Error("not used by the CronWorker");
   }

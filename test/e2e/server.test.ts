@@ -222,6 +222,7 @@ describe("picklebot server", () => {
     const running = { state: "running", restarts: 0, lastError: null, since: expect.any(Number) };
     expect(workers).toEqual([
       { name: "agent", ...running },
+      { name: "batch-poller", ...running },
       { name: "cron", ...running },
       { name: "leader", ...running },
       { name: "queue-depth", ...running },

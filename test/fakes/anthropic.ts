@@ -17,6 +17,15 @@
  * Prompt caching is modelled as the API does it (see anthropic-cache.ts: breakpoints,
  * the 20-block lookback, the minimum cacheable length, 5-minute and 1-hour TTLs on the
  * `now` clock); a request with more than 4 breakpoints is refused as the API refuses it.
+ * Prompt caching is modelled as the API does it: the prompt is the sequence of blocks
+ * tools → system → message content; a block with `cache_control` writes the prefix that
+ * ends with it to the cache, and a request reads the longest prefix it shares, ending at
+ * a block boundary, with one written before (`cache_read_input_tokens`). Tokens between
+ * that prefix and the last breakpoint are `cache_creation_input_tokens`.
+ *
+ * `/v1/messages/batches` (see anthropic-batches.ts) answers batch items from the same
+ * script, with the same usage and cache figures, once the test ends the batch; batch
+ * items are not recorded in `requests`, which counts `/v1/messages` calls only.
  */
 import { once } from "node:events";
 import {
@@ -26,6 +35,7 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
+import { createBatchRoutes, type FakeBatches, type FakeBatchResult } from "./anthropic-batches.js";
 import { cacheControlRefusal, FakePromptCache, promptBlocks } from "./anthropic-cache.js";
 import { refusalOf } from "./anthropic-rules.js";
 
@@ -167,6 +177,8 @@ export interface FakeAnthropic {
   readonly counts: RecordedRequest[];
   /** Scripted replies not used yet. */
   readonly unusedReplies: number;
+  /** The Message Batches API: batches created, and ending them. */
+  readonly batches: FakeBatches;
   /** Appends replies to the script; each request consumes one, in order. */
   script(...replies: FakeReplySource[]): void;
   /** Stops the server and drops open connections (hanging requests included). */
@@ -219,6 +231,14 @@ export async function startFakeAnthropic(
   const defaultReply = options.defaultReply ?? { text: "ok" };
   const counter = { messages: 0, toolUses: 0 };
   const promptCache = new FakePromptCache(options.now);
+  const batchRoutes = createBatchRoutes((params) => {
+    const source = queue.shift() ?? defaultReply;
+    const body = params as FakeMessagesBody;
+    const request: RecordedRequest = { method: "POST", path: "/v1/messages", headers: {}, body };
+    const reply = typeof source === "function" ? source(request) : source;
+    counter.messages += 1;
+    return batchItemResult(reply, body, `msg_fake_${counter.messages}`, counter, promptCache);
+  });
 
   const server = createServer((req, res) => {
     void handle(req, res).catch((error: unknown) => {
@@ -229,7 +249,9 @@ export async function startFakeAnthropic(
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
-    const path = new URL(req.url ?? "/", "http://fake").pathname;
+    const url = new URL(req.url ?? "/", "http://fake");
+    const path = url.pathname;
+    if (await batchRoutes.handle(req.method ?? "GET", path, url.searchParams, raw, res)) return;
     const counting = path === "/v1/messages/count_tokens" && options.countTokens !== false;
     if (req.method !== "POST" || (path !== "/v1/messages" && !counting)) {
       sendError(res, 404, `no route for ${req.method} ${path}`);
@@ -279,6 +301,7 @@ export async function startFakeAnthropic(
     get unusedReplies() {
       return queue.length;
     },
+    batches: batchRoutes.control,
     script(...replies) {
       queue.push(...replies);
     },
@@ -311,6 +334,24 @@ function answer(
   if (body.stream === true) void streamMessage(plan, res);
   else sendPlainMessage(plan, res);
   return plan;
+}
+
+/** A batch item's result: the reply as a whole message, or the error it scripts. */
+function batchItemResult(
+  reply: FakeReply,
+  body: FakeMessagesBody,
+  messageId: string,
+  counter: { toolUses: number },
+  promptCache: FakePromptCache,
+): FakeBatchResult {
+  if ("error" in reply || "hang" in reply || "cutAfterChunks" in reply) {
+    const status = "error" in reply ? reply.error.status : 500;
+    const message = ("error" in reply && reply.error.message) || defaultErrorMessage(status);
+    const type = ERROR_TYPES[status] ?? "api_error";
+    return { type: "errored", error: { type: "error", error: { type, message } } };
+  }
+  const plan = planMessage(reply, body, messageId, counter, promptCache);
+  return { type: "succeeded", message: wholeMessage(plan) };
 }
 
 /** What the fake will send: blocks with their pieces, and how it ends. */
@@ -447,14 +488,17 @@ async function streamMessage(plan: MessagePlan, res: ServerResponse): Promise<vo
   res.end();
 }
 
-function sendPlainMessage(plan: MessagePlan, res: ServerResponse): void {
+function wholeMessage(plan: MessagePlan): Record<string, unknown> {
   const content = plan.blocks.map((block) =>
     block.kind === "text"
       ? { type: "text", text: block.pieces.join("") }
       : { type: "tool_use", id: block.id, name: block.name, input: block.input },
   );
-  const message = { ...plan.message, content, stop_reason: plan.stopReason, usage: plan.usage };
-  const json = JSON.stringify(message);
+  return { ...plan.message, content, stop_reason: plan.stopReason, usage: plan.usage };
+}
+
+function sendPlainMessage(plan: MessagePlan, res: ServerResponse): void {
+  const json = JSON.stringify(wholeMessage(plan));
   if (plan.cutAfter !== null) {
     res.writeHead(200, { "content-type": "application/json" });
     res.write(json.slice(0, Math.floor(json.length / 2)));

@@ -348,6 +348,44 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
       expect(await queue.get("no-such-job")).toBeNull();
     });
 
+    describe("batch jobs", () => {
+      const step = {
+        customId: "pb_job_step",
+        batchId: null,
+        at: 1_000,
+        steps: 1,
+        fallback: false,
+      };
+
+      it("stores the batch flag and, fenced, the batch step, kept across a park and a claim", async () => {
+        const plain = await queue.enqueue(chatJob("p", "plain"));
+        expect(plain).toMatchObject({ batch: false, batchStep: null });
+        await queue.enqueue(chatJob("a", "batched", { batch: true }));
+        const [job] = (await queue.claim("w", 5)).filter((j) => j.sessionKey === "a") as [
+          ClaimedJob,
+        ];
+        expect(job).toMatchObject({ batch: true, batchStep: null });
+
+        expect(await queue.recordBatchStep(job, step)).toBe(true);
+        const sent = { ...step, batchId: "msgbatch_1" };
+        expect(await queue.recordBatchStep(job, sent)).toBe(true);
+        const wait = { kind: "batch" as const, batchIds: ["msgbatch_1"] };
+        await queue.park(job, { wait, until: clock.now() + 1000, toolResults: [] });
+        expect(await queue.get(job.id)).toMatchObject({ state: "waiting", waitingFor: wait });
+        await queue.wake(job.id);
+        const [again] = (await queue.claim("w", 5)) as [ClaimedJob];
+        expect(again).toMatchObject({ id: job.id, batch: true, batchStep: sent });
+      });
+
+      it("refuses to record a batch step for a job whose lock it lost", async () => {
+        await queue.enqueue(chatJob("a", "batched", { batch: true }));
+        const [job] = (await queue.claim("w", 1)) as [ClaimedJob];
+        await queue.requeueRunning();
+        expect(await queue.recordBatchStep(job, step)).toBe(false);
+        expect((await queue.get(job.id))?.batchStep).toBeNull();
+      });
+    });
+
     describe("parked jobs", () => {
       const HOUR = 3_600_000;
 

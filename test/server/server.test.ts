@@ -94,6 +94,7 @@ describe("PicklebotServer (SQLite mode)", () => {
     expect(health).toMatchObject({ healthy: true, leader: true });
     expect(health.workers.map((worker) => worker.name).sort()).toEqual([
       "agent",
+      "batch-poller",
       "cron",
       "leader",
       "queue-depth",

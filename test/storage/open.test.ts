@@ -133,7 +133,10 @@ describe("openStorage: a database from before the checkpointed column (migration
       db.exec(
         `DROP TABLE approval_requests; DROP TABLE approval_grants; DROP INDEX jobs_parent;
         DROP TABLE pairing_replacements; DROP TABLE usage;
-        ${["waiting_for", "parent_id", "tool_results", "stop_requested", "checkpointed", "task"]
+        ${[
+          ...["waiting_for", "parent_id", "tool_results", "stop_requested", "checkpointed"],
+          ...["task", "batch", "batch_step"],
+        ]
           .map((column) => `ALTER TABLE jobs DROP COLUMN ${column};`)
           .join(" ")}
         PRAGMA user_version = 5;`,

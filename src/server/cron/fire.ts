@@ -23,16 +23,18 @@ export function enqueueOccurrence(
 /**
  * Enqueues a cron's prompt now, outside its schedule (`picklebot cron run <id>`). Works for
  * disabled and finished one-off crons too, and does not touch the cron's stored state.
- * Session and dedupe key: `cron:<id>:manual:<now ISO>`.
+ * Session and dedupe key: `cron:<id>:manual:<now ISO>`. `batch` sends this run through
+ * the Message Batches API whatever the file says (`cron run --batch`).
  */
 export function runCronNow(
   cron: CronDefinition,
   queue: JobQueue,
   clock: Clock,
-  options: { maxAttempts?: number } = {},
+  options: { maxAttempts?: number; batch?: boolean } = {},
 ): Promise<Job> {
   const key = `cron:${cron.id}:manual:${new Date(clock.now()).toISOString()}`;
-  return queue.enqueue(cronJob(cron, key, options.maxAttempts));
+  const job = cronJob(cron, key, options.maxAttempts);
+  return queue.enqueue(options.batch ? { ...job, batch: true } : job);
 }
 
 /** A cron run in a fresh session; `key` is both its session key and its dedupe key. */
@@ -46,5 +48,6 @@ function cronJob(cron: CronDefinition, key: string, maxAttempts: number | undefi
     replyTo: cron.deliverTo,
     dedupeKey: key,
     maxAttempts,
+    ...(cron.batch ? { batch: true } : {}),
   };
 }

@@ -13,6 +13,7 @@
 import { systemClock } from "../../base/clock.js";
 import { checkNumberOptions } from "../../base/options.js";
 import {
+  type BatchStep,
   type ClaimedJob,
   type Clock,
   DEFAULT_MAX_ATTEMPTS,
@@ -203,6 +204,14 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     stored.toolResults = Object.freeze([...toolResults]) as ToolResultBlock[];
     this.#parked.add(stored);
     this.#requeue(stored, until);
+    return true;
+  }
+
+  async recordBatchStep(job: ClaimedJob, step: BatchStep): Promise<boolean> {
+    const stored = this.#fenced(job);
+    if (!stored) return false;
+    stored.batchStep = { ...step };
+    stored.updatedAt = this.#clock.now();
     return true;
   }
 
@@ -438,6 +447,8 @@ function snapshot(job: StoredJob): Job {
     parentId: job.parentId,
     stopRequested: job.stopRequested,
     toolResults: job.toolResults,
+    batch: job.batch,
+    batchStep: job.batchStep && { ...job.batchStep },
   };
 }
 

@@ -98,8 +98,8 @@ export const PG = {
   // covers the id, so a repeated enqueue after a lost connection stores nothing twice.
   enqueue: `WITH inserted AS (
       INSERT INTO jobs (id, agent_id, session_key, session_id, message, mode, reply_to, state,
-        max_attempts, run_at, dedupe_key, created_at, updated_at, task, parent_id)
-      SELECT $1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $11, $12, $13
+        max_attempts, run_at, dedupe_key, created_at, updated_at, task, parent_id, batch)
+      SELECT $1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $11, $12, $13, $14
       FROM (SELECT pg_advisory_xact_lock(hashtext($3)) OFFSET 0) session_lock
       ON CONFLICT DO NOTHING
       RETURNING *)
@@ -159,6 +159,8 @@ export const PG = {
       ${UNLOCK}, updated_at = $5
     WHERE ${FENCE}
     RETURNING pg_notify('${JOBS_CHANNEL}', $4::bigint::text) AS notified`,
+  // $1 id, $2 token, $3 step (JSON), $4 now.
+  recordBatchStep: `UPDATE jobs SET batch_step = $3, updated_at = $4 WHERE ${FENCE}`,
   // $1 id, $2 now.
   wake: `UPDATE jobs SET run_at = LEAST(run_at, $2), waiting_for = NULL, updated_at = $2
     WHERE id = $1 AND ${WAITING}

@@ -20,6 +20,7 @@ import { systemClock } from "../../base/clock.js";
 import { PicklebotError } from "../../base/errors.js";
 import { checkNumberOptions } from "../../base/options.js";
 import {
+  type BatchStep,
   type ClaimedJob,
   type Clock,
   DEFAULT_MAX_ATTEMPTS,
@@ -126,6 +127,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
       now,
       job.task,
       job.parentId,
+      job.batch,
     ];
     const row = await retryOnDisconnect(async () => {
       const inserted = await this.#pool.query<JobRow>(prepared("enqueue", params));
@@ -221,6 +223,12 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
     if (retryAt === null) this.#signal.notify();
     else this.#signal.wakeAt(retryAt);
     return true;
+  }
+
+  async recordBatchStep(job: ClaimedJob, step: BatchStep): Promise<boolean> {
+    const params = [job.id, job.lockToken, JSON.stringify(step), this.#clock.now()];
+    const result = await retryOnDisconnect(() => this.#pool.query(PG.recordBatchStep, params));
+    return (result.rowCount ?? 0) > 0;
   }
 
   async park(job: ClaimedJob, { wait, until, toolResults }: Parking): Promise<boolean> {

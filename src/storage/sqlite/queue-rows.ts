@@ -32,9 +32,9 @@ function requeueRunning(where: string): string {
 
 export const SQL = {
   insert: `INSERT INTO jobs (id, agent_id, session_key, session_id, message, mode, reply_to,
-      state, max_attempts, run_at, dedupe_key, task, parent_id, created_at, updated_at)
+      state, max_attempts, run_at, dedupe_key, task, parent_id, batch, created_at, updated_at)
     VALUES (@id, @agentId, @sessionKey, @sessionId, @message, @mode, @replyTo,
-      'queued', @maxAttempts, @runAt, @dedupeKey, @task, @parentId, @now, @now)
+      'queued', @maxAttempts, @runAt, @dedupeKey, @task, @parentId, @batch, @now, @now)
     ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING`,
   byDedupeKey: "SELECT * FROM jobs WHERE dedupe_key = ?",
   byId: "SELECT * FROM jobs WHERE id = ?",
@@ -69,6 +69,7 @@ export const SQL = {
   park: `UPDATE jobs SET state = 'queued', run_at = @until, waiting_for = @wait, tool_results = @results,
       attempts = attempts - 1, ${UNLOCK}, updated_at = @now
     WHERE ${FENCE}`,
+  recordBatchStep: `UPDATE jobs SET batch_step = @step, updated_at = @now WHERE ${FENCE}`,
   wake: `UPDATE jobs SET run_at = min(run_at, @now), waiting_for = NULL, updated_at = @now
     WHERE id = @id AND ${WAITING}`,
   // After a job ended: its parent, if it waits, looks again.

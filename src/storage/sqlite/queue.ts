@@ -19,6 +19,7 @@ import { systemClock } from "../../base/clock.js";
 import { PicklebotError } from "../../base/errors.js";
 import { checkNumberOptions } from "../../base/options.js";
 import {
+  type BatchStep,
   type ClaimedJob,
   type Clock,
   DEFAULT_MAX_ATTEMPTS,
@@ -121,6 +122,7 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
       dedupeKey: newJob.dedupeKey ?? null,
       task: job.task,
       parentId: job.parentId,
+      batch: job.batch ? 1 : 0,
       now,
     });
     if (inserted.changes === 0) return this.#byDedupeKey(newJob.dedupeKey);
@@ -210,6 +212,17 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
     const parked = this.#sql.park.run(params).changes > 0;
     if (parked) this.#signal.wakeAt(until);
     return parked;
+  }
+
+  async recordBatchStep(job: ClaimedJob, step: BatchStep): Promise<boolean> {
+    this.#flushCompletions();
+    const params = {
+      id: job.id,
+      token: job.lockToken,
+      step: JSON.stringify(step),
+      now: this.#clock.now(),
+    };
+    return this.#sql.recordBatchStep.run(params).changes > 0;
   }
 
   async wake(id: string): Promise<boolean> {
