@@ -115,6 +115,19 @@ describe("batch mode for crons", () => {
       { role: "user", text: PROMPT, jobId: job.id },
       { role: "assistant", text: "You should buy pickles.", jobId: null },
     ]);
+    // The ledger marks the call as a batch call, priced at half the list price.
+    const usage = await runCli(["usage", "--by", "cron", "--json", "--workspace", ws.dir]);
+    const report = JSON.parse(usage.stdout) as {
+      lines: Array<{ calls: number }>;
+      total: { usd: number };
+    };
+    expect(report.lines).toEqual([expect.objectContaining({ key: "nightly", calls: 1 })]);
+    const db = openWorkspaceDb(ws.dir);
+    try {
+      expect(db.prepare("SELECT batch FROM usage").pluck().all()).toEqual([1]);
+    } finally {
+      db.close();
+    }
   });
 
   it("continues a tool call in a new batch; cron run --batch batches a plain cron", async () => {
