@@ -13,6 +13,9 @@ function clientFor(server: FakeAnthropic): Anthropic {
   return new Anthropic({ apiKey: "sk-ant-fake", baseURL: server.url, maxRetries: 0 });
 }
 
+/** A system prompt past the minimum cacheable length. */
+const SYSTEM = "Be brief. ".repeat(600);
+
 function item(customId: string, text = "hello") {
   return {
     custom_id: customId,
@@ -20,7 +23,8 @@ function item(customId: string, text = "hello") {
       model: "claude-test",
       max_tokens: 100,
       system: [
-        { type: "text" as const, text: "be brief", cache_control: { type: "ephemeral" as const } },
+        // Long enough to be cached (1,024 tokens at least, as the API requires).
+        { type: "text" as const, text: SYSTEM, cache_control: { type: "ephemeral" as const } },
       ],
       messages: [{ role: "user" as const, content: text }],
     },
