@@ -88,6 +88,7 @@ const BIG_FILE = "A line of a big file that a big chaos job reads in full.\n".re
 const LLM_CONFIG = `  timeout_s: 20
   context_window: 8000
   max_tokens: 2048
+  batch_poll_s: 0.2
 `;
 
 const WORKSPACE_CONFIG = `workers:
@@ -166,6 +167,7 @@ export async function main(argv: string[]): Promise<number> {
   });
   producer = new Producer(ws.dir, random);
   const answerer = new Answerer(ws.dir, random);
+  let batchEnder: NodeJS.Timeout | null = null;
   const inspector = new Inspector(ws.dir);
   const tally: Tally = {
     kills: new Map(),
@@ -184,6 +186,10 @@ export async function main(argv: string[]): Promise<number> {
   try {
     producer.start(settings.rate);
     answerer.start();
+    // The Message Batches API answers the batch jobs' steps at random moments.
+    batchEnder = setInterval(() => {
+      if (random.chance(0.5)) model.endBatches();
+    }, 250);
     for (let cycle = 1; cycle <= settings.cycles; cycle += 1) {
       const line = await runCycle({
         ws,
@@ -203,6 +209,9 @@ export async function main(argv: string[]): Promise<number> {
     console.log(`draining ${inspector.unfinished()} unfinished jobs with a last server`);
     await drain(ws, inspector, tally);
     await answerer.stop();
+    const items = model.batchItemIds();
+    const twice = items.filter((id, index) => items.indexOf(id) !== index);
+    for (const id of new Set(twice)) tally.violations.push(`batch item ${id} was submitted twice`);
     const verdict = verifyRun(ws.dir, producer.jobs, model.calls, tally.logs);
     const db = openWorkspaceDb(ws.dir);
     try {
@@ -225,6 +234,7 @@ export async function main(argv: string[]): Promise<number> {
     printSummary(settings, tally, { ...verdict, jobs: producer.jobs.length, seconds, model });
     return tally.violations.length === 0 ? 0 : 1;
   } finally {
+    if (batchEnder) clearInterval(batchEnder);
     await producer.close();
     await answerer.close();
     inspector.close();

@@ -85,6 +85,16 @@ export class ChaosModel {
     return this.#fake.refused;
   }
 
+  /** Ends every batch in progress: its items are answered (the Message Batches API). */
+  endBatches(): void {
+    this.#fake.batches.endBatches();
+  }
+
+  /** The `custom_id` of every batch item created, in order. */
+  batchItemIds(): string[] {
+    return this.#fake.batches.created.flatMap((batch) => batch.items.map((item) => item.custom_id));
+  }
+
   /** Calls whose reply is still streaming. */
   get inFlight(): number {
     return this.#pending.size;
@@ -197,6 +207,7 @@ export const RESEARCHER_PROMPT = "You research chaos tasks.";
 /** The tool call of each kind of job that makes one (a delegate's are drawn per call). */
 const TOOL_CALLS: Record<Exclude<JobKind, "text" | "delegate" | "approve">, FakeToolUse> = {
   tool: { name: "read", input: { path: "notes.txt" } },
+  batch: { name: "read", input: { path: "notes.txt" } },
   big: { name: "read", input: { path: "big.txt" } },
   fail: { name: "read", input: { path: "notes.txt" } },
   stop: { name: "bash", input: { command: `sleep ${STOP_JOB_COMMAND_S}` } },

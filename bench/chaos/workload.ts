@@ -45,7 +45,7 @@ export type ChaosAgent = "pickle" | "researcher";
  *   delegate  one or two `subagent` calls to the researcher, which the server runs as child
  *         jobs while this one is parked; woken when they end, it replies from their answers
  */
-export type JobKind = "text" | "tool" | "big" | "stop" | "fail" | "delegate" | "approve";
+export type JobKind = "text" | "tool" | "big" | "stop" | "fail" | "delegate" | "approve" | "batch";
 
 /** Whether a job of this kind makes a tool call. */
 export function usesTool(kind: JobKind): boolean {
@@ -78,6 +78,7 @@ const KIND_SHARES: ReadonlyArray<readonly [JobKind, number]> = [
   ["fail", 6],
   ["delegate", 8],
   ["approve", 5],
+  ["batch", 4],
 ];
 
 /** Makes chat sessions grow, so they are compacted again and again during a run. */
@@ -87,7 +88,7 @@ const PADDING = "Some context for the agent to keep in mind, as a person would g
 export const STOP_CHAT_IDS = [9001, 9002] as const;
 export const STOP_CHAT_USER = 4242;
 
-const JOB_TEXT = /\bchaos job (j\d+)(?: \[(tool|big|stop|fail|delegate|approve)\])?/g;
+const JOB_TEXT = /\bchaos job (j\d+)(?: \[(tool|big|stop|fail|delegate|approve|batch)\])?/g;
 const RESEARCH_TEXT = /\bchaos research (r\d+\.\d+) for (j\d+)\b/g;
 const CALL_TEXT = /\bcall #(\d+)\b/;
 
@@ -226,6 +227,8 @@ export class Producer {
       message: jobText(tag, kind),
       mode: chat ? "chat" : "job",
       replyTo: chat ? { kind: "console" } : { kind: "silent" },
+      // A batch job sends its model calls through the Message Batches API.
+      ...(kind === "batch" ? { batch: true } : {}),
       // The model refuses a fail job's follow-up, so its only attempt is its last.
       maxAttempts: kind === "fail" ? 1 : undefined,
     };
