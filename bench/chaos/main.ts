@@ -212,6 +212,7 @@ export async function main(argv: string[]): Promise<number> {
     const items = model.batchItemIds();
     const twice = items.filter((id, index) => items.indexOf(id) !== index);
     for (const id of new Set(twice)) tally.violations.push(`batch item ${id} was submitted twice`);
+    console.log(`batches: ${items.length} items submitted through the Message Batches API`);
     const verdict = verifyRun(ws.dir, producer.jobs, model.calls, tally.logs);
     const db = openWorkspaceDb(ws.dir);
     try {
