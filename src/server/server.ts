@@ -377,6 +377,7 @@ export class PicklebotServer {
         history,
         clock,
         timeoutMs: config.workers.subagent_timeout_s * 1000,
+        stopRunning: (key) => this.#requireStopper().stop(key),
       }),
       approvals: (request) => desk.asker(request),
       budget: (request) => budget.checker(request),

@@ -6,7 +6,7 @@
  *        ├─ wait: false ─► answer with the child's job id
  *        ├─ child done ─► answer with its final text
  *        ├─ child failed ─► ToolError with its error
- *        ├─ past the deadline ─► stop the child, ToolError "timed out"
+ *        ├─ past the deadline ─► stop the child (running or not), ToolError "timed out"
  *        └─ else ─► ParkRequest: the caller waits, woken when the child ends
  */
 import { textOf } from "../agents/loop.js";
@@ -21,6 +21,11 @@ export interface QueueSubagentsOptions {
   clock: Clock;
   /** How long a caller waits for its child (`workers.subagent_timeout_s`). */
   timeoutMs: number;
+  /**
+   * Aborts the running job of a session key wherever it runs: a child still running at
+   * the deadline. (Default: a running child finishes its attempt, its answer unused)
+   */
+  stopRunning?: (sessionKey: string) => Promise<boolean>;
 }
 
 /** The delegate of the server: each task is a child job of the calling job. */
@@ -64,7 +69,8 @@ async function outcomeOf(child: Job, options: QueueSubagentsOptions): Promise<st
   if (options.clock.now() < deadline) {
     throw new ParkRequest({ kind: "children", jobIds: [child.id] }, deadline);
   }
-  await options.queue.requestStop(child.id);
+  if (child.state === "running") await options.stopRunning?.(child.sessionKey);
+  else await options.queue.requestStop(child.id);
   throw new ToolError(
     `${what} did not finish within ${Math.round(options.timeoutMs / 1000)} s and was stopped`,
   );

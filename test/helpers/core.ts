@@ -76,6 +76,8 @@ export interface CoreOptions {
   defaultReply?: FakeReplySource;
   /** `budget` of picklebot.yaml, as written there. (Default: none) */
   budget?: Record<string, unknown>;
+  /** `workers.subagent_timeout_s`. (Default: 3600) */
+  subagentTimeoutS?: number;
   /** `workers.agent_concurrency`. (Default: 2) */
   concurrency?: number;
   /** `bindings` of picklebot.yaml, as written there. (Default: none) */
@@ -128,7 +130,10 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     },
     queue: { backend: options.queue ?? "memory" },
     history: { backend: "sqlite", max_messages: options.maxMessages },
-    workers: { job_timeout_s: options.jobTimeoutS ?? 300 },
+    workers: {
+      job_timeout_s: options.jobTimeoutS ?? 300,
+      ...(options.subagentTimeoutS ? { subagent_timeout_s: options.subagentTimeoutS } : {}),
+    },
     // The tests' web sites listen on 127.0.0.1, which web_fetch otherwise refuses.
     tools: { web_fetch: { allow_private_addresses: true } },
     bindings: options.bindings,
@@ -182,6 +187,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
       history: storage.history,
       clock,
       timeoutMs: config.workers.subagent_timeout_s * 1000,
+      stopRunning: async (key) => worker.stopSession(key),
     }),
     approvals: (request) => desk.asker(request),
     budget: (request) => budget.checker(request),

@@ -178,6 +178,27 @@ describe("subagent: a task handed to another agent through the queue", () => {
     await core.waitForJob(child?.id as string, isDone);
   });
 
+  it("stops a child still running at subagent_timeout_s and gives the parent a timeout error", async () => {
+    // The researcher never answers.
+    await start(["slow"], {
+      subagentTimeoutS: 60,
+      defaultReply: (request) =>
+        isResearcher(request) ? { hang: true } : model(["slow"])(request),
+    });
+    core.start();
+    const parent = await core.enqueue("Research slowly");
+    await core.waitForJob(parent.id, (job) => job.state === "waiting");
+    const [child] = await childrenOf(parent);
+    await core.waitForJob(child?.id as string, (job) => job.state === "running");
+    core.clock.advance(61_000);
+    await core.waitForJob(parent.id, isDone);
+    const stopped = await core.waitForJob(child?.id as string, (job) => job.state === "failed");
+    expect(stopped.lastError).toBe("stopped by the user");
+    const [result] = resultsIn(await stored(parent));
+    expect(result).toMatchObject({ is_error: true });
+    expect(result?.content).toMatch(/did not finish within 60 s and was stopped/);
+  });
+
   it("/stop of a waiting parent stops it and its child, and closes the parent's turn", async () => {
     // The researcher never answers.
     await start(["slow"], {
