@@ -116,13 +116,12 @@ export class ApprovalDesk {
    * to nobody), the nearest ancestor's that is a chat.
    */
   async #askingTarget(jobId: string, replyTo: ReplyTarget): Promise<ReplyTarget> {
-    let target = replyTo;
-    let job = await this.#options.queue.get(jobId);
-    while (!chatAddressOf(target) && job?.parentId) {
+    let job = chatAddressOf(replyTo) ? null : await this.#options.queue.get(jobId);
+    while (job?.parentId) {
       job = await this.#options.queue.get(job.parentId);
-      if (job) target = job.replyTo;
+      if (job && chatAddressOf(job.replyTo)) return job.replyTo;
     }
-    return chatAddressOf(target) ? target : replyTo;
+    return replyTo;
   }
 
   /** Sends the question with its buttons to the job's chat, or, without one, logs it. */

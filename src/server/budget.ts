@@ -74,7 +74,9 @@ export class BudgetGuard {
       day: periodStart(now, "day", config.timezone),
       month: periodStart(now, "month", config.timezone),
     };
-    const calls = await ledger.calls({ since: Math.min(starts.day, starts.month) });
+    // Only as far back as the longest period a limit has.
+    const since = Math.min(...limits.map((limit) => starts[limit.period]));
+    const calls = await ledger.calls({ since });
     for (const limit of limits) {
       const spent = calls
         .filter((record) => record.at >= starts[limit.period] && limit.counts(record))

@@ -98,8 +98,6 @@ export class PicklebotServer {
   #stopper: SessionStopper | null = null;
   /** Asks the owner about tool calls; the chat bus hands it the button presses. */
   #desk: ApprovalDesk | null = null;
-  /** {@link #bashSandbox}, once probed. */
-  #bashSandboxText: string | null = null;
   /** Notices already logged (for jobs without a chat), by key. */
   readonly #logged = new Set<string>();
   #leader: LeaderWorker | null = null;
@@ -465,15 +463,12 @@ export class PicklebotServer {
         id,
         error: error.message,
       })),
-      bash: this.#bashSandbox(),
+      // bubblewrap is probed once per process (probeBubblewrap keeps the answer).
+      bash: describeBashSandbox({
+        kind: this.#options.config.tools.bash.sandbox,
+        network: this.#options.config.tools.bash.network,
+      }),
     };
-  }
-
-  /** Which sandbox `bash` runs in, probed once (README "Security"). */
-  #bashSandbox(): string {
-    const { bash } = this.#options.config.tools;
-    this.#bashSandboxText ??= describeBashSandbox({ kind: bash.sandbox, network: bash.network });
-    return this.#bashSandboxText;
   }
 
   /**
