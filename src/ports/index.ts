@@ -28,12 +28,14 @@
  *
  * Files: `messages` (conversation content), `history`, `queue`, `storage` (a backend's
  * stores and the checkpoint), `model`, `tool`, `frontend`, `chat` (platforms, outbox,
- * pairing), `approval` (tool-call approvals), `cron`, `cluster`, `runtime` (clock, worker), `usage` (the ledger).
+ * pairing), `approval` (tool-call approvals), `cron`, `cluster`, `runtime` (clock, worker), `usage` (the ledger), `events` (the
+ * stream of state changes).
  */
 export * from "./approval.js";
 export * from "./chat.js";
 export * from "./cluster.js";
 export * from "./cron.js";
+export * from "./events.js";
 export * from "./frontend.js";
 export * from "./history.js";
 export * from "./messages.js";

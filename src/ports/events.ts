@@ -1,0 +1,139 @@
+/**
+ * The event stream: every state change of a running picklebot as one small JSON object,
+ * served at `GET /events` (Server-Sent Events), printed by `picklebot events`, and in
+ * distributed mode carried between instances so each instance's stream shows the whole
+ * cluster. The shapes below are the documented, stable contract: add fields, never rename
+ * or remove one.
+ *
+ * Publishing never waits: a publisher calls {@link EventSink.publish} and goes on; a slow
+ * or stalled subscriber loses events (counted) instead of slowing a worker.
+ */
+
+/** The fields every event carries. Times are epoch milliseconds. */
+export interface EventBase {
+  /**
+   * Position in this instance's stream, increasing; what an SSE client sends back as
+   * `Last-Event-ID` to resume. Set by the feed, not the publisher.
+   */
+  seq: number;
+  /** When the change happened. */
+  at: number;
+  /** The instance the change happened on (`local` outside distributed mode). */
+  instance: string;
+}
+
+/** A job's state changed. */
+export interface JobEvent extends EventBase {
+  type:
+    | "job.enqueued"
+    | "job.started"
+    | "job.checkpointed"
+    | "job.parked"
+    | "job.done"
+    | "job.failed";
+  jobId: string;
+  agentId: string;
+  sessionKey: string;
+  /** Attempts started so far. */
+  attempts: number;
+  /** The error, on `job.failed` (and on a retry: `job.failed` with `retrying: true`). */
+  error?: string;
+  /** On `job.failed`: the job will run again. */
+  retrying?: boolean;
+  /** On `job.parked`: what it waits for (`subagents`, `approval`, `time`, `batch`). */
+  waitingFor?: string;
+}
+
+/** A model call started or ended. */
+export interface ModelEvent extends EventBase {
+  type: "model.started" | "model.ended";
+  jobId: string | null;
+  agentId: string;
+  sessionId: string;
+  model: string;
+  /** On `model.ended`: the call's tokens. */
+  usage?: { input: number; output: number; cacheRead: number; cacheWrite: number };
+}
+
+/** A tool call started or ended. */
+export interface ToolEvent extends EventBase {
+  type: "tool.started" | "tool.ended";
+  jobId: string | null;
+  agentId: string;
+  sessionId: string;
+  tool: string;
+  callId: string;
+  /** On `tool.ended`: the tool reported an error. */
+  isError?: boolean;
+}
+
+/** An outbox message reached its chat, or the platform refused it for good. */
+export interface MessageEvent extends EventBase {
+  type: "message.delivered" | "message.refused";
+  platform: string;
+  chatId: string;
+  jobId: string | null;
+  /** On `message.refused`: the platform's reason. */
+  error?: string;
+}
+
+/** A cron occurrence was enqueued. */
+export interface CronEvent extends EventBase {
+  type: "cron.fired";
+  cronId: string;
+  agentId: string;
+  jobId: string;
+}
+
+/** A supervised worker crashed or was restarted. */
+export interface WorkerEvent extends EventBase {
+  type: "worker.crashed" | "worker.restarted";
+  worker: string;
+  error?: string;
+}
+
+/** Cluster membership and leadership (distributed mode). */
+export interface ClusterEvent extends EventBase {
+  type: "instance.joined" | "instance.left" | "leader.changed";
+  /** The instance that joined, left, or now leads (null: no leader). */
+  subject: string | null;
+}
+
+/** Every event of the stream. */
+export type PicklebotEvent =
+  | JobEvent
+  | ModelEvent
+  | ToolEvent
+  | MessageEvent
+  | CronEvent
+  | WorkerEvent
+  | ClusterEvent;
+
+/** Every event type, for help texts and validation. */
+export type PicklebotEventType = PicklebotEvent["type"];
+
+/** An event as a publisher hands it over: the feed sets `seq`, `at` and `instance`. */
+export type NewEvent = PicklebotEvent extends infer E
+  ? E extends PicklebotEvent
+    ? Omit<E, "seq" | "at" | "instance"> & { at?: number }
+    : never
+  : never;
+
+/** Where a part of the server reports state changes. Never blocks, never throws. */
+export interface EventSink {
+  publish(event: NewEvent): void;
+}
+
+/** Stops a subscription. */
+export type Unsubscribe = () => void;
+
+/** Reads the stream: a bounded buffer of recent events and live subscriptions. */
+export interface EventFeed {
+  /** Buffered events with `seq` greater than `after`, oldest first. */
+  since(after: number): PicklebotEvent[];
+  /**
+   * Calls `listener` for every later event. A listener that throws is dropped. Events
+   * published while a listener is slow are queued up to a bound, then dropped and counted.
+   */
+  subscribe(listener: (event: PicklebotEvent) => void): Unsubscribe;
+}
