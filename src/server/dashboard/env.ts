@@ -29,6 +29,7 @@ export interface DashboardSection {
 }
 
 declare module "hono" {
+  // biome-ignore lint/style/useShorthandFunctionType: augmentation merges into Hono's interface
   interface ContextRenderer {
     (content: string | Promise<string>, props: { title: string }): Response | Promise<Response>;
   }
