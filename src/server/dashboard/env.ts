@@ -29,8 +29,8 @@ export interface DashboardSection {
 }
 
 declare module "hono" {
-  // biome-ignore lint/style/useShorthandFunctionType: augmentation merges into Hono's interface
   interface ContextRenderer {
+    // biome-ignore lint/style/useShorthandFunctionType: augmentation merges into Hono's interface
     (content: string | Promise<string>, props: { title: string }): Response | Promise<Response>;
   }
 }
