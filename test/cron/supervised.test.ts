@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PicklebotError } from "../../src/base/errors.js";
 import type { CronStateStore } from "../../src/ports/index.js";
-import { watchFolder } from "../../src/server/cron/watch.js";
+import { watchFolder } from "../../src/server/folder-watch.js";
 import { CronWorker, type CronWorkerOptions } from "../../src/server/cron/worker.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { Supervisor } from "../../src/server/supervisor.js";

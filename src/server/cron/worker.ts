@@ -40,7 +40,7 @@ import type { Clock, CronState, CronStateStore, JobQueue, Worker } from "../../p
 import { type CronDefaults, type CronDefinition, loadCronDir } from "./definition.js";
 import { enqueueOccurrence } from "./fire.js";
 import { latestOccurrenceBetween, nextOccurrence } from "./schedule.js";
-import { type FolderWatch, watchFolder } from "./watch.js";
+import { type FolderWatch, watchFolder } from "../folder-watch.js";
 
 export { type CronRow, type CronStatus, describeCrons } from "./describe.js";
 export { runCronNow } from "./fire.js";
