@@ -14,11 +14,7 @@
  * on every turn or every reload.
  */
 import type { UserError } from "../base/errors.js";
-import {
-  type AgentDefinition,
-  builtInAgent,
-  loadAgents,
-} from "./definition.js";
+import { type AgentDefinition, builtInAgent, loadAgents } from "./definition.js";
 import {
   type LoadedSkills,
   listingBudgetWarning,

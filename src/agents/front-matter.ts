@@ -19,7 +19,11 @@ export interface FrontMatterFile {
  *
  * @throws UserError for a missing front matter or a YAML syntax error, with the line.
  */
-export function parseFrontMatterFile(text: string, file: string, expected: string): FrontMatterFile {
+export function parseFrontMatterFile(
+  text: string,
+  file: string,
+  expected: string,
+): FrontMatterFile {
   const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
   const closing = lines.findIndex((line, index) => index > 0 && line.trimEnd() === "---");
   if (lines[0]?.trimEnd() !== "---" || closing === -1) {

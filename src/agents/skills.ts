@@ -8,9 +8,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { UserError } from "../base/errors.js";
-import { isAtOrBelow } from "./tools/protected-paths.js";
 import { type AgentDefinition, subfolders } from "./definition.js";
 import { loadSkillFolder, type SkillDefinition, type SkillScope } from "./skill-file.js";
+import { isAtOrBelow } from "./tools/protected-paths.js";
 
 /** What {@link loadSkills} found: the valid skills and one error per broken skill. */
 export interface LoadedSkills {

@@ -73,7 +73,8 @@ export class DefinitionsWorker implements Worker {
       const dir = join(settings.workspace, folder);
       const onError = (error: Error) => {
         if (isRetryable(error)) crash(error);
-        else logger.warn({ dir, err: error }, `cannot watch ${folder}/; restart to pick up changes`);
+        else
+          logger.warn({ dir, err: error }, `cannot watch ${folder}/; restart to pick up changes`);
       };
       return watch(dir, reloadDebounceMs, reload, onError, { recursive: true });
     });

@@ -24,10 +24,10 @@ import type {
   ToolResultBlock,
   ToolUseBlock,
 } from "../../ports/index.js";
+import type { SkillDefinition } from "../skill-file.js";
 import { createBashTool } from "./bash.js";
 import { createEditTool } from "./edit.js";
 import { createPostMessageTool, type MessagePoster } from "./post-message.js";
-import type { SkillDefinition } from "../skill-file.js";
 import { createReadTool } from "./read.js";
 import type { BashSandboxOptions } from "./sandbox.js";
 import { createSkillTool } from "./skill.js";

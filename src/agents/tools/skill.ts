@@ -75,7 +75,10 @@ async function filesOf(folder: string): Promise<string[]> {
   return entries
     .filter((entry) => entry.isFile())
     .map((entry) => path.relative(folder, path.join(entry.parentPath, entry.name)))
-    .filter((file) => file !== SKILL_FILE_NAME && !file.split(path.sep).some((part) => part.startsWith(".")))
+    .filter(
+      (file) =>
+        file !== SKILL_FILE_NAME && !file.split(path.sep).some((part) => part.startsWith(".")),
+    )
     .sort();
 }
 
