@@ -34,6 +34,8 @@ export interface DefinitionsWorkerOptions {
   /** The workspace, its skill listing budget and `default_agent`. */
   settings: ListingSettings;
   logger: Logger;
+  /** Called after a load that added or removed an agent. (Default: nothing) */
+  onAgentsChanged?: () => void;
   /** Quiet time after a change before loading. (Default: 200 ms) */
   reloadDebounceMs?: number;
   /** Watches a folder for changes. (Default: {@link watchFolder}) */
@@ -94,6 +96,7 @@ export class DefinitionsWorker implements Worker {
     }
     for (const warning of catalog.warnings(settings)) logger.warn(warning);
     const { added, changed, removed, skills } = changes;
+    if (added.length + removed.length > 0) this.#options.onAgentsChanged?.();
     if (added.length + changed.length + removed.length + skills.length === 0) return;
     logger.info(
       {

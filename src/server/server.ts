@@ -230,8 +230,18 @@ export class PicklebotServer {
           defaultAgentId: config.default_agent,
         },
         logger: logger.child({ worker: "definitions" }),
+        onAgentsChanged: () => this.#claimLoadedAgents(),
       }),
     );
+  }
+
+  /**
+   * PostgreSQL mode: claims the jobs of the agents loaded now. The agent worker reads this
+   * list at each claim; the instance's row (`status`) keeps the list it started with.
+   */
+  #claimLoadedAgents(): void {
+    const claimed = this.#instance.agents;
+    claimed.splice(0, claimed.length, ...agentIdsOf(this.#options));
   }
 
   /** `/stop` of the chat bus: across the cluster in PostgreSQL mode, in this process otherwise. */
@@ -536,16 +546,21 @@ export class PicklebotServer {
  * or the host name.
  */
 function instanceInfo(options: ServerOptions, clustered: boolean): InstanceInfo {
-  const { config, agents } = options;
+  const { config } = options;
   return {
     id: clustered ? (config.cluster.instance_id ?? defaultInstanceId()) : hostname(),
     hostname: hostname(),
     pid: process.pid,
     version: VERSION,
-    agents: [...new Set([config.default_agent, ...agents.keys()])].sort(),
+    agents: agentIdsOf(options),
     concurrency: config.workers.agent_concurrency,
     ttlMs: config.cluster.instance_ttl_s * 1000,
   };
+}
+
+/** The agents this process runs: the loaded ones and `default_agent`, sorted. */
+function agentIdsOf({ config, agents }: Pick<ServerOptions, "config" | "agents">): string[] {
+  return [...new Set([config.default_agent, ...agents.keys()])].sort();
 }
 
 /** Why the HTTP endpoint could not listen: a setting in picklebot.yaml, when it is one. */

@@ -3,7 +3,7 @@
  * (the skill listing, never a body), the `skill` tool, and agents and skills picked up
  * while the server runs.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Job, NewJob } from "../../src/ports/index.js";
 import {
   type FakeAnthropic,
@@ -13,6 +13,12 @@ import {
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
 import { runCli } from "../helpers/cli.js";
+import {
+  type ClusterDatabase,
+  clusterYaml,
+  openClusterDatabase,
+  postgresSkipReason,
+} from "../helpers/postgres.js";
 import {
   enqueueJob,
   killAllServers,
@@ -24,6 +30,8 @@ import { waitFor } from "../helpers/wait.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const RELOADED = "agents and skills reloaded";
+
+const postgresSkip = await postgresSkipReason();
 
 let fake: FakeAnthropic;
 let ws: TempWorkspace;
@@ -207,5 +215,31 @@ describe("agents reloaded while the server runs", () => {
     fake.script({ text: "next" });
     await runJob(server, "chef");
     expect(systemOf(requestAt(fake, 2))).toContain("NEW PROMPT");
+  });
+});
+
+describe.skipIf(postgresSkip !== null)("an agent added to a server in distributed mode", () => {
+  let cluster: ClusterDatabase;
+  beforeAll(async () => {
+    cluster = await openClusterDatabase("skills_reload");
+  });
+  afterAll(() => cluster?.close());
+
+  it("has its jobs claimed by the server without a restart", async () => {
+    ws.write("picklebot.yaml", fakeModelConfig(fake.url, clusterYaml(cluster.database.url)));
+    const server = await startServer(ws.dir);
+    ws.write("agents/chef/AGENT.md", agentFile("Chef", "You are Chef in a cluster."));
+    await reloaded(server, (line) => (line.added as string[]).includes("chef"));
+    fake.script({ text: "claimed" });
+    const job = await cluster.producer.enqueue({
+      agentId: "chef",
+      sessionKey: "console:cluster-chef",
+      message: "hello",
+      mode: "job",
+      replyTo: { kind: "silent" },
+      maxAttempts: 1,
+    });
+    expect(await server.jobOutcomes(job.id)).toMatchObject([{ outcome: "done", agent: "chef" }]);
+    expect(systemOf(requestAt(fake, 0))).toContain("You are Chef in a cluster.");
   });
 });
