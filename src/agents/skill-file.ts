@@ -8,7 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { UserError } from "../base/errors.js";
-import { type CustomIssueParams, userErrorFromIssues } from "../config/issues.js";
+import { userErrorFromIssues } from "../config/issues.js";
 import { parseFrontMatterFile } from "./front-matter.js";
 
 /** The file name of a skill inside its folder. */
@@ -90,17 +90,9 @@ export function parseSkillFile(text: string, file: string, scope: SkillScope): S
     file,
     "name, description, optional license, compatibility, metadata, allowed-tools",
   );
-  const schema = skillFieldsSchema.superRefine((skill, ctx) => {
-    if (skill.name === path.basename(folder)) return;
-    ctx.addIssue({
-      code: "custom",
-      path: ["name"],
-      message: `"${skill.name}" differs from its folder "${path.basename(folder)}"; rename the folder or change the name so they match`,
-      params: { standalone: true } satisfies CustomIssueParams,
-    });
-  });
-  const result = schema.safeParse(fields, { reportInput: true });
+  const result = skillFieldsSchema.safeParse(fields, { reportInput: true });
   if (!result.success) throw userErrorFromIssues(file, result.error.issues, skillFieldsSchema);
+  checkNameIsFolder(result.data.name, file);
   const skill = result.data;
   return {
     name: skill.name,
@@ -113,4 +105,13 @@ export function parseSkillFile(text: string, file: string, scope: SkillScope): S
     file,
     scope,
   };
+}
+
+function checkNameIsFolder(name: string, file: string): void {
+  const folder = path.basename(path.dirname(file));
+  if (name === folder) return;
+  throw new UserError(
+    `${file}: name: "${name}" differs from its folder "${folder}"; rename the folder or change the name so they match.`,
+    { context: { file, key: "name" } },
+  );
 }
