@@ -84,10 +84,7 @@ export class AgentCatalog {
         (id) => before.has(id) && JSON.stringify(before.get(id)) !== JSON.stringify(agents.get(id)),
       ),
       removed: [...before.keys()].filter((id) => !agents.has(id)),
-      skills: [...new Set([...skillsBefore.keys(), ...skillsAfter.keys()])]
-        .filter((key) => skillsBefore.get(key) !== skillsAfter.get(key))
-        .map((key) => key.split("/").at(-1) ?? key)
-        .sort(),
+      skills: changedSkillNames(skillsBefore, skillsAfter),
       errors: allErrors.filter((error) => !reported.has(error.message)),
     };
   }
@@ -127,6 +124,13 @@ export class AgentCatalog {
 function refill<Value>(target: Map<string, Value>, source: ReadonlyMap<string, Value>): void {
   target.clear();
   for (const [key, value] of source) target.set(key, value);
+}
+
+/** The names of the skills added, changed or removed between two fingerprints, sorted. */
+function changedSkillNames(before: Map<string, string>, after: Map<string, string>): string[] {
+  const keys = new Set([...before.keys(), ...after.keys()]);
+  const changed = [...keys].filter((key) => before.get(key) !== after.get(key));
+  return [...new Set(changed.map((key) => key.slice(key.lastIndexOf("/") + 1)))].sort();
 }
 
 /** Each skill as `<scope>/<name>` → its definition as JSON, to see which ones changed. */
