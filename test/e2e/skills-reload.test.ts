@@ -159,6 +159,30 @@ describe("skills in the server", () => {
   });
 });
 
+describe("skills in the commands", () => {
+  it("prints a broken skill, an unknown skill of AGENT.md and a listing over budget as warnings", async () => {
+    ws.write("picklebot.yaml", fakeModelConfig(fake.url, "skills:\n  max_listing_chars: 600\n"));
+    const file = ws.write("skills/no-description/SKILL.md", "---\nname: no-description\n---\nx\n");
+    ws.write("skills/alpha/SKILL.md", skillFile("alpha", "a".repeat(150), "x"));
+    ws.write("skills/beta/SKILL.md", skillFile("beta", "b".repeat(150), "x"));
+    const agent = ws.write(
+      "agents/pickle/AGENT.md",
+      "---\nname: Pickle\ndescription: d\nskills: [alpha, beta, gamma]\n---\nYou are Pickle.\n",
+    );
+    const result = await runCli(["jobs", "--workspace", ws.dir]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain(
+      `picklebot: warning: ${file}: description: missing (expected text of 1 to 1024 characters`,
+    );
+    expect(result.stderr).toContain(
+      `picklebot: warning: ${agent}: skills: no skill "gamma" in skills/ or agents/pickle/skills/; add skills/gamma/SKILL.md or remove it from the list`,
+    );
+    expect(result.stderr).toContain(
+      'picklebot: warning: agent "pickle": 1 skill(s) left out of the system prompt because the listing would pass skills.max_listing_chars (600): beta;',
+    );
+  });
+});
+
 describe("agents reloaded while the server runs", () => {
   it("runs an agent added, then changed, and fails closed when its AGENT.md breaks", async () => {
     const server = await startServer(ws.dir);
