@@ -102,6 +102,7 @@ describe("skills in the server", () => {
       skillFile("pickling", "Brine recipes. Use for any pickling question.", "BODY-V1: 5% salt."),
     );
     const server = await startServer(ws.dir);
+    expect(server.linesMatching("picklebot server started")[0]?.skills).toBe("pickling");
     fake.script({ toolUses: [{ name: "skill", input: { name: "pickling" } }] }, { text: "5%" });
     expect(await runJob(server, "pickle")).toMatchObject({ outcome: "done" });
 
