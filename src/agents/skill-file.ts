@@ -83,7 +83,7 @@ export function loadSkillFolder(folder: string, scope: SkillScope): SkillDefinit
 }
 
 /** Parses one SKILL.md; its folder name must be its `name`. */
-export function parseSkillFile(text: string, file: string, scope: SkillScope): SkillDefinition {
+function parseSkillFile(text: string, file: string, scope: SkillScope): SkillDefinition {
   const folder = path.dirname(file);
   const { fields } = parseFrontMatterFile(
     text,
