@@ -8,6 +8,7 @@ import { runCostBench } from "./cost.js";
 import { runOrphanBench } from "./orphans.js";
 import { runPostgresBench } from "./postgres.js";
 import { runQueueBench } from "./queue.js";
+import { runSkillsBench } from "./skills.js";
 
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
 console.log(`# picklebot benchmarks — ${new Date().toISOString().slice(0, 10)} — ${machine}\n`);
@@ -33,3 +34,6 @@ console.log(
 console.log(orphans.markdown);
 const postgres = await runPostgresBench({});
 console.log(`\n${postgres.markdown}`);
+const skills = await runSkillsBench();
+console.log("\n## Skills: loading agents and skills, and the listing's size (`bench/skills.js`)\n");
+console.log(skills.markdown);

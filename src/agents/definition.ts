@@ -9,10 +9,11 @@ import { UserError } from "../base/errors.js";
 import { type BudgetLimits, budgetLimitsSchema } from "../config/budget.js";
 import { type ApprovalPolicy, approvalPolicySchema } from "../config/index.js";
 import { type CustomIssueParams, userErrorFromIssues } from "../config/issues.js";
-import { parseYaml } from "../config/load.js";
 import { ID_PATTERN } from "../config/schema.js";
 import { didYouMean } from "../config/suggest.js";
 import { POLICY_TOOLS } from "./approval-policy.js";
+import { parseFrontMatterFile } from "./front-matter.js";
+import { SKILL_NAME_PATTERN, SKILL_NAME_RULE } from "./skill-file.js";
 import { DEFAULT_TOOLS, isToolName, TOOL_NAMES } from "./tools/index.js";
 
 /** The file name of a definition inside `agents/<id>/`. */
@@ -54,6 +55,11 @@ export interface AgentDefinition {
    * domains it fetches from, each with its subdomains. (Default: any public host)
    */
   webFetch?: { allowDomains: string[] };
+  /**
+   * The skills it gets (front matter `skills`), by name; `[]` gives it none. (Default:
+   * every skill of `skills/` and of `agents/<id>/skills/`)
+   */
+  skills?: string[];
   /** The system prompt, before {@link renderSystemPrompt} substitutes placeholders. */
   prompt: string;
   /** Absolute path of the AGENT.md it came from, or `built-in`. */
@@ -95,6 +101,7 @@ const frontMatterSchema = z.strictObject({
   subagents: z
     .array(z.string().regex(ID_PATTERN, "an agent id (a folder name under agents/)"))
     .optional(),
+  skills: z.array(z.string().regex(SKILL_NAME_PATTERN, SKILL_NAME_RULE)).optional(),
   approvals: approvalPolicySchema(POLICY_TOOLS).optional(),
   budget: budgetLimitsSchema().optional(),
   bash: z.strictObject({ network: z.boolean().optional() }).optional(),
@@ -120,7 +127,7 @@ export function loadAgents(workspace: string): LoadedAgents {
   const agents = new Map<string, AgentDefinition>();
   const errors: UserError[] = [];
   const broken = new Map<string, UserError>();
-  for (const folder of agentFolders(path.join(workspace, "agents"))) {
+  for (const folder of subfolders(path.join(workspace, "agents"))) {
     try {
       const agent = loadAgentFolder(folder);
       agents.set(agent.id, agent);
@@ -230,8 +237,11 @@ function localTimeParts(now: Date, timezone: string) {
 
 /** Parses one AGENT.md; `file` names it in errors. Throws a UserError when it is broken. */
 export function parseAgentFile(id: string, text: string, file: string): AgentDefinition {
-  const { frontMatter, prompt } = splitFrontMatter(text, file);
-  const raw = parseYaml(frontMatter, file, 1) ?? {};
+  const { fields: raw, body: prompt } = parseFrontMatterFile(
+    text,
+    file,
+    "name, description, optional model, max_tokens, tools, subagents, skills",
+  );
   const result = frontMatterSchema.safeParse(raw, { reportInput: true });
   if (!result.success) throw userErrorFromIssues(file, result.error.issues, frontMatterSchema);
   if (prompt === "") {
@@ -249,6 +259,7 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
     ...(fields.max_tokens === undefined ? {} : { maxTokens: fields.max_tokens }),
     tools: fields.tools ? [...new Set(fields.tools)] : [...DEFAULT_TOOLS],
     ...(fields.subagents === undefined ? {} : { subagents: [...new Set(fields.subagents)] }),
+    ...(fields.skills === undefined ? {} : { skills: [...new Set(fields.skills)] }),
     approvals: fields.approvals ?? {},
     ...(fields.budget === undefined ? {} : { budget: fields.budget }),
     ...(fields.bash?.network === undefined ? {} : { bashNetwork: fields.bash.network }),
@@ -257,25 +268,6 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
       : { webFetch: { allowDomains: [...new Set(fields.web_fetch.allow_domains)] } }),
     prompt,
     source: file,
-  };
-}
-
-function splitFrontMatter(text: string, file: string): { frontMatter: string; prompt: string } {
-  const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
-  const closing = lines.findIndex((line, index) => index > 0 && line.trimEnd() === "---");
-  if (lines[0]?.trimEnd() !== "---" || closing === -1) {
-    throw new UserError(
-      `${file}: missing YAML front matter; start the file with a line "---", then the fields ` +
-        '(name, description, optional model, max_tokens, tools, subagents), then another "---" line.',
-      { context: { file } },
-    );
-  }
-  return {
-    frontMatter: lines.slice(1, closing).join("\n"),
-    prompt: lines
-      .slice(closing + 1)
-      .join("\n")
-      .trim(),
   };
 }
 
@@ -293,11 +285,14 @@ function checkToolNames(tools: string[], ctx: z.RefinementCtx): void {
   }
 }
 
-/** Absolute paths of the agent folders, sorted; dot-folders and plain files are skipped. */
-function agentFolders(agentsDir: string): string[] {
+/**
+ * Absolute paths of the folders in `dir` (agent folders, skill folders), sorted;
+ * dot-folders and plain files are skipped, and a missing `dir` has none.
+ */
+export function subfolders(dir: string): string[] {
   let names: string[];
   try {
-    names = fs.readdirSync(agentsDir);
+    names = fs.readdirSync(dir);
   } catch (thrown) {
     const code = (thrown as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return [];
@@ -305,7 +300,7 @@ function agentFolders(agentsDir: string): string[] {
   }
   return names
     .filter((name) => !name.startsWith("."))
-    .map((name) => path.join(agentsDir, name))
+    .map((name) => path.join(dir, name))
     .filter((folder) => fs.statSync(folder, { throwIfNoEntry: false })?.isDirectory() === true)
     .sort();
 }

@@ -25,6 +25,8 @@ import {
   resolveAgent,
 } from "./definition.js";
 import { runTurn, type TurnEvents, type TurnResult } from "./loop.js";
+import type { SkillDefinition } from "./skill-file.js";
+import { type LoadedSkills, NO_SKILLS, skillListing, skillsOfAgent } from "./skills.js";
 import {
   createToolbox,
   type MessagePoster,
@@ -42,6 +44,12 @@ export interface AgentRunnerOptions {
    * built-in default never stands in for them. (Default: none)
    */
   brokenAgents?: ReadonlyMap<string, UserError>;
+  /**
+   * The workspace's skills as they are now (the catalog's, which a reload replaces);
+   * each turn lists its agent's in the system prompt and loads them with `skill`.
+   * (Default: none)
+   */
+  skills?: () => LoadedSkills;
   history: HistoryStore;
   provider: ModelProvider;
   clock: Clock;
@@ -177,6 +185,11 @@ export class AgentRunner {
     return { delegate, callable, maxDepth: config.workers.subagent_max_depth };
   }
 
+  /** The agent's skills; none when skills are off for it (`skills: []`) or the workspace has none. */
+  #skillsOf(agent: AgentDefinition): SkillDefinition[] {
+    return skillsOfAgent(this.#options.skills?.() ?? NO_SKILLS, agent).skills;
+  }
+
   /** The provider of a turn: through the batch API for a batch job, when there is one. */
   #providerFor(request: RunRequest): ModelProvider {
     const { provider, config, clock } = this.#options;
@@ -190,16 +203,19 @@ export class AgentRunner {
     const { workspace, config, history, clock } = this.#options;
     const agent = this.agent(request.agentId);
     const now = new Date(clock.now());
+    const skills = this.#skillsOf(agent);
+    const listing = skillListing(skills, workspace, config.skills.max_listing_chars);
     return runTurn({
       sessionId: request.sessionId,
       history,
       provider: this.#providerFor(request),
-      system: renderSystemPrompt(agent, { workspace, now, timezone: config.timezone }),
+      system:
+        renderSystemPrompt(agent, { workspace, now, timezone: config.timezone }) + listing.text,
       currentTime: formatLocalTime(now, config.timezone),
       model: agent.model ?? config.llm.model,
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
       tools: gateTools(
-        createToolbox(agent.tools, {
+        createToolbox(skills.length > 0 ? [...agent.tools, "skill"] : agent.tools, {
           bashSandbox: {
             kind: config.tools.bash.sandbox,
             network: agent.bashNetwork ?? config.tools.bash.network,
@@ -209,6 +225,7 @@ export class AgentRunner {
           ...(agent.webFetch ? { fetchAllowDomains: agent.webFetch.allowDomains } : {}),
           postMessage: this.#options.postMessage(request),
           subagents: this.#subagents(agent),
+          skills,
         }),
         agentPolicy(config.approvals.policy, agent.approvals),
         this.#options.approvals?.(request),

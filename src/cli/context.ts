@@ -2,7 +2,8 @@ import type { Command } from "commander";
 import { createAnthropicProvider } from "../agents/anthropic.js";
 import type { ApprovalAsker } from "../agents/approval-gate.js";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
-import { type AgentDefinition, loadAgents } from "../agents/definition.js";
+import { AgentCatalog } from "../agents/catalog.js";
+import type { AgentDefinition } from "../agents/definition.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
 import type { MessagePoster, SubagentDelegate } from "../agents/tools/index.js";
 import { systemClock } from "../base/clock.js";
@@ -41,6 +42,8 @@ export interface LoadedWorkspace {
   agents: Map<string, AgentDefinition>;
   /** Agents whose AGENT.md is broken, by id: they do not run (fail closed). */
   brokenAgents: Map<string, UserError>;
+  /** The agents and skills, reloadable (`agents` and `brokenAgents` are its maps). */
+  catalog: AgentCatalog;
   provider: ModelProvider;
 }
 
@@ -51,14 +54,32 @@ export interface LoadedWorkspace {
  */
 export function loadWorkspace(command: Command): LoadedWorkspace {
   const workspace = workspaceOf(command);
-  const { agents, errors, broken } = loadAgents(workspace);
-  for (const error of errors)
-    process.stderr.write(`picklebot: warning: ${printable(error.message, { multiline: true })}\n`);
+  const catalog = new AgentCatalog(workspace);
+  const { errors } = catalog.load();
+  for (const error of errors) warn(error.message);
+  const { agents, broken } = catalog;
   const config = loadConfig(workspace, process.env, {
     agentIds: [...agents.keys(), ...broken.keys()],
     tools: POLICY_TOOLS,
   });
-  return { workspace, config, agents, brokenAgents: broken, provider: providerFor(config) };
+  const settings = {
+    workspace,
+    maxListingChars: config.skills.max_listing_chars,
+    defaultAgentId: config.default_agent,
+  };
+  for (const warning of catalog.warnings(settings)) warn(warning);
+  return {
+    workspace,
+    config,
+    agents,
+    brokenAgents: broken,
+    catalog,
+    provider: providerFor(config),
+  };
+}
+
+function warn(message: string): void {
+  process.stderr.write(`picklebot: warning: ${printable(message, { multiline: true })}\n`);
 }
 
 /** Loads the workspace and opens its storage, for commands that read or run agents. */
@@ -77,6 +98,7 @@ export function runnerFor(
   const runner: AgentRunner = new AgentRunner({
     ...context,
     history: context.storage.history,
+    skills: () => context.catalog.skills,
     clock: systemClock,
     postMessage,
     delegate: inPlaceSubagents(context.storage.history, () => runner),

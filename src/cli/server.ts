@@ -5,6 +5,7 @@
  * Second signal: exit at once; jobs still running are requeued at the next start.
  */
 import { Command, InvalidArgumentError } from "commander";
+import type { LoadedSkills } from "../agents/skills.js";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { createLogger, type Logger } from "../base/log.js";
 import { secretValues } from "../config/index.js";
@@ -89,6 +90,7 @@ async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, lo
     queue: config.queue.backend,
     history: `${config.history.backend} (${config.history.path})`,
     agents: [...new Set([config.default_agent, ...agents.keys()])].join(", "),
+    skills: skillNames(loaded.catalog.skills).join(", ") || "none",
     crons:
       crons.length === 0
         ? "none"
@@ -106,6 +108,14 @@ async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, lo
       "no model API key: set ANTHROPIC_API_KEY (or llm.api_key in picklebot.yaml); jobs fail until one is set",
     );
   }
+}
+
+/** The workspace's skills, then each agent's own as `<agent>/<skill>`. */
+function skillNames({ shared, byAgent }: LoadedSkills): string[] {
+  const own = [...byAgent].flatMap(([id, skills]) =>
+    [...skills.keys()].map((name) => `${id}/${name}`),
+  );
+  return [...shared.keys(), ...own];
 }
 
 function positiveInteger(value: string): number {

@@ -83,6 +83,7 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       ...chatPlatformSections(context.env),
       http: httpSchema(),
       tools: toolsSchema(),
+      skills: skillsSchema(),
       bindings: bindingsSchema(),
       approvals: approvalsSchema(context.tools),
       budget: workspaceBudgetSchema(),
@@ -276,6 +277,18 @@ function httpSchema() {
       port: fromText(z.int().min(0).max(65535).describe("a port number from 0 to 65535")).default(
         8787,
       ),
+    })
+    .prefault({});
+}
+
+/** `skills`: how the agents' skills are offered (README "Skills"). */
+function skillsSchema() {
+  return z
+    .strictObject({
+      /** Longest listing of an agent's skills in its system prompt; the rest are left out. */
+      max_listing_chars: fromText(
+        z.int().min(200).describe("a whole number of characters, at least 200"),
+      ).default(8000),
     })
     .prefault({});
 }

@@ -17,6 +17,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
+import type { AgentCatalog } from "../agents/catalog.js";
 import type { AgentDefinition } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
 import { describeBashSandbox } from "../agents/tools/index.js";
@@ -48,12 +49,13 @@ import { AgentWorker, JOBS_RECOVERED } from "./agent-worker.js";
 import { ApprovalDesk } from "./approvals.js";
 import { BatchPoller } from "./batch-poller.js";
 import { BudgetGuard } from "./budget.js";
-import { chatAgentDirectory } from "./bus/chat-agents.js";
+import { type ChatAgentDirectory, chatAgentDirectory } from "./bus/chat-agents.js";
 import { ChatSenders } from "./bus/senders.js";
 import { MessageBusWorker } from "./bus/worker.js";
 import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
 import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
 import { CronWorker } from "./cron/worker.js";
+import { DefinitionsWorker } from "./definitions-watch.js";
 import { HttpEndpoint } from "./http.js";
 import { ServerMetrics } from "./metrics.js";
 import { QueueDepthWorker } from "./queue-depth.js";
@@ -68,6 +70,11 @@ export interface ServerOptions {
   agents: Map<string, AgentDefinition>;
   /** Agents whose AGENT.md is broken: their jobs fail with the error. (Default: none) */
   brokenAgents?: ReadonlyMap<string, UserError>;
+  /**
+   * The agents and skills, reloaded while the server runs when their files change (its
+   * maps are `agents` and `brokenAgents`). (Default: none; no skills, no reload)
+   */
+  catalog?: AgentCatalog;
   provider: ModelProvider;
   logger: Logger;
   clock?: Clock;
@@ -188,6 +195,7 @@ export class PicklebotServer {
     const stopper = this.#sessionStopper(stopHere);
     this.#stopper = stopper;
     this.#supervisor.start(agentWorker);
+    this.#startDefinitionsWorker();
     this.#leader = new LeaderWorker({
       leadership: this.#leadership(),
       holder: this.#instance.id,
@@ -207,6 +215,33 @@ export class PicklebotServer {
         logger: this.#options.logger.child({ worker: "queue-depth" }),
       }),
     );
+  }
+
+  /** Reloads the agents and skills when their files change (each process its own). */
+  #startDefinitionsWorker(): void {
+    const { catalog, workspace, config, logger } = this.#options;
+    if (!catalog) return;
+    this.#supervisor.start(
+      new DefinitionsWorker({
+        catalog,
+        settings: {
+          workspace,
+          maxListingChars: config.skills.max_listing_chars,
+          defaultAgentId: config.default_agent,
+        },
+        logger: logger.child({ worker: "definitions" }),
+        onAgentsChanged: () => this.#claimLoadedAgents(),
+      }),
+    );
+  }
+
+  /**
+   * PostgreSQL mode: claims the jobs of the agents loaded now. The agent worker reads this
+   * list at each claim; the instance's row (`status`) keeps the list it started with.
+   */
+  #claimLoadedAgents(): void {
+    const claimed = this.#instance.agents;
+    claimed.splice(0, claimed.length, ...agentIdsOf(this.#options));
   }
 
   /** `/stop` of the chat bus: across the cluster in PostgreSQL mode, in this process otherwise. */
@@ -236,7 +271,7 @@ export class PicklebotServer {
     return new MessageBusWorker({
       createPlatforms,
       allowedUserIds: (platform) => allowedUserIds(config, platform),
-      agents: chatAgentDirectory(config, this.#options.agents, this.#options.brokenAgents),
+      agents: this.#chatAgents(),
       queue: this.#queue,
       history: this.#storage.history,
       pairing: this.#storage.pairing,
@@ -249,6 +284,18 @@ export class PicklebotServer {
       clock: this.#clock,
       logger: logger.child({ worker: "bus" }),
     });
+  }
+
+  /** The chat's agent directory, read anew at each use: agents come and go on reload. */
+  #chatAgents(): ChatAgentDirectory {
+    const { config, agents, brokenAgents } = this.#options;
+    return {
+      defaultAgentId: config.default_agent,
+      bindings: config.bindings,
+      get agents() {
+        return chatAgentDirectory(config, agents, brokenAgents).agents;
+      },
+    };
   }
 
   /**
@@ -340,7 +387,7 @@ export class PicklebotServer {
   }
 
   #agentWorker(workerId: string, clock: Clock, chat: ChatSenders): AgentWorker {
-    const { workspace, config, agents, brokenAgents, provider, logger } = this.#options;
+    const { workspace, config, agents, brokenAgents, catalog, provider, logger } = this.#options;
     const history = this.#storage.history;
     const desk = new ApprovalDesk({
       store: this.#storage.approvals,
@@ -366,6 +413,7 @@ export class PicklebotServer {
       config,
       agents,
       ...(brokenAgents === undefined ? {} : { brokenAgents }),
+      ...(catalog === undefined ? {} : { skills: () => catalog.skills }),
       history,
       provider,
       clock,
@@ -498,16 +546,21 @@ export class PicklebotServer {
  * or the host name.
  */
 function instanceInfo(options: ServerOptions, clustered: boolean): InstanceInfo {
-  const { config, agents } = options;
+  const { config } = options;
   return {
     id: clustered ? (config.cluster.instance_id ?? defaultInstanceId()) : hostname(),
     hostname: hostname(),
     pid: process.pid,
     version: VERSION,
-    agents: [...new Set([config.default_agent, ...agents.keys()])].sort(),
+    agents: agentIdsOf(options),
     concurrency: config.workers.agent_concurrency,
     ttlMs: config.cluster.instance_ttl_s * 1000,
   };
+}
+
+/** The agents this process runs: the loaded ones and `default_agent`, sorted. */
+function agentIdsOf({ config, agents }: Pick<ServerOptions, "config" | "agents">): string[] {
+  return [...new Set([config.default_agent, ...agents.keys()])].sort();
 }
 
 /** Why the HTTP endpoint could not listen: a setting in picklebot.yaml, when it is one. */

@@ -95,7 +95,18 @@ describe("loadAgents", () => {
     expect([...agents.keys()]).toEqual(["good"]);
     expect(errors.map((error) => error.message)).toEqual([
       `${file}: missing YAML front matter; start the file with a line "---", then the fields ` +
-        '(name, description, optional model, max_tokens, tools, subagents), then another "---" line.',
+        '(name, description, optional model, max_tokens, tools, subagents, skills), then another "---" line.',
+    ]);
+  });
+
+  it("reads the skills an agent gets, and names a bad skill name", () => {
+    writeAgent("coder", agentText("name: Coder\ndescription: Codes\nskills: [git-flow, git-flow]"));
+    const file = writeAgent("bad", agentText("name: Bad\ndescription: x\nskills: [Git_Flow]"));
+    const { agents, errors } = loadAgents(workspace);
+    expect(agents.get("coder")?.skills).toEqual(["git-flow"]);
+    expect(errors.map((error) => error.message)).toEqual([
+      `${file}: skills[0]: expected a skill name: 1 to 64 lowercase letters, digits and hyphens, ` +
+        'not starting or ending with a hyphen and without "--" (e.g. pdf-forms), found "Git_Flow"; correct it.',
     ]);
   });
 
@@ -103,7 +114,7 @@ describe("loadAgents", () => {
     const file = writeAgent("bad", agentText("name: Bad\ndescription: x\ntools: [read, bsh]"));
     expect(onlyError()).toBe(
       `${file}: tools: unknown tool "bsh"; did you mean "bash"? (allowed: read, write, edit, ` +
-        "bash, web_fetch, post_message, subagent); fix or remove it.",
+        "bash, web_fetch, post_message, subagent, skill); fix or remove it.",
     );
   });
 

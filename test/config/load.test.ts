@@ -321,6 +321,20 @@ describe("loadConfig", () => {
     expect(loadError().message).toContain("tools.bash.netwrok");
   });
 
+  it("reads skills.max_listing_chars, 8000 by default, and names a bad value or key", () => {
+    expect(loadConfig(workspace, {}).skills).toEqual({ max_listing_chars: 8000 });
+    writeConfig("skills:\n  max_listing_chars: 2000\n");
+    expect(loadConfig(workspace, {}).skills.max_listing_chars).toBe(2000);
+    const file = writeConfig("skills:\n  max_listing_chars: 50\n");
+    expect(loadError().message).toBe(
+      `${file}: skills.max_listing_chars: expected a whole number of characters, at least 200, found 50; correct it or remove it to use the default.`,
+    );
+    writeConfig("skills:\n  max_listing_char: 2000\n");
+    expect(loadError().message).toContain(
+      'skills.max_listing_char: unknown key; did you mean "max_listing_chars"?',
+    );
+  });
+
   it("reports the line of a duplicated key", () => {
     const file = writeConfig("http:\n  port: 1\nhttp:\n  port: 2\n");
     expect(loadError().message).toContain(`${file}:3: YAML syntax error`);

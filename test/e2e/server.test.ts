@@ -224,6 +224,7 @@ describe("picklebot server", () => {
       { name: "agent", ...running },
       { name: "batch-poller", ...running },
       { name: "cron", ...running },
+      { name: "definitions", ...running },
       { name: "leader", ...running },
       { name: "queue-depth", ...running },
     ]);

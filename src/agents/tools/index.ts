@@ -24,11 +24,13 @@ import type {
   ToolResultBlock,
   ToolUseBlock,
 } from "../../ports/index.js";
+import type { SkillDefinition } from "../skill-file.js";
 import { createBashTool } from "./bash.js";
 import { createEditTool } from "./edit.js";
 import { createPostMessageTool, type MessagePoster } from "./post-message.js";
 import { createReadTool } from "./read.js";
 import type { BashSandboxOptions } from "./sandbox.js";
+import { createSkillTool } from "./skill.js";
 import { createSubagentTool, type SubagentOptions } from "./subagent.js";
 import { createWebFetchTool } from "./web-fetch.js";
 import { createWriteTool } from "./write.js";
@@ -66,6 +68,8 @@ export interface ToolboxOptions {
   postMessage?: MessagePoster;
   /** How `subagent` hands tasks on, and to whom. (Default: nowhere; the tool says so) */
   subagents?: SubagentOptions;
+  /** The skills `skill` loads: the agent's (skills.ts). (Default: none; the tool says so) */
+  skills?: readonly SkillDefinition[];
 }
 
 /** One registered tool. */
@@ -102,6 +106,10 @@ export const TOOLS = {
   subagent: {
     create: ({ subagents }) => createSubagentTool(subagents ?? delegationUnavailable),
     shows: { field: "agent", joiner: ": " },
+  },
+  skill: {
+    create: ({ skills }) => createSkillTool(skills ?? []),
+    shows: { field: "name", joiner: " " },
   },
 } satisfies Record<string, ToolEntry>;
 

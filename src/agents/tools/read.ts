@@ -1,7 +1,7 @@
 import { type FileHandle, readdir } from "node:fs/promises";
 import { z } from "zod";
 import { ToolError } from "../../base/errors.js";
-import type { Tool } from "../../ports/index.js";
+import type { Tool, ToolContext } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
 import { openInWorkspace } from "./workspace-file.js";
 import { fileSystemError } from "./workspace-path.js";
@@ -37,18 +37,30 @@ export function createReadTool(): Tool {
       "Read a text file from the workspace. Returns its content (at most 256 KiB from " +
       "`offset`). Given a directory, the error lists its entries.",
     input: readInput,
-    async run({ path, offset = 0 }, context) {
-      const { handle, stats, pinnedPath } = await openInWorkspace(context, path, "read");
-      try {
-        if (stats.isDirectory()) throw await directoryError(pinnedPath, path);
-        if (!stats.isFile()) throw new ToolError(`"${path}" is not a regular file`);
-        const head = await readHead(handle, path, offset, READ_MAX_BYTES + 1);
-        return describeHead(head, path, offset, stats.size);
-      } finally {
-        await handle.close();
-      }
-    },
+    run: ({ path, offset = 0 }, context) => readWorkspaceText(context, path, offset),
   });
+}
+
+/**
+ * The text of a workspace file as `read` returns it: opened with the workspace's checks
+ * (workspace-file.ts), from byte `offset`, cut at {@link READ_MAX_BYTES} with a note.
+ *
+ * @throws ToolError for a path refused, a directory (listing its entries), a binary file.
+ */
+export async function readWorkspaceText(
+  context: ToolContext,
+  path: string,
+  offset = 0,
+): Promise<string> {
+  const { handle, stats, pinnedPath } = await openInWorkspace(context, path, "read");
+  try {
+    if (stats.isDirectory()) throw await directoryError(pinnedPath, path);
+    if (!stats.isFile()) throw new ToolError(`"${path}" is not a regular file`);
+    const head = await readHead(handle, path, offset, READ_MAX_BYTES + 1);
+    return describeHead(head, path, offset, stats.size);
+  } finally {
+    await handle.close();
+  }
 }
 
 function describeHead(head: Buffer, path: string, offset: number, size: number): string {

@@ -37,10 +37,10 @@ import { isRetryable, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import { checkNumberOptions } from "../../base/options.js";
 import type { Clock, CronState, CronStateStore, JobQueue, Worker } from "../../ports/index.js";
+import { type FolderWatch, watchFolder } from "../folder-watch.js";
 import { type CronDefaults, type CronDefinition, loadCronDir } from "./definition.js";
 import { enqueueOccurrence } from "./fire.js";
 import { latestOccurrenceBetween, nextOccurrence } from "./schedule.js";
-import { type FolderWatch, watchFolder } from "./watch.js";
 
 export { type CronRow, type CronStatus, describeCrons } from "./describe.js";
 export { runCronNow } from "./fire.js";

@@ -1,26 +1,37 @@
 import { type FSWatcher, mkdirSync, watch } from "node:fs";
-import { PicklebotError, toError } from "../../base/errors.js";
+import { PicklebotError, toError } from "../base/errors.js";
 
 /** A running folder watch; `close` stops it and drops a pending notification. */
 export interface FolderWatch {
   close(): void;
 }
 
+/** Options of {@link watchFolder}. */
+export interface FolderWatchOptions {
+  /**
+   * Also watch the folders inside `dir`, at any depth (`agents/<id>/AGENT.md`,
+   * `skills/<name>/SKILL.md`). (Default: false, only the files directly in `dir`)
+   */
+  recursive?: boolean;
+}
+
 /**
  * Calls `onChange` once things settle after files in `dir` were added, changed, renamed or
  * removed: events closer together than `debounceMs` (editors write a file in several steps)
- * produce one call. Creates `dir` when missing, so crons dropped in later are seen.
+ * produce one call. Creates `dir` when missing, so files dropped in later are seen (crons,
+ * agents, skills).
  * Debouncing uses real timers: it is about file-system event bursts, not the schedule.
  *
  * `onError` gets a {@link PicklebotError}: retryable when the watch failed (a new watch
  * may work: the watcher limit, a folder replaced), not retryable when `dir` is missing
- * and cannot be created (a read-only workspace: no crons, and watching again cannot help).
+ * and cannot be created (a read-only workspace: nothing to watch, and watching again cannot help).
  */
 export function watchFolder(
   dir: string,
   debounceMs: number,
   onChange: () => void,
   onError: (error: Error) => void,
+  options: FolderWatchOptions = {},
 ): FolderWatch {
   let pending: NodeJS.Timeout | undefined;
   let watcher: FSWatcher | undefined;
@@ -39,7 +50,7 @@ export function watchFolder(
     return { close: () => undefined };
   }
   try {
-    watcher = watch(dir, notify);
+    watcher = watch(dir, { recursive: options.recursive ?? false }, notify);
     watcher.on("error", (error) => {
       watcher?.close();
       fail(error, "watch", true);

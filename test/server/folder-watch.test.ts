@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isRetryable } from "../../src/base/errors.js";
-import { watchFolder } from "../../src/server/cron/watch.js";
+import { watchFolder } from "../../src/server/folder-watch.js";
 
 let workspace: string;
 
