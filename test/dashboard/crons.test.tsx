@@ -88,7 +88,7 @@ describe("the Crons section", () => {
   it("Run now enqueues a job like cron run, and the cron's page shows it and then its reply", async () => {
     const dashboard = client();
     const list = await dashboard.get("/crons");
-    const done = await dashboard.submit(list, "/crons/news/run", "Run now");
+    const done = await dashboard.submit(list, "/crons/news/run", { button: "Run now" });
     expect(done.status).toBe(303);
     expect(done.location).toMatch(/^\/crons\/news\?notice=Enqueued%20job%20/);
     const [job] = await storage.queue.list();
@@ -119,7 +119,7 @@ describe("the Crons section", () => {
     const disabled = await dashboard.submit(
       await dashboard.get("/crons/news"),
       "/crons/news/disable",
-      "Disable",
+      { button: "Disable" },
     );
     expect(disabled.status).toBe(303);
     const file = readFileSync(`${ws.dir}/crons/news.yaml`, "utf8");
@@ -130,7 +130,7 @@ describe("the Crons section", () => {
     expect(textOf(page.html)).toContain("Disabled news (enabled: false in");
     expect(textOf(page.html)).toContain("None: the cron is disabled.");
 
-    await dashboard.submit(page, "/crons/news/enable", "Enable");
+    await dashboard.submit(page, "/crons/news/enable", { button: "Enable" });
     expect(readFileSync(`${ws.dir}/crons/news.yaml`, "utf8")).toMatch(/enabled: true\n$/);
   });
 
@@ -138,7 +138,7 @@ describe("the Crons section", () => {
     const dashboard = client();
     const page = await dashboard.get("/crons/news");
     ws.write("crons/news.yaml", `${NEWS}# edited\n`);
-    const answered = await dashboard.submit(page, "/crons/news/disable", "Disable");
+    const answered = await dashboard.submit(page, "/crons/news/disable", { button: "Disable" });
     expect(answered.status).toBe(303);
     expect(readFileSync(`${ws.dir}/crons/news.yaml`, "utf8")).toContain("# edited");
   });

@@ -30,10 +30,17 @@ export interface SectionClient {
   /** A POST of `fields` (the CSRF token added unless `fields` sets it). */
   post(path: string, fields?: Record<string, string>): Promise<RenderedPage>;
   /**
-   * Submits the form of `page` whose action is `action`, pressing the button labelled
-   * `button` (its name/value sent when it has one); throws when the page has no such form.
+   * Submits the form of `page` whose action is `action`, with its hidden fields and the
+   * `fill`ed ones, pressing the button labelled `button` (its name/value sent when it has
+   * one); throws when the page has no such form or button, or `fill` names no field of it.
    */
-  submit(page: RenderedPage, action: string, button?: string): Promise<RenderedPage>;
+  submit(page: RenderedPage, action: string, options?: SubmitOptions): Promise<RenderedPage>;
+}
+
+/** What {@link SectionClient.submit} types and presses. */
+export interface SubmitOptions {
+  button?: string;
+  fill?: Record<string, string>;
 }
 
 /** Mounts `section` at `/<path>`, as the frame does. (Default: not read-only) */
@@ -83,15 +90,21 @@ export function mountSection(
     app,
     get: (path) => send(path),
     post,
-    submit(page, action, button) {
+    submit(page, action, { button, fill = {} } = {}) {
       const form = formsOf(page.html).find((candidate) => candidate.action === action);
-      if (!form) throw new Error(`no form posting to ${action} on the page:\n${page.html}`);
+      if (!form)
+        throw new Error(`no form posting to ${action} on the page:
+${page.html}`);
+      const unknown = Object.keys(fill).filter((name) => !(name in form.fields));
+      if (unknown.length > 0)
+        throw new Error(`the form of ${action} has no field ${unknown.join(", ")}`);
       const pressed =
         button === undefined ? undefined : form.buttons.find((b) => b.label === button);
       if (button !== undefined && !pressed)
         throw new Error(`no button "${button}" in the form of ${action}`);
       const fields = {
         ...form.fields,
+        ...fill,
         ...(pressed?.name ? { [pressed.name]: pressed.value } : {}),
       };
       return send(action, { method: "POST", body: new URLSearchParams(fields) });
