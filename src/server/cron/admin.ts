@@ -6,7 +6,7 @@
  * edit takes effect there without a restart.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync, realpathSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseDocument } from "yaml";
 import { toError, UserError } from "../../base/errors.js";
@@ -59,9 +59,11 @@ export function setCronEnabled(cron: CronDefinition, enabled: boolean): void {
   // The text is the one that loaded, so it parses.
   const document = parseDocument(text);
   document.set("enabled", enabled);
-  const temporary = `${cron.file}.${randomBytes(4).toString("hex")}.tmp`;
-  writeFileSync(temporary, String(document), { mode: statSync(cron.file).mode });
-  renameSync(temporary, cron.file);
+  // A symlinked cron file stays a symlink: the file it points to is the one replaced.
+  const target = realpathSync(cron.file);
+  const temporary = `${target}.${randomBytes(4).toString("hex")}.tmp`;
+  writeFileSync(temporary, String(document), { mode: statSync(target).mode });
+  renameSync(temporary, target);
 }
 
 function readCronText(file: string): string {

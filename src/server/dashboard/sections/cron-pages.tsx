@@ -166,7 +166,7 @@ function RunTable(props: { runs: CronRun[]; timezone: string }) {
       <table class="list">
         <thead>
           <tr>
-            <th>Started</th>
+            <th>Enqueued</th>
             <th>Job</th>
             <th>State</th>
             <th>Result</th>
