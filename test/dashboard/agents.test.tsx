@@ -6,7 +6,7 @@ import {
 } from "../../src/server/dashboard/sections/agents.js";
 import { CAREFUL_AGENT } from "../helpers/approvals.js";
 import { testConfig } from "../helpers/config.js";
-import { mountSection, type SectionClient, textOf } from "../helpers/dashboard.js";
+import { mountSection, type SectionClient, textOf } from "../helpers/section-app.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const SCOUT = `---

@@ -4,7 +4,7 @@ import { approvalsSection } from "../../src/server/dashboard/sections/approvals.
 import { openStorage } from "../../src/storage/index.js";
 import { TestClock } from "../helpers/clock.js";
 import { testConfig } from "../helpers/config.js";
-import { mountSection, type SectionClient, textOf } from "../helpers/dashboard.js";
+import { mountSection, type SectionClient, textOf } from "../helpers/section-app.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const SECRET = "sk-ant-very-secret-key-123456";

@@ -6,7 +6,7 @@ import { cronsSection } from "../../src/server/dashboard/sections/crons.js";
 import { openStorage } from "../../src/storage/index.js";
 import { TestClock } from "../helpers/clock.js";
 import { testConfig } from "../helpers/config.js";
-import { mountSection, type SectionClient, textOf } from "../helpers/dashboard.js";
+import { mountSection, type SectionClient, textOf } from "../helpers/section-app.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const NEWS = `# Morning news, for Ana

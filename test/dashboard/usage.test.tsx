@@ -5,7 +5,7 @@ import { usageSection } from "../../src/server/dashboard/sections/usage.js";
 import { openStorage } from "../../src/storage/index.js";
 import { TestClock } from "../helpers/clock.js";
 import { testConfig } from "../helpers/config.js";
-import { mountSection, type SectionClient, textOf } from "../helpers/dashboard.js";
+import { mountSection, type SectionClient, textOf } from "../helpers/section-app.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 let ws: TempWorkspace;

@@ -48,6 +48,14 @@ export function mountSection(
   section: DashboardSection,
   options: { readOnly?: boolean } = {},
 ): SectionClient {
+  return mountSections([section], options);
+}
+
+/** Mounts every section at its `/<path>`, with a nav of them all, as the frame does. */
+export function mountSections(
+  sections: DashboardSection[],
+  options: { readOnly?: boolean } = {},
+): SectionClient {
   const app = new Hono<DashboardEnv>();
   app.use("*", async (c, next) => {
     c.set("csrfToken", TEST_CSRF_TOKEN);
@@ -66,13 +74,18 @@ export function mountSection(
           <title>{title}</title>
         </head>
         <body>
+          <nav>
+            {sections.map((section) => (
+              <a href={`/${section.path}`}>{section.label}</a>
+            ))}
+          </nav>
           <h1>{title}</h1>
           <main>{children}</main>
         </body>
       </html>
     )),
   );
-  app.route(`/${section.path}`, section.app);
+  for (const section of sections) app.route(`/${section.path}`, section.app);
   const send = async (path: string, init?: RequestInit): Promise<RenderedPage> => {
     const response = await app.request(path, init);
     return {
