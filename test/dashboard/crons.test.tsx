@@ -90,7 +90,7 @@ describe("the Crons section", () => {
     const list = await dashboard.get("/crons");
     const done = await dashboard.submit(list, "/crons/news/run", { button: "Run now" });
     expect(done.status).toBe(303);
-    expect(done.location).toMatch(/^\/crons\/news\?notice=Enqueued%20job%20/);
+    expect(done.location).toMatch(/^\/crons\/news\?notice=Enqueued\+job\+.*&mac=/);
     const [job] = await storage.queue.list();
     expect(job).toMatchObject({ agentId: "pickle", message: "Summarize the news", maxAttempts: 3 });
     expect(job?.sessionKey).toMatch(/^cron:news:manual:/);
@@ -103,6 +103,18 @@ describe("the Crons section", () => {
     const page = textOf((await dashboard.get("/crons/news")).html);
     expect(page).toMatch(/done Three headlines: rain, trains, cake\./);
     expect(textOf((await dashboard.get("/crons")).html)).toMatch(/Wed 2025-01-15 07:00 CET done/);
+  });
+
+  it("shows a notice only when the dashboard wrote it, not from a crafted link", async () => {
+    const dashboard = client();
+    const crafted = await dashboard.get(
+      "/crons/news?notice=Paste+your+token+at+evil.example&mac=x",
+    );
+    expect(crafted.status).toBe(200);
+    expect(crafted.html).not.toContain("evil.example");
+    const done = await dashboard.post("/crons/news/run");
+    const tampered = (done.location ?? "").replace("news+runs+now", "send+money");
+    expect(textOf((await dashboard.get(tampered)).html)).not.toContain("send money");
   });
 
   it("a cron's page lists its next runs in its zone and its definition", async () => {

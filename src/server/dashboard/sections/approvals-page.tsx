@@ -1,6 +1,13 @@
 /** The markup of the Approvals section. */
 import type { ApprovalGrant, ApprovalRequest } from "../../../ports/index.js";
-import { ActionForm, formAccess, formatInZone, Notice, type SectionContext } from "./ui.js";
+import {
+  ActionForm,
+  formAccess,
+  formatInZone,
+  Notice,
+  noticeOf,
+  type SectionContext,
+} from "./ui.js";
 
 /** The buttons of a pending request, in the order a chat shows them. */
 const BUTTONS = [
@@ -22,7 +29,7 @@ export function ApprovalsPage(props: {
   const access = formAccess(c);
   return (
     <>
-      <Notice text={props.error ?? c.req.query("notice")} error={props.error !== undefined} />
+      <Notice text={props.error ?? noticeOf(c)} error={props.error !== undefined} />
       <h2>Waiting for you</h2>
       {pending.length === 0 ? <p>No approval requests pending.</p> : null}
       {pending.map((request) => (

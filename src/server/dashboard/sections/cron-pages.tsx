@@ -12,6 +12,7 @@ import {
   formAccess,
   formatInZone,
   Notice,
+  noticeOf,
   type SectionContext,
   StateBadge,
 } from "./ui.js";
@@ -36,7 +37,7 @@ export function CronList(props: {
   const access = formAccess(c);
   return (
     <>
-      <Notice text={c.req.query("notice")} />
+      <Notice text={noticeOf(c)} />
       {crons.length === 0 ? (
         <p class="card">No crons: drop a YAML file into crons/ (see crons/example.yaml).</p>
       ) : (
@@ -114,7 +115,7 @@ export function CronDetail(props: {
   const access = formAccess(c);
   return (
     <>
-      <Notice text={c.req.query("notice")} />
+      <Notice text={noticeOf(c)} />
       <section class="card">
         <h2>
           {cron.id} <StateBadge state={row.status} />

@@ -5,7 +5,14 @@ import {
   type PairingReplacements,
   type PairingRequest,
 } from "../../../ports/index.js";
-import { ActionForm, formAccess, formatInZone, Notice, type SectionContext } from "./ui.js";
+import {
+  ActionForm,
+  formAccess,
+  formatInZone,
+  Notice,
+  noticeOf,
+  type SectionContext,
+} from "./ui.js";
 
 /** Pending codes with the approve form, then the approved users with Revoke. */
 export function PairingPage(props: {
@@ -20,7 +27,7 @@ export function PairingPage(props: {
   const access = formAccess(c);
   return (
     <>
-      <Notice text={props.error ?? c.req.query("notice")} error={props.error !== undefined} />
+      <Notice text={props.error ?? noticeOf(c)} error={props.error !== undefined} />
       <section class="card">
         <h2>Pending codes</h2>
         {pending.length === 0 ? (

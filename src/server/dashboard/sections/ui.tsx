@@ -5,6 +5,7 @@
  * Markup uses the classes the frame's CSS styles: `.card`, `table.list` inside
  * `div.scroll-x`, `.badge.state-<state>`, `.actions`, `button.primary`, `button.danger`.
  */
+import { createHmac, timingSafeEqual } from "node:crypto";
 import type { Context, MiddlewareHandler } from "hono";
 import type { Child } from "hono/jsx";
 import { basePath } from "hono/route";
@@ -70,7 +71,7 @@ export function notFoundPage(c: SectionContext, sentence: string, back: string) 
   );
 }
 
-/** The outcome of the last action, carried in `?notice=` by the redirect after a POST. */
+/** The outcome of the last action (see {@link noticeOf}), or an error of this request. */
 export function Notice(props: { text: string | undefined; error?: boolean }) {
   if (!props.text) return null;
   return props.error ? (
@@ -84,9 +85,28 @@ export function Notice(props: { text: string | undefined; error?: boolean }) {
   );
 }
 
-/** Redirects (303) to `path` of the section after an action, with its outcome. */
+/**
+ * Redirects (303) to `path` of the section after an action, with its outcome in `?notice=`
+ * and a MAC of it under the CSRF token (`&mac=`), so that only the dashboard itself can put
+ * a sentence on its pages: a link crafted elsewhere shows no notice.
+ */
 export function redirectWithNotice(c: SectionContext, path: string, notice: string) {
-  return c.redirect(`${basePath(c)}${path}?notice=${encodeURIComponent(notice)}`, 303);
+  const query = new URLSearchParams({ notice, mac: noticeMac(c, notice) });
+  return c.redirect(`${basePath(c)}${path}?${query}`, 303);
+}
+
+/** The notice of the redirect that led here, when the dashboard wrote it; else undefined. */
+export function noticeOf(c: SectionContext): string | undefined {
+  const notice = c.req.query("notice");
+  const mac = c.req.query("mac") ?? "";
+  if (notice === undefined) return undefined;
+  const expected = Buffer.from(noticeMac(c, notice));
+  const given = Buffer.from(mac);
+  return given.length === expected.length && timingSafeEqual(given, expected) ? notice : undefined;
+}
+
+function noticeMac(c: SectionContext, notice: string): string {
+  return createHmac("sha256", c.get("csrfToken")).update(notice).digest("base64url");
 }
 
 /** A field of a posted form as text (empty when absent or a file). */
