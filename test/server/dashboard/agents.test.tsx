@@ -1,13 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadAgents } from "../../src/agents/definition.js";
+import { loadAgents } from "../../../src/agents/definition.js";
 import {
   type AgentsSectionDeps,
   agentsSection,
-} from "../../src/server/dashboard/sections/agents.js";
-import { CAREFUL_AGENT } from "../helpers/approvals.js";
-import { testConfig } from "../helpers/config.js";
-import { mountSection, type SectionClient, textOf } from "../helpers/section-app.js";
-import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+} from "../../../src/server/dashboard/sections/agents.js";
+import { CAREFUL_AGENT } from "../../helpers/approvals.js";
+import { testConfig } from "../../helpers/config.js";
+import { mountSection, type SectionClient, textOf } from "../../helpers/section-app.js";
+import { makeWorkspace, type TempWorkspace } from "../../helpers/workspace.js";
 
 const SCOUT = `---
 name: Scout

@@ -1,13 +1,13 @@
 import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { ClaimedJob, Storage } from "../../src/ports/index.js";
-import { loadWorkspaceCrons } from "../../src/server/cron/admin.js";
-import { cronsSection } from "../../src/server/dashboard/sections/crons.js";
-import { openStorage } from "../../src/storage/index.js";
-import { TestClock } from "../helpers/clock.js";
-import { testConfig } from "../helpers/config.js";
-import { mountSection, type SectionClient, textOf } from "../helpers/section-app.js";
-import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+import type { ClaimedJob, Storage } from "../../../src/ports/index.js";
+import { loadWorkspaceCrons } from "../../../src/server/cron/admin.js";
+import { cronsSection } from "../../../src/server/dashboard/sections/crons.js";
+import { openStorage } from "../../../src/storage/index.js";
+import { TestClock } from "../../helpers/clock.js";
+import { testConfig } from "../../helpers/config.js";
+import { mountSection, type SectionClient, textOf } from "../../helpers/section-app.js";
+import { makeWorkspace, type TempWorkspace } from "../../helpers/workspace.js";
 
 const NEWS = `# Morning news, for Ana
 schedule: "0 8 * * *"   # every morning

@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { builtInAgent } from "../../src/agents/definition.js";
-import type { Storage } from "../../src/ports/index.js";
-import { usageSection } from "../../src/server/dashboard/sections/usage.js";
-import { openStorage } from "../../src/storage/index.js";
-import { TestClock } from "../helpers/clock.js";
-import { testConfig } from "../helpers/config.js";
-import { mountSection, type SectionClient, textOf } from "../helpers/section-app.js";
-import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+import { builtInAgent } from "../../../src/agents/definition.js";
+import type { Storage } from "../../../src/ports/index.js";
+import { usageSection } from "../../../src/server/dashboard/sections/usage.js";
+import { openStorage } from "../../../src/storage/index.js";
+import { TestClock } from "../../helpers/clock.js";
+import { testConfig } from "../../helpers/config.js";
+import { mountSection, type SectionClient, textOf } from "../../helpers/section-app.js";
+import { makeWorkspace, type TempWorkspace } from "../../helpers/workspace.js";
 
 let ws: TempWorkspace;
 let storage: Storage;

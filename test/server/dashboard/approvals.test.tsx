@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { ClaimedJob, Storage } from "../../src/ports/index.js";
-import { approvalsSection } from "../../src/server/dashboard/sections/approvals.js";
-import { openStorage } from "../../src/storage/index.js";
-import { TestClock } from "../helpers/clock.js";
-import { testConfig } from "../helpers/config.js";
-import { mountSection, type SectionClient, textOf } from "../helpers/section-app.js";
-import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+import type { ClaimedJob, Storage } from "../../../src/ports/index.js";
+import { approvalsSection } from "../../../src/server/dashboard/sections/approvals.js";
+import { openStorage } from "../../../src/storage/index.js";
+import { TestClock } from "../../helpers/clock.js";
+import { testConfig } from "../../helpers/config.js";
+import { mountSection, type SectionClient, textOf } from "../../helpers/section-app.js";
+import { makeWorkspace, type TempWorkspace } from "../../helpers/workspace.js";
 
 const SECRET = "sk-ant-very-secret-key-123456";
 
