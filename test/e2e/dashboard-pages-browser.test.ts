@@ -1,7 +1,8 @@
 /**
  * The Crons, Agents, Pairing, Approvals and Usage pages in a real browser: headless
  * Chromium (test/helpers/browser.ts) against the sections served over loopback in the
- * test frame of test/helpers/section-app.tsx, on real SQLite storage. Every page is
+ * test frame of test/helpers/section-app.tsx, built by `ownerSections` as the server
+ * builds them, on real SQLite storage. Every page is
  * screenshotted to test-output/screenshots/ (without the frame's stylesheet, which the
  * composed dashboard adds).
  */
@@ -11,12 +12,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { loadAgents } from "../../src/agents/definition.js";
 import { systemClock } from "../../src/base/clock.js";
 import type { Storage } from "../../src/ports/index.js";
-import { loadWorkspaceCrons } from "../../src/server/cron/admin.js";
-import { agentsSection } from "../../src/server/dashboard/sections/agents.js";
-import { approvalsSection } from "../../src/server/dashboard/sections/approvals.js";
-import { cronsSection } from "../../src/server/dashboard/sections/crons.js";
-import { pairingSection } from "../../src/server/dashboard/sections/pairing.js";
-import { usageSection } from "../../src/server/dashboard/sections/usage.js";
+import { ownerSections } from "../../src/server/dashboard/sections/index.js";
 import { openStorage } from "../../src/storage/index.js";
 import {
   browserSkipReason,
@@ -48,32 +44,16 @@ beforeEach(async () => {
   });
   const config = testConfig(ws.dir);
   storage = await openStorage(config, systemClock);
-  const clock = systemClock;
-  const { app } = mountSections([
-    cronsSection({
-      loadCrons: () => loadWorkspaceCrons(ws.dir, config),
-      state: storage.cronState,
+  const { app } = mountSections(
+    ownerSections({
+      workspace: ws.dir,
+      config,
+      storage,
       queue: storage.queue,
-      history: storage.history,
-      clock,
-      maxAttempts: 3,
+      clock: systemClock,
+      agents: loadAgents(ws.dir).agents,
     }),
-    agentsSection({ loadAgents: () => loadAgents(ws.dir), config }),
-    pairingSection({
-      pairing: storage.pairing,
-      clock,
-      inAllowedUserIds: () => false,
-      timezone: "UTC",
-    }),
-    approvalsSection({
-      approvals: storage.approvals,
-      queue: storage.queue,
-      clock,
-      timezone: "UTC",
-      redact: (t) => t,
-    }),
-    usageSection({ ledger: storage.usage, config, agents: new Map(), clock }),
-  ]);
+  );
   await new Promise<void>((listening) => {
     server = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, () => listening());
   });
