@@ -5,9 +5,9 @@
 import { Command } from "commander";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { UserError } from "../base/errors.js";
-import { normalizeCode } from "../base/short-code.js";
 import { didYouMean } from "../config/index.js";
 import type { ApprovalDecision, ApprovalGrant, ApprovalRequest } from "../ports/index.js";
+import { answerApproval } from "../server/approval-answers.js";
 import { type WorkspaceContext, withWorkspace } from "./context.js";
 import { formatDuration, formatTime, printJson, printLine, printTable } from "./output.js";
 
@@ -70,40 +70,20 @@ async function answer(
   typedId: string,
   decision: ApprovalDecision,
 ): Promise<void> {
-  const id = normalizeCode(typedId);
-  const now = Date.now();
-  const answered = await storage.approvals.answer(id, decision, CLI_ANSWERER, now);
-  if (!answered) throw notAnswerable(typedId, await storage.approvals.expire(id, now));
-  await storage.queue.wake(answered.jobId);
+  const answered = await answerApproval(storage.approvals, storage.queue, {
+    typedId,
+    decision,
+    answeredBy: CLI_ANSWERER,
+    now: Date.now(),
+    formatTime,
+    hint: LIST_HINT,
+  });
   const verb = decision === "deny" ? "denied" : "allowed";
   const always =
     decision === "always"
       ? `; ${answered.agentId} may now run ${answered.tool} under ${answered.pattern} without asking`
       : "";
   printLine(`${verb} ${answered.tool} for ${answered.agentId} (job ${answered.jobId})${always}`);
-}
-
-/** Why a request cannot be answered: unknown, already answered, or expired. */
-function notAnswerable(typedId: string, request: ApprovalRequest | null): UserError {
-  const context = { context: { approval: typedId } };
-  if (!request) return new UserError(`no approval request "${typedId}"; ${LIST_HINT}`, context);
-  if (request.state === "expired") {
-    return new UserError(
-      `approval request ${request.id} expired at ${formatTime(request.expiresAt)} and counted as deny; the agent may ask again (${LIST_HINT})`,
-      context,
-    );
-  }
-  if (request.state === "pending") {
-    return new UserError(
-      `approval request ${request.id} could not be answered; try again`,
-      context,
-    );
-  }
-  const how = request.decision === "deny" ? "denied" : `allowed (${request.decision})`;
-  return new UserError(
-    `approval request ${request.id} was already ${how} by ${request.answeredBy} at ${formatTime(request.answeredAt)}; ${LIST_HINT}`,
-    context,
-  );
 }
 
 async function revoke(

@@ -1,12 +1,11 @@
 /** `picklebot cron list` and `picklebot cron run <id>`. */
-import { join } from "node:path";
 import { Command } from "commander";
 import { formatReplyTarget } from "../base/chat-address.js";
 import { systemClock } from "../base/clock.js";
 import { UserError } from "../base/errors.js";
 import type { Config } from "../config/index.js";
 import type { CronStateStore } from "../ports/index.js";
-import { loadCronDir } from "../server/cron/definition.js";
+import { findCron, loadWorkspaceCrons } from "../server/cron/admin.js";
 import { type CronRow, describeCrons, runCronNow } from "../server/cron/worker.js";
 import { openWorkspace } from "./context.js";
 import { formatTime, printable, printJson, printLine, printTable } from "./output.js";
@@ -63,17 +62,7 @@ export function cronCommand(): Command {
             "cron run needs a durable queue, but queue.backend is memory in picklebot.yaml; use sqlite (the default) or postgres",
           );
         }
-        const { crons, errors } = loadCronDir(
-          cronDir(context.workspace),
-          cronDefaults(context.config),
-        );
-        const cron = crons.find((candidate) => candidate.id === id);
-        if (!cron)
-          throw unknownCron(
-            id,
-            crons.map((c) => c.id),
-            errors,
-          );
+        const cron = findCron(loadWorkspaceCrons(context.workspace, context.config), id);
         const job = await runCronNow(cron, context.storage.queue, systemClock, {
           maxAttempts: context.config.workers.max_attempts,
           batch: options.batch === true,
@@ -96,25 +85,8 @@ export async function describeCronsNow(
   config: Config,
   state: CronStateStore,
 ): Promise<CronRow[]> {
-  const { crons, errors } = loadCronDir(cronDir(workspace), cronDefaults(config));
+  const { crons, errors } = loadWorkspaceCrons(workspace, config);
   for (const error of errors)
     process.stderr.write(`picklebot: warning: ${printable(error.message, { multiline: true })}\n`);
   return describeCrons(crons, state, systemClock);
-}
-
-function cronDir(workspace: string): string {
-  return join(workspace, "crons");
-}
-
-function cronDefaults(config: Config) {
-  return { agentId: config.default_agent, timezone: config.timezone };
-}
-
-function unknownCron(id: string, known: string[], errors: UserError[]): UserError {
-  const broken = errors.find((error) => error.context.file?.toString().includes(`${id}.yaml`));
-  if (broken) return broken;
-  const list = known.length > 0 ? known.join(", ") : "none";
-  return new UserError(
-    `no cron "${id}" in crons/ (known: ${list}); the id is the file name without .yaml`,
-  );
 }

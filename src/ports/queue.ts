@@ -228,6 +228,8 @@ export interface JobFilter {
   parentId?: string;
   /** Only the jobs of this session key (a chat, a cron). */
   sessionKey?: string;
+  /** Only the jobs whose session key starts with this text (`cron:<id>:`: every run of a cron). */
+  sessionKeyPrefix?: string;
   limit?: number;
 }
 

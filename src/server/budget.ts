@@ -69,36 +69,95 @@ export class BudgetGuard {
 
   async #check(limits: Limit[], target: ReplyTarget | undefined): Promise<void> {
     const { ledger, config, clock } = this.#options;
-    const now = clock.now();
-    const starts = {
-      day: periodStart(now, "day", config.timezone),
-      month: periodStart(now, "month", config.timezone),
-    };
-    // Only as far back as the longest period a limit has.
-    const since = Math.min(...limits.map((limit) => starts[limit.period]));
-    const calls = await ledger.calls({ since });
-    for (const limit of limits) {
-      const spent = calls
-        .filter((record) => record.at >= starts[limit.period] && limit.counts(record))
-        .reduce((sum, record) => sum + callCost(record, config.llm.prices), 0);
-      const key = `budget:${limit.scope}:${limit.period}:${starts[limit.period]}`;
+    for (const standing of await standingsOf(limits, ledger, config, clock.now())) {
+      const { limit, spentUsd: spent } = standing;
+      const key = `budget:${limit.scope}:${limit.period}:${standing.periodStart}`;
       if (spent >= limit.usd) {
-        const resetsAt = this.#nextPeriod(starts[limit.period], limit.period);
-        const text = reachedNotice(limit, spent, resetsAt, config);
+        const text = reachedNotice(limit, spent, standing.resetsAt, config);
         await this.#options.notify(target, text, `${key}:reached`);
-        throw new BudgetExceeded(text, resetsAt);
+        throw new BudgetExceeded(text, standing.resetsAt);
       }
       if (spent >= limit.usd * BUDGET_WARNING_SHARE) {
         await this.#options.notify(target, warningNotice(limit, spent), `${key}:warning`);
       }
     }
   }
+}
 
-  /** The start of the period after the one starting at `start`. */
-  #nextPeriod(start: number, period: "day" | "month"): number {
-    const ahead = period === "day" ? 36 * 3_600_000 : 32 * 86_400_000;
-    return periodStart(start + ahead, period, this.#options.config.timezone);
-  }
+/** A budget and what was spent against it in its current period. */
+export interface BudgetStanding {
+  /** `the workspace`, `agent pickle`. */
+  scope: string;
+  period: "day" | "month";
+  limitUsd: number;
+  spentUsd: number;
+  /** What can still be spent this period (0 once the limit is reached). */
+  leftUsd: number;
+  /** When the period starts again from zero (epoch ms). */
+  resetsAt: number;
+}
+
+/**
+ * Every budget of the workspace (its own, then each agent's) with what was spent and is
+ * left in the current period, as the checks before a model call see it.
+ */
+export async function budgetStandings(
+  options: Pick<BudgetGuardOptions, "ledger" | "config" | "agents" | "clock">,
+): Promise<BudgetStanding[]> {
+  const { ledger, config, agents, clock } = options;
+  const limits = [
+    ...limitsOf("the workspace", config.budget, () => true),
+    ...[...agents.values()].flatMap((agent) =>
+      limitsOf(`agent ${agent.id}`, agent.budget, (r) => r.agentId === agent.id),
+    ),
+  ];
+  const standings = await standingsOf(limits, ledger, config, clock.now());
+  return standings.map(({ limit, spentUsd, resetsAt }) => ({
+    scope: limit.scope,
+    period: limit.period,
+    limitUsd: limit.usd,
+    spentUsd,
+    leftUsd: Math.max(0, limit.usd - spentUsd),
+    resetsAt,
+  }));
+}
+
+interface LimitStanding {
+  limit: Limit;
+  spentUsd: number;
+  periodStart: number;
+  resetsAt: number;
+}
+
+/** What each limit's calls cost since its period started, read from the ledger once. */
+async function standingsOf(
+  limits: Limit[],
+  ledger: UsageLedger,
+  config: Config,
+  now: number,
+): Promise<LimitStanding[]> {
+  if (limits.length === 0) return [];
+  const starts = {
+    day: periodStart(now, "day", config.timezone),
+    month: periodStart(now, "month", config.timezone),
+  };
+  // Only as far back as the longest period a limit has.
+  const since = Math.min(...limits.map((limit) => starts[limit.period]));
+  const calls = await ledger.calls({ since });
+  return limits.map((limit) => ({
+    limit,
+    spentUsd: calls
+      .filter((record) => record.at >= starts[limit.period] && limit.counts(record))
+      .reduce((sum, record) => sum + callCost(record, config.llm.prices), 0),
+    periodStart: starts[limit.period],
+    resetsAt: nextPeriod(starts[limit.period], limit.period, config.timezone),
+  }));
+}
+
+/** The start of the period after the one starting at `start`. */
+function nextPeriod(start: number, period: "day" | "month", timezone: string): number {
+  const ahead = period === "day" ? 36 * 3_600_000 : 32 * 86_400_000;
+  return periodStart(start + ahead, period, timezone);
 }
 
 function limitsOf(

@@ -325,6 +325,16 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
       expect(calls).toBe(0);
     });
 
+    it("lists the jobs whose session key starts with a prefix, taken literally", async () => {
+      const first = await queue.enqueue(chatJob("cron:news:2025-01-01T08:00:00.000Z", "a"));
+      await queue.enqueue(chatJob("cron:news_x:2025-01-01T08:00:00.000Z", "b"));
+      await queue.enqueue(chatJob("cron:newsXx:2025-01-01T08:00:00.000Z", "c"));
+      const manual = await queue.enqueue(chatJob("cron:news:manual:2025-01-02T08:00:00.000Z", "d"));
+      const listed = await queue.list({ sessionKeyPrefix: "cron:news:" });
+      expect(listed.map((job) => job.id)).toEqual([manual.id, first.id]);
+      expect(await queue.list({ sessionKeyPrefix: "cron:news_" })).toHaveLength(1);
+    });
+
     it("lists newest first with a state filter and a limit, and counts by state", async () => {
       const ids: string[] = [];
       for (const key of ["a", "b", "c", "d"]) ids.push((await queue.enqueue(chatJob(key, key))).id);

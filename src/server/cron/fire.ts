@@ -28,7 +28,7 @@ export function enqueueOccurrence(
  */
 export function runCronNow(
   cron: CronDefinition,
-  queue: JobQueue,
+  queue: Pick<JobQueue, "enqueue">,
   clock: Clock,
   options: { maxAttempts?: number; batch?: boolean } = {},
 ): Promise<Job> {

@@ -275,13 +275,14 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
   }
 
   async list(options: JobFilter = {}): Promise<Job[]> {
-    const { state, parentId, sessionKey } = options;
+    const { state, parentId, sessionKey, sessionKeyPrefix } = options;
     const limit = listLimit(options.limit, JOB_LIST_LIMIT);
     const matching = [...this.#jobs.values()].filter(
       (job) =>
         (!state || visibleState(job) === state) &&
         (!parentId || job.parentId === parentId) &&
-        (!sessionKey || job.sessionKey === sessionKey),
+        (!sessionKey || job.sessionKey === sessionKey) &&
+        (!sessionKeyPrefix || job.sessionKey.startsWith(sessionKeyPrefix)),
     );
     matching.sort((a, b) => b.seq - a.seq);
     return matching.slice(0, limit).map(snapshot);

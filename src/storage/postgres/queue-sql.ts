@@ -185,10 +185,11 @@ export const PG = {
     RETURNING pg_notify('${JOBS_CHANNEL}', '') AS notified`,
   // $1 now.
   nextDueAt: "SELECT min(run_at) AS at FROM jobs WHERE state = 'queued' AND run_at > $1",
-  // $1 state or null, $2 limit, $3 parent id or null.
+  // $1 state or null, $2 limit, $3 parent id or null, $4 session key or null, $5 its prefix or null.
   list: `SELECT * FROM jobs
     WHERE ($1::text IS NULL OR ${VISIBLE_STATE} = $1) AND ($3::text IS NULL OR parent_id = $3)
       AND ($4::text IS NULL OR session_key = $4)
+      AND ($5::text IS NULL OR starts_with(session_key, $5))
     ORDER BY seq DESC LIMIT $2`,
   counts: `SELECT ${VISIBLE_STATE} AS state, count(*)::integer AS count FROM jobs GROUP BY 1`,
   // $1 cutoff (epoch ms), $2 batch size: finished jobs last changed before the cutoff.

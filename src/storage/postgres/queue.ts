@@ -306,6 +306,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
       listLimit(options.limit, JOB_LIST_LIMIT),
       options.parentId ?? null,
       options.sessionKey ?? null,
+      options.sessionKeyPrefix ?? null,
     ];
     const result = await retryOnDisconnect(() => this.#pool.query<JobRow>(PG.list, params));
     return result.rows.map((row) => parseJobRow(row).job);

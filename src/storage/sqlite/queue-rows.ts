@@ -91,6 +91,7 @@ export const SQL = {
   list: `SELECT * FROM jobs
     WHERE (@state IS NULL OR ${VISIBLE_STATE} = @state) AND (@parentId IS NULL OR parent_id = @parentId)
       AND (@sessionKey IS NULL OR session_key = @sessionKey)
+      AND (@sessionKeyPrefix IS NULL OR substr(session_key, 1, length(@sessionKeyPrefix)) = @sessionKeyPrefix)
     ORDER BY seq DESC LIMIT @limit`,
   counts: `SELECT ${VISIBLE_STATE} AS state, count(*) AS count FROM jobs GROUP BY 1`,
 } as const;

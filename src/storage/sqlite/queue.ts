@@ -277,6 +277,7 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
       state: options.state ?? null,
       parentId: options.parentId ?? null,
       sessionKey: options.sessionKey ?? null,
+      sessionKeyPrefix: options.sessionKeyPrefix ?? null,
       limit: listLimit(options.limit, JOB_LIST_LIMIT),
     };
     return (this.#sql.list.all(params) as JobRow[]).map((row) => parseJobRow(row).job);

@@ -1,0 +1,233 @@
+/** The markup of the Crons section: the list and one cron's page. */
+import { formatReplyTarget } from "../../../base/chat-address.js";
+import type { UserError } from "../../../base/errors.js";
+import type { Job } from "../../../ports/index.js";
+import type { CronDefinition } from "../../cron/definition.js";
+import { nextOccurrence } from "../../cron/schedule.js";
+import { describeSchedule } from "../../cron/words.js";
+import type { CronRow } from "../../cron/worker.js";
+import {
+  ActionForm,
+  type FormAccess,
+  formAccess,
+  formatInZone,
+  Notice,
+  noticeOf,
+  type SectionContext,
+  StateBadge,
+} from "./ui.js";
+
+/** A run of a cron as the pages show it: the job and what it answered. */
+export interface CronRun {
+  job: Job;
+  /** The run's last reply, cut for display; null when it has none (yet). */
+  reply: string | null;
+}
+
+/** Next runs listed on a cron's page. */
+const NEXT_RUNS_SHOWN = 5;
+
+/** Every cron, one row each, then the files that failed to load. */
+export function CronList(props: {
+  c: SectionContext;
+  crons: { row: CronRow; last: CronRun | null }[];
+  broken: UserError[];
+}) {
+  const { c, crons, broken } = props;
+  const access = formAccess(c);
+  return (
+    <>
+      <Notice text={noticeOf(c)} />
+      {crons.length === 0 ? (
+        <p class="card">No crons: drop a YAML file into crons/ (see crons/example.yaml).</p>
+      ) : (
+        <div class="scroll-x">
+          <table class="list">
+            <thead>
+              <tr>
+                <th>Cron</th>
+                <th>Schedule</th>
+                <th>Agent</th>
+                <th>Next run</th>
+                <th>Last run</th>
+                <th>Status</th>
+                {access.readOnly ? null : <th>Actions</th>}
+              </tr>
+            </thead>
+            <tbody>
+              {crons.map(({ row, last }) => (
+                <tr>
+                  <td>
+                    <a href={`${access.base}/${row.id}`}>{row.id}</a>
+                  </td>
+                  <td>
+                    <Schedule id={row.id} schedule={row.schedule} timezone={row.timezone} />
+                  </td>
+                  <td>{row.agent}</td>
+                  <td>{formatInZone(row.nextRunAt, row.timezone)}</td>
+                  <td>
+                    {last ? (
+                      <>
+                        {formatInZone(last.job.createdAt, row.timezone)}{" "}
+                        <StateBadge state={last.job.state} />
+                      </>
+                    ) : (
+                      "never"
+                    )}
+                  </td>
+                  <td>
+                    <StateBadge state={row.status} />
+                  </td>
+                  {access.readOnly ? null : (
+                    <td>
+                      <CronActions access={access} id={row.id} enabled={row.enabled} />
+                    </td>
+                  )}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {broken.length === 0 ? null : (
+        <section class="card">
+          <h2>Files that did not load</h2>
+          <ul>
+            {broken.map((error) => (
+              <li class="error">{error.message}</li>
+            ))}
+          </ul>
+        </section>
+      )}
+    </>
+  );
+}
+
+/** One cron: its definition, next runs and last runs with their results. */
+export function CronDetail(props: {
+  c: SectionContext;
+  cron: CronDefinition;
+  row: CronRow;
+  runs: CronRun[];
+  now: number;
+}) {
+  const { c, cron, row, runs, now } = props;
+  const access = formAccess(c);
+  return (
+    <>
+      <Notice text={noticeOf(c)} />
+      <section class="card">
+        <h2>
+          {cron.id} <StateBadge state={row.status} />
+        </h2>
+        <dl>
+          <dt>Schedule</dt>
+          <dd>
+            <Schedule id={cron.id} schedule={cron.schedule} timezone={cron.timezone} />
+          </dd>
+          <dt>Agent</dt>
+          <dd>{cron.agentId}</dd>
+          <dt>Replies to</dt>
+          <dd>{formatReplyTarget(cron.deliverTo)}</dd>
+          <dt>Prompt</dt>
+          <dd>
+            <pre>{cron.prompt}</pre>
+          </dd>
+          <dt>File</dt>
+          <dd>
+            <code>{cron.file}</code>
+          </dd>
+        </dl>
+        <CronActions access={access} id={cron.id} enabled={cron.enabled} />
+      </section>
+      <section class="card">
+        <h2>Next runs</h2>
+        {row.status === "scheduled" ? (
+          <ol>
+            {nextRuns(cron, now).map((at) => (
+              <li>{formatInZone(at, cron.timezone)}</li>
+            ))}
+          </ol>
+        ) : (
+          <p>None: the cron is {row.status}.</p>
+        )}
+      </section>
+      <section class="card">
+        <h2>Last runs</h2>
+        <RunTable runs={runs} timezone={cron.timezone} />
+      </section>
+    </>
+  );
+}
+
+function RunTable(props: { runs: CronRun[]; timezone: string }) {
+  if (props.runs.length === 0) return <p>No run yet.</p>;
+  return (
+    <div class="scroll-x">
+      <table class="list">
+        <thead>
+          <tr>
+            <th>Enqueued</th>
+            <th>Job</th>
+            <th>State</th>
+            <th>Result</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.runs.map(({ job, reply }) => (
+            <tr>
+              <td>{formatInZone(job.createdAt, props.timezone)}</td>
+              <td>
+                <a href={`../jobs/${job.id}`}>{job.id}</a>
+                {job.sessionKey.includes(":manual:") ? " (run now)" : ""}
+              </td>
+              <td>
+                <StateBadge state={job.state} />
+              </td>
+              <td class="reply">{reply ?? job.lastError ?? ""}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The schedule in words (when they are exact), the expression, and the zone. */
+function Schedule(props: { id: string; schedule: string; timezone: string }) {
+  const words = describeSchedule(props);
+  return (
+    <>
+      {words ? <span class="schedule-words">{words} </span> : null}
+      <code>{props.schedule}</code> <span class="zone">({props.timezone})</span>
+    </>
+  );
+}
+
+function CronActions(props: { access: FormAccess; id: string; enabled: boolean }) {
+  const { access, id, enabled } = props;
+  return (
+    <div class="actions">
+      <ActionForm access={access} action={`/${id}/run`}>
+        <button type="submit" class="primary">
+          Run now
+        </button>
+      </ActionForm>
+      <ActionForm access={access} action={`/${id}/${enabled ? "disable" : "enable"}`}>
+        <button type="submit" class={enabled ? "danger" : ""}>
+          {enabled ? "Disable" : "Enable"}
+        </button>
+      </ActionForm>
+    </div>
+  );
+}
+
+function nextRuns(cron: CronDefinition, now: number): number[] {
+  const runs: number[] = [];
+  let after = now;
+  for (let i = 0; i < NEXT_RUNS_SHOWN; i++) {
+    after = nextOccurrence(cron, after);
+    runs.push(after);
+  }
+  return runs;
+}

@@ -1,0 +1,65 @@
+/**
+ * The owner's sections of the dashboard (Crons, Agents, Pairing, Approvals, Usage), built
+ * from what the server already holds, in nav order.
+ */
+import { type AgentDefinition, loadAgents } from "../../../agents/definition.js";
+import { redactSecrets } from "../../../base/redact.js";
+import type { Config } from "../../../config/index.js";
+import { secretValues } from "../../../config/redact.js";
+import { allowedUserIds } from "../../../frontends/platforms.js";
+import type { Clock, JobAdmin, JobQueue, Storage } from "../../../ports/index.js";
+import { loadWorkspaceCrons } from "../../cron/admin.js";
+import type { DashboardSection } from "../env.js";
+import { type AgentsSectionDeps, agentsSection } from "./agents.js";
+import { approvalsSection } from "./approvals.js";
+import { cronsSection } from "./crons.js";
+import { pairingSection } from "./pairing.js";
+import { usageSection } from "./usage.js";
+
+/** What {@link ownerSections} builds the sections from. */
+export interface OwnerSectionsOptions {
+  workspace: string;
+  config: Config;
+  storage: Storage;
+  /** The server's queue (it publishes an event per enqueued job), or the storage's. */
+  queue: JobQueue & JobAdmin;
+  clock: Clock;
+  /** The agents the server runs (and checks budgets against). */
+  agents: ReadonlyMap<string, AgentDefinition>;
+  /** Skills, MCP servers of an agent. (Default: none) */
+  describeExtras?: AgentsSectionDeps["describeExtras"];
+}
+
+/** Crons, Agents, Pairing, Approvals and Usage. */
+export function ownerSections(options: OwnerSectionsOptions): DashboardSection[] {
+  const { workspace, config, storage, queue, clock, agents } = options;
+  return [
+    cronsSection({
+      loadCrons: () => loadWorkspaceCrons(workspace, config),
+      state: storage.cronState,
+      queue,
+      history: storage.history,
+      clock,
+      maxAttempts: config.workers.max_attempts,
+    }),
+    agentsSection({
+      loadAgents: () => loadAgents(workspace),
+      config,
+      ...(options.describeExtras ? { describeExtras: options.describeExtras } : {}),
+    }),
+    pairingSection({
+      pairing: storage.pairing,
+      clock,
+      inAllowedUserIds: (platform, userId) => allowedUserIds(config, platform).has(userId),
+      timezone: config.timezone,
+    }),
+    approvalsSection({
+      approvals: storage.approvals,
+      queue,
+      clock,
+      timezone: config.timezone,
+      redact: (text) => redactSecrets(text, secretValues(config)),
+    }),
+    usageSection({ ledger: storage.usage, config, agents, clock }),
+  ];
+}

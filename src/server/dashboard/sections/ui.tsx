@@ -1,0 +1,141 @@
+/**
+ * Pieces every section of the dashboard renders with: action forms that carry the CSRF
+ * token and vanish in read-only mode, the guard that answers 403 to a POST in read-only
+ * mode, the not-found page, the notice after an action, and times in a named zone.
+ * Markup uses the classes the frame's CSS styles: `.card`, `table.list` inside
+ * `div.scroll-x`, `.badge.state-<state>`, `.actions`, `button.primary`, `button.danger`.
+ */
+import { createHmac, timingSafeEqual } from "node:crypto";
+import type { Context, MiddlewareHandler } from "hono";
+import type { Child } from "hono/jsx";
+import { basePath } from "hono/route";
+import { CSRF_FIELD, type DashboardEnv } from "../env.js";
+
+/** The request's context, as every section handler gets it. */
+export type SectionContext = Context<DashboardEnv>;
+
+/** Where a section's forms post to and whether they are shown. */
+export interface FormAccess {
+  /** The section's own mount path (`/crons`), whatever the frame mounts it under. */
+  base: string;
+  csrfToken: string;
+  readOnly: boolean;
+}
+
+/** The access of this request, for {@link ActionForm}. */
+export function formAccess(c: SectionContext): FormAccess {
+  return { base: basePath(c), csrfToken: c.get("csrfToken"), readOnly: c.get("readOnly") };
+}
+
+/**
+ * A POST form to `access.base + action` with the CSRF field; nothing at all in read-only
+ * mode. `children` are its fields and buttons.
+ */
+export function ActionForm(props: { access: FormAccess; action: string; children?: Child }) {
+  const { access, action, children } = props;
+  if (access.readOnly) return null;
+  return (
+    <form method="post" action={`${access.base}${action}`} class="actions">
+      <input type="hidden" name={CSRF_FIELD} value={access.csrfToken} />
+      {children}
+    </form>
+  );
+}
+
+/** Answers 403 to any request but GET/HEAD in read-only mode, before a handler runs. */
+export const refuseWritesWhenReadOnly: MiddlewareHandler<DashboardEnv> = async (c, next) => {
+  if (c.req.method === "GET" || c.req.method === "HEAD" || !c.get("readOnly")) return next();
+  c.status(403);
+  return c.render(
+    <p class="error" role="alert">
+      This dashboard is read-only (http.read_only: true in picklebot.yaml): nothing can be changed
+      from here.
+    </p>,
+    { title: "Read-only" },
+  );
+};
+
+/** A page saying what was not found, with status 404 and a link back to the section. */
+export function notFoundPage(c: SectionContext, sentence: string, back: string) {
+  c.status(404);
+  return c.render(
+    <section class="card">
+      <p class="error" role="alert">
+        {sentence}
+      </p>
+      <p>
+        <a href={basePath(c)}>Back to {back}</a>
+      </p>
+    </section>,
+    { title: "Not found" },
+  );
+}
+
+/** The outcome of the last action (see {@link noticeOf}), or an error of this request. */
+export function Notice(props: { text: string | undefined; error?: boolean }) {
+  if (!props.text) return null;
+  return props.error ? (
+    <p class="notice error" role="alert">
+      {props.text}
+    </p>
+  ) : (
+    <p class="notice" role="status">
+      {props.text}
+    </p>
+  );
+}
+
+/**
+ * Redirects (303) to `path` of the section after an action, with its outcome in `?notice=`
+ * and a MAC of it under the CSRF token (`&mac=`), so that only the dashboard itself can put
+ * a sentence on its pages: a link crafted elsewhere shows no notice.
+ */
+export function redirectWithNotice(c: SectionContext, path: string, notice: string) {
+  const query = new URLSearchParams({ notice, mac: noticeMac(c, notice) });
+  return c.redirect(`${basePath(c)}${path}?${query}`, 303);
+}
+
+/** The notice of the redirect that led here, when the dashboard wrote it; else undefined. */
+export function noticeOf(c: SectionContext): string | undefined {
+  const notice = c.req.query("notice");
+  const mac = c.req.query("mac") ?? "";
+  if (notice === undefined) return undefined;
+  const expected = Buffer.from(noticeMac(c, notice));
+  const given = Buffer.from(mac);
+  return given.length === expected.length && timingSafeEqual(given, expected) ? notice : undefined;
+}
+
+function noticeMac(c: SectionContext, notice: string): string {
+  return createHmac("sha256", c.get("csrfToken")).update(notice).digest("base64url");
+}
+
+/** A field of a posted form as text (empty when absent or a file). */
+export async function formField(c: SectionContext, name: string): Promise<string> {
+  const value = (await c.req.parseBody())[name];
+  return typeof value === "string" ? value.trim() : "";
+}
+
+/** `Wed 2025-01-15 08:00 CET`: an instant on the wall clock of `timeZone`, zone named. */
+export function formatInZone(epochMs: number | null, timeZone: string): string {
+  if (epochMs === null) return "—";
+  const parts = new Intl.DateTimeFormat("en-GB", {
+    timeZone,
+    weekday: "short",
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+    timeZoneName: "short",
+  }).formatToParts(epochMs);
+  const part = (type: Intl.DateTimeFormatPartTypes) =>
+    parts.find((entry) => entry.type === type)?.value ?? "";
+  return `${part("weekday")} ${part("year")}-${part("month")}-${part("day")} ${part("hour")}:${part("minute")} ${part("timeZoneName")}`;
+}
+
+/** A state as a badge the frame's CSS colours: `<span class="badge state-done">done</span>`. */
+export function StateBadge(props: { state: string }) {
+  const slug = props.state.replace(/[^a-z]+/g, "-").replace(/-$/, "");
+  return <span class={`badge state-${slug}`}>{props.state}</span>;
+}

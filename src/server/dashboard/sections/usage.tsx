@@ -1,0 +1,190 @@
+/**
+ * The Usage section: tokens and cost from the usage ledger by agent and by day (the
+ * reports of `picklebot usage`), and every budget with what is spent and left in its
+ * current period (the numbers the checks before each model call use).
+ *
+ *   GET /?since=7d   `since`: 30m, 12h, 7d, 2w (Default: 7d); another value ─► 400
+ */
+import { Hono } from "hono";
+import type { AgentDefinition } from "../../../agents/definition.js";
+import {
+  formatUsd,
+  parseSince,
+  summarizeUsage,
+  type UsageLine,
+  type UsageReport,
+} from "../../../agents/usage-report.js";
+import { UsageError } from "../../../base/errors.js";
+import type { Config } from "../../../config/index.js";
+import type { Clock, UsageLedger } from "../../../ports/index.js";
+import { BUDGET_WARNING_SHARE, type BudgetStanding, budgetStandings } from "../../budget.js";
+import type { DashboardEnv, DashboardSection } from "../env.js";
+import { formatInZone, Notice, type SectionContext } from "./ui.js";
+
+/** What the Usage section reads. */
+export interface UsageSectionDeps {
+  ledger: UsageLedger;
+  /** Prices, time zone and the workspace's budget. */
+  config: Config;
+  /** The agents, with their own budgets. */
+  agents: ReadonlyMap<string, AgentDefinition>;
+  clock: Clock;
+}
+
+/** The periods offered in the page's picker; any `since` duration is accepted. */
+const SINCE_CHOICES = ["24h", "7d", "30d"];
+const DEFAULT_SINCE = "7d";
+
+/** The Usage section, mounted at `/usage`. */
+export function usageSection(deps: UsageSectionDeps): DashboardSection {
+  const app = new Hono<DashboardEnv>();
+  app.get("/", async (c) => {
+    const sinceText = c.req.query("since") ?? DEFAULT_SINCE;
+    let since: number;
+    try {
+      since = parseSince(sinceText, deps.clock.now());
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      c.status(400);
+      const message = error.message.replace(/^--since/, "since");
+      return c.render(<Notice text={message} error />, { title: "Usage" });
+    }
+    const records = await deps.ledger.calls({ since });
+    const options = { prices: deps.config.llm.prices, timezone: deps.config.timezone };
+    const byAgent = summarizeUsage(records, { ...options, by: "agent" });
+    const byDay = summarizeUsage(records, { ...options, by: "day" });
+    const budgets = await budgetStandings(deps);
+    return c.render(
+      <UsagePage
+        c={c}
+        sinceText={sinceText}
+        byAgent={byAgent}
+        byDay={byDay}
+        budgets={budgets}
+        timezone={deps.config.timezone}
+      />,
+      { title: "Usage" },
+    );
+  });
+  return { path: "usage", label: "Usage", app };
+}
+
+function UsagePage(props: {
+  c: SectionContext;
+  sinceText: string;
+  byAgent: UsageReport;
+  byDay: UsageReport;
+  budgets: BudgetStanding[];
+  timezone: string;
+}) {
+  const { sinceText, byAgent, byDay, budgets, timezone } = props;
+  const choices = SINCE_CHOICES.includes(sinceText) ? SINCE_CHOICES : [sinceText, ...SINCE_CHOICES];
+  return (
+    <>
+      <section class="card">
+        <h2>Budgets</h2>
+        <BudgetTable budgets={budgets} timezone={timezone} />
+      </section>
+      <form method="get" class="actions">
+        <label>
+          Since{" "}
+          <select name="since">
+            {choices.map((choice) => (
+              <option value={choice} selected={choice === sinceText}>
+                {choice}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="submit">Show</button>
+      </form>
+      <section class="card">
+        <h2>By agent, last {sinceText}</h2>
+        <UsageTable report={byAgent} keyLabel="Agent" />
+      </section>
+      <section class="card">
+        <h2>
+          By day ({timezone}), last {sinceText}
+        </h2>
+        <UsageTable report={byDay} keyLabel="Day" />
+      </section>
+      {byAgent.unpriced.length === 0 ? null : (
+        <p class="notice">
+          Not priced (counted as $0; add them to llm.prices in picklebot.yaml):{" "}
+          {byAgent.unpriced.join(", ")}
+        </p>
+      )}
+    </>
+  );
+}
+
+function UsageTable(props: { report: UsageReport; keyLabel: string }) {
+  if (props.report.lines.length === 0) return <p>No model calls in this period.</p>;
+  const row = (line: UsageLine) => (
+    <tr>
+      <td>{line.key}</td>
+      {[line.calls, line.input, line.output, line.cacheRead, line.cacheWrite].map((count) => (
+        <td class="number">{count.toLocaleString("en-US")}</td>
+      ))}
+      <td class="number">{formatUsd(line.costUsd)}</td>
+    </tr>
+  );
+  return (
+    <div class="scroll-x">
+      <table class="list">
+        <thead>
+          <tr>
+            {[props.keyLabel, "Calls", "Input", "Output", "Cache read", "Cache write", "USD"].map(
+              (label) => (
+                <th>{label}</th>
+              ),
+            )}
+          </tr>
+        </thead>
+        <tbody>{props.report.lines.map(row)}</tbody>
+        <tfoot>{row(props.report.total)}</tfoot>
+      </table>
+    </div>
+  );
+}
+
+function BudgetTable(props: { budgets: BudgetStanding[]; timezone: string }) {
+  if (props.budgets.length === 0) {
+    return <p>No budgets set (budget in picklebot.yaml, or in an agent's AGENT.md).</p>;
+  }
+  return (
+    <div class="scroll-x">
+      <table class="list">
+        <thead>
+          <tr>
+            {["Scope", "Period", "Limit", "Spent", "Left", "", "Resets"].map((label) => (
+              <th>{label}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {props.budgets.map((budget) => (
+            <tr>
+              <td>{budget.scope}</td>
+              <td>{budget.period === "day" ? "daily" : "monthly"}</td>
+              <td class="number">{formatUsd(budget.limitUsd)}</td>
+              <td class="number">{formatUsd(budget.spentUsd)}</td>
+              <td class="number">{formatUsd(budget.leftUsd)}</td>
+              <td>
+                <meter
+                  min={0}
+                  max={budget.limitUsd}
+                  low={budget.limitUsd * BUDGET_WARNING_SHARE}
+                  high={budget.limitUsd * BUDGET_WARNING_SHARE}
+                  optimum={0}
+                  value={Math.min(budget.spentUsd, budget.limitUsd)}
+                />
+              </td>
+              <td>{formatInZone(budget.resetsAt, props.timezone)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
