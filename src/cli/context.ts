@@ -8,7 +8,12 @@ import type { MessagePoster, SubagentDelegate } from "../agents/tools/index.js";
 import { systemClock } from "../base/clock.js";
 import type { UserError } from "../base/errors.js";
 import { printable } from "../base/printable.js";
-import { type Config, loadConfig, resolveWorkspace } from "../config/index.js";
+import {
+  type Config,
+  loadConfig,
+  requireWorkspaceFiles,
+  resolveWorkspace,
+} from "../config/index.js";
 import type { HistoryStore, ModelProvider, Storage } from "../ports/index.js";
 import { openStorage } from "../storage/index.js";
 
@@ -18,10 +23,15 @@ export interface WorkspaceContext extends LoadedWorkspace {
   close(): Promise<void>;
 }
 
-/** The workspace a command runs in: `--workspace`, then `PICKLEBOT_WORKSPACE`, then cwd. */
+/**
+ * The workspace a command runs in: `--workspace`, then `PICKLEBOT_WORKSPACE`, then cwd.
+ * A folder without picklebot.yaml or agents/ is refused (only `init` creates one).
+ */
 export function workspaceOf(command: Command): string {
   const { workspace } = command.optsWithGlobals<{ workspace?: string }>();
-  return resolveWorkspace(workspace);
+  const folder = resolveWorkspace(workspace);
+  requireWorkspaceFiles(folder);
+  return folder;
 }
 
 /** The model provider the config names. */
@@ -45,15 +55,14 @@ export interface LoadedWorkspace {
 }
 
 /**
- * Loads the workspace's config and agents. Broken agent files are reported on stderr and
- * kept as broken, so one bad AGENT.md does not stop the others, and its agent's jobs fail
- * with its error instead of running a built-in in its place.
+ * Loads the workspace's config and agents. Broken agent files are kept as broken (the
+ * caller reports them: on stderr, or through the server's logger), so one bad AGENT.md
+ * does not stop the others, and its agent's jobs fail with its error instead of running
+ * a built-in in its place.
  */
 export function loadWorkspace(command: Command): LoadedWorkspace {
   const workspace = workspaceOf(command);
-  const { agents, errors, broken } = loadAgents(workspace);
-  for (const error of errors)
-    process.stderr.write(`picklebot: warning: ${printable(error.message, { multiline: true })}\n`);
+  const { agents, broken } = loadAgents(workspace);
   const config = loadConfig(workspace, process.env, {
     agentIds: [...agents.keys(), ...broken.keys()],
     tools: POLICY_TOOLS,
@@ -61,9 +70,16 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
   return { workspace, config, agents, brokenAgents: broken, provider: providerFor(config) };
 }
 
+/** Prints a warning on stderr for each broken agent (commands run from a terminal). */
+export function warnAboutBrokenAgents({ brokenAgents }: LoadedWorkspace): void {
+  for (const error of brokenAgents.values())
+    process.stderr.write(`picklebot: warning: ${printable(error.message, { multiline: true })}\n`);
+}
+
 /** Loads the workspace and opens its storage, for commands that read or run agents. */
 export async function openWorkspace(command: Command): Promise<WorkspaceContext> {
   const loaded = loadWorkspace(command);
+  warnAboutBrokenAgents(loaded);
   const storage = await openStorage(loaded.config, systemClock);
   return { ...loaded, storage, close: () => storage.close() };
 }

@@ -5,8 +5,10 @@ import { approvalsCommand } from "./approvals.js";
 import { chatCommand } from "./chat.js";
 import { clusterCommand } from "./cluster.js";
 import { cronCommand } from "./cron.js";
+import { doctorCommand } from "./doctor.js";
 import { initCommand } from "./init.js";
 import { jobsCommand } from "./jobs.js";
+import { packageInfo } from "./package-info.js";
 import { pairingCommand } from "./pairing.js";
 import { serverCommand } from "./server.js";
 import { sessionsCommand } from "./sessions.js";
@@ -21,6 +23,7 @@ export function buildProgram(): Command {
       "-w, --workspace <dir>",
       "workspace folder (default: $PICKLEBOT_WORKSPACE or the current directory)",
     )
+    .version(packageInfo().version, "-V, --version", "print the installed version")
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride();
   for (const command of [
@@ -34,6 +37,7 @@ export function buildProgram(): Command {
     pairingCommand(),
     approvalsCommand(),
     clusterCommand(),
+    doctorCommand(),
     initCommand(),
   ]) {
     program.addCommand(withUsageErrors(command));

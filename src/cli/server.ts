@@ -30,6 +30,8 @@ export function serverCommand(): Command {
         loaded.config.workers.agent_concurrency = options.agentConcurrency;
       const secrets = secretValues(loaded.config);
       const logger = createLogger(options.json ? { pretty: false, secrets } : { secrets });
+      for (const [agent, error] of loaded.brokenAgents)
+        logger.warn({ agent, file: error.context.file }, error.message);
       // Loaded here, not at the top: the other commands need none of the server's libraries.
       const { PicklebotServer } = await import("../server/server.js");
       const server = await PicklebotServer.start({ ...loaded, logger });
@@ -82,7 +84,8 @@ function forceExit(logger: Logger): never {
 
 async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, logger: Logger) {
   const { workspace, config, agents } = loaded;
-  const crons = await describeCronsNow(workspace, config, server.cronState);
+  // The cron worker has logged each bad file already.
+  const crons = await describeCronsNow(loaded, server.cronState, () => undefined);
   const summary = {
     workspace,
     instance: server.instanceId,

@@ -54,7 +54,7 @@ export function statusCommand(): Command {
             context,
             await storage.history.listSessions({ limit: 5 }),
           ),
-          crons: await describeCronsNow(workspace, config, storage.cronState),
+          crons: await describeCronsNow(context, storage.cronState),
           controlPlaneWrites: await latestControlPlaneWrites(
             config.history.path,
             CONTROL_PLANE_WRITES_SHOWN,
