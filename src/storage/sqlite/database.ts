@@ -42,10 +42,11 @@ function openWritable(path: string): Database.Database {
   const db = new Database(path, { timeout: 5000 });
   try {
     configure(db);
-    // SQLite opens a file it may not write read-only without a word; take the write
-    // lock once so that shows now, not as "readonly database" in every job.
-    db.exec("BEGIN IMMEDIATE");
-    db.exec("ROLLBACK");
+    // SQLite opens a file it may not write read-only without a word, and in WAL mode
+    // even takes the write lock; write the header once so that shows now, not as
+    // "readonly database" in every job.
+    const version = db.pragma("user_version", { simple: true }) as number;
+    db.pragma(`user_version = ${version}`);
     return db;
   } catch (thrown) {
     db.close();
