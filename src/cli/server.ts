@@ -96,7 +96,10 @@ async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, lo
       crons.length === 0
         ? "none"
         : crons
-            .map((cron) => `${cron.id} (${cron.status}, next ${formatTime(cron.nextRunAt)})`)
+            .map(
+              (cron) =>
+                `${cron.id} (${cron.status}, next ${formatTime(cron.nextRunAt, cron.timezone)})`,
+            )
             .join("; "),
     buses:
       enabledPlatforms(config).join(", ") ||

@@ -191,7 +191,7 @@ function printSessionsAndCrons(status: Status): void {
   printLine(`crons      ${status.crons.length === 0 ? "none" : ""}`);
   for (const cron of status.crons) {
     printLine(
-      `  ${cron.id}  ${cron.schedule} (${cron.timezone})  ${cron.status}, next ${formatTime(cron.nextRunAt)}`,
+      `  ${cron.id}  ${cron.schedule} (${cron.timezone})  ${cron.status}, next ${formatTime(cron.nextRunAt, cron.timezone)}`,
     );
   }
 }
