@@ -246,6 +246,28 @@ describe("picklebot doctor", () => {
     });
   });
 
+  it("fails the history line when history/ belongs to another user (root after a sudo)", async () => {
+    const history = path.join(dir, "history");
+    // As root, run doctor as `nobody` against a root-owned history/; otherwise take the
+    // write permission away (root would ignore that).
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot) chownTree(path.dirname(dir), { uid: 65534, gid: 65534 }, history);
+    else fs.chmodSync(history, 0o555);
+
+    const run = await runCli(["doctor", "--json", "--workspace", dir], {
+      ...(asRoot ? { user: { uid: 65534, gid: 65534 } } : {}),
+    });
+    fs.chmodSync(history, 0o755);
+    const report = JSON.parse(run.stdout) as { checks: CheckLine[] };
+
+    expect(run.code).toBe(1);
+    expect(report.checks.find((l) => l.check === "history")).toMatchObject({
+      status: "fail",
+      detail: expect.stringContaining(`${history} is not writable`),
+      fix: expect.stringContaining("chown"),
+    });
+  });
+
   it("warns, without failing, when bash runs with no sandbox", async () => {
     replaceSection("tools", "  bash:\n    sandbox: none\n");
 
@@ -309,3 +331,14 @@ describe("picklebot doctor", () => {
     );
   });
 });
+
+/** Gives `dir` and everything below it to `user`, except `keep` (left to its owner). */
+function chownTree(dir: string, user: { uid: number; gid: number }, keep: string): void {
+  if (dir === keep) return;
+  fs.chownSync(dir, user.uid, user.gid);
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) chownTree(full, user, keep);
+    else fs.chownSync(full, user.uid, user.gid);
+  }
+}
