@@ -118,6 +118,7 @@ describe("the database", () => {
       fs.chownSync(path.join(ws.dir, "history"), 0, 0);
 
       const run = await runCli(["status", "--workspace", ws.dir], asOther);
+      const server = await runCli(["server", "--workspace", ws.dir], asOther);
 
       expectOneSentence(
         run,
@@ -125,6 +126,7 @@ describe("the database", () => {
         /owned by uid 0 while picklebot runs as uid 65534/,
         /chown/,
       );
+      expectOneSentence(server, `cannot write ${path.join(ws.dir, "history", "server.lock")}`);
     });
 
     it("a picklebot.db left by `sudo picklebot server`: the server stops at start, naming it", async () => {
