@@ -94,6 +94,7 @@ export const checkBuild: DoctorCheck = async () => {
       `run npm install (it builds) or npm run build in ${root}`,
     );
   }
+  const { name, version } = packageInfo();
   const source = fileURLToPath(new URL("src/cli/main.ts", PACKAGE_ROOT));
   const stale = fs.existsSync(source) && fs.statSync(source).mtimeMs > fs.statSync(entry).mtimeMs;
   return stale
@@ -103,7 +104,7 @@ export const checkBuild: DoctorCheck = async () => {
         `dist/ in ${root} is older than src/: the command runs the previous build`,
         `run npm run build in ${root}`,
       )
-    : result("build", "ok", `${packageInfo().name} ${packageInfo().version} in ${root}`);
+    : result("build", "ok", `${name} ${version} in ${root}`);
 };
 
 export const checkHistoryFolder: DoctorCheck = async ({ config }) => {
@@ -119,6 +120,15 @@ export const checkHistoryFolder: DoctorCheck = async ({ config }) => {
           `${folder} does not exist and ${parent} is not writable`,
           `create it as the user that runs picklebot: mkdir -p ${folder}`,
         );
+  }
+  if (process.getuid?.() === 0 && fs.statSync(folder).uid !== 0) {
+    // Root can write anything: the risk is the reverse, files the owner then cannot write.
+    return result(
+      "history",
+      "warn",
+      `you run this as root, but ${folder} belongs to uid ${fs.statSync(folder).uid}`,
+      "run picklebot as the user that owns the workspace, never as root: files root creates there lock that user out",
+    );
   }
   const problems = [folder, path.join(folder, DATABASE_FILE)]
     .filter((file) => fs.existsSync(file))

@@ -268,6 +268,21 @@ describe("picklebot doctor", () => {
     });
   });
 
+  it.runIf(process.getuid?.() === 0)(
+    "warns root that runs it on a workspace another user owns, without failing",
+    async () => {
+      fs.chownSync(path.join(dir, "history"), 65534, 65534);
+
+      const { code, line } = await doctor();
+
+      expect(line("history")[0]).toMatchObject({
+        status: "warn",
+        detail: expect.stringContaining("you run this as root"),
+      });
+      expect(code).toBe(0);
+    },
+  );
+
   it("warns, without failing, when bash runs with no sandbox", async () => {
     replaceSection("tools", "  bash:\n    sandbox: none\n");
 
