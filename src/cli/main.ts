@@ -71,6 +71,14 @@ function reportError(thrown: unknown): number {
     process.stderr.write(`picklebot: ${printable(error.message, { multiline: true })}\n`);
     return error instanceof UsageError ? 2 : 1;
   }
+  if (error.name === "SqliteError") {
+    // Past the checks of opening: the file changed under us, or the disk is full.
+    const code = String((error as { code?: unknown }).code ?? "");
+    process.stderr.write(
+      `picklebot: the database failed (${printable(error.message)}, ${code}); run picklebot doctor to check the workspace's history/ and its database.\n`,
+    );
+    return 1;
+  }
   const details = printable(error.stack ?? error.message, { multiline: true });
   process.stderr.write(`picklebot: unexpected error: ${details}\n`);
   return 1;

@@ -12,6 +12,7 @@
 import fs, { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type CliResult, type RunOptions, runCli } from "../helpers/cli.js";
@@ -104,6 +105,20 @@ describe("the database", () => {
 
     expectOneSentence(status, `${db} is damaged`, /restore a backup/);
     expectOneSentence(server, `${db} is damaged`);
+  });
+
+  it("failing after it opened (a table gone): one sentence pointing to doctor", async () => {
+    expect((await runCli(["status", "--workspace", ws.dir])).code).toBe(0);
+    const db = new Database(path.join(ws.dir, "history", "picklebot.db"));
+    db.exec("DROP TABLE jobs");
+    db.close();
+
+    const run = await runCli(["jobs", "--workspace", ws.dir]);
+
+    expectOneSentence(
+      run,
+      /the database failed \(no such table: jobs, SQLITE_ERROR\); run picklebot doctor/,
+    );
   });
 
   describe.runIf(IS_ROOT)("owned by root, picklebot run by another user", () => {
