@@ -9,7 +9,12 @@ import type { MessagePoster, SubagentDelegate } from "../agents/tools/index.js";
 import { systemClock } from "../base/clock.js";
 import type { UserError } from "../base/errors.js";
 import { printable } from "../base/printable.js";
-import { type Config, loadConfig, resolveWorkspace } from "../config/index.js";
+import {
+  type Config,
+  loadConfig,
+  requireWorkspaceFiles,
+  resolveWorkspace,
+} from "../config/index.js";
 import type { HistoryStore, ModelProvider, Storage } from "../ports/index.js";
 import { openStorage } from "../storage/index.js";
 
@@ -19,10 +24,15 @@ export interface WorkspaceContext extends LoadedWorkspace {
   close(): Promise<void>;
 }
 
-/** The workspace a command runs in: `--workspace`, then `PICKLEBOT_WORKSPACE`, then cwd. */
+/**
+ * The workspace a command runs in: `--workspace`, then `PICKLEBOT_WORKSPACE`, then cwd.
+ * A folder without picklebot.yaml or agents/ is refused (only `init` creates one).
+ */
 export function workspaceOf(command: Command): string {
   const { workspace } = command.optsWithGlobals<{ workspace?: string }>();
-  return resolveWorkspace(workspace);
+  const folder = resolveWorkspace(workspace);
+  requireWorkspaceFiles(folder);
+  return folder;
 }
 
 /** The model provider the config names. */
@@ -45,18 +55,23 @@ export interface LoadedWorkspace {
   /** The agents and skills, reloadable (`agents` and `brokenAgents` are its maps). */
   catalog: AgentCatalog;
   provider: ModelProvider;
+  /**
+   * What loading skipped, one sentence each: broken agents, invalid skills, skill
+   * listings over their budget. The caller reports them (stderr or the server's logger).
+   */
+  loadWarnings: string[];
 }
 
 /**
- * Loads the workspace's config and agents. Broken agent files are reported on stderr and
- * kept as broken, so one bad AGENT.md does not stop the others, and its agent's jobs fail
- * with its error instead of running a built-in in its place.
+ * Loads the workspace's config and agents. Broken agent files are kept as broken (the
+ * caller reports them: on stderr, or through the server's logger), so one bad AGENT.md
+ * does not stop the others, and its agent's jobs fail with its error instead of running
+ * a built-in in its place.
  */
 export function loadWorkspace(command: Command): LoadedWorkspace {
   const workspace = workspaceOf(command);
   const catalog = new AgentCatalog(workspace);
   const { errors } = catalog.load();
-  for (const error of errors) warn(error.message);
   const { agents, broken } = catalog;
   const config = loadConfig(workspace, process.env, {
     agentIds: [...agents.keys(), ...broken.keys()],
@@ -67,7 +82,6 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
     maxListingChars: config.skills.max_listing_chars,
     defaultAgentId: config.default_agent,
   };
-  for (const warning of catalog.warnings(settings)) warn(warning);
   return {
     workspace,
     config,
@@ -75,16 +89,23 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
     brokenAgents: broken,
     catalog,
     provider: providerFor(config),
+    loadWarnings: [...errors.map((error) => error.message), ...catalog.warnings(settings)],
   };
 }
 
-function warn(message: string): void {
-  process.stderr.write(`picklebot: warning: ${printable(message, { multiline: true })}\n`);
+/**
+ * Prints a warning on stderr for each broken agent, invalid skill and skill-listing
+ * problem (commands run from a terminal; the server logs them instead).
+ */
+export function warnAboutBrokenAgents({ loadWarnings }: LoadedWorkspace): void {
+  for (const warning of loadWarnings)
+    process.stderr.write(`picklebot: warning: ${printable(warning, { multiline: true })}\n`);
 }
 
 /** Loads the workspace and opens its storage, for commands that read or run agents. */
 export async function openWorkspace(command: Command): Promise<WorkspaceContext> {
   const loaded = loadWorkspace(command);
+  warnAboutBrokenAgents(loaded);
   const storage = await openStorage(loaded.config, systemClock);
   return { ...loaded, storage, close: () => storage.close() };
 }

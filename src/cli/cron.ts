@@ -3,11 +3,11 @@ import { Command } from "commander";
 import { formatReplyTarget } from "../base/chat-address.js";
 import { systemClock } from "../base/clock.js";
 import { UserError } from "../base/errors.js";
-import type { Config } from "../config/index.js";
 import type { CronStateStore } from "../ports/index.js";
 import { findCron, loadWorkspaceCrons } from "../server/cron/admin.js";
+import type { CronDirLoad } from "../server/cron/definition.js";
 import { type CronRow, describeCrons, runCronNow } from "../server/cron/worker.js";
-import { openWorkspace } from "./context.js";
+import { type LoadedWorkspace, openWorkspace } from "./context.js";
 import { formatTime, printable, printJson, printLine, printTable } from "./output.js";
 
 /** The `cron` command group. */
@@ -20,11 +20,7 @@ export function cronCommand(): Command {
     .action(async (options: { json?: boolean }, command: Command) => {
       const context = await openWorkspace(command);
       try {
-        const rows = await describeCronsNow(
-          context.workspace,
-          context.config,
-          context.storage.cronState,
-        );
+        const rows = await describeCronsNow(context, context.storage.cronState);
         if (options.json) return printJson(rows);
         if (rows.length === 0)
           return void printLine("no crons: drop a YAML file into crons/ (see crons/example.yaml)");
@@ -35,8 +31,8 @@ export function cronCommand(): Command {
             row.schedule,
             row.timezone,
             row.agent,
-            formatTime(row.nextRunAt),
-            formatTime(row.lastFiredAt),
+            formatTime(row.nextRunAt, row.timezone),
+            formatTime(row.lastFiredAt, row.timezone),
             row.deliverTo,
             row.status,
           ]),
@@ -62,7 +58,7 @@ export function cronCommand(): Command {
             "cron run needs a durable queue, but queue.backend is memory in picklebot.yaml; use sqlite (the default) or postgres",
           );
         }
-        const cron = findCron(loadWorkspaceCrons(context.workspace, context.config), id);
+        const cron = findCron(loadCrons(context), id);
         const job = await runCronNow(cron, context.storage.queue, systemClock, {
           maxAttempts: context.config.workers.max_attempts,
           batch: options.batch === true,
@@ -79,14 +75,30 @@ export function cronCommand(): Command {
   return cron;
 }
 
-/** Rows for every cron file, with next run times; bad files are reported on stderr. */
+/**
+ * Rows for every cron file, with next run times; each bad file goes to `warn` (Default:
+ * a warning on stderr).
+ */
 export async function describeCronsNow(
-  workspace: string,
-  config: Config,
+  workspace: LoadedWorkspace,
   state: CronStateStore,
+  warn: (error: UserError) => void = warnOnStderr,
 ): Promise<CronRow[]> {
-  const { crons, errors } = loadWorkspaceCrons(workspace, config);
-  for (const error of errors)
-    process.stderr.write(`picklebot: warning: ${printable(error.message, { multiline: true })}\n`);
+  const { crons, errors } = loadCrons(workspace);
+  for (const error of errors) warn(error);
   return describeCrons(crons, state, systemClock);
+}
+
+function warnOnStderr(error: UserError): void {
+  process.stderr.write(`picklebot: warning: ${printable(error.message, { multiline: true })}\n`);
+}
+
+/** The workspace's crons, each checked against its agents (broken ones count as known). */
+export function loadCrons({
+  workspace,
+  config,
+  agents,
+  brokenAgents,
+}: Pick<LoadedWorkspace, "workspace" | "config" | "agents" | "brokenAgents">): CronDirLoad {
+  return loadWorkspaceCrons(workspace, config, [...agents.keys(), ...brokenAgents.keys()]);
 }

@@ -5,8 +5,10 @@ import { approvalsCommand } from "./approvals.js";
 import { chatCommand } from "./chat.js";
 import { clusterCommand } from "./cluster.js";
 import { cronCommand } from "./cron.js";
+import { doctorCommand } from "./doctor.js";
 import { initCommand } from "./init.js";
 import { jobsCommand } from "./jobs.js";
+import { packageInfo } from "./package-info.js";
 import { pairingCommand } from "./pairing.js";
 import { serverCommand } from "./server.js";
 import { sessionsCommand } from "./sessions.js";
@@ -21,6 +23,7 @@ export function buildProgram(): Command {
       "-w, --workspace <dir>",
       "workspace folder (default: $PICKLEBOT_WORKSPACE or the current directory)",
     )
+    .version(packageInfo().version, "-V, --version", "print the installed version")
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride();
   for (const command of [
@@ -34,6 +37,7 @@ export function buildProgram(): Command {
     pairingCommand(),
     approvalsCommand(),
     clusterCommand(),
+    doctorCommand(),
     initCommand(),
   ]) {
     program.addCommand(withUsageErrors(command));
@@ -66,6 +70,14 @@ function reportError(thrown: unknown): number {
   if (error instanceof UserError) {
     process.stderr.write(`picklebot: ${printable(error.message, { multiline: true })}\n`);
     return error instanceof UsageError ? 2 : 1;
+  }
+  if (error.name === "SqliteError") {
+    // Past the checks of opening: the file changed under us, or the disk is full.
+    const code = String((error as { code?: unknown }).code ?? "");
+    process.stderr.write(
+      `picklebot: the database failed (${printable(error.message)}, ${code}); run picklebot doctor to check the workspace's history/ and its database.\n`,
+    );
+    return 1;
   }
   const details = printable(error.stack ?? error.message, { multiline: true });
   process.stderr.write(`picklebot: unexpected error: ${details}\n`);

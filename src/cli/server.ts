@@ -31,6 +31,7 @@ export function serverCommand(): Command {
         loaded.config.workers.agent_concurrency = options.agentConcurrency;
       const secrets = secretValues(loaded.config);
       const logger = createLogger(options.json ? { pretty: false, secrets } : { secrets });
+      for (const warning of loaded.loadWarnings) logger.warn(warning);
       // Loaded here, not at the top: the other commands need none of the server's libraries.
       const { PicklebotServer } = await import("../server/server.js");
       const server = await PicklebotServer.start({ ...loaded, logger });
@@ -83,7 +84,8 @@ function forceExit(logger: Logger): never {
 
 async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, logger: Logger) {
   const { workspace, config, agents } = loaded;
-  const crons = await describeCronsNow(workspace, config, server.cronState);
+  // The cron worker has logged each bad file already.
+  const crons = await describeCronsNow(loaded, server.cronState, () => undefined);
   const summary = {
     workspace,
     instance: server.instanceId,
@@ -95,7 +97,10 @@ async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, lo
       crons.length === 0
         ? "none"
         : crons
-            .map((cron) => `${cron.id} (${cron.status}, next ${formatTime(cron.nextRunAt)})`)
+            .map(
+              (cron) =>
+                `${cron.id} (${cron.status}, next ${formatTime(cron.nextRunAt, cron.timezone)})`,
+            )
             .join("; "),
     buses:
       enabledPlatforms(config).join(", ") ||

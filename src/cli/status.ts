@@ -54,7 +54,7 @@ export function statusCommand(): Command {
             context,
             await storage.history.listSessions({ limit: 5 }),
           ),
-          crons: await describeCronsNow(workspace, config, storage.cronState),
+          crons: await describeCronsNow(context, storage.cronState),
           controlPlaneWrites: await latestControlPlaneWrites(
             config.history.path,
             CONTROL_PLANE_WRITES_SHOWN,
@@ -191,7 +191,7 @@ function printSessionsAndCrons(status: Status): void {
   printLine(`crons      ${status.crons.length === 0 ? "none" : ""}`);
   for (const cron of status.crons) {
     printLine(
-      `  ${cron.id}  ${cron.schedule} (${cron.timezone})  ${cron.status}, next ${formatTime(cron.nextRunAt)}`,
+      `  ${cron.id}  ${cron.schedule} (${cron.timezone})  ${cron.status}, next ${formatTime(cron.nextRunAt, cron.timezone)}`,
     );
   }
 }

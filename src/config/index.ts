@@ -13,7 +13,14 @@ export {
   type ToolApproval,
 } from "./approvals.js";
 export { formatKeyPath, userErrorFromIssues } from "./issues.js";
-export { CONFIG_FILE_NAME, loadConfig, parseYaml, resolveWorkspace } from "./load.js";
+export {
+  CONFIG_FILE_NAME,
+  configFileOf,
+  loadConfig,
+  parseYaml,
+  requireWorkspaceFiles,
+  resolveWorkspace,
+} from "./load.js";
 export { redactConfig, secretValues } from "./redact.js";
 export {
   buildConfigSchema,

@@ -19,6 +19,41 @@ import {
 /** The configuration file's name inside a workspace. */
 export const CONFIG_FILE_NAME = "picklebot.yaml";
 
+/** The other spelling of {@link CONFIG_FILE_NAME}, read when it is the only one. */
+const ALTERNATE_CONFIG_FILE_NAME = "picklebot.yml";
+
+/**
+ * The path of the workspace's config file: `picklebot.yaml`, else `picklebot.yml` when
+ * only that one exists. Both present is a UserError: which one counts would be a guess.
+ */
+export function configFileOf(workspace: string): string {
+  const main = path.join(workspace, CONFIG_FILE_NAME);
+  const alternate = path.join(workspace, ALTERNATE_CONFIG_FILE_NAME);
+  const hasMain = fs.existsSync(main);
+  const hasAlternate = fs.existsSync(alternate);
+  if (hasMain && hasAlternate) {
+    throw new UserError(
+      `both ${main} and ${alternate} exist; keep one (picklebot.yaml is the usual name) and delete the other.`,
+      { context: { file: alternate } },
+    );
+  }
+  return hasAlternate ? alternate : main;
+}
+
+/**
+ * Throws a UserError unless `workspace` holds a config file or an `agents/` folder, so a
+ * command run in the wrong folder says so instead of creating a database there.
+ */
+export function requireWorkspaceFiles(workspace: string): void {
+  const config = configFileOf(workspace);
+  if (fs.existsSync(config) || fs.existsSync(path.join(workspace, "agents"))) return;
+  throw new UserError(
+    `${workspace} is not a picklebot workspace: no picklebot.yaml or agents/ here; ` +
+      "run picklebot init, or pass --workspace.",
+    { context: { file: workspace } },
+  );
+}
+
 /**
  * The absolute workspace folder: `option` (from `--workspace`), else
  * `PICKLEBOT_WORKSPACE`, else the current directory. Throws a UserError when it does
@@ -66,7 +101,7 @@ export function loadConfig(
   options: Pick<ConfigSchemaContext, "agentIds" | "tools"> = {},
 ): Config {
   const variables = withDotEnv(workspace, env);
-  const file = path.join(workspace, CONFIG_FILE_NAME);
+  const file = configFileOf(workspace);
   const raw = interpolateEnv(readYamlFile(file) ?? {}, variables, file);
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new UserError(

@@ -303,11 +303,15 @@ export class PicklebotServer {
    * leader, stopped when it stops being it.
    */
   #leaderOnlyWorkers(createBus: () => MessageBusWorker | null): Worker[] {
-    const { config, logger, workspace } = this.#options;
+    const { config, logger, workspace, agents, brokenAgents } = this.#options;
     const workers: Worker[] = [
       new CronWorker({
         cronDir: join(workspace, "crons"),
-        defaults: { agentId: config.default_agent, timezone: config.timezone },
+        defaults: {
+          agentId: config.default_agent,
+          timezone: config.timezone,
+          agentIds: [...agents.keys(), ...(brokenAgents?.keys() ?? [])],
+        },
         queue: this.#queue,
         state: this.#storage.cronState,
         clock: this.#clock,

@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { UserError } from "../base/errors.js";
+import { databaseOpenError } from "../storage/sqlite/database.js";
 
 /** What a running server tells other commands about itself (`history/server.json`). */
 export interface ServerAnnouncement {
@@ -25,14 +26,21 @@ const ANNOUNCEMENT_FILE = "server.json";
  * so a SIGKILLed server never leaves a stale lock behind.
  */
 export function acquireWorkspaceLock(dir: string): WorkspaceLock {
-  mkdirSync(dir, { recursive: true });
   const announcementFile = join(dir, ANNOUNCEMENT_FILE);
-  const db = new Database(join(dir, "server.lock"), { timeout: 0 });
+  const lockFile = join(dir, "server.lock");
+  let db: Database.Database;
+  try {
+    mkdirSync(dir, { recursive: true });
+    db = new Database(lockFile, { timeout: 0 });
+  } catch (thrown) {
+    throw databaseOpenError(lockFile, thrown);
+  }
   try {
     db.pragma("locking_mode = EXCLUSIVE");
     db.exec("BEGIN EXCLUSIVE");
-  } catch {
+  } catch (thrown) {
     db.close();
+    if (!isBusy(thrown)) throw databaseOpenError(lockFile, thrown);
     const pid = readAnnouncement(dir)?.pid;
     throw new UserError(
       `another picklebot server${pid ? ` (pid ${pid})` : ""} is already running on this workspace (lock ${join(dir, "server.lock")}); stop it first, or use queue.backend: postgres to run several`,
@@ -48,6 +56,11 @@ export function acquireWorkspaceLock(dir: string): WorkspaceLock {
       db.close();
     },
   };
+}
+
+/** Whether SQLite refused a lock because another connection holds it. */
+function isBusy(thrown: unknown): boolean {
+  return /^SQLITE_(BUSY|LOCKED)/.test(String((thrown as { code?: unknown }).code ?? ""));
 }
 
 /** The server running on this workspace, or null when none is. */

@@ -131,6 +131,20 @@ describe("loadCronFile", () => {
     expect(error.context.field).toBe("timezone");
   });
 
+  it("with the workspace's agents, rejects a cron naming another agent, and keeps the default", () => {
+    const withAgents = { ...defaults, agentIds: ["scribe"] };
+    const file = write("digest.yaml", 'schedule: "0 7 * * *"\nagent: scrib\nprompt: "x"\n');
+    const known = write("notes.yaml", 'schedule: "0 7 * * *"\nagent: scribe\nprompt: "x"\n');
+    const fallback = write("plain.yaml", 'schedule: "0 7 * * *"\nprompt: "x"\n');
+
+    expect(() => loadCronFile(file, withAgents)).toThrow(
+      `${file}: "agent" "scrib" is not an agent of this workspace (did you mean "scribe"?); name one of pickle, scribe or create agents/scrib/AGENT.md.`,
+    );
+    expect(loadCronFile(known, withAgents).agentId).toBe("scribe");
+    expect(loadCronFile(fallback, withAgents).agentId).toBe("pickle");
+    expect(loadCronFile(file, defaults).agentId).toBe("scrib");
+  });
+
   it("suggests the closest key for an unknown one", () => {
     const error = errorOf('schedule: "0 8 * * *"\nprompt: hi\ncatchup: true\n');
     expect(error.message).toContain('daily.yaml: catchup: unknown key; did you mean "catch_up"?');

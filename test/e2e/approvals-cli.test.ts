@@ -115,7 +115,7 @@ describe("picklebot approvals", () => {
     expect(allowed.stdout).toContain("coder may now run write under notes/** without asking");
     const listed = await approvals("list");
     expect(listed.stdout).toMatch(/no approval requests pending\n\nAGENT\s+TOOL\s+PATTERN/);
-    expect(listed.stdout).toMatch(/coder\s+write\s+notes\/\*\*\s+\S+ \S+\s+cli/);
+    expect(listed.stdout).toMatch(/coder\s+write\s+notes\/\*\*\s+\S+ \S+ \S+\s+cli/);
 
     const revoked = await approvals("revoke", "coder", "write", "notes/**");
     expect(revoked).toMatchObject({
@@ -149,7 +149,7 @@ describe("picklebot approvals", () => {
     const again = await approvals("allow", "TWCE2345");
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(
-      /^picklebot: approval request TWCE2345 was already denied by cli at \S+ \S+; see the pending ones with picklebot approvals list\n$/,
+      /^picklebot: approval request TWCE2345 was already denied by cli at \S+ \S+ \S+; see the pending ones with picklebot approvals list\n$/,
     );
   });
 
@@ -159,7 +159,7 @@ describe("picklebot approvals", () => {
     const result = await approvals("allow", "LATE2345");
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
-      /^picklebot: approval request LATE2345 expired at \S+ \S+ and counted as deny; the agent may ask again \(see the pending ones with picklebot approvals list\)\n$/,
+      /^picklebot: approval request LATE2345 expired at \S+ \S+ \S+ and counted as deny; the agent may ask again \(see the pending ones with picklebot approvals list\)\n$/,
     );
     expect((await approvals("list")).stdout).toContain("no approval requests pending");
   });

@@ -298,7 +298,7 @@ describe("picklebot server, operated from the command line", () => {
       buses: "none (enable telegram or discord in picklebot.yaml)",
     });
     expect(summary.crons).toMatch(
-      /^daily \(scheduled, next \d{4}-\d\d-\d\d 08:00:00\); news \(disabled, next -\)$/,
+      /^daily \(scheduled, next \d{4}-\d\d-\d\d 08:00:00 [\w/+-]+\); news \(disabled, next -\)$/,
     );
     expect(summary.http).toMatch(/^http:\/\/127\.0\.0\.1:\d+ \(\/healthz, \/metrics\)$/);
     const warning = await server.waitForLog((line) => line.msg.startsWith("no model API key"));

@@ -69,10 +69,42 @@ describe("fake Anthropic server", () => {
     expect(message.content).toEqual([{ type: "text", text: "echo: pickles" }]);
   });
 
-  it("answers unknown routes with an Anthropic-style 404 error body", async () => {
+  it("refuses a key it was not given with the API's 401 authentication_error", async () => {
+    fake = await startFakeAnthropic({ apiKey: "sk-ant-good" });
+
+    const refused = ask(clientFor(fake), "hello");
+
+    await expect(refused).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
+    await expect(refused).rejects.toMatchObject({
+      status: 401,
+      error: {
+        type: "error",
+        error: { type: "authentication_error", message: "invalid x-api-key" },
+      },
+    });
+  });
+
+  it("lists its model for the accepted key (GET /v1/models), as the SDK reads it", async () => {
+    fake = await startFakeAnthropic({ apiKey: "sk-ant-fake" });
+
+    const page = await clientFor(fake).models.list();
+
+    expect(page.data.map((model) => model.id)).toEqual(["claude-sonnet-4-6"]);
+  });
+
+  it("refuses a request without x-api-key with a 401", async () => {
     fake = await startFakeAnthropic();
 
     const response = await fetch(`${fake.url}/v1/models`);
+
+    expect(response.status).toBe(401);
+    expect(await response.json()).toMatchObject({ error: { type: "authentication_error" } });
+  });
+
+  it("answers unknown routes with an Anthropic-style 404 error body", async () => {
+    fake = await startFakeAnthropic();
+
+    const response = await fetch(`${fake.url}/v1/files`, { headers: { "x-api-key": "k" } });
 
     expect(response.status).toBe(404);
     expect(await response.json()).toMatchObject({

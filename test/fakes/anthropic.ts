@@ -163,6 +163,13 @@ export interface FakeAnthropicOptions {
   countTokens?: boolean;
   /** The clock the prompt cache's TTLs run on, in ms. (Default: `Date.now`) */
   now?: () => number;
+  /**
+   * The one key accepted (in `x-api-key`, or `Authorization: Bearer` as the SDK sends
+   * it); any other gets the API's 401 `authentication_error` "invalid x-api-key". A
+   * request with neither header gets the API's 401 "x-api-key
+   * header is required" whatever this says. (Default: any key)
+   */
+  apiKey?: string;
 }
 
 /** A running fake. */
@@ -251,6 +258,20 @@ export async function startFakeAnthropic(
     const raw = await readBody(req);
     const url = new URL(req.url ?? "/", "http://fake");
     const path = url.pathname;
+    const key = apiKeyOf(req);
+    if (key === undefined) {
+      sendError(res, 401, "x-api-key header is required");
+      return;
+    }
+    if (options.apiKey !== undefined && key !== options.apiKey) {
+      sendError(res, 401, "invalid x-api-key");
+      return;
+    }
+    if (req.method === "GET" && path === "/v1/models") {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(MODEL_LIST));
+      return;
+    }
     if (await batchRoutes.handle(req.method ?? "GET", path, url.searchParams, raw, res)) return;
     const counting = path === "/v1/messages/count_tokens" && options.countTokens !== false;
     if (req.method !== "POST" || (path !== "/v1/messages" && !counting)) {
@@ -511,6 +532,29 @@ function sendPlainMessage(plan: MessagePlan, res: ServerResponse): void {
 
 // ---------------------------------------------------------------------------------------
 // Small pieces
+
+/** The key a request carries: `x-api-key`, or `Authorization: Bearer` (this SDK's way). */
+function apiKeyOf(req: IncomingMessage): string | undefined {
+  const header = req.headers["x-api-key"];
+  if (typeof header === "string" && header !== "") return header;
+  const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "");
+  return bearer?.[1];
+}
+
+/** `GET /v1/models`: one page of the models list, as the API shapes it. */
+const MODEL_LIST = {
+  data: [
+    {
+      type: "model",
+      id: "claude-sonnet-4-6",
+      display_name: "Claude Sonnet 4.6",
+      created_at: "2026-01-01T00:00:00Z",
+    },
+  ],
+  has_more: false,
+  first_id: "claude-sonnet-4-6",
+  last_id: "claude-sonnet-4-6",
+};
 
 const ERROR_TYPES: Record<number, string> = {
   400: "invalid_request_error",

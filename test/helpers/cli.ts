@@ -18,6 +18,8 @@ export interface RunOptions {
   /** Written to stdin, which is then closed. */
   input?: string;
   timeoutMs?: number;
+  /** Run as this user and group (the test process must be root to switch). */
+  user?: { uid: number; gid: number };
 }
 
 /** Environment for child processes: no real API keys or tokens leak into tests. */
@@ -40,6 +42,7 @@ export function startCli(args: string[], options: RunOptions = {}): ChildProcess
     cwd: options.cwd,
     env: childEnv(options.env),
     stdio: ["pipe", "pipe", "pipe"],
+    ...options.user,
   });
 }
 

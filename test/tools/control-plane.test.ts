@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type ApprovalQuestion, gateTools } from "../../src/agents/approval-gate.js";
@@ -112,13 +112,14 @@ describe("the record of control-plane writes", () => {
     expect((await latestControlPlaneWrites(history, 1)).map((write) => write.path)).toEqual([
       "agents/ops/AGENT.md",
     ]);
+    writeFileSync(join(temp.workspace, "picklebot.yaml"), "");
     const result = await runCli(["status", "--workspace", temp.workspace]);
     expect(result.stderr).toBe("");
     expect(result.stdout).toContain(
       [
         "control-plane writes  most recent:",
-        '  2025-01-02 03:04:06  ops  edit "agents/ops/AGENT.md"  job j1',
-        '  2025-01-02 03:04:05  pickle  write "crons/a.yaml"',
+        '  2025-01-02 03:04:06 UTC  ops  edit "agents/ops/AGENT.md"  job j1',
+        '  2025-01-02 03:04:05 UTC  pickle  write "crons/a.yaml"',
       ].join("\n"),
     );
   });

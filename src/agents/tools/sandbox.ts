@@ -77,7 +77,11 @@ export function probeBubblewrap(bwrapPath = "bwrap"): BubblewrapProbe {
     const said = run.stderr.trim().split("\n")[0] || `exit code ${run.status}`;
     probe = { usable: false, problem: `${bwrapPath} cannot create namespaces here (${said})` };
   } else {
-    const version = spawnSync(bwrapPath, ["--version"], { encoding: "utf8" }).stdout.trim();
+    // Found through the same PATH as the probe (the minimal one), or it may not be found.
+    const version = spawnSync(bwrapPath, ["--version"], {
+      encoding: "utf8",
+      env: minimalEnvironment(),
+    }).stdout?.trim();
     probe = { usable: true, version: version || "bubblewrap" };
   }
   probes.set(bwrapPath, probe);

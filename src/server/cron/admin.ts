@@ -18,11 +18,19 @@ export function cronDirOf(workspace: string): string {
   return join(workspace, "crons");
 }
 
-/** Loads every cron file of the workspace, with the defaults of its picklebot.yaml. */
-export function loadWorkspaceCrons(workspace: string, config: Config): CronDirLoad {
+/**
+ * Loads every cron file of the workspace, with the defaults of its picklebot.yaml; with
+ * `agentIds`, a cron naming another agent is an error of its file.
+ */
+export function loadWorkspaceCrons(
+  workspace: string,
+  config: Config,
+  agentIds?: readonly string[],
+): CronDirLoad {
   return loadCronDir(cronDirOf(workspace), {
     agentId: config.default_agent,
     timezone: config.timezone,
+    ...(agentIds ? { agentIds: [...agentIds] } : {}),
   });
 }
 

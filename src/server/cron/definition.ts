@@ -13,7 +13,7 @@ import { CronExpressionParser } from "cron-parser";
 import { z } from "zod";
 import { CHAT_ADDRESS_FORMS, chatReplyTarget, parseChatAddress } from "../../base/chat-address.js";
 import { toError, UserError } from "../../base/errors.js";
-import { parseYaml, userErrorFromIssues } from "../../config/index.js";
+import { didYouMean, parseYaml, userErrorFromIssues } from "../../config/index.js";
 import type { ReplyTarget } from "../../ports/index.js";
 
 /** A validated cron, as the CronWorker schedules it. */
@@ -53,6 +53,12 @@ export interface CronDefaults {
   agentId: string;
   /** Top-level `timezone`. */
   timezone: string;
+  /**
+   * The workspace's agent ids (loaded or broken). When given, a cron naming any other
+   * agent is a bad file, reported when it loads instead of failing when it fires; the
+   * default agent is always known (it has a built-in definition).
+   */
+  agentIds?: readonly string[];
 }
 
 /** Result of {@link loadCronDir}: the good crons and one error per bad file. */
@@ -161,7 +167,7 @@ export function parseCronDefinition(
     id,
     file,
     schedule,
-    agentId: value.agent ?? defaults.agentId,
+    agentId: checkAgent(value.agent ?? defaults.agentId, defaults, fail),
     prompt: value.prompt,
     timezone,
     deliverTo: parseDeliverTo(value.deliver_to, fail),
@@ -247,6 +253,18 @@ function checkTimeZone(zone: string, fromFile: string | undefined, fail: FailWit
       `"timezone" "${zone}"${inherited} is not a known IANA time zone; use a name such as Europe/Berlin or America/New_York`,
     );
   }
+}
+
+function checkAgent(agentId: string, defaults: CronDefaults, fail: FailWith): string {
+  if (!defaults.agentIds || agentId === defaults.agentId) return agentId;
+  if (defaults.agentIds.includes(agentId)) return agentId;
+  const known = [...new Set([defaults.agentId, ...defaults.agentIds])].sort();
+  const suggestion = didYouMean(agentId, known);
+  throw fail(
+    "agent",
+    `"agent" "${agentId}" is not an agent of this workspace${suggestion ? ` (${suggestion})` : ""}; ` +
+      `name one of ${known.join(", ")} or create agents/${agentId}/AGENT.md`,
+  );
 }
 
 function checkSchedule(id: string, schedule: string, timezone: string, fail: FailWith): string {

@@ -82,6 +82,24 @@ export function survivingDroppedConnections(pool: pg.Pool): pg.Pool {
   return pool;
 }
 
+/**
+ * The migration files `url`'s database has not applied yet, read without changing it
+ * (for `picklebot doctor`); throws UserError when the database cannot be reached.
+ */
+export async function pendingPostgresMigrations(url: string): Promise<string[]> {
+  const client = new pg.Client({ ...connectionConfig({ url }), connectionTimeoutMillis: 10_000 });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    const pending = await pendingMigrations(client);
+    return pending.map(({ file }) => file);
+  } catch (error) {
+    throw unreachableError(error, url);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
 /** Applies the migrations newer than `schema_migrations`, each in its own transaction. */
 async function migrate(pool: pg.Pool): Promise<void> {
   await withClient(pool, async (client) => {
@@ -120,7 +138,7 @@ async function applyMigrations(client: pg.PoolClient): Promise<void> {
 
 /** The migrations not applied yet; read without DDL, so an instance role can check. */
 async function pendingMigrations(
-  client: pg.PoolClient,
+  client: pg.ClientBase,
 ): Promise<{ version: number; file: string }[]> {
   const { rows } = await client.query<{ found: boolean }>(
     "SELECT to_regclass('schema_migrations') IS NOT NULL AS found",

@@ -1,6 +1,7 @@
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import { toError, UserError } from "../../base/errors.js";
 
 export type { Database } from "better-sqlite3";
 
@@ -25,10 +26,82 @@ const CHECKPOINT_WAL_BYTES = 8 * 1024 * 1024;
 /**
  * Opens (creating if needed) picklebot's SQLite database: WAL, `synchronous=NORMAL`,
  * a busy timeout so the CLI and the server can share it, and every migration applied.
+ * A file that cannot be created, written or read as a database is a UserError naming
+ * it and the fix, found here at start-up rather than by the first write of a worker.
  */
 export function openDatabase(path: string): Database.Database {
+  try {
+    return openWritable(path);
+  } catch (thrown) {
+    throw databaseOpenError(path, thrown);
+  }
+}
+
+function openWritable(path: string): Database.Database {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path, { timeout: 5000 });
+  try {
+    configure(db);
+    // SQLite opens a file it may not write read-only without a word, and in WAL mode
+    // even takes the write lock; write the header once so that shows now, not as
+    // "readonly database" in every job.
+    const version = db.pragma("user_version", { simple: true }) as number;
+    db.pragma(`user_version = ${version}`);
+    return db;
+  } catch (thrown) {
+    db.close();
+    throw thrown;
+  }
+}
+
+/** SQLite result codes of a file that is not (or no longer) a database. */
+const DAMAGED = /^SQLITE_(NOTADB|CORRUPT)/;
+
+/** SQLite result codes and errno codes of a file or folder this process may not write. */
+const NOT_WRITABLE = /^(SQLITE_(READONLY|CANTOPEN|PERM|AUTH)|EACCES|EPERM|EROFS)/;
+
+/**
+ * One sentence naming the file and the fix, for a SQLite file (database or lock) that
+ * cannot be opened or written; any other error comes back as it is.
+ */
+export function databaseOpenError(path: string, thrown: unknown): Error {
+  const error = toError(thrown);
+  const code = String((error as { code?: unknown }).code ?? "");
+  const context = { file: path };
+  if (DAMAGED.test(code)) {
+    return new UserError(
+      `${path} is damaged or is not a picklebot database (${error.message}); stop the server, ` +
+        "move the file away (keep it for recovery) and restore a backup, or start again with an empty database.",
+      { cause: error, context },
+    );
+  }
+  if (NOT_WRITABLE.test(code)) {
+    return new UserError(
+      `cannot write ${path} (${error.message}${ownerNote(path)}); give the workspace's history/ ` +
+        "folder and its files back to the user that runs picklebot (e.g. `sudo chown -R $(id -u):$(id -g) history`), " +
+        "and never run picklebot with sudo.",
+      { cause: error, context },
+    );
+  }
+  return error;
+}
+
+/** ", owned by uid N while picklebot runs as uid M" when the owners differ, else "". */
+function ownerNote(path: string): string {
+  const uid = process.getuid?.();
+  for (const candidate of [path, dirname(path)]) {
+    try {
+      const owner = statSync(candidate).uid;
+      if (uid !== undefined && owner !== uid)
+        return `; ${candidate} is owned by uid ${owner} while picklebot runs as uid ${uid}`;
+    } catch {
+      // Not there (yet): the folder is checked next.
+    }
+  }
+  return "";
+}
+
+function configure(db: Database.Database): void {
   // Only takes effect before the first table exists, so it must come before WAL mode.
   db.pragma(`page_size = ${NEW_DATABASE_PAGE_SIZE}`);
   db.pragma("journal_mode = WAL");
@@ -39,7 +112,6 @@ export function openDatabase(path: string): Database.Database {
   // The claim statement builds small temporary b-trees; keep them off the disk.
   db.pragma("temp_store = MEMORY");
   migrate(db);
-  return db;
 }
 
 /** Applies the migrations newer than the database's `user_version`, each in a transaction. */

@@ -1,0 +1,258 @@
+/**
+ * The checks of `picklebot doctor` that look at this host and the workspace's files.
+ * Each check is one small function of the {@link DoctorContext}; the list of them, in
+ * the order they print, is {@link DOCTOR_CHECKS} in doctor.ts.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import type { AgentDefinition } from "../agents/definition.js";
+import { BWRAP_HELP, probeBubblewrap } from "../agents/tools/sandbox.js";
+import { toError, type UserError } from "../base/errors.js";
+import type { Config } from "../config/index.js";
+import { cronDirOf } from "../server/cron/admin.js";
+import { DATABASE_FILE } from "../storage/index.js";
+import { loadCrons } from "./cron.js";
+import { PACKAGE_ROOT, packageInfo } from "./package-info.js";
+
+/** How a check ended: `fail` makes doctor exit 1; `warn` and `skip` do not. */
+export type CheckStatus = "ok" | "warn" | "fail" | "skip";
+
+/** One line of the report. */
+export interface CheckResult {
+  /** Short name of what was checked, such as `model key`. */
+  check: string;
+  status: CheckStatus;
+  /** What was found. */
+  detail: string;
+  /** What to do about it (for `warn` and `fail`). */
+  fix?: string;
+}
+
+/** The workspace as far as it could be loaded; each later part needs the earlier ones. */
+export interface DoctorContext {
+  /** The workspace folder, when it exists and holds a workspace. */
+  workspace?: string;
+  /** Its config, when picklebot.yaml is valid. */
+  config?: Config;
+  agents: Map<string, AgentDefinition>;
+  brokenAgents: Map<string, UserError>;
+  /** `--offline`: no request leaves the host (model, Telegram, Discord). */
+  offline: boolean;
+  /** Used for every HTTP request. (Default: globalThis.fetch) */
+  fetch: typeof fetch;
+}
+
+/** One check: it returns one line or several (one per bad file, say). */
+export type DoctorCheck = (context: DoctorContext) => Promise<CheckResult | CheckResult[]>;
+
+/** Free space below which the history folder fails, and below which it warns. */
+const DISK_FAIL_BYTES = 100 * 1024 * 1024;
+const DISK_WARN_BYTES = 1024 * 1024 * 1024;
+
+/** A result line; `fix` only when there is something to do. */
+export function result(
+  check: string,
+  status: CheckStatus,
+  detail: string,
+  fix?: string,
+): CheckResult {
+  return fix === undefined ? { check, status, detail } : { check, status, detail, fix };
+}
+
+/** The line of a check that needs a valid config when there is none. */
+export function needsConfig(check: string): CheckResult {
+  return result(check, "skip", "not checked: the workspace or its config did not load (see above)");
+}
+
+export const checkNode: DoctorCheck = async () => {
+  const { nodeRange } = packageInfo();
+  const needed = /(\d+)\.(\d+)/.exec(nodeRange);
+  const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
+  const neededMajor = Number(needed?.[1] ?? 0);
+  const neededMinor = Number(needed?.[2] ?? 0);
+  const recent = major > neededMajor || (major === neededMajor && minor >= neededMinor);
+  return recent
+    ? result("node", "ok", `Node ${process.versions.node} (needs ${nodeRange})`)
+    : result(
+        "node",
+        "fail",
+        `Node ${process.versions.node} is too old (needs ${nodeRange})`,
+        "install a current Node LTS (https://nodejs.org or your distribution's nodesource packages)",
+      );
+};
+
+export const checkBuild: DoctorCheck = async () => {
+  const entry = fileURLToPath(new URL("dist/cli/main.js", PACKAGE_ROOT));
+  const root = path.resolve(fileURLToPath(PACKAGE_ROOT));
+  if (!fs.existsSync(entry)) {
+    return result(
+      "build",
+      "fail",
+      `${entry} is missing: picklebot is not built`,
+      `run npm install (it builds) or npm run build in ${root}`,
+    );
+  }
+  const { name, version } = packageInfo();
+  const source = fileURLToPath(new URL("src/cli/main.ts", PACKAGE_ROOT));
+  const stale = fs.existsSync(source) && fs.statSync(source).mtimeMs > fs.statSync(entry).mtimeMs;
+  return stale
+    ? result(
+        "build",
+        "warn",
+        `dist/ in ${root} is older than src/: the command runs the previous build`,
+        `run npm run build in ${root}`,
+      )
+    : result("build", "ok", `${name} ${version} in ${root}`);
+};
+
+export const checkHistoryFolder: DoctorCheck = async ({ config }) => {
+  if (!config) return needsConfig("history");
+  const folder = config.history.path;
+  if (!fs.existsSync(folder)) {
+    const parent = nearestExisting(folder);
+    return writable(parent)
+      ? result("history", "ok", `${folder} will be created at the first start`)
+      : result(
+          "history",
+          "fail",
+          `${folder} does not exist and ${parent} is not writable`,
+          `create it as the user that runs picklebot: mkdir -p ${folder}`,
+        );
+  }
+  if (process.getuid?.() === 0 && fs.statSync(folder).uid !== 0) {
+    // Root can write anything: the risk is the reverse, files the owner then cannot write.
+    return result(
+      "history",
+      "warn",
+      `you run this as root, but ${folder} belongs to uid ${fs.statSync(folder).uid}`,
+      "run picklebot as the user that owns the workspace, never as root: files root creates there lock that user out",
+    );
+  }
+  const problems = [folder, path.join(folder, DATABASE_FILE)]
+    .filter((file) => fs.existsSync(file))
+    .flatMap((file) => ownershipProblems(file));
+  if (problems.length > 0) {
+    return result(
+      "history",
+      "fail",
+      problems.join("; "),
+      `give them back to the user that runs picklebot: sudo chown -R $(id -u):$(id -g) ${folder} (and never run picklebot with sudo)`,
+    );
+  }
+  return result("history", "ok", `${folder} is writable and yours`);
+};
+
+export const checkDatabase: DoctorCheck = async ({ config }) => {
+  if (!config) return needsConfig("database");
+  if (config.queue.backend === "postgres" || config.history.backend === "postgres") {
+    return result("database", "skip", "distributed mode: see the postgres line");
+  }
+  const file = path.join(config.history.path, DATABASE_FILE);
+  if (!fs.existsSync(file))
+    return result("database", "ok", `${file} will be created at the first start`);
+  try {
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      const answer = db.pragma("quick_check(1)", { simple: true });
+      if (answer === "ok") return result("database", "ok", `${file} passes SQLite's quick_check`);
+      return damaged(file, String(answer));
+    } finally {
+      db.close();
+    }
+  } catch (thrown) {
+    return damaged(file, toError(thrown).message);
+  }
+};
+
+export const checkDiskSpace: DoctorCheck = async ({ config, workspace }) => {
+  const folder = config ? nearestExisting(config.history.path) : workspace;
+  if (!folder) return needsConfig("disk");
+  const stats = fs.statfsSync(folder);
+  const free = stats.bavail * stats.bsize;
+  const shown = `${(free / 1024 ** 3).toFixed(1)} GiB free on the disk of ${folder}`;
+  const fix = "free some space (old logs, docker images) or move the workspace to a larger disk";
+  if (free < DISK_FAIL_BYTES) return result("disk", "fail", shown, fix);
+  if (free < DISK_WARN_BYTES) return result("disk", "warn", shown, fix);
+  return result("disk", "ok", shown);
+};
+
+export const checkAgents: DoctorCheck = async ({ config, agents, brokenAgents }) => {
+  if (!config) return needsConfig("agents");
+  if (brokenAgents.size === 0) {
+    const ids = [...agents.keys()].sort().join(", ") || `${config.default_agent} (built in)`;
+    return result("agents", "ok", ids);
+  }
+  return [...brokenAgents.values()].map((error) =>
+    result(
+      "agents",
+      "fail",
+      error.message,
+      "fix the file named above; the agent does not run until then",
+    ),
+  );
+};
+
+export const checkCrons: DoctorCheck = async (context) => {
+  const { workspace, config } = context;
+  if (!workspace || !config) return needsConfig("crons");
+  const { crons, errors } = loadCrons({ ...context, workspace, config });
+  if (errors.length === 0)
+    return result("crons", "ok", `${crons.length} valid in ${cronDirOf(workspace)}`);
+  return errors.map((error) =>
+    result("crons", "fail", error.message, "fix the file; the cron does not run until then"),
+  );
+};
+
+export const checkSandbox: DoctorCheck = async ({ config }) => {
+  if (!config) return needsConfig("bash sandbox");
+  if (config.tools.bash.sandbox === "none") {
+    return result(
+      "bash sandbox",
+      "warn",
+      "tools.bash.sandbox is none: agents' bash commands run unconfined as this user",
+      "install bubblewrap and remove tools.bash.sandbox from picklebot.yaml",
+    );
+  }
+  const probe = probeBubblewrap();
+  return probe.usable
+    ? result("bash sandbox", "ok", `${probe.version}`)
+    : result("bash sandbox", "fail", `bash calls fail: ${probe.problem}`, BWRAP_HELP);
+};
+
+function damaged(file: string, reason: string): CheckResult {
+  return result(
+    "database",
+    "fail",
+    `${file} is damaged or not a picklebot database (${reason})`,
+    "stop the server, move the file away (keep it for recovery) and restore a backup, or start again with an empty database",
+  );
+}
+
+/** Why `file` will trouble picklebot: not writable, or owned by another user. */
+function ownershipProblems(file: string): string[] {
+  const problems: string[] = [];
+  if (!writable(file)) problems.push(`${file} is not writable`);
+  const uid = process.getuid?.();
+  const owner = fs.statSync(file).uid;
+  if (uid !== undefined && owner !== uid)
+    problems.push(`${file} belongs to uid ${owner}, not to uid ${uid} that runs this`);
+  return problems;
+}
+
+function writable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function nearestExisting(folder: string): string {
+  let current = folder;
+  while (!fs.existsSync(current) && path.dirname(current) !== current)
+    current = path.dirname(current);
+  return current;
+}

@@ -1,0 +1,159 @@
+/**
+ * The checks of `picklebot doctor` that ask a service: the model API, Telegram, Discord
+ * (each one cheap, authenticated request, none with `--offline`) and PostgreSQL.
+ */
+import { toError } from "../base/errors.js";
+import { type CheckResult, type DoctorCheck, needsConfig, result } from "./doctor-checks.js";
+
+/** Longest wait for one service's answer. */
+const REQUEST_TIMEOUT_MS = 10_000;
+
+const ANTHROPIC_API = "https://api.anthropic.com";
+const TELEGRAM_API = "https://api.telegram.org";
+const DISCORD_API = "https://discord.com/api";
+/** The Messages API version every request names (the SDK sends the same). */
+const ANTHROPIC_VERSION = "2023-06-01";
+
+const OFFLINE = "not checked (--offline)";
+
+/** The answer of one GET: its status, or why none came. */
+type Answer = { status: number } | { unreachable: string };
+
+async function get(
+  fetcher: typeof fetch,
+  url: string,
+  headers: Record<string, string>,
+): Promise<Answer> {
+  try {
+    const response = await fetcher(url, {
+      headers,
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    await response.body?.cancel();
+    return { status: response.status };
+  } catch (thrown) {
+    const error = toError(thrown);
+    const cause = error.cause instanceof Error ? ` (${error.cause.message})` : "";
+    return { unreachable: `${error.message}${cause}` };
+  }
+}
+
+/**
+ * The line for one service's answer: 2xx ok, 401/403 the credential refused, anything
+ * else (or no answer) the service not reachable as configured.
+ */
+function judge(
+  check: string,
+  answer: Answer,
+  service: { name: string; ok: string; refused: string; where: string },
+): CheckResult {
+  if ("unreachable" in answer) {
+    return result(
+      check,
+      "fail",
+      `cannot reach ${service.name}: ${answer.unreachable}`,
+      `check the network and ${service.where}`,
+    );
+  }
+  if (answer.status >= 200 && answer.status < 300) return result(check, "ok", service.ok);
+  if (answer.status === 401 || answer.status === 403) {
+    return result(
+      check,
+      "fail",
+      `${service.name} refused the credential (HTTP ${answer.status})`,
+      service.refused,
+    );
+  }
+  return result(
+    check,
+    "fail",
+    `${service.name} answered HTTP ${answer.status}`,
+    `check ${service.where}; try again later if the service is having trouble`,
+  );
+}
+
+export const checkModelKey: DoctorCheck = async ({ config, offline, fetch: fetcher }) => {
+  if (!config) return needsConfig("model key");
+  const { api_key: apiKey, base_url: baseUrl } = config.llm;
+  if (!apiKey) {
+    return result(
+      "model key",
+      "fail",
+      "no Anthropic API key: llm.api_key and ANTHROPIC_API_KEY are both unset",
+      "put ANTHROPIC_API_KEY=... in the workspace's .env, or export it",
+    );
+  }
+  if (offline) return result("model key", "skip", `present; ${OFFLINE}`);
+  // Listing the models costs nothing and needs a valid key.
+  const url = `${(baseUrl ?? ANTHROPIC_API).replace(/\/+$/, "")}/v1/models?limit=1`;
+  const answer = await get(fetcher, url, {
+    "x-api-key": apiKey,
+    "anthropic-version": ANTHROPIC_VERSION,
+  });
+  return judge("model key", answer, {
+    name: "the Anthropic API",
+    ok: `accepted by ${baseUrl ?? ANTHROPIC_API}`,
+    refused:
+      "create a key at https://console.anthropic.com/settings/keys and put it in ANTHROPIC_API_KEY (workspace .env)",
+    where: "llm.base_url in picklebot.yaml",
+  });
+};
+
+export const checkTelegram: DoctorCheck = async ({ config, offline, fetch: fetcher }) => {
+  if (!config) return needsConfig("telegram");
+  const { enabled, bot_token: token, api_root: apiRoot } = config.telegram;
+  if (!enabled || !token) return result("telegram", "skip", "not enabled");
+  if (offline) return result("telegram", "skip", `token present; ${OFFLINE}`);
+  const root = (apiRoot ?? TELEGRAM_API).replace(/\/+$/, "");
+  const answer = await get(fetcher, `${root}/bot${token}/getMe`, {});
+  return judge("telegram", answer, {
+    name: "Telegram",
+    ok: "the bot token is valid (getMe)",
+    refused:
+      "the token is wrong or was revoked: ask @BotFather for the bot's token and put it in TELEGRAM_BOT_TOKEN",
+    where: "telegram.api_root in picklebot.yaml",
+  });
+};
+
+export const checkDiscord: DoctorCheck = async ({ config, offline, fetch: fetcher }) => {
+  if (!config) return needsConfig("discord");
+  const { enabled, bot_token: token, api_base: apiBase } = config.discord;
+  if (!enabled || !token) return result("discord", "skip", "not enabled");
+  if (offline) return result("discord", "skip", `token present; ${OFFLINE}`);
+  const root = (apiBase ?? DISCORD_API).replace(/\/+$/, "");
+  const answer = await get(fetcher, `${root}/v10/users/@me`, { authorization: `Bot ${token}` });
+  return judge("discord", answer, {
+    name: "Discord",
+    ok: "the bot token is valid (GET /users/@me)",
+    refused:
+      "the token is wrong or was reset: copy the bot's token from the Discord developer portal (Bot tab) into DISCORD_BOT_TOKEN",
+    where: "discord.api_base in picklebot.yaml",
+  });
+};
+
+export const checkPostgres: DoctorCheck = async ({ config }) => {
+  if (!config) return needsConfig("postgres");
+  const distributed = config.queue.backend === "postgres" || config.history.backend === "postgres";
+  if (!distributed || !config.queue.url)
+    return result("postgres", "skip", "not in distributed mode");
+  // Loaded only here: a single server does not need pg.
+  const { pendingPostgresMigrations } = await import("../storage/postgres/database.js");
+  let pending: string[];
+  try {
+    pending = await pendingPostgresMigrations(config.queue.url);
+  } catch (thrown) {
+    return result(
+      "postgres",
+      "fail",
+      toError(thrown).message,
+      "start PostgreSQL, or correct queue.url / DATABASE_URL",
+    );
+  }
+  if (pending.length === 0) return result("postgres", "ok", "reachable, every migration applied");
+  return result(
+    "postgres",
+    "fail",
+    `reachable, but ${pending.length} migration(s) not applied: ${pending.join(", ")}`,
+    "start one picklebot server with the owner's credentials (it migrates at start-up) before the instances",
+  );
+};

@@ -1,0 +1,359 @@
+/**
+ * `picklebot doctor` as a user runs it: a child process on a workspace made by
+ * `picklebot init`, the model, Telegram and Discord played by the fakes on loopback
+ * (which refuse a bad key or token with a 401 as the real services do). It passes on a
+ * healthy workspace and fails with the right line, and exit code 1, for each broken thing.
+ */
+import fs, { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import { type FakeDiscord, startFakeDiscord } from "../fakes/discord.js";
+import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { runCli } from "../helpers/cli.js";
+import { createTestDatabase, postgresSkipReason, type TestDatabase } from "../helpers/postgres.js";
+
+const API_KEY = "sk-ant-doctor-good-key";
+const TELEGRAM_TOKEN = "111222333:AAF-doctor-telegram-token";
+const DISCORD_TOKEN = "doctor-discord-token.abc.def";
+
+/** One line of `doctor --json`. */
+interface CheckLine {
+  check: string;
+  status: "ok" | "warn" | "fail" | "skip";
+  detail: string;
+  fix?: string;
+}
+
+let model: FakeAnthropic;
+let dir: string;
+
+beforeAll(async () => {
+  model = await startFakeAnthropic({ apiKey: API_KEY });
+});
+
+afterAll(async () => {
+  await model.close();
+});
+
+beforeEach(async () => {
+  dir = path.join(mkdtempSync(path.join(tmpdir(), "picklebot-doctor-")), "ws");
+  const init = await runCli(["init", dir]);
+  expect(init.code).toBe(0);
+  editConfig((yaml) => yaml.replace("# base_url: http://127.0.0.1:9999", `base_url: ${model.url}`));
+  fs.writeFileSync(path.join(dir, ".env"), `ANTHROPIC_API_KEY=${API_KEY}\n`);
+});
+
+afterEach(() => {
+  fs.rmSync(path.dirname(dir), { recursive: true, force: true });
+});
+
+function editConfig(edit: (yaml: string) => string): void {
+  const file = path.join(dir, "picklebot.yaml");
+  fs.writeFileSync(file, edit(fs.readFileSync(file, "utf8")));
+}
+
+/** Replaces a top-level section of the picklebot.yaml init wrote. */
+function replaceSection(name: string, body: string): void {
+  editConfig((yaml) => {
+    const start = yaml.indexOf(`\n${name}:`);
+    const next = yaml.slice(start + 1).search(/\n[a-z_]+:/);
+    const end = next === -1 ? yaml.length : start + 1 + next;
+    return `${yaml.slice(0, start)}\n${name}:\n${body}${yaml.slice(end)}`;
+  });
+}
+
+async function doctor(args: string[] = [], env: Record<string, string> = {}) {
+  const run = await runCli(["doctor", "--json", "--workspace", dir, ...args], { env });
+  const report = JSON.parse(run.stdout) as { ok: boolean; checks: CheckLine[] };
+  return {
+    ...run,
+    report,
+    line: (check: string) => report.checks.filter((l) => l.check === check),
+  };
+}
+
+describe("picklebot doctor", () => {
+  it("passes on a fresh init workspace with the fake model, and says so in plain text", async () => {
+    const run = await runCli(["doctor", "--workspace", dir]);
+
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^ok +model key +accepted by http:\/\/127\.0\.0\.1/m);
+    expect(run.stdout).toMatch(/^ok +crons +1 valid/m);
+    expect(run.stdout).toMatch(/all checks passed/);
+    expect(run.stdout).not.toContain(API_KEY);
+    expect(fs.existsSync(path.join(dir, "history", "picklebot.db"))).toBe(false);
+  });
+
+  it("fails the model line when the API refuses the key, without printing it", async () => {
+    fs.writeFileSync(path.join(dir, ".env"), "ANTHROPIC_API_KEY=sk-ant-wrong-key\n");
+
+    const { code, line, stdout } = await doctor();
+
+    expect(code).toBe(1);
+    expect(line("model key")).toEqual([
+      expect.objectContaining({ status: "fail", detail: expect.stringContaining("HTTP 401") }),
+    ]);
+    expect(line("model key")[0]?.fix).toContain("ANTHROPIC_API_KEY");
+    expect(stdout).not.toContain("sk-ant-wrong-key");
+  });
+
+  it("fails the model line when no key is set, and --offline skips only the request", async () => {
+    fs.rmSync(path.join(dir, ".env"));
+    const missing = await doctor();
+    fs.writeFileSync(path.join(dir, ".env"), "ANTHROPIC_API_KEY=sk-ant-wrong-key\n");
+    const offline = await doctor(["--offline"]);
+
+    expect(missing.code).toBe(1);
+    expect(missing.line("model key")[0]).toMatchObject({
+      status: "fail",
+      detail: expect.stringContaining("no Anthropic API key"),
+    });
+    expect(offline.code).toBe(0);
+    expect(offline.line("model key")[0]).toMatchObject({ status: "skip" });
+    expect(model.requests).toHaveLength(0);
+  });
+
+  describe("chat tokens", () => {
+    let telegram: FakeTelegram;
+    let discord: FakeDiscord;
+
+    beforeEach(async () => {
+      telegram = await startFakeTelegram({ token: TELEGRAM_TOKEN });
+      discord = await startFakeDiscord({ token: DISCORD_TOKEN });
+    });
+
+    afterEach(async () => {
+      await telegram.close();
+      await discord.close();
+    });
+
+    function enableChats(telegramToken: string, discordToken: string): void {
+      replaceSection(
+        "telegram",
+        `  enabled: true\n  bot_token: ${telegramToken}\n  api_root: ${telegram.apiRoot}\n`,
+      );
+      replaceSection(
+        "discord",
+        `  enabled: true\n  bot_token: ${discordToken}\n  api_base: ${discord.restRoot}\n`,
+      );
+    }
+
+    it("accepts the tokens Telegram (getMe) and Discord (users/@me) accept", async () => {
+      enableChats(TELEGRAM_TOKEN, DISCORD_TOKEN);
+
+      const { code, line } = await doctor();
+
+      expect(line("telegram")[0]).toMatchObject({ status: "ok" });
+      expect(line("discord")[0]).toMatchObject({ status: "ok" });
+      expect(code).toBe(0);
+    });
+
+    it("fails each line whose token the platform refuses with 401, never showing it", async () => {
+      enableChats("999:AAF-revoked-telegram", "revoked.discord.token");
+
+      const { code, line, stdout } = await doctor();
+
+      expect(code).toBe(1);
+      expect(line("telegram")[0]).toMatchObject({
+        status: "fail",
+        detail: "Telegram refused the credential (HTTP 401)",
+        fix: expect.stringContaining("@BotFather"),
+      });
+      expect(line("discord")[0]).toMatchObject({
+        status: "fail",
+        detail: "Discord refused the credential (HTTP 401)",
+      });
+      expect(stdout).not.toContain("AAF-revoked-telegram");
+      expect(stdout).not.toContain("revoked.discord.token");
+    });
+  });
+
+  it("fails the workspace line in a folder that is not a workspace, and creates nothing", async () => {
+    const empty = mkdtempSync(path.join(tmpdir(), "picklebot-empty-"));
+    try {
+      const run = await runCli(["doctor", "--json"], { cwd: empty });
+      const report = JSON.parse(run.stdout) as { checks: CheckLine[] };
+
+      expect(run.code).toBe(1);
+      expect(report.checks.find((l) => l.check === "workspace")).toMatchObject({
+        status: "fail",
+        detail: expect.stringContaining("no picklebot.yaml or agents/ here"),
+      });
+      expect(fs.readdirSync(empty)).toEqual([]);
+    } finally {
+      fs.rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
+  it("fails the config line on a bad key, naming the file and key", async () => {
+    editConfig((yaml) => `${yaml}\nwokers: {}\n`);
+
+    const { code, line } = await doctor();
+
+    expect(code).toBe(1);
+    expect(line("config")[0]).toMatchObject({
+      status: "fail",
+      detail: expect.stringMatching(/picklebot\.yaml.*wokers.*workers/),
+    });
+  });
+
+  it("fails the agents line for a broken AGENT.md", async () => {
+    fs.mkdirSync(path.join(dir, "agents", "broken"));
+    fs.writeFileSync(path.join(dir, "agents", "broken", "AGENT.md"), "---\nname: [unclosed\n---\n");
+
+    const { code, line } = await doctor();
+
+    expect(code).toBe(1);
+    expect(line("agents")[0]).toMatchObject({
+      status: "fail",
+      detail: expect.stringContaining(path.join("agents", "broken", "AGENT.md")),
+    });
+  });
+
+  it("fails the crons line for a cron naming an unknown agent, with the file", async () => {
+    fs.writeFileSync(
+      path.join(dir, "crons", "digest.yaml"),
+      'schedule: "0 7 * * *"\nagent: picke\nprompt: "news"\n',
+    );
+
+    const { code, line } = await doctor();
+
+    expect(code).toBe(1);
+    expect(line("crons")).toEqual([
+      expect.objectContaining({
+        status: "fail",
+        detail: expect.stringMatching(/digest\.yaml: "agent" "picke" .*did you mean "pickle"/),
+      }),
+    ]);
+  });
+
+  it("fails the database line for a damaged picklebot.db", async () => {
+    fs.writeFileSync(
+      path.join(dir, "history", "picklebot.db"),
+      "not a database at all ".repeat(200),
+    );
+
+    const { code, line } = await doctor();
+
+    expect(code).toBe(1);
+    expect(line("database")[0]).toMatchObject({
+      status: "fail",
+      detail: expect.stringContaining(path.join(dir, "history", "picklebot.db")),
+      fix: expect.stringContaining("restore a backup"),
+    });
+  });
+
+  it("fails the history line when history/ belongs to another user (root after a sudo)", async () => {
+    const history = path.join(dir, "history");
+    // As root, run doctor as `nobody` against a root-owned history/; otherwise take the
+    // write permission away (root would ignore that).
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot) chownTree(path.dirname(dir), { uid: 65534, gid: 65534 }, history);
+    else fs.chmodSync(history, 0o555);
+
+    const run = await runCli(["doctor", "--json", "--workspace", dir], {
+      ...(asRoot ? { user: { uid: 65534, gid: 65534 } } : {}),
+    });
+    fs.chmodSync(history, 0o755);
+    const report = JSON.parse(run.stdout) as { checks: CheckLine[] };
+
+    expect(run.code).toBe(1);
+    expect(report.checks.find((l) => l.check === "history")).toMatchObject({
+      status: "fail",
+      detail: expect.stringContaining(`${history} is not writable`),
+      fix: expect.stringContaining("chown"),
+    });
+  });
+
+  it.runIf(process.getuid?.() === 0)(
+    "warns root that runs it on a workspace another user owns, without failing",
+    async () => {
+      fs.chownSync(path.join(dir, "history"), 65534, 65534);
+
+      const { code, line } = await doctor();
+
+      expect(line("history")[0]).toMatchObject({
+        status: "warn",
+        detail: expect.stringContaining("you run this as root"),
+      });
+      expect(code).toBe(0);
+    },
+  );
+
+  it("warns, without failing, when bash runs with no sandbox", async () => {
+    replaceSection("tools", "  bash:\n    sandbox: none\n");
+
+    const { code, line } = await doctor();
+
+    expect(line("bash sandbox")[0]).toMatchObject({
+      status: "warn",
+      fix: expect.stringContaining("install bubblewrap"),
+    });
+    expect(code).toBe(0);
+  });
+
+  it("fails the postgres line when the database server is not reachable", async () => {
+    replaceSection(
+      "queue",
+      "  backend: postgres\n  url: postgres://nobody:secret-pw@127.0.0.1:9/none\n",
+    );
+    replaceSection("history", "  backend: postgres\n");
+
+    const { code, line, stdout } = await doctor();
+
+    expect(code).toBe(1);
+    expect(line("postgres")[0]).toMatchObject({
+      status: "fail",
+      detail: expect.stringContaining("cannot open the PostgreSQL database"),
+    });
+    expect(stdout).not.toContain("secret-pw");
+  });
+
+  describe("with PostgreSQL", async () => {
+    const skip = await postgresSkipReason();
+    let database: TestDatabase;
+
+    beforeEach(async () => {
+      if (skip) return;
+      database = await createTestDatabase("doctor");
+      replaceSection("queue", `  backend: postgres\n  url: ${database.url}\n`);
+      replaceSection("history", "  backend: postgres\n");
+    });
+
+    afterEach(async () => {
+      await database?.drop();
+    });
+
+    it.skipIf(skip)(
+      "fails on a database that is not migrated, passes once a server migrated it",
+      async () => {
+        const fresh = await doctor();
+        const { openPostgres } = await import("../../src/storage/postgres/database.js");
+        await (await openPostgres({ url: database.url, poolSize: 1 })).end();
+        const migrated = await doctor();
+
+        expect(fresh.code).toBe(1);
+        expect(fresh.line("postgres")[0]).toMatchObject({
+          status: "fail",
+          detail: expect.stringMatching(/reachable, but \d+ migration\(s\) not applied/),
+        });
+        expect(migrated.line("postgres")[0]).toMatchObject({ status: "ok" });
+        expect(migrated.code).toBe(0);
+      },
+    );
+  });
+});
+
+/** Gives `dir` and everything below it to `user`, except `keep` (left to its owner). */
+function chownTree(dir: string, user: { uid: number; gid: number }, keep: string): void {
+  if (dir === keep) return;
+  fs.chownSync(dir, user.uid, user.gid);
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) chownTree(full, user, keep);
+    else fs.chownSync(full, user.uid, user.gid);
+  }
+}
