@@ -42,14 +42,23 @@ export function openDatabase(path: string): Database.Database {
   return db;
 }
 
+/** The numbered migrations in the order they apply. */
+function migrations(): { version: number; file: string }[] {
+  return readdirSync(MIGRATIONS_DIR)
+    .filter((file) => /^\d+_.*\.sql$/.test(file))
+    .map((file) => ({ version: Number.parseInt(file, 10), file }))
+    .sort((a, b) => a.version - b.version);
+}
+
+/** The `user_version` this release migrates a database to. */
+export function latestSchemaVersion(): number {
+  return migrations().at(-1)?.version ?? 0;
+}
+
 /** Applies the migrations newer than the database's `user_version`, each in a transaction. */
 function migrate(db: Database.Database): void {
   const current = db.pragma("user_version", { simple: true }) as number;
-  const pending = readdirSync(MIGRATIONS_DIR)
-    .filter((file) => /^\d+_.*\.sql$/.test(file))
-    .map((file) => ({ version: Number.parseInt(file, 10), file }))
-    .filter(({ version }) => version > current)
-    .sort((a, b) => a.version - b.version);
+  const pending = migrations().filter(({ version }) => version > current);
   if (pending.length === 0) return;
   db.transaction(() => {
     for (const { version, file } of pending) {
