@@ -3,6 +3,8 @@
  *
  * First signal: stop taking work, let running jobs finish (within job_timeout_s), exit 0.
  * Second signal: exit at once; jobs still running are requeued at the next start.
+ * Database or lock file deleted or replaced (SQLite mode): stop the same way, exit 1
+ * with the reason.
  */
 import { Command, InvalidArgumentError } from "commander";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
@@ -34,10 +36,11 @@ export function serverCommand(): Command {
       const { PicklebotServer } = await import("../server/server.js");
       const server = await PicklebotServer.start({ ...loaded, logger });
       await printSummary(loaded, server, logger);
-      await untilSignalled(logger);
+      const lost = await Promise.race([untilSignalled(logger).then(() => null), server.lost]);
       await server.stop();
-      logger.info("picklebot server stopped");
       exitIfStuck(logger);
+      if (lost) throw lost;
+      logger.info("picklebot server stopped");
     });
 }
 
@@ -46,8 +49,9 @@ const EXIT_GRACE_MS = 2000;
 
 /**
  * Everything is stopped and stored: the process should end now, and does by itself when
- * every connection is closed. If a library still holds one open, exit anyway, 0, after
- * {@link EXIT_GRACE_MS}, saying what was left open.
+ * every connection is closed. If a library still holds one open, exit anyway after
+ * {@link EXIT_GRACE_MS}, saying what was left open, with the exit code set so far (0, or
+ * 1 when the server stopped because its storage vanished).
  */
 function exitIfStuck(logger: Logger): void {
   setTimeout(() => {
@@ -55,7 +59,7 @@ function exitIfStuck(logger: Logger): void {
       ._getActiveHandles()
       .map((handle) => handle.constructor.name);
     logger.warn({ open }, "connections were still open after the stop; exiting anyway");
-    process.exit(0);
+    process.exit();
   }, EXIT_GRACE_MS).unref();
 }
 

@@ -42,7 +42,7 @@ import type {
   Storage,
   Worker,
 } from "../ports/index.js";
-import { openStorage } from "../storage/index.js";
+import { DATABASE_FILE, openStorage } from "../storage/index.js";
 import { defaultInstanceId } from "../storage/postgres/cluster.js";
 import { AgentWorker, JOBS_RECOVERED } from "./agent-worker.js";
 import { ApprovalDesk } from "./approvals.js";
@@ -54,12 +54,13 @@ import { MessageBusWorker } from "./bus/worker.js";
 import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
 import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
 import { CronWorker } from "./cron/worker.js";
+import { FileIdentityWatch } from "./file-identity.js";
 import { HttpEndpoint } from "./http.js";
 import { ServerMetrics } from "./metrics.js";
 import { QueueDepthWorker } from "./queue-depth.js";
 import { queueSubagents } from "./subagents.js";
 import { Supervisor } from "./supervisor.js";
-import { acquireWorkspaceLock, type WorkspaceLock } from "./workspace-lock.js";
+import { acquireWorkspaceLock, LOCK_FILE, type WorkspaceLock } from "./workspace-lock.js";
 
 /** What a server is started with. */
 export interface ServerOptions {
@@ -107,6 +108,19 @@ export class PicklebotServer {
   #chat: ChatSenders | null = null;
   /** The receiving bus of the current leadership term, if this process leads. */
   #bus: MessageBusWorker | null = null;
+  /** SQLite mode: watches the database and lock files for being deleted or replaced. */
+  #watch: FileIdentityWatch | null = null;
+  /** Why the storage can no longer be trusted (its files vanished), once it happened. */
+  #lostReason: string | null = null;
+  #onLost: (error: UserError) => void = () => {};
+  /**
+   * Settles when the database or the lock file this process opened is deleted or replaced
+   * (SQLite mode): the caller should stop the server and exit with the error. Until then
+   * `/healthz` answers 503 with the reason. Never settles in PostgreSQL mode.
+   */
+  readonly lost: Promise<UserError> = new Promise((resolve) => {
+    this.#onLost = resolve;
+  });
 
   private constructor(options: ServerOptions, lock: WorkspaceLock | null, storage: Storage) {
     this.#options = options;
@@ -167,6 +181,7 @@ export class PicklebotServer {
   }
 
   async #start(): Promise<void> {
+    this.#watchFiles();
     // First, so that a port already in use stops the start before any job is claimed.
     await this.#startHttp();
     await this.#joinCluster();
@@ -448,9 +463,29 @@ export class PicklebotServer {
     }
   }
 
-  /** `/healthz`: unhealthy while a worker restarts or a chat platform is not connected. */
+  /** SQLite mode: notices the database or the lock being deleted or replaced. */
+  #watchFiles(): void {
+    if (!this.#lock) return;
+    const dir = this.#options.config.history.path;
+    this.#watch = new FileIdentityWatch(
+      [join(dir, DATABASE_FILE), join(dir, LOCK_FILE)],
+      (reason) => {
+        this.#lostReason = reason;
+        const error = new UserError(
+          `${reason}; the server stops so that nothing more is written into a deleted file. Restore the database with picklebot restore, or start again to begin with an empty one`,
+        );
+        this.#options.logger.error({ reason }, "storage lost: stopping the server");
+        this.#onLost(error);
+      },
+    );
+    this.#watch.start();
+  }
+
+  /** `/healthz`: unhealthy while a worker restarts, a chat platform is not connected, or the storage vanished. */
   async #health() {
     const buses = this.isLeader ? (this.#bus?.connections() ?? []) : [];
+    if (this.#lostReason)
+      return { healthy: false, instance: this.#instance.id, storage: this.#lostReason };
     return {
       healthy: this.#supervisor.healthy() && buses.every((bus) => bus.state === "connected"),
       instance: this.#instance.id,
@@ -476,6 +511,7 @@ export class PicklebotServer {
    * instance (its heartbeat goes on until then), closes everything.
    */
   async stop(): Promise<void> {
+    this.#watch?.stop();
     await this.#supervisor.stop();
     await this.#chat?.close();
     await this.#heartbeat?.stop();

@@ -19,6 +19,9 @@ export interface WorkspaceLock {
 
 const ANNOUNCEMENT_FILE = "server.json";
 
+/** The lock file inside `history.path`: an SQLite file held in an exclusive transaction. */
+export const LOCK_FILE = "server.lock";
+
 /**
  * Takes the one-server-per-workspace lock (SQLite mode is one process). The lock is an
  * exclusive SQLite file lock, which the operating system drops when the process dies,
@@ -27,7 +30,7 @@ const ANNOUNCEMENT_FILE = "server.json";
 export function acquireWorkspaceLock(dir: string): WorkspaceLock {
   mkdirSync(dir, { recursive: true });
   const announcementFile = join(dir, ANNOUNCEMENT_FILE);
-  const db = new Database(join(dir, "server.lock"), { timeout: 0 });
+  const db = new Database(join(dir, LOCK_FILE), { timeout: 0 });
   try {
     db.pragma("locking_mode = EXCLUSIVE");
     db.exec("BEGIN EXCLUSIVE");
@@ -35,7 +38,7 @@ export function acquireWorkspaceLock(dir: string): WorkspaceLock {
     db.close();
     const pid = readAnnouncement(dir)?.pid;
     throw new UserError(
-      `another picklebot server${pid ? ` (pid ${pid})` : ""} is already running on this workspace (lock ${join(dir, "server.lock")}); stop it first, or use queue.backend: postgres to run several`,
+      `another picklebot server${pid ? ` (pid ${pid})` : ""} is already running on this workspace (lock ${join(dir, LOCK_FILE)}); stop it first, or use queue.backend: postgres to run several`,
     );
   }
   const announce = (details: Omit<ServerAnnouncement, "pid">) =>
