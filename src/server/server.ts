@@ -24,7 +24,7 @@ import { chatAddressOf } from "../base/chat-address.js";
 import { systemClock } from "../base/clock.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
-import type { Config } from "../config/index.js";
+import { type Config, jobRetentionHours } from "../config/index.js";
 import { LogFrontend } from "../frontends/log.js";
 import { allowedUserIds, loadPlatformFactory, runnablePlatforms } from "../frontends/platforms.js";
 import { FrontendRegistry } from "../frontends/registry.js";
@@ -58,6 +58,7 @@ import { FileIdentityWatch } from "./file-identity.js";
 import { HttpEndpoint } from "./http.js";
 import { ServerMetrics } from "./metrics.js";
 import { QueueDepthWorker } from "./queue-depth.js";
+import { RetentionWorker } from "./retention.js";
 import { queueSubagents } from "./subagents.js";
 import { Supervisor } from "./supervisor.js";
 import { acquireWorkspaceLock, LOCK_FILE, type WorkspaceLock } from "./workspace-lock.js";
@@ -295,6 +296,15 @@ export class PicklebotServer {
         }),
       );
     }
+    workers.push(
+      new RetentionWorker({
+        queue: this.#queue,
+        outbox: this.#storage.outbox,
+        retentionMs: jobRetentionHours(config) * 3_600_000,
+        clock: this.#clock,
+        logger: logger.child({ worker: "retention" }),
+      }),
+    );
     this.#bus = createBus();
     if (this.#bus) workers.push(this.#bus, ...(this.#chat?.deliveries() ?? []));
     const cluster = this.#storage.cluster;
@@ -304,7 +314,6 @@ export class PicklebotServer {
           cluster: cluster.store,
           intervalMs: config.cluster.heartbeat_s * 1000,
           orphanAfterMs: config.cluster.instance_ttl_s * 1000,
-          retentionMs: config.cluster.job_retention_h * 3_600_000,
           clock: this.#clock,
           logger: logger.child({ worker: "cluster" }),
         }),

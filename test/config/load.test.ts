@@ -56,13 +56,18 @@ describe("loadConfig", () => {
       batch_max_steps: 5,
       batch_poll_s: 30,
     });
-    expect(config.queue).toEqual({ backend: "sqlite", url: undefined, pool_size: 10 });
+    expect(config.queue).toEqual({
+      backend: "sqlite",
+      url: undefined,
+      pool_size: 10,
+      job_retention_h: undefined,
+    });
     expect(config.cluster).toEqual({
       instance_id: undefined,
       heartbeat_s: 5,
       instance_ttl_s: 30,
       leader_ttl_s: 30,
-      job_retention_h: 168,
+      job_retention_h: undefined,
     });
     expect(config.workers).toEqual({
       agent_concurrency: 4,
