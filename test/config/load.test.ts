@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { UserError } from "../../src/base/errors.js";
 import {
+  jobRetentionHours,
   loadConfig,
   redactConfig,
   resolveWorkspace,
@@ -444,5 +445,20 @@ describe("resolveWorkspace", () => {
     expect(() => resolveWorkspace(undefined, { PICKLEBOT_WORKSPACE: file })).toThrow(
       /is a file, not a folder/,
     );
+  });
+});
+
+describe("job retention", () => {
+  it("is a week by default, queue.job_retention_h when set, else the old cluster.job_retention_h", () => {
+    expect(jobRetentionHours(loadConfig(workspace, {}))).toBe(168);
+    writeConfig("cluster:\n  job_retention_h: 48\n");
+    expect(jobRetentionHours(loadConfig(workspace, {}))).toBe(48);
+    writeConfig("queue:\n  job_retention_h: 24\ncluster:\n  job_retention_h: 48\n");
+    expect(jobRetentionHours(loadConfig(workspace, {}))).toBe(24);
+  });
+
+  it("refuses a retention that is not a positive number, naming the key", () => {
+    writeConfig("queue:\n  job_retention_h: 0\n");
+    expect(loadError().message).toContain("queue.job_retention_h");
   });
 });
