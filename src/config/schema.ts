@@ -242,6 +242,16 @@ function historySchema(workspace: string) {
         .default("history")
         .transform((folder) => path.resolve(workspace, folder)),
       max_messages: fromText(z.int().min(2)).default(200),
+      /**
+       * SQLite: `full` fsyncs every commit (nothing committed is lost on a power cut);
+       * `normal` is several times faster but a power cut can lose the last commits.
+       */
+      synchronous: z
+        .enum(["full", "normal"])
+        .describe(
+          '"full" (every commit on disk, the default) or "normal" (faster; a power cut can lose the last commits)',
+        )
+        .default("full"),
     })
     .prefault({});
 }

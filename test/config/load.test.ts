@@ -10,6 +10,7 @@ import {
   resolveWorkspace,
   secretValues,
 } from "../../src/config/index.js";
+import { openWorkspaceDatabase } from "../../src/storage/sqlite/index.js";
 
 let workspace: string;
 
@@ -82,6 +83,7 @@ describe("loadConfig", () => {
       backend: "sqlite",
       path: path.join(workspace, "history"),
       max_messages: 200,
+      synchronous: "full",
     });
     expect(config.telegram.enabled).toBe(false);
     expect(config.telegram.allowed_user_ids).toEqual([]);
@@ -460,5 +462,24 @@ describe("job retention", () => {
   it("refuses a retention that is not a positive number, naming the key", () => {
     writeConfig("queue:\n  job_retention_h: 0\n");
     expect(loadError().message).toContain("queue.job_retention_h");
+  });
+});
+
+describe("history.synchronous", () => {
+  it("is full unless set to normal, and is handed to the workspace database", () => {
+    const fsynced = openWorkspaceDatabase(loadConfig(workspace, {}));
+    expect(fsynced.pragma("synchronous", { simple: true })).toBe(2);
+    fsynced.close();
+    writeConfig("history:\n  synchronous: normal\n");
+    const faster = openWorkspaceDatabase(loadConfig(workspace, {}));
+    expect(faster.pragma("synchronous", { simple: true })).toBe(1);
+    faster.close();
+  });
+
+  it("refuses another value, naming the key and the choices", () => {
+    writeConfig("history:\n  synchronous: off\n");
+    const message = loadError().message;
+    expect(message).toContain("history.synchronous");
+    expect(message).toContain('"full"');
   });
 });

@@ -23,16 +23,31 @@ const NEW_DATABASE_PAGE_SIZE = 1024;
 const CHECKPOINT_WAL_BYTES = 8 * 1024 * 1024;
 
 /**
- * Opens (creating if needed) picklebot's SQLite database: WAL, `synchronous=NORMAL`,
- * a busy timeout so the CLI and the server can share it, and every migration applied.
+ * How commits reach the disk (`history.synchronous`). `full`: each commit is fsynced
+ * before it returns, so a power cut loses nothing committed; `normal`: the WAL is fsynced
+ * only at checkpoints, so a power cut can lose the last commits (a process crash cannot).
+ * bench/durability.js measures the cost (bench/RESULTS.md).
  */
-export function openDatabase(path: string): Database.Database {
+export type Synchronous = "full" | "normal";
+
+/** Options of {@link openDatabase}. */
+export interface OpenDatabaseOptions {
+  /** (Default: `full`) */
+  synchronous?: Synchronous;
+}
+
+/**
+ * Opens (creating if needed) picklebot's SQLite database: WAL, `synchronous=FULL` unless
+ * told otherwise, a busy timeout so the CLI and the server can share it, and every
+ * migration applied.
+ */
+export function openDatabase(path: string, options: OpenDatabaseOptions = {}): Database.Database {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path, { timeout: 5000 });
   // Only takes effect before the first table exists, so it must come before WAL mode.
   db.pragma(`page_size = ${NEW_DATABASE_PAGE_SIZE}`);
   db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
+  db.pragma(`synchronous = ${options.synchronous ?? "full"}`);
   const pageSize = db.pragma("page_size", { simple: true }) as number;
   db.pragma(`wal_autocheckpoint = ${Math.round(CHECKPOINT_WAL_BYTES / pageSize)}`);
   db.pragma("foreign_keys = ON");
