@@ -67,7 +67,7 @@ describe("picklebot backup", () => {
   it("copies the database while the server runs; the copy is whole and readable", async () => {
     await startServer(ws.dir);
     await enqueueJob(ws.dir, aJob("before the backup"));
-    const file = join(ws.dir, "nightly.db");
+    const file = join(ws.dir, "backups", "nightly.db");
 
     const result = await cli("backup", file);
 

@@ -3,7 +3,8 @@
  * API while the server keeps writing, and the check a file must pass before it replaces
  * the workspace's database.
  */
-import { existsSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { UserError } from "../../base/errors.js";
 import { latestSchemaVersion } from "./database.js";
@@ -21,6 +22,7 @@ export async function backupDatabase(source: string, target: string): Promise<vo
     throw new UserError(`no database at ${source} to back up; is this the right workspace?`);
   }
   const partial = `${target}.partial`;
+  mkdirSync(dirname(target), { recursive: true });
   const db = new Database(source, { readonly: true, fileMustExist: true, timeout: 5000 });
   try {
     rmSync(partial, { force: true });
