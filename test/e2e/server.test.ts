@@ -226,6 +226,7 @@ describe("picklebot server", () => {
       { name: "cron", ...running },
       { name: "leader", ...running },
       { name: "queue-depth", ...running },
+      { name: "retention", ...running },
     ]);
   });
 
