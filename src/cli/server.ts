@@ -3,8 +3,8 @@
  *
  * First signal: stop taking work, let running jobs finish (within job_timeout_s), exit 0.
  * Second signal: exit at once; jobs still running are requeued at the next start.
- * Database or lock file deleted or replaced (SQLite mode): stop the same way, exit 1
- * with the reason.
+ * Database or lock file deleted or replaced (SQLite mode): exit 1 at once with the
+ * reason, without waiting for running jobs (they could only write into the lost file).
  */
 import { Command, InvalidArgumentError } from "commander";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
@@ -37,9 +37,14 @@ export function serverCommand(): Command {
       const server = await PicklebotServer.start({ ...loaded, logger });
       await printSummary(loaded, server, logger);
       const lost = await Promise.race([untilSignalled(logger).then(() => null), server.lost]);
+      if (lost) {
+        // Not server.stop(): its drain would let running jobs write on into the deleted
+        // file. The process ends once main() has printed the error (exit code 1).
+        setTimeout(() => process.exit(), 0);
+        throw lost;
+      }
       await server.stop();
       exitIfStuck(logger);
-      if (lost) throw lost;
       logger.info("picklebot server stopped");
     });
 }
@@ -50,8 +55,7 @@ const EXIT_GRACE_MS = 2000;
 /**
  * Everything is stopped and stored: the process should end now, and does by itself when
  * every connection is closed. If a library still holds one open, exit anyway after
- * {@link EXIT_GRACE_MS}, saying what was left open, with the exit code set so far (0, or
- * 1 when the server stopped because its storage vanished).
+ * {@link EXIT_GRACE_MS}, saying what was left open, with the exit code set so far.
  */
 function exitIfStuck(logger: Logger): void {
   setTimeout(() => {
