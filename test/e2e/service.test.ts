@@ -4,7 +4,7 @@
  * the Docker healthcheck command; the systemd unit and the Dockerfile's promises.
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,6 +16,8 @@ import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const HEALTHCHECK = join(ROOT, "deploy/healthcheck.js");
+/** Where Debian's tini package (installed in the image) puts it. */
+const TINI = "/usr/bin/tini";
 
 let ws: TempWorkspace;
 
@@ -173,6 +175,34 @@ describe("Dockerfile", () => {
     expect(instructions("VOLUME")).toEqual(["/workspace"]);
     expect(dockerfile).toMatch(/PICKLEBOT_WORKSPACE=\/workspace/);
     expect(dockerfile).toMatch(/PICKLEBOT_INSTANCE_ID=picklebot/);
+  });
+
+  it("runs its entrypoint and command: SIGTERM to tini reaches node, which exits 0", async (context) => {
+    if (!existsSync(TINI)) {
+      process.stderr.write(`skipped: ${TINI} is not installed (apt install tini)\n`);
+      context.skip();
+    }
+    const [entrypoint, command] = ["ENTRYPOINT", "CMD"].map(
+      (name) => JSON.parse(instructions(name)[0] ?? "[]") as string[],
+    );
+    // The image's paths, mapped onto this checkout; `-s`: tini is not PID 1 here, so it
+    // registers as the subreaper a container's PID 1 is.
+    const argv = [...(entrypoint ?? []), ...(command ?? [])].map((arg) =>
+      arg.replace(/^\/app\//, `${ROOT}/`),
+    );
+    expect(argv[0]).toBe(TINI);
+    const child = spawn(TINI, ["-s", ...argv.slice(1)], {
+      env: childEnv({ PICKLEBOT_WORKSPACE: ws.dir, PICKLEBOT_INSTANCE_ID: "picklebot" }),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const server = new ServerProcess(child);
+    const started = await server.waitForLog("picklebot server started", 20_000);
+
+    child.kill("SIGTERM");
+
+    expect(await server.exited, server.transcript()).toEqual({ code: 0, signal: null });
+    expect(isAlive(Number(started.pid))).toBe(false);
+    expect(server.linesMatching("picklebot server stopped")).toHaveLength(1);
   });
 
   it("checks health with the tested command and lets SIGTERM reach node", () => {
