@@ -3,7 +3,7 @@
  * Backups): a copy while the server runs, a restore refused while it runs and done
  * after, bad files refused by name, and a database of the previous release migrated.
  */
-import { copyFileSync, existsSync, readdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
@@ -79,6 +79,18 @@ describe("picklebot backup", () => {
     expect(copy.pragma("quick_check", { simple: true })).toBe("ok");
     copy.close();
     expect(existsSync(`${file}.partial`)).toBe(false);
+  });
+
+  it("with a JSONL history, backs up the database and says to copy the .jsonl files too", async () => {
+    ws.write("picklebot.yaml", "http:\n  port: 0\nhistory:\n  backend: jsonl\n");
+    await startServer(ws.dir);
+    const file = join(ws.dir, "backup.db");
+    const result = await cli("backup", file);
+    expect(result.code).toBe(0);
+    expect(existsSync(file)).toBe(true);
+    expect(result.stdout).toContain(
+      `history.backend is jsonl: the conversations are the .jsonl files in ${join(ws.dir, "history")}, not in this backup; copy them too`,
+    );
   });
 
   it("says to use pg_dump when the workspace keeps its data in PostgreSQL", async () => {
@@ -196,7 +208,6 @@ describe("a database made by the previous release", () => {
 
   it("is opened in place by a new server, which runs its pending job", async () => {
     copyFileSync(PREVIOUS_RELEASE_DB, ws.write("history/picklebot.db", ""));
-    writeFileSync(join(ws.dir, "history", ".keep"), "");
     const server = await startServer(ws.dir);
     // No model key: the job is taken and fails, which proves the migrated queue serves.
     await server.jobOutcomes(FIXTURE.pending);
