@@ -116,8 +116,9 @@ export class PicklebotServer {
   #onLost: (error: UserError) => void = () => {};
   /**
    * Settles when the database or the lock file this process opened is deleted or replaced
-   * (SQLite mode): the caller should stop the server and exit with the error. Until then
-   * `/healthz` answers 503 with the reason. Never settles in PostgreSQL mode.
+   * (SQLite mode): the caller should exit with the error at once, without `stop()`, whose
+   * drain would let running jobs write on into the lost file. From then on `/healthz`
+   * answers 503 with the reason. Never settles in PostgreSQL mode.
    */
   readonly lost: Promise<UserError> = new Promise((resolve) => {
     this.#onLost = resolve;
@@ -481,7 +482,7 @@ export class PicklebotServer {
       (reason) => {
         this.#lostReason = reason;
         const error = new UserError(
-          `${reason}; the server stops so that nothing more is written into a deleted file. Restore the database with picklebot restore, or start again to begin with an empty one`,
+          `${reason}; the server stops so that nothing more is written where no one will find it. Restore the database with picklebot restore, or start again to begin with an empty one`,
         );
         this.#options.logger.error({ reason }, "storage lost: stopping the server");
         this.#onLost(error);
