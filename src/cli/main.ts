@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { toError, UsageError, UserError } from "../base/errors.js";
 import { printable } from "../base/printable.js";
 import { approvalsCommand } from "./approvals.js";
+import { backupCommand, restoreCommand } from "./backup.js";
 import { chatCommand } from "./chat.js";
 import { clusterCommand } from "./cluster.js";
 import { cronCommand } from "./cron.js";
@@ -38,6 +39,8 @@ export function buildProgram(): Command {
     approvalsCommand(),
     clusterCommand(),
     doctorCommand(),
+    backupCommand(),
+    restoreCommand(),
     initCommand(),
   ]) {
     program.addCommand(withUsageErrors(command));

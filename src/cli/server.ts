@@ -3,6 +3,8 @@
  *
  * First signal: stop taking work, let running jobs finish (within job_timeout_s), exit 0.
  * Second signal: exit at once; jobs still running are requeued at the next start.
+ * Database or lock file deleted or replaced (SQLite mode): exit 1 at once with the
+ * reason, without waiting for running jobs (they could only write into the lost file).
  */
 import { Command, InvalidArgumentError } from "commander";
 import type { LoadedSkills } from "../agents/skills.js";
@@ -36,10 +38,16 @@ export function serverCommand(): Command {
       const { PicklebotServer } = await import("../server/server.js");
       const server = await PicklebotServer.start({ ...loaded, logger });
       await printSummary(loaded, server, logger);
-      await untilSignalled(logger);
+      const lost = await Promise.race([untilSignalled(logger).then(() => null), server.lost]);
+      if (lost) {
+        // Not server.stop(): its drain would let running jobs write on into the deleted
+        // file. The process ends once main() has printed the error (exit code 1).
+        setTimeout(() => process.exit(), 0);
+        throw lost;
+      }
       await server.stop();
-      logger.info("picklebot server stopped");
       exitIfStuck(logger);
+      logger.info("picklebot server stopped");
     });
 }
 
@@ -48,8 +56,8 @@ const EXIT_GRACE_MS = 2000;
 
 /**
  * Everything is stopped and stored: the process should end now, and does by itself when
- * every connection is closed. If a library still holds one open, exit anyway, 0, after
- * {@link EXIT_GRACE_MS}, saying what was left open.
+ * every connection is closed. If a library still holds one open, exit anyway after
+ * {@link EXIT_GRACE_MS}, saying what was left open, with the exit code set so far.
  */
 function exitIfStuck(logger: Logger): void {
   setTimeout(() => {
@@ -57,7 +65,7 @@ function exitIfStuck(logger: Logger): void {
       ._getActiveHandles()
       .map((handle) => handle.constructor.name);
     logger.warn({ open }, "connections were still open after the stop; exiting anyway");
-    process.exit(0);
+    process.exit();
   }, EXIT_GRACE_MS).unref();
 }
 

@@ -26,9 +26,11 @@ export {
   buildConfigSchema,
   type Config,
   type ConfigSchemaContext,
+  DEFAULT_JOB_RETENTION_H,
   type Environment,
   hostTimeZone,
   ID_PATTERN,
   isValidTimeZone,
+  jobRetentionHours,
 } from "./schema.js";
 export { closestMatch, didYouMean } from "./suggest.js";

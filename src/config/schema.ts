@@ -44,6 +44,20 @@ export const ID_PATTERN = /^[A-Za-z0-9_-]+$/;
 /** An instance id: at most 64 letters, digits, `-` and `_` (`cluster.instance_id`). */
 export const INSTANCE_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** Hours finished jobs are kept when neither retention key is set: a week. */
+export const DEFAULT_JOB_RETENTION_H = 168;
+
+/**
+ * How long finished jobs and delivered replies are kept: `queue.job_retention_h`, else
+ * its old name `cluster.job_retention_h`, else {@link DEFAULT_JOB_RETENTION_H}.
+ */
+export function jobRetentionHours(config: {
+  queue: { job_retention_h?: number | undefined };
+  cluster: { job_retention_h?: number | undefined };
+}): number {
+  return config.queue.job_retention_h ?? config.cluster.job_retention_h ?? DEFAULT_JOB_RETENTION_H;
+}
+
 /** The host's IANA time zone, the default of `timezone`. */
 export function hostTimeZone(): string {
   return Intl.DateTimeFormat().resolvedOptions().timeZone;
@@ -161,6 +175,8 @@ function queueSchema(env: Environment) {
         .transform((url) => url ?? (env.DATABASE_URL || undefined)),
       /** Connections in each process's pool (PostgreSQL; one LISTEN connection comes on top). */
       pool_size: fromText(z.int().min(1).max(1000)).default(DEFAULT_POOL_SIZE),
+      /** Hours done and failed jobs and delivered replies are kept. (Default: 168, a week) */
+      job_retention_h: fromText(z.number().positive()).optional(),
     })
     .prefault({});
 }
@@ -186,7 +202,8 @@ function clusterSchema(env: Environment) {
       heartbeat_s: fromText(z.number().positive()).default(5),
       instance_ttl_s: fromText(z.number().positive()).default(30),
       leader_ttl_s: fromText(z.number().positive()).default(30),
-      job_retention_h: fromText(z.number().positive()).default(168),
+      /** Old name of `queue.job_retention_h`, still read when that one is not set. */
+      job_retention_h: fromText(z.number().positive()).optional(),
     })
     .superRefine((cluster, ctx) => {
       if (cluster.instance_ttl_s > cluster.heartbeat_s) return;
@@ -226,6 +243,16 @@ function historySchema(workspace: string) {
         .default("history")
         .transform((folder) => path.resolve(workspace, folder)),
       max_messages: fromText(z.int().min(2)).default(200),
+      /**
+       * SQLite: `full` fsyncs every commit (nothing committed is lost on a power cut);
+       * `normal` is several times faster but a power cut can lose the last commits.
+       */
+      synchronous: z
+        .enum(["full", "normal"])
+        .describe(
+          '"full" (every commit on disk, the default) or "normal" (faster; a power cut can lose the last commits)',
+        )
+        .default("full"),
     })
     .prefault({});
 }

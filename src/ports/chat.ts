@@ -291,6 +291,12 @@ export interface OutboxStore {
   markFailed(id: number, error: string, now: number): Promise<void>;
   /** Counts for status and health. */
   summary(): Promise<OutboxSummary>;
+  /**
+   * Deletes up to `batch` delivered entries delivered before `cutoff` (epoch ms) and
+   * returns how many; failed entries are kept for the owner to see. (Default batch:
+   * {@link PRUNE_BATCH})
+   */
+  pruneDelivered(cutoff: number, batch?: number): Promise<number>;
 }
 
 // ---------------------------------------------------------------------------------------

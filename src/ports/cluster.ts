@@ -62,8 +62,6 @@ export interface ClusterStore {
    * transaction; also requeues jobs of ids without a row claimed before `orphanedBefore`.
    */
   reapExpired(orphanedBefore: number): Promise<ReapResult>;
-  /** Deletes up to `batch` done or failed jobs last changed before `cutoff`; returns how many. */
-  pruneFinishedJobs(cutoff: number, batch?: number): Promise<number>;
   /** Takes the leader lease for `holder`, or renews it; false while another holds it. */
   acquireLeadership(holder: string, ttlMs: number): Promise<boolean>;
   /** Gives the lease up, so that another process need not wait for it to expire. */

@@ -255,4 +255,13 @@ export interface JobAdmin {
    * workspace lock (a server starting, or the CLI while no server runs).
    */
   requeueRunning(options?: { id?: string }): Promise<number>;
+  /**
+   * Deletes up to `batch` done or failed jobs last changed before `cutoff` (epoch ms), in
+   * one short statement, and returns how many; the retention worker calls it in a loop.
+   * (Default batch: {@link PRUNE_BATCH})
+   */
+  prune(cutoff: number, batch?: number): Promise<number>;
 }
+
+/** Rows one retention statement deletes at most: short enough never to hold up a claim. */
+export const PRUNE_BATCH = 500;

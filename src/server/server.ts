@@ -25,7 +25,7 @@ import { chatAddressOf } from "../base/chat-address.js";
 import { systemClock } from "../base/clock.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
-import type { Config } from "../config/index.js";
+import { type Config, jobRetentionHours } from "../config/index.js";
 import { LogFrontend } from "../frontends/log.js";
 import { allowedUserIds, loadPlatformFactory, runnablePlatforms } from "../frontends/platforms.js";
 import { FrontendRegistry } from "../frontends/registry.js";
@@ -43,7 +43,7 @@ import type {
   Storage,
   Worker,
 } from "../ports/index.js";
-import { openStorage } from "../storage/index.js";
+import { DATABASE_FILE, openStorage } from "../storage/index.js";
 import { defaultInstanceId } from "../storage/postgres/cluster.js";
 import { AgentWorker, JOBS_RECOVERED } from "./agent-worker.js";
 import { ApprovalDesk } from "./approvals.js";
@@ -56,12 +56,14 @@ import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
 import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
 import { CronWorker } from "./cron/worker.js";
 import { DefinitionsWorker } from "./definitions-watch.js";
+import { FileIdentityWatch } from "./file-identity.js";
 import { HttpEndpoint } from "./http.js";
 import { ServerMetrics } from "./metrics.js";
 import { QueueDepthWorker } from "./queue-depth.js";
+import { RetentionWorker } from "./retention.js";
 import { queueSubagents } from "./subagents.js";
 import { Supervisor } from "./supervisor.js";
-import { acquireWorkspaceLock, type WorkspaceLock } from "./workspace-lock.js";
+import { acquireWorkspaceLock, LOCK_FILE, type WorkspaceLock } from "./workspace-lock.js";
 
 /** What a server is started with. */
 export interface ServerOptions {
@@ -114,6 +116,20 @@ export class PicklebotServer {
   #chat: ChatSenders | null = null;
   /** The receiving bus of the current leadership term, if this process leads. */
   #bus: MessageBusWorker | null = null;
+  /** SQLite mode: watches the database and lock files for being deleted or replaced. */
+  #watch: FileIdentityWatch | null = null;
+  /** Why the storage can no longer be trusted (its files vanished), once it happened. */
+  #lostReason: string | null = null;
+  #onLost: (error: UserError) => void = () => {};
+  /**
+   * Settles when the database or the lock file this process opened is deleted or replaced
+   * (SQLite mode): the caller should exit with the error at once, without `stop()`, whose
+   * drain would let running jobs write on into the lost file. From then on `/healthz`
+   * answers 503 with the reason. Never settles in PostgreSQL mode.
+   */
+  readonly lost: Promise<UserError> = new Promise((resolve) => {
+    this.#onLost = resolve;
+  });
 
   private constructor(options: ServerOptions, lock: WorkspaceLock | null, storage: Storage) {
     this.#options = options;
@@ -174,6 +190,7 @@ export class PicklebotServer {
   }
 
   async #start(): Promise<void> {
+    this.#watchFiles();
     // First, so that a port already in use stops the start before any job is claimed.
     await this.#startHttp();
     await this.#joinCluster();
@@ -331,6 +348,15 @@ export class PicklebotServer {
         }),
       );
     }
+    workers.push(
+      new RetentionWorker({
+        queue: this.#queue,
+        outbox: this.#storage.outbox,
+        retentionMs: jobRetentionHours(config) * 3_600_000,
+        clock: this.#clock,
+        logger: logger.child({ worker: "retention" }),
+      }),
+    );
     this.#bus = createBus();
     if (this.#bus) workers.push(this.#bus, ...(this.#chat?.deliveries() ?? []));
     const cluster = this.#storage.cluster;
@@ -340,7 +366,6 @@ export class PicklebotServer {
           cluster: cluster.store,
           intervalMs: config.cluster.heartbeat_s * 1000,
           orphanAfterMs: config.cluster.instance_ttl_s * 1000,
-          retentionMs: config.cluster.job_retention_h * 3_600_000,
           clock: this.#clock,
           logger: logger.child({ worker: "cluster" }),
         }),
@@ -500,9 +525,29 @@ export class PicklebotServer {
     }
   }
 
-  /** `/healthz`: unhealthy while a worker restarts or a chat platform is not connected. */
+  /** SQLite mode: notices the database or the lock being deleted or replaced. */
+  #watchFiles(): void {
+    if (!this.#lock) return;
+    const dir = this.#options.config.history.path;
+    this.#watch = new FileIdentityWatch(
+      [join(dir, DATABASE_FILE), join(dir, LOCK_FILE)],
+      (reason) => {
+        this.#lostReason = reason;
+        const error = new UserError(
+          `${reason}; the server stops so that nothing more is written where no one will find it. Restore the database with picklebot restore, or start again to begin with an empty one`,
+        );
+        this.#options.logger.error({ reason }, "storage lost: stopping the server");
+        this.#onLost(error);
+      },
+    );
+    this.#watch.start();
+  }
+
+  /** `/healthz`: unhealthy while a worker restarts, a chat platform is not connected, or the storage vanished. */
   async #health() {
     const buses = this.isLeader ? (this.#bus?.connections() ?? []) : [];
+    if (this.#lostReason)
+      return { healthy: false, instance: this.#instance.id, storage: this.#lostReason };
     return {
       healthy: this.#supervisor.healthy() && buses.every((bus) => bus.state === "connected"),
       instance: this.#instance.id,
@@ -528,6 +573,7 @@ export class PicklebotServer {
    * instance (its heartbeat goes on until then), closes everything.
    */
   async stop(): Promise<void> {
+    this.#watch?.stop();
     await this.#supervisor.stop();
     await this.#chat?.close();
     await this.#heartbeat?.stop();

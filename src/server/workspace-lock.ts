@@ -20,6 +20,9 @@ export interface WorkspaceLock {
 
 const ANNOUNCEMENT_FILE = "server.json";
 
+/** The lock file inside `history.path`: an SQLite file held in an exclusive transaction. */
+export const LOCK_FILE = "server.lock";
+
 /**
  * Takes the one-server-per-workspace lock (SQLite mode is one process). The lock is an
  * exclusive SQLite file lock, which the operating system drops when the process dies,
@@ -27,7 +30,7 @@ const ANNOUNCEMENT_FILE = "server.json";
  */
 export function acquireWorkspaceLock(dir: string): WorkspaceLock {
   const announcementFile = join(dir, ANNOUNCEMENT_FILE);
-  const lockFile = join(dir, "server.lock");
+  const lockFile = join(dir, LOCK_FILE);
   let db: Database.Database;
   try {
     mkdirSync(dir, { recursive: true });
@@ -43,7 +46,7 @@ export function acquireWorkspaceLock(dir: string): WorkspaceLock {
     if (!isBusy(thrown)) throw databaseOpenError(lockFile, thrown);
     const pid = readAnnouncement(dir)?.pid;
     throw new UserError(
-      `another picklebot server${pid ? ` (pid ${pid})` : ""} is already running on this workspace (lock ${join(dir, "server.lock")}); stop it first, or use queue.backend: postgres to run several`,
+      `another picklebot server${pid ? ` (pid ${pid})` : ""} is already running on this workspace (lock ${join(dir, LOCK_FILE)}); stop it first, or use queue.backend: postgres to run several`,
     );
   }
   const announce = (details: Omit<ServerAnnouncement, "pid">) =>

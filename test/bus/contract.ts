@@ -77,6 +77,24 @@ export function outboxContract(name: string, open: () => Promise<StoreHandle<Out
       expect(await outbox.claim(entry.id, "node-b", 999_999, 1_059_999)).toBeNull();
     });
 
+    it("prunes delivered entries past the retention, in batches, keeping pending and failed ones", async () => {
+      const at = (key: string) => ({ ...address, dedupeKey: key });
+      for (const key of ["old-1", "old-2", "old-3"]) {
+        await outbox.markDelivered((await outbox.submit(at(key), "hi", 1000)).id, 1100);
+      }
+      await outbox.markDelivered((await outbox.submit(at("recent"), "hi", 1000)).id, 5000);
+      await outbox.submit(at("pending"), "hi", 1000);
+      await outbox.markFailed((await outbox.submit(at("failed"), "hi", 1000)).id, "403", 1100);
+
+      expect(await outbox.pruneDelivered(2000, 2)).toBe(2);
+      expect(await outbox.pruneDelivered(2000, 2)).toBe(1);
+      expect(await outbox.pruneDelivered(2000, 2)).toBe(0);
+
+      for (const key of ["old-1", "old-2", "old-3"]) expect(await outbox.get(key)).toBeNull();
+      expect(await outbox.get("recent")).toMatchObject({ state: "delivered" });
+      expect(await outbox.summary()).toEqual({ pending: 1, failed: 1, oldestPendingAt: 1000 });
+    });
+
     it("keeps a refused entry as failed, out of the due list", async () => {
       const entry = await outbox.submit(address, "answer", 1000);
       await outbox.markFailed(entry.id, "telegram: 403 bot was blocked by the user", 1001);

@@ -4,11 +4,13 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { UserError } from "../../src/base/errors.js";
 import {
+  jobRetentionHours,
   loadConfig,
   redactConfig,
   resolveWorkspace,
   secretValues,
 } from "../../src/config/index.js";
+import { openWorkspaceDatabase } from "../../src/storage/sqlite/index.js";
 
 let workspace: string;
 
@@ -56,13 +58,18 @@ describe("loadConfig", () => {
       batch_max_steps: 5,
       batch_poll_s: 30,
     });
-    expect(config.queue).toEqual({ backend: "sqlite", url: undefined, pool_size: 10 });
+    expect(config.queue).toEqual({
+      backend: "sqlite",
+      url: undefined,
+      pool_size: 10,
+      job_retention_h: undefined,
+    });
     expect(config.cluster).toEqual({
       instance_id: undefined,
       heartbeat_s: 5,
       instance_ttl_s: 30,
       leader_ttl_s: 30,
-      job_retention_h: 168,
+      job_retention_h: undefined,
     });
     expect(config.workers).toEqual({
       agent_concurrency: 4,
@@ -76,6 +83,7 @@ describe("loadConfig", () => {
       backend: "sqlite",
       path: path.join(workspace, "history"),
       max_messages: 200,
+      synchronous: "full",
     });
     expect(config.telegram.enabled).toBe(false);
     expect(config.telegram.allowed_user_ids).toEqual([]);
@@ -453,5 +461,39 @@ describe("resolveWorkspace", () => {
     expect(() => resolveWorkspace(undefined, { PICKLEBOT_WORKSPACE: file })).toThrow(
       /is a file, not a folder/,
     );
+  });
+});
+
+describe("job retention", () => {
+  it("is a week by default, queue.job_retention_h when set, else the old cluster.job_retention_h", () => {
+    expect(jobRetentionHours(loadConfig(workspace, {}))).toBe(168);
+    writeConfig("cluster:\n  job_retention_h: 48\n");
+    expect(jobRetentionHours(loadConfig(workspace, {}))).toBe(48);
+    writeConfig("queue:\n  job_retention_h: 24\ncluster:\n  job_retention_h: 48\n");
+    expect(jobRetentionHours(loadConfig(workspace, {}))).toBe(24);
+  });
+
+  it("refuses a retention that is not a positive number, naming the key", () => {
+    writeConfig("queue:\n  job_retention_h: 0\n");
+    expect(loadError().message).toContain("queue.job_retention_h");
+  });
+});
+
+describe("history.synchronous", () => {
+  it("is full unless set to normal, and is handed to the workspace database", () => {
+    const fsynced = openWorkspaceDatabase(loadConfig(workspace, {}));
+    expect(fsynced.pragma("synchronous", { simple: true })).toBe(2);
+    fsynced.close();
+    writeConfig("history:\n  synchronous: normal\n");
+    const faster = openWorkspaceDatabase(loadConfig(workspace, {}));
+    expect(faster.pragma("synchronous", { simple: true })).toBe(1);
+    faster.close();
+  });
+
+  it("refuses another value, naming the key and the choices", () => {
+    writeConfig("history:\n  synchronous: off\n");
+    const message = loadError().message;
+    expect(message).toContain("history.synchronous");
+    expect(message).toContain('"full"');
   });
 });

@@ -227,6 +227,7 @@ describe("picklebot server", () => {
       { name: "definitions", ...running },
       { name: "leader", ...running },
       { name: "queue-depth", ...running },
+      { name: "retention", ...running },
     ]);
   });
 

@@ -84,6 +84,39 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
       expect(await queue.get(job.id)).toEqual(job);
     });
 
+    it("prunes done and failed jobs past the retention, keeping unfinished and recent ones", async () => {
+      for (const key of ["done", "failed", "running"]) {
+        await queue.enqueue(chatJob(key, key, { maxAttempts: 1 }));
+      }
+      await queue.enqueue(chatJob("queued", "later", { runAt: clock.now() + 3_600_000 }));
+      const claimed = await queue.claim("w", 10);
+      const byKey = new Map(claimed.map((job) => [job.sessionKey, job]));
+      expect(await queue.complete(byKey.get("done") as ClaimedJob)).toBe(true);
+      expect(await queue.fail(byKey.get("failed") as ClaimedJob, "boom", null)).toBe(true);
+      clock.advance(1000);
+      const cutoff = clock.now();
+      const recent = await queue.enqueue(chatJob("recent", "recent"));
+      const [recentClaim] = await queue.claim("w", 10);
+      expect(recentClaim?.id).toBe(recent.id);
+      await queue.complete(recentClaim as ClaimedJob);
+
+      expect(await queue.prune(cutoff)).toBe(2);
+
+      expect(await queue.get((byKey.get("done") as ClaimedJob).id)).toBeNull();
+      expect(await queue.get((byKey.get("failed") as ClaimedJob).id)).toBeNull();
+      expect(await queue.counts()).toMatchObject({ done: 1, failed: 0, running: 1, queued: 1 });
+      expect(await queue.prune(cutoff)).toBe(0);
+    });
+
+    it("prunes at most a batch at a time", async () => {
+      for (const key of ["a", "b", "c"]) await queue.enqueue(chatJob(key, key));
+      for (const job of await queue.claim("w", 10)) await queue.complete(job);
+      clock.advance(1);
+      expect(await queue.prune(clock.now(), 2)).toBe(2);
+      expect(await queue.prune(clock.now(), 2)).toBe(1);
+      expect((await queue.counts()).done).toBe(0);
+    });
+
     it("runs the jobs of one session one at a time, in arrival order", async () => {
       for (const text of ["first", "second", "third"]) await queue.enqueue(chatJob("s", text));
       for (const text of ["first", "second", "third"]) {

@@ -100,7 +100,6 @@ describe.skipIf(skipReason !== null)("PostgreSQL background loops", () => {
         cluster: failing(store, "reapExpired", faults),
         intervalMs: 10,
         orphanAfterMs: 60_000,
-        retentionMs: 3_600_000,
         clock: systemClock,
         logger,
       }),

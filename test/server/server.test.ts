@@ -98,6 +98,7 @@ describe("PicklebotServer (SQLite mode)", () => {
       "cron",
       "leader",
       "queue-depth",
+      "retention",
     ]);
   });
 

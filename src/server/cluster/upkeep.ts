@@ -1,7 +1,7 @@
 /**
  * The cluster's upkeep, run by the leader only: the heartbeat every process sends, the
- * removal of processes that stopped sending it (their running jobs are requeued), and the
- * deletion of finished jobs after `cluster.job_retention_h`.
+ * removal of processes that stopped sending it (their running jobs are requeued). Finished
+ * jobs are deleted by the RetentionWorker, in every backend.
  */
 
 import { setTimeout as sleep } from "node:timers/promises";
@@ -10,9 +10,6 @@ import type { Logger } from "../../base/log.js";
 import { checkNumberOptions } from "../../base/options.js";
 import type { Clock, ClusterStore, InstanceInfo, Worker } from "../../ports/index.js";
 
-/** How often finished jobs past their retention are deleted. */
-const PRUNE_INTERVAL_MS = 60_000;
-
 /** Options of {@link ClusterUpkeepWorker}. */
 export interface ClusterUpkeepOptions {
   cluster: ClusterStore;
@@ -20,23 +17,19 @@ export interface ClusterUpkeepOptions {
   intervalMs: number;
   /** Jobs claimed by an id without a row longer ago than this are orphans (instance TTL). */
   orphanAfterMs: number;
-  /** How long done and failed jobs are kept (`cluster.job_retention_h`). */
-  retentionMs: number;
   clock: Clock;
   logger: Logger;
 }
 
-/** Leader-only: rescues the jobs of dead processes and prunes finished jobs. */
+/** Leader-only: rescues the jobs of dead processes. */
 export class ClusterUpkeepWorker implements Worker {
   readonly name = "cluster";
   readonly #options: ClusterUpkeepOptions;
-  #lastPrune = Number.NEGATIVE_INFINITY;
 
   constructor(options: ClusterUpkeepOptions) {
     checkNumberOptions("ClusterUpkeep", options, {
       intervalMs: "positive",
       orphanAfterMs: "positive",
-      retentionMs: "positive",
     });
     this.#options = options;
   }
@@ -52,7 +45,7 @@ export class ClusterUpkeepWorker implements Worker {
   }
 
   async #pass(): Promise<void> {
-    const { cluster, clock, logger, orphanAfterMs, retentionMs } = this.#options;
+    const { cluster, clock, logger, orphanAfterMs } = this.#options;
     const now = clock.now();
     const reaped = await cluster.reapExpired(now - orphanAfterMs);
     if (reaped.instances.length > 0 || reaped.jobs > 0) {
@@ -61,14 +54,6 @@ export class ClusterUpkeepWorker implements Worker {
         "removed instances whose heartbeat expired; requeued their running jobs",
       );
     }
-    if (now - this.#lastPrune < PRUNE_INTERVAL_MS) return;
-    this.#lastPrune = now;
-    let pruned = 0;
-    for (let batch = await cluster.pruneFinishedJobs(now - retentionMs); batch > 0; ) {
-      pruned += batch;
-      batch = await cluster.pruneFinishedJobs(now - retentionMs);
-    }
-    if (pruned > 0) logger.info({ pruned }, "deleted finished jobs past their retention");
   }
 }
 

@@ -26,6 +26,7 @@ import {
   type JobState,
   type NewJob,
   type Parking,
+  PRUNE_BATCH,
   RESUME_MARKER,
   type ToolResultBlock,
 } from "../../ports/index.js";
@@ -293,6 +294,18 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     return { ...this.#counts, queued: this.#counts.queued - waiting, waiting };
   }
 
+  async prune(cutoff: number, batch = PRUNE_BATCH): Promise<number> {
+    let pruned = 0;
+    for (const job of this.#jobs.values()) {
+      if (pruned >= batch) break;
+      if ((job.state === "done" || job.state === "failed") && job.updatedAt < cutoff) {
+        this.#forget(job);
+        pruned += 1;
+      }
+    }
+    return pruned;
+  }
+
   /** Requeues a failed job at the back of its session's line, due now, with fresh attempts. */
   async retryFailed(id: string): Promise<boolean> {
     const job = this.#jobs.get(id);
@@ -400,13 +413,21 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     while (this.#done.length - this.#doneStart > this.#keepDone) {
       const old = this.#done[this.#doneStart] as StoredJob;
       this.#doneStart += 1;
-      this.#jobs.delete(old.id);
-      this.#counts.done -= 1;
-      if (old.dedupeKey) this.#byDedupeKey.delete(old.dedupeKey);
+      // Pruned already, or retried and finished again (then it is further on too).
+      if (this.#jobs.get(old.id) === old && old.state === "done") this.#forget(old);
     }
     if (this.#doneStart > 1024 && this.#doneStart * 2 > this.#done.length) {
       this.#done = this.#done.slice(this.#doneStart);
       this.#doneStart = 0;
+    }
+  }
+
+  /** Drops a finished job from every index. */
+  #forget(job: StoredJob): void {
+    this.#jobs.delete(job.id);
+    this.#counts[job.state] -= 1;
+    if (job.dedupeKey && this.#byDedupeKey.get(job.dedupeKey) === job) {
+      this.#byDedupeKey.delete(job.dedupeKey);
     }
   }
 

@@ -167,10 +167,6 @@ export class PostgresClusterStore implements ClusterStore {
     });
   }
 
-  async pruneFinishedJobs(cutoff: number, batch?: number): Promise<number> {
-    return this.#queue.prune(cutoff, batch);
-  }
-
   /** Takes the leader lease for `holder`, or renews it; false while another holds it. */
   async acquireLeadership(holder: string, ttlMs: number): Promise<boolean> {
     const result = await this.#pool.query(SQL.acquire, [LEADER_LEASE, holder, ttlMs]);

@@ -23,7 +23,7 @@ export const INSTANCE_GRANTS = {
   cron_state: "SELECT, INSERT, UPDATE",
   instances: "SELECT, INSERT, UPDATE, DELETE",
   leases: "SELECT, INSERT, UPDATE, DELETE",
-  outbox: "SELECT, INSERT, UPDATE",
+  outbox: "SELECT, INSERT, UPDATE, DELETE",
   pairing_requests: "SELECT, INSERT, DELETE",
   paired_users: "SELECT, INSERT, UPDATE, DELETE",
   pairing_refusals: "SELECT, INSERT, UPDATE",

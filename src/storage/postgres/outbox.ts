@@ -17,6 +17,7 @@ import type {
   OutboxStore,
   OutboxSummary,
 } from "../../ports/index.js";
+import { PRUNE_BATCH } from "../../ports/index.js";
 import { type OutboxRow, RELEASE, toEntry } from "../outbox-rows.js";
 import { retryOnDisconnect } from "./database.js";
 
@@ -45,6 +46,9 @@ const SQL = {
     ${RELEASE}, updated_at = $4 WHERE id = $1 AND state = 'pending'`,
   failed: `UPDATE outbox SET state = 'failed', attempts = attempts + 1, last_error = $2,
     ${RELEASE}, updated_at = $3 WHERE id = $1`,
+  // $1 cutoff (epoch ms), $2 batch size.
+  prune: `DELETE FROM outbox WHERE id IN (
+      SELECT id FROM outbox WHERE state = 'delivered' AND delivered_at < $1 LIMIT $2)`,
   summary: `SELECT count(*) FILTER (WHERE state = 'pending')::int AS pending,
       count(*) FILTER (WHERE state = 'failed')::int AS failed,
       min(created_at) FILTER (WHERE state = 'pending') AS oldest
@@ -99,6 +103,11 @@ export class PostgresOutboxStore implements OutboxStore {
 
   async markFailed(id: number, error: string, now: number): Promise<void> {
     await this.#query(SQL.failed, [id, error, now]);
+  }
+
+  async pruneDelivered(cutoff: number, batch = PRUNE_BATCH): Promise<number> {
+    const result = await retryOnDisconnect(() => this.#pool.query(SQL.prune, [cutoff, batch]));
+    return result.rowCount ?? 0;
   }
 
   async summary(): Promise<OutboxSummary> {

@@ -34,7 +34,8 @@ const NOTIFY_FREED = (finished: string) => `(SELECT count(*) FROM (
  * Makes the statement's commit asynchronous (`synchronous_commit = off` for its own
  * transaction only). Used for claims and completions, the hot path: a PostgreSQL crash
  * may forget the last few hundred milliseconds of them, which only runs those jobs again
- * (as after a process crash), the same trade SQLite mode makes with `synchronous=NORMAL`.
+ * (as after a process crash), the same trade SQLite mode makes with `history.synchronous:
+ * normal` (its default is `full`).
  * Enqueues, failures and checkpoints keep the default: durable before they resolve.
  */
 const ASYNC_COMMIT = "(SELECT set_config('synchronous_commit', 'off', true)) async_commit";

@@ -32,6 +32,7 @@ import {
   type JobState,
   type NewJob,
   type Parking,
+  PRUNE_BATCH,
 } from "../../ports/index.js";
 import {
   emptyCounts,
@@ -337,7 +338,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
   }
 
   /** Deletes up to `batch` done and failed jobs last changed before `cutoff` (epoch ms). */
-  async prune(cutoff: number, batch = 1000): Promise<number> {
+  async prune(cutoff: number, batch = PRUNE_BATCH): Promise<number> {
     const result = await retryOnDisconnect(() => this.#pool.query(PG.prune, [cutoff, batch]));
     return result.rowCount ?? 0;
   }

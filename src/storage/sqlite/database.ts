@@ -24,24 +24,39 @@ const NEW_DATABASE_PAGE_SIZE = 1024;
 const CHECKPOINT_WAL_BYTES = 8 * 1024 * 1024;
 
 /**
- * Opens (creating if needed) picklebot's SQLite database: WAL, `synchronous=NORMAL`,
- * a busy timeout so the CLI and the server can share it, and every migration applied.
- * A file that cannot be created, written or read as a database is a UserError naming
- * it and the fix, found here at start-up rather than by the first write of a worker.
+ * How commits reach the disk (`history.synchronous`). `full`: each commit is fsynced
+ * before it returns, so a power cut loses nothing committed; `normal`: the WAL is fsynced
+ * only at checkpoints, so a power cut can lose the last commits (a process crash cannot).
+ * bench/durability.js measures the cost (bench/RESULTS.md).
  */
-export function openDatabase(path: string): Database.Database {
+export type Synchronous = "full" | "normal";
+
+/** Options of {@link openDatabase}. */
+export interface OpenDatabaseOptions {
+  /** (Default: `full`) */
+  synchronous?: Synchronous;
+}
+
+/**
+ * Opens (creating if needed) picklebot's SQLite database: WAL, `synchronous=FULL` unless
+ * told otherwise, a busy timeout so the CLI and the server can share it, and every
+ * migration applied. A file that cannot be created, written or read as a database is a
+ * UserError naming it and the fix, found here at start-up rather than by the first write
+ * of a worker.
+ */
+export function openDatabase(path: string, options: OpenDatabaseOptions = {}): Database.Database {
   try {
-    return openWritable(path);
+    return openWritable(path, options);
   } catch (thrown) {
     throw databaseOpenError(path, thrown);
   }
 }
 
-function openWritable(path: string): Database.Database {
+function openWritable(path: string, options: OpenDatabaseOptions): Database.Database {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path, { timeout: 5000 });
   try {
-    configure(db);
+    configure(db, options);
     // SQLite opens a file it may not write read-only without a word, and in WAL mode
     // even takes the write lock; write the header once so that shows now, not as
     // "readonly database" in every job.
@@ -101,11 +116,11 @@ function ownerNote(path: string): string {
   return "";
 }
 
-function configure(db: Database.Database): void {
+function configure(db: Database.Database, options: OpenDatabaseOptions): void {
   // Only takes effect before the first table exists, so it must come before WAL mode.
   db.pragma(`page_size = ${NEW_DATABASE_PAGE_SIZE}`);
   db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
+  db.pragma(`synchronous = ${options.synchronous ?? "full"}`);
   const pageSize = db.pragma("page_size", { simple: true }) as number;
   db.pragma(`wal_autocheckpoint = ${Math.round(CHECKPOINT_WAL_BYTES / pageSize)}`);
   db.pragma("foreign_keys = ON");
@@ -114,14 +129,23 @@ function configure(db: Database.Database): void {
   migrate(db);
 }
 
+/** The numbered migrations in the order they apply. */
+function migrations(): { version: number; file: string }[] {
+  return readdirSync(MIGRATIONS_DIR)
+    .filter((file) => /^\d+_.*\.sql$/.test(file))
+    .map((file) => ({ version: Number.parseInt(file, 10), file }))
+    .sort((a, b) => a.version - b.version);
+}
+
+/** The `user_version` this release migrates a database to. */
+export function latestSchemaVersion(): number {
+  return migrations().at(-1)?.version ?? 0;
+}
+
 /** Applies the migrations newer than the database's `user_version`, each in a transaction. */
 function migrate(db: Database.Database): void {
   const current = db.pragma("user_version", { simple: true }) as number;
-  const pending = readdirSync(MIGRATIONS_DIR)
-    .filter((file) => /^\d+_.*\.sql$/.test(file))
-    .map((file) => ({ version: Number.parseInt(file, 10), file }))
-    .filter(({ version }) => version > current)
-    .sort((a, b) => a.version - b.version);
+  const pending = migrations().filter(({ version }) => version > current);
   if (pending.length === 0) return;
   db.transaction(() => {
     for (const { version, file } of pending) {

@@ -30,7 +30,9 @@ export const DATABASE_FILE = "picklebot.db";
 
 /** Opens the workspace's database file (created and migrated when new). */
 export function openWorkspaceDatabase(config: Config): Database {
-  return openDatabase(join(config.history.path, DATABASE_FILE));
+  return openDatabase(join(config.history.path, DATABASE_FILE), {
+    synchronous: config.history.synchronous,
+  });
 }
 
 /** SQLite, with a JSONL history or a memory queue when the config says so. */

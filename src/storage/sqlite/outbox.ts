@@ -6,6 +6,7 @@ import type {
   OutboxStore,
   OutboxSummary,
 } from "../../ports/index.js";
+import { PRUNE_BATCH } from "../../ports/index.js";
 import { type OutboxRow, RELEASE, toEntry } from "../outbox-rows.js";
 import type { Database } from "./database.js";
 
@@ -44,6 +45,10 @@ export class SqliteOutboxStore implements OutboxStore {
       ),
       failed: db.prepare(
         `UPDATE outbox SET state = 'failed', attempts = attempts + 1, last_error = @error, ${RELEASE}, updated_at = @now WHERE id = @id`,
+      ),
+      prune: db.prepare<[{ cutoff: number; batch: number }]>(
+        `DELETE FROM outbox WHERE id IN (
+           SELECT id FROM outbox WHERE state = 'delivered' AND delivered_at < @cutoff LIMIT @batch)`,
       ),
       summary: db.prepare<[], { pending: number; failed: number; oldest: number | null }>(
         `SELECT COALESCE(SUM(state = 'pending'), 0) AS pending, COALESCE(SUM(state = 'failed'), 0) AS failed,
@@ -93,6 +98,10 @@ export class SqliteOutboxStore implements OutboxStore {
 
   async markFailed(id: number, error: string, now: number): Promise<void> {
     this.#sql.failed.run({ id, error, now });
+  }
+
+  async pruneDelivered(cutoff: number, batch = PRUNE_BATCH): Promise<number> {
+    return this.#sql.prune.run({ cutoff, batch }).changes;
   }
 
   async summary(): Promise<OutboxSummary> {

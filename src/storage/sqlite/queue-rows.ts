@@ -94,4 +94,9 @@ export const SQL = {
       AND (@sessionKeyPrefix IS NULL OR substr(session_key, 1, length(@sessionKeyPrefix)) = @sessionKeyPrefix)
     ORDER BY seq DESC LIMIT @limit`,
   counts: `SELECT ${VISIBLE_STATE} AS state, count(*) AS count FROM jobs GROUP BY 1`,
+  // Finished jobs last changed before the cutoff. No index: old rows come first in seq
+  // order, so each batch finds its rows at the start of the table.
+  prune: `DELETE FROM jobs WHERE seq IN (
+    SELECT seq FROM jobs WHERE (state = 'done' OR state = 'failed') AND updated_at < @cutoff
+    LIMIT @batch)`,
 } as const;

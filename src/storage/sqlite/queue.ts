@@ -31,6 +31,7 @@ import {
   type JobState,
   type NewJob,
   type Parking,
+  PRUNE_BATCH,
 } from "../../ports/index.js";
 import {
   emptyCounts,
@@ -398,6 +399,11 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
     this.#lastDataVersion = this.#dataVersion.get() as number;
     this.#poll = setInterval(() => this.#checkOtherProcesses(), this.#pollMs);
     this.#poll.unref();
+  }
+
+  async prune(cutoff: number, batch = PRUNE_BATCH): Promise<number> {
+    this.#flushCompletions();
+    return this.#sql.prune.run({ cutoff, batch }).changes;
   }
 
   /**

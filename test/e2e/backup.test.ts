@@ -1,0 +1,215 @@
+/**
+ * `picklebot backup` and `picklebot restore` as a user runs them (README "Deploy",
+ * Backups): a copy while the server runs, a restore refused while it runs and done
+ * after, bad files refused by name, and a database of the previous release migrated.
+ */
+import { copyFileSync, existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { latestSchemaVersion, openDatabase } from "../../src/storage/sqlite/database.js";
+import { SqliteHistoryStore } from "../../src/storage/sqlite/history.js";
+import { SqliteJobQueue } from "../../src/storage/sqlite/queue.js";
+import { runCli } from "../helpers/cli.js";
+import { enqueueJob, killAllServers, startServer } from "../helpers/server.js";
+import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+
+/**
+ * A database written by picklebot at migration 9 (commit 808b65b, before the batch and
+ * usage migrations): session s_0mwwcllfga0e0474017ab of telegram:42 with two messages, a
+ * done job and a pending one.
+ */
+const PREVIOUS_RELEASE_DB = fileURLToPath(
+  new URL("../fixtures/picklebot-0.1-migration009.db", import.meta.url),
+);
+const FIXTURE = {
+  session: "s_0mwwcllfga0e0474017ab",
+  done: "mwwcllfh00018eym1g81",
+  pending: "mwwcllfi00028eym1g81",
+};
+
+let ws: TempWorkspace;
+
+beforeEach(() => {
+  ws = makeWorkspace({ "picklebot.yaml": "http:\n  port: 0\n", "agents/.keep": "" });
+});
+
+afterEach(async () => {
+  await killAllServers();
+  ws.remove();
+});
+
+const cli = (...args: string[]) => runCli([...args, "--workspace", ws.dir]);
+
+function jobMessages(file: string): string[] {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare("SELECT message FROM jobs ORDER BY id").all() as { message: string }[]).map(
+      (row) => row.message,
+    );
+  } finally {
+    db.close();
+  }
+}
+
+const aJob = (message: string) => ({
+  agentId: "pickle",
+  sessionKey: "cron:test",
+  message,
+  mode: "job" as const,
+  replyTo: { kind: "silent" as const },
+  // Far ahead: the server leaves it pending.
+  runAt: Date.now() + 3_600_000,
+});
+
+describe("picklebot backup", () => {
+  it("copies the database while the server runs; the copy is whole and readable", async () => {
+    await startServer(ws.dir);
+    await enqueueJob(ws.dir, aJob("before the backup"));
+    const file = join(ws.dir, "backups", "nightly.db");
+
+    const result = await cli("backup", file);
+
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`to ${file}`);
+    expect(jobMessages(file)).toEqual(["before the backup"]);
+    const copy = new Database(file, { readonly: true });
+    expect(copy.pragma("quick_check", { simple: true })).toBe("ok");
+    copy.close();
+    expect(existsSync(`${file}.partial`)).toBe(false);
+  });
+
+  it("with a JSONL history, backs up the database and says to copy the .jsonl files too", async () => {
+    ws.write("picklebot.yaml", "http:\n  port: 0\nhistory:\n  backend: jsonl\n");
+    await startServer(ws.dir);
+    const file = join(ws.dir, "backup.db");
+    const result = await cli("backup", file);
+    expect(result.code).toBe(0);
+    expect(existsSync(file)).toBe(true);
+    expect(result.stdout).toContain(
+      `history.backend is jsonl: the conversations are the .jsonl files in ${join(ws.dir, "history")}, not in this backup; copy them too`,
+    );
+  });
+
+  it("says to use pg_dump when the workspace keeps its data in PostgreSQL", async () => {
+    ws.write(
+      "picklebot.yaml",
+      "queue:\n  backend: postgres\n  url: postgres://picklebot@127.0.0.1:1/none\nhistory:\n  backend: postgres\n",
+    );
+    const result = await cli("backup", join(ws.dir, "x.db"));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("use pg_dump");
+    expect(existsSync(join(ws.dir, "x.db"))).toBe(false);
+  });
+});
+
+describe("picklebot restore", () => {
+  it("refuses while a server holds the workspace, naming it, and changes nothing", async () => {
+    const server = await startServer(ws.dir);
+    await enqueueJob(ws.dir, aJob("current"));
+    const backup = join(ws.dir, "backup.db");
+    expect((await cli("backup", backup)).code).toBe(0);
+
+    const result = await cli("restore", backup);
+
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      `restore refused: another picklebot server (pid ${server.pid})`,
+    );
+    expect(result.stderr).toContain("stop it first");
+    expect(readdirSync(join(ws.dir, "history")).some((f) => f.includes("before-restore"))).toBe(
+      false,
+    );
+  });
+
+  it("puts a backup back once the server is stopped, keeping the replaced database aside", async () => {
+    const server = await startServer(ws.dir);
+    await enqueueJob(ws.dir, aJob("in the backup"));
+    const backup = join(ws.dir, "backup.db");
+    expect((await cli("backup", backup)).code).toBe(0);
+    await enqueueJob(ws.dir, aJob("after the backup"));
+    server.signal("SIGTERM");
+    await server.exited;
+
+    const result = await cli("restore", backup);
+
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const database = join(ws.dir, "history", "picklebot.db");
+    expect(jobMessages(database)).toEqual(["in the backup"]);
+    const aside = /kept as (\S+)/.exec(result.stdout)?.[1] ?? "";
+    expect(aside).toContain("picklebot.db.before-restore-");
+    expect(jobMessages(aside)).toEqual(["in the backup", "after the backup"]);
+    // The restored workspace serves again.
+    const restarted = await startServer(ws.dir);
+    restarted.signal("SIGTERM");
+    expect(await restarted.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it("refuses a file that is not a database, naming it", async () => {
+    const file = ws.write("notes.db", "not a database at all, just text\n".repeat(100));
+    const result = await cli("restore", file);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`${file} is not a picklebot database`);
+    expect(existsSync(join(ws.dir, "history", "picklebot.db"))).toBe(false);
+  });
+
+  it("refuses an SQLite database that is not picklebot's", async () => {
+    const file = join(ws.dir, "other.db");
+    const other = new Database(file);
+    other.exec("CREATE TABLE recipes (name TEXT)");
+    other.close();
+    const result = await cli("restore", file);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`${file} is an SQLite database but not picklebot's`);
+  });
+
+  it("refuses a missing file", async () => {
+    const result = await cli("restore", join(ws.dir, "nope.db"));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("nope.db does not exist");
+  });
+
+  it("refuses a backup made by a newer picklebot", async () => {
+    const file = join(ws.dir, "newer.db");
+    copyFileSync(PREVIOUS_RELEASE_DB, file);
+    const newer = new Database(file);
+    newer.pragma(`user_version = ${latestSchemaVersion() + 1}`);
+    newer.close();
+    const result = await cli("restore", file);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("was made by a newer picklebot");
+  });
+});
+
+describe("a database made by the previous release", () => {
+  it("is restored, migrated to this release, and its sessions and jobs read back", async () => {
+    const result = await cli("restore", PREVIOUS_RELEASE_DB);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+
+    const db = openDatabase(join(ws.dir, "history", "picklebot.db"));
+    try {
+      expect(db.pragma("user_version", { simple: true })).toBe(latestSchemaVersion());
+      const history = new SqliteHistoryStore({ db });
+      const messages = await history.loadContext(FIXTURE.session, 10);
+      expect(messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+      expect(JSON.stringify(messages)).toContain("the brine is 5% salt");
+      expect((await history.currentSession("telegram:42"))?.id).toBe(FIXTURE.session);
+      const queue = new SqliteJobQueue({ db });
+      expect((await queue.get(FIXTURE.done))?.state).toBe("done");
+      expect((await queue.get(FIXTURE.pending))?.state).toBe("queued");
+    } finally {
+      db.close();
+    }
+  });
+
+  it("is opened in place by a new server, which runs its pending job", async () => {
+    copyFileSync(PREVIOUS_RELEASE_DB, ws.write("history/picklebot.db", ""));
+    const server = await startServer(ws.dir);
+    // No model key: the job is taken and fails, which proves the migrated queue serves.
+    await server.jobOutcomes(FIXTURE.pending);
+  });
+});
