@@ -5,6 +5,7 @@ import type {
   HistoryStore,
   ModelProvider,
   ReplyTarget,
+  Tool,
   ToolResultBlock,
 } from "../ports/index.js";
 import { type ApprovalAsker, gateTools } from "./approval-gate.js";
@@ -25,6 +26,7 @@ import {
   resolveAgent,
 } from "./definition.js";
 import { runTurn, type TurnEvents, type TurnResult } from "./loop.js";
+import { parseMcpSelector } from "./mcp/names.js";
 import {
   createToolbox,
   type MessagePoster,
@@ -63,6 +65,21 @@ export interface AgentRunnerOptions {
   approvals?: (request: RunRequest) => ApprovalAsker | undefined;
   /** The check before each model call of a turn: its budgets (README "Cost"). (Default: none) */
   budget?: (request: RunRequest) => (() => Promise<void>) | undefined;
+  /**
+   * Where the tools of an agent's `mcp:` entries come from (picklebot.yaml
+   * `mcp_servers`). (Default: none; such entries give no tools)
+   */
+  mcp?: McpToolSource;
+}
+
+/** True for a tool-list entry of a built-in tool, false for an `mcp:` entry. */
+function isBuiltInTool(entry: string): boolean {
+  return parseMcpSelector(entry) === null;
+}
+
+/** The tools an agent's `mcp:` entries name, from the workspace's MCP servers. */
+export interface McpToolSource {
+  toolsFor(entries: readonly string[]): Promise<Tool[]>;
 }
 
 /** One turn to run: whose, where, and who is watching. */
@@ -186,9 +203,10 @@ export class AgentRunner {
   }
 
   /** Runs or resumes the turn at the end of the session. */
-  run(request: RunRequest): Promise<TurnResult> {
+  async run(request: RunRequest): Promise<TurnResult> {
     const { workspace, config, history, clock } = this.#options;
     const agent = this.agent(request.agentId);
+    const mcpTools = (await this.#options.mcp?.toolsFor(agent.tools)) ?? [];
     const now = new Date(clock.now());
     return runTurn({
       sessionId: request.sessionId,
@@ -199,7 +217,7 @@ export class AgentRunner {
       model: agent.model ?? config.llm.model,
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
       tools: gateTools(
-        createToolbox(agent.tools, {
+        createToolbox(agent.tools.filter(isBuiltInTool), {
           bashSandbox: {
             kind: config.tools.bash.sandbox,
             network: agent.bashNetwork ?? config.tools.bash.network,
@@ -209,7 +227,7 @@ export class AgentRunner {
           ...(agent.webFetch ? { fetchAllowDomains: agent.webFetch.allowDomains } : {}),
           postMessage: this.#options.postMessage(request),
           subagents: this.#subagents(agent),
-        }),
+        }).concat(mcpTools),
         agentPolicy(config.approvals.policy, agent.approvals),
         this.#options.approvals?.(request),
         (write) => recordControlPlaneWrite(config.history.path, { at: clock.now(), ...write }),

@@ -3,10 +3,12 @@ import { createAnthropicProvider } from "../agents/anthropic.js";
 import type { ApprovalAsker } from "../agents/approval-gate.js";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { type AgentDefinition, loadAgents } from "../agents/definition.js";
+import { unknownMcpServersProblem } from "../agents/mcp/names.js";
+import { McpServers, stdioSurroundings } from "../agents/mcp/servers.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
 import type { MessagePoster, SubagentDelegate } from "../agents/tools/index.js";
 import { systemClock } from "../base/clock.js";
-import type { UserError } from "../base/errors.js";
+import { UserError } from "../base/errors.js";
 import { printable } from "../base/printable.js";
 import { type Config, loadConfig, resolveWorkspace } from "../config/index.js";
 import type { HistoryStore, ModelProvider, Storage } from "../ports/index.js";
@@ -15,6 +17,8 @@ import { openStorage } from "../storage/index.js";
 /** A workspace opened for a command: its config, agents and storage. */
 export interface WorkspaceContext extends LoadedWorkspace {
   storage: Storage;
+  /** The MCP servers of picklebot.yaml; each starts on first use and stops with `close`. */
+  mcp: McpServers;
   close(): Promise<void>;
 }
 
@@ -58,14 +62,46 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
     agentIds: [...agents.keys(), ...broken.keys()],
     tools: POLICY_TOOLS,
   });
+  for (const error of breakAgentsWithUnknownMcpServers(agents, broken, config)) {
+    process.stderr.write(`picklebot: warning: ${printable(error.message, { multiline: true })}\n`);
+  }
   return { workspace, config, agents, brokenAgents: broken, provider: providerFor(config) };
+}
+
+/**
+ * Agents whose `mcp:` entries name a server `mcp_servers` does not configure become broken
+ * (their jobs fail with the error, fail closed); returns their errors.
+ */
+function breakAgentsWithUnknownMcpServers(
+  agents: Map<string, AgentDefinition>,
+  broken: Map<string, UserError>,
+  config: Config,
+): UserError[] {
+  const errors: UserError[] = [];
+  for (const agent of agents.values()) {
+    const problem = unknownMcpServersProblem(agent, Object.keys(config.mcp_servers));
+    if (problem === null) continue;
+    const error = new UserError(problem, { context: { file: agent.source, key: "tools" } });
+    agents.delete(agent.id);
+    broken.set(agent.id, error);
+    errors.push(error);
+  }
+  return errors;
 }
 
 /** Loads the workspace and opens its storage, for commands that read or run agents. */
 export async function openWorkspace(command: Command): Promise<WorkspaceContext> {
   const loaded = loadWorkspace(command);
   const storage = await openStorage(loaded.config, systemClock);
-  return { ...loaded, storage, close: () => storage.close() };
+  const mcp = new McpServers({
+    servers: loaded.config.mcp_servers,
+    surroundings: stdioSurroundings(loaded.workspace, loaded.config),
+  });
+  const close = async () => {
+    await mcp.stop();
+    await storage.close();
+  };
+  return { ...loaded, storage, mcp, close };
 }
 
 /** The agents' runner over a workspace's storage; `post_message` posts nowhere unless given. */
@@ -81,6 +117,7 @@ export function runnerFor(
     postMessage,
     delegate: inPlaceSubagents(context.storage.history, () => runner),
     approvals,
+    mcp: context.mcp,
   });
   return runner;
 }

@@ -7,6 +7,7 @@ import { clusterCommand } from "./cluster.js";
 import { cronCommand } from "./cron.js";
 import { initCommand } from "./init.js";
 import { jobsCommand } from "./jobs.js";
+import { mcpCommand } from "./mcp.js";
 import { pairingCommand } from "./pairing.js";
 import { serverCommand } from "./server.js";
 import { sessionsCommand } from "./sessions.js";
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
     pairingCommand(),
     approvalsCommand(),
     clusterCommand(),
+    mcpCommand(),
     initCommand(),
   ]) {
     program.addCommand(withUsageErrors(command));

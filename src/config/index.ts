@@ -14,6 +14,14 @@ export {
 } from "./approvals.js";
 export { formatKeyPath, userErrorFromIssues } from "./issues.js";
 export { CONFIG_FILE_NAME, loadConfig, parseYaml, resolveWorkspace } from "./load.js";
+export {
+  DEFAULT_MCP_CALL_TIMEOUT_MS,
+  isStdioServer,
+  MCP_SERVER_NAME_PATTERN,
+  type McpHttpServerConfig,
+  type McpServerConfig,
+  type McpStdioServerConfig,
+} from "./mcp.js";
 export { redactConfig, secretValues } from "./redact.js";
 export {
   buildConfigSchema,

@@ -55,6 +55,7 @@ import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
 import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
 import { CronWorker } from "./cron/worker.js";
 import { HttpEndpoint } from "./http.js";
+import { type McpRuntime, startMcpRuntime } from "./mcp-reload.js";
 import { ServerMetrics } from "./metrics.js";
 import { QueueDepthWorker } from "./queue-depth.js";
 import { queueSubagents } from "./subagents.js";
@@ -98,6 +99,7 @@ export class PicklebotServer {
   #stopper: SessionStopper | null = null;
   /** Asks the owner about tool calls; the chat bus hands it the button presses. */
   #desk: ApprovalDesk | null = null;
+  #mcp: McpRuntime | null = null;
   /** Notices already logged (for jobs without a chat), by key. */
   readonly #logged = new Set<string>();
   #leader: LeaderWorker | null = null;
@@ -183,6 +185,8 @@ export class PicklebotServer {
     });
     this.#chat = chat;
     if (this.#lock) await this.#requeueOrphans();
+    const { workspace, config, logger } = this.#options;
+    this.#mcp = startMcpRuntime({ workspace, config, logger: logger.child({ worker: "mcp" }) });
     const agentWorker = this.#agentWorker(this.#instance.id, this.#clock, chat);
     const stopHere = (key: string) => agentWorker.stopSession(key);
     const stopper = this.#sessionStopper(stopHere);
@@ -379,6 +383,7 @@ export class PicklebotServer {
       }),
       approvals: (request) => desk.asker(request),
       budget: (request) => budget.checker(request),
+      ...(this.#mcp ? { mcp: this.#mcp.servers } : {}),
     });
     this.#runner = runner;
     return new AgentWorker({
@@ -477,6 +482,7 @@ export class PicklebotServer {
    */
   async stop(): Promise<void> {
     await this.#supervisor.stop();
+    await this.#mcp?.stop();
     await this.#chat?.close();
     await this.#heartbeat?.stop();
     if (this.#registered) {
