@@ -153,7 +153,7 @@ export class McpConnection {
   #dropped(generation: number): void {
     if (this.#state === "stopped" || generation !== this.#generation) return;
     this.#session = undefined;
-    this.#record("the connection closed (the server crashed or went away)");
+    this.#record("lost its connection (the server crashed or went away)");
   }
 
   #toolsChanged(): void {

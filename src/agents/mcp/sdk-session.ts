@@ -63,9 +63,11 @@ export async function openMcpSession(
 ): Promise<McpSession> {
   const transport = createTransport(endpoint);
   const client = new Client({ name: "picklebot", version: "1" });
+  // A close before the handshake ends is the failed start itself, reported by connect.
+  let connected = false;
   let closing = false;
   client.onclose = () => {
-    if (!closing) events.onClosed();
+    if (connected && !closing) events.onClosed();
   };
   try {
     await client.connect(transport, { timeout: connectTimeoutMs });
@@ -76,6 +78,7 @@ export async function openMcpSession(
     const reason = thrown instanceof Error ? thrown.message : String(thrown);
     throw new McpStartError(stderr ? `${reason} (stderr: ${stderr})` : reason, { cause: thrown });
   }
+  connected = true;
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => events.onToolsChanged());
   return {
     async listTools() {
