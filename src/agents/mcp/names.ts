@@ -16,7 +16,10 @@ const MAX_TOOL_NAME = 64;
 /** Characters the API allows in a tool name. */
 const TOOL_NAME_CHARACTER = /[^a-zA-Z0-9_-]/g;
 
-/** One `mcp:` entry of an agent's tool list: a whole server, or one of its tools. */
+/** The server of `mcp:*`: every configured server. */
+export const EVERY_MCP_SERVER = "*";
+
+/** One `mcp:` entry of an agent's tool list: a whole server, one of its tools, or `*`. */
 export interface McpSelector {
   server: string;
   /** Undefined: every tool the server offers. */
@@ -34,8 +37,11 @@ export function parseMcpSelector(entry: string): McpSelector | null {
 
 /** Why an `mcp:` entry is malformed, or null when its shape is right. */
 export function mcpSelectorProblem(selector: McpSelector): string | null {
+  if (selector.server === EVERY_MCP_SERVER) {
+    return selector.tool === undefined ? null : "mcp:* names every server; drop the /<tool>";
+  }
   if (!MCP_SERVER_NAME_PATTERN.test(selector.server)) {
-    return `"${selector.server}" is not a server name; write mcp:<server> or mcp:<server>/<tool>`;
+    return `"${selector.server}" is not a server name; write mcp:<server>, mcp:<server>/<tool> or mcp:*`;
   }
   if (selector.tool === "") return "the tool name after / is empty; write mcp:<server>/<tool>";
   return null;
@@ -91,7 +97,8 @@ export function unknownMcpServersProblem(
 ): string | null {
   const unknown = agent.tools.filter((entry) => {
     const selector = parseMcpSelector(entry);
-    return selector !== null && !configured.includes(selector.server);
+    if (selector === null || selector.server === EVERY_MCP_SERVER) return false;
+    return !configured.includes(selector.server);
   });
   if (unknown.length === 0) return null;
   const known = configured.length > 0 ? configured.join(", ") : "none";

@@ -10,7 +10,13 @@ import type { Config, McpServerConfig } from "../../config/index.js";
 import type { Tool } from "../../ports/index.js";
 import { McpConnection, type McpServerState } from "./connection.js";
 import { mcpEndpoint, type StdioSurroundings } from "./endpoint.js";
-import { cleanInputSchema, type McpSelector, mcpToolName, parseMcpSelector } from "./names.js";
+import {
+  cleanInputSchema,
+  EVERY_MCP_SERVER,
+  type McpSelector,
+  mcpToolName,
+  parseMcpSelector,
+} from "./names.js";
 import type { McpListedTool } from "./sdk-session.js";
 
 /** What {@link McpServers} is built with. */
@@ -86,7 +92,11 @@ export class McpServers {
    * shown by `picklebot mcp list`); the turn runs with the rest.
    */
   async toolsFor(entries: readonly string[]): Promise<Tool[]> {
-    const selectors = entries.flatMap((entry) => parseMcpSelector(entry) ?? []);
+    const selectors = entries.flatMap((entry): McpSelector[] => {
+      const selector = parseMcpSelector(entry);
+      if (selector?.server !== EVERY_MCP_SERVER) return selector ? [selector] : [];
+      return this.names.map((server) => ({ server }));
+    });
     const byServer = new Map<string, McpSelector[]>();
     for (const selector of selectors) {
       byServer.set(selector.server, [...(byServer.get(selector.server) ?? []), selector]);

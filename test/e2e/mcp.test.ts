@@ -1,0 +1,161 @@
+/**
+ * MCP servers end to end: `picklebot server` as a child process with the Telegram bus
+ * against the fake Bot API, the fake Anthropic API as the model, and two real MCP servers
+ * (the SDK's server side): one over stdio that the server starts, one over streamable
+ * HTTP on 127.0.0.1. Also `picklebot mcp list` and an agent naming an unknown server.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  type FakeAnthropic,
+  type FakeReply,
+  lastUserText,
+  type RecordedRequest,
+  startFakeAnthropic,
+} from "../fakes/anthropic.js";
+import { FAKE_MCP_SERVER, type HttpFake, startHttpFake, stdioFake } from "../fakes/mcp.js";
+import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { busWorkspace, startBusServer, telegramYaml } from "../helpers/bus.js";
+import { runCli } from "../helpers/cli.js";
+import { killAllServers } from "../helpers/server.js";
+import { lastResults } from "../helpers/subagents.js";
+import { waitFor } from "../helpers/wait.js";
+import type { TempWorkspace } from "../helpers/workspace.js";
+
+const OWNER = 4242;
+
+const AGENT = `---
+name: Pickle
+description: Uses MCP tools
+tools: [mcp:*]
+---
+You are Pickle.`;
+
+let model: FakeAnthropic;
+let telegram: FakeTelegram;
+let http: HttpFake;
+let ws: TempWorkspace;
+
+/** The fake model: calls one tool of each server, then answers with both results. */
+function twoServersModel(request: RecordedRequest): FakeReply {
+  const results = lastResults(request);
+  if (results.length > 0) return { text: `answer: ${results.map((r) => r.content).join(" | ")}` };
+  const said = lastUserText(request);
+  return {
+    toolUses: [
+      { name: "local__echo", input: { text: said } },
+      { name: "web__echo", input: { text: said } },
+    ],
+  };
+}
+
+/** Pids of the fake MCP servers whose command line holds `marker`. */
+function processesRunning(marker: string): number[] {
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+        return command.includes(FAKE_MCP_SERVER) && command.includes(marker);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+function mcpYaml(servers: Record<string, unknown>): string {
+  return `mcp_servers: ${JSON.stringify(servers)}\n`;
+}
+
+beforeEach(async () => {
+  model = await startFakeAnthropic({ defaultReply: twoServersModel });
+  telegram = await startFakeTelegram();
+  http = await startHttpFake("web");
+});
+
+afterEach(async () => {
+  await killAllServers();
+  await telegram.close();
+  await model.close();
+  await http.stop();
+  ws.remove();
+});
+
+describe("MCP tools end to end", () => {
+  it("an agent with tools: [mcp:*] answers a Telegram message with a stdio and an HTTP tool", async () => {
+    const servers = { local: stdioFake({}, ["--name", "local"]), web: { url: http.url } };
+    ws = busWorkspace(
+      model.url,
+      telegramYaml(telegram, { allowedUserIds: [OWNER] }) + mcpYaml(servers),
+      { "agents/pickle/AGENT.md": AGENT },
+    );
+    const server = await startBusServer(ws.dir, ["telegram"]);
+
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "pickles" });
+    await telegram
+      .waitFor(() => telegram.messages(OWNER).includes("answer: local: pickles | web: pickles"))
+      .catch((error: unknown) => {
+        throw new Error(`the chat shows ${JSON.stringify(telegram.messages(OWNER))}: ${error}`);
+      });
+    const tools = model.requests[0]?.body.tools ?? [];
+    expect(tools.map((tool) => tool.name)).toContain("local__echo");
+    expect(tools.map((tool) => tool.name)).toContain("web__add_tool");
+    expect(JSON.stringify(tools)).not.toContain("$schema");
+
+    const [child] = processesRunning("--name local");
+    expect(child).toBeDefined();
+    server.signal("SIGTERM");
+    expect((await server.exited).code).toBe(0);
+    expect(processesRunning("--name local")).toEqual([]);
+  });
+
+  it("a stdio server does not outlive a SIGKILLed picklebot server", async () => {
+    const servers = { local: stdioFake({}, ["--name", "orphan-check"]), web: { url: http.url } };
+    ws = busWorkspace(
+      model.url,
+      telegramYaml(telegram, { allowedUserIds: [OWNER] }) + mcpYaml(servers),
+      { "agents/pickle/AGENT.md": AGENT },
+    );
+    const server = await startBusServer(ws.dir, ["telegram"]);
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "hi" });
+    await telegram.waitFor(() =>
+      telegram.messages(OWNER).some((text) => text.startsWith("answer:")),
+    );
+    expect(processesRunning("orphan-check")).toHaveLength(1);
+    await server.kill();
+    await waitFor(() => processesRunning("orphan-check").length === 0, "the stdio server to exit");
+  });
+
+  it("picklebot mcp list shows each server's state and tools, and --json for scripts", async () => {
+    const servers = {
+      local: stdioFake(),
+      web: { url: http.url },
+      broken: stdioFake({}, ["--fail-start"]),
+    };
+    ws = busWorkspace(model.url, mcpYaml(servers));
+    const table = await runCli(["mcp", "list", "--workspace", ws.dir]);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/local\s+stdio\s+ready\s+local__echo, local__refuse/);
+    expect(table.stdout).toMatch(/web\s+http\s+ready\s+web__echo/);
+    expect(table.stdout).toMatch(/broken\s+stdio\s+failed\s+.*cannot open its database/);
+    const json = await runCli(["mcp", "list", "--json", "--workspace", ws.dir]);
+    const reports = JSON.parse(json.stdout) as Array<{ name: string; state: string }>;
+    expect(reports.map(({ name, state }) => [name, state])).toEqual([
+      ["local", "ready"],
+      ["web", "ready"],
+      ["broken", "failed"],
+    ]);
+  });
+
+  it("an agent naming an MCP server picklebot.yaml does not have is reported at load", async () => {
+    ws = busWorkspace(model.url, mcpYaml({ web: { url: http.url } }), {
+      "agents/pickle/AGENT.md": AGENT.replace("[mcp:*]", "[read, mcp:github]"),
+    });
+    const result = await runCli(["mcp", "list", "--workspace", ws.dir]);
+    expect(result.stderr).toContain(
+      'AGENT.md: tools: "mcp:github" names no server of mcp_servers in picklebot.yaml ' +
+        "(configured: web); add the server there or remove the entry",
+    );
+  });
+});
