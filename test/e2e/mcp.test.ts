@@ -20,7 +20,7 @@ import { runCli } from "../helpers/cli.js";
 import { killAllServers } from "../helpers/server.js";
 import { lastResults } from "../helpers/subagents.js";
 import { waitFor } from "../helpers/wait.js";
-import type { TempWorkspace } from "../helpers/workspace.js";
+import { fakeModelConfig, type TempWorkspace } from "../helpers/workspace.js";
 
 const OWNER = 4242;
 
@@ -36,17 +36,14 @@ let telegram: FakeTelegram;
 let http: HttpFake;
 let ws: TempWorkspace;
 
-/** The fake model: calls one tool of each server, then answers with both results. */
-function twoServersModel(request: RecordedRequest): FakeReply {
+/** The fake model: calls the `echo` of every MCP server offered, then answers with the results. */
+function echoEverywhereModel(request: RecordedRequest): FakeReply {
   const results = lastResults(request);
   if (results.length > 0) return { text: `answer: ${results.map((r) => r.content).join(" | ")}` };
-  const said = lastUserText(request);
-  return {
-    toolUses: [
-      { name: "local__echo", input: { text: said } },
-      { name: "web__echo", input: { text: said } },
-    ],
-  };
+  const echoes = (request.body.tools ?? []).filter((tool) => tool.name.endsWith("__echo"));
+  if (echoes.length === 0) return { text: "answer: no MCP tools" };
+  const text = lastUserText(request);
+  return { toolUses: echoes.map((tool) => ({ name: tool.name, input: { text } })) };
 }
 
 /** Pids of the fake MCP servers whose command line holds `marker`. */
@@ -69,7 +66,7 @@ function mcpYaml(servers: Record<string, unknown>): string {
 }
 
 beforeEach(async () => {
-  model = await startFakeAnthropic({ defaultReply: twoServersModel });
+  model = await startFakeAnthropic({ defaultReply: echoEverywhereModel });
   telegram = await startFakeTelegram();
   http = await startHttpFake("web");
 });
@@ -125,6 +122,22 @@ describe("MCP tools end to end", () => {
     expect(processesRunning("orphan-check")).toHaveLength(1);
     await server.kill();
     await waitFor(() => processesRunning("orphan-check").length === 0, "the stdio server to exit");
+  });
+
+  it("picks up a server added to picklebot.yaml while it runs", async () => {
+    const base = telegramYaml(telegram, { allowedUserIds: [OWNER] });
+    ws = busWorkspace(model.url, base, { "agents/pickle/AGENT.md": AGENT });
+    const server = await startBusServer(ws.dir, ["telegram"]);
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "one" });
+    await telegram.waitFor(() => telegram.messages(OWNER).includes("answer: no MCP tools"));
+
+    ws.write(
+      "picklebot.yaml",
+      fakeModelConfig(model.url, base + mcpYaml({ web: { url: http.url } })),
+    );
+    await server.waitForLog("MCP servers reloaded from picklebot.yaml");
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "two" });
+    await telegram.waitFor(() => telegram.messages(OWNER).includes("answer: web: two"));
   });
 
   it("picklebot mcp list shows each server's state and tools, and --json for scripts", async () => {
