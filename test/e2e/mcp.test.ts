@@ -40,10 +40,11 @@ let ws: TempWorkspace;
 function echoEverywhereModel(request: RecordedRequest): FakeReply {
   const results = lastResults(request);
   if (results.length > 0) return { text: `answer: ${results.map((r) => r.content).join(" | ")}` };
-  const echoes = (request.body.tools ?? []).filter((tool) => tool.name.endsWith("__echo"));
+  const names = (request.body.tools ?? []).map((tool) => String(tool.name));
+  const echoes = names.filter((name) => name.endsWith("__echo"));
   if (echoes.length === 0) return { text: "answer: no MCP tools" };
   const text = lastUserText(request);
-  return { toolUses: echoes.map((tool) => ({ name: tool.name, input: { text } })) };
+  return { toolUses: echoes.map((name) => ({ name, input: { text } })) };
 }
 
 /** Pids of the fake MCP servers whose command line holds `marker`. */
