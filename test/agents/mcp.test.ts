@@ -24,13 +24,14 @@ afterEach(async () => {
 });
 
 /** Servers from an `mcp_servers` map as picklebot.yaml would give it. */
-function open(yaml: Record<string, unknown>, log = recordingLogger()) {
+function open(yaml: Record<string, unknown>, log = recordingLogger(), now?: () => number) {
   workspace = makeWorkspace();
   const config = testConfig(workspace.dir, { mcp_servers: yaml });
   servers = new McpServers({
     servers: config.mcp_servers,
     surroundings: { workspace: workspace.dir },
     log: log.logger,
+    ...(now ? { now } : {}),
   });
   return { servers, lines: log.lines, config };
 }
@@ -96,6 +97,21 @@ describe("MCP servers over stdio", () => {
     const secondPid = await byName(tools, "fake__pid").run({}, context());
     expect(secondPid).not.toBe(firstPid);
     expect(await byName(tools, "fake__echo").run({ text: "back" }, context())).toBe("fake: back");
+  });
+
+  it("waits with backoff before restarting a server that keeps crashing", async () => {
+    let now = 1_000_000;
+    const { servers } = open({ fake: stdioFake() }, recordingLogger(), () => now);
+    const tools = await servers.toolsFor(["mcp:fake"]);
+    const crash = byName(tools, "fake__crash");
+    await expect(crash.run({}, context())).rejects.toThrow(/went away during the call/);
+    await expect(crash.run({}, context())).rejects.toThrow(/went away during the call/);
+    // Two crashes within a minute: the next start waits about a second (±20%).
+    await expect(byName(tools, "fake__pid").run({}, context())).rejects.toThrow(
+      /lost its connection .*; picklebot tries it again in 1 s/,
+    );
+    now += 1300;
+    expect(await byName(tools, "fake__echo").run({ text: "up" }, context())).toBe("fake: up");
   });
 
   it("times out a call that never answers, after call_timeout_ms", async () => {

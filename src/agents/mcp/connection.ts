@@ -46,6 +46,8 @@ export class McpConnection {
   #lastError: string | undefined;
   #failures = 0;
   #retryAt = 0;
+  /** When the current session became ready: a session that lasted resets the backoff. */
+  #readyAt = 0;
   /** Counts sessions, so that a late close of an old one is not taken for the current. */
   #generation = 0;
 
@@ -102,6 +104,10 @@ export class McpConnection {
     await session?.then((open) => open.close()).catch(() => {});
   }
 
+  #now(): number {
+    return (this.#options.now ?? Date.now)();
+  }
+
   #offers(tool: string): boolean {
     const { include, exclude } = this.config;
     return (include === undefined || include.includes(tool)) && !exclude?.includes(tool);
@@ -112,7 +118,7 @@ export class McpConnection {
       return Promise.reject(new Error(`MCP server "${this.name}" was stopped`));
     }
     if (this.#session) return this.#session;
-    const now = (this.#options.now ?? Date.now)();
+    const now = this.#now();
     if (this.#state === "failed" && now < this.#retryAt) {
       const seconds = Math.ceil((this.#retryAt - now) / 1000);
       return Promise.reject(
@@ -140,7 +146,7 @@ export class McpConnection {
         throw new Error(`MCP server "${this.name}" was stopped`);
       }
       this.#state = "ready";
-      this.#failures = 0;
+      this.#readyAt = this.#now();
       this.#lastError = undefined;
       return session;
     } catch (thrown) {
@@ -167,13 +173,19 @@ export class McpConnection {
     throw new Error(this.#lastError, { cause: thrown });
   }
 
-  /** Becomes `failed`, schedules the next try, and logs the failure if it is new. */
+  /**
+   * Becomes `failed`, schedules the next try, and logs the failure if it is new. The first
+   * failure after a healthy minute may be retried at once; a server that keeps failing
+   * (at start, or by crashing soon after) waits 1 s, 2 s, … up to 60 s between tries.
+   */
   #record(problem: string): void {
     const message = redactSecrets(`MCP server "${this.name}" ${problem}`, secretsOf(this.config));
+    const now = this.#now();
+    const lasted = now - this.#readyAt >= RECONNECT_BACKOFF.healthyAfterMs;
+    if (this.#state === "ready" && lasted) this.#failures = 0;
     this.#failures += 1;
     this.#retryAt =
-      (this.#options.now ?? Date.now)() +
-      (this.#failures === 1 ? 0 : retryDelayMs(this.#failures - 1, RECONNECT_BACKOFF));
+      now + (this.#failures === 1 ? 0 : retryDelayMs(this.#failures - 1, RECONNECT_BACKOFF));
     if (message !== this.#lastError) this.#options.log.warn({ mcpServer: this.name }, message);
     this.#lastError = message;
     if (this.#state !== "stopped") this.#state = "failed";

@@ -27,6 +27,8 @@ export interface McpServersOptions {
   surroundings: StdioSurroundings;
   /** Where failures and tool-list changes are logged. (Default: nowhere) */
   log?: Logger;
+  /** Milliseconds since an epoch, for the reconnect backoff. (Default: Date.now) */
+  now?: () => number;
 }
 
 /** One server as `picklebot mcp list` shows it. */
@@ -44,11 +46,13 @@ export interface McpServerReport {
 export class McpServers {
   readonly #surroundings: StdioSurroundings;
   readonly #log: Logger;
+  readonly #now: (() => number) | undefined;
   readonly #connections = new Map<string, McpConnection>();
 
   constructor(options: McpServersOptions) {
     this.#surroundings = options.surroundings;
     this.#log = options.log ?? silentLogger();
+    this.#now = options.now;
     this.reconfigure(options.servers);
   }
 
@@ -80,6 +84,7 @@ export class McpServers {
           config,
           endpoint: () => mcpEndpoint(name, config, this.#surroundings),
           log: this.#log,
+          ...(this.#now ? { now: this.#now } : {}),
         }),
       );
     }
