@@ -141,6 +141,47 @@ describe("MCP tools end to end", () => {
     await telegram.waitFor(() => telegram.messages(OWNER).includes("answer: web: two"));
   });
 
+  it("a reload of mcp_servers does not drop a turn in progress", async () => {
+    const base = telegramYaml(telegram, { allowedUserIds: [OWNER] });
+    ws = busWorkspace(model.url, base + mcpYaml({ web: { url: http.url } }), {
+      "agents/pickle/AGENT.md": AGENT,
+    });
+    const server = await startBusServer(ws.dir, ["telegram"]);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // The turn calls web__echo, then its answer stops after the first chunk until released.
+    model.script(echoEverywhereModel, {
+      text: "answered across the reload",
+      chunks: 3,
+      pauseAfterChunks: 1,
+      resume: held,
+    });
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "one" });
+    await telegram.waitForCall("sendMessage", undefined, 10_000);
+
+    const servers = { local: stdioFake({}, ["--name", "local"]), web: { url: http.url } };
+    ws.write("picklebot.yaml", fakeModelConfig(model.url, base + mcpYaml(servers)));
+    await server.waitForLog("MCP servers reloaded from picklebot.yaml");
+    release();
+    await telegram.waitFor(() => telegram.messages(OWNER).includes("answered across the reload"));
+
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "two" });
+    await telegram
+      .waitFor(() => telegram.messages(OWNER).includes("answer: web: two | local: two"))
+      .catch((error: unknown) => {
+        throw new Error(`the chat shows ${JSON.stringify(telegram.messages(OWNER))}: ${error}`);
+      });
+    const jobs = JSON.parse((await runCli(["jobs", "--json", "--workspace", ws.dir])).stdout);
+    expect(
+      jobs.map((job: { state: string; attempts: number }) => [job.state, job.attempts]),
+    ).toEqual([
+      ["done", 1],
+      ["done", 1],
+    ]);
+  });
+
   it("picklebot mcp list shows each server's state and tools, and --json for scripts", async () => {
     const servers = {
       local: stdioFake(),
