@@ -148,6 +148,23 @@ describe("MCP servers over stdio", () => {
     ]);
   });
 
+  it("refuses to start a sandboxed server where bubblewrap cannot run, saying how to fix it", async () => {
+    workspace = makeWorkspace();
+    const config = testConfig(workspace.dir, {
+      mcp_servers: { boxed: { command: process.execPath, args: ["-e", "0"] } },
+    });
+    servers = new McpServers({
+      servers: config.mcp_servers,
+      surroundings: { workspace: workspace.dir, bwrapPath: "/nonexistent/bwrap" },
+    });
+    const [report] = await servers.report();
+    expect(report?.error).toContain(
+      'MCP server "boxed" cannot start: it runs in the bash sandbox (bubblewrap), which ' +
+        "cannot run here (/nonexistent/bwrap is not installed)",
+    );
+    expect(report?.error).toContain("or set mcp_servers.boxed.sandbox: none");
+  });
+
   it("gives the server only its configured environment, never the server's secrets", async () => {
     process.env.PICKLEBOT_TEST_SECRET = "sk-do-not-leak";
     try {

@@ -63,7 +63,7 @@ function stdioLaunch(name: string, server: McpStdioServerConfig, surroundings: S
   const probe = probeBubblewrap(bwrap);
   if (!probe.usable) {
     throw new UserError(
-      `MCP server "${name}" runs in the bash sandbox, which cannot run here (${probe.problem}); ` +
+      `it runs in the bash sandbox (bubblewrap), which cannot run here (${probe.problem}); ` +
         `${BWRAP_HELP}, or set mcp_servers.${name}.sandbox: none`,
       { context: { key: `mcp_servers.${name}` } },
     );

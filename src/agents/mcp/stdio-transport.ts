@@ -18,6 +18,9 @@ export interface StdioLaunch {
   cwd: string;
 }
 
+/** How long a server may take to exit after SIGTERM before its group is SIGKILLed. */
+const CLOSE_GRACE_MS = 2000;
+
 /** Characters of stderr kept for error messages. */
 const STDERR_TAIL_CHARS = 2000;
 
@@ -91,20 +94,29 @@ export class ProcessGroupStdioTransport implements Transport {
     });
   }
 
-  /** Kills the server's whole process group; resolves once the child has exited. */
+  /**
+   * Ends the server: its stdin is closed and its process group gets SIGTERM, then SIGKILL
+   * after {@link CLOSE_GRACE_MS} if it is still there; resolves once the child has exited.
+   */
   async close(): Promise<void> {
     const child = this.#child;
     if (!child || child.pid === undefined) return;
+    const pid = child.pid;
     const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
-    killGroup(child.pid);
+    child.stdin?.end();
+    signalGroup(pid, "SIGTERM");
+    const grace = setTimeout(() => signalGroup(pid, "SIGKILL"), CLOSE_GRACE_MS);
     await exited;
+    clearTimeout(grace);
+    // Whatever the server started and left behind in its group goes too.
+    signalGroup(pid, "SIGKILL");
     this.#buffer.clear();
   }
 }
 
-function killGroup(pid: number): void {
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
   try {
-    process.kill(-pid, "SIGKILL");
+    process.kill(-pid, signal);
   } catch {
     // The group is gone already.
   }
