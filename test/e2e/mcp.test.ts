@@ -182,6 +182,16 @@ describe("MCP tools end to end", () => {
     ]);
   });
 
+  it("picklebot chat uses MCP tools too, and stops the stdio server when it ends", async () => {
+    const servers = { local: stdioFake({}, ["--name", "chat-local"]), web: { url: http.url } };
+    ws = busWorkspace(model.url, mcpYaml(servers), { "agents/pickle/AGENT.md": AGENT });
+    const result = await runCli(["chat", "--workspace", ws.dir], { input: "terminal\n" });
+    expect(result.stdout).toBe("answer: chat-local: terminal | web: terminal\n");
+    expect(result.stderr).toContain("· local__echo");
+    expect(result.code).toBe(0);
+    expect(processesRunning("chat-local")).toEqual([]);
+  });
+
   it("picklebot mcp list shows each server's state and tools, and --json for scripts", async () => {
     const servers = {
       local: stdioFake(),
