@@ -11,12 +11,14 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 /**
  * Compiles the named fakes (TypeScript, `test/fakes/<name>.ts`) and imports them:
- * `{ telegram: module, anthropic: module, ... }`. They are compiled below `node_modules`
- * so that their imports (ws, discord.js) resolve, and removed once loaded.
+ * `{ telegram: module, anthropic: module, ... }`. They are compiled below `parent`
+ * (Default: `node_modules/.cache`, so that their imports such as ws and discord.js
+ * resolve; fakes that import only node's modules may go elsewhere), and removed once
+ * loaded.
  */
-export async function loadFakes(names) {
-  mkdirSync(join(ROOT, "node_modules/.cache"), { recursive: true });
-  const out = mkdtempSync(join(ROOT, "node_modules/.cache/picklebot-bench-fakes-"));
+export async function loadFakes(names, parent = join(ROOT, "node_modules/.cache")) {
+  mkdirSync(parent, { recursive: true });
+  const out = mkdtempSync(join(parent, "picklebot-bench-fakes-"));
   try {
     writeFileSync(join(out, "package.json"), '{ "type": "module" }\n');
     execFileSync(
@@ -42,12 +44,13 @@ export async function loadFakes(names) {
 /**
  * Starts `picklebot server` on `workspace` and resolves with the child process once
  * `platforms` chat buses reported "chat platform connected". Tokens come from the
- * workspace's picklebot.yaml only.
+ * workspace's picklebot.yaml only. `root` is the checkout whose build runs (another
+ * build, to compare two commits).
  */
-export function startServer(workspace, platforms = 1) {
+export function startServer(workspace, platforms = 1, root = ROOT) {
   const child = spawn(
     process.execPath,
-    [join(ROOT, "bin/picklebot.js"), "server", "--workspace", workspace],
+    [join(root, "bin/picklebot.js"), "server", "--workspace", workspace],
     {
       env: {
         ...process.env,

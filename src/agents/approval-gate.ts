@@ -52,7 +52,7 @@ export function gateTools(
   return tools.map((tool) => ({
     spec: tool.spec,
     async run(input, context) {
-      const granted = await checkCall(tool.spec.name, input, context, policy, ask);
+      const granted = await checkCall(tool, input, context, policy, ask);
       if (granted === null) return tool.run(input, context);
       const result = await tool.run(input, { ...context, controlPlaneWrite: true });
       await record?.({
@@ -68,18 +68,20 @@ export function gateTools(
 
 /** Refuses or asks as the policy says; returns the control-plane write it grants, if any. */
 async function checkCall(
-  name: string,
+  tool: Tool,
   input: unknown,
   context: ToolContext,
   policy: ApprovalPolicy,
   ask: ApprovalAsker | undefined,
 ): Promise<ControlPlaneTarget | null> {
-  const { action, pattern } = decide(policy, name, input, context.workspace);
+  const name = tool.spec.name;
+  const entry = tool.policyNames?.find((candidate) => Object.hasOwn(policy, candidate)) ?? name;
+  const { action, pattern } = decide(policy, entry, input, context.workspace);
   const target = controlPlaneTarget(name, input, context.workspace);
   // No rule for the folder: asking would be in vain, the tool refuses the write itself.
   if (target && action !== "deny" && !ruleNamesFolder(pattern, target.folder)) return null;
   if (action === "allow") return target;
-  const rule = pattern === "*" ? name : `${name} ${pattern}`;
+  const rule = pattern === "*" ? entry : `${entry} ${pattern}`;
   if (action === "deny") {
     throw new ToolError(`${name}: the owner's approvals policy refuses this call (${rule}: deny)`);
   }

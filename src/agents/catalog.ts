@@ -13,7 +13,7 @@
  * removed; a broken file; a warning), so a broken file is reported once per change, not
  * on every turn or every reload.
  */
-import type { UserError } from "../base/errors.js";
+import { UserError } from "../base/errors.js";
 import { type AgentDefinition, builtInAgent, loadAgents } from "./definition.js";
 import {
   type LoadedSkills,
@@ -45,6 +45,27 @@ export interface ListingSettings {
   defaultAgentId: string;
 }
 
+/** A sentence saying why `agent` cannot run with this workspace's config, or null. */
+export type AgentCheck = (agent: AgentDefinition) => string | null;
+
+/** Moves the agents `check` fails from `agents` to `broken`; returns their errors. */
+function breakFailing(
+  agents: Map<string, AgentDefinition>,
+  broken: Map<string, UserError>,
+  check: AgentCheck,
+): UserError[] {
+  const errors: UserError[] = [];
+  for (const agent of [...agents.values()]) {
+    const problem = check(agent);
+    if (problem === null) continue;
+    const error = new UserError(problem, { context: { file: agent.source, key: "tools" } });
+    agents.delete(agent.id);
+    broken.set(agent.id, error);
+    errors.push(error);
+  }
+  return errors;
+}
+
 /** The live agent definitions and skills of a workspace. */
 export class AgentCatalog {
   /** The valid agents, by id; refilled in place by {@link load}. */
@@ -55,9 +76,22 @@ export class AgentCatalog {
   #skills: LoadedSkills = NO_SKILLS;
   #reportedErrors = new Set<string>();
   #reportedWarnings = new Set<string>();
+  #check: AgentCheck = () => null;
 
   constructor(workspace: string) {
     this.#workspace = workspace;
+  }
+
+  /**
+   * From now on, an agent for which `check` gives a sentence is broken with it (an
+   * AGENT.md that parses but names what the config lacks, such as an MCP server). Applies
+   * at once; returns the errors of the agents it broke now.
+   */
+  checkAgents(check: AgentCheck): UserError[] {
+    this.#check = check;
+    const errors = breakFailing(this.agents, this.broken, check);
+    for (const error of errors) this.#reportedErrors.add(error.message);
+    return errors;
   }
 
   /** The skills of the last load. */
@@ -70,6 +104,7 @@ export class AgentCatalog {
     const before = new Map(this.agents);
     const skillsBefore = skillFingerprints(this.#skills);
     const { agents, broken, errors } = loadAgents(this.#workspace);
+    errors.push(...breakFailing(agents, broken, this.#check));
     const skills = loadSkills(this.#workspace);
     refill(this.agents, agents);
     refill(this.broken, broken);

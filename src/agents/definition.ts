@@ -13,6 +13,7 @@ import { ID_PATTERN } from "../config/schema.js";
 import { didYouMean } from "../config/suggest.js";
 import { POLICY_TOOLS } from "./approval-policy.js";
 import { parseFrontMatterFile } from "./front-matter.js";
+import { mcpSelectorProblem, parseMcpSelector } from "./mcp/names.js";
 import { SKILL_NAME_PATTERN, SKILL_NAME_RULE } from "./skill-file.js";
 import { DEFAULT_TOOLS, isToolName, TOOL_NAMES } from "./tools/index.js";
 
@@ -31,7 +32,10 @@ export interface AgentDefinition {
   model?: string;
   /** Overrides `llm.max_tokens` when set. */
   maxTokens?: number;
-  /** Tool names, each one of {@link TOOL_NAMES}. (Default: {@link DEFAULT_TOOLS}) */
+  /**
+   * Tool names, each one of {@link TOOL_NAMES} or an MCP entry (`mcp:<server>`,
+   * `mcp:<server>/<tool>`). (Default: {@link DEFAULT_TOOLS})
+   */
   tools: string[];
   /**
    * The agents its `subagent` tool may call (front matter `subagents`). (Default: every
@@ -274,12 +278,25 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
 function checkToolNames(tools: string[], ctx: z.RefinementCtx): void {
   for (const tool of tools) {
     if (isToolName(tool)) continue;
+    const selector = parseMcpSelector(tool);
+    if (selector) {
+      const problem = mcpSelectorProblem(selector);
+      if (problem) {
+        ctx.addIssue({
+          code: "custom",
+          message: `bad MCP entry "${tool}": ${problem}`,
+          params: { standalone: true } satisfies CustomIssueParams,
+        });
+      }
+      continue;
+    }
     const suggestion = didYouMean(tool, TOOL_NAMES);
     ctx.addIssue({
       code: "custom",
       message:
         `unknown tool "${tool}"${suggestion ? `; ${suggestion}` : ""} ` +
-        `(allowed: ${TOOL_NAMES.join(", ")}); fix or remove it`,
+        `(allowed: ${TOOL_NAMES.join(", ")}, or mcp:<server> for an MCP server's tools); ` +
+        "fix or remove it",
       params: { standalone: true } satisfies CustomIssueParams,
     });
   }

@@ -5,6 +5,7 @@ import type {
   HistoryStore,
   ModelProvider,
   ReplyTarget,
+  Tool,
   ToolResultBlock,
 } from "../ports/index.js";
 import { type ApprovalAsker, gateTools } from "./approval-gate.js";
@@ -25,6 +26,7 @@ import {
   resolveAgent,
 } from "./definition.js";
 import { runTurn, type TurnEvents, type TurnResult } from "./loop.js";
+import { parseMcpSelector } from "./mcp/names.js";
 import type { SkillDefinition } from "./skill-file.js";
 import { type LoadedSkills, NO_SKILLS, skillListing, skillsOfAgent } from "./skills.js";
 import {
@@ -71,6 +73,21 @@ export interface AgentRunnerOptions {
   approvals?: (request: RunRequest) => ApprovalAsker | undefined;
   /** The check before each model call of a turn: its budgets (README "Cost"). (Default: none) */
   budget?: (request: RunRequest) => (() => Promise<void>) | undefined;
+  /**
+   * Where the tools of an agent's `mcp:` entries come from (picklebot.yaml
+   * `mcp_servers`). (Default: none; such entries give no tools)
+   */
+  mcp?: McpToolSource;
+}
+
+/** True for a tool-list entry of a built-in tool, false for an `mcp:` entry. */
+function isBuiltInTool(entry: string): boolean {
+  return parseMcpSelector(entry) === null;
+}
+
+/** The tools an agent's `mcp:` entries name, from the workspace's MCP servers. */
+export interface McpToolSource {
+  toolsFor(entries: readonly string[]): Promise<Tool[]>;
 }
 
 /** One turn to run: whose, where, and who is watching. */
@@ -199,9 +216,10 @@ export class AgentRunner {
   }
 
   /** Runs or resumes the turn at the end of the session. */
-  run(request: RunRequest): Promise<TurnResult> {
+  async run(request: RunRequest): Promise<TurnResult> {
     const { workspace, config, history, clock } = this.#options;
     const agent = this.agent(request.agentId);
+    const mcpTools = (await this.#options.mcp?.toolsFor(agent.tools)) ?? [];
     const now = new Date(clock.now());
     const skills = this.#skillsOf(agent);
     const listing = skillListing(skills, workspace, config.skills.max_listing_chars);
@@ -215,18 +233,23 @@ export class AgentRunner {
       model: agent.model ?? config.llm.model,
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
       tools: gateTools(
-        createToolbox(skills.length > 0 ? [...agent.tools, "skill"] : agent.tools, {
-          bashSandbox: {
-            kind: config.tools.bash.sandbox,
-            network: agent.bashNetwork ?? config.tools.bash.network,
-            historyPath: config.history.path,
+        createToolbox(
+          skills.length > 0
+            ? [...agent.tools.filter(isBuiltInTool), "skill"]
+            : agent.tools.filter(isBuiltInTool),
+          {
+            bashSandbox: {
+              kind: config.tools.bash.sandbox,
+              network: agent.bashNetwork ?? config.tools.bash.network,
+              historyPath: config.history.path,
+            },
+            fetchPrivateAddresses: config.tools.web_fetch.allow_private_addresses,
+            ...(agent.webFetch ? { fetchAllowDomains: agent.webFetch.allowDomains } : {}),
+            postMessage: this.#options.postMessage(request),
+            subagents: this.#subagents(agent),
+            skills,
           },
-          fetchPrivateAddresses: config.tools.web_fetch.allow_private_addresses,
-          ...(agent.webFetch ? { fetchAllowDomains: agent.webFetch.allowDomains } : {}),
-          postMessage: this.#options.postMessage(request),
-          subagents: this.#subagents(agent),
-          skills,
-        }),
+        ).concat(mcpTools),
         agentPolicy(config.approvals.policy, agent.approvals),
         this.#options.approvals?.(request),
         (write) => recordControlPlaneWrite(config.history.path, { at: clock.now(), ...write }),

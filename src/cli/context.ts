@@ -4,6 +4,8 @@ import type { ApprovalAsker } from "../agents/approval-gate.js";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { AgentCatalog } from "../agents/catalog.js";
 import type { AgentDefinition } from "../agents/definition.js";
+import { unknownMcpServersProblem } from "../agents/mcp/names.js";
+import { McpServers, stdioSurroundings } from "../agents/mcp/servers.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
 import type { MessagePoster, SubagentDelegate } from "../agents/tools/index.js";
 import { systemClock } from "../base/clock.js";
@@ -21,6 +23,8 @@ import { openStorage } from "../storage/index.js";
 /** A workspace opened for a command: its config, agents and storage. */
 export interface WorkspaceContext extends LoadedWorkspace {
   storage: Storage;
+  /** The MCP servers of picklebot.yaml; each starts on first use and stops with `close`. */
+  mcp: McpServers;
   close(): Promise<void>;
 }
 
@@ -77,6 +81,9 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
     agentIds: [...agents.keys(), ...broken.keys()],
     tools: POLICY_TOOLS,
   });
+  const mcpErrors = catalog.checkAgents((agent) =>
+    unknownMcpServersProblem(agent, Object.keys(config.mcp_servers)),
+  );
   const settings = {
     workspace,
     maxListingChars: config.skills.max_listing_chars,
@@ -89,7 +96,9 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
     brokenAgents: broken,
     catalog,
     provider: providerFor(config),
-    loadWarnings: [...errors.map((error) => error.message), ...catalog.warnings(settings)],
+    loadWarnings: [...errors, ...mcpErrors]
+      .map((error) => error.message)
+      .concat(catalog.warnings(settings)),
   };
 }
 
@@ -107,7 +116,15 @@ export async function openWorkspace(command: Command): Promise<WorkspaceContext>
   const loaded = loadWorkspace(command);
   warnAboutBrokenAgents(loaded);
   const storage = await openStorage(loaded.config, systemClock);
-  return { ...loaded, storage, close: () => storage.close() };
+  const mcp = new McpServers({
+    servers: loaded.config.mcp_servers,
+    surroundings: stdioSurroundings(loaded.workspace, loaded.config),
+  });
+  const close = async () => {
+    await mcp.stop();
+    await storage.close();
+  };
+  return { ...loaded, storage, mcp, close };
 }
 
 /** The agents' runner over a workspace's storage; `post_message` posts nowhere unless given. */
@@ -124,6 +141,7 @@ export function runnerFor(
     postMessage,
     delegate: inPlaceSubagents(context.storage.history, () => runner),
     approvals,
+    mcp: context.mcp,
   });
   return runner;
 }

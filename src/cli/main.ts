@@ -9,6 +9,7 @@ import { cronCommand } from "./cron.js";
 import { doctorCommand } from "./doctor.js";
 import { initCommand } from "./init.js";
 import { jobsCommand } from "./jobs.js";
+import { mcpCommand } from "./mcp.js";
 import { packageInfo } from "./package-info.js";
 import { pairingCommand } from "./pairing.js";
 import { serverCommand } from "./server.js";
@@ -41,6 +42,7 @@ export function buildProgram(): Command {
     doctorCommand(),
     backupCommand(),
     restoreCommand(),
+    mcpCommand(),
     initCommand(),
   ]) {
     program.addCommand(withUsageErrors(command));

@@ -10,6 +10,8 @@
  *   write:                     # file tools may decide by path, first match wins
  *     "notes/**": allow
  *     "**": ask
+ *   "mcp:github": ask          # every tool of an MCP server…
+ *   "mcp:github/get_issue": allow   # …or one of them (the more specific entry wins)
  * ```
  *
  * The tool names come from the agents' tool registry, which this layer cannot import: the
@@ -72,8 +74,11 @@ export function approvalPolicySchema(tools?: PolicyTools) {
     });
 }
 
+/** A policy entry for an MCP server's tools (`mcp:github`) or one of them (`mcp:github/x`). */
+const MCP_POLICY_ENTRY = /^mcp:[a-z0-9][a-z0-9_-]*(\/.+)?$/;
+
 function toolProblem(tool: string, tools: PolicyTools | undefined): string | null {
-  if (!tools || tools.names.includes(tool)) return null;
+  if (!tools || tools.names.includes(tool) || MCP_POLICY_ENTRY.test(tool)) return null;
   const suggestion = didYouMean(tool, tools.names);
   return `unknown tool${suggestion ? `; ${suggestion}` : ""} (known: ${tools.names.join(", ")})`;
 }

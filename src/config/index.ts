@@ -21,6 +21,14 @@ export {
   requireWorkspaceFiles,
   resolveWorkspace,
 } from "./load.js";
+export {
+  DEFAULT_MCP_CALL_TIMEOUT_MS,
+  isStdioServer,
+  MCP_SERVER_NAME_PATTERN,
+  type McpHttpServerConfig,
+  type McpServerConfig,
+  type McpStdioServerConfig,
+} from "./mcp.js";
 export { redactConfig, secretValues } from "./redact.js";
 export {
   buildConfigSchema,

@@ -160,8 +160,9 @@ function schemaAt(schema: Schema, path: Path): Schema | undefined {
   for (const segment of path) {
     if (current === undefined) return undefined;
     const inner = unwrap(current);
-    const def = inner._zod.def as { type: string; element?: Schema };
+    const def = inner._zod.def as { type: string; element?: Schema; valueType?: Schema };
     if (def.type === "array") current = def.element;
+    else if (def.type === "record") current = def.valueType;
     else current = objectShape(inner)?.[String(segment)];
   }
   return current;

@@ -26,12 +26,25 @@ export function redactConfig(config: Config): Config {
         { ...config[kind], bot_token: presence(config[kind].bot_token) },
       ]),
     ),
+    mcp_servers: Object.fromEntries(
+      Object.entries(config.mcp_servers).map(([name, server]) => [
+        name,
+        "env" in server
+          ? { ...server, env: hideValues(server.env) }
+          : { ...server, headers: hideValues(server.headers) },
+      ]),
+    ),
   };
+}
+
+/** An MCP server's env or headers with every value shown as `[set]`. */
+function hideValues(values: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.keys(values).map((key) => [key, presence(values[key])]));
 }
 
 /**
  * Every secret value the config holds, wherever it came from (picklebot.yaml, `${NAME}`,
- * `.env` or the environment): the API key, the bot tokens and the database password.
+ * `.env` or the environment): the API key, the bot tokens, the database password and MCP servers' env and headers.
  * These are what `redactSecrets` takes out of tool output, model replies and logs.
  */
 export function secretValues(config: Config): string[] {
@@ -39,6 +52,9 @@ export function secretValues(config: Config): string[] {
     config.llm.api_key,
     ...CHAT_PLATFORM_KINDS.map((kind) => config[kind].bot_token),
     config.queue.url === undefined ? undefined : passwordOfUrl(config.queue.url),
+    ...Object.values(config.mcp_servers).flatMap((server) =>
+      Object.values("env" in server ? server.env : server.headers),
+    ),
   ];
   return values.filter((value): value is string => value !== undefined && value !== "");
 }

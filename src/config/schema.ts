@@ -15,6 +15,7 @@ import {
 import { approvalPolicySchema, DEFAULT_APPROVAL_TIMEOUT_S, type PolicyTools } from "./approvals.js";
 import { workspaceBudgetSchema } from "./budget.js";
 import type { CustomIssueParams } from "./issues.js";
+import { mcpServersSchema } from "./mcp.js";
 import { didYouMean } from "./suggest.js";
 
 /** Environment variables, as `process.env` holds them. */
@@ -101,6 +102,8 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       bindings: bindingsSchema(),
       approvals: approvalsSchema(context.tools),
       budget: workspaceBudgetSchema(),
+      /** MCP servers whose tools agents may list as `mcp:<name>`. */
+      mcp_servers: mcpServersSchema(),
     })
     .superRefine((config, ctx) => {
       if (context.agentIds) checkBoundAgents(config, new Set(context.agentIds), ctx);

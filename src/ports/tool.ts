@@ -36,6 +36,12 @@ export interface Tool {
   /** The model-facing description: name, description and JSON input schema. */
   readonly spec: ToolSpec;
   /**
+   * The approval-policy entries that rule this tool, most specific first: the first one
+   * the policy lists decides. MCP tools use `mcp:<server>/<tool>` then `mcp:<server>`.
+   * (Default: the tool's name)
+   */
+  readonly policyNames?: readonly string[];
+  /**
    * Runs the tool and returns the text sent back to the model. Throws
    * {@link ToolError} (or anything) on failure: the agent loop turns it into an
    * `is_error` tool_result.

@@ -58,6 +58,7 @@ import { CronWorker } from "./cron/worker.js";
 import { DefinitionsWorker } from "./definitions-watch.js";
 import { FileIdentityWatch } from "./file-identity.js";
 import { HttpEndpoint } from "./http.js";
+import { type McpRuntime, startMcpRuntime } from "./mcp-reload.js";
 import { ServerMetrics } from "./metrics.js";
 import { QueueDepthWorker } from "./queue-depth.js";
 import { RetentionWorker } from "./retention.js";
@@ -107,6 +108,7 @@ export class PicklebotServer {
   #stopper: SessionStopper | null = null;
   /** Asks the owner about tool calls; the chat bus hands it the button presses. */
   #desk: ApprovalDesk | null = null;
+  #mcp: McpRuntime | null = null;
   /** Notices already logged (for jobs without a chat), by key. */
   readonly #logged = new Set<string>();
   #leader: LeaderWorker | null = null;
@@ -207,6 +209,8 @@ export class PicklebotServer {
     });
     this.#chat = chat;
     if (this.#lock) await this.#requeueOrphans();
+    const { workspace, config, logger } = this.#options;
+    this.#mcp = startMcpRuntime({ workspace, config, logger: logger.child({ worker: "mcp" }) });
     const agentWorker = this.#agentWorker(this.#instance.id, this.#clock, chat);
     const stopHere = (key: string) => agentWorker.stopSession(key);
     const stopper = this.#sessionStopper(stopHere);
@@ -456,6 +460,7 @@ export class PicklebotServer {
       }),
       approvals: (request) => desk.asker(request),
       budget: (request) => budget.checker(request),
+      ...(this.#mcp ? { mcp: this.#mcp.servers } : {}),
     });
     this.#runner = runner;
     return new AgentWorker({
@@ -575,6 +580,7 @@ export class PicklebotServer {
   async stop(): Promise<void> {
     this.#watch?.stop();
     await this.#supervisor.stop();
+    await this.#mcp?.stop();
     await this.#chat?.close();
     await this.#heartbeat?.stop();
     if (this.#registered) {

@@ -114,7 +114,8 @@ describe("loadAgents", () => {
     const file = writeAgent("bad", agentText("name: Bad\ndescription: x\ntools: [read, bsh]"));
     expect(onlyError()).toBe(
       `${file}: tools: unknown tool "bsh"; did you mean "bash"? (allowed: read, write, edit, ` +
-        "bash, web_fetch, post_message, subagent, skill); fix or remove it.",
+        "bash, web_fetch, post_message, subagent, skill, or mcp:<server> for an MCP server's tools); " +
+        "fix or remove it.",
     );
   });
 

@@ -1,0 +1,209 @@
+/**
+ * One configured MCP server and its connection, opened on first use.
+ *
+ * States: `idle` (never used) → `connecting` → `ready`; a failed start or a dropped
+ * connection makes it `failed`, and the next use tries again once the backoff since the
+ * last failure has passed (1 s doubling to 60 s, {@link RECONNECT_BACKOFF}); until then a
+ * use fails at once with the last error. A failure is logged when it differs from the
+ * one before, so a server that never starts is reported once, not on every use.
+ * `stop()` closes the session (killing a stdio server's process group) and makes it
+ * `stopped` for good.
+ */
+import { RECONNECT_BACKOFF, retryDelayMs } from "../../base/backoff.js";
+import type { Logger } from "../../base/log.js";
+import { redactSecrets } from "../../base/redact.js";
+import type { McpServerConfig } from "../../config/index.js";
+import type { McpCallResult, McpEndpoint, McpListedTool, McpSession } from "./sdk-session.js";
+
+/** What a server is doing, as `picklebot mcp list` shows it. */
+export type McpServerState = "idle" | "connecting" | "ready" | "failed" | "stopped";
+
+/** How long starting a server and MCP's handshake may take. */
+const CONNECT_TIMEOUT_MS = 30_000;
+
+/** What a connection needs besides its settings. */
+export interface McpConnectionOptions {
+  name: string;
+  config: McpServerConfig;
+  /** Built on each connect, so a bad sandbox is an error of the attempt, not of the server. */
+  endpoint: () => McpEndpoint;
+  log: Logger;
+  /** Milliseconds since an epoch. (Default: Date.now) */
+  now?: () => number;
+}
+
+/** The SDK-facing module, imported on the first connect of any server. */
+const loadSdk = () => import("./sdk-session.js");
+
+/** One server: its state, its tools, and calls to them. */
+export class McpConnection {
+  readonly name: string;
+  readonly config: McpServerConfig;
+  readonly #options: McpConnectionOptions;
+  #state: McpServerState = "idle";
+  #session: Promise<McpSession> | undefined;
+  #tools: McpListedTool[] | undefined;
+  #lastError: string | undefined;
+  #failures = 0;
+  #retryAt = 0;
+  /** When the current session became ready: a session that lasted resets the backoff. */
+  #readyAt = 0;
+  /** Counts sessions, so that a late close of an old one is not taken for the current. */
+  #generation = 0;
+
+  constructor(options: McpConnectionOptions) {
+    this.name = options.name;
+    this.config = options.config;
+    this.#options = options;
+  }
+
+  get state(): McpServerState {
+    return this.#state;
+  }
+
+  /** The last failure's message, while the server is `failed`. */
+  get lastError(): string | undefined {
+    return this.#state === "failed" ? this.#lastError : undefined;
+  }
+
+  /**
+   * The server's tools after its `include` and `exclude` lists, listed again after the
+   * server said they changed.
+   *
+   * @throws Error saying why the server cannot be used now.
+   */
+  async listTools(): Promise<McpListedTool[]> {
+    const session = await this.#connect();
+    if (this.#tools === undefined) {
+      const listed = await session.listTools().catch((thrown) => this.#fail(thrown));
+      this.#tools = listed.filter((tool) => this.#offers(tool.name));
+    }
+    return this.#tools;
+  }
+
+  /** Calls `tool`; a call that outlives `call_timeout_ms` or `signal` fails. */
+  async callTool(
+    tool: string,
+    input: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<McpCallResult> {
+    const session = await this.#connect();
+    const timeoutMs = this.config.call_timeout_ms;
+    try {
+      return await session.callTool(tool, input, { timeoutMs, signal });
+    } catch (thrown) {
+      throw new Error(this.#callFailure(thrown, timeoutMs), { cause: thrown });
+    }
+  }
+
+  /** Closes the session for good; a stdio server's process group is killed. */
+  async stop(): Promise<void> {
+    this.#state = "stopped";
+    const session = this.#session;
+    this.#session = undefined;
+    await session?.then((open) => open.close()).catch(() => {});
+  }
+
+  #now(): number {
+    return (this.#options.now ?? Date.now)();
+  }
+
+  #offers(tool: string): boolean {
+    const { include, exclude } = this.config;
+    return (include === undefined || include.includes(tool)) && !exclude?.includes(tool);
+  }
+
+  #connect(): Promise<McpSession> {
+    if (this.#state === "stopped") {
+      return Promise.reject(new Error(`MCP server "${this.name}" was stopped`));
+    }
+    if (this.#session) return this.#session;
+    const now = this.#now();
+    if (this.#state === "failed" && now < this.#retryAt) {
+      const seconds = Math.ceil((this.#retryAt - now) / 1000);
+      return Promise.reject(
+        new Error(`${this.#lastError}; picklebot tries it again in ${seconds} s`),
+      );
+    }
+    this.#state = "connecting";
+    this.#tools = undefined;
+    const session = this.#open();
+    this.#session = session;
+    return session;
+  }
+
+  async #open(): Promise<McpSession> {
+    const generation = ++this.#generation;
+    try {
+      const { openMcpSession } = await loadSdk();
+      const session = await openMcpSession(
+        this.#options.endpoint(),
+        { onClosed: () => this.#dropped(generation), onToolsChanged: () => this.#toolsChanged() },
+        CONNECT_TIMEOUT_MS,
+      );
+      if (this.#state === "stopped") {
+        await session.close();
+        throw new Error(`MCP server "${this.name}" was stopped`);
+      }
+      this.#state = "ready";
+      this.#readyAt = this.#now();
+      this.#lastError = undefined;
+      return session;
+    } catch (thrown) {
+      this.#session = undefined;
+      return this.#fail(thrown, "cannot start");
+    }
+  }
+
+  /** The connection closed under us: calls in flight fail, the next use reconnects. */
+  #dropped(generation: number): void {
+    if (this.#state === "stopped" || generation !== this.#generation) return;
+    this.#session = undefined;
+    this.#record("lost its connection (the server crashed or went away)");
+  }
+
+  #toolsChanged(): void {
+    this.#tools = undefined;
+    this.#options.log.info({ mcpServer: this.name }, "MCP server's tool list changed");
+  }
+
+  #fail(thrown: unknown, what = "failed"): never {
+    const reason = thrown instanceof Error ? thrown.message : String(thrown);
+    this.#record(`${what}: ${reason}`);
+    throw new Error(this.#lastError, { cause: thrown });
+  }
+
+  /**
+   * Becomes `failed`, schedules the next try, and logs the failure if it is new. The first
+   * failure after a healthy minute may be retried at once; a server that keeps failing
+   * (at start, or by crashing soon after) waits 1 s, 2 s, … up to 60 s between tries.
+   */
+  #record(problem: string): void {
+    const message = redactSecrets(`MCP server "${this.name}" ${problem}`, secretsOf(this.config));
+    const now = this.#now();
+    const lasted = now - this.#readyAt >= RECONNECT_BACKOFF.healthyAfterMs;
+    if (this.#state === "ready" && lasted) this.#failures = 0;
+    this.#failures += 1;
+    this.#retryAt =
+      now + (this.#failures === 1 ? 0 : retryDelayMs(this.#failures - 1, RECONNECT_BACKOFF));
+    if (message !== this.#lastError) this.#options.log.warn({ mcpServer: this.name }, message);
+    this.#lastError = message;
+    if (this.#state !== "stopped") this.#state = "failed";
+  }
+
+  #callFailure(thrown: unknown, timeoutMs: number): string {
+    const reason = thrown instanceof Error ? thrown.message : String(thrown);
+    if (/timed out|timeout/i.test(reason)) {
+      return `MCP server "${this.name}" did not answer within ${timeoutMs} ms (call_timeout_ms)`;
+    }
+    if (this.#state === "failed" || /closed/i.test(reason)) {
+      return `MCP server "${this.name}" went away during the call; it is restarted on the next call`;
+    }
+    return redactSecrets(`MCP server "${this.name}": ${reason}`, secretsOf(this.config));
+  }
+}
+
+/** The values of a server's env or headers, kept out of messages. */
+function secretsOf(config: McpServerConfig): string[] {
+  return Object.values("env" in config ? config.env : config.headers);
+}

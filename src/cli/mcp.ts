@@ -1,0 +1,43 @@
+/** `picklebot mcp`: the MCP servers of picklebot.yaml, their state and their tools. */
+import { Command } from "commander";
+import { McpServers, stdioSurroundings } from "../agents/mcp/servers.js";
+import { loadWorkspace } from "./context.js";
+import { printJson, printLine, printTable } from "./output.js";
+
+/** The `mcp` command group. */
+export function mcpCommand(): Command {
+  const mcp = new Command("mcp").description("MCP servers of picklebot.yaml: mcp list");
+  mcp
+    .command("list")
+    .description("connect to each MCP server and show its state and tools")
+    .option("--json", "print JSON for scripts")
+    .action(async (options: { json?: boolean }, command: Command) => {
+      const { workspace, config } = loadWorkspace(command);
+      const servers = new McpServers({
+        servers: config.mcp_servers,
+        surroundings: stdioSurroundings(workspace, config),
+      });
+      try {
+        const reports = await servers.report();
+        if (options.json) return printJson(reports);
+        if (reports.length === 0) {
+          printLine(
+            'no MCP servers: add them under mcp_servers: in picklebot.yaml (README "MCP servers")',
+          );
+          return;
+        }
+        printTable(
+          ["SERVER", "TRANSPORT", "STATE", "TOOLS"],
+          reports.map((report) => [
+            report.name,
+            report.transport,
+            report.state,
+            report.error ?? (report.tools.join(", ") || "(none)"),
+          ]),
+        );
+      } finally {
+        await servers.stop();
+      }
+    });
+  return mcp;
+}

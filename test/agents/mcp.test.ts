@@ -1,0 +1,280 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { gateTools } from "../../src/agents/approval-gate.js";
+import { cleanInputSchema, mcpToolName } from "../../src/agents/mcp/names.js";
+import { checkMcpServers, McpServers } from "../../src/agents/mcp/servers.js";
+import { ToolError } from "../../src/base/errors.js";
+import type { Tool, ToolContext } from "../../src/ports/index.js";
+import { type HttpFake, startHttpFake, stdioFake } from "../fakes/mcp.js";
+import { isAlive } from "../helpers/cli.js";
+import { testConfig } from "../helpers/config.js";
+import { recordingLogger } from "../helpers/log.js";
+import { waitFor } from "../helpers/wait.js";
+import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+
+let workspace: TempWorkspace;
+let servers: McpServers | undefined;
+let httpFake: HttpFake | undefined;
+
+afterEach(async () => {
+  await servers?.stop();
+  await httpFake?.stop();
+  servers = undefined;
+  httpFake = undefined;
+  workspace?.remove();
+});
+
+/** Servers from an `mcp_servers` map as picklebot.yaml would give it. */
+function open(yaml: Record<string, unknown>, log = recordingLogger(), now?: () => number) {
+  workspace = makeWorkspace();
+  const config = testConfig(workspace.dir, { mcp_servers: yaml });
+  servers = new McpServers({
+    servers: config.mcp_servers,
+    surroundings: { workspace: workspace.dir },
+    log: log.logger,
+    ...(now ? { now } : {}),
+  });
+  return { servers, lines: log.lines, config };
+}
+
+function context(): ToolContext {
+  return {
+    workspace: workspace.dir,
+    signal: new AbortController().signal,
+    agentId: "pickle",
+    sessionKey: "console:test",
+  };
+}
+
+function byName(tools: Tool[], name: string): Tool {
+  const tool = tools.find((candidate) => candidate.spec.name === name);
+  if (!tool) throw new Error(`no tool ${name} among ${tools.map((t) => t.spec.name).join(", ")}`);
+  return tool;
+}
+
+describe("MCP servers over stdio", () => {
+  it("lists the tools as <server>__<tool> with schemas the Anthropic API takes", async () => {
+    const { servers } = open({ fake: stdioFake() });
+    const tools = await servers.toolsFor(["mcp:fake"]);
+    expect(tools.map((tool) => tool.spec.name)).toEqual([
+      "fake__echo",
+      "fake__refuse",
+      "fake__crash",
+      "fake__hang",
+      "fake__env",
+      "fake__pid",
+      "fake__add_tool",
+    ]);
+    const echo = byName(tools, "fake__echo");
+    expect(echo.spec.input_schema).not.toHaveProperty("$schema");
+    expect(echo.spec.input_schema).toMatchObject({ type: "object", required: ["text"] });
+    expect(await echo.run({ text: "hello" }, context())).toBe("fake: hello");
+  });
+
+  it("offers one tool for mcp:<server>/<tool>, and honours include and exclude", async () => {
+    const { servers } = open({
+      fake: stdioFake(),
+      some: stdioFake({ include: ["echo", "pid", "env"], exclude: ["pid"] }),
+    });
+    const tools = await servers.toolsFor(["mcp:fake/echo", "mcp:some"]);
+    expect(tools.map((tool) => tool.spec.name)).toEqual(["fake__echo", "some__echo", "some__env"]);
+  });
+
+  it("gives an isError result to the model as an error", async () => {
+    const { servers } = open({ fake: stdioFake() });
+    const refuse = byName(await servers.toolsFor(["mcp:fake"]), "fake__refuse");
+    const failure = refuse.run({}, context());
+    await expect(failure).rejects.toBeInstanceOf(ToolError);
+    await expect(failure).rejects.toThrow("the fake server refuses this on purpose");
+  });
+
+  it("fails a call cleanly when the server dies during it, and restarts it on the next call", async () => {
+    const { servers } = open({ fake: stdioFake() });
+    const tools = await servers.toolsFor(["mcp:fake"]);
+    const firstPid = await byName(tools, "fake__pid").run({}, context());
+    await expect(byName(tools, "fake__crash").run({}, context())).rejects.toThrow(
+      /MCP server "fake" went away during the call/,
+    );
+    const secondPid = await byName(tools, "fake__pid").run({}, context());
+    expect(secondPid).not.toBe(firstPid);
+    expect(await byName(tools, "fake__echo").run({ text: "back" }, context())).toBe("fake: back");
+  });
+
+  it("waits with backoff before restarting a server that keeps crashing", async () => {
+    let now = 1_000_000;
+    const { servers } = open({ fake: stdioFake() }, recordingLogger(), () => now);
+    const tools = await servers.toolsFor(["mcp:fake"]);
+    const crash = byName(tools, "fake__crash");
+    await expect(crash.run({}, context())).rejects.toThrow(/went away during the call/);
+    await expect(crash.run({}, context())).rejects.toThrow(/went away during the call/);
+    // Two crashes within a minute: the next start waits about a second (±20% jitter).
+    await expect(byName(tools, "fake__pid").run({}, context())).rejects.toThrow(
+      /lost its connection .*; picklebot tries it again in [12] s/,
+    );
+    now += 1300;
+    expect(await byName(tools, "fake__echo").run({ text: "up" }, context())).toBe("fake: up");
+  });
+
+  it("times out a call that never answers, after call_timeout_ms", async () => {
+    const { servers } = open({ fake: stdioFake({ call_timeout_ms: 200 }) });
+    const hang = byName(await servers.toolsFor(["mcp:fake"]), "fake__hang");
+    await expect(hang.run({}, context())).rejects.toThrow(
+      'MCP server "fake" did not answer within 200 ms (call_timeout_ms)',
+    );
+  });
+
+  it("picks up a changed tool list (notifications/tools/list_changed)", async () => {
+    const { servers, lines } = open({ fake: stdioFake() });
+    const before = await servers.toolsFor(["mcp:fake"]);
+    expect(await byName(before, "fake__add_tool").run({ name: "fresh" }, context())).toBe(
+      "added fresh",
+    );
+    await waitFor(() => lines.some((line) => line.msg === "MCP server's tool list changed"));
+    const after = await servers.toolsFor(["mcp:fake"]);
+    expect(await byName(after, "fake__fresh").run({}, context())).toBe("fresh");
+  });
+
+  it("reports a server that never starts once, with its stderr, not on every use", async () => {
+    const { servers, lines } = open({ broken: stdioFake({}, ["--fail-start"]) });
+    for (let use = 0; use < 3; use += 1) {
+      expect(await servers.toolsFor(["mcp:broken"])).toEqual([]);
+    }
+    const [report] = await servers.report();
+    expect(report).toMatchObject({ name: "broken", state: "failed", tools: [] });
+    expect(report?.error).toContain("cannot open its database");
+    const warnings = lines.filter((line) => String(line.msg).includes('MCP server "broken"'));
+    expect(warnings.map((line) => line.msg)).toEqual([
+      'MCP server "broken" cannot start: MCP error -32000: Connection closed ' +
+        "(stderr: fake MCP server: cannot open its database)",
+    ]);
+  });
+
+  it("refuses to start a sandboxed server where bubblewrap cannot run, saying how to fix it", async () => {
+    workspace = makeWorkspace();
+    const config = testConfig(workspace.dir, {
+      mcp_servers: { boxed: { command: process.execPath, args: ["-e", "0"] } },
+    });
+    servers = new McpServers({
+      servers: config.mcp_servers,
+      surroundings: { workspace: workspace.dir, bwrapPath: "/nonexistent/bwrap" },
+    });
+    const [report] = await servers.report();
+    expect(report?.error).toContain(
+      'MCP server "boxed" cannot start: it runs in the bash sandbox (bubblewrap), which ' +
+        "cannot run here (/nonexistent/bwrap is not installed)",
+    );
+    expect(report?.error).toContain("or set mcp_servers.boxed.sandbox: none");
+  });
+
+  it("gives the server only its configured environment, never the server's secrets", async () => {
+    process.env.PICKLEBOT_TEST_SECRET = "sk-do-not-leak";
+    try {
+      const { servers } = open({ fake: stdioFake({ env: { GREETING: "hi" } }) });
+      const env = byName(await servers.toolsFor(["mcp:fake"]), "fake__env");
+      expect(await env.run({ name: "GREETING" }, context())).toBe("hi");
+      expect(await env.run({ name: "PICKLEBOT_TEST_SECRET" }, context())).toBe("(unset)");
+    } finally {
+      delete process.env.PICKLEBOT_TEST_SECRET;
+    }
+  });
+
+  it("kills the server's process group when stopped", async () => {
+    const { servers } = open({ fake: stdioFake() });
+    const pid = Number(
+      await byName(await servers.toolsFor(["mcp:fake"]), "fake__pid").run({}, context()),
+    );
+    expect(isAlive(pid)).toBe(true);
+    await servers.stop();
+    expect(isAlive(pid)).toBe(false);
+  });
+
+  it("reconfigure stops a changed server and starts the new settings on next use", async () => {
+    const { servers } = open({ fake: stdioFake({ env: { GREETING: "old" } }) });
+    const oldTools = await servers.toolsFor(["mcp:fake"]);
+    const oldPid = Number(await byName(oldTools, "fake__pid").run({}, context()));
+    const next = testConfig(workspace.dir, {
+      mcp_servers: { fake: stdioFake({ env: { GREETING: "new" } }) },
+    });
+    await servers.reconfigure(next.mcp_servers);
+    expect(isAlive(oldPid)).toBe(false);
+    const env = byName(await servers.toolsFor(["mcp:fake"]), "fake__env");
+    expect(await env.run({ name: "GREETING" }, context())).toBe("new");
+    await servers.reconfigure({});
+    expect(await servers.toolsFor(["mcp:fake"])).toEqual([]);
+  });
+});
+
+describe("MCP servers over streamable HTTP", () => {
+  it("lists and calls the tools of an HTTP server", async () => {
+    httpFake = await startHttpFake("web");
+    const { servers } = open({ web: { url: httpFake.url, headers: { "X-Token": "t0k" } } });
+    const tools = await servers.toolsFor(["mcp:web"]);
+    expect(await byName(tools, "web__echo").run({ text: "over http" }, context())).toBe(
+      "web: over http",
+    );
+    await expect(byName(tools, "web__refuse").run({}, context())).rejects.toThrow(
+      "the fake server refuses this on purpose",
+    );
+  });
+
+  it("fails a call cleanly while the HTTP server is down", async () => {
+    httpFake = await startHttpFake("web");
+    const { servers } = open({ web: { url: httpFake.url } });
+    const echo = byName(await servers.toolsFor(["mcp:web"]), "web__echo");
+    await httpFake.stop();
+    await expect(echo.run({ text: "anyone?" }, context())).rejects.toThrow(/MCP server "web"/);
+  });
+
+  it("checkMcpServers gives one ok/error line per server, for doctor", async () => {
+    httpFake = await startHttpFake("web");
+    workspace = makeWorkspace();
+    const config = testConfig(workspace.dir, {
+      mcp_servers: { web: { url: httpFake.url }, broken: stdioFake({}, ["--fail-start"]) },
+    });
+    const lines = await checkMcpServers(workspace.dir, config);
+    expect(lines).toEqual([
+      { server: "web", ok: true, detail: "7 tools" },
+      expect.objectContaining({ server: "broken", ok: false }),
+    ]);
+  });
+});
+
+describe("MCP tools and the approval policy", () => {
+  it("decides by mcp:<server>/<tool>, then mcp:<server>", async () => {
+    const { servers } = open({ fake: stdioFake() });
+    const tools = gateTools(
+      await servers.toolsFor(["mcp:fake"]),
+      {
+        "mcp:fake": "deny",
+        "mcp:fake/echo": "allow",
+      },
+      undefined,
+    );
+    expect(await byName(tools, "fake__echo").run({ text: "ok" }, context())).toBe("fake: ok");
+    await expect(byName(tools, "fake__pid").run({}, context())).rejects.toThrow(
+      "fake__pid: the owner's approvals policy refuses this call (mcp:fake: deny)",
+    );
+  });
+});
+
+describe("MCP tool names and schemas", () => {
+  it("cuts long names to 64 characters with a hash that keeps them apart", () => {
+    const long = "a_very_long_tool_name_that_goes_on_and_on_and_on_for_ever_";
+    const first = mcpToolName("server", `${long}1`);
+    const second = mcpToolName("server", `${long}2`);
+    expect(first).toHaveLength(64);
+    expect(second).toHaveLength(64);
+    expect(first).not.toBe(second);
+    expect(mcpToolName("files", "read.file")).toMatch(/^files__read_file_[A-Z0-9]{6}$/);
+    expect(mcpToolName("files", "read_file")).toBe("files__read_file");
+  });
+
+  it("removes $schema at every level and always gives an object schema", () => {
+    expect(
+      cleanInputSchema({
+        $schema: "http://json-schema.org/draft-07/schema#",
+        properties: { a: { $id: "x", type: "string" } },
+      }),
+    ).toEqual({ type: "object", properties: { a: { type: "string" } } });
+    expect(cleanInputSchema(undefined)).toEqual({ type: "object", properties: {} });
+  });
+});
