@@ -1,7 +1,9 @@
 /**
  * The checks of `picklebot doctor` that ask a service: the model API, Telegram, Discord
- * (each one cheap, authenticated request, none with `--offline`) and PostgreSQL.
+ * (each one cheap, authenticated request, none with `--offline`), the MCP servers and
+ * PostgreSQL.
  */
+import { checkMcpServers as connectToEachMcpServer } from "../agents/mcp/servers.js";
 import { toError } from "../base/errors.js";
 import { type CheckResult, type DoctorCheck, needsConfig, result } from "./doctor-checks.js";
 
@@ -155,5 +157,23 @@ export const checkPostgres: DoctorCheck = async ({ config }) => {
     "fail",
     `reachable, but ${pending.length} migration(s) not applied: ${pending.join(", ")}`,
     "start one picklebot server with the owner's credentials (it migrates at start-up) before the instances",
+  );
+};
+
+/** Connects to each configured MCP server and lists its tools (none with `--offline`). */
+export const checkMcpServers: DoctorCheck = async ({ workspace, config, offline }) => {
+  if (!workspace || !config) return needsConfig("mcp servers");
+  const names = Object.keys(config.mcp_servers);
+  if (names.length === 0) return result("mcp servers", "ok", "none configured");
+  if (offline) return result("mcp servers", "skip", `${names.join(", ")}; ${OFFLINE}`);
+  return (await connectToEachMcpServer(workspace, config)).map(({ server, ok, detail }) =>
+    ok
+      ? result(`mcp ${server}`, "ok", detail)
+      : result(
+          `mcp ${server}`,
+          "fail",
+          detail,
+          `fix mcp_servers.${server} in picklebot.yaml, or run its command by hand to see why it stops`,
+        ),
   );
 };

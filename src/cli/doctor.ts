@@ -3,8 +3,8 @@
  * workspace and the services it names, one line each with the fix; exits 1 when any
  * check fails. It reads and asks, and never writes to the workspace.
  *
- * Checks are plain functions in one ordered list, {@link DOCTOR_CHECKS}: adding one
- * (the MCP servers, say) is one import and one entry.
+ * Checks are plain functions in one ordered list, {@link DOCTOR_CHECKS}: adding one is
+ * one import and one entry.
  */
 import { Command } from "commander";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
@@ -33,7 +33,13 @@ import {
   type DoctorContext,
   result,
 } from "./doctor-checks.js";
-import { checkDiscord, checkModelKey, checkPostgres, checkTelegram } from "./doctor-remote.js";
+import {
+  checkDiscord,
+  checkMcpServers,
+  checkModelKey,
+  checkPostgres,
+  checkTelegram,
+} from "./doctor-remote.js";
 import { printable, printJson } from "./output.js";
 
 /** Every check after the workspace and config lines, in the order they print. */
@@ -47,6 +53,7 @@ export const DOCTOR_CHECKS: readonly DoctorCheck[] = [
   checkDiscord,
   checkCrons,
   checkSandbox,
+  checkMcpServers,
   checkPostgres,
 ];
 

@@ -10,6 +10,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeDiscord, startFakeDiscord } from "../fakes/discord.js";
+import { stdioFake } from "../fakes/mcp.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { runCli } from "../helpers/cli.js";
 import { createTestDatabase, postgresSkipReason, type TestDatabase } from "../helpers/postgres.js";
@@ -293,6 +294,30 @@ describe("picklebot doctor", () => {
       fix: expect.stringContaining("install bubblewrap"),
     });
     expect(code).toBe(0);
+  });
+
+  it("lists each MCP server's tools, and fails the line of one that does not start", async () => {
+    const { command, args } = stdioFake();
+    editConfig(
+      (yaml) =>
+        `${yaml}\nmcp_servers:\n` +
+        `  tools:\n    command: ${JSON.stringify(command)}\n    args: ${JSON.stringify(args)}\n    sandbox: none\n` +
+        `  broken:\n    command: ${JSON.stringify(command)}\n    args: ["-e", "process.exit(3)"]\n    sandbox: none\n`,
+    );
+
+    const { code, line } = await doctor();
+
+    expect(line("mcp tools")[0]).toMatchObject({
+      status: "ok",
+      detail: expect.stringMatching(/\d+ tools?/),
+    });
+    expect(line("mcp broken")[0]).toMatchObject({
+      status: "fail",
+      fix: expect.stringContaining("mcp_servers.broken"),
+    });
+    expect(code).toBe(1);
+    const offline = await doctor(["--offline"]);
+    expect(offline.line("mcp servers")[0]).toMatchObject({ status: "skip" });
   });
 
   it("fails the postgres line when the database server is not reachable", async () => {
