@@ -54,6 +54,7 @@ import { MessageBusWorker } from "./bus/worker.js";
 import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
 import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
 import { CronWorker } from "./cron/worker.js";
+import { announcingEnqueues } from "./events/enqueued.js";
 import { EventHub } from "./events/hub.js";
 import { HttpEndpoint } from "./http.js";
 import { ServerMetrics } from "./metrics.js";
@@ -117,16 +118,17 @@ export class PicklebotServer {
     this.#clock = options.clock ?? systemClock;
     this.#lock = lock;
     this.#storage = storage;
-    this.#queue = storage.queue;
     this.#instance = instanceInfo(options, storage.cluster !== null);
     this.events = new EventHub({
       instance: storage.cluster ? this.#instance.id : "local",
       onDropped: (count) => this.metrics.eventsDropped.inc(count),
     });
+    this.#queue = announcingEnqueues(storage.queue, this.events);
     this.#supervisor = new Supervisor({
       clock: this.#clock,
       logger: options.logger,
       metrics: this.metrics,
+      events: this.events,
     });
   }
 
@@ -187,6 +189,7 @@ export class PicklebotServer {
       holder: this.#instance.id,
       clock: this.#clock,
       logger: this.#options.logger.child({ worker: "chat" }),
+      events: this.events,
     });
     this.#chat = chat;
     if (this.#lock) await this.#requeueOrphans();
@@ -205,6 +208,7 @@ export class PicklebotServer {
       clock: this.#clock,
       logger: this.#options.logger.child({ worker: "leader" }),
       metrics: this.metrics,
+      events: this.events,
     });
     this.#supervisor.start(this.#leader);
     this.#supervisor.start(
@@ -273,6 +277,7 @@ export class PicklebotServer {
         clock: this.#clock,
         logger: logger.child({ worker: "cron" }),
         maxAttempts: config.workers.max_attempts,
+        events: this.events,
       }),
     ];
     const batches = this.#options.provider.batches;
@@ -299,6 +304,7 @@ export class PicklebotServer {
           retentionMs: config.cluster.job_retention_h * 3_600_000,
           clock: this.#clock,
           logger: logger.child({ worker: "cluster" }),
+          events: this.events,
         }),
       );
     }
@@ -311,6 +317,7 @@ export class PicklebotServer {
     if (!cluster) return;
     await cluster.store.register(this.#instance);
     this.#registered = true;
+    this.events.publish({ type: "instance.joined", subject: this.#instance.id });
     this.#heartbeat = new Heartbeat({
       cluster: cluster.store,
       instance: this.#instance,
@@ -407,6 +414,7 @@ export class PicklebotServer {
       stopRunning: (key) => this.#requireStopper().stop(key),
       waitSettled: (wait) => desk.isSettled(wait),
       onBudgetExceeded: config.budget.on_exceeded,
+      events: this.events,
     });
   }
 
@@ -488,6 +496,7 @@ export class PicklebotServer {
     await this.#chat?.close();
     await this.#heartbeat?.stop();
     if (this.#registered) {
+      this.events.publish({ type: "instance.left", subject: this.#instance.id });
       await this.#storage.cluster?.store
         .deregister(this.#instance)
         .catch((error: unknown) =>
