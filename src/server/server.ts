@@ -122,6 +122,7 @@ export class PicklebotServer {
     this.events = new EventHub({
       instance: storage.cluster ? this.#instance.id : "local",
       onDropped: (count) => this.metrics.eventsDropped.inc(count),
+      forward: storage.cluster ? (event) => storage.cluster?.events.send(event) : undefined,
     });
     this.#queue = announcingEnqueues(storage.queue, this.events);
     this.#supervisor = new Supervisor({
@@ -315,6 +316,13 @@ export class PicklebotServer {
   async #joinCluster(): Promise<void> {
     const cluster = this.#storage.cluster;
     if (!cluster) return;
+    const logger = this.#options.logger.child({ worker: "events" });
+    cluster.events.start(
+      (event) => {
+        if (event.instance !== this.#instance.id) this.events.relay(event);
+      },
+      (error) => logger.warn({ error: error.message }, "cluster event stream trouble"),
+    );
     await cluster.store.register(this.#instance);
     this.#registered = true;
     this.events.publish({ type: "instance.joined", subject: this.#instance.id });
