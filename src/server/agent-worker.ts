@@ -50,18 +50,15 @@ import type {
   FailJob,
   HistoryStore,
   JobAdmin,
-  JobEvent,
   JobQueue,
   JobWait,
-  ModelEvent,
-  NewEvent,
   ReplyStream,
   Session,
-  ToolEvent,
   Worker,
 } from "../ports/index.js";
 import { noEvents } from "../ports/index.js";
 import { isStorageUnavailable } from "../storage/index.js";
+import { JobEventPublisher } from "./events/job-events.js";
 import type { JobOutcome, ServerMetrics } from "./metrics.js";
 
 /** Logged (with a `recovered` count) when jobs a dead process left running are requeued. */
@@ -134,6 +131,7 @@ export class AgentWorker implements Worker {
   readonly name = "agent";
   readonly #options: AgentWorkerOptions;
   readonly #active = new Map<string, ActiveJob>();
+  readonly #publish: JobEventPublisher;
 
   constructor(options: AgentWorkerOptions) {
     checkNumberOptions("AgentWorker", options, {
@@ -143,6 +141,7 @@ export class AgentWorker implements Worker {
       pollMs: "positive",
     });
     this.#options = options;
+    this.#publish = new JobEventPublisher(options.events ?? noEvents);
   }
 
   /** Jobs running now. */
@@ -207,7 +206,7 @@ export class AgentWorker implements Worker {
     let outcome: JobOutcome;
     let reply: ReplyStream | null = null;
     let error: string | undefined;
-    this.#publishJob("job.started", job);
+    this.#publish.job("job.started", job);
     try {
       reply = this.#options.frontends.openReply(job.replyTo, { jobId: job.id });
       outcome = await this.#runJob(job, reply, signal);
@@ -222,7 +221,7 @@ export class AgentWorker implements Worker {
     const durationS = (clock.now() - started) / 1000;
     metrics.jobDuration.observe(durationS);
     metrics.jobsProcessed.inc({ outcome });
-    this.#publishOutcome(job, outcome, error);
+    this.#publish.outcome(job, outcome, error);
     this.#options.logger.info(
       {
         job: job.id,
@@ -260,7 +259,7 @@ export class AgentWorker implements Worker {
         content: [{ type: "text" as const, text: job.message }],
       };
       if (!(await checkpoint(job, session.id, message))) return "interrupted";
-      this.#publishJob("job.checkpointed", job);
+      this.#publish.job("job.checkpointed", job);
     }
     let streamed = "";
     const result = await runner.run({
@@ -276,10 +275,10 @@ export class AgentWorker implements Worker {
         onModelCall: (model) => {
           streamed = "";
           reply.typing();
-          this.#publishCall({ type: "model.started", model }, job, session.id);
+          this.#publish.call({ type: "model.started", model }, job, session.id);
         },
         onModelReply: (model, usage) =>
-          this.#publishCall({ type: "model.ended", model, usage }, job, session.id),
+          this.#publish.call({ type: "model.ended", model, usage }, job, session.id),
         onText: (delta) => {
           streamed += delta;
           reply.update(streamed);
@@ -287,11 +286,11 @@ export class AgentWorker implements Worker {
         onToolCall: (call, summary) => {
           reply.toolCall(call.name, summary);
           const started = { type: "tool.started", tool: call.name, callId: call.id } as const;
-          this.#publishCall(started, job, session.id);
+          this.#publish.call(started, job, session.id);
         },
         onToolResult: (call, isError) => {
           const ended = { type: "tool.ended", tool: call.name, callId: call.id, isError } as const;
-          this.#publishCall(ended, job, session.id);
+          this.#publish.call(ended, job, session.id);
         },
       },
     });
@@ -301,34 +300,6 @@ export class AgentWorker implements Worker {
       this.#options.logger.warn({ job: job.id }, "job finished after its lock was lost");
     }
     return "done";
-  }
-
-  /** A job event of `job`, as it stands now. */
-  #publishJob(type: JobEvent["type"], job: ClaimedJob, more: Partial<JobEvent> = {}): void {
-    const { id: jobId, agentId, sessionKey, attempts } = job;
-    this.#events.publish({ type, jobId, agentId, sessionKey, attempts, ...more });
-  }
-
-  /** The event that says how an attempt ended (`interrupted`: none, it runs again). */
-  #publishOutcome(job: ClaimedJob, outcome: JobOutcome, error: string | undefined): void {
-    if (outcome === "done" || outcome === "discarded") this.#publishJob("job.done", job);
-    else if (outcome === "failed") this.#publishJob("job.failed", job, { error });
-    else if (outcome === "retry") this.#publishJob("job.failed", job, { error, retrying: true });
-  }
-
-  /** A model-call or tool-call event of the job's turn. */
-  #publishCall(
-    event:
-      | Pick<ModelEvent, "type" | "model" | "usage">
-      | Pick<ToolEvent, "type" | "tool" | "callId" | "isError">,
-    job: ClaimedJob,
-    sessionId: string,
-  ): void {
-    this.#events.publish({ ...event, jobId: job.id, agentId: job.agentId, sessionId } as NewEvent);
-  }
-
-  get #events(): EventSink {
-    return this.#options.events ?? noEvents;
   }
 
   /** What a batch job's turn needs of the queue: its step, stored fenced. */
@@ -491,7 +462,7 @@ export class AgentWorker implements Worker {
       logger.warn({ job: job.id }, "job parked after its lock was lost");
       return "interrupted";
     }
-    this.#publishJob("job.parked", job, {
+    this.#publish.job("job.parked", job, {
       waitingFor: park.wait.kind === "children" ? "subagents" : park.wait.kind,
     });
     if (await this.#settled(park.wait)) await queue.wake(job.id);
