@@ -124,7 +124,7 @@ async function run(fakeUrl, clientCount) {
       "queue:",
       "  backend: sqlite",
       "workers:",
-      "  agent_concurrency: 32",
+      "  agent_concurrency: 8",
       "http:",
       "  port: 0",
       "",

@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { readSse, type SseMessage } from "../../../src/base/sse.js";
 import { EventHub } from "../../../src/server/events/hub.js";
@@ -15,11 +16,11 @@ afterEach(async () => {
   await Promise.all(endpoints.splice(0).map((endpoint) => endpoint.close()));
 });
 
-async function serve(hub: EventHub): Promise<string> {
+async function serve(hub: EventHub, metrics = new ServerMetrics()): Promise<string> {
   const endpoint = new HttpEndpoint({
     host: "127.0.0.1",
     port: 0,
-    registry: new ServerMetrics().registry,
+    registry: metrics.registry,
     health: async () => ({ healthy: true }),
     events: hub,
   });
@@ -94,6 +95,32 @@ describe("GET /events", () => {
     expect(hub.subscriberCount).toBe(1);
     controller.abort();
     await waitFor(() => hub.subscriberCount === 0, "the stream to unsubscribe");
+  });
+});
+
+describe("GET /events with a client that stops reading", () => {
+  it("drops that client's overflow and counts it in /metrics, while publishing goes on", async () => {
+    const metrics = new ServerMetrics();
+    const hub = new EventHub({
+      instance: "local",
+      subscriberQueue: 10,
+      onDropped: (count) => metrics.eventsDropped.inc(count),
+    });
+    const base = await serve(hub, metrics);
+    const { hostname, port } = new URL(base);
+    const socket = connect(Number(port), hostname);
+    socket.write("GET /events HTTP/1.1\r\nHost: x\r\n\r\n");
+    socket.pause(); // never reads: the kernel's buffers fill, then the stream stalls
+    await waitFor(() => hub.subscriberCount === 1, "the stalled client to subscribe");
+    const error = "x".repeat(2_000);
+    for (let round = 0; hub.dropped === 0; round++) {
+      for (let i = 0; i < 1_000; i++) hub.publish({ ...done(`j${i}`), type: "job.failed", error });
+      await new Promise((resolve) => setImmediate(resolve));
+      if (round > 1_000) throw new Error("nothing was dropped");
+    }
+    const text = await (await fetch(`${base}/metrics`)).text();
+    expect(text).toMatch(/^picklebot_events_dropped_total [1-9]\d*$/m);
+    socket.destroy();
   });
 });
 
