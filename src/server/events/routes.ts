@@ -46,34 +46,68 @@ interface StreamRequest {
   follow: boolean;
 }
 
-/** Replays the buffer after `after`, then the live events, until the client goes away. */
+/**
+ * Events a client's writes may fall behind by before its listener holds the hub back (and
+ * the hub's bounded queue, then dropping, takes over).
+ */
+const MAX_PENDING = 256;
+
+/** The SSE frame of each event, made once however many clients send it. */
+const frames = new WeakMap<PicklebotEvent, string>();
+
+function frameOf(event: PicklebotEvent): string {
+  let frame = frames.get(event);
+  if (frame === undefined) {
+    frame = `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+    frames.set(event, frame);
+  }
+  return frame;
+}
+
+/**
+ * Replays the buffer after `after`, then the live events, until the client goes away.
+ * Events that arrive while a write is in flight are sent together in the next write.
+ */
 async function serve(stream: SSEStreamingApi, feed: EventFeed, request: StreamRequest) {
   let last = request.after;
-  const send = async (event: PicklebotEvent) => {
+  let pending = "";
+  let pendingCount = 0;
+  let writing: Promise<void> | null = null;
+  const flush = async () => {
+    while (pending !== "" && !stream.aborted) {
+      const text = pending;
+      pending = "";
+      pendingCount = 0;
+      await stream.write(text);
+    }
+    writing = null;
+  };
+  const send = (event: PicklebotEvent): Promise<void> | undefined => {
     if (event.seq <= last) return;
     last = event.seq;
     if (!request.wanted(event.type)) return;
-    await stream.writeSSE({
-      id: String(event.seq),
-      event: event.type,
-      data: JSON.stringify(event),
-    });
+    pending += frameOf(event);
+    pendingCount += 1;
+    writing ??= flush();
+    return pendingCount >= MAX_PENDING ? writing : undefined;
   };
-  let replayed!: () => void;
+  let replayed = false;
+  let replayDone!: () => void;
   const replay = new Promise<void>((resolve) => {
-    replayed = resolve;
+    replayDone = resolve;
   });
   // Subscribe first so nothing published during the replay is missed; live events wait.
-  const unsubscribe = feed.subscribe(async (event) => {
-    await replay;
-    await send(event);
-  });
+  const unsubscribe = feed.subscribe((event) =>
+    replayed ? send(event) : replay.then(() => send(event)),
+  );
   const closed = new Promise<void>((resolve) => stream.onAbort(resolve));
   const heartbeat = setInterval(() => void stream.write(": heartbeat\n\n"), request.heartbeatMs);
   try {
     await stream.write(": connected\n\n");
     for (const event of feed.since(request.after)) await send(event);
-    replayed();
+    await writing;
+    replayed = true;
+    replayDone();
     if (request.follow) await closed;
   } finally {
     clearInterval(heartbeat);
