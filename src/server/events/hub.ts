@@ -152,7 +152,9 @@ export class EventHub implements EventSink, EventFeed {
       const event = subscriber.queue.shift();
       if (!event) break;
       try {
-        await subscriber.listener(event);
+        // Only a listener that returned a promise is waited for (no await per event).
+        const pending = subscriber.listener(event);
+        if (pending) await pending;
       } catch {
         subscriber.closed = true;
         this.#subscribers.delete(subscriber);
