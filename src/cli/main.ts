@@ -7,6 +7,7 @@ import { chatCommand } from "./chat.js";
 import { clusterCommand } from "./cluster.js";
 import { cronCommand } from "./cron.js";
 import { doctorCommand } from "./doctor.js";
+import { eventsCommand } from "./events.js";
 import { initCommand } from "./init.js";
 import { jobsCommand } from "./jobs.js";
 import { mcpCommand } from "./mcp.js";
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
     statusCommand(),
     usageCommand(),
     sessionsCommand(),
+    eventsCommand(),
     pairingCommand(),
     approvalsCommand(),
     clusterCommand(),

@@ -46,6 +46,7 @@ import type {
   Checkpoint,
   ClaimedJob,
   Clock,
+  EventSink,
   FailJob,
   HistoryStore,
   JobAdmin,
@@ -55,7 +56,9 @@ import type {
   Session,
   Worker,
 } from "../ports/index.js";
+import { noEvents } from "../ports/index.js";
 import { isStorageUnavailable } from "../storage/index.js";
+import { JobEventPublisher } from "./events/job-events.js";
 import type { JobOutcome, ServerMetrics } from "./metrics.js";
 
 /** Logged (with a `recovered` count) when jobs a dead process left running are requeued. */
@@ -106,6 +109,8 @@ export interface AgentWorkerOptions {
    * checked once it is parked, since the answer may have come before. (Default: never)
    */
   waitSettled?: (wait: JobWait) => Promise<boolean>;
+  /** Where job, model-call and tool-call events go (`GET /events`). (Default: nowhere) */
+  events?: EventSink;
   /**
    * What a job whose budget is used up does: `park` until the period resets, or `refuse`
    * (fail, saying why). (Default: park; `budget.on_exceeded`)
@@ -126,6 +131,7 @@ export class AgentWorker implements Worker {
   readonly name = "agent";
   readonly #options: AgentWorkerOptions;
   readonly #active = new Map<string, ActiveJob>();
+  readonly #publish: JobEventPublisher;
 
   constructor(options: AgentWorkerOptions) {
     checkNumberOptions("AgentWorker", options, {
@@ -135,6 +141,7 @@ export class AgentWorker implements Worker {
       pollMs: "positive",
     });
     this.#options = options;
+    this.#publish = new JobEventPublisher(options.events ?? noEvents);
   }
 
   /** Jobs running now. */
@@ -198,10 +205,13 @@ export class AgentWorker implements Worker {
     if (job.stopRequested) stop.abort(new CancelledError("stopped by the user"));
     let outcome: JobOutcome;
     let reply: ReplyStream | null = null;
+    let error: string | undefined;
+    this.#publish.job("job.started", job);
     try {
       reply = this.#options.frontends.openReply(job.replyTo, { jobId: job.id });
       outcome = await this.#runJob(job, reply, signal);
     } catch (thrown) {
+      error = toError(signal.aborted ? signal.reason : thrown).message;
       outcome = await this.#handleFailure(job, reply, signal, thrown);
     } finally {
       clear();
@@ -211,6 +221,7 @@ export class AgentWorker implements Worker {
     const durationS = (clock.now() - started) / 1000;
     metrics.jobDuration.observe(durationS);
     metrics.jobsProcessed.inc({ outcome });
+    this.#publish.outcome(job, outcome, error);
     this.#options.logger.info(
       {
         job: job.id,
@@ -248,6 +259,7 @@ export class AgentWorker implements Worker {
         content: [{ type: "text" as const, text: job.message }],
       };
       if (!(await checkpoint(job, session.id, message))) return "interrupted";
+      this.#publish.job("job.checkpointed", job);
     }
     let streamed = "";
     const result = await runner.run({
@@ -260,15 +272,26 @@ export class AgentWorker implements Worker {
       finishedResults: job.toolResults,
       ...(job.batch ? { batch: this.#batchJob(job) } : {}),
       events: {
-        onModelCall: () => {
+        onModelCall: (model) => {
           streamed = "";
           reply.typing();
+          this.#publish.call({ type: "model.started", model }, job, session.id);
         },
+        onModelReply: (model, usage) =>
+          this.#publish.call({ type: "model.ended", model, usage }, job, session.id),
         onText: (delta) => {
           streamed += delta;
           reply.update(streamed);
         },
-        onToolCall: (call, summary) => reply.toolCall(call.name, summary),
+        onToolCall: (call, summary) => {
+          reply.toolCall(call.name, summary);
+          const started = { type: "tool.started", tool: call.name, callId: call.id } as const;
+          this.#publish.call(started, job, session.id);
+        },
+        onToolResult: (call, isError) => {
+          const ended = { type: "tool.ended", tool: call.name, callId: call.id, isError } as const;
+          this.#publish.call(ended, job, session.id);
+        },
       },
     });
     metrics.countTokens({ agentId: job.agentId, model: result.model, usage: result.usage });
@@ -439,6 +462,9 @@ export class AgentWorker implements Worker {
       logger.warn({ job: job.id }, "job parked after its lock was lost");
       return "interrupted";
     }
+    this.#publish.job("job.parked", job, {
+      waitingFor: park.wait.kind === "children" ? "subagents" : park.wait.kind,
+    });
     if (await this.#settled(park.wait)) await queue.wake(job.id);
     logger.info(
       { job: job.id, waitingFor: park.wait, until: new Date(park.until).toISOString() },

@@ -1,6 +1,9 @@
 import { createServer, type Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { getRequestListener } from "@hono/node-server";
 import type { Registry } from "prom-client";
+import type { EventFeed } from "../ports/index.js";
+import { eventRoutes } from "./events/routes.js";
 
 /** What `/healthz` reports: 200 when `healthy`, 503 otherwise. */
 export interface HealthReport {
@@ -15,16 +18,23 @@ export interface HttpEndpointOptions {
   port: number;
   health: () => Promise<HealthReport>;
   registry: Registry;
+  /** The event stream served at `GET /events`. (Default: none, 404) */
+  events?: EventFeed;
 }
 
-/** `GET /healthz` and `GET /metrics` (Prometheus text format). */
+/** `GET /healthz`, `GET /metrics` (Prometheus text format) and `GET /events` (SSE). */
 export class HttpEndpoint {
   readonly #options: HttpEndpointOptions;
   readonly #server: HttpServer;
 
   constructor(options: HttpEndpointOptions) {
     this.#options = options;
+    const events = options.events ? getRequestListener(eventRoutes(options.events).fetch) : null;
     this.#server = createServer((request, response) => {
+      if (events && request.url?.split("?")[0] === "/events") {
+        void events(request, response);
+        return;
+      }
       this.#handle(request.method ?? "GET", request.url ?? "/")
         .then(({ status, type, body }) => {
           response.writeHead(status, { "content-type": type });
@@ -69,7 +79,7 @@ export class HttpEndpoint {
       const { registry } = this.#options;
       return { status: 200, type: registry.contentType, body: await registry.metrics() };
     }
-    return text(404, "not found: try /healthz or /metrics\n");
+    return text(404, "not found: try /healthz, /metrics or /events\n");
   }
 }
 

@@ -57,6 +57,8 @@ import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
 import { CronWorker } from "./cron/worker.js";
 import { DefinitionsWorker } from "./definitions-watch.js";
 import { FileIdentityWatch } from "./file-identity.js";
+import { announcingEnqueues } from "./events/enqueued.js";
+import { EventHub } from "./events/hub.js";
 import { HttpEndpoint } from "./http.js";
 import { type McpRuntime, startMcpRuntime } from "./mcp-reload.js";
 import { ServerMetrics } from "./metrics.js";
@@ -94,6 +96,8 @@ export class PicklebotServer {
   /** `host:port` of the HTTP endpoint, or null when it is disabled. */
   httpAddress: string | null = null;
   readonly metrics: ServerMetrics;
+  /** The event stream of this process (`GET /events`, `picklebot events`). */
+  readonly events: EventHub;
   readonly frontends = new FrontendRegistry();
   readonly #options: ServerOptions;
   readonly #clock: Clock;
@@ -139,12 +143,18 @@ export class PicklebotServer {
     this.#clock = options.clock ?? systemClock;
     this.#lock = lock;
     this.#storage = storage;
-    this.#queue = storage.queue;
     this.#instance = instanceInfo(options, storage.cluster !== null);
+    this.events = new EventHub({
+      instance: storage.cluster ? this.#instance.id : "local",
+      onDropped: (count) => this.metrics.eventsDropped.inc(count),
+      forward: storage.cluster ? (event) => storage.cluster?.events.send(event) : undefined,
+    });
+    this.#queue = announcingEnqueues(storage.queue, this.events);
     this.#supervisor = new Supervisor({
       clock: this.#clock,
       logger: options.logger,
       metrics: this.metrics,
+      events: this.events,
     });
   }
 
@@ -206,6 +216,7 @@ export class PicklebotServer {
       holder: this.#instance.id,
       clock: this.#clock,
       logger: this.#options.logger.child({ worker: "chat" }),
+      events: this.events,
     });
     this.#chat = chat;
     if (this.#lock) await this.#requeueOrphans();
@@ -227,6 +238,7 @@ export class PicklebotServer {
       clock: this.#clock,
       logger: this.#options.logger.child({ worker: "leader" }),
       metrics: this.metrics,
+      events: this.events,
     });
     this.#supervisor.start(this.#leader);
     this.#supervisor.start(
@@ -338,6 +350,7 @@ export class PicklebotServer {
         clock: this.#clock,
         logger: logger.child({ worker: "cron" }),
         maxAttempts: config.workers.max_attempts,
+        events: this.events,
       }),
     ];
     const batches = this.#options.provider.batches;
@@ -372,6 +385,7 @@ export class PicklebotServer {
           orphanAfterMs: config.cluster.instance_ttl_s * 1000,
           clock: this.#clock,
           logger: logger.child({ worker: "cluster" }),
+          events: this.events,
         }),
       );
     }
@@ -382,8 +396,16 @@ export class PicklebotServer {
   async #joinCluster(): Promise<void> {
     const cluster = this.#storage.cluster;
     if (!cluster) return;
+    const logger = this.#options.logger.child({ worker: "events" });
+    cluster.events.start(
+      (event) => {
+        if (event.instance !== this.#instance.id) this.events.relay(event);
+      },
+      (error) => logger.warn({ error: error.message }, "cluster event stream trouble"),
+    );
     await cluster.store.register(this.#instance);
     this.#registered = true;
+    this.events.publish({ type: "instance.joined", subject: this.#instance.id });
     this.#heartbeat = new Heartbeat({
       cluster: cluster.store,
       instance: this.#instance,
@@ -482,6 +504,7 @@ export class PicklebotServer {
       stopRunning: (key) => this.#requireStopper().stop(key),
       waitSettled: (wait) => desk.isSettled(wait),
       onBudgetExceeded: config.budget.on_exceeded,
+      events: this.events,
     });
   }
 
@@ -521,6 +544,7 @@ export class PicklebotServer {
       port: http.port,
       registry: this.metrics.registry,
       health: () => this.#health(),
+      events: this.events,
     });
     try {
       this.httpAddress = await this.#http.listen();
@@ -584,6 +608,7 @@ export class PicklebotServer {
     await this.#chat?.close();
     await this.#heartbeat?.stop();
     if (this.#registered) {
+      this.events.publish({ type: "instance.left", subject: this.#instance.id });
       await this.#storage.cluster?.store
         .deregister(this.#instance)
         .catch((error: unknown) =>

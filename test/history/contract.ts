@@ -239,6 +239,27 @@ export function historyContract(name: string, makeStore: HistoryFactory): void {
       expect((await store.getSession(session.id))?.messageCount).toBe(1);
     });
 
+    it("reads every message of a session for a transcript, compacted ones included, with time and job", async () => {
+      const session = await store.createSession({ key: "k", agentId: "pickle" });
+      const start = clock.now();
+      await store.append(session.id, userText("first"), { jobId: "job-1" });
+      clock.advance(1000);
+      await store.append(session.id, assistantText("one"));
+      const point: ChatMessage = {
+        role: "user",
+        content: [{ type: "compaction", summary: "They said first.", replaces: 2 }],
+      };
+      await store.append(session.id, point);
+      await store.append(session.id, userText("second"), { jobId: "job-2" });
+      expect(await store.messages(session.id)).toEqual([
+        { ...userText("first"), at: start, jobId: "job-1" },
+        { ...assistantText("one"), at: start + 1000, jobId: null },
+        { ...point, at: start + 1000, jobId: null },
+        { ...userText("second"), at: start + 1000, jobId: "job-2" },
+      ]);
+      expect(await store.messages("no-such-session")).toEqual([]);
+    });
+
     it("appends messages without a job id every time", async () => {
       const session = await store.createSession({ key: "k", agentId: "pickle" });
       await appendAll(store, session.id, [userText("again"), userText("again")]);

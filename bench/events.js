@@ -1,0 +1,197 @@
+/**
+ * Event stream benchmark: does a crowd of `/events` clients slow the workers?
+ *
+ * Two fresh `picklebot server` child processes (SQLite queue, the fake Anthropic API
+ * answering "ok" at once), each fed the same load: jobs enqueued into the workspace's
+ * queue from this process at `--rate` per second for `--seconds`, each a one-call turn in
+ * its own session (about 6 events per job). The first server has no event clients; the
+ * second has `--clients` SSE connections to `/events`, all reading everything. Reported:
+ * jobs/s (enqueue of the first job to the last one done) with and without clients, their
+ * ratio, events each client received, and the server's RSS before and after the load.
+ *
+ * Usage: npm run build && node bench/events.js [--clients 1000] [--rate 500] [--seconds 10]
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { openDatabase } from "../dist/storage/sqlite/database.js";
+import { SqliteJobQueue } from "../dist/storage/sqlite/queue.js";
+import { loadFakes, rssMiB, sleep } from "./lib/server.js";
+import { markdownTable } from "./lib/stats.js";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const { values } = parseArgs({
+  options: {
+    clients: { type: "string", default: "1000" },
+    rate: { type: "string", default: "500" },
+    seconds: { type: "string", default: "10" },
+  },
+});
+const CLIENTS = Number(values.clients);
+const RATE = Number(values.rate);
+const SECONDS = Number(values.seconds);
+
+/** Starts `picklebot server`; resolves with the child and its `host:port` once started. */
+function startServer(workspace) {
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, "bin/picklebot.js"), "server", "--workspace", workspace],
+    {
+      env: { ...process.env, TELEGRAM_BOT_TOKEN: "", DISCORD_BOT_TOKEN: "", ANTHROPIC_API_KEY: "" },
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  return new Promise((resolve, reject) => {
+    let partial = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk) => {
+      const lines = (partial + chunk).split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) {
+        if (!line.includes('"msg":"picklebot server started"')) continue;
+        const http = String(JSON.parse(line).http ?? "")
+          .split(" ")[0]
+          .replace("http://", "");
+        resolve({ child, address: http });
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`server exited with ${code} before starting`)));
+  });
+}
+
+/** Opens `count` SSE clients on `/events`; each counts the events it reads. */
+async function connectClients(address, count) {
+  const [host, port] = [
+    address.slice(0, address.lastIndexOf(":")),
+    Number(address.slice(address.lastIndexOf(":") + 1)),
+  ];
+  const clients = [];
+  for (let index = 0; index < count; index += 1) {
+    clients.push(
+      await new Promise((resolve, reject) => {
+        const client = { events: 0, request: null };
+        client.request = request({ host, port, path: "/events", agent: false }, (response) => {
+          response.setEncoding("utf8");
+          response.on("data", (chunk) => {
+            client.events += chunk.match(/^event: /gm)?.length ?? 0;
+          });
+          response.on("error", () => undefined);
+          resolve(client);
+        });
+        client.request.on("error", reject);
+        client.request.end();
+      }),
+    );
+  }
+  return clients;
+}
+
+/** Enqueues RATE jobs a second for SECONDS; resolves with the seconds until all are done. */
+async function load(queue) {
+  const total = RATE * SECONDS;
+  const begin = performance.now();
+  for (let index = 0; index < total; index += 1) {
+    const due = begin + (index / RATE) * 1000;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    await queue.enqueue({
+      agentId: "pickle",
+      sessionKey: `bench:${index}`,
+      message: `hello ${index}`,
+      mode: "job",
+      replyTo: { kind: "silent" },
+    });
+  }
+  for (;;) {
+    const counts = await queue.counts();
+    if (counts.done + counts.failed >= total) break;
+    await sleep(50);
+  }
+  return (performance.now() - begin) / 1000;
+}
+
+async function run(fakeUrl, clientCount) {
+  const dir = mkdtempSync(join(tmpdir(), "picklebot-bench-events-"));
+  writeFileSync(
+    join(dir, "picklebot.yaml"),
+    [
+      "llm:",
+      "  api_key: bench-key",
+      `  base_url: ${fakeUrl}`,
+      "queue:",
+      "  backend: sqlite",
+      "workers:",
+      "  agent_concurrency: 8",
+      "http:",
+      "  port: 0",
+      "",
+    ].join("\n"),
+  );
+  const { child, address } = await startServer(dir);
+  try {
+    const db = openDatabase(join(dir, "history", "picklebot.db"));
+    const queue = new SqliteJobQueue({ db });
+    const clients = await connectClients(address, clientCount);
+    await sleep(500);
+    const rssBefore = rssMiB(child.pid);
+    const seconds = await load(queue);
+    await sleep(500);
+    const rssAfter = rssMiB(child.pid);
+    const events = clients.map((client) => client.events);
+    for (const client of clients) client.request.destroy();
+    await queue.close();
+    db.close();
+    return {
+      jobsPerSecond: (RATE * SECONDS) / seconds,
+      rssBefore,
+      rssAfter,
+      eventsPerClient: events.length ? Math.min(...events) : 0,
+    };
+  } finally {
+    child.kill("SIGTERM");
+    await new Promise((resolve) => child.once("exit", resolve));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const { anthropic } = await loadFakes(["anthropic"]);
+const fake = await anthropic.startFakeAnthropic({ defaultReply: { text: "ok" } });
+try {
+  const without = await run(fake.url, 0);
+  const withClients = await run(fake.url, CLIENTS);
+  const fmt = (n) => n.toFixed(0);
+  console.log(
+    `\n${RATE} jobs/s offered for ${SECONDS} s (${RATE * SECONDS} jobs), ${cpus().length} cores, ${new Date().toISOString().slice(0, 10)}\n`,
+  );
+  console.log(
+    markdownTable(
+      [
+        "/events clients",
+        "jobs/s",
+        "server RSS before",
+        "RSS after",
+        "RSS growth",
+        "events read per client (min)",
+      ],
+      [
+        [0, without],
+        [CLIENTS, withClients],
+      ].map(([clients, result]) => [
+        String(clients),
+        fmt(result.jobsPerSecond),
+        `${fmt(result.rssBefore)} MiB`,
+        `${fmt(result.rssAfter)} MiB`,
+        `${fmt(result.rssAfter - result.rssBefore)} MiB`,
+        clients ? String(result.eventsPerClient) : "-",
+      ]),
+    ),
+  );
+  console.log(
+    `\nthroughput with clients / without: ${(withClients.jobsPerSecond / without.jobsPerSecond).toFixed(3)}`,
+  );
+} finally {
+  await fake.close();
+}
