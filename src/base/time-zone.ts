@@ -37,3 +37,11 @@ export function wallClockMs(instant: number, timeZone: string): number {
   );
   return wholeSeconds + (((instant % 1000) + 1000) % 1000);
 }
+
+/** An epoch-ms time as `YYYY-MM-DD HH:MM:SS` in the host's zone, or "-". */
+export function formatTime(epochMs: number | null | undefined): string {
+  if (epochMs === null || epochMs === undefined) return "-";
+  const date = new Date(epochMs);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+}

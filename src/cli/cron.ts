@@ -7,7 +7,8 @@ import { UserError } from "../base/errors.js";
 import type { Config } from "../config/index.js";
 import type { CronStateStore } from "../ports/index.js";
 import { loadCronDir } from "../server/cron/definition.js";
-import { type CronRow, describeCrons, runCronNow } from "../server/cron/worker.js";
+import { describeCronFolder } from "../server/cron/describe.js";
+import { type CronRow, runCronNow } from "../server/cron/worker.js";
 import { openWorkspace } from "./context.js";
 import { formatTime, printable, printJson, printLine, printTable } from "./output.js";
 
@@ -96,10 +97,10 @@ export async function describeCronsNow(
   config: Config,
   state: CronStateStore,
 ): Promise<CronRow[]> {
-  const { crons, errors } = loadCronDir(cronDir(workspace), cronDefaults(config));
+  const { rows, errors } = await describeCronFolder(workspace, config, state, systemClock);
   for (const error of errors)
     process.stderr.write(`picklebot: warning: ${printable(error.message, { multiline: true })}\n`);
-  return describeCrons(crons, state, systemClock);
+  return rows;
 }
 
 function cronDir(workspace: string): string {

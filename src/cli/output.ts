@@ -3,6 +3,7 @@ import { InvalidArgumentError } from "commander";
 import { printable } from "../base/printable.js";
 
 export { printable } from "../base/printable.js";
+export { formatTime } from "../base/time-zone.js";
 
 /**
  * Prints rows as aligned columns under a header. Cells are made {@link printable}: a
@@ -21,14 +22,6 @@ export function printTable(header: string[], cells: string[][]): void {
       .trimEnd();
   console.log(line(header.map((title) => printable(title.toUpperCase()))));
   for (const row of rows) console.log(line(row));
-}
-
-/** An epoch-ms time as `YYYY-MM-DD HH:MM:SS` in the host's zone, or "-". */
-export function formatTime(epochMs: number | null | undefined): string {
-  if (epochMs === null || epochMs === undefined) return "-";
-  const date = new Date(epochMs);
-  const pad = (n: number) => String(n).padStart(2, "0");
-  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
 }
 
 /** A span of time in its two largest units: `45s`, `12m 5s`, `3h 20m`, `2d 4h`. */

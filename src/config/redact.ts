@@ -13,13 +13,14 @@ function presence(secret: string | undefined): string {
 
 /**
  * A copy of `config` safe to print: API keys, bot tokens and the database URL (which
- * may hold a password) are replaced by "[set]" or "[not set]".
+ * may hold a password) and the dashboard's `http.token` are replaced by "[set]" or "[not set]".
  */
 export function redactConfig(config: Config): Config {
   return {
     ...config,
     llm: { ...config.llm, api_key: presence(config.llm.api_key) },
     queue: { ...config.queue, url: presence(config.queue.url) },
+    http: { ...config.http, token: presence(config.http.token) },
     ...Object.fromEntries(
       CHAT_PLATFORM_KINDS.map((kind) => [
         kind,
@@ -31,7 +32,7 @@ export function redactConfig(config: Config): Config {
 
 /**
  * Every secret value the config holds, wherever it came from (picklebot.yaml, `${NAME}`,
- * `.env` or the environment): the API key, the bot tokens and the database password.
+ * `.env` or the environment): the API key, the bot tokens, the database password and `http.token`.
  * These are what `redactSecrets` takes out of tool output, model replies and logs.
  */
 export function secretValues(config: Config): string[] {
@@ -39,6 +40,7 @@ export function secretValues(config: Config): string[] {
     config.llm.api_key,
     ...CHAT_PLATFORM_KINDS.map((kind) => config[kind].bot_token),
     config.queue.url === undefined ? undefined : passwordOfUrl(config.queue.url),
+    config.http.token,
   ];
   return values.filter((value): value is string => value !== undefined && value !== "");
 }

@@ -276,6 +276,19 @@ function httpSchema() {
       port: fromText(z.int().min(0).max(65535).describe("a port number from 0 to 65535")).default(
         8787,
       ),
+      /**
+       * The dashboard's access token; required (or generated into history/http-token) when
+       * `host` is not a loopback address. Write it as `${PICKLEBOT_HTTP_TOKEN}`.
+       */
+      token: z
+        .string()
+        .min(16)
+        .describe("a token of at least 16 characters (e.g. ${PICKLEBOT_HTTP_TOKEN})")
+        .optional(),
+      /** The dashboard shows everything and changes nothing: no buttons, every POST refused. */
+      read_only: flag().default(false),
+      /** Serve the web dashboard at `/` (false: only /healthz, /metrics and /events). */
+      dashboard: flag().default(true),
     })
     .prefault({});
 }

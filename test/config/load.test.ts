@@ -81,7 +81,13 @@ describe("loadConfig", () => {
     expect(config.telegram.allowed_user_ids).toEqual([]);
     expect(config.discord.channel_ids).toEqual([]);
     expect(config.discord.call_timeout_s).toBe(15);
-    expect(config.http).toEqual({ enabled: true, host: "127.0.0.1", port: 8787 });
+    expect(config.http).toEqual({
+      enabled: true,
+      host: "127.0.0.1",
+      port: 8787,
+      read_only: false,
+      dashboard: true,
+    });
     expect(config.bindings).toEqual([]);
   });
 

@@ -1,6 +1,9 @@
 import { formatReplyTarget } from "../../base/chat-address.js";
 import type { Clock, CronStateStore } from "../../ports/index.js";
-import type { CronDefinition } from "./definition.js";
+import { join } from "node:path";
+import type { UserError } from "../../base/errors.js";
+import type { Config } from "../../config/index.js";
+import { type CronDefinition, loadCronDir } from "./definition.js";
 import { nextOccurrence } from "./schedule.js";
 
 /**
@@ -55,4 +58,18 @@ export async function describeCrons(
     });
   }
   return rows;
+}
+
+/** Rows for every cron file of the workspace's `crons/`, and the files that are broken. */
+export async function describeCronFolder(
+  workspace: string,
+  config: Pick<Config, "default_agent" | "timezone">,
+  state: CronStateStore,
+  clock: Clock,
+): Promise<{ rows: CronRow[]; errors: UserError[] }> {
+  const { crons, errors } = loadCronDir(join(workspace, "crons"), {
+    agentId: config.default_agent,
+    timezone: config.timezone,
+  });
+  return { rows: await describeCrons(crons, state, clock), errors };
 }

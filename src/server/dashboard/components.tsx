@@ -1,0 +1,47 @@
+/** Small pieces every dashboard page uses: action buttons, notes, job states. */
+import { useRequestContext } from "hono/jsx-renderer";
+import { describeWait } from "../../base/errors.js";
+import type { Job } from "../../ports/index.js";
+import { CSRF_FIELD, type DashboardEnv } from "./env.js";
+
+/**
+ * A POST form with one button and the CSRF token; renders nothing in read-only mode, so
+ * a read-only dashboard shows no action at all.
+ */
+export function ActionButton(props: { action: string; label: string; danger?: boolean }) {
+  const c = useRequestContext<DashboardEnv>();
+  if (c.get("readOnly")) return null;
+  return (
+    <form class="inline" method="post" action={props.action}>
+      <input type="hidden" name={CSRF_FIELD} value={c.get("csrfToken")} />
+      <button type="submit" class={props.danger ? "danger" : undefined}>
+        {props.label}
+      </button>{" "}
+    </form>
+  );
+}
+
+/** A note at the top of a page: what an action did, or why it was refused. */
+export function Flash(props: { kind: "good" | "bad"; text: string; back?: string }) {
+  return (
+    <p class={`card ${props.kind}`} role={props.kind === "bad" ? "alert" : "status"}>
+      {props.text} {props.back ? <a href={props.back}>Back</a> : null}
+    </p>
+  );
+}
+
+/** A job's state, with what it waits for when it waits. */
+export function JobStateBadge(props: { job: Job }) {
+  const { job } = props;
+  const text = job.waitingFor ? `waiting for ${describeWait(job.waitingFor)}` : job.state;
+  return (
+    <span class={`state-${job.state}`} data-state={job.state}>
+      {text}
+    </span>
+  );
+}
+
+/** `text` cut to `max` characters with an ellipsis. */
+export function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
