@@ -112,6 +112,28 @@ export type PicklebotEvent =
 /** Every event type, for help texts and validation. */
 export type PicklebotEventType = PicklebotEvent["type"];
 
+/** Every event type, in the order the README documents them. */
+export const EVENT_TYPES = [
+  "job.enqueued",
+  "job.started",
+  "job.checkpointed",
+  "job.parked",
+  "job.done",
+  "job.failed",
+  "model.started",
+  "model.ended",
+  "tool.started",
+  "tool.ended",
+  "message.delivered",
+  "message.refused",
+  "cron.fired",
+  "worker.crashed",
+  "worker.restarted",
+  "instance.joined",
+  "instance.left",
+  "leader.changed",
+] as const satisfies readonly PicklebotEventType[];
+
 /** An event as a publisher hands it over: the feed sets `seq`, `at` and `instance`. */
 export type NewEvent = PicklebotEvent extends infer E
   ? E extends PicklebotEvent
@@ -132,8 +154,12 @@ export interface EventFeed {
   /** Buffered events with `seq` greater than `after`, oldest first. */
   since(after: number): PicklebotEvent[];
   /**
-   * Calls `listener` for every later event. A listener that throws is dropped. Events
+   * Calls `listener` for every later event, one at a time: a returned promise holds back
+   * the next event until it settles. A listener that throws (or rejects) is dropped. Events
    * published while a listener is slow are queued up to a bound, then dropped and counted.
    */
-  subscribe(listener: (event: PicklebotEvent) => void): Unsubscribe;
+  subscribe(listener: (event: PicklebotEvent) => void | Promise<void>): Unsubscribe;
 }
+
+/** A sink that drops every event: the default of the layers that publish. */
+export const noEvents: EventSink = { publish: () => {} };

@@ -7,10 +7,12 @@ import type { AddressInfo } from "node:net";
 import { createAdaptorServer, type ServerType } from "@hono/node-server";
 import { Hono } from "hono";
 import type { Registry } from "prom-client";
+import type { EventFeed } from "../ports/index.js";
 import { type HttpAccess, openAccess, requireAccess } from "./dashboard/access.js";
 import { assetRoutes } from "./dashboard/assets.js";
 import type { DashboardEnv } from "./dashboard/env.js";
 import { loginRoutes } from "./dashboard/login.js";
+import { eventRoutes } from "./events/routes.js";
 
 /** What `/healthz` reports: 200 when `healthy`, 503 otherwise. */
 export interface HealthReport {
@@ -29,8 +31,8 @@ export interface HttpEndpointOptions {
   access?: HttpAccess;
   /** The dashboard (`dashboardApp`), or null when `http.dashboard` is false. (Default: none) */
   dashboard?: Hono<DashboardEnv> | null;
-  /** The event stream's routes, served at `/events`. (Default: none) */
-  events?: Hono | null;
+  /** The event stream served at `GET /events`. (Default: none, 404) */
+  events?: EventFeed;
 }
 
 /** The endpoint's routes, without a socket (tests call `app.request()`). */
@@ -48,14 +50,14 @@ export function httpApp(options: Omit<HttpEndpointOptions, "host" | "port">): Ho
     c.header("content-type", registry.contentType);
     return c.body(await registry.metrics());
   });
-  if (options.events) app.route("/events", options.events);
+  if (options.events) app.route("/", eventRoutes(options.events));
   if (options.dashboard) {
     app.route("/assets", assetRoutes());
     app.route("/", loginRoutes(access));
     app.route("/", options.dashboard);
   }
   app.notFound((c) =>
-    c.text(`not found: try ${options.dashboard ? "/, " : ""}/healthz or /metrics\n`, 404),
+    c.text(`not found: try ${options.dashboard ? "/, " : ""}/healthz, /metrics or /events\n`, 404),
   );
   app.onError((error, c) => c.text(`500 internal error: ${error.message}\n`, 500));
   return app;

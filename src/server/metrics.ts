@@ -53,6 +53,11 @@ export class ServerMetrics {
     labelNames: ["worker"] as const,
     registers: [this.registry],
   });
+  readonly eventsDropped = new Counter({
+    name: "picklebot_events_dropped_total",
+    help: "Events a slow /events subscriber lost because its queue was full",
+    registers: [this.registry],
+  });
   readonly llmTokens = new Counter({
     name: "picklebot_llm_tokens_total",
     help: "Tokens used by model calls, by type",

@@ -54,6 +54,7 @@ import { MessageBusWorker } from "./bus/worker.js";
 import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
 import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
 import { CronWorker } from "./cron/worker.js";
+import { EventHub } from "./events/hub.js";
 import { HttpEndpoint } from "./http.js";
 import { ServerMetrics } from "./metrics.js";
 import { QueueDepthWorker } from "./queue-depth.js";
@@ -84,6 +85,8 @@ export class PicklebotServer {
   /** `host:port` of the HTTP endpoint, or null when it is disabled. */
   httpAddress: string | null = null;
   readonly metrics: ServerMetrics;
+  /** The event stream of this process (`GET /events`, `picklebot events`). */
+  readonly events: EventHub;
   readonly frontends = new FrontendRegistry();
   readonly #options: ServerOptions;
   readonly #clock: Clock;
@@ -116,6 +119,10 @@ export class PicklebotServer {
     this.#storage = storage;
     this.#queue = storage.queue;
     this.#instance = instanceInfo(options, storage.cluster !== null);
+    this.events = new EventHub({
+      instance: storage.cluster ? this.#instance.id : "local",
+      onDropped: (count) => this.metrics.eventsDropped.inc(count),
+    });
     this.#supervisor = new Supervisor({
       clock: this.#clock,
       logger: options.logger,
@@ -439,6 +446,7 @@ export class PicklebotServer {
       port: http.port,
       registry: this.metrics.registry,
       health: () => this.#health(),
+      events: this.events,
     });
     try {
       this.httpAddress = await this.#http.listen();

@@ -3,29 +3,8 @@
  * refreshes itself when the event stream (`/events`) reports a change. Without a stream
  * (the server serves none, or the connection drops) it refreshes every 3 s instead.
  */
-import type { PicklebotEventType } from "../../../ports/index.js";
+import { EVENT_TYPES } from "../../../ports/index.js";
 
-/** Named SSE events the page listens to as well as unnamed ones (every type of the stream). */
-const EVENT_TYPES: PicklebotEventType[] = [
-  "job.enqueued",
-  "job.started",
-  "job.checkpointed",
-  "job.parked",
-  "job.done",
-  "job.failed",
-  "model.started",
-  "model.ended",
-  "tool.started",
-  "tool.ended",
-  "message.delivered",
-  "message.refused",
-  "cron.fired",
-  "worker.crashed",
-  "worker.restarted",
-  "instance.joined",
-  "instance.left",
-  "leader.changed",
-];
 
 export const DASHBOARD_JS = `
 (function () {

@@ -1,0 +1,125 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { readSse, type SseMessage } from "../../../src/base/sse.js";
+import { EventHub } from "../../../src/server/events/hub.js";
+import { eventRoutes } from "../../../src/server/events/routes.js";
+import { HttpEndpoint } from "../../../src/server/http.js";
+import { ServerMetrics } from "../../../src/server/metrics.js";
+import { waitFor } from "../../helpers/wait.js";
+
+const enqueued = (jobId: string) =>
+  ({ type: "job.enqueued", jobId, agentId: "main", sessionKey: "cli:1", attempts: 0 }) as const;
+const done = (jobId: string) => ({ ...enqueued(jobId), type: "job.done", attempts: 1 }) as const;
+
+const endpoints: HttpEndpoint[] = [];
+afterEach(async () => {
+  await Promise.all(endpoints.splice(0).map((endpoint) => endpoint.close()));
+});
+
+async function serve(hub: EventHub): Promise<string> {
+  const endpoint = new HttpEndpoint({
+    host: "127.0.0.1",
+    port: 0,
+    registry: new ServerMetrics().registry,
+    health: async () => ({ healthy: true }),
+    events: hub,
+  });
+  endpoints.push(endpoint);
+  return `http://${await endpoint.listen()}`;
+}
+
+/** Reads `count` messages from an open stream, then closes it. */
+async function take(response: Response, count: number): Promise<SseMessage[]> {
+  const messages: SseMessage[] = [];
+  if (!response.body) throw new Error("no body");
+  for await (const message of readSse(response.body)) {
+    messages.push(message);
+    if (messages.length === count) break;
+  }
+  return messages;
+}
+
+describe("GET /events", () => {
+  it("streams buffered then live events as SSE with id, event and JSON data", async () => {
+    const hub = new EventHub({ instance: "local" });
+    hub.publish(enqueued("a"));
+    const base = await serve(hub);
+    const response = await fetch(`${base}/events`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toContain("text/event-stream");
+    const reading = take(response, 2);
+    setTimeout(() => hub.publish(done("a")), 50);
+    const [first, second] = await reading;
+    expect(first).toMatchObject({ id: "1", event: "job.enqueued" });
+    expect(JSON.parse(first?.data ?? "")).toMatchObject({ jobId: "a", seq: 1, instance: "local" });
+    expect(second).toMatchObject({ id: "2", event: "job.done" });
+  });
+
+  it("resumes after Last-Event-ID, or ?after=, from the buffer", async () => {
+    const hub = new EventHub({ instance: "local" });
+    for (const id of ["a", "b", "c"]) hub.publish(enqueued(id));
+    const base = await serve(hub);
+    const byHeader = await take(
+      await fetch(`${base}/events`, { headers: { "last-event-id": "2" } }),
+      1,
+    );
+    expect(byHeader.map((message) => message.id)).toEqual(["3"]);
+    const byQuery = await take(await fetch(`${base}/events?after=1`), 2);
+    expect(byQuery.map((message) => message.id)).toEqual(["2", "3"]);
+  });
+
+  it("keeps only the types asked for with ?type=", async () => {
+    const hub = new EventHub({ instance: "local" });
+    hub.publish(enqueued("a"));
+    hub.publish({ type: "cron.fired", cronId: "daily", agentId: "main", jobId: "a" });
+    hub.publish(done("a"));
+    const base = await serve(hub);
+    const messages = await take(await fetch(`${base}/events?type=cron.*,job.done`), 2);
+    expect(messages.map((message) => message.event)).toEqual(["cron.fired", "job.done"]);
+  });
+
+  it("refuses a resume point that is not an event seq", async () => {
+    const base = await serve(new EventHub({ instance: "local" }));
+    const response = await fetch(`${base}/events?after=yesterday`);
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain("Last-Event-ID and ?after= take an event seq");
+  });
+
+  it("forgets a client that went away", async () => {
+    const hub = new EventHub({ instance: "local" });
+    const base = await serve(hub);
+    const controller = new AbortController();
+    const response = await fetch(`${base}/events`, { signal: controller.signal });
+    hub.publish(enqueued("a"));
+    await take(response, 1);
+    expect(hub.subscriberCount).toBe(1);
+    controller.abort();
+    await waitFor(() => hub.subscriberCount === 0, "the stream to unsubscribe");
+  });
+});
+
+describe("eventRoutes", () => {
+  it("sends heartbeat comments on an idle stream", async () => {
+    const app = eventRoutes(new EventHub({ instance: "local" }), { heartbeatMs: 20 });
+    const controller = new AbortController();
+    const response = await app.request("/events", { signal: controller.signal });
+    const reader = response.body?.getReader();
+    if (!reader) throw new Error("no body");
+    let text = "";
+    while (!text.includes(": heartbeat")) {
+      const { value } = await reader.read();
+      text += new TextDecoder().decode(value);
+    }
+    controller.abort();
+    expect(text).toContain(": connected");
+  });
+});
+
+describe("readSse", () => {
+  it("joins multi-line data and skips comments", async () => {
+    const body = new Response(": hello\n\nid: 7\nevent: x\ndata: one\ndata: two\n\n").body;
+    if (!body) throw new Error("no body");
+    const messages: SseMessage[] = [];
+    for await (const message of readSse(body)) messages.push(message);
+    expect(messages).toEqual([{ id: "7", event: "x", data: "one\ntwo" }]);
+  });
+});
