@@ -283,7 +283,7 @@ function httpSchema() {
       token: z
         .string()
         .min(16)
-        .describe("a token of at least 16 characters (e.g. ${PICKLEBOT_HTTP_TOKEN})")
+        .describe("a token of at least 16 characters, e.g. from the environment")
         .optional(),
       /** The dashboard shows everything and changes nothing: no buttons, every POST refused. */
       read_only: flag().default(false),

@@ -51,9 +51,12 @@ import { BudgetGuard } from "./budget.js";
 import { chatAgentDirectory } from "./bus/chat-agents.js";
 import { ChatSenders } from "./bus/senders.js";
 import { MessageBusWorker } from "./bus/worker.js";
+import { describeCluster } from "./cluster/describe.js";
 import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
 import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
+import { describeCronFolder } from "./cron/describe.js";
 import { CronWorker } from "./cron/worker.js";
+import { composeDashboard, type HttpAccess, resolveAccess } from "./dashboard/index.js";
 import { EventHub } from "./events/hub.js";
 import { HttpEndpoint } from "./http.js";
 import { ServerMetrics } from "./metrics.js";
@@ -439,14 +442,24 @@ export class PicklebotServer {
   }
 
   async #startHttp(): Promise<void> {
-    const { http } = this.#options.config;
+    const { config } = this.#options;
+    const { http } = config;
     if (!http.enabled) return;
+    const access = resolveAccess({
+      host: http.host,
+      token: http.token,
+      historyPath: config.history.path,
+      // The terminal, not the log: a token never goes into a log file.
+      announce: (text) => process.stderr.write(text),
+    });
     this.#http = new HttpEndpoint({
       host: http.host,
       port: http.port,
       registry: this.metrics.registry,
       health: () => this.#health(),
       events: this.events,
+      access,
+      dashboard: http.dashboard ? this.#dashboard(access) : null,
     });
     try {
       this.httpAddress = await this.#http.listen();
@@ -454,6 +467,33 @@ export class PicklebotServer {
     } catch (error) {
       throw listenError(error, http.host, http.port);
     }
+  }
+
+  /** The web dashboard over this server's storage, workers and session stopper. */
+  #dashboard(access: HttpAccess) {
+    const { config, workspace } = this.#options;
+    const storage = this.#storage;
+    return composeDashboard({
+      access,
+      readOnly: config.http.read_only,
+      overview: {
+        health: () => this.#health(),
+        crons: async () =>
+          (await describeCronFolder(workspace, config, storage.cronState, this.#clock)).rows,
+        cluster: () => describeCluster(storage),
+        jobs: this.#queue,
+        clock: this.#clock,
+      },
+      jobs: { jobs: this.#queue, stopper: { stop: (key) => this.#requireStopper().stop(key) } },
+      sessions: {
+        history: storage.history,
+        queue: this.#queue,
+        agents: [
+          config.default_agent,
+          ...this.#instance.agents.filter((id) => id !== config.default_agent),
+        ],
+      },
+    });
   }
 
   /** `/healthz`: unhealthy while a worker restarts or a chat platform is not connected. */

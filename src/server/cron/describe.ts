@@ -1,8 +1,8 @@
-import { formatReplyTarget } from "../../base/chat-address.js";
-import type { Clock, CronStateStore } from "../../ports/index.js";
 import { join } from "node:path";
+import { formatReplyTarget } from "../../base/chat-address.js";
 import type { UserError } from "../../base/errors.js";
 import type { Config } from "../../config/index.js";
+import type { Clock, CronStateStore } from "../../ports/index.js";
 import { type CronDefinition, loadCronDir } from "./definition.js";
 import { nextOccurrence } from "./schedule.js";
 

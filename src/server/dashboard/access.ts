@@ -6,7 +6,7 @@
  * open to loopback clients so local probes and scrapers need no token.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { join } from "node:path";
 import type { Context, MiddlewareHandler } from "hono";
@@ -77,6 +77,7 @@ function storedToken({ historyPath, announce }: AccessOptions): string {
     );
   }
   const token = randomToken();
+  mkdirSync(historyPath, { recursive: true });
   writeFileSync(file, `${token}\n`, { mode: 0o600 });
   announce(
     `picklebot: http.host is not a loopback address and http.token is not set; generated an access token (kept in ${file}, shown only now):\n  ${token}\n`,
@@ -130,7 +131,8 @@ export function requireAccess(access: HttpAccess): MiddlewareHandler {
     if (token === null || OPEN_PATHS.some((open) => path.startsWith(open))) return next();
     if (LOOPBACK_PATHS.has(path) && isLoopback(clientAddress(c))) return next();
     if (hasToken(c, token)) return next();
-    const wantsPage = c.req.method === "GET" && (c.req.header("accept") ?? "").includes("text/html");
+    const wantsPage =
+      c.req.method === "GET" && (c.req.header("accept") ?? "").includes("text/html");
     if (wantsPage) return c.redirect(`/login?next=${encodeURIComponent(path)}`, 303);
     c.header("www-authenticate", 'Bearer realm="picklebot"');
     return c.text(

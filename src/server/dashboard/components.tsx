@@ -1,4 +1,5 @@
 /** Small pieces every dashboard page uses: action buttons, notes, job states. */
+import type { Child } from "hono/jsx";
 import { useRequestContext } from "hono/jsx-renderer";
 import { describeWait } from "../../base/errors.js";
 import type { Job } from "../../ports/index.js";
@@ -44,4 +45,33 @@ export function JobStateBadge(props: { job: Job }) {
 /** `text` cut to `max` characters with an ellipsis. */
 export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+/**
+ * A card with a POST form, its title and the CSRF token; with `htmx`, it posts in place
+ * and swaps `target` with the answer. Renders nothing in read-only mode.
+ */
+export function PostForm(props: {
+  action: string;
+  title: string;
+  htmx?: { target: string };
+  children?: Child;
+}) {
+  const c = useRequestContext<DashboardEnv>();
+  if (c.get("readOnly")) return null;
+  const htmx = props.htmx
+    ? {
+        "hx-post": props.action,
+        "hx-target": props.htmx.target,
+        "hx-swap": "outerHTML",
+        "hx-on::after-request": "if (event.detail.successful) this.reset()",
+      }
+    : {};
+  return (
+    <form class="card" method="post" action={props.action} {...htmx}>
+      <h2>{props.title}</h2>
+      <input type="hidden" name={CSRF_FIELD} value={c.get("csrfToken")} />
+      {props.children}
+    </form>
+  );
 }

@@ -78,7 +78,10 @@ async function act(
   }
   const outcome = await action(job, source);
   if ("done" in outcome) {
-    return c.redirect(`/jobs/${encodeURIComponent(id)}?done=${encodeURIComponent(outcome.done)}`, 303);
+    return c.redirect(
+      `/jobs/${encodeURIComponent(id)}?done=${encodeURIComponent(outcome.done)}`,
+      303,
+    );
   }
   c.status(409);
   return c.render(<Flash kind="bad" text={outcome.refused} back={`/jobs/${id}`} />, {
@@ -96,7 +99,8 @@ async function cancel(job: Job, { jobs, stopper }: JobsSource): Promise<Outcome>
     if (await stopper.stop(job.sessionKey)) return { done: "stopping (as /stop in its chat)" };
     return { refused: `job ${job.id} just stopped running; reload to see its state` };
   }
-  if (await jobs.requestStop(job.id)) return { done: "cancelled: it ends at once, with its subagent jobs" };
+  if (await jobs.requestStop(job.id))
+    return { done: "cancelled: it ends at once, with its subagent jobs" };
   return {
     refused: `job ${job.id} is ${job.state}; only queued, waiting and running jobs can be cancelled`,
   };
@@ -105,7 +109,10 @@ async function cancel(job: Job, { jobs, stopper }: JobsSource): Promise<Outcome>
 function readQuery(c: Context<DashboardEnv>): JobQuery | Response {
   const state = c.req.query("state") || undefined;
   if (state !== undefined && !(STATES as string[]).includes(state)) {
-    return c.text(`400 bad request: state must be one of ${STATES.join(", ")}; found "${state}"\n`, 400);
+    return c.text(
+      `400 bad request: state must be one of ${STATES.join(", ")}; found "${state}"\n`,
+      400,
+    );
   }
   return {
     state: state as JobState | undefined,
@@ -120,7 +127,10 @@ async function listJobs(jobs: JobAdmin, query: JobQuery): Promise<Job[]> {
     sessionKey: query.chat || undefined,
     limit: query.agent ? AGENT_SCAN : PAGE_SIZE,
   });
-  return (query.agent ? list.filter((job) => job.agentId === query.agent) : list).slice(0, PAGE_SIZE);
+  return (query.agent ? list.filter((job) => job.agentId === query.agent) : list).slice(
+    0,
+    PAGE_SIZE,
+  );
 }
 
 function queryString(query: JobQuery): string {
@@ -228,7 +238,9 @@ function JobPage(props: { job: Job; children: Job[]; flash: string | undefined }
             <a href={`/jobs?chat=${encodeURIComponent(job.sessionKey)}`}>{job.sessionKey}</a>
           </dd>
           <dt>session</dt>
-          <dd>{job.sessionId ? <a href={`/sessions/${job.sessionId}`}>{job.sessionId}</a> : "-"}</dd>
+          <dd>
+            {job.sessionId ? <a href={`/sessions/${job.sessionId}`}>{job.sessionId}</a> : "-"}
+          </dd>
           <dt>reply to</dt>
           <dd>{formatReplyTarget(job.replyTo)}</dd>
           <dt>attempts</dt>
@@ -259,7 +271,8 @@ function JobPage(props: { job: Job; children: Job[]; flash: string | undefined }
         <ul>
           {props.children.map((child) => (
             <li>
-              <a href={`/jobs/${child.id}`}>{child.id}</a> {child.agentId}, <JobStateBadge job={child} />
+              <a href={`/jobs/${child.id}`}>{child.id}</a> {child.agentId},{" "}
+              <JobStateBadge job={child} />
             </li>
           ))}
         </ul>
@@ -271,7 +284,8 @@ function JobPage(props: { job: Job; children: Job[]; flash: string | undefined }
         <ol>
           {job.errors.map((error) => (
             <li>
-              attempt {error.attempt} at {formatTime(error.at)}: <span class="bad">{error.message}</span>
+              attempt {error.attempt} at {formatTime(error.at)}:{" "}
+              <span class="bad">{error.message}</span>
             </li>
           ))}
         </ol>
@@ -285,10 +299,10 @@ function Actions(props: { job: Job }) {
   const canCancel = job.state === "queued" || job.state === "waiting" || job.state === "running";
   return (
     <p>
-      {job.state === "failed" ? <ActionButton action={`/jobs/${job.id}/retry`} label="Retry" /> : null}
-      {canCancel ? (
-        <ActionButton action={`/jobs/${job.id}/cancel`} label="Cancel" danger />
+      {job.state === "failed" ? (
+        <ActionButton action={`/jobs/${job.id}/retry`} label="Retry" />
       ) : null}
+      {canCancel ? <ActionButton action={`/jobs/${job.id}/cancel`} label="Cancel" danger /> : null}
     </p>
   );
 }

@@ -5,8 +5,8 @@
  */
 import { type Context, Hono } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
-import { ASSET_VERSION } from "./assets.js";
 import { type HttpAccess, SESSION_COOKIE, sameSecret, sessionValue } from "./access.js";
+import { ASSET_VERSION } from "./assets.js";
 
 /** How long the session cookie lasts. */
 const SESSION_MAX_AGE_S = 30 * 24 * 3600;

@@ -127,7 +127,8 @@ function Throughput(props: { bars: Bar[] }) {
     <section class="card" id="throughput">
       <h2>Last hour</h2>
       <p>
-        <span class="good">{done} done</span>, <span class={failed ? "bad" : ""}>{failed} failed</span>
+        <span class="good">{done} done</span>,{" "}
+        <span class={failed ? "bad" : ""}>{failed} failed</span>
       </p>
       <dl>
         {props.bars.map((bar) => (

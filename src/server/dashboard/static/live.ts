@@ -5,7 +5,6 @@
  */
 import { EVENT_TYPES } from "../../../ports/index.js";
 
-
 export const DASHBOARD_JS = `
 (function () {
   var EVENT_TYPES = ${JSON.stringify(EVENT_TYPES)};
