@@ -46,7 +46,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    parser: "swc",
+    parser: "tsc",
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: {
