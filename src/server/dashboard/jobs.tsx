@@ -51,9 +51,12 @@ export function jobsRoutes(source: JobsSource): Hono<DashboardEnv> {
   });
   app.get("/:id", async (c) => {
     const job = await source.jobs.get(c.req.param("id"));
-    if (!job) return c.render(<NoJob id={c.req.param("id")} />, { title: "No such job" });
-    const children = await source.jobs.list({ parentId: job.id, limit: 1000 });
-    return c.render(<JobPage job={job} children={children} flash={c.req.query("done")} />, {
+    if (!job) {
+      c.status(404);
+      return c.render(<NoJob id={c.req.param("id")} />, { title: "No such job" });
+    }
+    const subagents = await source.jobs.list({ parentId: job.id, limit: 1000 });
+    return c.render(<JobPage job={job} subagents={subagents} flash={c.req.query("done")} />, {
       title: `Job ${job.id}`,
     });
   });
@@ -219,7 +222,7 @@ function JobTable(props: { jobs: Job[]; query: JobQuery }) {
   );
 }
 
-function JobPage(props: { job: Job; children: Job[]; flash: string | undefined }) {
+function JobPage(props: { job: Job; subagents: Job[]; flash: string | undefined }) {
   const { job } = props;
   return (
     <>
@@ -265,11 +268,11 @@ function JobPage(props: { job: Job; children: Job[]; flash: string | undefined }
         <Actions job={job} />
       </div>
       <h2>Subagent jobs</h2>
-      {props.children.length === 0 ? (
+      {props.subagents.length === 0 ? (
         <p class="muted">none</p>
       ) : (
         <ul>
-          {props.children.map((child) => (
+          {props.subagents.map((child) => (
             <li>
               <a href={`/jobs/${child.id}`}>{child.id}</a> {child.agentId},{" "}
               <JobStateBadge job={child} />

@@ -69,7 +69,7 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
     return c.render(
       <>
         <SessionFacts session={session} />
-        {await Transcript({ source, session })}
+        {(await Transcript({ source, session })).html}
         <ChatBox session={session} />
       </>,
       { title: session.title ?? `Session ${session.id}` },
