@@ -48,8 +48,12 @@ export interface TurnEvents {
   onText?(delta: string): void;
   /** A tool call is about to run. */
   onToolCall?(call: ToolUseBlock, summary: string): void;
+  /** A tool call finished (its result is about to be stored). */
+  onToolResult?(call: ToolUseBlock, isError: boolean): void;
   /** A model call starts (before its first text). */
-  onModelCall?(): void;
+  onModelCall?(model: string): void;
+  /** A model call answered, with its tokens. */
+  onModelReply?(model: string, usage: TokenUsage): void;
 }
 
 /** Everything one turn needs. */
@@ -150,7 +154,7 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
  * call is made once more, smaller; it never becomes a permanent failure of the chat.
  */
 async function callModel(options: TurnOptions, history: ChatMessage[], budget: RequestBudget) {
-  options.events?.onModelCall?.();
+  options.events?.onModelCall?.(options.model);
   const secrets = options.secrets ?? [];
   const onText = options.events?.onText;
   const stream = onText && new SecretStreamRedactor(secrets, onText);
@@ -179,6 +183,7 @@ async function callModel(options: TurnOptions, history: ChatMessage[], budget: R
     reply = await request(messages);
   }
   stream?.end();
+  options.events?.onModelReply?.(options.model, reply.usage);
   budget.correct(messages, promptTokensOf(reply.usage));
   // The API rejects empty assistant messages, so a silent reply is stored as a marker.
   const content =
@@ -206,9 +211,9 @@ async function callModel(options: TurnOptions, history: ChatMessage[], budget: R
  */
 async function runTools(options: TurnOptions, calls: ToolUseBlock[]): Promise<void> {
   const { finishedResults = [] } = options;
+  const finished = new Set(finishedResults.map((result) => result.tool_use_id));
   for (const call of calls) {
-    const finished = finishedResults.some((result) => result.tool_use_id === call.id);
-    if (!finished) options.events?.onToolCall?.(call, summarizeToolCall(call));
+    if (!finished.has(call.id)) options.events?.onToolCall?.(call, summarizeToolCall(call));
   }
   const maxChars = toolResultMaxChars(options.contextWindow);
   const run = await runToolCalls(options.tools, calls, options.toolContext, finishedResults);
@@ -217,6 +222,11 @@ async function runTools(options: TurnOptions, calls: ToolUseBlock[]): Promise<vo
   const results = redactStrings(run.results, secrets).map((result) =>
     capToolResult(result, byId.get(result.tool_use_id) as ToolUseBlock, maxChars),
   );
+  for (const result of run.results) {
+    const call = byId.get(result.tool_use_id);
+    if (call && !finished.has(call.id))
+      options.events?.onToolResult?.(call, result.is_error === true);
+  }
   options.toolContext.signal.throwIfAborted();
   if (run.park) throw new ParkRequest(run.park.wait, run.park.until, results);
   const content = run.ending ? [...results, redactStrings(run.ending, secrets)] : results;

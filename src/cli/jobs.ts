@@ -1,11 +1,13 @@
 /** `picklebot jobs`: inspect the queue and requeue failed (or orphaned) jobs. */
 import { Command, InvalidArgumentError } from "commander";
+import { type JobTurn, readTranscript, turnOfJob } from "../agents/transcript.js";
 import { formatReplyTarget } from "../base/chat-address.js";
 import { describeWait, UserError } from "../base/errors.js";
-import type { Job, JobState } from "../ports/index.js";
+import { type Job, type JobState, RESUME_MARKER } from "../ports/index.js";
 import { acquireWorkspaceLock, type WorkspaceLock } from "../server/workspace-lock.js";
 import { openWorkspace, type WorkspaceContext } from "./context.js";
 import { formatTime, parseLimit, printJson, printLine, printTable } from "./output.js";
+import { printIndented } from "./transcript-print.js";
 
 const STATES: JobState[] = ["queued", "running", "waiting", "failed", "done"];
 
@@ -85,8 +87,15 @@ export function jobsCommand(): Command {
         const job = await context.storage.queue.get(id);
         if (!job) throw new UserError(`no job "${id}"; list them with picklebot jobs`);
         const subagents = await context.storage.queue.list({ parentId: id, limit: 1000 });
-        if (json) return printJson({ ...job, subagentJobs: subagents.map((child) => child.id) });
-        printJob(job, subagents);
+        const transcript = job.sessionId
+          ? await readTranscript(context.storage, job.sessionId)
+          : null;
+        const turn = transcript ? turnOfJob(transcript, id) : { message: null, reply: null };
+        if (json) {
+          const subagentJobs = subagents.map((child) => child.id);
+          return printJson({ ...job, subagentJobs, sentMessage: turn.message, reply: turn.reply });
+        }
+        printJob(job, subagents, turn);
       } finally {
         await context.close();
       }
@@ -148,7 +157,7 @@ export function jobsCommand(): Command {
   return jobs;
 }
 
-function printJob(job: Job, subagents: Job[]): void {
+function printJob(job: Job, subagents: Job[], turn: JobTurn): void {
   const fields: [string, string][] = [
     ["id", job.id],
     ["state", stateOf(job)],
@@ -165,12 +174,17 @@ function printJob(job: Job, subagents: Job[]): void {
       "subagent job",
       `${child.id} (${child.agentId}, ${child.state})`,
     ]),
-    ["message", job.message === "." ? ". (checkpointed: the message is in history)" : job.message],
+    ["message", job.message === RESUME_MARKER ? (turn.message ?? job.message) : job.message],
   ];
   for (const [name, value] of fields) printLine(`${name.padEnd(12)} ${value}`);
   for (const error of job.errors) {
     printLine(`error        attempt ${error.attempt} at ${formatTime(error.at)}: ${error.message}`);
   }
+  if (turn.reply !== null) {
+    printLine("reply");
+    printIndented(turn.reply);
+  }
+  if (job.sessionId) printLine(`transcript   picklebot sessions show ${job.sessionId}`);
 }
 
 /** A job's state, with what it waits for when it waits. */

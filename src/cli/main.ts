@@ -5,6 +5,7 @@ import { approvalsCommand } from "./approvals.js";
 import { chatCommand } from "./chat.js";
 import { clusterCommand } from "./cluster.js";
 import { cronCommand } from "./cron.js";
+import { eventsCommand } from "./events.js";
 import { initCommand } from "./init.js";
 import { jobsCommand } from "./jobs.js";
 import { pairingCommand } from "./pairing.js";
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
     statusCommand(),
     usageCommand(),
     sessionsCommand(),
+    eventsCommand(),
     pairingCommand(),
     approvalsCommand(),
     clusterCommand(),

@@ -161,5 +161,22 @@ export interface EventFeed {
   subscribe(listener: (event: PicklebotEvent) => void | Promise<void>): Unsubscribe;
 }
 
+/**
+ * Carries events between the instances of a cluster (PostgreSQL NOTIFY), so that each
+ * instance's stream shows the whole cluster. An instance hears its own events too: the
+ * receiver skips those (it published them already).
+ */
+export interface EventRelay {
+  /** Sends an event of this instance to every instance; never waits, never throws. */
+  send(event: PicklebotEvent): void;
+  /**
+   * Listens for the cluster's events. `onError` hears of a lost connection (it reconnects
+   * on its own; events sent meanwhile are lost) and of events it had to drop.
+   */
+  start(receive: (event: PicklebotEvent) => void, onError: (error: Error) => void): void;
+  /** Sends what is still queued, then stops listening. */
+  close(): Promise<void>;
+}
+
 /** A sink that drops every event: the default of the layers that publish. */
 export const noEvents: EventSink = { publish: () => {} };

@@ -34,6 +34,12 @@ export interface AppendOptions {
   call?: ModelCall;
 }
 
+/** A message as stored: with when it was written and the job that wrote it. */
+export interface StoredMessage extends ChatMessage {
+  at: number;
+  jobId: string | null;
+}
+
 /** Durable store of sessions and their messages. */
 export interface HistoryStore {
   /** Creates a session for `key`, which becomes that key's current session. */
@@ -52,6 +58,11 @@ export interface HistoryStore {
    * longer than `maxMessages` is returned whole.
    */
   loadContext(sessionId: string, maxMessages: number): Promise<ChatMessage[]>;
+  /**
+   * Every message of one session, oldest first, compacted turns included: for reading a
+   * transcript, never for a request. Empty for an unknown session.
+   */
+  messages(sessionId: string): Promise<StoredMessage[]>;
   /** Closes files and connections. */
   close(): Promise<void>;
 }

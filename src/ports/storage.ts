@@ -6,6 +6,7 @@ import type { ApprovalStore } from "./approval.js";
 import type { OutboxStore, PairingStore } from "./chat.js";
 import type { ClusterStore, StopRelay } from "./cluster.js";
 import type { CronStateStore } from "./cron.js";
+import type { EventRelay } from "./events.js";
 import type { HistoryStore } from "./history.js";
 import type { ChatMessage } from "./messages.js";
 import type { ClaimedJob, JobAdmin, JobQueue } from "./queue.js";
@@ -44,6 +45,8 @@ export type FailJob = (
 export interface Cluster {
   store: ClusterStore;
   stops: StopRelay;
+  /** Carries the event stream between the instances. */
+  events: EventRelay;
 }
 
 /** Connections in a process's PostgreSQL pool (the default of `queue.pool_size`). */

@@ -46,15 +46,21 @@ import type {
   Checkpoint,
   ClaimedJob,
   Clock,
+  EventSink,
   FailJob,
   HistoryStore,
   JobAdmin,
+  JobEvent,
   JobQueue,
   JobWait,
+  ModelEvent,
+  NewEvent,
   ReplyStream,
   Session,
+  ToolEvent,
   Worker,
 } from "../ports/index.js";
+import { noEvents } from "../ports/index.js";
 import { isStorageUnavailable } from "../storage/index.js";
 import type { JobOutcome, ServerMetrics } from "./metrics.js";
 
@@ -106,6 +112,8 @@ export interface AgentWorkerOptions {
    * checked once it is parked, since the answer may have come before. (Default: never)
    */
   waitSettled?: (wait: JobWait) => Promise<boolean>;
+  /** Where job, model-call and tool-call events go (`GET /events`). (Default: nowhere) */
+  events?: EventSink;
   /**
    * What a job whose budget is used up does: `park` until the period resets, or `refuse`
    * (fail, saying why). (Default: park; `budget.on_exceeded`)
@@ -198,10 +206,13 @@ export class AgentWorker implements Worker {
     if (job.stopRequested) stop.abort(new CancelledError("stopped by the user"));
     let outcome: JobOutcome;
     let reply: ReplyStream | null = null;
+    let error: string | undefined;
+    this.#publishJob("job.started", job);
     try {
       reply = this.#options.frontends.openReply(job.replyTo, { jobId: job.id });
       outcome = await this.#runJob(job, reply, signal);
     } catch (thrown) {
+      error = toError(signal.aborted ? signal.reason : thrown).message;
       outcome = await this.#handleFailure(job, reply, signal, thrown);
     } finally {
       clear();
@@ -211,6 +222,7 @@ export class AgentWorker implements Worker {
     const durationS = (clock.now() - started) / 1000;
     metrics.jobDuration.observe(durationS);
     metrics.jobsProcessed.inc({ outcome });
+    this.#publishOutcome(job, outcome, error);
     this.#options.logger.info(
       {
         job: job.id,
@@ -248,6 +260,7 @@ export class AgentWorker implements Worker {
         content: [{ type: "text" as const, text: job.message }],
       };
       if (!(await checkpoint(job, session.id, message))) return "interrupted";
+      this.#publishJob("job.checkpointed", job);
     }
     let streamed = "";
     const result = await runner.run({
@@ -260,15 +273,26 @@ export class AgentWorker implements Worker {
       finishedResults: job.toolResults,
       ...(job.batch ? { batch: this.#batchJob(job) } : {}),
       events: {
-        onModelCall: () => {
+        onModelCall: (model) => {
           streamed = "";
           reply.typing();
+          this.#publishCall({ type: "model.started", model }, job, session.id);
         },
+        onModelReply: (model, usage) =>
+          this.#publishCall({ type: "model.ended", model, usage }, job, session.id),
         onText: (delta) => {
           streamed += delta;
           reply.update(streamed);
         },
-        onToolCall: (call, summary) => reply.toolCall(call.name, summary),
+        onToolCall: (call, summary) => {
+          reply.toolCall(call.name, summary);
+          const started = { type: "tool.started", tool: call.name, callId: call.id } as const;
+          this.#publishCall(started, job, session.id);
+        },
+        onToolResult: (call, isError) => {
+          const ended = { type: "tool.ended", tool: call.name, callId: call.id, isError } as const;
+          this.#publishCall(ended, job, session.id);
+        },
       },
     });
     metrics.countTokens({ agentId: job.agentId, model: result.model, usage: result.usage });
@@ -277,6 +301,34 @@ export class AgentWorker implements Worker {
       this.#options.logger.warn({ job: job.id }, "job finished after its lock was lost");
     }
     return "done";
+  }
+
+  /** A job event of `job`, as it stands now. */
+  #publishJob(type: JobEvent["type"], job: ClaimedJob, more: Partial<JobEvent> = {}): void {
+    const { id: jobId, agentId, sessionKey, attempts } = job;
+    this.#events.publish({ type, jobId, agentId, sessionKey, attempts, ...more });
+  }
+
+  /** The event that says how an attempt ended (`interrupted`: none, it runs again). */
+  #publishOutcome(job: ClaimedJob, outcome: JobOutcome, error: string | undefined): void {
+    if (outcome === "done" || outcome === "discarded") this.#publishJob("job.done", job);
+    else if (outcome === "failed") this.#publishJob("job.failed", job, { error });
+    else if (outcome === "retry") this.#publishJob("job.failed", job, { error, retrying: true });
+  }
+
+  /** A model-call or tool-call event of the job's turn. */
+  #publishCall(
+    event:
+      | Pick<ModelEvent, "type" | "model" | "usage">
+      | Pick<ToolEvent, "type" | "tool" | "callId" | "isError">,
+    job: ClaimedJob,
+    sessionId: string,
+  ): void {
+    this.#events.publish({ ...event, jobId: job.id, agentId: job.agentId, sessionId } as NewEvent);
+  }
+
+  get #events(): EventSink {
+    return this.#options.events ?? noEvents;
   }
 
   /** What a batch job's turn needs of the queue: its step, stored fenced. */
@@ -439,6 +491,9 @@ export class AgentWorker implements Worker {
       logger.warn({ job: job.id }, "job parked after its lock was lost");
       return "interrupted";
     }
+    this.#publishJob("job.parked", job, {
+      waitingFor: park.wait.kind === "children" ? "subagents" : park.wait.kind,
+    });
     if (await this.#settled(park.wait)) await queue.wake(job.id);
     logger.info(
       { job: job.id, waitingFor: park.wait, until: new Date(park.until).toISOString() },

@@ -57,6 +57,7 @@ import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
 import { describeCronFolder } from "./cron/describe.js";
 import { CronWorker } from "./cron/worker.js";
 import { composeDashboard, type HttpAccess, resolveAccess } from "./dashboard/index.js";
+import { announcingEnqueues } from "./events/enqueued.js";
 import { EventHub } from "./events/hub.js";
 import { HttpEndpoint } from "./http.js";
 import { ServerMetrics } from "./metrics.js";
@@ -120,16 +121,18 @@ export class PicklebotServer {
     this.#clock = options.clock ?? systemClock;
     this.#lock = lock;
     this.#storage = storage;
-    this.#queue = storage.queue;
     this.#instance = instanceInfo(options, storage.cluster !== null);
     this.events = new EventHub({
       instance: storage.cluster ? this.#instance.id : "local",
       onDropped: (count) => this.metrics.eventsDropped.inc(count),
+      forward: storage.cluster ? (event) => storage.cluster?.events.send(event) : undefined,
     });
+    this.#queue = announcingEnqueues(storage.queue, this.events);
     this.#supervisor = new Supervisor({
       clock: this.#clock,
       logger: options.logger,
       metrics: this.metrics,
+      events: this.events,
     });
   }
 
@@ -190,6 +193,7 @@ export class PicklebotServer {
       holder: this.#instance.id,
       clock: this.#clock,
       logger: this.#options.logger.child({ worker: "chat" }),
+      events: this.events,
     });
     this.#chat = chat;
     if (this.#lock) await this.#requeueOrphans();
@@ -208,6 +212,7 @@ export class PicklebotServer {
       clock: this.#clock,
       logger: this.#options.logger.child({ worker: "leader" }),
       metrics: this.metrics,
+      events: this.events,
     });
     this.#supervisor.start(this.#leader);
     this.#supervisor.start(
@@ -276,6 +281,7 @@ export class PicklebotServer {
         clock: this.#clock,
         logger: logger.child({ worker: "cron" }),
         maxAttempts: config.workers.max_attempts,
+        events: this.events,
       }),
     ];
     const batches = this.#options.provider.batches;
@@ -302,6 +308,7 @@ export class PicklebotServer {
           retentionMs: config.cluster.job_retention_h * 3_600_000,
           clock: this.#clock,
           logger: logger.child({ worker: "cluster" }),
+          events: this.events,
         }),
       );
     }
@@ -312,8 +319,16 @@ export class PicklebotServer {
   async #joinCluster(): Promise<void> {
     const cluster = this.#storage.cluster;
     if (!cluster) return;
+    const logger = this.#options.logger.child({ worker: "events" });
+    cluster.events.start(
+      (event) => {
+        if (event.instance !== this.#instance.id) this.events.relay(event);
+      },
+      (error) => logger.warn({ error: error.message }, "cluster event stream trouble"),
+    );
     await cluster.store.register(this.#instance);
     this.#registered = true;
+    this.events.publish({ type: "instance.joined", subject: this.#instance.id });
     this.#heartbeat = new Heartbeat({
       cluster: cluster.store,
       instance: this.#instance,
@@ -410,6 +425,7 @@ export class PicklebotServer {
       stopRunning: (key) => this.#requireStopper().stop(key),
       waitSettled: (wait) => desk.isSettled(wait),
       onBudgetExceeded: config.budget.on_exceeded,
+      events: this.events,
     });
   }
 
@@ -487,6 +503,7 @@ export class PicklebotServer {
       jobs: { jobs: this.#queue, stopper: { stop: (key) => this.#requireStopper().stop(key) } },
       sessions: {
         history: storage.history,
+        usage: storage.usage,
         queue: this.#queue,
         agents: [
           config.default_agent,
@@ -528,6 +545,7 @@ export class PicklebotServer {
     await this.#chat?.close();
     await this.#heartbeat?.stop();
     if (this.#registered) {
+      this.events.publish({ type: "instance.left", subject: this.#instance.id });
       await this.#storage.cluster?.store
         .deregister(this.#instance)
         .catch((error: unknown) =>

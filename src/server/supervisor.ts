@@ -11,7 +11,7 @@ import { CancelledError, PicklebotError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
 import { redactError } from "../base/redact.js";
-import type { Clock, Worker } from "../ports/index.js";
+import type { Clock, EventSink, Worker } from "../ports/index.js";
 import type { ServerMetrics } from "./metrics.js";
 
 /** A worker's state as `/healthz` and `picklebot status` show it. */
@@ -39,6 +39,8 @@ export interface SupervisorOptions {
   clock: Clock;
   logger: Logger;
   metrics: ServerMetrics;
+  /** Where `worker.crashed` / `worker.restarted` go. (Default: nowhere) */
+  events?: EventSink;
   policy?: Partial<RestartPolicy>;
 }
 
@@ -91,8 +93,11 @@ export class Supervisor {
   async #supervise(worker: Worker): Promise<void> {
     const { clock, logger, metrics } = this.#options;
     const signal = this.#abort.signal;
+    let crashes = 0;
     const run = async () => {
       this.#setHealth(worker.name, { state: "running" });
+      if (crashes > 0)
+        this.#options.events?.publish({ type: "worker.restarted", worker: worker.name });
       await worker.run(signal);
       if (!signal.aborted) throw new PicklebotError("stopped unexpectedly", { retryable: true });
     };
@@ -111,6 +116,12 @@ export class Supervisor {
           lastError: error.message,
         });
         health.restarts += 1;
+        crashes += 1;
+        this.#options.events?.publish({
+          type: "worker.crashed",
+          worker: worker.name,
+          error: error.message,
+        });
         metrics.workerRestarts.inc({ worker: worker.name });
         logger.error(
           { worker: worker.name, error: error.message, restartInMs: retryInMs },

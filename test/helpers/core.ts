@@ -19,6 +19,7 @@ import { type Config, secretValues } from "../../src/config/index.js";
 import { FrontendRegistry } from "../../src/frontends/registry.js";
 import {
   type Checkpoint,
+  type EventSink,
   type Job,
   type NewJob,
   RESUME_MARKER,
@@ -56,6 +57,10 @@ export const OWNER_ID = "7";
 export interface CoreOptions {
   /** (Default: memory) */
   queue?: "memory" | "sqlite";
+  /** A migrated PostgreSQL database: queue and history there instead. (Default: none) */
+  postgresUrl?: string;
+  /** Where the worker and the chat senders publish events. (Default: nowhere) */
+  events?: EventSink;
   /** `workers.job_timeout_s`. (Default: 300) */
   jobTimeoutS?: number;
   /** Wraps the storage's checkpoint (e.g. to lose the lock first). (Default: as is) */
@@ -128,8 +133,15 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
       timeout_s: 20,
       context_window: options.contextWindow,
     },
-    queue: { backend: options.queue ?? "memory" },
-    history: { backend: "sqlite", max_messages: options.maxMessages },
+    ...(options.postgresUrl
+      ? {
+          queue: { backend: "postgres", url: options.postgresUrl, pool_size: 2 },
+          history: { backend: "postgres", max_messages: options.maxMessages },
+        }
+      : {
+          queue: { backend: options.queue ?? "memory" },
+          history: { backend: "sqlite", max_messages: options.maxMessages },
+        }),
     workers: {
       job_timeout_s: options.jobTimeoutS ?? 300,
       ...(options.subagentTimeoutS ? { subagent_timeout_s: options.subagentTimeoutS } : {}),
@@ -153,6 +165,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     clock,
     logger,
     editIntervalMs: 0,
+    events: options.events,
   });
   const { agents, broken: brokenAgents } = loadAgents(ws.dir);
   const desk = new ApprovalDesk({
@@ -209,6 +222,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     pollMs: 10,
     waitSettled: (wait) => desk.isSettled(wait),
     onBudgetExceeded: config.budget.on_exceeded,
+    events: options.events,
   };
   const worker = new AgentWorker(workerOptions);
   const bus = new MessageBusWorker({

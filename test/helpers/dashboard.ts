@@ -110,7 +110,12 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
         },
       },
     },
-    sessions: { history: storage.history, queue: storage.queue, agents: ["pickle", "scout"] },
+    sessions: {
+      history: storage.history,
+      usage: storage.usage,
+      queue: storage.queue,
+      agents: ["pickle", "scout"],
+    },
   });
   const app = httpApp({
     access,

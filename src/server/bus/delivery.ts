@@ -27,6 +27,8 @@ import {
   type ChatPlatform,
   type Clock,
   DELIVERY_LEASE_MS,
+  type EventSink,
+  type MessageEvent,
   type OutboxEntry,
   type OutboxStore,
   type SentChatMessage,
@@ -46,6 +48,8 @@ export interface OutboxDeliveryOptions {
   leaseMs?: number;
   /** How often due entries are looked for. (Default: 1000 ms) */
   pollMs?: number;
+  /** Where `message.delivered` / `message.refused` go. (Default: nowhere) */
+  events?: EventSink;
 }
 
 /**
@@ -185,6 +189,7 @@ export class OutboxDelivery implements Worker {
       if (wait > 0) await sleep(wait, undefined, { ref: false });
       await this.#sendParts(entry, text, shown);
       await this.#options.outbox.markDelivered(entry.id, this.#options.clock.now());
+      this.#publish("message.delivered", entry);
       return true;
     } catch (thrown) {
       await this.#recordFailure(entry, thrown);
@@ -241,6 +246,12 @@ export class OutboxDelivery implements Worker {
     }
   }
 
+  #publish(type: MessageEvent["type"], entry: OutboxEntry, error?: string): void {
+    const { platform, chatId, dedupeKey } = entry;
+    const jobId = /^(?:job|post):([^:]+)/.exec(dedupeKey)?.[1] ?? null;
+    this.#options.events?.publish({ type, platform, chatId, jobId, ...(error ? { error } : {}) });
+  }
+
   async #recordFailure(entry: OutboxEntry, thrown: unknown): Promise<void> {
     const { outbox, clock, logger } = this.#options;
     const error = toError(thrown);
@@ -248,6 +259,7 @@ export class OutboxDelivery implements Worker {
     const where = { outbox: entry.dedupeKey, chat: entry.chatId, attempt: entry.attempts + 1 };
     if (error instanceof ChatPlatformError && !error.retryable) {
       await outbox.markFailed(entry.id, error.message, now);
+      this.#publish("message.refused", entry, error.message);
       logger.error(
         { ...where, error: error.message },
         "reply refused by the platform; not retried",

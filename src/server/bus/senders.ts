@@ -16,7 +16,13 @@ import { CHAT_ADDRESS_FORMS, chatAddressOf, formatChatAddress } from "../../base
 import { ToolError, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import type { FrontendRegistry } from "../../frontends/registry.js";
-import type { ChatPlatform, ChatPlatformKind, Clock, OutboxStore } from "../../ports/index.js";
+import type {
+  ChatPlatform,
+  ChatPlatformKind,
+  Clock,
+  EventSink,
+  OutboxStore,
+} from "../../ports/index.js";
 import { ChatFrontend } from "./chat-frontend.js";
 import { OutboxDelivery } from "./delivery.js";
 
@@ -36,6 +42,8 @@ export interface ChatSendersOptions {
   logger: Logger;
   /** Shortest time between two streaming edits in one chat. (Default: 1000 ms) */
   editIntervalMs?: number;
+  /** Where delivered and refused replies are reported. (Default: nowhere) */
+  events?: EventSink;
 }
 
 interface Sender {
@@ -59,6 +67,7 @@ export class ChatSenders {
         holder,
         clock,
         logger: platformLogger,
+        events: options.events,
       });
       frontends.register(
         new ChatFrontend({

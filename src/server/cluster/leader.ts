@@ -11,7 +11,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
-import type { Clock, Leadership, Worker } from "../../ports/index.js";
+import type { Clock, EventSink, Leadership, Worker } from "../../ports/index.js";
 import type { ServerMetrics } from "../metrics.js";
 import { Supervisor, type WorkerHealth } from "../supervisor.js";
 
@@ -32,6 +32,8 @@ export interface LeaderWorkerOptions {
   clock: Clock;
   logger: Logger;
   metrics: ServerMetrics;
+  /** Where `leader.changed` goes, and the leader-only workers' crashes. (Default: nowhere) */
+  events?: EventSink;
 }
 
 /** Holds or waits for the lease and runs the leader-only workers while it is held. */
@@ -73,10 +75,11 @@ export class LeaderWorker implements Worker {
   }
 
   #lead(): void {
-    const { clock, logger, metrics, workers } = this.#options;
-    const inner = new Supervisor({ clock, logger, metrics });
+    const { clock, logger, metrics, workers, events } = this.#options;
+    const inner = new Supervisor({ clock, logger, metrics, events });
     for (const worker of workers()) inner.start(worker);
     this.#inner = inner;
+    events?.publish({ type: "leader.changed", subject: this.#options.holder });
     logger.info({ instance: this.#options.holder }, "became the leader");
   }
 
@@ -84,6 +87,7 @@ export class LeaderWorker implements Worker {
     const inner = this.#inner;
     this.#inner = null;
     await inner?.stop();
+    this.#options.events?.publish({ type: "leader.changed", subject: null });
     this.#options.logger.info({ instance: this.#options.holder, reason }, "no longer the leader");
   }
 }

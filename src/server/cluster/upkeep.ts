@@ -8,7 +8,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import { checkNumberOptions } from "../../base/options.js";
-import type { Clock, ClusterStore, InstanceInfo, Worker } from "../../ports/index.js";
+import type { Clock, ClusterStore, EventSink, InstanceInfo, Worker } from "../../ports/index.js";
 
 /** How often finished jobs past their retention are deleted. */
 const PRUNE_INTERVAL_MS = 60_000;
@@ -24,6 +24,8 @@ export interface ClusterUpkeepOptions {
   retentionMs: number;
   clock: Clock;
   logger: Logger;
+  /** Where `instance.left` goes for each expired instance. (Default: nowhere) */
+  events?: EventSink;
 }
 
 /** Leader-only: rescues the jobs of dead processes and prunes finished jobs. */
@@ -55,6 +57,9 @@ export class ClusterUpkeepWorker implements Worker {
     const { cluster, clock, logger, orphanAfterMs, retentionMs } = this.#options;
     const now = clock.now();
     const reaped = await cluster.reapExpired(now - orphanAfterMs);
+    for (const subject of reaped.instances) {
+      this.#options.events?.publish({ type: "instance.left", subject });
+    }
     if (reaped.instances.length > 0 || reaped.jobs > 0) {
       logger.warn(
         { instances: reaped.instances, jobs: reaped.jobs },

@@ -36,7 +36,14 @@
 import { isRetryable, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import { checkNumberOptions } from "../../base/options.js";
-import type { Clock, CronState, CronStateStore, JobQueue, Worker } from "../../ports/index.js";
+import type {
+  Clock,
+  CronState,
+  CronStateStore,
+  EventSink,
+  JobQueue,
+  Worker,
+} from "../../ports/index.js";
 import { type CronDefaults, type CronDefinition, loadCronDir } from "./definition.js";
 import { enqueueOccurrence } from "./fire.js";
 import { latestOccurrenceBetween, nextOccurrence } from "./schedule.js";
@@ -74,6 +81,8 @@ export interface CronWorkerOptions {
   reloadDebounceMs?: number;
   /** Watches the folder for changes. (Default: {@link watchFolder}) */
   watch?: typeof watchFolder;
+  /** Where `cron.fired` goes. (Default: nowhere) */
+  events?: EventSink;
 }
 
 /** A cron the worker has scheduled: enabled in its file. */
@@ -313,6 +322,10 @@ export class CronWorker implements Worker {
     const job = await enqueueOccurrence(queue, cron, occurrence, maxAttempts);
     const recorded = await state.recordFired(cron.id, occurrence, { disable: cron.oneOff });
     if (cron.oneOff) entry.done = true;
+    if (recorded) {
+      const fired = { type: "cron.fired", cronId: cron.id, agentId: cron.agentId } as const;
+      this.#options.events?.publish({ ...fired, jobId: job.id });
+    }
     logger.info(
       {
         cron: cron.id,

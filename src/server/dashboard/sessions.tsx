@@ -7,11 +7,18 @@
  */
 import { randomBytes } from "node:crypto";
 import { type Context, Hono } from "hono";
+import { readTranscript } from "../../agents/transcript.js";
 import { formatTime } from "../../base/time-zone.js";
-import type { HistoryStore, Job, JobAdmin, JobQueue, Session } from "../../ports/index.js";
+import type {
+  HistoryStore,
+  Job,
+  JobAdmin,
+  JobQueue,
+  Session,
+  UsageLedger,
+} from "../../ports/index.js";
 import { Flash, PostForm } from "./components.js";
 import type { DashboardEnv } from "./env.js";
-import { readTranscript } from "./transcript.js";
 import { TranscriptView } from "./transcript-view.js";
 
 /** Sessions a list shows. */
@@ -24,6 +31,8 @@ export const WEB_KEY_PREFIX = "web:";
 /** What the sessions section works with. */
 export interface SessionsSource {
   history: HistoryStore;
+  /** The ledger the transcript reads each turn's model call from. */
+  usage: UsageLedger;
   queue: JobQueue & JobAdmin;
   /** Agents a new web chat may talk to; the first is the default. */
   agents: readonly string[];
@@ -140,7 +149,8 @@ async function searchSessions(history: HistoryStore, q: string): Promise<Session
 /** The transcript panel and a version of what it shows, for the refresh to skip no-ops. */
 async function Transcript(props: { source: SessionsSource; session: Session }) {
   const { source, session } = props;
-  const entries = await readTranscript(source.history, session.id, session.messageCount);
+  const transcript = await readTranscript(source, session.id);
+  const entries = transcript?.entries ?? [];
   const pending = await pendingJobs(source.queue, session.key);
   const version = `${session.messageCount}.${pending.map((job) => `${job.id}${job.state}`).join(",")}`;
   const html = (

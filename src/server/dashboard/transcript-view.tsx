@@ -1,16 +1,22 @@
-/** A transcript as HTML: Markdown text, tool calls as cards that expand, compactions marked. */
+/**
+ * A transcript (agents/transcript.ts) as HTML: Markdown text, tool calls as cards that
+ * expand, compaction summaries marked, each turn with its time and model call.
+ */
 import { raw } from "hono/html";
+import type {
+  TranscriptCall,
+  TranscriptEntry,
+  TranscriptToolCall,
+} from "../../agents/transcript.js";
+import { formatTime } from "../../base/time-zone.js";
 import type { Job } from "../../ports/index.js";
 import { truncate } from "./components.js";
 import { renderMarkdown } from "./markdown.js";
-import type { TranscriptEntry } from "./transcript.js";
 
-/** Characters of a tool result shown in its card (the rest is cut, with a note). */
-const RESULT_SHOWN = 4000;
 /** Characters of a tool's input in the card's one-line summary. */
 const INPUT_SUMMARY = 80;
 
-/** Every entry, then the jobs of the session's key that have not reached its history yet. */
+/** Every entry, then the jobs of the session's key whose message is not in history yet. */
 export function TranscriptView(props: { entries: TranscriptEntry[]; pending: Job[] }) {
   return (
     <>
@@ -23,7 +29,7 @@ export function TranscriptView(props: { entries: TranscriptEntry[]; pending: Job
       {props.pending.map((job) => (
         <div class="msg user pending" data-job={job.id}>
           <div class="who">
-            you, {job.state === "running" ? "the agent is working on it…" : "queued…"}
+            {job.state === "running" ? "the agent is working on it…" : `${job.state}…`}
           </div>
           {job.checkpointed ? null : raw(renderMarkdown(job.message))}
         </div>
@@ -35,28 +41,52 @@ export function TranscriptView(props: { entries: TranscriptEntry[]; pending: Job
 function Entry(props: { entry: TranscriptEntry }) {
   const { entry } = props;
   switch (entry.kind) {
-    case "text":
+    case "user":
       return (
-        <div class={`msg ${entry.role}`}>
-          <div class="who">{entry.role === "user" ? "user" : "assistant"}</div>
+        <div class="msg user">
+          <Who text="user" at={entry.at} />
           {raw(renderMarkdown(entry.text))}
         </div>
       );
-    case "tool":
-      return <ToolCard entry={entry} />;
+    case "assistant":
+      return (
+        <div class="msg assistant">
+          <Who text="assistant" at={entry.at} call={entry.call} />
+          {raw(renderMarkdown(entry.text))}
+          {entry.toolCalls.map((call) => (
+            <ToolCard call={call} />
+          ))}
+        </div>
+      );
     case "compaction":
       return (
         <div class="compaction">
-          <div class="who">
-            Compacted: this summary stands for the {entry.replaces} messages above
-          </div>
+          <Who
+            text={`Compacted: this summary stands for the ${entry.replaces} messages above`}
+            at={entry.at}
+            call={entry.call}
+          />
           {raw(renderMarkdown(entry.summary))}
         </div>
+      );
+    case "prune":
+      return (
+        <p class="muted">
+          {formatTime(entry.at)}: older tool outputs pruned (the last {entry.keepTurns} turns keep
+          theirs)
+        </p>
       );
     case "job_end":
       return (
         <p class={entry.outcome === "cancel" ? "bad" : "muted"}>
-          job ended by a tool ({entry.outcome}): {entry.message}
+          {formatTime(entry.at)}: job ended by a tool ({entry.outcome}): {entry.message}
+        </p>
+      );
+    case "call":
+      return (
+        <p class="muted">
+          {formatTime(entry.at)}: model call without a stored message (
+          <CallText call={entry.call} />)
         </p>
       );
     default:
@@ -64,26 +94,49 @@ function Entry(props: { entry: TranscriptEntry }) {
   }
 }
 
-function ToolCard(props: { entry: Extract<TranscriptEntry, { kind: "tool" }> }) {
-  const { entry } = props;
-  const input = JSON.stringify(entry.input, null, 2) ?? "";
-  const result = entry.result;
+function Who(props: { text: string; at: number; call?: TranscriptCall | null }) {
   return (
-    <details class={`tool${entry.isError ? " error" : ""}`}>
+    <div class="who">
+      {props.text} · {formatTime(props.at)}
+      {props.call ? (
+        <>
+          {" "}
+          · <CallText call={props.call} />
+        </>
+      ) : null}
+    </div>
+  );
+}
+
+function CallText(props: { call: TranscriptCall }) {
+  const { model, usage, batch } = props.call;
+  return (
+    <>
+      {model}, {usage.input + usage.cacheRead + usage.cacheWrite} in / {usage.output} out tokens
+      {batch ? ", batch" : ""}
+    </>
+  );
+}
+
+function ToolCard(props: { call: TranscriptToolCall }) {
+  const { call } = props;
+  const state = call.result === null ? " (running…)" : call.isError ? " (error)" : "";
+  return (
+    <details class={`tool${call.isError ? " error" : ""}`}>
       <summary>
-        {entry.name} {truncate(JSON.stringify(entry.input) ?? "", INPUT_SUMMARY)}
-        {result === null ? " (running…)" : entry.isError ? " (error)" : ""}
+        {call.name} {truncate(JSON.stringify(call.input) ?? "", INPUT_SUMMARY)}
+        {state}
       </summary>
       <div class="muted">input</div>
-      <pre>{input}</pre>
+      <pre>{JSON.stringify(call.input, null, 2)}</pre>
       <div class="muted">result</div>
-      {result === null ? (
+      {call.result === null ? (
         <p class="muted">no result yet</p>
       ) : (
         <pre>
-          {truncate(result, RESULT_SHOWN)}
-          {result.length > RESULT_SHOWN
-            ? `\n[${result.length - RESULT_SHOWN} more characters]`
+          {call.result}
+          {call.resultChars > call.result.length
+            ? `\n[${call.resultChars - call.result.length} more characters; picklebot sessions show prints them]`
             : ""}
         </pre>
       )}

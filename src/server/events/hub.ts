@@ -27,6 +27,11 @@ export interface EventHubOptions {
   subscriberQueue?: number;
   /** Told how many events a subscriber just lost (the `picklebot_events_dropped_total` metric). */
   onDropped?: (count: number) => void;
+  /**
+   * Also hands each event published here (not relayed ones) to the cluster's relay, so
+   * other instances' streams show it. (Default: none)
+   */
+  forward?: (event: PicklebotEvent) => void;
   /** The clock for `at` when the publisher does not set it. (Default: Date.now) */
   now?: () => number;
 }
@@ -44,6 +49,7 @@ export class EventHub implements EventSink, EventFeed {
   readonly #queueBound: number;
   readonly #onDropped: (count: number) => void;
   readonly #now: () => number;
+  readonly #forward: (event: PicklebotEvent) => void;
   readonly #buffer: PicklebotEvent[] = [];
   readonly #subscribers = new Set<Subscriber>();
   #seq = 0;
@@ -55,6 +61,7 @@ export class EventHub implements EventSink, EventFeed {
     this.#queueBound = Math.max(1, options.subscriberQueue ?? DEFAULT_SUBSCRIBER_QUEUE);
     this.#onDropped = options.onDropped ?? (() => {});
     this.#now = options.now ?? Date.now;
+    this.#forward = options.forward ?? (() => {});
   }
 
   /** Events dropped so far because a subscriber's queue was full. */
@@ -74,10 +81,20 @@ export class EventHub implements EventSink, EventFeed {
 
   /** Numbers, buffers and hands the event to every subscriber; never waits, never throws. */
   publish(event: NewEvent): void {
-    this.#append({ at: this.#now(), ...event, instance: this.#instance } as NewEvent & {
+    const appended = this.#append({
+      at: this.#now(),
+      ...event,
+      instance: this.#instance,
+    } as NewEvent & {
       at: number;
       instance: string;
     });
+    if (!appended) return;
+    try {
+      this.#forward(appended);
+    } catch {
+      // The relay reports its own failures; a publisher never sees them.
+    }
   }
 
   /**
@@ -103,15 +120,17 @@ export class EventHub implements EventSink, EventFeed {
     };
   }
 
-  #append(fields: Omit<PicklebotEvent, "seq">): void {
+  #append(fields: Omit<PicklebotEvent, "seq">): PicklebotEvent | null {
     try {
       this.#seq += 1;
       const event = { ...fields, seq: this.#seq } as PicklebotEvent;
       this.#buffer.push(event);
       if (this.#buffer.length > this.#bufferSize) this.#buffer.shift();
       for (const subscriber of this.#subscribers) this.#offer(subscriber, event);
+      return event;
     } catch {
       // A publisher must never fail because of the stream.
+      return null;
     }
   }
 

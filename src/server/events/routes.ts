@@ -2,7 +2,8 @@
  * `GET /events`: the event stream as Server-Sent Events (`id:` the event's `seq`,
  * `event:` its type, `data:` its JSON). A client resumes with `Last-Event-ID` (or
  * `?after=SEQ`) from the feed's buffer; `?type=job.*,cron.fired` keeps only matching
- * types; a comment every `heartbeatMs` keeps proxies from closing an idle stream.
+ * types; `?follow=false` ends the stream after the buffered events; a comment every
+ * `heartbeatMs` keeps proxies from closing an idle stream.
  */
 import { Hono } from "hono";
 import { type SSEStreamingApi, streamSSE } from "hono/streaming";
@@ -30,7 +31,8 @@ export function eventRoutes(feed: EventFeed, options: EventRoutesOptions = {}): 
       );
     }
     const wanted = typeMatcher(c.req.query("type"));
-    return streamSSE(c, (stream) => serve(stream, feed, { after, wanted, heartbeatMs }));
+    const follow = c.req.query("follow") !== "false";
+    return streamSSE(c, (stream) => serve(stream, feed, { after, wanted, heartbeatMs, follow }));
   });
   return app;
 }
@@ -40,6 +42,8 @@ interface StreamRequest {
   after: number;
   wanted: (type: string) => boolean;
   heartbeatMs: number;
+  /** Go on with live events after the buffered ones. */
+  follow: boolean;
 }
 
 /** Replays the buffer after `after`, then the live events, until the client goes away. */
@@ -70,7 +74,7 @@ async function serve(stream: SSEStreamingApi, feed: EventFeed, request: StreamRe
     await stream.write(": connected\n\n");
     for (const event of feed.since(request.after)) await send(event);
     replayed();
-    await closed;
+    if (request.follow) await closed;
   } finally {
     clearInterval(heartbeat);
     unsubscribe();

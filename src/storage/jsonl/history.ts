@@ -30,6 +30,7 @@ import {
   type HistoryStore,
   SESSION_LIST_LIMIT,
   type Session,
+  type StoredMessage,
   type UsageLedger,
   type UsageQuery,
   type UsageRecord,
@@ -178,6 +179,16 @@ export class JsonlHistoryStore implements HistoryStore, UsageLedger {
       (line): ChatMessage => ({ role: line.role, content: line.content }),
     );
     return cutContext(messages, maxMessages);
+  }
+
+  async messages(sessionId: string): Promise<StoredMessage[]> {
+    if (this.#currentIndex().get(sessionId) === undefined) return [];
+    return this.#readMessageLines(sessionId).map((line) => ({
+      role: line.role,
+      content: line.content,
+      at: line.created_at,
+      jobId: line.job_id,
+    }));
   }
 
   /** Reads the files of the sessions updated since `query.since`. */

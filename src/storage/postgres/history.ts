@@ -15,6 +15,7 @@ import {
   type HistoryStore,
   SESSION_LIST_LIMIT,
   type Session,
+  type StoredMessage,
   type UsageLedger,
   type UsageQuery,
   type UsageRecord,
@@ -88,7 +89,17 @@ const SQL = {
       FROM bounds)
     SELECT role, content FROM messages, start
     WHERE session_id = $1 AND messages.seq >= start.seq ORDER BY messages.seq`,
+  all: `SELECT role, content, created_at, job_id FROM messages WHERE session_id = $1
+    ORDER BY seq`,
 } as const;
+
+/** A row of {@link SQL.all}. */
+interface StoredRow {
+  role: ChatMessage["role"];
+  content: string;
+  created_at: string | number;
+  job_id: string | null;
+}
 
 /** Sessions and messages in PostgreSQL, shared by every process of a cluster. */
 export class PostgresHistoryStore implements HistoryStore, UsageLedger {
@@ -182,6 +193,17 @@ export class PostgresHistoryStore implements HistoryStore, UsageLedger {
     const row = result.rows[0];
     if (!row || row.found === 0) throw unknownSessionError(sessionId);
     return row.appended > 0;
+  }
+
+  async messages(sessionId: string): Promise<StoredMessage[]> {
+    this.#assertOpen();
+    const result = await retryOnDisconnect(() => this.#pool.query<StoredRow>(SQL.all, [sessionId]));
+    return result.rows.map((row) => ({
+      role: row.role,
+      content: JSON.parse(row.content),
+      at: Number(row.created_at),
+      jobId: row.job_id,
+    }));
   }
 
   async loadContext(sessionId: string, maxMessages: number): Promise<ChatMessage[]> {

@@ -26,6 +26,7 @@ import { PostgresApprovalStore } from "./approvals.js";
 import { PostgresClusterStore } from "./cluster.js";
 import { PostgresCronStateStore } from "./cron-state.js";
 import { connectionConfig, inTransaction, openPostgres, retryOnDisconnect } from "./database.js";
+import { PostgresEventRelay } from "./event-relay.js";
 import { PostgresHistoryStore } from "./history.js";
 import { PostgresOutboxStore } from "./outbox.js";
 import { PostgresPairingStore } from "./pairing.js";
@@ -45,6 +46,7 @@ export async function openPostgresStorage(config: Config, clock: Clock): Promise
       ? new PostgresJobQueue({ pool, clock, defaultMaxAttempts, connection: listenConnection })
       : null;
   const stops = new PostgresStopRelay({ pool, connection: listenConnection });
+  const events = new PostgresEventRelay({ pool, connection: listenConnection });
   const local = config.queue.backend === "sqlite" ? openWorkspaceDatabase(config) : null;
   const queue: JobQueue & JobAdmin =
     postgresQueue ??
@@ -66,10 +68,11 @@ export async function openPostgresStorage(config: Config, clock: Clock): Promise
       ? postgresFailJob(pool, history, postgresQueue)
       : sequentialFailJob(history, queue),
     cluster: postgresQueue
-      ? { store: new PostgresClusterStore({ pool, queue: postgresQueue }), stops }
+      ? { store: new PostgresClusterStore({ pool, queue: postgresQueue }), stops, events }
       : null,
     async close() {
       await stops.close();
+      await events.close();
       await queue.close();
       await history.close();
       local?.close();

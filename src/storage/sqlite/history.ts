@@ -16,6 +16,7 @@ import {
   type HistoryStore,
   SESSION_LIST_LIMIT,
   type Session,
+  type StoredMessage,
   type UsageLedger,
   type UsageQuery,
   type UsageRecord,
@@ -164,6 +165,11 @@ export class SqliteHistoryStore implements HistoryStore, UsageLedger {
     return cutContext(tail, maxMessages);
   }
 
+  async messages(sessionId: string): Promise<StoredMessage[]> {
+    this.#assertOpen();
+    return this.#sql.selectAll.all(sessionId).map(toStoredMessage);
+  }
+
   async calls(query: UsageQuery): Promise<UsageRecord[]> {
     this.#assertOpen();
     const { where, params } = usageWhere(query, () => "?");
@@ -286,6 +292,9 @@ function prepareStatements(db: Database.Database) {
     selectTail: db.prepare<[string, number], MessageRow>(
       "SELECT seq, role, content FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
     ),
+    selectAll: db.prepare<[string], StoredRow>(
+      "SELECT role, content, created_at, job_id FROM messages WHERE session_id = ? ORDER BY seq",
+    ),
     selectOlder: db.prepare<[string, number, number], MessageRow>(
       `SELECT seq, role, content FROM messages WHERE session_id = ? AND seq < ?
        ORDER BY seq DESC LIMIT ?`,
@@ -299,4 +308,17 @@ function toSession(row: SessionRow | undefined): Session | null {
 
 function toMessage(row: MessageRow): ChatMessage {
   return { role: row.role, content: JSON.parse(row.content) as ContentBlock[] };
+}
+
+/** A row of `selectAll`. */
+interface StoredRow {
+  role: ChatMessage["role"];
+  content: string;
+  created_at: number;
+  job_id: string | null;
+}
+
+function toStoredMessage(row: StoredRow): StoredMessage {
+  const content = JSON.parse(row.content) as ContentBlock[];
+  return { role: row.role, content, at: row.created_at, jobId: row.job_id };
 }

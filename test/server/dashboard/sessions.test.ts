@@ -66,7 +66,6 @@ describe("a session's transcript", () => {
     harness = await openDashboard();
     const session = await storedSession();
     const html = await (await harness.request(`/sessions/${session.id}`)).text();
-    console.log(html.slice(html.indexOf("<main>")));
     expect(html).toContain("<strong>notes.md</strong>");
     expect(html).toContain("&lt;script&gt;alert(1)&lt;/script&gt;");
     expect(html).not.toContain("<script>alert(1)");

@@ -1,0 +1,207 @@
+/**
+ * A session as a person reads it: a pure function from its stored messages and its model
+ * calls (the usage ledger) to a {@link Transcript}, shared by `picklebot sessions show`
+ * and the dashboard's session page.
+ *
+ *   user text ─► a `user` entry (a job's resume marker `.` is left out)
+ *   assistant text + tool_use ─► an `assistant` entry, its tool calls answered by the next
+ *     message's tool_results (shortened), and its model call (model, tokens)
+ *   compaction / prune / job_end blocks ─► entries of their own, marked
+ */
+import { addUsage, zeroUsage } from "../base/usage.js";
+import {
+  type ContentBlock,
+  type HistoryStore,
+  RESUME_MARKER,
+  type Session,
+  type StoredMessage,
+  type TokenUsage,
+  type UsageLedger,
+  type UsageRecord,
+} from "../ports/index.js";
+
+/** Characters of a tool result a transcript keeps (the rest is counted, not shown). */
+export const TRANSCRIPT_RESULT_CHARS = 500;
+
+/** One model call, from the usage ledger. */
+export interface TranscriptCall {
+  model: string;
+  usage: TokenUsage;
+  batch: boolean;
+}
+
+/** A tool call of an assistant message, with its result when one is stored. */
+export interface TranscriptToolCall {
+  id: string;
+  name: string;
+  input: unknown;
+  /** The result, shortened to {@link TRANSCRIPT_RESULT_CHARS}; null while none is stored. */
+  result: string | null;
+  /** Characters of the full result. */
+  resultChars: number;
+  isError: boolean;
+}
+
+/** What every entry has. Times are epoch milliseconds. */
+interface EntryBase {
+  at: number;
+  /** The job that wrote it (null: a terminal chat). */
+  jobId: string | null;
+}
+
+/** One thing that happened in the conversation, oldest first. */
+export type TranscriptEntry =
+  | (EntryBase & { kind: "user"; text: string })
+  | (EntryBase & {
+      kind: "assistant";
+      text: string;
+      toolCalls: TranscriptToolCall[];
+      /** The model call that wrote it (null: none recorded). */
+      call: TranscriptCall | null;
+    })
+  | (EntryBase & {
+      kind: "compaction";
+      summary: string;
+      /** Messages the summary stands in for. */
+      replaces: number;
+      call: TranscriptCall | null;
+    })
+  | (EntryBase & { kind: "prune"; keepTurns: number })
+  | (EntryBase & { kind: "job_end"; outcome: "cancel" | "discard"; message: string })
+  /** A model call whose message was not found (a failed compaction's summary call). */
+  | (EntryBase & { kind: "call"; call: TranscriptCall });
+
+/** A whole session, readable. */
+export interface Transcript {
+  session: Session;
+  entries: TranscriptEntry[];
+  /** Tokens of every model call of the session, and how many calls. */
+  totals: { calls: number; usage: TokenUsage };
+}
+
+/** Builds the transcript of `session` from all its messages and its ledger calls. */
+export function buildTranscript(
+  session: Session,
+  messages: readonly StoredMessage[],
+  calls: readonly UsageRecord[],
+): Transcript {
+  const unmatched = [...calls];
+  const takeCall = (message: StoredMessage): TranscriptCall | null => {
+    const index = unmatched.findIndex(
+      (call) => call.at === message.at && (call.jobId ?? null) === message.jobId,
+    );
+    if (index === -1) return null;
+    const [record] = unmatched.splice(index, 1) as [UsageRecord];
+    return callOf(record);
+  };
+  const entries: TranscriptEntry[] = [];
+  const open = new Map<string, TranscriptToolCall>();
+  for (const message of messages) {
+    const base = { at: message.at, jobId: message.jobId };
+    for (const block of message.content) {
+      if (block.type === "tool_result") answer(open.get(block.tool_use_id), block);
+      else if (block.type === "compaction") {
+        const { summary, replaces } = block;
+        entries.push({ ...base, kind: "compaction", summary, replaces, call: takeCall(message) });
+      } else if (block.type === "prune") {
+        entries.push({ ...base, kind: "prune", keepTurns: block.keepTurns });
+      } else if (block.type === "job_end") {
+        entries.push({ ...base, kind: "job_end", outcome: block.outcome, message: block.message });
+      }
+    }
+    const text = textOf(message.content);
+    if (message.role === "user") {
+      if (text !== "" && text !== RESUME_MARKER) entries.push({ ...base, kind: "user", text });
+      continue;
+    }
+    const toolCalls = message.content.flatMap((block) =>
+      block.type === "tool_use" ? [openCall(block.id, block.name, block.input)] : [],
+    );
+    for (const call of toolCalls) open.set(call.id, call);
+    if (text !== "" || toolCalls.length > 0) {
+      entries.push({ ...base, kind: "assistant", text, toolCalls, call: takeCall(message) });
+    }
+  }
+  for (const record of unmatched) {
+    entries.push({ at: record.at, jobId: record.jobId, kind: "call", call: callOf(record) });
+  }
+  entries.sort((a, b) => a.at - b.at);
+  return { session, entries, totals: totalsOf(calls) };
+}
+
+/** A job's turn in a transcript: its user message and its reply. */
+export interface JobTurn {
+  /** What the job asked (its user message as stored), or null. */
+  message: string | null;
+  /** The final assistant text of the job's turn: what it replied; null before it replies. */
+  reply: string | null;
+}
+
+/** The turn job `jobId` wrote into the transcript. */
+export function turnOfJob(transcript: Transcript, jobId: string): JobTurn {
+  let message: string | null = null;
+  let reply: string | null = null;
+  for (const entry of transcript.entries) {
+    if (entry.jobId !== jobId) continue;
+    if (entry.kind === "user") message ??= entry.text;
+    if (entry.kind === "assistant" && entry.text !== "") reply = entry.text;
+  }
+  return { message, reply };
+}
+
+function openCall(id: string, name: string, input: unknown): TranscriptToolCall {
+  return { id, name, input, result: null, resultChars: 0, isError: false };
+}
+
+function answer(
+  call: TranscriptToolCall | undefined,
+  block: Extract<ContentBlock, { type: "tool_result" }>,
+) {
+  if (!call) return;
+  call.resultChars = block.content.length;
+  call.result =
+    block.content.length > TRANSCRIPT_RESULT_CHARS
+      ? `${block.content.slice(0, TRANSCRIPT_RESULT_CHARS)}…`
+      : block.content;
+  call.isError = block.is_error === true;
+}
+
+function textOf(content: readonly ContentBlock[]): string {
+  return content
+    .flatMap((block) => (block.type === "text" ? [block.text] : []))
+    .join("\n")
+    .trim();
+}
+
+function callOf(record: UsageRecord): TranscriptCall {
+  const { input, output, cacheRead, cacheWrite } = record;
+  return {
+    model: record.model,
+    usage: { input, output, cacheRead, cacheWrite },
+    batch: record.batch,
+  };
+}
+
+function totalsOf(calls: readonly UsageRecord[]): Transcript["totals"] {
+  return { calls: calls.length, usage: calls.reduce<TokenUsage>(addUsage, zeroUsage()) };
+}
+
+/** The stores a transcript is read from. */
+export interface TranscriptSource {
+  history: Pick<HistoryStore, "getSession" | "messages">;
+  usage: UsageLedger;
+}
+
+/** Reads and builds the transcript of session `id`; null when there is no such session. */
+export async function readTranscript(
+  source: TranscriptSource,
+  id: string,
+): Promise<Transcript | null> {
+  const session = await source.history.getSession(id);
+  if (!session) return null;
+  const [messages, calls] = await Promise.all([
+    source.history.messages(id),
+    source.usage.calls({ since: 0, sessionId: id }),
+  ]);
+  return buildTranscript(session, messages, calls);
+}

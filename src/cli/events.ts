@@ -1,0 +1,134 @@
+/**
+ * `picklebot events`: the running server's event stream (`GET /events`), as readable lines
+ * or JSON lines; without `--follow`, the events the server still buffers, then it exits.
+ */
+import { Command } from "commander";
+import { UserError } from "../base/errors.js";
+import { readSse } from "../base/sse.js";
+import { EVENT_TYPES, type PicklebotEvent } from "../ports/index.js";
+import { typeMatcher } from "../server/events/routes.js";
+import { runningServer } from "../server/workspace-lock.js";
+import { type LoadedWorkspace, loadWorkspace } from "./context.js";
+import { formatTime, printLine } from "./output.js";
+import { formatTokens } from "./transcript-print.js";
+
+/** Options of `picklebot events`. */
+interface EventsOptions {
+  follow?: boolean;
+  json?: boolean;
+  type?: string;
+}
+
+/** The `events` command. */
+export function eventsCommand(): Command {
+  return new Command("events")
+    .description(
+      "print the running server's events (jobs, model and tool calls, deliveries, crons, workers, cluster)",
+    )
+    .option("-f, --follow", "keep printing events as they happen (Ctrl-C stops)")
+    .option("--json", "print one JSON object per line, as served at GET /events")
+    .option(
+      "--type <patterns>",
+      "only these types, comma-separated; a trailing * matches a prefix (job.*)",
+    )
+    .action(async (options: EventsOptions, command: Command) => {
+      const loaded = loadWorkspace(command);
+      checkTypes(options.type);
+      const base = serverAddress(loaded);
+      const query = new URLSearchParams({
+        follow: options.follow ? "true" : "false",
+        ...(options.type ? { type: options.type } : {}),
+      });
+      const response = await connect(`${base}/events?${query}`);
+      if (!response.body) throw new UserError(`the server at ${base} sent no event stream`);
+      for await (const message of readSse(response.body)) {
+        const event = JSON.parse(message.data) as PicklebotEvent;
+        if (options.json) console.log(JSON.stringify(event));
+        else printLine(describeEvent(event));
+      }
+    });
+}
+
+/** Refuses a `--type` pattern that matches no event type, listing the types. */
+function checkTypes(patterns: string | undefined): void {
+  if (!patterns) return;
+  for (const pattern of patterns.split(",").map((part) => part.trim())) {
+    const matches = typeMatcher(pattern);
+    if (!EVENT_TYPES.some((type) => matches(type))) {
+      throw new UserError(
+        `--type ${pattern} matches no event type; types are ${EVENT_TYPES.join(", ")} (a trailing * matches a prefix: job.*)`,
+      );
+    }
+  }
+}
+
+/** `http://host:port` of the workspace's server: as it announced, else `http:` of picklebot.yaml. */
+function serverAddress({ config }: LoadedWorkspace): string {
+  const announced = runningServer(config.history.path)?.http;
+  if (announced) return `http://${announced}`;
+  if (!config.http.enabled) {
+    throw new UserError(
+      "the event stream is served over HTTP, which is off (http.enabled: false in picklebot.yaml); turn it on and restart the server",
+    );
+  }
+  const host = ["0.0.0.0", "::"].includes(config.http.host) ? "127.0.0.1" : config.http.host;
+  return `http://${host.includes(":") ? `[${host}]` : host}:${config.http.port}`;
+}
+
+async function connect(url: string): Promise<Response> {
+  let response: Response;
+  try {
+    response = await fetch(url);
+  } catch {
+    throw new UserError(
+      `no picklebot server answers at ${new URL(url).origin}; start one with picklebot server (http.host and http.port in picklebot.yaml say where it listens)`,
+    );
+  }
+  if (!response.ok) {
+    const body = (await response.text()).trim();
+    throw new UserError(
+      `the server at ${new URL(url).origin} refused /events: ${response.status} ${body}`,
+    );
+  }
+  return response;
+}
+
+/** One readable line: time, type, and what the event is about. */
+export function describeEvent(event: PicklebotEvent): string {
+  const instance = event.instance === "local" ? "" : ` [${event.instance}]`;
+  return `${formatTime(event.at)}${instance} ${event.type.padEnd(17)} ${detailOf(event)}`;
+}
+
+function detailOf(event: PicklebotEvent): string {
+  switch (event.type) {
+    case "job.enqueued":
+    case "job.started":
+    case "job.checkpointed":
+    case "job.parked":
+    case "job.done":
+    case "job.failed": {
+      const wait = event.waitingFor ? ` waiting for ${event.waitingFor}` : "";
+      const retry = event.retrying ? " (will retry)" : "";
+      const error = event.error ? `: ${event.error}` : "";
+      return `job ${event.jobId} ${event.agentId} ${event.sessionKey} attempt ${event.attempts}${wait}${retry}${error}`;
+    }
+    case "model.started":
+    case "model.ended":
+      return `${event.model} ${event.agentId} session ${event.sessionId}${event.usage ? ` ${formatTokens(event.usage)}` : ""}`;
+    case "tool.started":
+    case "tool.ended":
+      return `${event.tool} ${event.agentId} call ${event.callId}${event.isError ? " (error)" : ""}`;
+    case "message.delivered":
+    case "message.refused":
+      return `${event.platform}:${event.chatId}${event.jobId ? ` job ${event.jobId}` : ""}${event.error ? `: ${event.error}` : ""}`;
+    case "cron.fired":
+      return `${event.cronId} → job ${event.jobId} (${event.agentId})`;
+    case "worker.crashed":
+    case "worker.restarted":
+      return `${event.worker}${event.error ? `: ${event.error}` : ""}`;
+    case "instance.joined":
+    case "instance.left":
+    case "leader.changed":
+      return event.subject ?? "(no leader)";
+  }
+}
