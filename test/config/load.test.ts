@@ -447,3 +447,28 @@ describe("resolveWorkspace", () => {
     );
   });
 });
+
+describe("http: the dashboard's keys", () => {
+  it("reads http.token from the environment, and read_only and dashboard as flags", () => {
+    writeConfig(
+      `http:\n  host: 0.0.0.0\n  token: \${DASH_TOKEN}\n  read_only: true\n  dashboard: false\n`,
+    );
+    const config = loadConfig(workspace, { DASH_TOKEN: "a-long-enough-token-1234" });
+    expect(config.http).toMatchObject({
+      host: "0.0.0.0",
+      token: "a-long-enough-token-1234",
+      read_only: true,
+      dashboard: false,
+    });
+    expect(secretValues(config)).toContain("a-long-enough-token-1234");
+    expect(JSON.stringify(redactConfig(config))).not.toContain("a-long-enough-token-1234");
+    expect(redactConfig(config).http.token).toBe("[set]");
+  });
+
+  it("refuses a short token and an unknown key under http, saying what to write", () => {
+    const file = writeConfig("http:\n  token: short\n");
+    expect(loadError().message).toContain(`${file}: http.token: expected a token of at least 16`);
+    writeConfig("http:\n  readonly: true\n");
+    expect(loadError().message).toContain('http.readonly: unknown key; did you mean "read_only"?');
+  });
+});
