@@ -1,0 +1,96 @@
+/**
+ * Headless Chromium (Debian's `chromium` or `chromium-headless-shell`, no browser download)
+ * driven by playwright-core, for the dashboard's browser tests. Each browser gets a fresh
+ * profile folder. Without a Chromium binary the tests skip with the reason printed;
+ * under CI=true a missing binary fails them instead (`.ci/run` installs it).
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+
+/** Where the binary may be, first found wins. */
+const CHROMIUM_PATHS = [
+  process.env.PICKLEBOT_CHROMIUM,
+  "/usr/bin/chromium",
+  "/usr/bin/chromium-headless-shell",
+  "/usr/lib/chromium/chromium-headless-shell",
+  "/usr/bin/chromium-browser",
+];
+
+const LAUNCH_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+/** Screenshots of every page the tests visit (gitignored). */
+export const SCREENSHOT_DIR = join(process.cwd(), "test-output", "screenshots");
+
+/** The Chromium binary, or null. */
+export function chromiumPath(): string | null {
+  return CHROMIUM_PATHS.find((path) => path !== undefined && existsSync(path)) ?? null;
+}
+
+/** Why the browser tests cannot run here (printed), or null when they can; throws under CI. */
+export function browserSkipReason(): string | null {
+  if (chromiumPath()) return null;
+  const reason = `no Chromium binary (looked at ${CHROMIUM_PATHS.filter(Boolean).join(", ")}); install Debian's chromium`;
+  if (process.env.CI === "true") throw new Error(`browser tests under CI=true: ${reason}`);
+  process.stderr.write(`skipping the browser tests: ${reason}\n`);
+  return reason;
+}
+
+/** A running browser with a fresh profile; `close()` removes the profile. */
+export interface TestBrowser {
+  context: BrowserContext;
+  /** A new tab `width` px wide (a phone is 375). */
+  page(width?: number): Promise<Page>;
+  close(): Promise<void>;
+}
+
+/** Launches headless Chromium. */
+export async function launchBrowser(): Promise<TestBrowser> {
+  const executablePath = chromiumPath();
+  if (!executablePath) throw new Error("no Chromium binary; check browserSkipReason() first");
+  const profile = mkdtempSync(join(tmpdir(), "picklebot-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath,
+    headless: true,
+    args: LAUNCH_ARGS,
+    viewport: { width: 1100, height: 800 },
+  });
+  return {
+    context,
+    async page(width = 1100) {
+      const page = await context.newPage();
+      await page.setViewportSize({ width, height: width < 600 ? 740 : 800 });
+      return page;
+    },
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Saves a full-page screenshot as `test-output/screenshots/<name>.png`; returns its path. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const path = join(SCREENSHOT_DIR, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
+
+/** Whether the page scrolls sideways: its content wider than the window. */
+export async function horizontalOverflow(page: Page): Promise<{ scroll: number; client: number }> {
+  // Runs in the page (the DOM's types are not in this project's lib).
+  return page.evaluate(
+    "({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })",
+  );
+}
