@@ -85,19 +85,22 @@ export function buildTranscript(
   messages: readonly StoredMessage[],
   calls: readonly UsageRecord[],
 ): Transcript {
+  // A model call is recorded with the message it wrote, in one transaction: same time.
   const unmatched = [...calls];
   const takeCall = (message: StoredMessage): TranscriptCall | null => {
-    const index = unmatched.findIndex(
-      (call) => call.at === message.at && (call.jobId ?? null) === message.jobId,
-    );
+    const index = unmatched.findIndex((call) => call.at === message.at);
     if (index === -1) return null;
     const [record] = unmatched.splice(index, 1) as [UsageRecord];
     return callOf(record);
   };
   const entries: TranscriptEntry[] = [];
   const open = new Map<string, TranscriptToolCall>();
+  // Only a turn's first message carries its job id: the rest of the turn inherits it.
+  let turnJob: string | null = null;
   for (const message of messages) {
-    const base = { at: message.at, jobId: message.jobId };
+    if (message.role === "user" && message.jobId !== null) turnJob = message.jobId;
+    else if (message.role === "user" && startsTurn(message)) turnJob = null;
+    const base = { at: message.at, jobId: message.jobId ?? turnJob };
     for (const block of message.content) {
       if (block.type === "tool_result") answer(open.get(block.tool_use_id), block);
       else if (block.type === "compaction") {
@@ -147,6 +150,11 @@ export function turnOfJob(transcript: Transcript, jobId: string): JobTurn {
     if (entry.kind === "assistant" && entry.text !== "") reply = entry.text;
   }
   return { message, reply };
+}
+
+/** A user message that is not only tool results: a new turn (a terminal chat's, when no job). */
+function startsTurn(message: StoredMessage): boolean {
+  return message.content.some((block) => block.type === "text");
 }
 
 function openCall(id: string, name: string, input: unknown): TranscriptToolCall {

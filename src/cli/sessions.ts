@@ -2,6 +2,7 @@
 import { Command } from "commander";
 import { describeCompaction } from "../agents/compaction.js";
 import { formatContextUsage } from "../agents/context-budget.js";
+import { resolveAgent } from "../agents/definition.js";
 import { readTranscript } from "../agents/transcript.js";
 import { UserError } from "../base/errors.js";
 import type { Session } from "../ports/index.js";
@@ -96,16 +97,14 @@ function listOptions(command: Command): Command {
     .option("--json", "print JSON for scripts");
 }
 
-async function listSessions(options: ListOptions, command: Command): Promise<void> {
+async function listSessions(_options: unknown, command: Command): Promise<void> {
+  // `sessions` and `sessions list` share their options: commander fills the parent's first.
+  const options = command.optsWithGlobals<ListOptions>();
   const context = await openWorkspace(command);
   try {
-    if (
-      options.agent &&
-      !context.agents.has(options.agent) &&
-      !context.brokenAgents.has(options.agent)
-    ) {
-      const known = [...context.agents.keys()].join(", ") || "none";
-      throw new UserError(`no agent "${options.agent}" in agents/; known agents: ${known}`);
+    // A broken agent's sessions are still listed; an unknown id is refused with the known ones.
+    if (options.agent && !context.brokenAgents.has(options.agent)) {
+      resolveAgent(context.agents, options.agent, context.config.default_agent);
     }
     const limit = options.limit ?? DEFAULT_LIST_LIMIT;
     const found = await context.storage.history.listSessions({

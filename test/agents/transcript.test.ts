@@ -1,0 +1,118 @@
+import { describe, expect, it } from "vitest";
+import {
+  buildTranscript,
+  TRANSCRIPT_RESULT_CHARS,
+  turnOfJob,
+} from "../../src/agents/transcript.js";
+import type { Session, StoredMessage, UsageRecord } from "../../src/ports/index.js";
+
+const session: Session = {
+  id: "s_1",
+  key: "telegram:42",
+  agentId: "pickle",
+  title: "notes?",
+  createdAt: 1_000,
+  updatedAt: 9_000,
+  messageCount: 6,
+  usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+};
+
+function call(at: number, input: number, output: number): UsageRecord {
+  return {
+    at,
+    agentId: "pickle",
+    sessionId: "s_1",
+    sessionKey: "telegram:42",
+    jobId: "j_1",
+    model: "claude-test",
+    batch: false,
+    input,
+    output,
+    cacheRead: 0,
+    cacheWrite: 0,
+  };
+}
+
+const longResult = "x".repeat(TRANSCRIPT_RESULT_CHARS + 100);
+const messages: StoredMessage[] = [
+  {
+    role: "user",
+    at: 1_000,
+    jobId: null,
+    content: [{ type: "compaction", summary: "Earlier: talked about brine.", replaces: 8 }],
+  },
+  { role: "user", at: 2_000, jobId: "j_1", content: [{ type: "text", text: "notes?" }] },
+  {
+    role: "assistant",
+    at: 3_000,
+    jobId: null,
+    content: [
+      { type: "text", text: "Reading." },
+      { type: "tool_use", id: "t1", name: "read", input: { path: "notes.md" } },
+    ],
+  },
+  {
+    role: "user",
+    at: 4_000,
+    jobId: null,
+    content: [{ type: "tool_result", tool_use_id: "t1", content: longResult }],
+  },
+  { role: "assistant", at: 5_000, jobId: null, content: [{ type: "text", text: "Pickles." }] },
+];
+
+describe("buildTranscript", () => {
+  const transcript = buildTranscript(session, messages, [
+    call(1_000, 50, 10),
+    call(3_000, 100, 20),
+    call(5_000, 130, 5),
+  ]);
+
+  it("marks the compaction summary, with the call that wrote it", () => {
+    expect(transcript.entries[0]).toMatchObject({
+      kind: "compaction",
+      summary: "Earlier: talked about brine.",
+      replaces: 8,
+      call: { model: "claude-test", usage: { input: 50, output: 10 } },
+    });
+  });
+
+  it("answers each tool call with its result, shortened, and gives each reply its tokens", () => {
+    expect(transcript.entries.slice(1)).toMatchObject([
+      { kind: "user", text: "notes?", jobId: "j_1", at: 2_000 },
+      {
+        kind: "assistant",
+        text: "Reading.",
+        jobId: "j_1",
+        toolCalls: [
+          {
+            name: "read",
+            input: { path: "notes.md" },
+            result: `${"x".repeat(TRANSCRIPT_RESULT_CHARS)}…`,
+            resultChars: longResult.length,
+            isError: false,
+          },
+        ],
+        call: { usage: { input: 100, output: 20 } },
+      },
+      { kind: "assistant", text: "Pickles.", jobId: "j_1", call: { usage: { input: 130 } } },
+    ]);
+    expect(transcript.totals).toEqual({
+      calls: 3,
+      usage: { input: 280, output: 35, cacheRead: 0, cacheWrite: 0 },
+    });
+  });
+
+  it("finds what a job asked and the final text it replied", () => {
+    expect(turnOfJob(transcript, "j_1")).toEqual({ message: "notes?", reply: "Pickles." });
+    expect(turnOfJob(transcript, "j_other")).toEqual({ message: null, reply: null });
+  });
+
+  it("shows a tool call still waiting for its result", () => {
+    const open = buildTranscript(session, messages.slice(1, 3), []);
+    expect(open.entries[1]).toMatchObject({
+      kind: "assistant",
+      call: null,
+      toolCalls: [{ result: null }],
+    });
+  });
+});
