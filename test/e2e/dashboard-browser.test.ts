@@ -101,6 +101,11 @@ describe.skipIf(skip !== null)("the dashboard in a browser", () => {
       await page.screenshot({ path: join(DOCS, "dashboard-overview.png") });
     }
     await server.waitForLog((line) => line.job === job.id && line.outcome === "done");
+    await page.emulateMedia({ colorScheme: "dark" });
+    expect(await page.evaluate("getComputedStyle(document.body).backgroundColor")).toBe(
+      "rgb(20, 20, 22)",
+    );
+    await screenshot(page, "overview-dark");
     await page.close();
   });
 
@@ -187,12 +192,13 @@ describe.skipIf(skip !== null)("the dashboard in a browser", () => {
     fake.script(
       { text: "Reading.", toolUses: [{ name: "read", input: { path: "notes.md" } }] },
       { text: `A long word: ${"pickle".repeat(30)} and a table-free reply.` },
+      { error: { status: 400, message: `a long refusal: ${"brine".repeat(40)}` } },
     );
     const server = await startServer(ws.dir);
     const job = await chatJob("a phone-sized question with a rather long message in it");
     await server.waitForLog((line) => line.job === job.id && line.outcome === "done", 15_000);
     const failed = await chatJob("x".repeat(300), { maxAttempts: 1 });
-    await server.waitForLog((line) => line.job === failed.id && "outcome" in line, 15_000);
+    await server.waitForLog((line) => line.job === failed.id && line.outcome === "failed", 15_000);
     const stored = await (await fetch(`${server.httpUrl}/jobs/${job.id}`)).text();
     const sessionPath = stored.match(/href="(\/sessions\/s_[^"]+)"/)?.[1] ?? "";
     expect(sessionPath).not.toBe("");

@@ -200,19 +200,21 @@ function JobTable(props: { jobs: Job[]; query: JobQuery }) {
           <tbody>
             {props.jobs.map((job) => (
               <tr data-job={job.id}>
-                <td>
+                <td data-label="job">
                   <a href={`/jobs/${job.id}`}>{job.id}</a>
                 </td>
-                <td>
+                <td data-label="state">
                   <JobStateBadge job={job} />
                 </td>
-                <td>{job.agentId}</td>
-                <td>{job.sessionKey}</td>
-                <td>
+                <td data-label="agent">{job.agentId}</td>
+                <td data-label="chat">{job.sessionKey}</td>
+                <td data-label="attempts">
                   {job.attempts}/{job.maxAttempts}
                 </td>
-                <td>{formatTime(job.updatedAt)}</td>
-                <td class="bad">{truncate(job.lastError ?? "", 80)}</td>
+                <td data-label="updated">{formatTime(job.updatedAt)}</td>
+                <td class="bad" data-label="last error">
+                  {truncate(job.lastError ?? "", 80)}
+                </td>
               </tr>
             ))}
           </tbody>

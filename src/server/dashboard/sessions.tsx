@@ -191,13 +191,13 @@ function SessionTable(props: { sessions: Session[] }) {
         <tbody>
           {props.sessions.map((session) => (
             <tr>
-              <td>
+              <td data-label="session">
                 <a href={`/sessions/${session.id}`}>{session.title ?? session.id}</a>
               </td>
-              <td>{formatTime(session.updatedAt)}</td>
-              <td>{session.agentId}</td>
-              <td>{session.key}</td>
-              <td>{session.messageCount}</td>
+              <td data-label="updated">{formatTime(session.updatedAt)}</td>
+              <td data-label="agent">{session.agentId}</td>
+              <td data-label="key">{session.key}</td>
+              <td data-label="messages">{session.messageCount}</td>
             </tr>
           ))}
         </tbody>

@@ -21,7 +21,7 @@ h1 { font-size: 1.4rem; margin: .2rem 0 1rem; }
 h2 { font-size: 1.1rem; margin: 1.4rem 0 .5rem; }
 a { color: var(--accent); }
 .badge { font-size: .75rem; padding: .05rem .45rem; border: 1px solid var(--line); border-radius: 1rem; color: var(--muted); }
-.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(14rem, 1fr)); gap: .8rem; }
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 16rem), 1fr)); gap: .8rem; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: .5rem; padding: .7rem .9rem; min-width: 0; }
 .card h2 { margin-top: 0; }
 .muted { color: var(--muted); }
@@ -32,6 +32,14 @@ a { color: var(--accent); }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { font-weight: 600; color: var(--muted); font-size: .85rem; }
+td { overflow-wrap: normal; }
+@media (max-width: 40rem) {
+  table, tbody, tr, td { display: block; }
+  thead { display: none; }
+  tr { border: 1px solid var(--line); border-radius: .5rem; margin-bottom: .6rem; background: var(--card); }
+  td { border: 0; padding: .15rem .6rem; overflow-wrap: anywhere; }
+  td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: .85rem; }
+}
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: 0; }
 dt { color: var(--muted); }
 dd { margin: 0; min-width: 0; }
