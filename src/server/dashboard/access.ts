@@ -1,6 +1,7 @@
 /**
- * Who may use the HTTP endpoint. On a loopback bind (the default, 127.0.0.1) everything is
- * open to the host's own users. On any other bind every request needs the access token:
+ * Who may use the HTTP endpoint. On a loopback bind (the default, 127.0.0.1) without
+ * `http.token` everything is open to the host's own users. With a token, or on any other
+ * bind, every request needs the access token:
  * as `Authorization: Bearer <token>`, or as the session cookie the `/login` form sets
  * (which holds a digest of the token, never the token). `/healthz` and `/metrics` stay
  * open to loopback clients so local probes and scrapers need no token.
@@ -53,12 +54,14 @@ export function isLoopback(address: string): boolean {
 }
 
 /**
- * The access of a bind: open on loopback; otherwise `http.token`, or the token kept in
+ * The access of a bind: `http.token` whenever it is set (so a reverse proxy on this host,
+ * a loopback client, needs it too); else open on a loopback bind; else the token kept in
  * history/http-token, or a new one written there (0600) and announced once.
  */
 export function resolveAccess(options: AccessOptions): HttpAccess {
+  if (options.token !== undefined) return { token: options.token, secret: options.token };
   if (isLoopback(options.host)) return openAccess();
-  const token = options.token ?? storedToken(options);
+  const token = storedToken(options);
   return { token, secret: token };
 }
 

@@ -35,6 +35,15 @@ describe("dashboard access on a loopback bind", () => {
   });
 });
 
+describe("dashboard access with http.token on a loopback bind", () => {
+  it("requires the token from loopback clients too (a reverse proxy on this host is one)", async () => {
+    harness = await openDashboard({ token: TOKEN });
+    expect((await harness.request("/", PAGE, "127.0.0.1")).status).toBe(303);
+    expect((await harness.request("/jobs", authorized(harness), "127.0.0.1")).status).toBe(200);
+    expect((await harness.request("/healthz", {}, "127.0.0.1")).status).toBe(200);
+  });
+});
+
 describe("dashboard access on a non-loopback bind", () => {
   it("sends a browser without the token to the login form, and scripts get 401", async () => {
     harness = await openDashboard({ host: "0.0.0.0", token: TOKEN });
