@@ -8,6 +8,7 @@ import type { Hono } from "hono";
 import { systemClock } from "../../src/base/clock.js";
 import type { Config } from "../../src/config/index.js";
 import type { ClaimedJob, Job, NewJob, Storage } from "../../src/ports/index.js";
+import type { ClusterStatus } from "../../src/server/cluster/describe.js";
 import { describeCronFolder } from "../../src/server/cron/describe.js";
 import { composeDashboard, resolveAccess } from "../../src/server/dashboard/index.js";
 import type { HealthView } from "../../src/server/dashboard/overview.js";
@@ -26,6 +27,8 @@ export interface DashboardTestOptions {
   readOnly?: boolean;
   /** Workspace files (agents, crons). */
   files?: Record<string, string>;
+  /** What the overview reads as the cluster (distributed mode). (Default: a single process) */
+  cluster?: ClusterStatus;
 }
 
 /** A dashboard over a temp workspace. */
@@ -97,7 +100,7 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
       health: async () => ({ ...health, queue: await storage.queue.counts() }),
       crons: async () =>
         (await describeCronFolder(ws.dir, config, storage.cronState, systemClock)).rows,
-      cluster: async () => null,
+      cluster: async () => options.cluster ?? null,
       jobs: storage.queue,
       clock: systemClock,
     },

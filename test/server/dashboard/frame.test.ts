@@ -60,6 +60,32 @@ describe("the overview", () => {
     expect(html).not.toContain("Instances");
   });
 
+  it("shows the instances and the leader in distributed mode", async () => {
+    const now = Date.now();
+    const instance = {
+      hostname: "box",
+      pid: 10,
+      version: "0.1.0",
+      agents: ["pickle"],
+      concurrency: 4,
+      ttlMs: 15_000,
+      startedAt: now - 60_000,
+    };
+    harness = await openDashboard({
+      cluster: {
+        instances: [
+          { ...instance, id: "web-1", heartbeatAt: now - 1500 },
+          { ...instance, id: "web-2", heartbeatAt: now - 500 },
+        ],
+        leader: { holder: "web-2", acquiredAt: now - 30_000, expiresAt: now + 15_000 },
+        now,
+      },
+    });
+    const html = await (await harness.request("/")).text();
+    expect(html).toContain("leader: <strong>web-2</strong>");
+    expect(html).toMatch(/<dt>web-1<\/dt><dd>box pid 10, v0\.1\.0, heartbeat 1\.5 s ago/);
+  });
+
   it("serves its panel alone for live refreshes", async () => {
     harness = await openDashboard();
     const first = await (await harness.request("/live")).text();
