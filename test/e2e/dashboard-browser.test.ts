@@ -4,7 +4,7 @@
  * page is screenshotted to test-output/screenshots/; with PICKLEBOT_DOCS_SCREENSHOTS=1 the
  * overview and session pictures are also written to docs/ for the README.
  */
-import { copyFileSync, mkdirSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
@@ -224,3 +224,63 @@ function externalAddress(): string | null {
   }
   return null;
 }
+
+describe.skipIf(skip !== null)("a web chat in the browser", () => {
+  it("sends a message and shows the agent working, then its reply, without a reload", async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    fake.script({ text: "Brine is salty water.", chunks: 3, pauseAfterChunks: 1, resume: held });
+    const server = await startServer(ws.dir);
+    const page = await browser.page();
+    await page.goto(`${server.httpUrl}/sessions`);
+    await page.selectOption('select[name="agent"]', "pickle");
+    await page.fill('textarea[name="message"]', "What is brine?");
+    await page.getByRole("button", { name: "Start chat" }).click();
+    await page.waitForURL(/\/sessions\/s_/);
+    await page.evaluate("window.__sameDocument = true");
+    await expect
+      .poll(() => page.locator("#transcript").textContent(), { timeout: 15_000 })
+      .toContain("the agent is working on it");
+    release();
+    await expect
+      .poll(() => page.locator("#transcript").textContent(), { timeout: 15_000 })
+      .toContain("Brine is salty water.");
+    expect(await page.locator("#transcript .msg.user").first().textContent()).toContain(
+      "What is brine?",
+    );
+    expect(await page.evaluate("window.__sameDocument")).toBe(true);
+
+    fake.script({ text: "Yes, with vinegar sometimes." });
+    await page.fill('textarea[name="message"]', "Always?");
+    await page.getByRole("button", { name: "Send" }).click();
+    await expect
+      .poll(() => page.locator("#transcript").textContent(), { timeout: 15_000 })
+      .toContain("Yes, with vinegar sometimes.");
+    expect(await page.locator('textarea[name="message"]').inputValue()).toBe("");
+    expect(await page.evaluate("window.__sameDocument")).toBe(true);
+    await screenshot(page, "web-chat");
+    await page.close();
+  });
+});
+
+describe("a generated access token", () => {
+  it("is printed once on the terminal, kept in history/http-token, and never logged", async () => {
+    ws.write("picklebot.yaml", fakeModelConfig(fake.url, "  host: 0.0.0.0\n"));
+    const first = await startServer(ws.dir);
+    const token = readFileSync(join(ws.dir, "history", "http-token"), "utf8").trim();
+    expect(statSync(join(ws.dir, "history", "http-token")).mode & 0o777).toBe(0o600);
+    expect(first.stderr).toContain(token);
+    expect(JSON.stringify(first.logs)).not.toContain(token);
+    const port = first.httpUrl.split(":").at(-1);
+    expect((await fetch(`http://127.0.0.1:${port}/jobs`)).status).toBe(401);
+    const allowed = await fetch(`http://127.0.0.1:${port}/jobs`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(allowed.status).toBe(200);
+    await first.kill();
+    const second = await startServer(ws.dir);
+    expect(second.stderr).not.toContain(token);
+  });
+});

@@ -77,7 +77,6 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
     if (!session) return noSession(c);
     return c.render(
       <>
-        <SessionFacts session={session} />
         {(await Transcript({ source, session })).html}
         <ChatBox session={session} />
       </>,
@@ -152,7 +151,7 @@ async function Transcript(props: { source: SessionsSource; session: Session }) {
   const transcript = await readTranscript(source, session.id);
   const entries = transcript?.entries ?? [];
   const pending = await pendingJobs(source.queue, session.key);
-  const version = `${session.messageCount}.${pending.map((job) => `${job.id}${job.state}`).join(",")}`;
+  const version = `${session.messageCount}.${session.usage.output}.${pending.map((job) => `${job.id}${job.state}`).join(",")}`;
   const html = (
     <div
       id="transcript"
@@ -160,6 +159,7 @@ async function Transcript(props: { source: SessionsSource; session: Session }) {
       hx-trigger="picklebot-event from:body"
       hx-swap="outerHTML"
     >
+      <SessionFacts session={session} />
       <TranscriptView entries={entries} pending={pending} />
     </div>
   );
