@@ -1,7 +1,7 @@
 /** Small pieces every dashboard page uses: action buttons, notes, job states. */
 import type { Child } from "hono/jsx";
 import { useRequestContext } from "hono/jsx-renderer";
-import { describeWait } from "../../base/errors.js";
+import { describeJobState } from "../../base/errors.js";
 import type { Job } from "../../ports/index.js";
 import { CSRF_FIELD, type DashboardEnv } from "./env.js";
 
@@ -34,17 +34,11 @@ export function Flash(props: { kind: "good" | "bad"; text: string; back?: string
 /** A job's state, with what it waits for when it waits. */
 export function JobStateBadge(props: { job: Job }) {
   const { job } = props;
-  const text = job.waitingFor ? `waiting for ${describeWait(job.waitingFor)}` : job.state;
   return (
     <span class={`state-${job.state}`} data-state={job.state}>
-      {text}
+      {describeJobState(job)}
     </span>
   );
-}
-
-/** `text` cut to `max` characters with an ellipsis. */
-export function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 /**

@@ -5,9 +5,10 @@
  */
 import { type Context, Hono } from "hono";
 import { formatReplyTarget } from "../../base/chat-address.js";
+import { truncate } from "../../base/printable.js";
 import { formatTime } from "../../base/time-zone.js";
 import type { Job, JobAdmin, JobState, SessionStopper } from "../../ports/index.js";
-import { ActionButton, Flash, JobStateBadge, truncate } from "./components.js";
+import { ActionButton, Flash, JobStateBadge } from "./components.js";
 import type { DashboardEnv } from "./env.js";
 
 const STATES: JobState[] = ["queued", "running", "waiting", "failed", "done"];

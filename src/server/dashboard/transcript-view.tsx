@@ -8,9 +8,9 @@ import type {
   TranscriptEntry,
   TranscriptToolCall,
 } from "../../agents/transcript.js";
+import { truncate } from "../../base/printable.js";
 import { formatTime } from "../../base/time-zone.js";
 import type { Job } from "../../ports/index.js";
-import { truncate } from "./components.js";
 import { renderMarkdown } from "./markdown.js";
 
 /** Characters of a tool's input in the card's one-line summary. */
