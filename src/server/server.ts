@@ -57,6 +57,7 @@ import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
 import { describeCronFolder } from "./cron/describe.js";
 import { CronWorker } from "./cron/worker.js";
 import { composeDashboard, type HttpAccess, resolveAccess } from "./dashboard/index.js";
+import { WebReplies } from "./dashboard/web-replies.js";
 import { announcingEnqueues } from "./events/enqueued.js";
 import { EventHub } from "./events/hub.js";
 import { HttpEndpoint } from "./http.js";
@@ -111,6 +112,8 @@ export class PicklebotServer {
   #heartbeat: Heartbeat | null = null;
   #registered = false;
   #http: HttpEndpoint | null = null;
+  /** Replies of silent jobs (web chats among them) as they are written, for the dashboard. */
+  readonly #webReplies = new WebReplies();
   #chat: ChatSenders | null = null;
   /** The receiving bus of the current leadership term, if this process leads. */
   #bus: MessageBusWorker | null = null;
@@ -184,6 +187,7 @@ export class PicklebotServer {
     await this.#startHttp();
     await this.#joinCluster();
     this.frontends.register(new LogFrontend(this.#options.logger.child({ frontend: "console" })));
+    this.frontends.register(this.#webReplies);
     // Before the agent worker, so that a job recovered at start-up finds its chat's frontend.
     const platforms = await this.#platformFactory();
     const chat = new ChatSenders({
@@ -509,6 +513,7 @@ export class PicklebotServer {
           config.default_agent,
           ...this.#instance.agents.filter((id) => id !== config.default_agent),
         ],
+        replies: this.#webReplies,
       },
     });
   }

@@ -226,7 +226,7 @@ function externalAddress(): string | null {
 }
 
 describe.skipIf(skip !== null)("a web chat in the browser", () => {
-  it("sends a message and shows the agent working, then its reply, without a reload", async () => {
+  it("sends a message and streams the reply into the page as it is written, without a reload", async () => {
     let release = () => {};
     const held = new Promise<void>((resolve) => {
       release = resolve;
@@ -243,6 +243,12 @@ describe.skipIf(skip !== null)("a web chat in the browser", () => {
     await expect
       .poll(() => page.locator("#transcript").textContent(), { timeout: 15_000 })
       .toContain("the agent is working on it");
+    // The model is held after its first words: they are on the page already.
+    const partial = page.locator("#transcript .reply");
+    await expect.poll(() => partial.textContent(), { timeout: 15_000 }).not.toBe("");
+    const soFar = (await partial.textContent()) ?? "";
+    expect("Brine is salty water.".startsWith(soFar)).toBe(true);
+    expect(soFar.length).toBeLessThan("Brine is salty water.".length);
     release();
     await expect
       .poll(() => page.locator("#transcript").textContent(), { timeout: 15_000 })

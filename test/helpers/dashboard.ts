@@ -12,6 +12,7 @@ import type { ClusterStatus } from "../../src/server/cluster/describe.js";
 import { describeCronFolder } from "../../src/server/cron/describe.js";
 import { composeDashboard, resolveAccess } from "../../src/server/dashboard/index.js";
 import type { HealthView } from "../../src/server/dashboard/overview.js";
+import { WebReplies } from "../../src/server/dashboard/web-replies.js";
 import { httpApp } from "../../src/server/http.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { openStorage } from "../../src/storage/index.js";
@@ -37,6 +38,8 @@ export interface DashboardHarness {
   config: Config;
   storage: Storage;
   app: Hono;
+  /** The `silent` frontend whose replies the session pages stream. */
+  replies: WebReplies;
   /** Session keys the Cancel of a running job asked to stop. */
   stopped: string[];
   /** What a generated token's announcement printed. */
@@ -80,6 +83,7 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
   });
   const storage = await openStorage(config, systemClock);
   const stopped: string[] = [];
+  const replies = new WebReplies();
   const announced: string[] = [];
   const health: HealthView = {
     healthy: true,
@@ -118,6 +122,7 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
       usage: storage.usage,
       queue: storage.queue,
       agents: ["pickle", "scout"],
+      replies,
     },
   });
   const app = httpApp({
@@ -132,6 +137,7 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
     storage,
     app,
     stopped,
+    replies,
     announced,
     health,
     request: async (path, init, client = "127.0.0.1") =>

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { type Context, Hono } from "hono";
+import { streamSSE } from "hono/streaming";
 import { readTranscript } from "../../agents/transcript.js";
 import { formatTime } from "../../base/time-zone.js";
 import type {
@@ -20,6 +21,7 @@ import type {
 import { Flash, PostForm } from "./components.js";
 import type { DashboardEnv } from "./env.js";
 import { TranscriptView } from "./transcript-view.js";
+import type { WebReplies } from "./web-replies.js";
 
 /** Sessions a list shows. */
 const PAGE_SIZE = 50;
@@ -36,6 +38,8 @@ export interface SessionsSource {
   queue: JobQueue & JobAdmin;
   /** Agents a new web chat may talk to; the first is the default. */
   agents: readonly string[];
+  /** Replies being written in this process, streamed to the page. (Default: not streamed) */
+  replies?: WebReplies;
 }
 
 /** The sessions section. */
@@ -90,6 +94,30 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
     // Unchanged since the page's copy: no swap (an open tool card stays open).
     if (c.req.query("seen") === view.version) return c.body(null, 204);
     return c.html(view.html);
+  });
+  app.get("/:id/stream", async (c) => {
+    const jobId = c.req.query("job") ?? "";
+    const { replies } = source;
+    if (!replies || jobId === "") return c.text("404 not found: no reply stream here\n", 404);
+    const job = await source.queue.get(jobId);
+    const writing = job?.state === "queued" || job?.state === "running";
+    return streamSSE(c, async (stream) => {
+      if (!writing) return stream.writeSSE({ event: "end", data: '{"kind":"end"}' });
+      // Writes in order; the stream closes only after the last one is out.
+      let sent: Promise<void> = Promise.resolve();
+      await new Promise<void>((resolve) => {
+        const stop = replies.watch(jobId, (news) => {
+          sent = sent.then(() => stream.writeSSE({ event: news.kind, data: JSON.stringify(news) }));
+          if (news.kind === "end") finish();
+        });
+        const finish = () => {
+          stop();
+          resolve();
+        };
+        stream.onAbort(finish);
+      });
+      await sent;
+    });
   });
   app.post("/:id/chat", async (c) => {
     const session = await source.history.getSession(c.req.param("id"));
@@ -160,7 +188,13 @@ async function Transcript(props: { source: SessionsSource; session: Session }) {
       hx-swap="outerHTML"
     >
       <SessionFacts session={session} />
-      <TranscriptView entries={entries} pending={pending} />
+      <TranscriptView
+        entries={entries}
+        pending={pending}
+        streamOf={
+          source.replies ? (job) => `/sessions/${session.id}/stream?job=${job.id}` : undefined
+        }
+      />
     </div>
   );
   return { html, version };

@@ -16,8 +16,15 @@ import { renderMarkdown } from "./markdown.js";
 /** Characters of a tool's input in the card's one-line summary. */
 const INPUT_SUMMARY = 80;
 
-/** Every entry, then the jobs of the session's key whose message is not in history yet. */
-export function TranscriptView(props: { entries: TranscriptEntry[]; pending: Job[] }) {
+/**
+ * Every entry, then the jobs of the session's key not finished yet; `streamOf` names where
+ * a job's reply streams while it is written (the live script fills it in).
+ */
+export function TranscriptView(props: {
+  entries: TranscriptEntry[];
+  pending: Job[];
+  streamOf?: ((job: Job) => string) | undefined;
+}) {
   return (
     <>
       {props.entries.length === 0 && props.pending.length === 0 ? (
@@ -32,6 +39,7 @@ export function TranscriptView(props: { entries: TranscriptEntry[]; pending: Job
             {job.state === "running" ? "the agent is working on it…" : `${job.state}…`}
           </div>
           {job.checkpointed ? null : raw(renderMarkdown(job.message))}
+          {props.streamOf ? <div class="reply" data-stream={props.streamOf(job)} /> : null}
         </div>
       ))}
     </>

@@ -170,3 +170,54 @@ describe("the web chat", () => {
     expect(await harness.storage.queue.list()).toEqual([]);
   });
 });
+
+describe("a reply's stream", () => {
+  it("sends the text so far, each change and the end, as Server-Sent Events", async () => {
+    harness = await openDashboard();
+    const session = await harness.storage.history.createSession({
+      key: "web:pickle:2",
+      agentId: "pickle",
+    });
+    const job = await harness.job("running", { sessionKey: "web:pickle:2", sessionId: session.id });
+    const reply = harness.replies.openReply({ kind: "silent" }, { jobId: job.id });
+    reply.update("Brine");
+    const response = await harness.request(`/sessions/${session.id}/stream?job=${job.id}`);
+    expect(response.headers.get("content-type")).toContain("text/event-stream");
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    let text = "";
+    while (!text.includes('"Brine"')) text += new TextDecoder().decode((await reader.read()).value);
+    reply.toolCall("read", "notes.md");
+    reply.update("Brine is salty <b>water</b>.");
+    await reply.finish("Brine is salty <b>water</b>.");
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      text += new TextDecoder().decode(chunk.value);
+    }
+    expect(text).toContain('event: text\ndata: {"kind":"text","text":"Brine"}');
+    expect(text).toContain('event: tool\ndata: {"kind":"tool","name":"read","summary":"notes.md"}');
+    expect(text).toContain('"text":"Brine is salty <b>water</b>."');
+    expect(text.trim().endsWith('event: end\ndata: {"kind":"end"}')).toBe(true);
+  });
+
+  it("ends at once for a job that is not being written, and 404s without a job", async () => {
+    harness = await openDashboard();
+    const session = await harness.storage.history.createSession({
+      key: "web:pickle:3",
+      agentId: "pickle",
+    });
+    const job = await harness.job("done", { sessionKey: "web:pickle:3" });
+    const ended = await harness.request(`/sessions/${session.id}/stream?job=${job.id}`);
+    expect(await ended.text()).toContain("event: end");
+    expect((await harness.request(`/sessions/${session.id}/stream`)).status).toBe(404);
+  });
+
+  it("is named on a pending job of the page, for the live script to fill in", async () => {
+    harness = await openDashboard();
+    const session = await harness.storage.history.createSession({
+      key: "web:pickle:4",
+      agentId: "pickle",
+    });
+    const job = await harness.job("queued", { sessionKey: "web:pickle:4", sessionId: session.id });
+    const html = await (await harness.request(`/sessions/${session.id}`)).text();
+    expect(html).toContain(`data-stream="/sessions/${session.id}/stream?job=${job.id}"`);
+  });
+});

@@ -2,6 +2,8 @@
  * The dashboard's live updates: every element with `hx-trigger="picklebot-event from:body"`
  * refreshes itself when the event stream (`/events`) reports a change. Without a stream
  * (the server serves none, or the connection drops) it refreshes every 3 s instead.
+ * An element with `data-stream` shows the text of a reply as it is written (plain text,
+ * never HTML), from that URL's Server-Sent Events.
  */
 import { EVENT_TYPES } from "../../../ports/index.js";
 
@@ -14,6 +16,29 @@ export const DASHBOARD_JS = `
     pending = setTimeout(function () { pending = null; htmx.trigger(document.body, "picklebot-event"); }, 250);
   }
   function startPolling() { if (!poll) poll = setInterval(refresh, 3000); }
+  var streams = [];
+  function connectStreams(root) {
+    if (!window.EventSource) return;
+    streams = streams.filter(function (s) { if (document.contains(s.el)) return true; s.reply.close(); return false; });
+    root.querySelectorAll("[data-stream]:not([data-connected])").forEach(function (el) {
+      el.setAttribute("data-connected", "1");
+      var reply = new EventSource(el.getAttribute("data-stream"));
+      streams.push({ el: el, reply: reply });
+      function gone() { if (document.contains(el)) return false; reply.close(); return true; }
+      reply.addEventListener("text", function (e) { if (!gone()) el.textContent = JSON.parse(e.data).text; });
+      reply.addEventListener("tool", function (e) {
+        if (gone()) return;
+        var news = JSON.parse(e.data), line = document.createElement("div");
+        line.className = "muted";
+        line.textContent = "→ " + news.name + " " + news.summary;
+        el.parentNode.insertBefore(line, el);
+      });
+      reply.addEventListener("end", function () { reply.close(); refresh(); });
+      reply.onerror = function () { reply.close(); };
+    });
+  }
+  document.addEventListener("htmx:load", function (e) { connectStreams(e.detail.elt); });
+  connectStreams(document);
   if (!document.querySelector('[hx-trigger*="picklebot-event"]')) return;
   if (!window.EventSource) return startPolling();
   var opened = false, source = new EventSource("/events");
