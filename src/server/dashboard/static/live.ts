@@ -1,6 +1,7 @@
 /**
  * The dashboard's live updates: every element with `hx-trigger="picklebot-event from:body"`
- * refreshes itself when the event stream (`/events`) reports a change. Without a stream
+ * refreshes itself when the event stream (`/events`) reports changes, at most once a second
+ * (a busy queue does not turn into a request per event). Without a stream
  * (the server serves none, or the connection drops) it refreshes every 3 s instead.
  * An element with `data-stream` shows the text of a reply as it is written (plain text,
  * never HTML), from that URL's Server-Sent Events.
@@ -13,7 +14,7 @@ export const DASHBOARD_JS = `
   var pending = null, poll = null;
   function refresh() {
     if (pending) return;
-    pending = setTimeout(function () { pending = null; htmx.trigger(document.body, "picklebot-event"); }, 250);
+    pending = setTimeout(function () { pending = null; htmx.trigger(document.body, "picklebot-event"); }, 1000);
   }
   function startPolling() { if (!poll) poll = setInterval(refresh, 3000); }
   var streams = [];
