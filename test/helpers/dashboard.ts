@@ -8,7 +8,7 @@ import type { Hono } from "hono";
 import { systemClock } from "../../src/base/clock.js";
 import type { Config } from "../../src/config/index.js";
 import type { ClaimedJob, Job, NewJob, Storage } from "../../src/ports/index.js";
-import type { ClusterStatus } from "../../src/server/cluster/describe.js";
+import { type ClusterStatus, describeCluster } from "../../src/server/cluster/describe.js";
 import { describeCronFolder } from "../../src/server/cron/describe.js";
 import { composeDashboard, resolveAccess } from "../../src/server/dashboard/index.js";
 import type { HealthView } from "../../src/server/dashboard/overview.js";
@@ -28,8 +28,10 @@ export interface DashboardTestOptions {
   readOnly?: boolean;
   /** Workspace files (agents, crons). */
   files?: Record<string, string>;
-  /** What the overview reads as the cluster (distributed mode). (Default: a single process) */
+  /** What the overview reads as the cluster. (Default: the storage's, null on SQLite) */
   cluster?: ClusterStatus;
+  /** Queue and history on this PostgreSQL database. (Default: SQLite in the workspace) */
+  postgresUrl?: string;
 }
 
 /** A dashboard over a temp workspace. */
@@ -78,8 +80,12 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
       token: options.token,
       read_only: options.readOnly ?? false,
     },
-    queue: { backend: "sqlite" },
-    history: { backend: "sqlite" },
+    ...(options.postgresUrl
+      ? {
+          queue: { backend: "postgres", url: options.postgresUrl, pool_size: 2 },
+          history: { backend: "postgres" },
+        }
+      : { queue: { backend: "sqlite" }, history: { backend: "sqlite" } }),
   });
   const storage = await openStorage(config, systemClock);
   const stopped: string[] = [];
@@ -104,7 +110,7 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
       health: async () => ({ ...health, queue: await storage.queue.counts() }),
       crons: async () =>
         (await describeCronFolder(ws.dir, config, storage.cronState, systemClock)).rows,
-      cluster: async () => options.cluster ?? null,
+      cluster: async () => options.cluster ?? describeCluster(storage),
       jobs: storage.queue,
       clock: systemClock,
     },
