@@ -33,6 +33,8 @@ export interface HttpEndpointOptions {
   dashboard?: Hono<DashboardEnv> | null;
   /** The event stream served at `GET /events`. (Default: none, 404) */
   events?: EventFeed;
+  /** Hears of a request that failed (the response says only that it did). (Default: none) */
+  onError?: (error: Error) => void;
 }
 
 /** The endpoint's routes, without a socket (tests call `app.request()`). */
@@ -59,7 +61,11 @@ export function httpApp(options: Omit<HttpEndpointOptions, "host" | "port">): Ho
   app.notFound((c) =>
     c.text(`not found: try ${options.dashboard ? "/, " : ""}/healthz, /metrics or /events\n`, 404),
   );
-  app.onError((error, c) => c.text(`500 internal error: ${error.message}\n`, 500));
+  // The error's text may name a database URL or a path: it goes to the log, not the page.
+  app.onError((error, c) => {
+    options.onError?.(error);
+    return c.text("500 internal error; the server log says why\n", 500);
+  });
   return app;
 }
 

@@ -480,6 +480,8 @@ export class PicklebotServer {
       events: this.events,
       access,
       dashboard: http.dashboard ? this.#dashboard(access) : null,
+      onError: (error) =>
+        this.#options.logger.error({ error: error.message }, "an HTTP request failed"),
     });
     try {
       this.httpAddress = await this.#http.listen();

@@ -28,7 +28,7 @@ const PAGE_SIZE = 50;
 /** Newest sessions a search looks through. */
 const SEARCH_SCAN = 1000;
 /** Prefix of the session keys of chats started in the dashboard. */
-export const WEB_KEY_PREFIX = "web:";
+const WEB_KEY_PREFIX = "web:";
 
 /** What the sessions section works with. */
 export interface SessionsSource {

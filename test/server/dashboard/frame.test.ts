@@ -34,6 +34,14 @@ describe("the dashboard frame", () => {
     expect((await harness.request("/assets/nope.js")).status).toBe(404);
   });
 
+  it("answers a failed request with 500 and keeps the error's text off the page", async () => {
+    harness = await openDashboard();
+    await harness.storage.close();
+    const response = await harness.request("/jobs");
+    expect(response.status).toBe(500);
+    expect(await response.text()).toBe("500 internal error; the server log says why\n");
+  });
+
   it("answers an unknown path with 404 and where to go", async () => {
     harness = await openDashboard();
     const response = await harness.request("/nowhere");
