@@ -506,7 +506,11 @@ export class PicklebotServer {
         jobs: this.#queue,
         clock: this.#clock,
       },
-      jobs: { jobs: this.#queue, stopper: { stop: (key) => this.#requireStopper().stop(key) } },
+      jobs: {
+        jobs: this.#queue,
+        stopper: { stop: (key) => this.#requireStopper().stop(key) },
+        transcripts: storage,
+      },
       sessions: {
         history: storage.history,
         usage: storage.usage,

@@ -122,6 +122,9 @@ describe.skipIf(skip !== null)("the dashboard in a browser", () => {
     await server.waitForLog((line) => line.job === job.id && line.outcome === "done", 15_000);
     const page = await browser.page();
     await page.goto(`${server.httpUrl}/jobs/${job.id}`);
+    expect(await page.locator(".reply-text").textContent()).toContain(
+      "Your notes say: pickles are cucumbers in brine.",
+    );
     await page.locator('a[href^="/sessions/s_"]').click();
     const card = page.locator("details.tool").first();
     await expect

@@ -116,6 +116,7 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
     },
     jobs: {
       jobs: storage.queue,
+      transcripts: storage,
       stopper: {
         stop: async (key) => {
           stopped.push(key);

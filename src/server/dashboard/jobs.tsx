@@ -4,12 +4,20 @@
  * and the Retry (failed) and Cancel (queued, waiting, running) actions.
  */
 import { type Context, Hono } from "hono";
+import { raw } from "hono/html";
+import {
+  type JobTurn,
+  readTranscript,
+  type TranscriptSource,
+  turnOfJob,
+} from "../../agents/transcript.js";
 import { formatReplyTarget } from "../../base/chat-address.js";
 import { truncate } from "../../base/printable.js";
 import { formatTime } from "../../base/time-zone.js";
 import type { Job, JobAdmin, JobState, SessionStopper } from "../../ports/index.js";
 import { ActionButton, Flash, JobStateBadge } from "./components.js";
 import type { DashboardEnv } from "./env.js";
+import { renderMarkdown } from "./markdown.js";
 
 const STATES: JobState[] = ["queued", "running", "waiting", "failed", "done"];
 /** Jobs a list page shows. */
@@ -22,6 +30,8 @@ export interface JobsSource {
   jobs: JobAdmin;
   /** Stops a running job's session wherever it runs (the server's `/stop`). */
   stopper: SessionStopper;
+  /** Where a job's message and reply are read, from its session. */
+  transcripts: TranscriptSource;
 }
 
 /** Filters of the list, from the query string. */
@@ -57,9 +67,13 @@ export function jobsRoutes(source: JobsSource): Hono<DashboardEnv> {
       return c.render(<NoJob id={c.req.param("id")} />, { title: "No such job" });
     }
     const subagents = await source.jobs.list({ parentId: job.id, limit: 1000 });
-    return c.render(<JobPage job={job} subagents={subagents} flash={c.req.query("done")} />, {
-      title: `Job ${job.id}`,
-    });
+    const turn = await turnOf(source.transcripts, job);
+    return c.render(
+      <JobPage job={job} turn={turn} subagents={subagents} flash={c.req.query("done")} />,
+      {
+        title: `Job ${job.id}`,
+      },
+    );
   });
   app.post("/:id/retry", (c) => act(c, source, retry));
   app.post("/:id/cancel", (c) => act(c, source, cancel));
@@ -225,7 +239,13 @@ function JobTable(props: { jobs: Job[]; query: JobQuery }) {
   );
 }
 
-function JobPage(props: { job: Job; subagents: Job[]; flash: string | undefined }) {
+/** The job's message and reply as its session stored them. */
+async function turnOf(transcripts: TranscriptSource, job: Job): Promise<JobTurn> {
+  const transcript = job.sessionId ? await readTranscript(transcripts, job.sessionId) : null;
+  return transcript ? turnOfJob(transcript, job.id) : { message: null, reply: null };
+}
+
+function JobPage(props: { job: Job; turn: JobTurn; subagents: Job[]; flash: string | undefined }) {
   const { job } = props;
   return (
     <>
@@ -261,10 +281,18 @@ function JobPage(props: { job: Job; subagents: Job[]; flash: string | undefined 
           <dd>{job.parentId ? <a href={`/jobs/${job.parentId}`}>{job.parentId}</a> : "-"}</dd>
           <dt>message</dt>
           <dd>
-            {job.checkpointed ? (
+            {job.checkpointed && props.turn.message === null ? (
               <span class="muted">in the session's history (checkpointed)</span>
             ) : (
-              <pre>{job.message}</pre>
+              raw(renderMarkdown(props.turn.message ?? job.message))
+            )}
+          </dd>
+          <dt>reply</dt>
+          <dd class="reply-text">
+            {props.turn.reply === null ? (
+              <span class="muted">none yet</span>
+            ) : (
+              raw(renderMarkdown(props.turn.reply))
             )}
           </dd>
         </dl>

@@ -84,6 +84,35 @@ describe("a job's page", () => {
     expect(html).toContain("checkpointed");
   });
 
+  it("shows the message and the reply the job stored in its session, as Markdown", async () => {
+    harness = await openDashboard();
+    const session = await harness.storage.history.createSession({
+      key: "cli:me",
+      agentId: "pickle",
+    });
+    const job = await harness.job("queued", { sessionKey: "cli:me", message: "Any *news*?" });
+    const [claimed] = await harness.storage.queue.claim("worker", 1);
+    if (claimed?.id !== job.id) throw new Error("the job was not claimed");
+    await harness.storage.history.append(
+      session.id,
+      { role: "user", content: [{ type: "text", text: "Any *news*?" }] },
+      { jobId: job.id },
+    );
+    await harness.storage.queue.checkpoint(claimed, session.id);
+    await harness.storage.history.append(
+      session.id,
+      { role: "assistant", content: [{ type: "text", text: "Pickles are **up**." }] },
+      {
+        usage: { input: 10, output: 5, cacheRead: 0, cacheWrite: 0 },
+        call: { model: "claude-sonnet-4-5", jobId: job.id },
+      },
+    );
+    await harness.storage.queue.complete(claimed);
+    const { html } = await page(`/jobs/${job.id}`);
+    expect(html).toContain("<p>Any <em>news</em>?</p>");
+    expect(html).toContain('<dd class="reply-text"><p>Pickles are <strong>up</strong>.</p></dd>');
+  });
+
   it("answers 404 for a job that does not exist", async () => {
     harness = await openDashboard();
     const response = await page("/jobs/nope");
