@@ -2,7 +2,7 @@
  * The few error classes picklebot throws. Each one wraps its cause, carries context
  * (file, key, job id) and says whether trying again can help.
  */
-import type { JobEndBlock, JobWait, ToolResultBlock } from "../ports/index.js";
+import type { Job, JobEndBlock, JobWait, ToolResultBlock } from "../ports/index.js";
 
 /** Context attached to an error: where it happened and what it concerned. */
 export type ErrorContext = Record<string, string | number | boolean | undefined>;
@@ -156,6 +156,11 @@ export function describeWait(wait: JobWait): string {
   }
   if (wait.kind === "batch") return "a message batch";
   return wait.kind === "approval" ? "the owner's approval" : "a later time";
+}
+
+/** A job's state for people, with what it waits for when it waits. */
+export function describeJobState(job: Pick<Job, "state" | "waitingFor">): string {
+  return job.waitingFor ? `waiting for ${describeWait(job.waitingFor)}` : job.state;
 }
 
 /**

@@ -55,3 +55,8 @@ export function printableDeep(
     ]),
   );
 }
+
+/** `text` cut to `max` characters, the last one an ellipsis when cut. */
+export function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}

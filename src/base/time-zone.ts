@@ -37,3 +37,22 @@ export function wallClockMs(instant: number, timeZone: string): number {
   );
   return wholeSeconds + (((instant % 1000) + 1000) % 1000);
 }
+
+/** The host's IANA time zone, the default of `timezone`. */
+export function hostTimeZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
+/**
+ * An epoch-ms time as `YYYY-MM-DD HH:MM:SS <zone>` on the clock of `timeZone` (Default:
+ * the host's zone), or "-". The zone is always shown: a cron's own zone and the host's
+ * can differ, and a bare time would not say which one it is.
+ */
+export function formatTime(
+  epochMs: number | null | undefined,
+  timeZone: string = hostTimeZone(),
+): string {
+  if (epochMs === null || epochMs === undefined) return "-";
+  const wallClock = new Date(wallClockMs(epochMs, timeZone)).toISOString();
+  return `${wallClock.slice(0, 10)} ${wallClock.slice(11, 19)} ${timeZone}`;
+}

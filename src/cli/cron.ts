@@ -6,7 +6,8 @@ import { UserError } from "../base/errors.js";
 import type { CronStateStore } from "../ports/index.js";
 import { findCron, loadWorkspaceCrons } from "../server/cron/admin.js";
 import type { CronDirLoad } from "../server/cron/definition.js";
-import { type CronRow, describeCrons, runCronNow } from "../server/cron/worker.js";
+import { type CronRow, describeCrons } from "../server/cron/describe.js";
+import { runCronNow } from "../server/cron/worker.js";
 import { type LoadedWorkspace, openWorkspace } from "./context.js";
 import { formatTime, printable, printJson, printLine, printTable } from "./output.js";
 

@@ -2,7 +2,8 @@
 import { Command, InvalidArgumentError } from "commander";
 import { type JobTurn, readTranscript, turnOfJob } from "../agents/transcript.js";
 import { formatReplyTarget } from "../base/chat-address.js";
-import { describeWait, UserError } from "../base/errors.js";
+import { describeJobState, UserError } from "../base/errors.js";
+import { truncate } from "../base/printable.js";
 import { type Job, type JobState, RESUME_MARKER } from "../ports/index.js";
 import { acquireWorkspaceLock, type WorkspaceLock } from "../server/workspace-lock.js";
 import { openWorkspace, type WorkspaceContext } from "./context.js";
@@ -61,7 +62,7 @@ export function jobsCommand(): Command {
             ["id", "state", "agent", "session", "attempts", "run at", "last error"],
             list.map((job) => [
               job.id,
-              stateOf(job),
+              describeJobState(job),
               job.agentId,
               job.sessionKey,
               `${job.attempts}/${job.maxAttempts}`,
@@ -160,7 +161,7 @@ export function jobsCommand(): Command {
 function printJob(job: Job, subagents: Job[], turn: JobTurn): void {
   const fields: [string, string][] = [
     ["id", job.id],
-    ["state", stateOf(job)],
+    ["state", describeJobState(job)],
     ["agent", job.agentId],
     ["session key", job.sessionKey],
     ["session id", job.sessionId ?? "-"],
@@ -187,16 +188,7 @@ function printJob(job: Job, subagents: Job[], turn: JobTurn): void {
   if (job.sessionId) printLine(`transcript   picklebot sessions show ${job.sessionId}`);
 }
 
-/** A job's state, with what it waits for when it waits. */
-function stateOf(job: Job): string {
-  return job.waitingFor ? `waiting for ${describeWait(job.waitingFor)}` : job.state;
-}
-
 function parseState(value: string): JobState {
   if ((STATES as string[]).includes(value)) return value as JobState;
   throw new InvalidArgumentError(`expected one of ${STATES.join(", ")}`);
-}
-
-function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }

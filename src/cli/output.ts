@@ -1,10 +1,9 @@
 /** Plain-text output helpers shared by the inspection commands. */
 import { InvalidArgumentError } from "commander";
 import { printable } from "../base/printable.js";
-import { wallClockMs } from "../base/time-zone.js";
-import { hostTimeZone } from "../config/index.js";
 
 export { printable } from "../base/printable.js";
+export { formatTime } from "../base/time-zone.js";
 
 /**
  * Prints rows as aligned columns under a header. Cells are made {@link printable}: a
@@ -23,20 +22,6 @@ export function printTable(header: string[], cells: string[][]): void {
       .trimEnd();
   console.log(line(header.map((title) => printable(title.toUpperCase()))));
   for (const row of rows) console.log(line(row));
-}
-
-/**
- * An epoch-ms time as `YYYY-MM-DD HH:MM:SS <zone>` on the clock of `timeZone` (Default:
- * the host's zone), or "-". The zone is always shown: a cron's own zone and the host's
- * can differ, and a bare time would not say which one it is.
- */
-export function formatTime(
-  epochMs: number | null | undefined,
-  timeZone: string = hostTimeZone(),
-): string {
-  if (epochMs === null || epochMs === undefined) return "-";
-  const wallClock = new Date(wallClockMs(epochMs, timeZone)).toISOString();
-  return `${wallClock.slice(0, 10)} ${wallClock.slice(11, 19)} ${timeZone}`;
 }
 
 /** A span of time in its two largest units: `45s`, `12m 5s`, `3h 20m`, `2d 4h`. */

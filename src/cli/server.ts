@@ -10,7 +10,7 @@ import { Command, InvalidArgumentError } from "commander";
 import type { LoadedSkills } from "../agents/skills.js";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { createLogger, type Logger } from "../base/log.js";
-import { secretValues } from "../config/index.js";
+import { type Config, secretValues } from "../config/index.js";
 import { enabledPlatforms } from "../frontends/platforms.js";
 import type { PicklebotServer } from "../server/server.js";
 import { type LoadedWorkspace, loadWorkspace } from "./context.js";
@@ -113,7 +113,7 @@ async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, lo
     buses:
       enabledPlatforms(config).join(", ") ||
       `none (enable ${CHAT_PLATFORM_KINDS.join(" or ")} in picklebot.yaml)`,
-    http: server.httpAddress ? `http://${server.httpAddress} (/healthz, /metrics)` : "disabled",
+    http: server.httpAddress ? `http://${server.httpAddress} (${httpRoutes(config)})` : "disabled",
   };
   logger.info(summary, "picklebot server started");
   if (!config.llm.api_key) {
@@ -137,4 +137,10 @@ function positiveInteger(value: string): number {
     throw new InvalidArgumentError("expected a positive whole number, e.g. 4");
   }
   return parsed;
+}
+
+/** What the HTTP endpoint serves, for the "started" line. */
+function httpRoutes(config: Config): string {
+  const access = config.http.read_only ? "dashboard (read-only)" : "dashboard";
+  return `${config.http.dashboard ? `${access} /, ` : ""}/healthz, /metrics, /events`;
 }

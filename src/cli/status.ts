@@ -7,7 +7,8 @@ import { formatContextUsage } from "../agents/context-budget.js";
 import { type ControlPlaneWrite, latestControlPlaneWrites } from "../agents/control-plane-log.js";
 import { describeBashSandbox } from "../agents/tools/index.js";
 import { formatUsd, type Spend, spendNow } from "../agents/usage-report.js";
-import type { InstanceRow, LeaseHolder, OutboxSummary, Session, Storage } from "../ports/index.js";
+import type { OutboxSummary, Session } from "../ports/index.js";
+import { type ClusterStatus, describeCluster } from "../server/cluster/describe.js";
 import type { CronRow } from "../server/cron/worker.js";
 import { runningServer } from "../server/workspace-lock.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
@@ -77,20 +78,6 @@ async function withContextUsage(context: WorkspaceContext, sessions: Session[]) 
       context: await runner.contextUsage(session.agentId, session.id),
     })),
   );
-}
-
-/** The cluster's instances and leader (PostgreSQL mode), or null for a single process. */
-async function describeCluster(storage: Storage): Promise<ClusterStatus | null> {
-  if (!storage.cluster) return null;
-  const { store } = storage.cluster;
-  return { instances: await store.instances(), leader: await store.leader(), now: Date.now() };
-}
-
-interface ClusterStatus {
-  instances: InstanceRow[];
-  leader: LeaseHolder | null;
-  /** When this was read: heartbeat ages are relative to it. */
-  now: number;
 }
 
 /** The running server's `/healthz` report, or null when it cannot be reached. */

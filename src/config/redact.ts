@@ -13,13 +13,14 @@ function presence(secret: string | undefined): string {
 
 /**
  * A copy of `config` safe to print: API keys, bot tokens and the database URL (which
- * may hold a password) are replaced by "[set]" or "[not set]".
+ * may hold a password) and the dashboard's `http.token` are replaced by "[set]" or "[not set]".
  */
 export function redactConfig(config: Config): Config {
   return {
     ...config,
     llm: { ...config.llm, api_key: presence(config.llm.api_key) },
     queue: { ...config.queue, url: presence(config.queue.url) },
+    http: { ...config.http, token: presence(config.http.token) },
     ...Object.fromEntries(
       CHAT_PLATFORM_KINDS.map((kind) => [
         kind,
@@ -44,7 +45,7 @@ function hideValues(values: Record<string, string>): Record<string, string> {
 
 /**
  * Every secret value the config holds, wherever it came from (picklebot.yaml, `${NAME}`,
- * `.env` or the environment): the API key, the bot tokens, the database password and MCP servers' env and headers.
+ * `.env` or the environment): the API key, the bot tokens, the database password, `http.token` and MCP servers' env and headers.
  * These are what `redactSecrets` takes out of tool output, model replies and logs.
  */
 export function secretValues(config: Config): string[] {
@@ -55,6 +56,7 @@ export function secretValues(config: Config): string[] {
     ...Object.values(config.mcp_servers).flatMap((server) =>
       Object.values("env" in server ? server.env : server.headers),
     ),
+    config.http.token,
   ];
   return values.filter((value): value is string => value !== undefined && value !== "");
 }

@@ -5,6 +5,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { CHAT_ADDRESS_FORMS, type ChatAddress, parseChatAddress } from "../base/chat-address.js";
+import { hostTimeZone } from "../base/time-zone.js";
 import {
   type ChatPlatformKind,
   DEFAULT_DISCORD_CALL_TIMEOUT_MS,
@@ -59,10 +60,7 @@ export function jobRetentionHours(config: {
   return config.queue.job_retention_h ?? config.cluster.job_retention_h ?? DEFAULT_JOB_RETENTION_H;
 }
 
-/** The host's IANA time zone, the default of `timezone`. */
-export function hostTimeZone(): string {
-  return Intl.DateTimeFormat().resolvedOptions().timeZone;
-}
+export { hostTimeZone };
 
 /** True when `Intl` knows the zone (e.g. `Europe/Berlin`, `UTC`). */
 export function isValidTimeZone(zone: string): boolean {
@@ -307,6 +305,19 @@ function httpSchema() {
       port: fromText(z.int().min(0).max(65535).describe("a port number from 0 to 65535")).default(
         8787,
       ),
+      /**
+       * The dashboard's access token; required (or generated into history/http-token) when
+       * `host` is not a loopback address. Write it as `${PICKLEBOT_HTTP_TOKEN}`.
+       */
+      token: z
+        .string()
+        .min(16)
+        .describe("a token of at least 16 characters, e.g. from the environment")
+        .optional(),
+      /** The dashboard shows everything and changes nothing: no buttons, every POST refused. */
+      read_only: flag().default(false),
+      /** Serve the web dashboard at `/` (false: only /healthz, /metrics and /events). */
+      dashboard: flag().default(true),
     })
     .prefault({});
 }

@@ -1,8 +1,17 @@
-import { createServer, type Server as HttpServer } from "node:http";
+/**
+ * The HTTP endpoint (Hono on @hono/node-server): `/healthz`, `/metrics`, the event stream
+ * at `/events` when the server has one, and the web dashboard at `/` with its assets.
+ * Every request passes the access check first (see dashboard/access.ts).
+ */
 import type { AddressInfo } from "node:net";
-import { getRequestListener } from "@hono/node-server";
+import { createAdaptorServer, type ServerType } from "@hono/node-server";
+import { Hono } from "hono";
 import type { Registry } from "prom-client";
 import type { EventFeed } from "../ports/index.js";
+import { type HttpAccess, openAccess, requireAccess } from "./dashboard/access.js";
+import { assetRoutes } from "./dashboard/assets.js";
+import type { DashboardEnv } from "./dashboard/env.js";
+import { loginRoutes } from "./dashboard/login.js";
 import { eventRoutes } from "./events/routes.js";
 
 /** What `/healthz` reports: 200 when `healthy`, 503 otherwise. */
@@ -18,33 +27,56 @@ export interface HttpEndpointOptions {
   port: number;
   health: () => Promise<HealthReport>;
   registry: Registry;
+  /** Who may call (see `resolveAccess`). (Default: everyone, as on a loopback bind) */
+  access?: HttpAccess;
+  /** The dashboard (`dashboardApp`), or null when `http.dashboard` is false. (Default: none) */
+  dashboard?: Hono<DashboardEnv> | null;
   /** The event stream served at `GET /events`. (Default: none, 404) */
   events?: EventFeed;
+  /** Hears of a request that failed (the response says only that it did). (Default: none) */
+  onError?: (error: Error) => void;
 }
 
-/** `GET /healthz`, `GET /metrics` (Prometheus text format) and `GET /events` (SSE). */
+/** The endpoint's routes, without a socket (tests call `app.request()`). */
+export function httpApp(options: Omit<HttpEndpointOptions, "host" | "port">): Hono {
+  const access = options.access ?? openAccess();
+  const app = new Hono();
+  app.use(requireAccess(access));
+  app.get("/healthz", async (c) => {
+    const report = await options.health();
+    c.header("content-type", "application/json");
+    return c.body(`${JSON.stringify(report)}\n`, report.healthy ? 200 : 503);
+  });
+  app.get("/metrics", async (c) => {
+    const { registry } = options;
+    c.header("content-type", registry.contentType);
+    return c.body(await registry.metrics());
+  });
+  if (options.events) app.route("/", eventRoutes(options.events));
+  if (options.dashboard) {
+    app.route("/assets", assetRoutes());
+    app.route("/", loginRoutes(access));
+    app.route("/", options.dashboard);
+  }
+  app.notFound((c) =>
+    c.text(`not found: try ${options.dashboard ? "/, " : ""}/healthz, /metrics or /events\n`, 404),
+  );
+  // The error's text may name a database URL or a path: it goes to the log, not the page.
+  app.onError((error, c) => {
+    options.onError?.(error);
+    return c.text("500 internal error; the server log says why\n", 500);
+  });
+  return app;
+}
+
+/** Serves {@link httpApp} on `host:port`. */
 export class HttpEndpoint {
   readonly #options: HttpEndpointOptions;
-  readonly #server: HttpServer;
+  readonly #server: ServerType;
 
   constructor(options: HttpEndpointOptions) {
     this.#options = options;
-    const events = options.events ? getRequestListener(eventRoutes(options.events).fetch) : null;
-    this.#server = createServer((request, response) => {
-      if (events && request.url?.split("?")[0] === "/events") {
-        void events(request, response);
-        return;
-      }
-      this.#handle(request.method ?? "GET", request.url ?? "/")
-        .then(({ status, type, body }) => {
-          response.writeHead(status, { "content-type": type });
-          response.end(body);
-        })
-        .catch((error: unknown) => {
-          response.writeHead(500, { "content-type": "text/plain" });
-          response.end(String(error));
-        });
-    });
+    this.#server = createAdaptorServer({ fetch: httpApp(options).fetch });
   }
 
   /** Starts listening; resolves with the address (`host:port`). */
@@ -58,31 +90,9 @@ export class HttpEndpoint {
     return `${address.address}:${address.port}`;
   }
 
-  /** Stops listening and closes open connections. */
+  /** Stops listening and closes open connections (event streams included). */
   async close(): Promise<void> {
-    this.#server.closeAllConnections();
+    if ("closeAllConnections" in this.#server) this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
-
-  async #handle(method: string, url: string) {
-    const path = url.split("?")[0];
-    if (method !== "GET") return text(405, "method not allowed\n");
-    if (path === "/healthz") {
-      const report = await this.#options.health();
-      return {
-        status: report.healthy ? 200 : 503,
-        type: "application/json",
-        body: `${JSON.stringify(report)}\n`,
-      };
-    }
-    if (path === "/metrics") {
-      const { registry } = this.#options;
-      return { status: 200, type: registry.contentType, body: await registry.metrics() };
-    }
-    return text(404, "not found: try /healthz, /metrics or /events\n");
-  }
-}
-
-function text(status: number, body: string) {
-  return { status, type: "text/plain", body };
 }

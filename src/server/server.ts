@@ -52,13 +52,18 @@ import { BudgetGuard } from "./budget.js";
 import { type ChatAgentDirectory, chatAgentDirectory } from "./bus/chat-agents.js";
 import { ChatSenders } from "./bus/senders.js";
 import { MessageBusWorker } from "./bus/worker.js";
+import { describeCluster } from "./cluster/describe.js";
 import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
 import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
+import { loadWorkspaceCrons } from "./cron/admin.js";
+import { describeCrons } from "./cron/describe.js";
 import { CronWorker } from "./cron/worker.js";
+import { composeDashboard, type HttpAccess, resolveAccess } from "./dashboard/index.js";
+import { WebReplies } from "./dashboard/web-replies.js";
 import { DefinitionsWorker } from "./definitions-watch.js";
-import { FileIdentityWatch } from "./file-identity.js";
 import { announcingEnqueues } from "./events/enqueued.js";
 import { EventHub } from "./events/hub.js";
+import { FileIdentityWatch } from "./file-identity.js";
 import { HttpEndpoint } from "./http.js";
 import { type McpRuntime, startMcpRuntime } from "./mcp-reload.js";
 import { ServerMetrics } from "./metrics.js";
@@ -119,6 +124,8 @@ export class PicklebotServer {
   #heartbeat: Heartbeat | null = null;
   #registered = false;
   #http: HttpEndpoint | null = null;
+  /** Replies of silent jobs (web chats among them) as they are written, for the dashboard. */
+  readonly #webReplies = new WebReplies();
   #chat: ChatSenders | null = null;
   /** The receiving bus of the current leadership term, if this process leads. */
   #bus: MessageBusWorker | null = null;
@@ -207,6 +214,7 @@ export class PicklebotServer {
     await this.#startHttp();
     await this.#joinCluster();
     this.frontends.register(new LogFrontend(this.#options.logger.child({ frontend: "console" })));
+    this.frontends.register(this.#webReplies);
     // Before the agent worker, so that a job recovered at start-up finds its chat's frontend.
     const platforms = await this.#platformFactory();
     const chat = new ChatSenders({
@@ -537,14 +545,26 @@ export class PicklebotServer {
   }
 
   async #startHttp(): Promise<void> {
-    const { http } = this.#options.config;
+    const { config } = this.#options;
+    const { http } = config;
     if (!http.enabled) return;
+    const access = resolveAccess({
+      host: http.host,
+      token: http.token,
+      historyPath: config.history.path,
+      // The terminal, not the log: a token never goes into a log file.
+      announce: (text) => process.stderr.write(text),
+    });
     this.#http = new HttpEndpoint({
       host: http.host,
       port: http.port,
       registry: this.metrics.registry,
       health: () => this.#health(),
       events: this.events,
+      access,
+      dashboard: http.dashboard ? this.#dashboard(access) : null,
+      onError: (error) =>
+        this.#options.logger.error({ error: error.message }, "an HTTP request failed"),
     });
     try {
       this.httpAddress = await this.#http.listen();
@@ -552,6 +572,43 @@ export class PicklebotServer {
     } catch (error) {
       throw listenError(error, http.host, http.port);
     }
+  }
+
+  /** The web dashboard over this server's storage, workers and session stopper. */
+  #dashboard(access: HttpAccess) {
+    const { config, workspace } = this.#options;
+    const storage = this.#storage;
+    return composeDashboard({
+      access,
+      readOnly: config.http.read_only,
+      overview: {
+        health: () => this.#health(),
+        crons: async () =>
+          describeCrons(
+            loadWorkspaceCrons(workspace, config).crons,
+            storage.cronState,
+            this.#clock,
+          ),
+        cluster: () => describeCluster(storage),
+        jobs: this.#queue,
+        clock: this.#clock,
+      },
+      jobs: {
+        jobs: this.#queue,
+        stopper: { stop: (key) => this.#requireStopper().stop(key) },
+        transcripts: storage,
+      },
+      sessions: {
+        history: storage.history,
+        usage: storage.usage,
+        queue: this.#queue,
+        agents: [
+          config.default_agent,
+          ...this.#instance.agents.filter((id) => id !== config.default_agent),
+        ],
+        replies: this.#webReplies,
+      },
+    });
   }
 
   /** SQLite mode: notices the database or the lock being deleted or replaced. */
@@ -575,10 +632,13 @@ export class PicklebotServer {
   /** `/healthz`: unhealthy while a worker restarts, a chat platform is not connected, or the storage vanished. */
   async #health() {
     const buses = this.isLeader ? (this.#bus?.connections() ?? []) : [];
-    if (this.#lostReason)
-      return { healthy: false, instance: this.#instance.id, storage: this.#lostReason };
+    const lost = this.#lostReason === null ? {} : { storage: this.#lostReason };
     return {
-      healthy: this.#supervisor.healthy() && buses.every((bus) => bus.state === "connected"),
+      healthy:
+        !this.#lostReason &&
+        this.#supervisor.healthy() &&
+        buses.every((bus) => bus.state === "connected"),
+      ...lost,
       instance: this.#instance.id,
       leader: this.isLeader,
       workers: [...this.#supervisor.health(), ...(this.#leader?.health() ?? [])],

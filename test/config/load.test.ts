@@ -89,7 +89,13 @@ describe("loadConfig", () => {
     expect(config.telegram.allowed_user_ids).toEqual([]);
     expect(config.discord.channel_ids).toEqual([]);
     expect(config.discord.call_timeout_s).toBe(15);
-    expect(config.http).toEqual({ enabled: true, host: "127.0.0.1", port: 8787 });
+    expect(config.http).toEqual({
+      enabled: true,
+      host: "127.0.0.1",
+      port: 8787,
+      read_only: false,
+      dashboard: true,
+    });
     expect(config.bindings).toEqual([]);
   });
 
@@ -495,5 +501,30 @@ describe("history.synchronous", () => {
     const message = loadError().message;
     expect(message).toContain("history.synchronous");
     expect(message).toContain('"full"');
+  });
+});
+
+describe("http: the dashboard's keys", () => {
+  it("reads http.token from the environment, and read_only and dashboard as flags", () => {
+    writeConfig(
+      `http:\n  host: 0.0.0.0\n  token: \${DASH_TOKEN}\n  read_only: true\n  dashboard: false\n`,
+    );
+    const config = loadConfig(workspace, { DASH_TOKEN: "a-long-enough-token-1234" });
+    expect(config.http).toMatchObject({
+      host: "0.0.0.0",
+      token: "a-long-enough-token-1234",
+      read_only: true,
+      dashboard: false,
+    });
+    expect(secretValues(config)).toContain("a-long-enough-token-1234");
+    expect(JSON.stringify(redactConfig(config))).not.toContain("a-long-enough-token-1234");
+    expect(redactConfig(config).http.token).toBe("[set]");
+  });
+
+  it("refuses a short token and an unknown key under http, saying what to write", () => {
+    const file = writeConfig("http:\n  token: short\n");
+    expect(loadError().message).toContain(`${file}: http.token: expected a token of at least 16`);
+    writeConfig("http:\n  readonly: true\n");
+    expect(loadError().message).toContain('http.readonly: unknown key; did you mean "read_only"?');
   });
 });

@@ -301,7 +301,9 @@ describe("picklebot server, operated from the command line", () => {
     expect(summary.crons).toMatch(
       /^daily \(scheduled, next \d{4}-\d\d-\d\d 08:00:00 [\w/+-]+\); news \(disabled, next -\)$/,
     );
-    expect(summary.http).toMatch(/^http:\/\/127\.0\.0\.1:\d+ \(\/healthz, \/metrics\)$/);
+    expect(summary.http).toMatch(
+      /^http:\/\/127\.0\.0\.1:\d+ \(dashboard \/, \/healthz, \/metrics, \/events\)$/,
+    );
     const warning = await server.waitForLog((line) => line.msg.startsWith("no model API key"));
     expect(warning.level).toBe(40);
     expect(warning.msg).toContain("ANTHROPIC_API_KEY");

@@ -1,0 +1,295 @@
+/**
+ * The dashboard in a real browser: headless Chromium against `picklebot server` run as a
+ * child process on a temp workspace, its model a fake Anthropic API on loopback. Every
+ * page is screenshotted to test-output/screenshots/; with PICKLEBOT_DOCS_SCREENSHOTS=1 the
+ * overview and session pictures are also written to docs/ for the README.
+ */
+import { copyFileSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { networkInterfaces } from "node:os";
+import { join } from "node:path";
+import type { Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import {
+  browserSkipReason,
+  horizontalOverflow,
+  launchBrowser,
+  screenshot,
+  type TestBrowser,
+} from "../helpers/browser.js";
+import { enqueueJob, killAllServers, startServer } from "../helpers/server.js";
+import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+
+const skip = browserSkipReason();
+const TOKEN = "browser-test-token-0123456789";
+const DOCS = join(process.cwd(), "docs");
+
+let fake: FakeAnthropic;
+let ws: TempWorkspace;
+let browser: TestBrowser;
+
+beforeAll(async () => {
+  if (!skip) browser = await launchBrowser();
+});
+afterAll(async () => browser?.close());
+
+beforeEach(async () => {
+  fake = await startFakeAnthropic();
+  ws = makeWorkspace({
+    "picklebot.yaml": fakeModelConfig(fake.url),
+    "notes.md": "Pickles are cucumbers in brine.\n",
+  });
+});
+
+afterEach(async () => {
+  await killAllServers();
+  await fake.close();
+  ws.remove();
+});
+
+function chatJob(message: string, extra: Partial<Parameters<typeof enqueueJob>[1]> = {}) {
+  return enqueueJob(ws.dir, {
+    agentId: "pickle",
+    sessionKey: `web:pickle:${Math.random().toString(36).slice(2, 8)}`,
+    message,
+    mode: "chat",
+    replyTo: { kind: "silent" },
+    ...extra,
+  });
+}
+
+/** The number the overview shows for a queue state. */
+function queueCount(page: Page, state: string) {
+  return page.locator(`#queue dd[data-state="${state}"]`);
+}
+
+/** Saves a 375-px screenshot of `path` and returns how far it scrolls sideways. */
+async function phoneCheck(url: string, name: string) {
+  const page = await browser.page(375);
+  await page.goto(url);
+  await screenshot(page, `phone-${name}`);
+  const overflow = await horizontalOverflow(page);
+  await page.close();
+  return overflow;
+}
+
+describe.skipIf(skip !== null)("the dashboard in a browser", () => {
+  it("shows a job going from queued to done on the overview, live, without a reload", async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    fake.script({ text: "All pickled.", chunks: 3, pauseAfterChunks: 1, resume: held });
+    const server = await startServer(ws.dir);
+    const page = await browser.page();
+    await page.goto(server.httpUrl);
+    await expect.poll(() => queueCount(page, "done").textContent()).toBe("0");
+    await page.evaluate("window.__sameDocument = true");
+
+    const job = await chatJob("pickle this");
+    await expect
+      .poll(() => queueCount(page, "running").textContent(), { timeout: 15_000 })
+      .toBe("1");
+    release();
+    await expect.poll(() => queueCount(page, "done").textContent(), { timeout: 15_000 }).toBe("1");
+    expect(await queueCount(page, "running").textContent()).toBe("0");
+    expect(await page.evaluate("window.__sameDocument")).toBe(true);
+    expect(await page.locator("#throughput").textContent()).toContain("1 done");
+    await screenshot(page, "overview");
+    if (process.env.PICKLEBOT_DOCS_SCREENSHOTS === "1") {
+      mkdirSync(DOCS, { recursive: true });
+      await page.screenshot({ path: join(DOCS, "dashboard-overview.png") });
+    }
+    await server.waitForLog((line) => line.job === job.id && line.outcome === "done");
+    await page.emulateMedia({ colorScheme: "dark" });
+    expect(await page.evaluate("getComputedStyle(document.body).backgroundColor")).toBe(
+      "rgb(20, 20, 22)",
+    );
+    await screenshot(page, "overview-dark");
+    await page.close();
+  });
+
+  it("renders a transcript with a tool call as a card that expands", async () => {
+    fake.script(
+      {
+        text: "Let me read your notes.",
+        toolUses: [{ name: "read", input: { path: "notes.md" } }],
+      },
+      { text: "Your notes say: **pickles are cucumbers in brine**.\n\n- cucumbers\n- brine" },
+    );
+    const server = await startServer(ws.dir);
+    const job = await chatJob("What is in my notes?");
+    await server.waitForLog((line) => line.job === job.id && line.outcome === "done", 15_000);
+    const page = await browser.page();
+    await page.goto(`${server.httpUrl}/jobs/${job.id}`);
+    expect(await page.locator(".reply-text").textContent()).toContain(
+      "Your notes say: pickles are cucumbers in brine.",
+    );
+    await page.locator('a[href^="/sessions/s_"]').click();
+    const card = page.locator("details.tool").first();
+    await expect
+      .poll(() => card.locator("summary").textContent())
+      .toContain('read {"path":"notes.md"}');
+    expect(await card.locator("pre").nth(1).isVisible()).toBe(false);
+    await card.locator("summary").click();
+    expect(await card.locator("pre").nth(1).textContent()).toContain(
+      "Pickles are cucumbers in brine.",
+    );
+    expect(await page.locator(".msg.assistant strong").last().textContent()).toBe(
+      "pickles are cucumbers in brine",
+    );
+    await screenshot(page, "session");
+    if (process.env.PICKLEBOT_DOCS_SCREENSHOTS === "1") {
+      mkdirSync(DOCS, { recursive: true });
+      copyFileSync(
+        join("test-output", "screenshots", "session.png"),
+        join(DOCS, "dashboard-session.png"),
+      );
+    }
+    await page.close();
+  });
+
+  it("retries a failed job from its page, and the retry runs", async () => {
+    fake.script(
+      { error: { status: 400, message: "bad request from the fake" } },
+      { text: "Second time lucky." },
+    );
+    const server = await startServer(ws.dir);
+    const job = await chatJob("try me", { maxAttempts: 1 });
+    await server.waitForLog((line) => line.job === job.id && line.outcome === "failed", 15_000);
+    const page = await browser.page();
+    await page.goto(`${server.httpUrl}/jobs/${job.id}`);
+    expect(await page.locator("dd [data-state]").first().textContent()).toBe("failed");
+    expect(await page.locator("ol").textContent()).toContain("bad request from the fake");
+    await page.getByRole("button", { name: "Retry" }).click();
+    await page.waitForURL(/\?done=/);
+    expect(await page.getByRole("status").textContent()).toContain("requeued");
+    await server.waitForLog((line) => line.job === job.id && line.outcome === "done", 15_000);
+    await page.reload();
+    expect(await page.locator("dd [data-state]").first().textContent()).toBe("done");
+    await page.close();
+  });
+
+  it("asks for the token on a non-loopback bind, then lets the browser in", async () => {
+    ws.write("picklebot.yaml", fakeModelConfig(fake.url, `  host: 0.0.0.0\n  token: ${TOKEN}\n`));
+    const server = await startServer(ws.dir);
+    const port = server.httpUrl.split(":").at(-1);
+    const url = `http://${externalAddress() ?? "127.0.0.1"}:${port}`;
+    const page = await browser.page();
+    await page.goto(`${url}/jobs`);
+    expect(new URL(page.url()).pathname).toBe("/login");
+    await screenshot(page, "login");
+    await page.fill('input[name="token"]', "wrong-token-wrong-token");
+    await page.click('button[type="submit"]');
+    expect(await page.locator(".bad").textContent()).toContain("not the token");
+    await page.fill('input[name="token"]', TOKEN);
+    await page.click('button[type="submit"]');
+    await page.waitForURL(`${url}/jobs`);
+    expect(await page.locator("h1").textContent()).toBe("Jobs");
+    expect(await page.content()).not.toContain(TOKEN);
+    expect((await fetch(`${url}/jobs`)).status).toBe(401);
+    await page.close();
+  });
+
+  it("fits a 375-px phone screen on every page, without sideways scrolling", async () => {
+    fake.script(
+      { text: "Reading.", toolUses: [{ name: "read", input: { path: "notes.md" } }] },
+      { text: `A long word: ${"pickle".repeat(30)} and a table-free reply.` },
+      { error: { status: 400, message: `a long refusal: ${"brine".repeat(40)}` } },
+    );
+    const server = await startServer(ws.dir);
+    const job = await chatJob("a phone-sized question with a rather long message in it");
+    await server.waitForLog((line) => line.job === job.id && line.outcome === "done", 15_000);
+    const failed = await chatJob("x".repeat(300), { maxAttempts: 1 });
+    await server.waitForLog((line) => line.job === failed.id && line.outcome === "failed", 15_000);
+    const stored = await (await fetch(`${server.httpUrl}/jobs/${job.id}`)).text();
+    const sessionPath = stored.match(/href="(\/sessions\/s_[^"]+)"/)?.[1] ?? "";
+    expect(sessionPath).not.toBe("");
+    const pages: Record<string, string> = {
+      overview: "/",
+      jobs: "/jobs",
+      job: `/jobs/${failed.id}`,
+      sessions: "/sessions",
+      session: sessionPath,
+    };
+    for (const [name, path] of Object.entries(pages)) {
+      const { scroll, client } = await phoneCheck(`${server.httpUrl}${path}`, name);
+      expect(scroll, `${name} (${path}) scrolls sideways`).toBeLessThanOrEqual(client);
+    }
+  });
+});
+
+/** A non-loopback IPv4 address of this host, if it has one. */
+function externalAddress(): string | null {
+  for (const addresses of Object.values(networkInterfaces())) {
+    const found = addresses?.find((address) => address.family === "IPv4" && !address.internal);
+    if (found) return found.address;
+  }
+  return null;
+}
+
+describe.skipIf(skip !== null)("a web chat in the browser", () => {
+  it("sends a message and streams the reply into the page as it is written, without a reload", async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    fake.script({ text: "Brine is salty water.", chunks: 3, pauseAfterChunks: 1, resume: held });
+    const server = await startServer(ws.dir);
+    const page = await browser.page();
+    await page.goto(`${server.httpUrl}/sessions`);
+    await page.selectOption('select[name="agent"]', "pickle");
+    await page.fill('textarea[name="message"]', "What is brine?");
+    await page.getByRole("button", { name: "Start chat" }).click();
+    await page.waitForURL(/\/sessions\/s_/);
+    await page.evaluate("window.__sameDocument = true");
+    await expect
+      .poll(() => page.locator("#transcript").textContent(), { timeout: 15_000 })
+      .toContain("the agent is working on it");
+    // The model is held after its first words: they are on the page already.
+    const partial = page.locator("#transcript .reply");
+    await expect.poll(() => partial.textContent(), { timeout: 15_000 }).not.toBe("");
+    const soFar = (await partial.textContent()) ?? "";
+    expect("Brine is salty water.".startsWith(soFar)).toBe(true);
+    expect(soFar.length).toBeLessThan("Brine is salty water.".length);
+    release();
+    await expect
+      .poll(() => page.locator("#transcript").textContent(), { timeout: 15_000 })
+      .toContain("Brine is salty water.");
+    expect(await page.locator("#transcript .msg.user").first().textContent()).toContain(
+      "What is brine?",
+    );
+    expect(await page.evaluate("window.__sameDocument")).toBe(true);
+
+    fake.script({ text: "Yes, with vinegar sometimes." });
+    await page.fill('textarea[name="message"]', "Always?");
+    await page.getByRole("button", { name: "Send" }).click();
+    await expect
+      .poll(() => page.locator("#transcript").textContent(), { timeout: 15_000 })
+      .toContain("Yes, with vinegar sometimes.");
+    expect(await page.locator('textarea[name="message"]').inputValue()).toBe("");
+    expect(await page.evaluate("window.__sameDocument")).toBe(true);
+    await screenshot(page, "web-chat");
+    await page.close();
+  });
+});
+
+describe("a generated access token", () => {
+  it("is printed once on the terminal, kept in history/http-token, and never logged", async () => {
+    ws.write("picklebot.yaml", fakeModelConfig(fake.url, "  host: 0.0.0.0\n"));
+    const first = await startServer(ws.dir);
+    const token = readFileSync(join(ws.dir, "history", "http-token"), "utf8").trim();
+    expect(statSync(join(ws.dir, "history", "http-token")).mode & 0o777).toBe(0o600);
+    expect(first.stderr).toContain(token);
+    expect(JSON.stringify(first.logs)).not.toContain(token);
+    const port = first.httpUrl.split(":").at(-1);
+    expect((await fetch(`http://127.0.0.1:${port}/jobs`)).status).toBe(401);
+    const allowed = await fetch(`http://127.0.0.1:${port}/jobs`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(allowed.status).toBe(200);
+    await first.kill();
+    const second = await startServer(ws.dir);
+    expect(second.stderr).not.toContain(token);
+  });
+});

@@ -1,0 +1,185 @@
+/**
+ * The dashboard in-process for HTTP tests: the real HTTP app (access, CSRF, layout, every
+ * section) over real SQLite storage in a temp workspace, called with `app.request()`. The
+ * server's live parts the overview reads (worker health, buses) are given as plain data,
+ * and the session stopper records the keys it was asked to stop.
+ */
+import type { Hono } from "hono";
+import { systemClock } from "../../src/base/clock.js";
+import type { Config } from "../../src/config/index.js";
+import type { ClaimedJob, Job, NewJob, Storage } from "../../src/ports/index.js";
+import { type ClusterStatus, describeCluster } from "../../src/server/cluster/describe.js";
+import { loadWorkspaceCrons } from "../../src/server/cron/admin.js";
+import { describeCrons } from "../../src/server/cron/describe.js";
+import { composeDashboard, resolveAccess } from "../../src/server/dashboard/index.js";
+import type { HealthView } from "../../src/server/dashboard/overview.js";
+import { WebReplies } from "../../src/server/dashboard/web-replies.js";
+import { httpApp } from "../../src/server/http.js";
+import { ServerMetrics } from "../../src/server/metrics.js";
+import { openStorage } from "../../src/storage/index.js";
+import { testConfig } from "./config.js";
+import { makeWorkspace, type TempWorkspace } from "./workspace.js";
+
+/** Options of {@link openDashboard}. */
+export interface DashboardTestOptions {
+  /** `http.host`. (Default: 127.0.0.1) */
+  host?: string;
+  /** `http.token`. (Default: none) */
+  token?: string;
+  readOnly?: boolean;
+  /** Workspace files (agents, crons). */
+  files?: Record<string, string>;
+  /** What the overview reads as the cluster. (Default: the storage's, null on SQLite) */
+  cluster?: ClusterStatus;
+  /** Queue and history on this PostgreSQL database. (Default: SQLite in the workspace) */
+  postgresUrl?: string;
+}
+
+/** A dashboard over a temp workspace. */
+export interface DashboardHarness {
+  ws: TempWorkspace;
+  config: Config;
+  storage: Storage;
+  app: Hono;
+  /** The `silent` frontend whose replies the session pages stream. */
+  replies: WebReplies;
+  /** Session keys the Cancel of a running job asked to stop. */
+  stopped: string[];
+  /** What a generated token's announcement printed. */
+  announced: string[];
+  /** What the overview reads as the server's health. */
+  health: HealthView;
+  /** `app.request` from a client at `client` (default 127.0.0.1). */
+  request(path: string, init?: RequestInit, client?: string): Promise<Response>;
+  /** A job enqueued, then (optionally) claimed and driven to `state`. */
+  job(state: "queued" | "running" | "failed" | "done", overrides?: Partial<NewJob>): Promise<Job>;
+  close(): Promise<void>;
+}
+
+/** The dashboard's CSRF token, as a page renders it. */
+export async function csrfTokenOf(harness: DashboardHarness): Promise<string> {
+  const page = await (await harness.request("/jobs", authorized(harness))).text();
+  const token = page.match(/x-csrf-token(?:&quot;|"):(?:&quot;|")([\w-]+)/)?.[1];
+  if (!token) throw new Error("the page carries no CSRF token");
+  return token;
+}
+
+/** Request options carrying the bearer token, when the harness has one. */
+export function authorized(harness: DashboardHarness, init: RequestInit = {}): RequestInit {
+  const token = harness.config.http.token;
+  if (!token) return init;
+  return { ...init, headers: { ...(init.headers as object), authorization: `Bearer ${token}` } };
+}
+
+/** Builds the dashboard over a fresh temp workspace. */
+export async function openDashboard(options: DashboardTestOptions = {}): Promise<DashboardHarness> {
+  const ws = makeWorkspace(options.files);
+  const config = testConfig(ws.dir, {
+    http: {
+      enabled: true,
+      host: options.host ?? "127.0.0.1",
+      token: options.token,
+      read_only: options.readOnly ?? false,
+    },
+    ...(options.postgresUrl
+      ? {
+          queue: { backend: "postgres", url: options.postgresUrl, pool_size: 2 },
+          history: { backend: "postgres" },
+        }
+      : { queue: { backend: "sqlite" }, history: { backend: "sqlite" } }),
+  });
+  const storage = await openStorage(config, systemClock);
+  const stopped: string[] = [];
+  const replies = new WebReplies();
+  const announced: string[] = [];
+  const health: HealthView = {
+    healthy: true,
+    workers: [{ name: "agents", state: "running", restarts: 2, lastError: "boom" }],
+    buses: [{ platform: "telegram", state: "connected" }],
+    queue: await storage.queue.counts(),
+  };
+  const access = resolveAccess({
+    host: config.http.host,
+    token: config.http.token,
+    historyPath: config.history.path,
+    announce: (text) => announced.push(text),
+  });
+  const dashboard = composeDashboard({
+    access,
+    readOnly: config.http.read_only,
+    overview: {
+      health: async () => ({ ...health, queue: await storage.queue.counts() }),
+      crons: async () =>
+        describeCrons(loadWorkspaceCrons(ws.dir, config).crons, storage.cronState, systemClock),
+      cluster: async () => options.cluster ?? describeCluster(storage),
+      jobs: storage.queue,
+      clock: systemClock,
+    },
+    jobs: {
+      jobs: storage.queue,
+      transcripts: storage,
+      stopper: {
+        stop: async (key) => {
+          stopped.push(key);
+          return true;
+        },
+      },
+    },
+    sessions: {
+      history: storage.history,
+      usage: storage.usage,
+      queue: storage.queue,
+      agents: ["pickle", "scout"],
+      replies,
+    },
+  });
+  const app = httpApp({
+    access,
+    dashboard,
+    registry: new ServerMetrics().registry,
+    health: async () => ({ healthy: true }),
+  });
+  return {
+    ws,
+    config,
+    storage,
+    app,
+    stopped,
+    replies,
+    announced,
+    health,
+    request: async (path, init, client = "127.0.0.1") =>
+      app.request(path, init, { incoming: { socket: { remoteAddress: client } } }),
+    job: (state, overrides) => jobIn(storage, state, overrides),
+    async close() {
+      await storage.close();
+      ws.remove();
+    },
+  };
+}
+
+async function jobIn(
+  storage: Storage,
+  state: "queued" | "running" | "failed" | "done",
+  overrides: Partial<NewJob> = {},
+): Promise<Job> {
+  const job = await storage.queue.enqueue({
+    agentId: "pickle",
+    sessionKey: `telegram:${Math.random().toString(36).slice(2, 8)}`,
+    message: "hello",
+    mode: "chat",
+    replyTo: { kind: "silent" },
+    maxAttempts: 1,
+    ...overrides,
+  });
+  if (state === "queued") return job;
+  const [claimed] = await storage.queue.claim("test-worker", 1);
+  if (claimed?.id !== job.id) throw new Error(`claimed ${claimed?.id}, not job ${job.id}`);
+  await settle(storage, claimed, state);
+  return (await storage.queue.get(job.id)) ?? job;
+}
+
+async function settle(storage: Storage, job: ClaimedJob, state: "running" | "failed" | "done") {
+  if (state === "failed") await storage.queue.fail(job, "the model said no", null);
+  if (state === "done") await storage.queue.complete(job);
+}
