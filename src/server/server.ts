@@ -58,7 +58,9 @@ import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
 import { loadWorkspaceCrons } from "./cron/admin.js";
 import { describeCrons } from "./cron/describe.js";
 import { CronWorker } from "./cron/worker.js";
+import { agentExtras } from "./dashboard/agent-extras.js";
 import { composeDashboard, type HttpAccess, resolveAccess } from "./dashboard/index.js";
+import { ownerSections } from "./dashboard/sections/index.js";
 import { WebReplies } from "./dashboard/web-replies.js";
 import { DefinitionsWorker } from "./definitions-watch.js";
 import { announcingEnqueues } from "./events/enqueued.js";
@@ -576,7 +578,7 @@ export class PicklebotServer {
 
   /** The web dashboard over this server's storage, workers and session stopper. */
   #dashboard(access: HttpAccess) {
-    const { config, workspace } = this.#options;
+    const { config, workspace, catalog } = this.#options;
     const storage = this.#storage;
     return composeDashboard({
       access,
@@ -608,6 +610,17 @@ export class PicklebotServer {
         ],
         replies: this.#webReplies,
       },
+      more: ownerSections({
+        workspace,
+        config,
+        storage,
+        queue: this.#queue,
+        clock: this.#clock,
+        agents: this.#options.agents,
+        ...(catalog
+          ? { catalog, describeExtras: agentExtras(catalog, this.#mcp?.servers ?? null) }
+          : {}),
+      }),
     });
   }
 

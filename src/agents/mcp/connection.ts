@@ -66,6 +66,11 @@ export class McpConnection {
     return this.#state === "failed" ? this.#lastError : undefined;
   }
 
+  /** The tools of the last listing, without connecting (undefined: not listed yet). */
+  get listedTools(): readonly McpListedTool[] | undefined {
+    return this.#tools;
+  }
+
   /**
    * The server's tools after its `include` and `exclude` lists, listed again after the
    * server said they changed.

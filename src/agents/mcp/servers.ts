@@ -127,6 +127,27 @@ export class McpServers {
     return wanted.map((tool) => mcpTool(connection, tool));
   }
 
+  /**
+   * Each server's state as it stands, without connecting one: its tools once listed
+   * (`ready`), the reason it failed (`failed`), or none yet (`idle`: not used so far).
+   */
+  states(): McpServerReport[] {
+    return [...this.#connections.values()].map((connection) => {
+      const transport = "command" in connection.config ? "stdio" : "http";
+      const tools = (connection.listedTools ?? []).map((tool) =>
+        mcpToolName(connection.name, tool.name),
+      );
+      const error = connection.lastError;
+      return {
+        name: connection.name,
+        transport,
+        state: connection.state,
+        tools,
+        ...(error === undefined ? {} : { error }),
+      };
+    });
+  }
+
   /** Connects to every server and lists its tools: the state of each, for a person. */
   async report(): Promise<McpServerReport[]> {
     return Promise.all(

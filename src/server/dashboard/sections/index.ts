@@ -2,7 +2,8 @@
  * The owner's sections of the dashboard (Crons, Agents, Pairing, Approvals, Usage), built
  * from what the server already holds, in nav order.
  */
-import { type AgentDefinition, loadAgents } from "../../../agents/definition.js";
+import type { AgentCatalog } from "../../../agents/catalog.js";
+import { type AgentDefinition, type LoadedAgents, loadAgents } from "../../../agents/definition.js";
 import { redactSecrets } from "../../../base/redact.js";
 import type { Config } from "../../../config/index.js";
 import { secretValues } from "../../../config/redact.js";
@@ -26,16 +27,33 @@ export interface OwnerSectionsOptions {
   clock: Clock;
   /** The agents the server runs (and checks budgets against). */
   agents: ReadonlyMap<string, AgentDefinition>;
+  /** The live agents (hot reloaded). (Default: `agents/` read again at each page) */
+  catalog?: AgentCatalog;
   /** Skills, MCP servers of an agent. (Default: none) */
   describeExtras?: AgentsSectionDeps["describeExtras"];
+}
+
+/** The catalog's agents as {@link loadAgents} gives them, or `agents/` read again. */
+function agentLoader(workspace: string, catalog: AgentCatalog | undefined): () => LoadedAgents {
+  if (!catalog) return () => loadAgents(workspace);
+  return () => ({
+    agents: new Map(catalog.agents),
+    broken: new Map(catalog.broken),
+    errors: [...catalog.broken.values()],
+  });
 }
 
 /** Crons, Agents, Pairing, Approvals and Usage. */
 export function ownerSections(options: OwnerSectionsOptions): DashboardSection[] {
   const { workspace, config, storage, queue, clock, agents } = options;
+  const loadAgentsNow = agentLoader(workspace, options.catalog);
+  const knownAgentIds = () => {
+    const { agents: valid, broken } = loadAgentsNow();
+    return [...valid.keys(), ...broken.keys()];
+  };
   return [
     cronsSection({
-      loadCrons: () => loadWorkspaceCrons(workspace, config),
+      loadCrons: () => loadWorkspaceCrons(workspace, config, knownAgentIds()),
       state: storage.cronState,
       queue,
       history: storage.history,
@@ -43,7 +61,7 @@ export function ownerSections(options: OwnerSectionsOptions): DashboardSection[]
       maxAttempts: config.workers.max_attempts,
     }),
     agentsSection({
-      loadAgents: () => loadAgents(workspace),
+      loadAgents: loadAgentsNow,
       config,
       ...(options.describeExtras ? { describeExtras: options.describeExtras } : {}),
     }),
