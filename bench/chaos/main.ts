@@ -20,9 +20,11 @@
  *
  * Usage: npm run chaos -- [--cycles 20] [--seed N] [--rate 4] [--keep] (see USAGE)
  */
+import { spawnSync } from "node:child_process";
 import { cpus } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
+import { FAKE_MCP_SERVER } from "../../test/fakes/mcp.js";
 import { type FakeTelegram, startFakeTelegram } from "../../test/fakes/telegram.js";
 import { telegramYaml } from "../../test/helpers/bus.js";
 import { startCli } from "../../test/helpers/cli.js";
@@ -30,7 +32,13 @@ import { openWorkspaceDb, ServerProcess } from "../../test/helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../../test/helpers/workspace.js";
 import { Answerer, checkApprovals } from "./approvals.js";
 import { type CrashWindow, Inspector } from "./inspect.js";
-import { ChaosModel, RESEARCHER_ID, RESEARCHER_PROMPT, SUMMARY_TAG } from "./model.js";
+import {
+  CHAOS_MCP_SERVER,
+  ChaosModel,
+  RESEARCHER_ID,
+  RESEARCHER_PROMPT,
+  SUMMARY_TAG,
+} from "./model.js";
 import { Random } from "./random.js";
 import { type JobLogs, verifyRun } from "./verify.js";
 import {
@@ -55,12 +63,12 @@ const KILL_MODES: ReadonlyArray<readonly [KillMode, number]> = [
 
 /**
  * The chaos agent: `read` for tool jobs, `bash` for the slow command of stop jobs,
- * `subagent` for delegate jobs, which call the researcher.
+ * `subagent` for delegate jobs, which call the researcher, the MCP server for mcp jobs.
  */
 const CHAOS_AGENT = `---
 name: Pickle
 description: The chaos run's agent
-tools: [read, write, bash, subagent]
+tools: [read, write, bash, subagent, "mcp:${CHAOS_MCP_SERVER}"]
 subagents: [${RESEARCHER_ID}]
 approvals:
   write:
@@ -98,6 +106,23 @@ const WORKSPACE_CONFIG = `workers:
 history:
   max_messages: 200
 `;
+
+/**
+ * The mcp jobs' server: the tests' fake over stdio, named after this run so that the run
+ * can tell whether any of its processes outlived the servers that started them.
+ */
+function mcpServersYaml(marker: string): string {
+  const args = JSON.stringify([FAKE_MCP_SERVER, "--name", marker]);
+  return `mcp_servers:\n  ${CHAOS_MCP_SERVER}:\n    command: ${JSON.stringify(process.execPath)}\n    args: ${args}\n    sandbox: none\n`;
+}
+
+/** Pids of the MCP server processes of this run still alive (none once the servers are gone). */
+function mcpProcessesOf(marker: string): number[] {
+  const found = spawnSync("pgrep", ["-f", `${FAKE_MCP_SERVER} --name ${marker}`], {
+    encoding: "utf8",
+  });
+  return found.stdout.split("\n").filter(Boolean).map(Number);
+}
 
 const STARTED = "picklebot server started";
 const RECOVERED = "requeued jobs left running by the previous server";
@@ -158,8 +183,9 @@ export async function main(argv: string[]): Promise<number> {
     },
   });
   const telegramConfig = telegramYaml(telegram, { allowedUserIds: [STOP_CHAT_USER] });
+  const mcpMarker = `chaos-${process.pid}-${settings.seed}`;
   const ws = makeWorkspace({
-    "picklebot.yaml": `llm:\n  api_key: test-key\n  base_url: ${model.url}\n${LLM_CONFIG}http:\n  port: 0\n${WORKSPACE_CONFIG}${telegramConfig}`,
+    "picklebot.yaml": `llm:\n  api_key: test-key\n  base_url: ${model.url}\n${LLM_CONFIG}http:\n  port: 0\n${WORKSPACE_CONFIG}${mcpServersYaml(mcpMarker)}${telegramConfig}`,
     "agents/pickle/AGENT.md": CHAOS_AGENT,
     [`agents/${RESEARCHER_ID}/AGENT.md`]: RESEARCHER_AGENT,
     "notes.txt": "The chaos run reads this file as its tool call.\n",
@@ -208,6 +234,7 @@ export async function main(argv: string[]): Promise<number> {
     await producer.stop();
     console.log(`draining ${inspector.unfinished()} unfinished jobs with a last server`);
     await drain(ws, inspector, tally);
+    await checkMcpProcessesGone(mcpMarker, tally);
     await answerer.stop();
     const items = model.batchItemIds();
     const twice = items.filter((id, index) => items.indexOf(id) !== index);
@@ -441,6 +468,22 @@ async function drain(ws: TempWorkspace, inspector: Inspector, tally: Tally): Pro
   } finally {
     await server.kill();
     countLogs(server, tally);
+  }
+}
+
+/**
+ * Every MCP server a killed or stopped server started has gone: a SIGKILLed server's
+ * stdio children see their input close and exit; a stopped one kills their groups.
+ */
+async function checkMcpProcessesGone(marker: string, tally: Tally): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (mcpProcessesOf(marker).length > 0 && Date.now() < deadline) await sleep(200);
+  const left = mcpProcessesOf(marker);
+  if (left.length > 0) {
+    tally.violations.push(
+      `${left.length} MCP server processes outlived the servers: ${left.join(", ")}`,
+    );
+    for (const pid of left) process.kill(pid, "SIGKILL");
   }
 }
 

@@ -197,6 +197,9 @@ export class ChaosModel {
   }
 }
 
+/** The name of the chaos workspace's MCP server (`mcp_servers`), whose `echo` mcp jobs call. */
+export const CHAOS_MCP_SERVER = "notes";
+
 /** The error a fail job's follow-up call gets (a permanent 400). */
 export const FAIL_JOB_REFUSAL = "chaos: this job's follow-up is refused";
 
@@ -211,6 +214,7 @@ const TOOL_CALLS: Record<Exclude<JobKind, "text" | "delegate" | "approve">, Fake
   big: { name: "read", input: { path: "big.txt" } },
   fail: { name: "read", input: { path: "notes.txt" } },
   stop: { name: "bash", input: { command: `sleep ${STOP_JOB_COMMAND_S}` } },
+  mcp: { name: `${CHAOS_MCP_SERVER}__echo`, input: { text: "chaos" } },
 };
 
 /**

@@ -44,8 +44,19 @@ export type ChaosAgent = "pickle" | "researcher";
  *         failed, and the chat's next message is still a valid request
  *   delegate  one or two `subagent` calls to the researcher, which the server runs as child
  *         jobs while this one is parked; woken when they end, it replies from their answers
+ *   mcp   a call to a tool of a stdio MCP server (the tests' fake, started on first use by
+ *         each server), then a reply
  */
-export type JobKind = "text" | "tool" | "big" | "stop" | "fail" | "delegate" | "approve" | "batch";
+export type JobKind =
+  | "text"
+  | "tool"
+  | "big"
+  | "stop"
+  | "fail"
+  | "delegate"
+  | "approve"
+  | "batch"
+  | "mcp";
 
 /** Whether a job of this kind makes a tool call. */
 export function usesTool(kind: JobKind): boolean {
@@ -79,6 +90,7 @@ const KIND_SHARES: ReadonlyArray<readonly [JobKind, number]> = [
   ["delegate", 8],
   ["approve", 5],
   ["batch", 4],
+  ["mcp", 5],
 ];
 
 /** Makes chat sessions grow, so they are compacted again and again during a run. */
@@ -88,7 +100,7 @@ const PADDING = "Some context for the agent to keep in mind, as a person would g
 export const STOP_CHAT_IDS = [9001, 9002] as const;
 export const STOP_CHAT_USER = 4242;
 
-const JOB_TEXT = /\bchaos job (j\d+)(?: \[(tool|big|stop|fail|delegate|approve|batch)\])?/g;
+const JOB_TEXT = /\bchaos job (j\d+)(?: \[(tool|big|stop|fail|delegate|approve|batch|mcp)\])?/g;
 const RESEARCH_TEXT = /\bchaos research (r\d+\.\d+) for (j\d+)\b/g;
 const CALL_TEXT = /\bcall #(\d+)\b/;
 

@@ -60,10 +60,37 @@ export interface LoadedWorkspace {
   catalog: AgentCatalog;
   provider: ModelProvider;
   /**
-   * What loading skipped, one sentence each: broken agents, invalid skills, skill
-   * listings over their budget. The caller reports them (stderr or the server's logger).
+   * What loading skipped: broken agents, invalid skills, skill listings over their
+   * budget. The caller reports them (stderr or the server's logger).
    */
-  loadWarnings: string[];
+  loadWarnings: LoadWarning[];
+}
+
+/** One thing {@link loadWorkspace} skipped: a sentence, and the file and agent it is about. */
+export interface LoadWarning {
+  message: string;
+  file?: string;
+  agent?: string;
+}
+
+function loadWarningsOf(
+  catalog: AgentCatalog,
+  errors: UserError[],
+  warnings: string[],
+): LoadWarning[] {
+  const agentOf = new Map([...catalog.broken].map(([id, error]) => [error, id]));
+  return [
+    ...errors.map((error) => {
+      const file = error.context.file?.toString();
+      const agent = agentOf.get(error);
+      return {
+        message: error.message,
+        ...(file === undefined ? {} : { file }),
+        ...(agent === undefined ? {} : { agent }),
+      };
+    }),
+    ...warnings.map((message) => ({ message })),
+  ];
 }
 
 /**
@@ -96,9 +123,7 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
     brokenAgents: broken,
     catalog,
     provider: providerFor(config),
-    loadWarnings: [...errors, ...mcpErrors]
-      .map((error) => error.message)
-      .concat(catalog.warnings(settings)),
+    loadWarnings: loadWarningsOf(catalog, [...errors, ...mcpErrors], catalog.warnings(settings)),
   };
 }
 
@@ -107,8 +132,8 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
  * problem (commands run from a terminal; the server logs them instead).
  */
 export function warnAboutBrokenAgents({ loadWarnings }: LoadedWorkspace): void {
-  for (const warning of loadWarnings)
-    process.stderr.write(`picklebot: warning: ${printable(warning, { multiline: true })}\n`);
+  for (const { message } of loadWarnings)
+    process.stderr.write(`picklebot: warning: ${printable(message, { multiline: true })}\n`);
 }
 
 /** Loads the workspace and opens its storage, for commands that read or run agents. */

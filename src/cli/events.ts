@@ -6,6 +6,7 @@ import { Command } from "commander";
 import { UserError } from "../base/errors.js";
 import { readSse } from "../base/sse.js";
 import { EVENT_TYPES, type PicklebotEvent } from "../ports/index.js";
+import { clientToken } from "../server/dashboard/access.js";
 import { typeMatcher } from "../server/events/routes.js";
 import { runningServer } from "../server/workspace-lock.js";
 import { type LoadedWorkspace, loadWorkspace } from "./context.js";
@@ -39,7 +40,8 @@ export function eventsCommand(): Command {
         follow: options.follow ? "true" : "false",
         ...(options.type ? { type: options.type } : {}),
       });
-      const response = await connect(`${base}/events?${query}`);
+      const token = clientToken(loaded.config.http.token, loaded.config.history.path);
+      const response = await connect(`${base}/events?${query}`, token);
       if (!response.body) throw new UserError(`the server at ${base} sent no event stream`);
       for await (const message of readSse(response.body)) {
         const event = JSON.parse(message.data) as PicklebotEvent;
@@ -75,10 +77,10 @@ function serverAddress({ config }: LoadedWorkspace): string {
   return `http://${host.includes(":") ? `[${host}]` : host}:${config.http.port}`;
 }
 
-async function connect(url: string): Promise<Response> {
+async function connect(url: string, token: string | null): Promise<Response> {
   let response: Response;
   try {
-    response = await fetch(url);
+    response = await fetch(url, token ? { headers: { authorization: `Bearer ${token}` } } : {});
   } catch {
     throw new UserError(
       `no picklebot server answers at ${new URL(url).origin}; start one with picklebot server (http.host and http.port in picklebot.yaml say where it listens)`,

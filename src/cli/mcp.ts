@@ -1,7 +1,7 @@
 /** `picklebot mcp`: the MCP servers of picklebot.yaml, their state and their tools. */
 import { Command } from "commander";
 import { McpServers, stdioSurroundings } from "../agents/mcp/servers.js";
-import { loadWorkspace } from "./context.js";
+import { loadWorkspace, warnAboutBrokenAgents } from "./context.js";
 import { printJson, printLine, printTable } from "./output.js";
 
 /** The `mcp` command group. */
@@ -12,7 +12,9 @@ export function mcpCommand(): Command {
     .description("connect to each MCP server and show its state and tools")
     .option("--json", "print JSON for scripts")
     .action(async (options: { json?: boolean }, command: Command) => {
-      const { workspace, config } = loadWorkspace(command);
+      const loaded = loadWorkspace(command);
+      warnAboutBrokenAgents(loaded);
+      const { workspace, config } = loaded;
       const servers = new McpServers({
         servers: config.mcp_servers,
         surroundings: stdioSurroundings(workspace, config),

@@ -33,7 +33,7 @@ export function serverCommand(): Command {
         loaded.config.workers.agent_concurrency = options.agentConcurrency;
       const secrets = secretValues(loaded.config);
       const logger = createLogger(options.json ? { pretty: false, secrets } : { secrets });
-      for (const warning of loaded.loadWarnings) logger.warn(warning);
+      for (const { message, ...about } of loaded.loadWarnings) logger.warn(about, message);
       // Loaded here, not at the top: the other commands need none of the server's libraries.
       const { PicklebotServer } = await import("../server/server.js");
       const server = await PicklebotServer.start({ ...loaded, logger });

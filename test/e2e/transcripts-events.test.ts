@@ -11,6 +11,8 @@ import { killAllServers, startServer } from "../helpers/server.js";
 import { waitFor } from "../helpers/wait.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
+const TOKEN = "events-cli-token-0123456789";
+
 let fake: FakeAnthropic;
 let ws: TempWorkspace;
 
@@ -152,6 +154,22 @@ describe("picklebot events", () => {
     expect(
       live.filter((event) => "jobId" in event && event.jobId === second.id).length,
     ).toBeGreaterThan(0);
+  });
+
+  it("sends http.token, which a server with a token asks of every client", async () => {
+    ws.write(
+      "picklebot.yaml",
+      fakeModelConfig(fake.url).replace("http:\n", `http:\n  token: ${TOKEN}\n`),
+    );
+    const server = await startServer(ws.dir);
+    const anonymous = await fetch(`${server.httpUrl}/events?follow=false`);
+    expect(anonymous.status).toBe(401);
+    await runNotesCron();
+
+    const events = await cli("events", "--json", "--type", "job.done");
+
+    expect(events.code).toBe(0);
+    expect(events.stdout).toContain('"type":"job.done"');
   });
 
   it("says when no server runs, and refuses a type that matches nothing", async () => {

@@ -88,6 +88,16 @@ function storedToken({ historyPath, announce }: AccessOptions): string {
   return token;
 }
 
+/**
+ * The token a client on this host sends (`picklebot events`): `http.token`, else the one
+ * a server generated into history/http-token, else none.
+ */
+export function clientToken(token: string | undefined, historyPath: string): string | null {
+  if (token !== undefined) return token;
+  const file = join(historyPath, GENERATED_TOKEN_FILE);
+  return existsSync(file) ? readFileSync(file, "utf8").trim() : null;
+}
+
 function randomToken(): string {
   return randomBytes(24).toString("base64url");
 }
