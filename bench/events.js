@@ -5,7 +5,9 @@
  * answering "ok" at once), each fed the same load: jobs enqueued into the workspace's
  * queue from this process at `--rate` per second for `--seconds`, each a one-call turn in
  * its own session (about 6 events per job). The first server has no event clients; the
- * second has `--clients` SSE connections to `/events`, all reading everything. Reported:
+ * second has `--clients` SSE connections to `/events`, all reading everything, from a
+ * process of their own (bench/lib/sse-clients.js), so that reading the streams does not
+ * slow this process's fake model or its enqueues. Reported:
  * jobs/s (enqueue of the first job to the last one done) with and without clients, their
  * ratio, events each client received, and the server's RSS before and after the load.
  *
@@ -13,7 +15,6 @@
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { request } from "node:http";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -62,31 +63,38 @@ function startServer(workspace) {
   });
 }
 
-/** Opens `count` SSE clients on `/events`; each counts the events it reads. */
+/**
+ * Opens `count` SSE clients on `/events` in a child process (bench/lib/sse-clients.js);
+ * `minEvents()` asks it for the fewest events a client has read, `close()` ends it.
+ */
 async function connectClients(address, count) {
-  const [host, port] = [
-    address.slice(0, address.lastIndexOf(":")),
-    Number(address.slice(address.lastIndexOf(":") + 1)),
-  ];
-  const clients = [];
-  for (let index = 0; index < count; index += 1) {
-    clients.push(
-      await new Promise((resolve, reject) => {
-        const client = { events: 0, request: null };
-        client.request = request({ host, port, path: "/events", agent: false }, (response) => {
-          response.setEncoding("utf8");
-          response.on("data", (chunk) => {
-            client.events += chunk.match(/^event: /gm)?.length ?? 0;
-          });
-          response.on("error", () => undefined);
-          resolve(client);
-        });
-        client.request.on("error", reject);
-        client.request.end();
-      }),
-    );
-  }
-  return clients;
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, "bench/lib/sse-clients.js"), address, String(count)],
+    { stdio: ["pipe", "pipe", "inherit"] },
+  );
+  child.stdout.setEncoding("utf8");
+  const lines = [];
+  let waiting = null;
+  child.stdout.on("data", (chunk) => {
+    lines.push(...chunk.split("\n").filter(Boolean));
+    waiting?.();
+  });
+  const nextLine = async () => {
+    while (lines.length === 0) await new Promise((resolve) => (waiting = resolve));
+    return lines.shift();
+  };
+  if ((await nextLine()) !== "connected") throw new Error("the SSE clients did not connect");
+  return {
+    async minEvents() {
+      child.stdin.write("count\n");
+      return Number(await nextLine());
+    },
+    async close() {
+      child.stdin.end();
+      await new Promise((resolve) => child.once("exit", resolve));
+    },
+  };
 }
 
 /** Enqueues RATE jobs a second for SECONDS; resolves with the seconds until all are done. */
@@ -134,21 +142,21 @@ async function run(fakeUrl, clientCount) {
   try {
     const db = openDatabase(join(dir, "history", "picklebot.db"));
     const queue = new SqliteJobQueue({ db });
-    const clients = await connectClients(address, clientCount);
+    const clients = clientCount > 0 ? await connectClients(address, clientCount) : null;
     await sleep(500);
     const rssBefore = rssMiB(child.pid);
     const seconds = await load(queue);
     await sleep(500);
     const rssAfter = rssMiB(child.pid);
-    const events = clients.map((client) => client.events);
-    for (const client of clients) client.request.destroy();
+    const eventsPerClient = clients ? await clients.minEvents() : 0;
+    await clients?.close();
     await queue.close();
     db.close();
     return {
       jobsPerSecond: (RATE * SECONDS) / seconds,
       rssBefore,
       rssAfter,
-      eventsPerClient: events.length ? Math.min(...events) : 0,
+      eventsPerClient,
     };
   } finally {
     child.kill("SIGTERM");

@@ -12,7 +12,7 @@ import { type CustomIssueParams, userErrorFromIssues } from "../config/issues.js
 import { ID_PATTERN } from "../config/schema.js";
 import { didYouMean } from "../config/suggest.js";
 import { POLICY_TOOLS } from "./approval-policy.js";
-import { parseFrontMatterFile } from "./front-matter.js";
+import { parseFrontMatterFile, readFolderFile } from "./front-matter.js";
 import { mcpSelectorProblem, parseMcpSelector } from "./mcp/names.js";
 import { SKILL_NAME_PATTERN, SKILL_NAME_RULE } from "./skill-file.js";
 import { DEFAULT_TOOLS, isToolName, TOOL_NAMES } from "./tools/index.js";
@@ -332,17 +332,6 @@ function loadAgentFolder(folder: string): AgentDefinition {
     );
   }
   const file = path.join(folder, AGENT_FILE_NAME);
-  let text: string;
-  try {
-    text = fs.readFileSync(file, "utf8");
-  } catch (thrown) {
-    const missing = (thrown as NodeJS.ErrnoException).code === "ENOENT";
-    throw new UserError(
-      missing
-        ? `${folder}: no ${AGENT_FILE_NAME}; add one (see agents/pickle/AGENT.md) or remove the folder.`
-        : `cannot read ${file}: ${(thrown as Error).message}; check its permissions.`,
-      { cause: thrown, context: { file } },
-    );
-  }
+  const text = readFolderFile(folder, AGENT_FILE_NAME, "see agents/pickle/AGENT.md");
   return parseAgentFile(id, text, file);
 }

@@ -2,6 +2,8 @@
  * Markdown files with YAML front matter (AGENT.md, SKILL.md): a `---` line, the fields,
  * another `---` line, then the markdown body.
  */
+import fs from "node:fs";
+import path from "node:path";
 import { UserError } from "../base/errors.js";
 import { parseYaml } from "../config/load.js";
 
@@ -40,4 +42,25 @@ export function parseFrontMatterFile(
       .join("\n")
       .trim(),
   };
+}
+
+/**
+ * The text of `<folder>/<fileName>`; `howToAdd` completes the error of a folder without
+ * one ("add one (…) or remove the folder").
+ *
+ * @throws UserError naming the folder or file and the fix.
+ */
+export function readFolderFile(folder: string, fileName: string, howToAdd: string): string {
+  const file = path.join(folder, fileName);
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch (thrown) {
+    const missing = (thrown as NodeJS.ErrnoException).code === "ENOENT";
+    throw new UserError(
+      missing
+        ? `${folder}: no ${fileName}; add one (${howToAdd}) or remove the folder.`
+        : `cannot read ${file}: ${(thrown as Error).message}; check its permissions.`,
+      { cause: thrown, context: { file } },
+    );
+  }
 }

@@ -4,12 +4,11 @@
  * format (agentskills.io) specifies it. Only the front matter is read here; the body and
  * the other files are read when the agent asks for them (the `skill` tool).
  */
-import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { UserError } from "../base/errors.js";
 import { userErrorFromIssues } from "../config/issues.js";
-import { parseFrontMatterFile } from "./front-matter.js";
+import { parseFrontMatterFile, readFolderFile } from "./front-matter.js";
 
 /** The file name of a skill inside its folder. */
 export const SKILL_FILE_NAME = "SKILL.md";
@@ -67,18 +66,11 @@ const skillFieldsSchema = z.strictObject({
  */
 export function loadSkillFolder(folder: string, scope: SkillScope): SkillDefinition {
   const file = path.join(folder, SKILL_FILE_NAME);
-  let text: string;
-  try {
-    text = fs.readFileSync(file, "utf8");
-  } catch (thrown) {
-    const missing = (thrown as NodeJS.ErrnoException).code === "ENOENT";
-    throw new UserError(
-      missing
-        ? `${folder}: no ${SKILL_FILE_NAME}; add one (front matter with name and description, then the instructions) or remove the folder.`
-        : `cannot read ${file}: ${(thrown as Error).message}; check its permissions.`,
-      { cause: thrown, context: { file } },
-    );
-  }
+  const text = readFolderFile(
+    folder,
+    SKILL_FILE_NAME,
+    "front matter with name and description, then the instructions",
+  );
   return parseSkillFile(text, file, scope);
 }
 
