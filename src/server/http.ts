@@ -33,6 +33,8 @@ export interface HttpEndpointOptions {
   dashboard?: Hono<DashboardEnv> | null;
   /** The event stream served at `GET /events`. (Default: none, 404) */
   events?: EventFeed;
+  /** Told how many events an `/events` client that does not read has missed. (Default: nothing) */
+  onEventsDropped?: (count: number) => void;
   /** Hears of a request that failed (the response says only that it did). (Default: none) */
   onError?: (error: Error) => void;
 }
@@ -52,7 +54,10 @@ export function httpApp(options: Omit<HttpEndpointOptions, "host" | "port">): Ho
     c.header("content-type", registry.contentType);
     return c.body(await registry.metrics());
   });
-  if (options.events) app.route("/", eventRoutes(options.events));
+  if (options.events) {
+    const dropped = options.onEventsDropped;
+    app.route("/", eventRoutes(options.events, dropped ? { onDropped: dropped } : {}));
+  }
   if (options.dashboard) {
     app.route("/assets", assetRoutes());
     app.route("/", loginRoutes(access));

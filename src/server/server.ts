@@ -563,6 +563,7 @@ export class PicklebotServer {
       registry: this.metrics.registry,
       health: () => this.#health(),
       events: this.events,
+      onEventsDropped: (count) => this.metrics.eventsDropped.inc(count),
       access,
       dashboard: http.dashboard ? this.#dashboard(access) : null,
       onError: (error) =>

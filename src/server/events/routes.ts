@@ -5,9 +5,11 @@
  * types; `?follow=false` ends the stream after the buffered events; a comment every
  * `heartbeatMs` keeps proxies from closing an idle stream.
  */
+import type { HttpBindings } from "@hono/node-server";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { Hono } from "hono";
-import { type SSEStreamingApi, streamSSE } from "hono/streaming";
-import type { EventFeed, PicklebotEvent } from "../../ports/index.js";
+import type { EventFeed } from "../../ports/index.js";
+import { SseBroadcaster } from "./broadcast.js";
 
 /** How often an idle stream gets a `: heartbeat` comment. */
 const DEFAULT_HEARTBEAT_MS = 15_000;
@@ -16,12 +18,31 @@ const DEFAULT_HEARTBEAT_MS = 15_000;
 export interface EventRoutesOptions {
   /** Milliseconds between heartbeat comments. (Default: 15,000) */
   heartbeatMs?: number;
+  /** Told how many events a client that does not read has missed. (Default: nothing) */
+  onDropped?: (count: number) => void;
 }
 
-/** The Hono sub-app serving `GET /events`; mount with `app.route("/", eventRoutes(feed))`. */
-export function eventRoutes(feed: EventFeed, options: EventRoutesOptions = {}): Hono {
-  const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
-  const app = new Hono();
+/**
+ * How long a window's first event waits for others to share its writes: with a thousand
+ * clients, one write per event per client would cost the workers' CPU.
+ */
+const GATHER_MS = 50;
+
+/**
+ * The Hono sub-app serving `GET /events`; mount with `app.route("/", eventRoutes(feed))`.
+ * It writes to the Node response itself (see {@link SseBroadcaster}), so it runs under
+ * @hono/node-server, not `app.request()`.
+ */
+export function eventRoutes(
+  feed: EventFeed,
+  options: EventRoutesOptions = {},
+): Hono<{ Bindings: HttpBindings }> {
+  const broadcaster = new SseBroadcaster(feed, {
+    gatherMs: GATHER_MS,
+    heartbeatMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+    ...(options.onDropped ? { onDropped: options.onDropped } : {}),
+  });
+  const app = new Hono<{ Bindings: HttpBindings }>();
   app.get("/events", (c) => {
     const after = resumePoint(c.req.header("last-event-id") ?? c.req.query("after"));
     if (after === null) {
@@ -30,96 +51,16 @@ export function eventRoutes(feed: EventFeed, options: EventRoutesOptions = {}): 
         400,
       );
     }
-    const wanted = typeMatcher(c.req.query("type"));
-    const follow = c.req.query("follow") !== "false";
-    return streamSSE(c, (stream) => serve(stream, feed, { after, wanted, heartbeatMs, follow }));
+    const types = c.req.query("type");
+    broadcaster.attach(c.env.outgoing, {
+      after,
+      wanted: typeMatcher(types),
+      everything: !types,
+      follow: c.req.query("follow") !== "false",
+    });
+    return RESPONSE_ALREADY_SENT;
   });
   return app;
-}
-
-/** What one SSE client asked for. */
-interface StreamRequest {
-  after: number;
-  wanted: (type: string) => boolean;
-  heartbeatMs: number;
-  /** Go on with live events after the buffered ones. */
-  follow: boolean;
-}
-
-/**
- * Events a client's writes may fall behind by before its listener holds the hub back (and
- * the hub's bounded queue, then dropping, takes over).
- */
-const MAX_PENDING = 256;
-
-/**
- * How long a client's first unsent event waits for others to share its write: with a
- * thousand clients, one write per event per client would cost the workers' CPU.
- */
-const GATHER_MS = 50;
-
-/** The SSE frame of each event, made once however many clients send it. */
-const frames = new WeakMap<PicklebotEvent, string>();
-
-function frameOf(event: PicklebotEvent): string {
-  let frame = frames.get(event);
-  if (frame === undefined) {
-    frame = `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
-    frames.set(event, frame);
-  }
-  return frame;
-}
-
-/**
- * Replays the buffer after `after`, then the live events, until the client goes away.
- * Live events are gathered for {@link GATHER_MS} and sent in one write.
- */
-async function serve(stream: SSEStreamingApi, feed: EventFeed, request: StreamRequest) {
-  let last = request.after;
-  let pending = "";
-  let pendingCount = 0;
-  let writing: Promise<void> | null = null;
-  const flush = async () => {
-    await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
-    while (pending !== "" && !stream.aborted) {
-      const text = pending;
-      pending = "";
-      pendingCount = 0;
-      await stream.write(text);
-    }
-    writing = null;
-  };
-  const send = (event: PicklebotEvent): Promise<void> | undefined => {
-    if (event.seq <= last) return;
-    last = event.seq;
-    if (!request.wanted(event.type)) return;
-    pending += frameOf(event);
-    pendingCount += 1;
-    writing ??= flush();
-    return pendingCount >= MAX_PENDING ? writing : undefined;
-  };
-  let replayed = false;
-  let replayDone!: () => void;
-  const replay = new Promise<void>((resolve) => {
-    replayDone = resolve;
-  });
-  // Subscribe first so nothing published during the replay is missed; live events wait.
-  const unsubscribe = feed.subscribe((event) =>
-    replayed ? send(event) : replay.then(() => send(event)),
-  );
-  const closed = new Promise<void>((resolve) => stream.onAbort(resolve));
-  const heartbeat = setInterval(() => void stream.write(": heartbeat\n\n"), request.heartbeatMs);
-  try {
-    await stream.write(": connected\n\n");
-    for (const event of feed.since(request.after)) await send(event);
-    await writing;
-    replayed = true;
-    replayDone();
-    if (request.follow) await closed;
-  } finally {
-    clearInterval(heartbeat);
-    unsubscribe();
-  }
 }
 
 /** The `seq` to resume after: 0 when absent, null when not a whole number. */

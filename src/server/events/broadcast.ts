@@ -1,0 +1,165 @@
+/**
+ * Many SSE clients on one event feed, at a cost that does not grow per event per client:
+ * one subscription to the feed for every client, each event framed once, and one write
+ * per client per gather window, the same bytes for every client that wants every event.
+ *
+ * A client that does not read (its socket's buffer is full: `write` returned false) is
+ * skipped until it drains; what it missed is counted as dropped, so a stalled consumer
+ * holds neither memory nor the workers. It can tell from the gap in `id:` and resume with
+ * `Last-Event-ID` while the feed still buffers those events.
+ *
+ * States of a client: replayed (the buffer after its resume point, written at once) →
+ * live (gets each window's events after its last `seq`) ⇄ blocked (skipped until
+ * `drain`) → gone (its response closed; removed). The feed subscription exists while at
+ * least one client is connected.
+ */
+import type { ServerResponse } from "node:http";
+import type { EventFeed, PicklebotEvent, Unsubscribe } from "../../ports/index.js";
+
+/** What one client asked for. */
+export interface StreamRequest {
+  /** Send the buffered events with a greater `seq`, then the live ones. */
+  after: number;
+  wanted: (type: string) => boolean;
+  /** True when every type is wanted: such clients share one chunk per window. */
+  everything: boolean;
+  /** Go on with live events after the buffered ones (else end after them). */
+  follow: boolean;
+}
+
+/** Options of {@link SseBroadcaster}. */
+export interface SseBroadcasterOptions {
+  /** How long the first event of a window waits for others to share its writes. */
+  gatherMs: number;
+  /** Milliseconds between `: heartbeat` comments (they keep proxies from closing idle streams). */
+  heartbeatMs: number;
+  /** Told how many events a client that does not read has missed. (Default: nothing) */
+  onDropped?: (count: number) => void;
+}
+
+/** One event, framed once for every client. */
+interface Framed {
+  seq: number;
+  type: string;
+  frame: string;
+}
+
+interface Client {
+  out: ServerResponse;
+  request: StreamRequest;
+  /** The `seq` of the last event written to it (or skipped by its filter). */
+  last: number;
+  blocked: boolean;
+}
+
+/** The SSE clients of one feed (see the file header). */
+export class SseBroadcaster {
+  readonly #feed: EventFeed;
+  readonly #options: SseBroadcasterOptions;
+  readonly #clients = new Set<Client>();
+  #window: Framed[] = [];
+  #flushTimer: NodeJS.Timeout | null = null;
+  #heartbeat: NodeJS.Timeout | null = null;
+  #unsubscribe: Unsubscribe | null = null;
+
+  constructor(feed: EventFeed, options: SseBroadcasterOptions) {
+    this.#feed = feed;
+    this.#options = options;
+  }
+
+  /** Clients connected now. */
+  get size(): number {
+    return this.#clients.size;
+  }
+
+  /** Answers one `GET /events` on `out`: headers, the buffered events, then live ones. */
+  attach(out: ServerResponse, request: StreamRequest): void {
+    out.writeHead(200, {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    });
+    const replay = this.#feed.since(request.after);
+    let text = ": connected\n\n";
+    for (const event of replay) if (request.wanted(event.type)) text += frameOf(event);
+    out.write(text);
+    if (!request.follow) {
+      out.end();
+      return;
+    }
+    const client: Client = {
+      out,
+      request,
+      last: Math.max(request.after, replay.at(-1)?.seq ?? 0),
+      blocked: false,
+    };
+    this.#clients.add(client);
+    this.#unsubscribe ??= this.#feed.subscribe((event) => this.#collect(event));
+    this.#heartbeat ??= setInterval(() => this.#beat(), this.#options.heartbeatMs).unref();
+    out.once("close", () => this.#remove(client));
+  }
+
+  #remove(client: Client): void {
+    this.#clients.delete(client);
+    if (this.#clients.size > 0) return;
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    this.#heartbeat = null;
+  }
+
+  #collect(event: PicklebotEvent): void {
+    this.#window.push({ seq: event.seq, type: event.type, frame: frameOf(event) });
+    this.#flushTimer ??= setTimeout(() => this.#flush(), this.#options.gatherMs);
+  }
+
+  #flush(): void {
+    this.#flushTimer = null;
+    const window = this.#window;
+    this.#window = [];
+    const first = window[0];
+    const lastSeq = window.at(-1)?.seq;
+    if (!first || lastSeq === undefined) return;
+    let shared: Buffer | null = null;
+    const sharedChunk = (): Buffer => {
+      shared ??= Buffer.from(window.map((framed) => framed.frame).join(""));
+      return shared;
+    };
+    for (const client of this.#clients) {
+      // The common case, a client that wants everything and has seen none of the window,
+      // costs no filtering: it gets the shared chunk.
+      const all = client.request.everything && client.last < first.seq;
+      const wanted = all
+        ? window
+        : window.filter((framed) => framed.seq > client.last && client.request.wanted(framed.type));
+      client.last = lastSeq;
+      if (wanted.length === 0) continue;
+      if (client.blocked) {
+        this.#options.onDropped?.(wanted.length);
+        continue;
+      }
+      const chunk = all ? sharedChunk() : wanted.map((framed) => framed.frame).join("");
+      this.#write(client, chunk);
+    }
+  }
+
+  #beat(): void {
+    for (const client of this.#clients) {
+      if (!client.blocked) this.#write(client, ": heartbeat\n\n");
+    }
+  }
+
+  #write(client: Client, chunk: string | Buffer): void {
+    if (client.out.write(chunk)) return;
+    client.blocked = true;
+    client.out.once("drain", () => {
+      client.blocked = false;
+    });
+  }
+}
+
+/** The SSE frame of an event: `id:` its seq, `event:` its type, `data:` its JSON. */
+function frameOf(event: PicklebotEvent): string {
+  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+}
