@@ -162,7 +162,7 @@ describe.skipIf(skip !== null)("the dashboard in a browser", () => {
     expect(await page.locator("dd [data-state]").first().textContent()).toBe("failed");
     expect(await page.locator("ol").textContent()).toContain("bad request from the fake");
     await page.getByRole("button", { name: "Retry" }).click();
-    await page.waitForURL(/\?done=/);
+    await page.waitForURL(/\?notice=/);
     expect(await page.getByRole("status").textContent()).toContain("requeued");
     await server.waitForLog((line) => line.job === job.id && line.outcome === "done", 15_000);
     await page.reload();

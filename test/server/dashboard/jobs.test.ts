@@ -128,7 +128,7 @@ describe("Retry and Cancel", () => {
     const job = await harness.job("failed");
     const response = await post(`/jobs/${job.id}/retry`);
     expect(response.status).toBe(303);
-    expect(response.headers.get("location")).toMatch(new RegExp(`^/jobs/${job.id}\\?done=`));
+    expect(response.headers.get("location")).toMatch(new RegExp(`^/jobs/${job.id}\\?notice=`));
     expect((await harness.storage.queue.get(job.id))?.state).toBe("queued");
     const after = await page(response.headers.get("location") ?? "");
     expect(after.html).toContain("requeued with a fresh attempt budget");
