@@ -2,9 +2,8 @@
  * The Crons, Agents, Pairing, Approvals and Usage pages in a real browser: headless
  * Chromium (test/helpers/browser.ts) against the sections served over loopback in the
  * test frame of test/helpers/section-app.tsx, built by `ownerSections` as the server
- * builds them, on real SQLite storage. Every page is
- * screenshotted to test-output/screenshots/ (without the frame's stylesheet, which the
- * composed dashboard adds).
+ * builds them, on real SQLite storage. Every page as the server serves it, with the
+ * stylesheet, is looked at in dashboard-every-page-browser.test.ts.
  */
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
@@ -85,15 +84,5 @@ describe.skipIf(skip)("the owner's dashboard pages in a browser", () => {
     expect(jobs[0]?.sessionKey).toMatch(/^cron:news:manual:/);
     await expect(page.getByRole("cell", { name: jobs[0]?.id ?? "" }).count()).resolves.toBe(1);
     await screenshot(page, "pages-cron-news");
-  });
-
-  it("every page renders, also 375 px wide", async () => {
-    for (const path of ["agents", "agents/pickle", "pairing", "approvals", "usage"]) {
-      const page = await browser.page(375);
-      const response = await page.goto(`${url}/${path}`);
-      expect(response?.status()).toBe(200);
-      await screenshot(page, `pages-phone-${path.replace("/", "-")}`);
-      await page.close();
-    }
   });
 });

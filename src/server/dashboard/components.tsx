@@ -95,7 +95,13 @@ export function Notice(props: { text: string | undefined; error?: boolean; back?
   if (!props.text) return null;
   return (
     <p class={props.error ? "notice error" : "notice"} role={props.error ? "alert" : "status"}>
-      {props.text} {props.back ? <a href={props.back}>Back</a> : null}
+      {props.text}
+      {props.back ? (
+        <>
+          {" "}
+          <a href={props.back}>Back</a>
+        </>
+      ) : null}
     </p>
   );
 }
@@ -124,6 +130,8 @@ export interface Column<Row> {
   cell: (row: Row) => Child;
   /** A class of the column's cells (`bad` for errors). */
   class?: string;
+  /** Numbers: heading and cells aligned right. */
+  numeric?: boolean;
 }
 
 /**
@@ -141,7 +149,7 @@ export function ListTable<Row>(props: {
   if (props.rows.length === 0) return <p class="muted">{props.empty}</p>;
   const cells = (row: Row) =>
     props.columns.map((column) => (
-      <td data-label={column.label} class={column.class}>
+      <td data-label={column.label} class={cellClass(column)}>
         {column.cell(row)}
       </td>
     ));
@@ -151,7 +159,7 @@ export function ListTable<Row>(props: {
         <thead>
           <tr>
             {props.columns.map((column) => (
-              <th>{column.label}</th>
+              <th class={column.numeric ? "number" : undefined}>{column.label}</th>
             ))}
           </tr>
         </thead>
@@ -168,4 +176,9 @@ export function ListTable<Row>(props: {
       </table>
     </div>
   );
+}
+
+function cellClass(column: Pick<Column<never>, "class" | "numeric">): string | undefined {
+  const classes = [column.class, column.numeric ? "number" : undefined].filter(Boolean);
+  return classes.length > 0 ? classes.join(" ") : undefined;
 }

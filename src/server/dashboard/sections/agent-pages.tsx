@@ -96,15 +96,18 @@ export function AgentDetail(props: {
       {props.extras.map((group) => (
         <section class="card">
           <h2>{group.heading}</h2>
-          {group.items.length === 0 ? <p>None.</p> : null}
-          <ul>
-            {group.items.map((item) => (
-              <li>
-                <code>{item.name}</code> <StateBadge state={item.state} />
-                {item.detail ? ` ${item.detail}` : ""}
-              </li>
-            ))}
-          </ul>
+          {group.items.length === 0 ? (
+            <p class="muted">None.</p>
+          ) : (
+            <ul>
+              {group.items.map((item) => (
+                <li>
+                  <code>{item.name}</code> <StateBadge state={item.state} />
+                  {item.detail ? ` ${item.detail}` : ""}
+                </li>
+              ))}
+            </ul>
+          )}
         </section>
       ))}
       <section class="card">

@@ -124,12 +124,12 @@ function UsageTable(props: { report: UsageReport; keyLabel: string }) {
     value(line).toLocaleString("en-US");
   const columns: Column<UsageLine>[] = [
     { label: props.keyLabel, cell: (line) => line.key },
-    { label: "Calls", cell: count((line) => line.calls), class: "number" },
-    { label: "Input", cell: count((line) => line.input), class: "number" },
-    { label: "Output", cell: count((line) => line.output), class: "number" },
-    { label: "Cache read", cell: count((line) => line.cacheRead), class: "number" },
-    { label: "Cache write", cell: count((line) => line.cacheWrite), class: "number" },
-    { label: "USD", cell: (line) => formatUsd(line.costUsd), class: "number" },
+    { label: "Calls", cell: count((line) => line.calls), numeric: true },
+    { label: "Input", cell: count((line) => line.input), numeric: true },
+    { label: "Output", cell: count((line) => line.output), numeric: true },
+    { label: "Cache read", cell: count((line) => line.cacheRead), numeric: true },
+    { label: "Cache write", cell: count((line) => line.cacheWrite), numeric: true },
+    { label: "USD", cell: (line) => formatUsd(line.costUsd), numeric: true },
   ];
   return (
     <ListTable
@@ -145,9 +145,9 @@ function BudgetTable(props: { budgets: BudgetStanding[]; timezone: string }) {
   const columns: Column<BudgetStanding>[] = [
     { label: "Scope", cell: (budget) => budget.scope },
     { label: "Period", cell: (budget) => (budget.period === "day" ? "daily" : "monthly") },
-    { label: "Limit", cell: (budget) => formatUsd(budget.limitUsd), class: "number" },
-    { label: "Spent", cell: (budget) => formatUsd(budget.spentUsd), class: "number" },
-    { label: "Left", cell: (budget) => formatUsd(budget.leftUsd), class: "number" },
+    { label: "Limit", cell: (budget) => formatUsd(budget.limitUsd), numeric: true },
+    { label: "Spent", cell: (budget) => formatUsd(budget.spentUsd), numeric: true },
+    { label: "Left", cell: (budget) => formatUsd(budget.leftUsd), numeric: true },
     {
       label: "Used",
       cell: (budget) => (

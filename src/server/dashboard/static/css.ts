@@ -38,9 +38,9 @@ h3 { font-size: 1rem; margin: 0 0 .4rem; }
 .scroll-x { width: 100%; overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
-th { font-weight: 600; color: var(--muted); font-size: .85rem; }
+th { font-weight: 600; color: var(--muted); font-size: .85rem; overflow-wrap: normal; white-space: nowrap; }
 td { overflow-wrap: normal; }
-td.number { text-align: right; font-variant-numeric: tabular-nums; }
+th.number, td.number { text-align: right; font-variant-numeric: tabular-nums; }
 tfoot td { font-weight: 600; border-bottom: 0; border-top: 2px solid var(--line); }
 td .actions { margin: 0; }
 @media (max-width: 40rem) {
@@ -53,8 +53,10 @@ td .actions { margin: 0; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: 0; }
 dt { color: var(--muted); }
 dd { margin: 0; min-width: 0; }
-.actions { display: flex; flex-wrap: wrap; gap: .4rem; align-items: end; margin: .6rem 0 0; }
-.actions label { flex: 1 1 12rem; }
+dd > p:first-child { margin-top: 0; }
+dd > p:last-child { margin-bottom: 0; }
+.actions { display: flex; flex-wrap: wrap; gap: .4rem; align-items: end; margin: .6rem 0 .8rem; }
+.actions .actions { margin: 0; }
 form.filters { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; margin-bottom: 1rem; }
 label { display: flex; flex-direction: column; font-size: .85rem; color: var(--muted); }
 input, select, textarea, button { font: inherit; color: var(--fg); background: var(--card);

@@ -1,0 +1,193 @@
+/**
+ * Every page of the dashboard in a real browser, as `picklebot server` (a child process on
+ * a temp workspace, its model a fake Anthropic API on loopback) serves it: a workspace with
+ * a finished chat that called a tool, a failed job, a cron, a pending pairing code and an
+ * approved user, a pending approval request and an always-allow grant. Each page is
+ * screenshotted 375 and 1280 px wide, light and dark, to test-output/screenshots/every-*.png
+ * (look at them after a change of the markup or the stylesheet); at 375 px no page may
+ * scroll sideways.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { systemClock } from "../../src/base/clock.js";
+import type { Storage } from "../../src/ports/index.js";
+import { openStorage } from "../../src/storage/index.js";
+import { newRequest } from "../approvals/contract.js";
+import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import {
+  browserSkipReason,
+  horizontalOverflow,
+  launchBrowser,
+  screenshot,
+  type TestBrowser,
+} from "../helpers/browser.js";
+import { testConfig } from "../helpers/config.js";
+import { enqueueJob, killAllServers, startServer } from "../helpers/server.js";
+import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+
+const skip = browserSkipReason();
+const TOKEN = "every-page-test-token-0123456789";
+const HOUR = 60 * 60 * 1000;
+const WIDTHS = [375, 1280];
+const SCHEMES = ["light", "dark"] as const;
+
+let fake: FakeAnthropic;
+let ws: TempWorkspace;
+let browser: TestBrowser;
+
+beforeAll(async () => {
+  if (!skip) browser = await launchBrowser();
+});
+afterAll(async () => browser?.close());
+
+beforeEach(async () => {
+  fake = await startFakeAnthropic();
+  ws = makeWorkspace({
+    "picklebot.yaml": fakeModelConfig(fake.url, `  token: ${TOKEN}\n`),
+    "notes.md": "Pickles are cucumbers in brine.\n",
+    "crons/news.yaml":
+      'schedule: "0 8 * * 1-5"\nprompt: Summarize the news\ntimezone: Europe/Berlin\n',
+  });
+});
+
+afterEach(async () => {
+  await killAllServers();
+  await fake.close();
+  ws.remove();
+});
+
+/** Runs `use` on the workspace's storage, closed before the server opens it. */
+async function withStorage(use: (storage: Storage) => Promise<void>): Promise<void> {
+  const storage = await openStorage(testConfig(ws.dir), systemClock);
+  try {
+    await use(storage);
+  } finally {
+    await storage.close();
+  }
+}
+
+/** A pending and an approved pairing, a job parked on an approval, an always-allow grant. */
+function seedOwnerPages() {
+  return withStorage(async (storage) => {
+    const now = Date.now();
+    await storage.pairing.requestCode(
+      { platform: "telegram", userId: "4242", userName: "Ada Lovelace", chatId: "4242" },
+      now,
+    );
+    const friend = await storage.pairing.requestCode(
+      { platform: "discord", userId: "77", userName: "Grace", chatId: "77" },
+      now,
+    );
+    await storage.pairing.approve(friend.code, now);
+    const job = await storage.queue.enqueue({
+      agentId: "pickle",
+      sessionKey: "cron:nightly:1",
+      message: "clean up the build folder",
+      mode: "job",
+      replyTo: { kind: "silent" },
+    });
+    const [claimed] = await storage.queue.claim("seed", 1);
+    if (!claimed || claimed.id !== job.id) throw new Error("the seeded job was not claimed");
+    await storage.queue.park(claimed, {
+      wait: { kind: "approval", approvalId: "ap_pending" },
+      until: now + HOUR,
+      toolResults: [],
+    });
+    await storage.approvals.open(
+      newRequest("ap_pending", { jobId: job.id, agentId: "pickle", createdAt: now }),
+    );
+    await storage.approvals.open(
+      newRequest("ap_always", {
+        agentId: "pickle",
+        input: JSON.stringify({ command: "ls notes" }),
+        pattern: "ls *",
+        createdAt: now,
+      }),
+    );
+    await storage.approvals.answer("ap_always", "always", "owner", now);
+  });
+}
+
+describe.skipIf(skip)("every dashboard page, phone and desktop, light and dark", () => {
+  it("renders each page readably and never scrolls sideways at 375 px", async () => {
+    await seedOwnerPages();
+    fake.script(
+      { text: "Reading.", toolUses: [{ name: "read", input: { path: "notes.md" } }] },
+      { text: `A long word: ${"pickle".repeat(30)} and a **Markdown** reply.` },
+      { error: { status: 400, message: `a long refusal: ${"brine".repeat(40)}` } },
+    );
+    const server = await startServer(ws.dir);
+    const chat = await enqueueJob(ws.dir, {
+      agentId: "pickle",
+      sessionKey: "web:pickle:every1",
+      message: "What do my notes say about pickles? A phone-sized question, rather long.",
+      mode: "chat",
+      replyTo: { kind: "silent" },
+    });
+    await server.waitForLog((line) => line.job === chat.id && line.outcome === "done", 15_000);
+    const failed = await enqueueJob(ws.dir, {
+      agentId: "pickle",
+      sessionKey: "web:pickle:every2",
+      message: "x".repeat(300),
+      mode: "chat",
+      replyTo: { kind: "silent" },
+      maxAttempts: 1,
+    });
+    await server.waitForLog((line) => line.job === failed.id && line.outcome === "failed", 15_000);
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const jobPage = await (
+      await fetch(`${server.httpUrl}/jobs/${chat.id}`, { headers: auth })
+    ).text();
+    const sessionPath = jobPage.match(/href="(\/sessions\/s_[^"]+)"/)?.[1] ?? "";
+    expect(sessionPath).not.toBe("");
+
+    for (const width of WIDTHS) {
+      for (const scheme of SCHEMES)
+        await check(`${server.httpUrl}/login`, `login-${width}-${scheme}`, width, scheme);
+    }
+    const login = await browser.page();
+    await login.goto(`${server.httpUrl}/login`);
+    await login.fill('input[name="token"]', TOKEN);
+    await login.click('button[type="submit"]');
+    await login.waitForURL(`${server.httpUrl}/`);
+    await login.close();
+
+    const pages: Record<string, string> = {
+      overview: "/",
+      jobs: "/jobs",
+      job: `/jobs/${failed.id}`,
+      sessions: "/sessions",
+      session: sessionPath,
+      crons: "/crons",
+      cron: "/crons/news",
+      agents: "/agents",
+      agent: "/agents/pickle",
+      pairing: "/pairing",
+      approvals: "/approvals",
+      usage: "/usage",
+    };
+    for (const [name, path] of Object.entries(pages)) {
+      for (const width of WIDTHS) {
+        for (const scheme of SCHEMES) {
+          await check(`${server.httpUrl}${path}`, `${name}-${width}-${scheme}`, width, scheme);
+        }
+      }
+    }
+  });
+});
+
+/**
+ * Opens `url` `width` px wide in `scheme`, checks it answered 200 with its content (not
+ * the login form), saves `every-<name>.png`, and at phone width that it fits.
+ */
+async function check(url: string, name: string, width: number, scheme: "light" | "dark") {
+  const page = await browser.page(width);
+  await page.emulateMedia({ colorScheme: scheme });
+  const response = await page.goto(url);
+  expect(response?.status(), `${name}: ${url}`).toBe(200);
+  await screenshot(page, `every-${name}`);
+  if (width < 600) {
+    const { scroll, client } = await horizontalOverflow(page);
+    expect(scroll, `${name} (${url}) scrolls sideways`).toBeLessThanOrEqual(client);
+  }
+  await page.close();
+}
