@@ -8,29 +8,19 @@ import { copyFileSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
-import {
-  browserSkipReason,
-  launchBrowser,
-  screenshot,
-  type TestBrowser,
-} from "../helpers/browser.js";
+import { browserForFile, browserSkipReason, screenshot } from "../helpers/browser.js";
 import { enqueueJob, killAllServers, startServer } from "../helpers/server.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const skip = browserSkipReason();
+const browser = browserForFile(skip);
 const TOKEN = "browser-test-token-0123456789";
 const DOCS = join(process.cwd(), "docs");
 
 let fake: FakeAnthropic;
 let ws: TempWorkspace;
-let browser: TestBrowser;
-
-beforeAll(async () => {
-  if (!skip) browser = await launchBrowser();
-});
-afterAll(async () => browser?.close());
 
 beforeEach(async () => {
   fake = await startFakeAnthropic();

@@ -7,24 +7,21 @@
  * (look at them after a change of the markup or the stylesheet); at 375 px no page may
  * scroll sideways.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { systemClock } from "../../src/base/clock.js";
-import type { Storage } from "../../src/ports/index.js";
-import { openStorage } from "../../src/storage/index.js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { newRequest } from "../approvals/contract.js";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 import {
+  browserForFile,
   browserSkipReason,
   horizontalOverflow,
-  launchBrowser,
   screenshot,
-  type TestBrowser,
 } from "../helpers/browser.js";
-import { testConfig } from "../helpers/config.js";
+import { withWorkspaceStorage } from "../helpers/config.js";
 import { enqueueJob, killAllServers, startServer } from "../helpers/server.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const skip = browserSkipReason();
+const browser = browserForFile(skip);
 const TOKEN = "every-page-test-token-0123456789";
 const HOUR = 60 * 60 * 1000;
 const WIDTHS = [375, 1280];
@@ -32,12 +29,6 @@ const SCHEMES = ["light", "dark"] as const;
 
 let fake: FakeAnthropic;
 let ws: TempWorkspace;
-let browser: TestBrowser;
-
-beforeAll(async () => {
-  if (!skip) browser = await launchBrowser();
-});
-afterAll(async () => browser?.close());
 
 beforeEach(async () => {
   fake = await startFakeAnthropic();
@@ -55,19 +46,9 @@ afterEach(async () => {
   ws.remove();
 });
 
-/** Runs `use` on the workspace's storage, closed before the server opens it. */
-async function withStorage(use: (storage: Storage) => Promise<void>): Promise<void> {
-  const storage = await openStorage(testConfig(ws.dir), systemClock);
-  try {
-    await use(storage);
-  } finally {
-    await storage.close();
-  }
-}
-
 /** A pending and an approved pairing, a job parked on an approval, an always-allow grant. */
 function seedOwnerPages() {
-  return withStorage(async (storage) => {
+  return withWorkspaceStorage(ws.dir, async (storage) => {
     const now = Date.now();
     await storage.pairing.requestCode(
       { platform: "telegram", userId: "4242", userName: "Ada Lovelace", chatId: "4242" },

@@ -7,34 +7,24 @@
  */
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadAgents } from "../../src/agents/definition.js";
 import { systemClock } from "../../src/base/clock.js";
 import type { Storage } from "../../src/ports/index.js";
 import { ownerSections } from "../../src/server/dashboard/sections/index.js";
 import { openStorage } from "../../src/storage/index.js";
-import {
-  browserSkipReason,
-  launchBrowser,
-  screenshot,
-  type TestBrowser,
-} from "../helpers/browser.js";
+import { browserForFile, browserSkipReason, screenshot } from "../helpers/browser.js";
 import { testConfig } from "../helpers/config.js";
 import { mountSections } from "../helpers/section-app.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const skip = browserSkipReason();
+const browser = browserForFile(skip);
 
-let browser: TestBrowser;
 let ws: TempWorkspace;
 let storage: Storage;
 let server: ReturnType<typeof serve>;
 let url: string;
-
-beforeAll(async () => {
-  if (!skip) browser = await launchBrowser();
-});
-afterAll(async () => browser?.close());
 
 beforeEach(async () => {
   ws = makeWorkspace({
