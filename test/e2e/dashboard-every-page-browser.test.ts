@@ -10,6 +10,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { newRequest } from "../approvals/contract.js";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import { parkOnApproval } from "../helpers/approvals.js";
 import {
   browserForFile,
   browserSkipReason,
@@ -23,7 +24,6 @@ import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/w
 const skip = browserSkipReason();
 const browser = browserForFile(skip);
 const TOKEN = "every-page-test-token-0123456789";
-const HOUR = 60 * 60 * 1000;
 const WIDTHS = [375, 1280];
 const SCHEMES = ["light", "dark"] as const;
 
@@ -59,23 +59,7 @@ function seedOwnerPages() {
       now,
     );
     await storage.pairing.approve(friend.code, now);
-    const job = await storage.queue.enqueue({
-      agentId: "pickle",
-      sessionKey: "cron:nightly:1",
-      message: "clean up the build folder",
-      mode: "job",
-      replyTo: { kind: "silent" },
-    });
-    const [claimed] = await storage.queue.claim("seed", 1);
-    if (!claimed || claimed.id !== job.id) throw new Error("the seeded job was not claimed");
-    await storage.queue.park(claimed, {
-      wait: { kind: "approval", approvalId: "ap_pending" },
-      until: now + HOUR,
-      toolResults: [],
-    });
-    await storage.approvals.open(
-      newRequest("ap_pending", { jobId: job.id, agentId: "pickle", createdAt: now }),
-    );
+    await parkOnApproval(storage, "ap_pending", now, { agentId: "pickle" });
     await storage.approvals.open(
       newRequest("ap_always", {
         agentId: "pickle",
@@ -121,10 +105,7 @@ describe.skipIf(skip)("every dashboard page, phone and desktop, light and dark",
     const sessionPath = jobPage.match(/href="(\/sessions\/s_[^"]+)"/)?.[1] ?? "";
     expect(sessionPath).not.toBe("");
 
-    for (const width of WIDTHS) {
-      for (const scheme of SCHEMES)
-        await check(`${server.httpUrl}/login`, `login-${width}-${scheme}`, width, scheme);
-    }
+    await checkEveryLook(`${server.httpUrl}/login`, "login", "Token");
     const login = await browser.page();
     await login.goto(`${server.httpUrl}/login`);
     await login.fill('input[name="token"]', TOKEN);
@@ -132,43 +113,46 @@ describe.skipIf(skip)("every dashboard page, phone and desktop, light and dark",
     await login.waitForURL(`${server.httpUrl}/`);
     await login.close();
 
-    const pages: Record<string, string> = {
-      overview: "/",
-      jobs: "/jobs",
-      job: `/jobs/${failed.id}`,
-      sessions: "/sessions",
-      session: sessionPath,
-      crons: "/crons",
-      cron: "/crons/news",
-      agents: "/agents",
-      agent: "/agents/pickle",
-      pairing: "/pairing",
-      approvals: "/approvals",
-      usage: "/usage",
+    /** Each page, and a text it shows only when its content rendered. */
+    const pages: Record<string, [path: string, shows: string]> = {
+      overview: ["/", "Queue"],
+      jobs: ["/jobs", "waiting for the owner's approval"],
+      job: [`/jobs/${failed.id}`, "a long refusal"],
+      sessions: ["/sessions", "What do my notes say"],
+      session: [sessionPath, 'read {"path":"notes.md"}'],
+      crons: ["/crons", "at 08:00 on Monday–Friday"],
+      cron: ["/crons/news", "Summarize the news"],
+      agents: ["/agents", "General assistant"],
+      agent: ["/agents/pickle", "System prompt"],
+      pairing: ["/pairing", "Ada Lovelace"],
+      approvals: ["/approvals", "pickle wants to run bash"],
+      usage: ["/usage", "By agent"],
     };
-    for (const [name, path] of Object.entries(pages)) {
-      for (const width of WIDTHS) {
-        for (const scheme of SCHEMES) {
-          await check(`${server.httpUrl}${path}`, `${name}-${width}-${scheme}`, width, scheme);
-        }
-      }
+    for (const [name, [path, shows]] of Object.entries(pages)) {
+      await checkEveryLook(`${server.httpUrl}${path}`, name, shows);
     }
   });
 });
 
 /**
- * Opens `url` `width` px wide in `scheme`, checks it answered 200 with its content (not
- * the login form), saves `every-<name>.png`, and at phone width that it fits.
+ * Opens `url` 375 and 1280 px wide, light and dark: each time it must answer 200 and show
+ * `shows` (its content, not the login form), is saved as `every-<name>-<width>-<scheme>.png`,
+ * and at 375 px must not scroll sideways.
  */
-async function check(url: string, name: string, width: number, scheme: "light" | "dark") {
-  const page = await browser.page(width);
-  await page.emulateMedia({ colorScheme: scheme });
-  const response = await page.goto(url);
-  expect(response?.status(), `${name}: ${url}`).toBe(200);
-  await screenshot(page, `every-${name}`);
-  if (width < 600) {
-    const { scroll, client } = await horizontalOverflow(page);
-    expect(scroll, `${name} (${url}) scrolls sideways`).toBeLessThanOrEqual(client);
+async function checkEveryLook(url: string, name: string, shows: string) {
+  for (const width of WIDTHS) {
+    for (const scheme of SCHEMES) {
+      const page = await browser.page(width);
+      await page.emulateMedia({ colorScheme: scheme });
+      const response = await page.goto(url);
+      expect(response?.status(), `${name}: ${url}`).toBe(200);
+      expect(await page.locator("body").textContent(), `${name}: ${url}`).toContain(shows);
+      await screenshot(page, `every-${name}-${width}-${scheme}`);
+      if (width < 600) {
+        const { scroll, client } = await horizontalOverflow(page);
+        expect(scroll, `${name} (${url}) scrolls sideways`).toBeLessThanOrEqual(client);
+      }
+      await page.close();
+    }
   }
-  await page.close();
 }
