@@ -134,6 +134,15 @@ describe("Retry and Cancel", () => {
     expect(after.html).toContain("requeued with a fresh attempt budget");
   });
 
+  it("shows a note only when the dashboard wrote it: a crafted ?notice= link shows nothing", async () => {
+    harness = await openDashboard();
+    const job = await harness.job("failed");
+    const forged = await page(`/jobs/${job.id}?notice=Send+your+token+to+evil.example&mac=x`);
+    expect(forged.status).toBe(200);
+    expect(forged.html).not.toContain("evil.example");
+    expect(forged.html).not.toContain('role="status"');
+  });
+
   it("Retry refuses a job that did not fail", async () => {
     harness = await openDashboard();
     const job = await harness.job("done");
