@@ -4,12 +4,10 @@
  * input gets one clear sentence.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { systemClock } from "../../src/base/clock.js";
 import type { NewApprovalRequest, Storage } from "../../src/ports/index.js";
-import { openStorage } from "../../src/storage/index.js";
-import { newRequest } from "../approvals/contract.js";
+import { parkOnApproval } from "../helpers/approvals.js";
 import { runCli } from "../helpers/cli.js";
-import { testConfig } from "../helpers/config.js";
+import { withWorkspaceStorage } from "../helpers/config.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const HOUR = 60 * 60 * 1000;
@@ -27,44 +25,17 @@ function approvals(...args: string[]) {
 }
 
 /** Runs `use` on the workspace's storage, closed before the CLI opens it. */
-async function withStorage<T>(use: (storage: Storage) => Promise<T>): Promise<T> {
-  const storage = await openStorage(testConfig(ws.dir), systemClock);
-  try {
-    return await use(storage);
-  } finally {
-    await storage.close();
-  }
+function withStorage<T>(use: (storage: Storage) => Promise<T>): Promise<T> {
+  return withWorkspaceStorage(ws.dir, use);
 }
 
 /** A job parked on an approval request `id`, as the agent loop leaves it; returns its id. */
 function parkedOnApproval(id: string, overrides: Partial<NewApprovalRequest> = {}) {
-  return withStorage(async (storage) => {
-    await storage.queue.enqueue({
-      agentId: "coder",
-      sessionKey: "cron:nightly:1",
-      message: "clean up",
-      mode: "job",
-      replyTo: { kind: "silent" },
-    });
-    const [job] = await storage.queue.claim("test", 1);
-    if (!job) throw new Error("no job to claim");
-    const until = Date.now() + HOUR;
-    await storage.queue.park(job, {
-      wait: { kind: "approval", approvalId: id },
-      until,
-      toolResults: [],
-    });
-    const now = Date.now();
-    await storage.approvals.open(
-      newRequest(id, {
-        jobId: job.id,
-        createdAt: now - 60_000,
-        expiresAt: now + HOUR,
-        ...overrides,
-      }),
-    );
-    return job.id;
-  });
+  const now = Date.now();
+  return withStorage(
+    async (storage) =>
+      (await parkOnApproval(storage, id, now, { createdAt: now - 60_000, ...overrides })).id,
+  );
 }
 
 describe("picklebot approvals", () => {

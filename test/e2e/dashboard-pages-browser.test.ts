@@ -2,40 +2,29 @@
  * The Crons, Agents, Pairing, Approvals and Usage pages in a real browser: headless
  * Chromium (test/helpers/browser.ts) against the sections served over loopback in the
  * test frame of test/helpers/section-app.tsx, built by `ownerSections` as the server
- * builds them, on real SQLite storage. Every page is
- * screenshotted to test-output/screenshots/ (without the frame's stylesheet, which the
- * composed dashboard adds).
+ * builds them, on real SQLite storage. Every page as the server serves it, with the
+ * stylesheet, is looked at in dashboard-every-page-browser.test.ts.
  */
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadAgents } from "../../src/agents/definition.js";
 import { systemClock } from "../../src/base/clock.js";
 import type { Storage } from "../../src/ports/index.js";
 import { ownerSections } from "../../src/server/dashboard/sections/index.js";
 import { openStorage } from "../../src/storage/index.js";
-import {
-  browserSkipReason,
-  launchBrowser,
-  screenshot,
-  type TestBrowser,
-} from "../helpers/browser.js";
+import { browserForFile, browserSkipReason, screenshot } from "../helpers/browser.js";
 import { testConfig } from "../helpers/config.js";
 import { mountSections } from "../helpers/section-app.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const skip = browserSkipReason();
+const browser = browserForFile(skip);
 
-let browser: TestBrowser;
 let ws: TempWorkspace;
 let storage: Storage;
 let server: ReturnType<typeof serve>;
 let url: string;
-
-beforeAll(async () => {
-  if (!skip) browser = await launchBrowser();
-});
-afterAll(async () => browser?.close());
 
 beforeEach(async () => {
   ws = makeWorkspace({
@@ -85,15 +74,5 @@ describe.skipIf(skip)("the owner's dashboard pages in a browser", () => {
     expect(jobs[0]?.sessionKey).toMatch(/^cron:news:manual:/);
     await expect(page.getByRole("cell", { name: jobs[0]?.id ?? "" }).count()).resolves.toBe(1);
     await screenshot(page, "pages-cron-news");
-  });
-
-  it("every page renders, also 375 px wide", async () => {
-    for (const path of ["agents", "agents/pickle", "pairing", "approvals", "usage"]) {
-      const page = await browser.page(375);
-      const response = await page.goto(`${url}/${path}`);
-      expect(response?.status()).toBe(200);
-      await screenshot(page, `pages-phone-${path.replace("/", "-")}`);
-      await page.close();
-    }
   });
 });

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll } from "vitest";
 
 /** Where the binary may be, first found wins. */
 const CHROMIUM_PATHS = [
@@ -75,6 +76,24 @@ export async function launchBrowser(): Promise<TestBrowser> {
     async close() {
       await context.close();
       rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * One browser for the test file: launched before its first test (unless `skip`, see
+ * {@link browserSkipReason}), closed after its last.
+ */
+export function browserForFile(skip: string | null): Pick<TestBrowser, "page"> {
+  let browser: TestBrowser | undefined;
+  beforeAll(async () => {
+    if (!skip) browser = await launchBrowser();
+  });
+  afterAll(async () => browser?.close());
+  return {
+    page(width) {
+      if (!browser) throw new Error(`no browser: ${skip ?? "not launched yet"}`);
+      return browser.page(width);
     },
   };
 }

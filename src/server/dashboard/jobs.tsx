@@ -15,9 +15,10 @@ import { formatReplyTarget } from "../../base/chat-address.js";
 import { truncate } from "../../base/printable.js";
 import { formatTime } from "../../base/time-zone.js";
 import type { Job, JobAdmin, JobState, SessionStopper } from "../../ports/index.js";
-import { ActionButton, Flash, JobStateBadge } from "./components.js";
+import { ActionForm, type Column, JobStateBadge, ListTable, Notice } from "./components.js";
 import type { DashboardEnv } from "./env.js";
 import { renderMarkdown } from "./markdown.js";
+import { noticeOf, redirectWithNotice } from "./sections/ui.js";
 
 const STATES: JobState[] = ["queued", "running", "waiting", "failed", "done"];
 /** Jobs a list page shows. */
@@ -68,12 +69,9 @@ export function jobsRoutes(source: JobsSource): Hono<DashboardEnv> {
     }
     const subagents = await source.jobs.list({ parentId: job.id, limit: 1000 });
     const turn = await turnOf(source.transcripts, job);
-    return c.render(
-      <JobPage job={job} turn={turn} subagents={subagents} flash={c.req.query("done")} />,
-      {
-        title: `Job ${job.id}`,
-      },
-    );
+    return c.render(<JobPage job={job} turn={turn} subagents={subagents} notice={noticeOf(c)} />, {
+      title: `Job ${job.id}`,
+    });
   });
   app.post("/:id/retry", (c) => act(c, source, retry));
   app.post("/:id/cancel", (c) => act(c, source, cancel));
@@ -96,13 +94,10 @@ async function act(
   }
   const outcome = await action(job, source);
   if ("done" in outcome) {
-    return c.redirect(
-      `/jobs/${encodeURIComponent(id)}?done=${encodeURIComponent(outcome.done)}`,
-      303,
-    );
+    return redirectWithNotice(c, `/${encodeURIComponent(id)}`, `Job ${id}: ${outcome.done}.`);
   }
   c.status(409);
-  return c.render(<Flash kind="bad" text={outcome.refused} back={`/jobs/${id}`} />, {
+  return c.render(<Notice error text={outcome.refused} back={`/jobs/${id}`} />, {
     title: `Job ${id}`,
   });
 }
@@ -188,53 +183,31 @@ function Filters(props: { query: JobQuery }) {
   );
 }
 
+/** The columns of the jobs list. */
+const JOB_COLUMNS: Column<Job>[] = [
+  { label: "job", cell: (job) => <a href={`/jobs/${job.id}`}>{job.id}</a> },
+  { label: "state", cell: (job) => <JobStateBadge job={job} /> },
+  { label: "agent", cell: (job) => job.agentId },
+  { label: "chat", cell: (job) => job.sessionKey },
+  { label: "attempts", cell: (job) => `${job.attempts}/${job.maxAttempts}` },
+  { label: "updated", cell: (job) => formatTime(job.updatedAt) },
+  { label: "last error", cell: (job) => truncate(job.lastError ?? "", 80), class: "bad" },
+];
+
 function JobTable(props: { jobs: Job[]; query: JobQuery }) {
   return (
     <div
       id="jobs"
-      class="table"
       hx-get={`/jobs/live${queryString(props.query)}`}
       hx-trigger="picklebot-event from:body"
       hx-swap="outerHTML"
     >
-      {props.jobs.length === 0 ? (
-        <p class="muted">no jobs match</p>
-      ) : (
-        <table>
-          <thead>
-            <tr>
-              <th>job</th>
-              <th>state</th>
-              <th>agent</th>
-              <th>chat</th>
-              <th>attempts</th>
-              <th>updated</th>
-              <th>last error</th>
-            </tr>
-          </thead>
-          <tbody>
-            {props.jobs.map((job) => (
-              <tr data-job={job.id}>
-                <td data-label="job">
-                  <a href={`/jobs/${job.id}`}>{job.id}</a>
-                </td>
-                <td data-label="state">
-                  <JobStateBadge job={job} />
-                </td>
-                <td data-label="agent">{job.agentId}</td>
-                <td data-label="chat">{job.sessionKey}</td>
-                <td data-label="attempts">
-                  {job.attempts}/{job.maxAttempts}
-                </td>
-                <td data-label="updated">{formatTime(job.updatedAt)}</td>
-                <td class="bad" data-label="last error">
-                  {truncate(job.lastError ?? "", 80)}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ListTable
+        columns={JOB_COLUMNS}
+        rows={props.jobs}
+        empty="no jobs match"
+        rowAttributes={(job) => ({ "data-job": job.id })}
+      />
     </div>
   );
 }
@@ -245,11 +218,11 @@ async function turnOf(transcripts: TranscriptSource, job: Job): Promise<JobTurn>
   return transcript ? turnOfJob(transcript, job.id) : { message: null, reply: null };
 }
 
-function JobPage(props: { job: Job; turn: JobTurn; subagents: Job[]; flash: string | undefined }) {
+function JobPage(props: { job: Job; turn: JobTurn; subagents: Job[]; notice: string | undefined }) {
   const { job } = props;
   return (
     <>
-      {props.flash ? <Flash kind="good" text={`Job ${job.id}: ${props.flash}.`} /> : null}
+      <Notice text={props.notice} />
       <div class="card">
         <dl>
           <dt>state</dt>
@@ -332,15 +305,25 @@ function Actions(props: { job: Job }) {
   const { job } = props;
   const canCancel = job.state === "queued" || job.state === "waiting" || job.state === "running";
   return (
-    <p>
+    <div class="actions">
       {job.state === "failed" ? (
-        <ActionButton action={`/jobs/${job.id}/retry`} label="Retry" />
+        <ActionForm action={`/jobs/${job.id}/retry`}>
+          <button type="submit" class="primary">
+            Retry
+          </button>
+        </ActionForm>
       ) : null}
-      {canCancel ? <ActionButton action={`/jobs/${job.id}/cancel`} label="Cancel" danger /> : null}
-    </p>
+      {canCancel ? (
+        <ActionForm action={`/jobs/${job.id}/cancel`}>
+          <button type="submit" class="danger">
+            Cancel
+          </button>
+        </ActionForm>
+      ) : null}
+    </div>
   );
 }
 
 function NoJob(props: { id: string }) {
-  return <Flash kind="bad" text={`No job "${props.id}".`} back="/jobs" />;
+  return <Notice error text={`No job "${props.id}".`} back="/jobs" />;
 }

@@ -17,15 +17,10 @@ export function Layout(props: { title: string; nav: NavEntry[]; children?: Child
   const csrf = JSON.stringify({ "x-csrf-token": c.get("csrfToken") });
   return (
     <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="color-scheme" content="light dark" />
-        <title>{`${props.title} · picklebot`}</title>
-        <link rel="stylesheet" href={`/assets/dashboard.css?v=${ASSET_VERSION}`} />
+      <PageHead title={props.title}>
         <script src={`/assets/htmx.min.js?v=${ASSET_VERSION}`} defer />
         <script src={`/assets/dashboard.js?v=${ASSET_VERSION}`} defer />
-      </head>
+      </PageHead>
       <body hx-headers={csrf}>
         <header>
           <a class="brand" href="/">
@@ -46,6 +41,20 @@ export function Layout(props: { title: string; nav: NavEntry[]; children?: Child
         </main>
       </body>
     </html>
+  );
+}
+
+/** The `<head>` of every dashboard page (the login page too): viewport, schemes, stylesheet. */
+export function PageHead(props: { title: string; children?: Child }) {
+  return (
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <meta name="color-scheme" content="light dark" />
+      <title>{`${props.title} · picklebot`}</title>
+      <link rel="stylesheet" href={`/assets/dashboard.css?v=${ASSET_VERSION}`} />
+      {props.children}
+    </head>
   );
 }
 

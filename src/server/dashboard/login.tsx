@@ -6,7 +6,8 @@
 import { type Context, Hono } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import { type HttpAccess, SESSION_COOKIE, sameSecret, sessionValue } from "./access.js";
-import { ASSET_VERSION } from "./assets.js";
+import { Notice } from "./components.js";
+import { PageHead } from "./layout.js";
 
 /** How long the session cookie lasts. */
 const SESSION_MAX_AGE_S = 30 * 24 * 3600;
@@ -55,13 +56,7 @@ function overHttps(c: Context): boolean {
 function LoginPage(props: { next: string; error?: string }) {
   return (
     <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="color-scheme" content="light dark" />
-        <title>Log in · picklebot</title>
-        <link rel="stylesheet" href={`/assets/dashboard.css?v=${ASSET_VERSION}`} />
-      </head>
+      <PageHead title="Log in" />
       <body>
         <main class="login card">
           <h1>picklebot</h1>
@@ -69,7 +64,7 @@ function LoginPage(props: { next: string; error?: string }) {
             This dashboard is reachable from other machines, so it needs the access token
             (http.token, or the one in history/http-token).
           </p>
-          {props.error ? <p class="bad">{props.error}</p> : null}
+          <Notice error text={props.error} />
           <form method="post" action="/login">
             <input type="hidden" name="next" value={props.next} />
             <label>
@@ -77,7 +72,9 @@ function LoginPage(props: { next: string; error?: string }) {
               <input type="password" name="token" autocomplete="current-password" required />
             </label>
             <p>
-              <button type="submit">Log in</button>
+              <button type="submit" class="primary">
+                Log in
+              </button>
             </p>
           </form>
         </main>

@@ -18,7 +18,7 @@ import type {
   Session,
   UsageLedger,
 } from "../../ports/index.js";
-import { Flash, PostForm } from "./components.js";
+import { type Column, ListTable, Notice, PostForm } from "./components.js";
 import type { DashboardEnv } from "./env.js";
 import { TranscriptView } from "./transcript-view.js";
 import type { WebReplies } from "./web-replies.js";
@@ -136,17 +136,14 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
 
 function refuse(c: Context<DashboardEnv>, text: string) {
   c.status(400);
-  return c.render(<Flash kind="bad" text={text} back="/sessions" />, { title: "Not sent" });
+  return c.render(<Notice error text={text} back="/sessions" />, { title: "Not sent" });
 }
 
 function noSession(c: Context<DashboardEnv>) {
   c.status(404);
-  return c.render(
-    <Flash kind="bad" text={`No session "${c.req.param("id")}".`} back="/sessions" />,
-    {
-      title: "No such session",
-    },
-  );
+  return c.render(<Notice error text={`No session "${c.req.param("id")}".`} back="/sessions" />, {
+    title: "No such session",
+  });
 }
 
 async function enqueueChat(queue: JobQueue, session: Session, message: string): Promise<Job> {
@@ -208,36 +205,20 @@ async function pendingJobs(queue: JobAdmin, key: string): Promise<Job[]> {
     .reverse();
 }
 
+/** The columns of the sessions list. */
+const SESSION_COLUMNS: Column<Session>[] = [
+  {
+    label: "session",
+    cell: (session) => <a href={`/sessions/${session.id}`}>{session.title ?? session.id}</a>,
+  },
+  { label: "updated", cell: (session) => formatTime(session.updatedAt) },
+  { label: "agent", cell: (session) => session.agentId },
+  { label: "key", cell: (session) => session.key },
+  { label: "messages", cell: (session) => session.messageCount },
+];
+
 function SessionTable(props: { sessions: Session[] }) {
-  if (props.sessions.length === 0) return <p class="muted">no sessions match</p>;
-  return (
-    <div class="table">
-      <table>
-        <thead>
-          <tr>
-            <th>session</th>
-            <th>updated</th>
-            <th>agent</th>
-            <th>key</th>
-            <th>messages</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.sessions.map((session) => (
-            <tr>
-              <td data-label="session">
-                <a href={`/sessions/${session.id}`}>{session.title ?? session.id}</a>
-              </td>
-              <td data-label="updated">{formatTime(session.updatedAt)}</td>
-              <td data-label="agent">{session.agentId}</td>
-              <td data-label="key">{session.key}</td>
-              <td data-label="messages">{session.messageCount}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
-  );
+  return <ListTable columns={SESSION_COLUMNS} rows={props.sessions} empty="no sessions match" />;
 }
 
 function SessionFacts(props: { session: Session }) {
@@ -267,7 +248,9 @@ function NewChat(props: { agents: readonly string[] }) {
         Message
         <textarea name="message" required />
       </label>
-      <button type="submit">Start chat</button>
+      <button type="submit" class="primary">
+        Start chat
+      </button>
     </PostForm>
   );
 }
@@ -292,7 +275,9 @@ function ChatBox(props: { session: Session }) {
         Message
         <textarea name="message" required />
       </label>
-      <button type="submit">Send</button>
+      <button type="submit" class="primary">
+        Send
+      </button>
     </PostForm>
   );
 }

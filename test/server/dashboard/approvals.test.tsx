@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ClaimedJob, Storage } from "../../../src/ports/index.js";
 import { approvalsSection } from "../../../src/server/dashboard/sections/approvals.js";
 import { openStorage } from "../../../src/storage/index.js";
+import { parkOnApproval } from "../../helpers/approvals.js";
 import { TestClock } from "../../helpers/clock.js";
 import { testConfig } from "../../helpers/config.js";
 import { mountSection, type SectionClient, textOf } from "../../helpers/section-app.js";
@@ -18,29 +19,10 @@ beforeEach(async () => {
   ws = makeWorkspace();
   clock = new TestClock("2025-01-15T06:00:00Z");
   storage = await openStorage(testConfig(ws.dir), clock);
-  await storage.queue.enqueue({
+  job = await parkOnApproval(storage, "ABC123", clock.now(), {
     agentId: "pickle",
-    sessionKey: "cron:backup:manual:x",
-    message: "back up",
-    mode: "job",
-    replyTo: { kind: "silent" },
-  });
-  [job] = (await storage.queue.claim("w", 1)) as [ClaimedJob];
-  await storage.queue.park(job, {
-    wait: { kind: "approval", approvalId: "ABC123" },
-    until: clock.now() + 3_600_000,
-    toolResults: [],
-  });
-  await storage.approvals.open({
-    id: "ABC123",
-    jobId: job.id,
-    agentId: "pickle",
-    tool: "bash",
     input: JSON.stringify({ command: `curl -H "x-api-key: ${SECRET}" https://example.org` }),
-    pattern: "*",
     replyTo: { kind: "silent" },
-    createdAt: clock.now(),
-    expiresAt: clock.now() + 3_600_000,
   });
 });
 

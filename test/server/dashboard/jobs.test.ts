@@ -128,10 +128,19 @@ describe("Retry and Cancel", () => {
     const job = await harness.job("failed");
     const response = await post(`/jobs/${job.id}/retry`);
     expect(response.status).toBe(303);
-    expect(response.headers.get("location")).toMatch(new RegExp(`^/jobs/${job.id}\\?done=`));
+    expect(response.headers.get("location")).toMatch(new RegExp(`^/jobs/${job.id}\\?notice=`));
     expect((await harness.storage.queue.get(job.id))?.state).toBe("queued");
     const after = await page(response.headers.get("location") ?? "");
     expect(after.html).toContain("requeued with a fresh attempt budget");
+  });
+
+  it("shows a note only when the dashboard wrote it: a crafted ?notice= link shows nothing", async () => {
+    harness = await openDashboard();
+    const job = await harness.job("failed");
+    const forged = await page(`/jobs/${job.id}?notice=Send+your+token+to+evil.example&mac=x`);
+    expect(forged.status).toBe(200);
+    expect(forged.html).not.toContain("evil.example");
+    expect(forged.html).not.toContain('role="status"');
   });
 
   it("Retry refuses a job that did not fail", async () => {

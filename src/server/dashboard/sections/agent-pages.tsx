@@ -1,9 +1,12 @@
 /** The markup of the Agents section. */
+
+import { basePath } from "hono/route";
 import type { AgentDefinition } from "../../../agents/definition.js";
 import type { UserError } from "../../../base/errors.js";
 import type { ApprovalPolicy, ToolApproval } from "../../../config/approvals.js";
 import type { BudgetLimits } from "../../../config/budget.js";
-import { formAccess, type SectionContext, StateBadge } from "./ui.js";
+import { type Column, ListTable, StateBadge } from "../components.js";
+import type { SectionContext } from "./ui.js";
 
 /** One skill, MCP server or the like, and its state (`loaded`, `connected`, `failed: …`). */
 export interface AgentExtraItem {
@@ -26,35 +29,24 @@ export function AgentList(props: {
   broken: UserError[];
   defaultModel: string;
 }) {
-  const { base } = formAccess(props.c);
+  const base = basePath(props.c);
+  const columns: Column<AgentDefinition>[] = [
+    {
+      label: "Agent",
+      cell: (agent) => (
+        <>
+          <a href={`${base}/${agent.id}`}>{agent.id}</a> ({agent.name})
+        </>
+      ),
+    },
+    { label: "Description", cell: (agent) => agent.description },
+    { label: "Model", cell: (agent) => agent.model ?? props.defaultModel },
+    { label: "Tools", cell: (agent) => agent.tools.join(", ") },
+    { label: "Budget", cell: (agent) => budgetWords(agent.budget) },
+  ];
   return (
     <>
-      <div class="scroll-x">
-        <table class="list">
-          <thead>
-            <tr>
-              <th>Agent</th>
-              <th>Description</th>
-              <th>Model</th>
-              <th>Tools</th>
-              <th>Budget</th>
-            </tr>
-          </thead>
-          <tbody>
-            {props.agents.map((agent) => (
-              <tr>
-                <td>
-                  <a href={`${base}/${agent.id}`}>{agent.id}</a> ({agent.name})
-                </td>
-                <td>{agent.description}</td>
-                <td>{agent.model ?? props.defaultModel}</td>
-                <td>{agent.tools.join(", ")}</td>
-                <td>{budgetWords(agent.budget)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ListTable columns={columns} rows={props.agents} empty="No agents." />
       {props.broken.length === 0 ? null : (
         <section class="card">
           <h2>Definitions that did not load (these agents do not run)</h2>
@@ -99,41 +91,23 @@ export function AgentDetail(props: {
       </section>
       <section class="card">
         <h2>Tools</h2>
-        <div class="scroll-x">
-          <table class="list">
-            <thead>
-              <tr>
-                <th>Tool</th>
-                <th>Calls</th>
-                <th>Limits</th>
-              </tr>
-            </thead>
-            <tbody>
-              {agent.tools.map((tool) => (
-                <tr>
-                  <td>
-                    <code>{tool}</code>
-                  </td>
-                  <td>{approvalWords(policy[tool])}</td>
-                  <td>{toolLimits(agent, tool)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <ListTable columns={toolColumns(agent, policy)} rows={agent.tools} empty="No tools." />
       </section>
       {props.extras.map((group) => (
         <section class="card">
           <h2>{group.heading}</h2>
-          {group.items.length === 0 ? <p>None.</p> : null}
-          <ul>
-            {group.items.map((item) => (
-              <li>
-                <code>{item.name}</code> <StateBadge state={item.state} />
-                {item.detail ? ` ${item.detail}` : ""}
-              </li>
-            ))}
-          </ul>
+          {group.items.length === 0 ? (
+            <p class="muted">None.</p>
+          ) : (
+            <ul>
+              {group.items.map((item) => (
+                <li>
+                  <code>{item.name}</code> <StateBadge state={item.state} />
+                  {item.detail ? ` ${item.detail}` : ""}
+                </li>
+              ))}
+            </ul>
+          )}
         </section>
       ))}
       <section class="card">
@@ -142,6 +116,14 @@ export function AgentDetail(props: {
       </section>
     </>
   );
+}
+
+function toolColumns(agent: AgentDefinition, policy: ApprovalPolicy): Column<string>[] {
+  return [
+    { label: "Tool", cell: (tool) => <code>{tool}</code> },
+    { label: "Calls", cell: (tool) => approvalWords(policy[tool]) },
+    { label: "Limits", cell: (tool) => toolLimits(agent, tool) },
+  ];
 }
 
 function approvalWords(entry: ToolApproval | undefined): string {

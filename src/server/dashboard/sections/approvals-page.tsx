@@ -1,18 +1,14 @@
 /** The markup of the Approvals section. */
+
+import { basePath } from "hono/route";
 import type { ApprovalGrant, ApprovalRequest } from "../../../ports/index.js";
-import {
-  ActionForm,
-  formAccess,
-  formatInZone,
-  Notice,
-  noticeOf,
-  type SectionContext,
-} from "./ui.js";
+import { ActionForm, type Column, ListTable, Notice, revokeColumn } from "../components.js";
+import { formatInZone, noticeOf, type SectionContext } from "./ui.js";
 
 /** The buttons of a pending request, in the order a chat shows them. */
 const BUTTONS = [
   { decision: "once", label: "Allow once", class: "primary" },
-  { decision: "always", label: "Always allow", class: "" },
+  { decision: "always", label: "Always allow", class: undefined },
   { decision: "deny", label: "Deny", class: "danger" },
 ] as const;
 
@@ -26,12 +22,24 @@ export function ApprovalsPage(props: {
   error: string | undefined;
 }) {
   const { c, pending, grants, now, timezone } = props;
-  const access = formAccess(c);
+  const base = basePath(c);
+  const columns: Column<ApprovalGrant>[] = [
+    { label: "Agent", cell: (grant) => grant.agentId },
+    { label: "Tool", cell: (grant) => grant.tool },
+    { label: "Pattern", cell: (grant) => <code>{grant.pattern}</code> },
+    { label: "Granted", cell: (grant) => formatInZone(grant.grantedAt, timezone) },
+    { label: "By", cell: (grant) => grant.grantedBy },
+    ...revokeColumn<ApprovalGrant>(c, `${base}/grants/revoke`, (grant) => ({
+      agent: grant.agentId,
+      tool: grant.tool,
+      pattern: grant.pattern,
+    })),
+  ];
   return (
     <>
       <Notice text={props.error ?? noticeOf(c)} error={props.error !== undefined} />
       <h2>Waiting for you</h2>
-      {pending.length === 0 ? <p>No approval requests pending.</p> : null}
+      {pending.length === 0 ? <p class="muted">No approval requests pending.</p> : null}
       {pending.map((request) => (
         <section class="card approval">
           <h3>
@@ -46,7 +54,7 @@ export function ApprovalsPage(props: {
               : "expired: counts as Deny"}
             .
           </p>
-          <ActionForm access={access} action={`/${request.id}/answer`}>
+          <ActionForm action={`${base}/${request.id}/answer`}>
             {BUTTONS.map((button) => (
               <button type="submit" name="decision" value={button.decision} class={button.class}>
                 {button.label}
@@ -57,49 +65,7 @@ export function ApprovalsPage(props: {
       ))}
       <section class="card">
         <h2>Always allowed</h2>
-        {grants.length === 0 ? (
-          <p>No always-allow grants.</p>
-        ) : (
-          <div class="scroll-x">
-            <table class="list">
-              <thead>
-                <tr>
-                  <th>Agent</th>
-                  <th>Tool</th>
-                  <th>Pattern</th>
-                  <th>Granted</th>
-                  <th>By</th>
-                  {access.readOnly ? null : <th>Actions</th>}
-                </tr>
-              </thead>
-              <tbody>
-                {grants.map((grant) => (
-                  <tr>
-                    <td>{grant.agentId}</td>
-                    <td>{grant.tool}</td>
-                    <td>
-                      <code>{grant.pattern}</code>
-                    </td>
-                    <td>{formatInZone(grant.grantedAt, timezone)}</td>
-                    <td>{grant.grantedBy}</td>
-                    {access.readOnly ? null : (
-                      <td>
-                        <ActionForm access={access} action="/grants/revoke">
-                          <input type="hidden" name="agent" value={grant.agentId} />
-                          <input type="hidden" name="tool" value={grant.tool} />
-                          <input type="hidden" name="pattern" value={grant.pattern} />
-                          <button type="submit" class="danger">
-                            Revoke
-                          </button>
-                        </ActionForm>
-                      </td>
-                    )}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+        <ListTable columns={columns} rows={grants} empty="No always-allow grants." />
       </section>
     </>
   );

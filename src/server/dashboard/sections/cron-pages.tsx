@@ -1,4 +1,6 @@
 /** The markup of the Crons section: the list and one cron's page. */
+
+import { basePath } from "hono/route";
 import { formatReplyTarget } from "../../../base/chat-address.js";
 import type { UserError } from "../../../base/errors.js";
 import type { Job } from "../../../ports/index.js";
@@ -6,16 +8,8 @@ import type { CronDefinition } from "../../cron/definition.js";
 import { nextOccurrence } from "../../cron/schedule.js";
 import { describeSchedule } from "../../cron/words.js";
 import type { CronRow } from "../../cron/worker.js";
-import {
-  ActionForm,
-  type FormAccess,
-  formAccess,
-  formatInZone,
-  Notice,
-  noticeOf,
-  type SectionContext,
-  StateBadge,
-} from "./ui.js";
+import { ActionForm, type Column, ListTable, Notice, StateBadge } from "../components.js";
+import { formatInZone, noticeOf, type SectionContext } from "./ui.js";
 
 /** A run of a cron as the pages show it: the job and what it answered. */
 export interface CronRun {
@@ -34,61 +28,42 @@ export function CronList(props: {
   broken: UserError[];
 }) {
   const { c, crons, broken } = props;
-  const access = formAccess(c);
+  const base = basePath(c);
+  const columns: Column<{ row: CronRow; last: CronRun | null }>[] = [
+    { label: "Cron", cell: ({ row }) => <a href={`${base}/${row.id}`}>{row.id}</a> },
+    {
+      label: "Schedule",
+      cell: ({ row }) => <Schedule id={row.id} schedule={row.schedule} timezone={row.timezone} />,
+    },
+    { label: "Agent", cell: ({ row }) => row.agent },
+    { label: "Next run", cell: ({ row }) => formatInZone(row.nextRunAt, row.timezone) },
+    {
+      label: "Last run",
+      cell: ({ row, last }) =>
+        last ? (
+          <>
+            {formatInZone(last.job.createdAt, row.timezone)} <StateBadge state={last.job.state} />
+          </>
+        ) : (
+          "never"
+        ),
+    },
+    { label: "Status", cell: ({ row }) => <StateBadge state={row.status} /> },
+  ];
+  if (!c.get("readOnly")) {
+    columns.push({
+      label: "Actions",
+      cell: ({ row }) => <CronActions base={base} id={row.id} enabled={row.enabled} />,
+    });
+  }
   return (
     <>
       <Notice text={noticeOf(c)} />
-      {crons.length === 0 ? (
-        <p class="card">No crons: drop a YAML file into crons/ (see crons/example.yaml).</p>
-      ) : (
-        <div class="scroll-x">
-          <table class="list">
-            <thead>
-              <tr>
-                <th>Cron</th>
-                <th>Schedule</th>
-                <th>Agent</th>
-                <th>Next run</th>
-                <th>Last run</th>
-                <th>Status</th>
-                {access.readOnly ? null : <th>Actions</th>}
-              </tr>
-            </thead>
-            <tbody>
-              {crons.map(({ row, last }) => (
-                <tr>
-                  <td>
-                    <a href={`${access.base}/${row.id}`}>{row.id}</a>
-                  </td>
-                  <td>
-                    <Schedule id={row.id} schedule={row.schedule} timezone={row.timezone} />
-                  </td>
-                  <td>{row.agent}</td>
-                  <td>{formatInZone(row.nextRunAt, row.timezone)}</td>
-                  <td>
-                    {last ? (
-                      <>
-                        {formatInZone(last.job.createdAt, row.timezone)}{" "}
-                        <StateBadge state={last.job.state} />
-                      </>
-                    ) : (
-                      "never"
-                    )}
-                  </td>
-                  <td>
-                    <StateBadge state={row.status} />
-                  </td>
-                  {access.readOnly ? null : (
-                    <td>
-                      <CronActions access={access} id={row.id} enabled={row.enabled} />
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <ListTable
+        columns={columns}
+        rows={crons}
+        empty="No crons: drop a YAML file into crons/ (see crons/example.yaml)."
+      />
       {broken.length === 0 ? null : (
         <section class="card">
           <h2>Files that did not load</h2>
@@ -112,7 +87,6 @@ export function CronDetail(props: {
   now: number;
 }) {
   const { c, cron, row, runs, now } = props;
-  const access = formAccess(c);
   return (
     <>
       <Notice text={noticeOf(c)} />
@@ -138,7 +112,7 @@ export function CronDetail(props: {
             <code>{cron.file}</code>
           </dd>
         </dl>
-        <CronActions access={access} id={cron.id} enabled={cron.enabled} />
+        <CronActions base={basePath(c)} id={cron.id} enabled={cron.enabled} />
       </section>
       <section class="card">
         <h2>Next runs</h2>
@@ -161,36 +135,21 @@ export function CronDetail(props: {
 }
 
 function RunTable(props: { runs: CronRun[]; timezone: string }) {
-  if (props.runs.length === 0) return <p>No run yet.</p>;
-  return (
-    <div class="scroll-x">
-      <table class="list">
-        <thead>
-          <tr>
-            <th>Enqueued</th>
-            <th>Job</th>
-            <th>State</th>
-            <th>Result</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.runs.map(({ job, reply }) => (
-            <tr>
-              <td>{formatInZone(job.createdAt, props.timezone)}</td>
-              <td>
-                <a href={`../jobs/${job.id}`}>{job.id}</a>
-                {job.sessionKey.includes(":manual:") ? " (run now)" : ""}
-              </td>
-              <td>
-                <StateBadge state={job.state} />
-              </td>
-              <td class="reply">{reply ?? job.lastError ?? ""}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
-  );
+  const columns: Column<CronRun>[] = [
+    { label: "Enqueued", cell: ({ job }) => formatInZone(job.createdAt, props.timezone) },
+    {
+      label: "Job",
+      cell: ({ job }) => (
+        <>
+          <a href={`../jobs/${job.id}`}>{job.id}</a>
+          {job.sessionKey.includes(":manual:") ? " (run now)" : ""}
+        </>
+      ),
+    },
+    { label: "State", cell: ({ job }) => <StateBadge state={job.state} /> },
+    { label: "Result", cell: ({ job, reply }) => reply ?? job.lastError ?? "", class: "reply" },
+  ];
+  return <ListTable columns={columns} rows={props.runs} empty="No run yet." />;
 }
 
 /** The schedule in words (when they are exact), the expression, and the zone. */
@@ -204,17 +163,17 @@ function Schedule(props: { id: string; schedule: string; timezone: string }) {
   );
 }
 
-function CronActions(props: { access: FormAccess; id: string; enabled: boolean }) {
-  const { access, id, enabled } = props;
+function CronActions(props: { base: string; id: string; enabled: boolean }) {
+  const { base, id, enabled } = props;
   return (
     <div class="actions">
-      <ActionForm access={access} action={`/${id}/run`}>
+      <ActionForm action={`${base}/${id}/run`}>
         <button type="submit" class="primary">
           Run now
         </button>
       </ActionForm>
-      <ActionForm access={access} action={`/${id}/${enabled ? "disable" : "enable"}`}>
-        <button type="submit" class={enabled ? "danger" : ""}>
+      <ActionForm action={`${base}/${id}/${enabled ? "disable" : "enable"}`}>
+        <button type="submit" class={enabled ? "danger" : undefined}>
           {enabled ? "Disable" : "Enable"}
         </button>
       </ActionForm>

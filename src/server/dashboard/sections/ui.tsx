@@ -1,53 +1,23 @@
 /**
- * Pieces every section of the dashboard renders with: action forms that carry the CSRF
- * token and vanish in read-only mode, the guard that answers 403 to a POST in read-only
- * mode, the not-found page, the notice after an action, and times in a named zone.
- * Markup uses the classes the frame's CSS styles: `.card`, `table.list` inside
- * `div.scroll-x`, `.badge.state-<state>`, `.actions`, `button.primary`, `button.danger`.
+ * What every section of the dashboard handles with: the guard that answers 403 to a POST
+ * in read-only mode, the not-found page, the notice after an action (signed, so only the
+ * dashboard can write one), form fields and times in a named zone. The markup pieces are
+ * the frame's, in ../components.tsx.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { Context, MiddlewareHandler } from "hono";
-import type { Child } from "hono/jsx";
 import { basePath } from "hono/route";
-import { CSRF_FIELD, type DashboardEnv } from "../env.js";
+import type { DashboardEnv } from "../env.js";
 
 /** The request's context, as every section handler gets it. */
 export type SectionContext = Context<DashboardEnv>;
-
-/** Where a section's forms post to and whether they are shown. */
-export interface FormAccess {
-  /** The section's own mount path (`/crons`), whatever the frame mounts it under. */
-  base: string;
-  csrfToken: string;
-  readOnly: boolean;
-}
-
-/** The access of this request, for {@link ActionForm}. */
-export function formAccess(c: SectionContext): FormAccess {
-  return { base: basePath(c), csrfToken: c.get("csrfToken"), readOnly: c.get("readOnly") };
-}
-
-/**
- * A POST form to `access.base + action` with the CSRF field; nothing at all in read-only
- * mode. `children` are its fields and buttons.
- */
-export function ActionForm(props: { access: FormAccess; action: string; children?: Child }) {
-  const { access, action, children } = props;
-  if (access.readOnly) return null;
-  return (
-    <form method="post" action={`${access.base}${action}`} class="actions">
-      <input type="hidden" name={CSRF_FIELD} value={access.csrfToken} />
-      {children}
-    </form>
-  );
-}
 
 /** Answers 403 to any request but GET/HEAD in read-only mode, before a handler runs. */
 export const refuseWritesWhenReadOnly: MiddlewareHandler<DashboardEnv> = async (c, next) => {
   if (c.req.method === "GET" || c.req.method === "HEAD" || !c.get("readOnly")) return next();
   c.status(403);
   return c.render(
-    <p class="error" role="alert">
+    <p class="notice error" role="alert">
       This dashboard is read-only (http.read_only: true in picklebot.yaml): nothing can be changed
       from here.
     </p>,
@@ -60,7 +30,7 @@ export function notFoundPage(c: SectionContext, sentence: string, back: string) 
   c.status(404);
   return c.render(
     <section class="card">
-      <p class="error" role="alert">
+      <p class="notice error" role="alert">
         {sentence}
       </p>
       <p>
@@ -68,20 +38,6 @@ export function notFoundPage(c: SectionContext, sentence: string, back: string) 
       </p>
     </section>,
     { title: "Not found" },
-  );
-}
-
-/** The outcome of the last action (see {@link noticeOf}), or an error of this request. */
-export function Notice(props: { text: string | undefined; error?: boolean }) {
-  if (!props.text) return null;
-  return props.error ? (
-    <p class="notice error" role="alert">
-      {props.text}
-    </p>
-  ) : (
-    <p class="notice" role="status">
-      {props.text}
-    </p>
   );
 }
 
@@ -132,10 +88,4 @@ export function formatInZone(epochMs: number | null, timeZone: string): string {
   const part = (type: Intl.DateTimeFormatPartTypes) =>
     parts.find((entry) => entry.type === type)?.value ?? "";
   return `${part("weekday")} ${part("year")}-${part("month")}-${part("day")} ${part("hour")}:${part("minute")} ${part("timeZoneName")}`;
-}
-
-/** A state as a badge the frame's CSS colours: `<span class="badge state-done">done</span>`. */
-export function StateBadge(props: { state: string }) {
-  const slug = props.state.replace(/[^a-z]+/g, "-").replace(/-$/, "");
-  return <span class={`badge state-${slug}`}>{props.state}</span>;
 }

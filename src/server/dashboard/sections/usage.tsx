@@ -18,8 +18,9 @@ import { UsageError } from "../../../base/errors.js";
 import type { Config } from "../../../config/index.js";
 import type { Clock, UsageLedger } from "../../../ports/index.js";
 import { BUDGET_WARNING_SHARE, type BudgetStanding, budgetStandings } from "../../budget.js";
+import { type Column, ListTable, Notice } from "../components.js";
 import type { DashboardEnv, DashboardSection } from "../env.js";
-import { formatInZone, Notice, type SectionContext } from "./ui.js";
+import { formatInZone, type SectionContext } from "./ui.js";
 
 /** What the Usage section reads. */
 export interface UsageSectionDeps {
@@ -119,72 +120,54 @@ function UsagePage(props: {
 }
 
 function UsageTable(props: { report: UsageReport; keyLabel: string }) {
-  if (props.report.lines.length === 0) return <p>No model calls in this period.</p>;
-  const row = (line: UsageLine) => (
-    <tr>
-      <td>{line.key}</td>
-      {[line.calls, line.input, line.output, line.cacheRead, line.cacheWrite].map((count) => (
-        <td class="number">{count.toLocaleString("en-US")}</td>
-      ))}
-      <td class="number">{formatUsd(line.costUsd)}</td>
-    </tr>
-  );
+  const count = (value: (line: UsageLine) => number) => (line: UsageLine) =>
+    value(line).toLocaleString("en-US");
+  const columns: Column<UsageLine>[] = [
+    { label: props.keyLabel, cell: (line) => line.key },
+    { label: "Calls", cell: count((line) => line.calls), numeric: true },
+    { label: "Input", cell: count((line) => line.input), numeric: true },
+    { label: "Output", cell: count((line) => line.output), numeric: true },
+    { label: "Cache read", cell: count((line) => line.cacheRead), numeric: true },
+    { label: "Cache write", cell: count((line) => line.cacheWrite), numeric: true },
+    { label: "USD", cell: (line) => formatUsd(line.costUsd), numeric: true },
+  ];
   return (
-    <div class="scroll-x">
-      <table class="list">
-        <thead>
-          <tr>
-            {[props.keyLabel, "Calls", "Input", "Output", "Cache read", "Cache write", "USD"].map(
-              (label) => (
-                <th>{label}</th>
-              ),
-            )}
-          </tr>
-        </thead>
-        <tbody>{props.report.lines.map(row)}</tbody>
-        <tfoot>{row(props.report.total)}</tfoot>
-      </table>
-    </div>
+    <ListTable
+      columns={columns}
+      rows={props.report.lines}
+      total={props.report.total}
+      empty="No model calls in this period."
+    />
   );
 }
 
 function BudgetTable(props: { budgets: BudgetStanding[]; timezone: string }) {
-  if (props.budgets.length === 0) {
-    return <p>No budgets set (budget in picklebot.yaml, or in an agent's AGENT.md).</p>;
-  }
+  const columns: Column<BudgetStanding>[] = [
+    { label: "Scope", cell: (budget) => budget.scope },
+    { label: "Period", cell: (budget) => (budget.period === "day" ? "daily" : "monthly") },
+    { label: "Limit", cell: (budget) => formatUsd(budget.limitUsd), numeric: true },
+    { label: "Spent", cell: (budget) => formatUsd(budget.spentUsd), numeric: true },
+    { label: "Left", cell: (budget) => formatUsd(budget.leftUsd), numeric: true },
+    {
+      label: "Used",
+      cell: (budget) => (
+        <meter
+          min={0}
+          max={budget.limitUsd}
+          low={budget.limitUsd * BUDGET_WARNING_SHARE}
+          high={budget.limitUsd * BUDGET_WARNING_SHARE}
+          optimum={0}
+          value={Math.min(budget.spentUsd, budget.limitUsd)}
+        />
+      ),
+    },
+    { label: "Resets", cell: (budget) => formatInZone(budget.resetsAt, props.timezone) },
+  ];
   return (
-    <div class="scroll-x">
-      <table class="list">
-        <thead>
-          <tr>
-            {["Scope", "Period", "Limit", "Spent", "Left", "", "Resets"].map((label) => (
-              <th>{label}</th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {props.budgets.map((budget) => (
-            <tr>
-              <td>{budget.scope}</td>
-              <td>{budget.period === "day" ? "daily" : "monthly"}</td>
-              <td class="number">{formatUsd(budget.limitUsd)}</td>
-              <td class="number">{formatUsd(budget.spentUsd)}</td>
-              <td class="number">{formatUsd(budget.leftUsd)}</td>
-              <td>
-                <meter
-                  min={0}
-                  max={budget.limitUsd}
-                  low={budget.limitUsd * BUDGET_WARNING_SHARE}
-                  high={budget.limitUsd * BUDGET_WARNING_SHARE}
-                  optimum={0}
-                  value={Math.min(budget.spentUsd, budget.limitUsd)}
-                />
-              </td>
-              <td>{formatInZone(budget.resetsAt, props.timezone)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <ListTable
+      columns={columns}
+      rows={props.budgets}
+      empty="No budgets set (budget in picklebot.yaml, or in an agent's AGENT.md)."
+    />
   );
 }

@@ -1,0 +1,158 @@
+/**
+ * Every page of the dashboard in a real browser, as `picklebot server` (a child process on
+ * a temp workspace, its model a fake Anthropic API on loopback) serves it: a workspace with
+ * a finished chat that called a tool, a failed job, a cron, a pending pairing code and an
+ * approved user, a pending approval request and an always-allow grant. Each page is
+ * screenshotted 375 and 1280 px wide, light and dark, to test-output/screenshots/every-*.png
+ * (look at them after a change of the markup or the stylesheet); at 375 px no page may
+ * scroll sideways.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { newRequest } from "../approvals/contract.js";
+import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import { parkOnApproval } from "../helpers/approvals.js";
+import {
+  browserForFile,
+  browserSkipReason,
+  horizontalOverflow,
+  screenshot,
+} from "../helpers/browser.js";
+import { withWorkspaceStorage } from "../helpers/config.js";
+import { enqueueJob, killAllServers, startServer } from "../helpers/server.js";
+import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+
+const skip = browserSkipReason();
+const browser = browserForFile(skip);
+const TOKEN = "every-page-test-token-0123456789";
+const WIDTHS = [375, 1280];
+const SCHEMES = ["light", "dark"] as const;
+
+let fake: FakeAnthropic;
+let ws: TempWorkspace;
+
+beforeEach(async () => {
+  fake = await startFakeAnthropic();
+  ws = makeWorkspace({
+    "picklebot.yaml": fakeModelConfig(fake.url, `  token: ${TOKEN}\n`),
+    "notes.md": "Pickles are cucumbers in brine.\n",
+    "crons/news.yaml":
+      'schedule: "0 8 * * 1-5"\nprompt: Summarize the news\ntimezone: Europe/Berlin\n',
+  });
+});
+
+afterEach(async () => {
+  await killAllServers();
+  await fake.close();
+  ws.remove();
+});
+
+/** A pending and an approved pairing, a job parked on an approval, an always-allow grant. */
+function seedOwnerPages() {
+  return withWorkspaceStorage(ws.dir, async (storage) => {
+    const now = Date.now();
+    await storage.pairing.requestCode(
+      { platform: "telegram", userId: "4242", userName: "Ada Lovelace", chatId: "4242" },
+      now,
+    );
+    const friend = await storage.pairing.requestCode(
+      { platform: "discord", userId: "77", userName: "Grace", chatId: "77" },
+      now,
+    );
+    await storage.pairing.approve(friend.code, now);
+    await parkOnApproval(storage, "ap_pending", now, { agentId: "pickle" });
+    await storage.approvals.open(
+      newRequest("ap_always", {
+        agentId: "pickle",
+        input: JSON.stringify({ command: "ls notes" }),
+        pattern: "ls *",
+        createdAt: now,
+      }),
+    );
+    await storage.approvals.answer("ap_always", "always", "owner", now);
+  });
+}
+
+describe.skipIf(skip)("every dashboard page, phone and desktop, light and dark", () => {
+  it("renders each page readably and never scrolls sideways at 375 px", async () => {
+    await seedOwnerPages();
+    fake.script(
+      { text: "Reading.", toolUses: [{ name: "read", input: { path: "notes.md" } }] },
+      { text: `A long word: ${"pickle".repeat(30)} and a **Markdown** reply.` },
+      { error: { status: 400, message: `a long refusal: ${"brine".repeat(40)}` } },
+    );
+    const server = await startServer(ws.dir);
+    const chat = await enqueueJob(ws.dir, {
+      agentId: "pickle",
+      sessionKey: "web:pickle:every1",
+      message: "What do my notes say about pickles? A phone-sized question, rather long.",
+      mode: "chat",
+      replyTo: { kind: "silent" },
+    });
+    await server.waitForLog((line) => line.job === chat.id && line.outcome === "done", 15_000);
+    const failed = await enqueueJob(ws.dir, {
+      agentId: "pickle",
+      sessionKey: "web:pickle:every2",
+      message: "x".repeat(300),
+      mode: "chat",
+      replyTo: { kind: "silent" },
+      maxAttempts: 1,
+    });
+    await server.waitForLog((line) => line.job === failed.id && line.outcome === "failed", 15_000);
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const jobPage = await (
+      await fetch(`${server.httpUrl}/jobs/${chat.id}`, { headers: auth })
+    ).text();
+    const sessionPath = jobPage.match(/href="(\/sessions\/s_[^"]+)"/)?.[1] ?? "";
+    expect(sessionPath).not.toBe("");
+
+    await checkEveryLook(`${server.httpUrl}/login`, "login", "Token");
+    const login = await browser.page();
+    await login.goto(`${server.httpUrl}/login`);
+    await login.fill('input[name="token"]', TOKEN);
+    await login.click('button[type="submit"]');
+    await login.waitForURL(`${server.httpUrl}/`);
+    await login.close();
+
+    /** Each page, and a text it shows only when its content rendered. */
+    const pages: Record<string, [path: string, shows: string]> = {
+      overview: ["/", "Queue"],
+      jobs: ["/jobs", "waiting for the owner's approval"],
+      job: [`/jobs/${failed.id}`, "a long refusal"],
+      sessions: ["/sessions", "What do my notes say"],
+      session: [sessionPath, 'read {"path":"notes.md"}'],
+      crons: ["/crons", "at 08:00 on Monday–Friday"],
+      cron: ["/crons/news", "Summarize the news"],
+      agents: ["/agents", "General assistant"],
+      agent: ["/agents/pickle", "System prompt"],
+      pairing: ["/pairing", "Ada Lovelace"],
+      approvals: ["/approvals", "pickle wants to run bash"],
+      usage: ["/usage", "By agent"],
+    };
+    for (const [name, [path, shows]] of Object.entries(pages)) {
+      await checkEveryLook(`${server.httpUrl}${path}`, name, shows);
+    }
+  });
+});
+
+/**
+ * Opens `url` 375 and 1280 px wide, light and dark: each time it must answer 200 and show
+ * `shows` (its content, not the login form), is saved as `every-<name>-<width>-<scheme>.png`,
+ * and at 375 px must not scroll sideways.
+ */
+async function checkEveryLook(url: string, name: string, shows: string) {
+  for (const width of WIDTHS) {
+    for (const scheme of SCHEMES) {
+      const page = await browser.page(width);
+      await page.emulateMedia({ colorScheme: scheme });
+      const response = await page.goto(url);
+      expect(response?.status(), `${name}: ${url}`).toBe(200);
+      expect(await page.locator("body").textContent(), `${name}: ${url}`).toContain(shows);
+      await screenshot(page, `every-${name}-${width}-${scheme}`);
+      if (width < 600) {
+        const { scroll, client } = await horizontalOverflow(page);
+        expect(scroll, `${name} (${url}) scrolls sideways`).toBeLessThanOrEqual(client);
+      }
+      await page.close();
+    }
+  }
+}
