@@ -52,25 +52,20 @@ import { BudgetGuard } from "./budget.js";
 import { type ChatAgentDirectory, chatAgentDirectory } from "./bus/chat-agents.js";
 import { ChatSenders } from "./bus/senders.js";
 import { MessageBusWorker } from "./bus/worker.js";
-import { describeCluster } from "./cluster/describe.js";
 import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
 import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
-import { loadWorkspaceCrons } from "./cron/admin.js";
-import { describeCrons } from "./cron/describe.js";
 import { CronWorker } from "./cron/worker.js";
-import { agentExtras } from "./dashboard/agent-extras.js";
-import { composeDashboard, type HttpAccess, resolveAccess } from "./dashboard/index.js";
-import { ownerSections } from "./dashboard/sections/index.js";
 import { WebReplies } from "./dashboard/web-replies.js";
 import { DefinitionsWorker } from "./definitions-watch.js";
 import { announcingEnqueues } from "./events/enqueued.js";
 import { EventHub } from "./events/hub.js";
 import { FileIdentityWatch } from "./file-identity.js";
-import { HttpEndpoint } from "./http.js";
+import type { HttpEndpoint } from "./http.js";
 import { type McpRuntime, startMcpRuntime } from "./mcp-reload.js";
 import { ServerMetrics } from "./metrics.js";
 import { QueueDepthWorker } from "./queue-depth.js";
 import { RetentionWorker } from "./retention.js";
+import { listenHttp } from "./server-http.js";
 import { queueSubagents } from "./subagents.js";
 import { Supervisor } from "./supervisor.js";
 import { acquireWorkspaceLock, LOCK_FILE, type WorkspaceLock } from "./workspace-lock.js";
@@ -547,82 +542,31 @@ export class PicklebotServer {
   }
 
   async #startHttp(): Promise<void> {
-    const { config } = this.#options;
-    const { http } = config;
-    if (!http.enabled) return;
-    const access = resolveAccess({
-      host: http.host,
-      token: http.token,
-      historyPath: config.history.path,
-      // The terminal, not the log: a token never goes into a log file.
-      announce: (text) => process.stderr.write(text),
-    });
-    this.#http = new HttpEndpoint({
-      host: http.host,
-      port: http.port,
-      registry: this.metrics.registry,
+    const { workspace, config, agents, catalog, logger } = this.#options;
+    const listening = await listenHttp({
+      workspace,
+      config,
+      agents,
+      ...(catalog ? { catalog } : {}),
+      storage: this.#storage,
+      queue: this.#queue,
+      clock: this.#clock,
+      claimedAgents: () => [
+        config.default_agent,
+        ...this.#instance.agents.filter((id) => id !== config.default_agent),
+      ],
       health: () => this.#health(),
       events: this.events,
-      onEventsDropped: (count) => this.metrics.eventsDropped.inc(count),
-      access,
-      dashboard: http.dashboard ? this.#dashboard(access) : null,
-      onError: (error) =>
-        this.#options.logger.error({ error: error.message }, "an HTTP request failed"),
+      metrics: this.metrics,
+      stopper: () => this.#requireStopper(),
+      webReplies: this.#webReplies,
+      mcp: () => this.#mcp?.servers ?? null,
+      logger,
     });
-    try {
-      this.httpAddress = await this.#http.listen();
-      this.#lock?.announce({ http: this.httpAddress });
-    } catch (error) {
-      throw listenError(error, http.host, http.port);
-    }
-  }
-
-  /** The web dashboard over this server's storage, workers and session stopper. */
-  #dashboard(access: HttpAccess) {
-    const { config, workspace, catalog } = this.#options;
-    const storage = this.#storage;
-    return composeDashboard({
-      access,
-      readOnly: config.http.read_only,
-      overview: {
-        health: () => this.#health(),
-        crons: async () =>
-          describeCrons(
-            loadWorkspaceCrons(workspace, config).crons,
-            storage.cronState,
-            this.#clock,
-          ),
-        cluster: () => describeCluster(storage),
-        jobs: this.#queue,
-        clock: this.#clock,
-      },
-      jobs: {
-        jobs: this.#queue,
-        stopper: { stop: (key) => this.#requireStopper().stop(key) },
-        transcripts: storage,
-      },
-      sessions: {
-        history: storage.history,
-        usage: storage.usage,
-        queue: this.#queue,
-        agents: [
-          config.default_agent,
-          ...this.#instance.agents.filter((id) => id !== config.default_agent),
-        ],
-        replies: this.#webReplies,
-      },
-      more: ownerSections({
-        workspace,
-        config,
-        storage,
-        queue: this.#queue,
-        clock: this.#clock,
-        agents: this.#options.agents,
-        ...(catalog
-          ? { catalog, describeExtras: agentExtras(catalog, this.#mcp?.servers ?? null) }
-          : {}),
-      }),
-    });
+    if (!listening) return;
+    this.#http = listening.endpoint;
+    this.httpAddress = listening.address;
+    this.#lock?.announce({ http: this.httpAddress });
   }
 
   /** SQLite mode: notices the database or the lock being deleted or replaced. */
@@ -716,28 +660,4 @@ function instanceInfo(options: ServerOptions, clustered: boolean): InstanceInfo 
 /** The agents this process runs: the loaded ones and `default_agent`, sorted. */
 function agentIdsOf({ config, agents }: Pick<ServerOptions, "config" | "agents">): string[] {
   return [...new Set([config.default_agent, ...agents.keys()])].sort();
-}
-
-/** Why the HTTP endpoint could not listen: a setting in picklebot.yaml, when it is one. */
-function listenError(thrown: unknown, host: string, port: number): Error {
-  const code = (thrown as NodeJS.ErrnoException).code;
-  if (code === "EADDRINUSE") {
-    return new UserError(
-      `http.port ${port} in picklebot.yaml is already in use on ${host}; choose another port or set http.enabled: false`,
-      { cause: thrown },
-    );
-  }
-  if (code === "EACCES") {
-    return new UserError(
-      `http.port ${port} in picklebot.yaml needs root to listen on; choose a port above 1023 or set http.enabled: false`,
-      { cause: thrown },
-    );
-  }
-  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") {
-    return new UserError(
-      `http.host ${host} in picklebot.yaml is not an address of this machine; use 127.0.0.1, or 0.0.0.0 for every interface`,
-      { cause: thrown },
-    );
-  }
-  return toError(thrown);
 }

@@ -1,0 +1,144 @@
+/**
+ * The server's HTTP endpoint, composed: who may call (`http.host`, `http.token`),
+ * `/healthz`, `/metrics`, `/events` and the web dashboard over the running server's
+ * storage, queue, workers and agents. `PicklebotServer` hands over what it holds; this
+ * file only wires it.
+ */
+import type { AgentCatalog } from "../agents/catalog.js";
+import type { AgentDefinition } from "../agents/definition.js";
+import type { McpServers } from "../agents/mcp/servers.js";
+import { toError, UserError } from "../base/errors.js";
+import type { Logger } from "../base/log.js";
+import type { Config } from "../config/index.js";
+import type { Clock, JobAdmin, JobQueue, SessionStopper, Storage } from "../ports/index.js";
+import { describeCluster } from "./cluster/describe.js";
+import { loadWorkspaceCrons } from "./cron/admin.js";
+import { describeCrons } from "./cron/describe.js";
+import { agentExtras } from "./dashboard/agent-extras.js";
+import { composeDashboard, type HttpAccess, resolveAccess } from "./dashboard/index.js";
+import type { HealthView } from "./dashboard/overview.js";
+import { ownerSections } from "./dashboard/sections/index.js";
+import type { WebReplies } from "./dashboard/web-replies.js";
+import type { EventHub } from "./events/hub.js";
+import { type HealthReport, HttpEndpoint } from "./http.js";
+import type { ServerMetrics } from "./metrics.js";
+
+/** What a running server hands its HTTP endpoint. */
+export interface ServerHttpParts {
+  workspace: string;
+  config: Config;
+  /** The agents given at start, and the live catalog (hot reloaded) when there is one. */
+  agents: ReadonlyMap<string, AgentDefinition>;
+  catalog?: AgentCatalog;
+  storage: Storage;
+  queue: JobQueue & JobAdmin;
+  clock: Clock;
+  /** The agents whose jobs this process claims (the default agent first). */
+  claimedAgents: () => string[];
+  health: () => Promise<HealthReport & HealthView>;
+  events: EventHub;
+  metrics: ServerMetrics;
+  /** Stops a session's running job wherever it runs (the Cancel button). */
+  stopper: () => SessionStopper;
+  webReplies: WebReplies;
+  mcp: () => McpServers | null;
+  logger: Logger;
+}
+
+/**
+ * Listens on `http.host:http.port`; resolves with the endpoint and its `host:port`, or
+ * null when `http.enabled` is false.
+ *
+ * @throws UserError naming the `http.` setting when the address cannot be listened on.
+ */
+export async function listenHttp(
+  parts: ServerHttpParts,
+): Promise<{ endpoint: HttpEndpoint; address: string } | null> {
+  const { http, history } = parts.config;
+  if (!http.enabled) return null;
+  const access = resolveAccess({
+    host: http.host,
+    token: http.token,
+    historyPath: history.path,
+    // The terminal, not the log: a token never goes into a log file.
+    announce: (text) => process.stderr.write(text),
+  });
+  const endpoint = new HttpEndpoint({
+    host: http.host,
+    port: http.port,
+    registry: parts.metrics.registry,
+    health: parts.health,
+    events: parts.events,
+    onEventsDropped: (count) => parts.metrics.eventsDropped.inc(count),
+    access,
+    dashboard: http.dashboard ? serverDashboard(parts, access) : null,
+    onError: (error) => parts.logger.error({ error: error.message }, "an HTTP request failed"),
+  });
+  try {
+    return { endpoint, address: await endpoint.listen() };
+  } catch (error) {
+    throw listenError(error, http.host, http.port);
+  }
+}
+
+/** The web dashboard over the server's storage, workers and session stopper. */
+function serverDashboard(parts: ServerHttpParts, access: HttpAccess) {
+  const { config, workspace, catalog, storage, queue, clock } = parts;
+  return composeDashboard({
+    access,
+    readOnly: config.http.read_only,
+    overview: {
+      health: parts.health,
+      crons: async () =>
+        describeCrons(loadWorkspaceCrons(workspace, config).crons, storage.cronState, clock),
+      cluster: () => describeCluster(storage),
+      jobs: queue,
+      clock,
+    },
+    jobs: {
+      jobs: queue,
+      stopper: { stop: (key) => parts.stopper().stop(key) },
+      transcripts: storage,
+    },
+    sessions: {
+      history: storage.history,
+      usage: storage.usage,
+      queue,
+      agents: parts.claimedAgents(),
+      replies: parts.webReplies,
+    },
+    more: ownerSections({
+      workspace,
+      config,
+      storage,
+      queue,
+      clock,
+      agents: parts.agents,
+      ...(catalog ? { catalog, describeExtras: agentExtras(catalog, parts.mcp()) } : {}),
+    }),
+  });
+}
+
+/** Why the HTTP endpoint could not listen: a setting in picklebot.yaml, when it is one. */
+function listenError(thrown: unknown, host: string, port: number): Error {
+  const code = (thrown as NodeJS.ErrnoException).code;
+  if (code === "EADDRINUSE") {
+    return new UserError(
+      `http.port ${port} in picklebot.yaml is already in use on ${host}; choose another port or set http.enabled: false`,
+      { cause: thrown },
+    );
+  }
+  if (code === "EACCES") {
+    return new UserError(
+      `http.port ${port} in picklebot.yaml needs root to listen on; choose a port above 1023 or set http.enabled: false`,
+      { cause: thrown },
+    );
+  }
+  if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") {
+    return new UserError(
+      `http.host ${host} in picklebot.yaml is not an address of this machine; use 127.0.0.1, or 0.0.0.0 for every interface`,
+      { cause: thrown },
+    );
+  }
+  return toError(thrown);
+}
