@@ -9,7 +9,9 @@
  * process of their own (bench/lib/sse-clients.js), so that reading the streams does not
  * slow this process's fake model or its enqueues. Reported:
  * jobs/s (enqueue of the first job to the last one done) with and without clients, their
- * ratio, events each client received, and the server's RSS before and after the load.
+ * ratio, the server's CPU time per job (what the events cost the server itself, apart from
+ * the clients' share of this machine's cores), the clients' CPU time, events each client
+ * received, and the server's RSS before and after the load.
  *
  * Usage: npm run build && node bench/events.js [--clients 1000] [--rate 500] [--seconds 10]
  *   [--rounds 3]  (rounds alternate without and with clients; medians are reported)
@@ -22,7 +24,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { openDatabase } from "../dist/storage/sqlite/database.js";
 import { SqliteJobQueue } from "../dist/storage/sqlite/queue.js";
-import { loadFakes, rssMiB, sleep } from "./lib/server.js";
+import { cpuSeconds, loadFakes, rssMiB, sleep } from "./lib/server.js";
 import { markdownTable } from "./lib/stats.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -89,6 +91,7 @@ async function connectClients(address, count) {
   };
   if ((await nextLine()) !== "connected") throw new Error("the SSE clients did not connect");
   return {
+    pid: child.pid,
     async minEvents() {
       child.stdin.write("count\n");
       return Number(await nextLine());
@@ -148,7 +151,11 @@ async function run(fakeUrl, clientCount) {
     const clients = clientCount > 0 ? await connectClients(address, clientCount) : null;
     await sleep(500);
     const rssBefore = rssMiB(child.pid);
+    const cpuBefore = cpuSeconds(child.pid);
+    const clientCpuBefore = clients ? cpuSeconds(clients.pid) : 0;
     const seconds = await load(queue);
+    const serverCpu = cpuSeconds(child.pid) - cpuBefore;
+    const clientCpu = clients ? cpuSeconds(clients.pid) - clientCpuBefore : 0;
     await sleep(500);
     const rssAfter = rssMiB(child.pid);
     const eventsPerClient = clients ? await clients.minEvents() : 0;
@@ -157,6 +164,8 @@ async function run(fakeUrl, clientCount) {
     db.close();
     return {
       jobsPerSecond: (RATE * SECONDS) / seconds,
+      serverCpuMsPerJob: (serverCpu * 1000) / (RATE * SECONDS),
+      clientCpuSeconds: clientCpu,
       rssBefore,
       rssAfter,
       eventsPerClient,
@@ -194,6 +203,8 @@ try {
       [
         "/events clients",
         "jobs/s",
+        "server CPU per job",
+        "clients' CPU",
         "server RSS before",
         "RSS after",
         "RSS growth",
@@ -205,6 +216,8 @@ try {
       ].map(([clients, result]) => [
         String(clients),
         fmt(result.jobsPerSecond),
+        `${result.serverCpuMsPerJob.toFixed(2)} ms`,
+        clients ? `${result.clientCpuSeconds.toFixed(1)} s` : "-",
         `${fmt(result.rssBefore)} MiB`,
         `${fmt(result.rssAfter)} MiB`,
         `${fmt(result.rssAfter - result.rssBefore)} MiB`,

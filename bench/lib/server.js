@@ -81,4 +81,16 @@ export function rssMiB(pid) {
   return kib / 1024;
 }
 
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+export function cpuSeconds(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name (which may hold spaces) start at index 2 (state).
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return ticks / CLOCK_TICKS_PER_SECOND;
+}
+
+/** `getconf CLK_TCK`: 100 on Linux on every common architecture. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

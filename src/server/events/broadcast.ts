@@ -1,7 +1,8 @@
 /**
  * Many SSE clients on one event feed, at a cost that does not grow per event per client:
  * one subscription to the feed for every client, each event framed once, and one write
- * per client per gather window, the same bytes for every client that wants every event.
+ * per client per gather window (50 ms with a few clients, growing to 500 ms with a
+ * thousand), the same bytes for every client that wants every event.
  *
  * A client that does not read (its socket's buffer is full: `write` returned false) is
  * skipped until it drains; what it missed is counted as dropped, so a stalled consumer
@@ -29,8 +30,14 @@ export interface StreamRequest {
 
 /** Options of {@link SseBroadcaster}. */
 export interface SseBroadcasterOptions {
-  /** How long the first event of a window waits for others to share its writes. */
+  /**
+   * How long the first event of a window waits for others to share its writes: the
+   * shortest window, with few clients. It grows with the crowd (half a millisecond per
+   * client), up to `maxGatherMs`, so a thousand clients cost a tenth of the writes.
+   */
   gatherMs: number;
+  /** The longest window, with many clients. */
+  maxGatherMs: number;
   /** Milliseconds between `: heartbeat` comments (they keep proxies from closing idle streams). */
   heartbeatMs: number;
   /** Told how many events a client that does not read has missed. (Default: nothing) */
@@ -111,7 +118,9 @@ export class SseBroadcaster {
 
   #collect(event: PicklebotEvent): void {
     this.#window.push({ seq: event.seq, type: event.type, frame: frameOf(event) });
-    this.#flushTimer ??= setTimeout(() => this.#flush(), this.#options.gatherMs);
+    const { gatherMs, maxGatherMs } = this.#options;
+    const window = Math.min(maxGatherMs, Math.max(gatherMs, this.#clients.size / 2));
+    this.#flushTimer ??= setTimeout(() => this.#flush(), window);
   }
 
   #flush(): void {

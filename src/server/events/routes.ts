@@ -23,10 +23,12 @@ export interface EventRoutesOptions {
 }
 
 /**
- * How long a window's first event waits for others to share its writes: with a thousand
- * clients, one write per event per client would cost the workers' CPU.
+ * How long a window's first event waits for others to share its writes, with few clients
+ * and with many: with a thousand clients, one write per event per client would cost the
+ * workers' CPU (bench/events.js measures it).
  */
 const GATHER_MS = 50;
+const MAX_GATHER_MS = 500;
 
 /**
  * The Hono sub-app serving `GET /events`; mount with `app.route("/", eventRoutes(feed))`.
@@ -39,6 +41,7 @@ export function eventRoutes(
 ): Hono<{ Bindings: HttpBindings }> {
   const broadcaster = new SseBroadcaster(feed, {
     gatherMs: GATHER_MS,
+    maxGatherMs: MAX_GATHER_MS,
     heartbeatMs: options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
     ...(options.onDropped ? { onDropped: options.onDropped } : {}),
   });
