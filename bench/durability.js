@@ -8,13 +8,10 @@
  * Usage: npm run build && node bench/durability.js [--n 3000] [--rounds 3]
  *        [--concurrency 8] [--dir bench]
  */
-import { mkdtempSync, rmSync } from "node:fs";
 import { cpus } from "node:os";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { openDatabase } from "../dist/storage/sqlite/database.js";
-import { SqliteJobQueue } from "../dist/storage/sqlite/queue.js";
-import { jobQueueSystem } from "./lib/measure.js";
+import { sqliteQueueSystem } from "./lib/measure.js";
 import { formatRate, markdownTable, percentile } from "./lib/stats.js";
 
 const { values } = parseArgs({
@@ -31,20 +28,7 @@ const concurrency = Number(values.concurrency);
 const parent = resolve(values.dir);
 
 function system(synchronous) {
-  return jobQueueSystem(() => {
-    const dir = mkdtempSync(join(parent, "durability-"));
-    const db = openDatabase(join(dir, "picklebot.db"));
-    db.pragma(`synchronous = ${synchronous}`);
-    const queue = new SqliteJobQueue({ db });
-    return {
-      queue,
-      async close() {
-        await queue.close();
-        db.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  });
+  return sqliteQueueSystem([`synchronous = ${synchronous}`], parent);
 }
 
 const modes = ["NORMAL", "FULL"];

@@ -13,39 +13,18 @@
  * Usage: npm run build && node bench/queue.js [--n 20000] [--concurrency 8]
  *        [--only sqlite,memory,p-queue,bullmq] [--sqlite-pragma "temp_store = MEMORY" ...]
  */
-import { mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
-import { cpus, tmpdir } from "node:os";
-import { join } from "node:path";
+import { cpus } from "node:os";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { Queue as BullQueue, Worker as BullWorker } from "bullmq";
 import PQueue from "p-queue";
 import { MemoryJobQueue } from "../dist/storage/memory/queue.js";
-import { openDatabase } from "../dist/storage/sqlite/database.js";
-import { SqliteJobQueue } from "../dist/storage/sqlite/queue.js";
-import { countdown, jobQueueSystem, measure, waiters } from "./lib/measure.js";
+import { countdown, jobQueueSystem, measure, sqliteQueueSystem, waiters } from "./lib/measure.js";
 import { formatMs, formatRate, markdownTable, percentile } from "./lib/stats.js";
 
 const REDIS = { host: "127.0.0.1", port: 6379 };
 const noop = () => {};
-
-function sqliteSystem(pragmas) {
-  return jobQueueSystem(() => {
-    const dir = mkdtempSync(join(tmpdir(), "picklebot-bench-"));
-    const db = openDatabase(join(dir, "picklebot.db"));
-    for (const pragma of pragmas) db.pragma(pragma);
-    const queue = new SqliteJobQueue({ db });
-    return {
-      queue,
-      async close() {
-        await queue.close();
-        db.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  });
-}
 
 function memorySystem() {
   return jobQueueSystem(() => {
@@ -193,7 +172,7 @@ export async function runQueueBench(options = {}) {
     ...options,
   };
   const systems = {
-    sqlite: () => sqliteSystem(settings.sqlitePragmas),
+    sqlite: () => sqliteQueueSystem(settings.sqlitePragmas),
     memory: memorySystem,
     "p-queue": pQueueSystem,
     bullmq: bullSystem,

@@ -6,6 +6,11 @@
  * A "system" is anything with `enqueueRate(n)`, `processRate(n, concurrency)` and
  * `latencies(concurrency, scenario)`; `jobQueueSystem` makes one from a JobQueue adapter.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openDatabase } from "../../dist/storage/sqlite/database.js";
+import { SqliteJobQueue } from "../../dist/storage/sqlite/queue.js";
 import { startRunner } from "./runner.js";
 import { yieldToEventLoop } from "./stats.js";
 
@@ -186,4 +191,25 @@ export function jobQueueSystem(open) {
       return latencies;
     },
   };
+}
+
+/**
+ * A system over picklebot's SQLite queue, each run on a fresh database in a new folder of
+ * `parent` (Default: the temp folder), with `pragmas` applied after picklebot's own.
+ */
+export function sqliteQueueSystem(pragmas = [], parent = tmpdir()) {
+  return jobQueueSystem(() => {
+    const dir = mkdtempSync(join(parent, "picklebot-bench-"));
+    const db = openDatabase(join(dir, "picklebot.db"));
+    for (const pragma of pragmas) db.pragma(pragma);
+    const queue = new SqliteJobQueue({ db });
+    return {
+      queue,
+      async close() {
+        await queue.close();
+        db.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  });
 }
