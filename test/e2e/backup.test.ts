@@ -3,7 +3,7 @@
  * Backups): a copy while the server runs, a restore refused while it runs and done
  * after, bad files refused by name, and a database of the previous release migrated.
  */
-import { copyFileSync, existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
@@ -17,12 +17,22 @@ import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 /**
  * A database written by picklebot at migration 9 (commit 808b65b, before the batch and
- * usage migrations): session s_0mwwcllfga0e0474017ab of telegram:42 with two messages, a
- * done job and a pending one.
+ * usage migrations), kept as its SQL dump: session s_0mwwcllfga0e0474017ab of
+ * telegram:42 with two messages, a done job and a pending one.
  */
-const PREVIOUS_RELEASE_DB = fileURLToPath(
-  new URL("../fixtures/picklebot-0.1-migration009.db", import.meta.url),
+const PREVIOUS_RELEASE_SQL = fileURLToPath(
+  new URL("../fixtures/picklebot-0.1-migration009.sql", import.meta.url),
 );
+
+/** Writes the previous release's database to `file` (WAL, 1 KiB pages, as it made it). */
+function previousReleaseDb(file: string): string {
+  const db = new Database(file);
+  db.pragma("page_size = 1024");
+  db.pragma("journal_mode = WAL");
+  db.exec(readFileSync(PREVIOUS_RELEASE_SQL, "utf8"));
+  db.close();
+  return file;
+}
 const FIXTURE = {
   session: "s_0mwwcllfga0e0474017ab",
   done: "mwwcllfh00018eym1g81",
@@ -173,8 +183,7 @@ describe("picklebot restore", () => {
   });
 
   it("refuses a backup made by a newer picklebot", async () => {
-    const file = join(ws.dir, "newer.db");
-    copyFileSync(PREVIOUS_RELEASE_DB, file);
+    const file = previousReleaseDb(join(ws.dir, "newer.db"));
     const newer = new Database(file);
     newer.pragma(`user_version = ${latestSchemaVersion() + 1}`);
     newer.close();
@@ -186,7 +195,7 @@ describe("picklebot restore", () => {
 
 describe("a database made by the previous release", () => {
   it("is restored, migrated to this release, and its sessions and jobs read back", async () => {
-    const result = await cli("restore", PREVIOUS_RELEASE_DB);
+    const result = await cli("restore", previousReleaseDb(join(ws.dir, "previous.db")));
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
 
@@ -207,7 +216,8 @@ describe("a database made by the previous release", () => {
   });
 
   it("is opened in place by a new server, which runs its pending job", async () => {
-    copyFileSync(PREVIOUS_RELEASE_DB, ws.write("history/picklebot.db", ""));
+    ws.write("history/.keep", "");
+    previousReleaseDb(join(ws.dir, "history", "picklebot.db"));
     const server = await startServer(ws.dir);
     // No model key: the job is taken and fails, which proves the migrated queue serves.
     await server.jobOutcomes(FIXTURE.pending);
