@@ -17,22 +17,32 @@ import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 /**
  * A database written by picklebot at migration 9 (commit 808b65b, before the batch and
- * usage migrations), kept as its SQL dump: session s_0mwwcllfga0e0474017ab of
- * telegram:42 with two messages, a done job and a pending one.
+ * usage migrations): session s_0mwwcllfga0e0474017ab of telegram:42 with two messages, a
+ * done job and a pending one. Its rows are kept as SQL; its schema is this tree's
+ * migrations up to 9, which are never edited once released.
  */
-const PREVIOUS_RELEASE_SQL = fileURLToPath(
-  new URL("../fixtures/picklebot-0.1-migration009.sql", import.meta.url),
+const PREVIOUS_RELEASE_VERSION = 9;
+const PREVIOUS_RELEASE_ROWS = fileURLToPath(
+  new URL("../fixtures/picklebot-0.1-migration009-rows.sql", import.meta.url),
 );
+const MIGRATIONS = fileURLToPath(new URL("../../migrations/sqlite/", import.meta.url));
 
 /** Writes the previous release's database to `file` (WAL, 1 KiB pages, as it made it). */
 function previousReleaseDb(file: string): string {
   const db = new Database(file);
   db.pragma("page_size = 1024");
   db.pragma("journal_mode = WAL");
-  db.exec(readFileSync(PREVIOUS_RELEASE_SQL, "utf8"));
+  const released = readdirSync(MIGRATIONS)
+    .filter((name) => /^\d+_.*\.sql$/.test(name))
+    .filter((name) => Number.parseInt(name, 10) <= PREVIOUS_RELEASE_VERSION)
+    .sort();
+  for (const name of released) db.exec(readFileSync(join(MIGRATIONS, name), "utf8"));
+  db.pragma(`user_version = ${PREVIOUS_RELEASE_VERSION}`);
+  db.exec(readFileSync(PREVIOUS_RELEASE_ROWS, "utf8"));
   db.close();
   return file;
 }
+
 const FIXTURE = {
   session: "s_0mwwcllfga0e0474017ab",
   done: "mwwcllfh00018eym1g81",
