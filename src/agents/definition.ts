@@ -70,6 +70,17 @@ export interface AgentDefinition {
   source: string;
 }
 
+/**
+ * Ids of every agent `agents/` defines, valid or broken: what a cron, a binding or a
+ * subagent list may name (a broken agent gets its own error, not "unknown agent").
+ */
+export function definedAgentIds(
+  agents: ReadonlyMap<string, unknown>,
+  broken: ReadonlyMap<string, unknown> = new Map(),
+): string[] {
+  return [...agents.keys(), ...broken.keys()];
+}
+
 /** What {@link loadAgents} found: the valid agents and one error per broken definition. */
 export interface LoadedAgents {
   agents: Map<string, AgentDefinition>;

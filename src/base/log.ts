@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { type DestinationStream, type Logger, pino } from "pino";
 import type PinoPretty from "pino-pretty";
 import { printableDeep } from "./printable.js";
-import { REDACTED, redactSecrets, SECRET_KEYS } from "./redact.js";
+import { REDACTED, SECRET_KEYS, secretRedactor } from "./redact.js";
 
 export type { Logger };
 
@@ -33,7 +33,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const pretty = options.pretty ?? process.stdout.isTTY === true;
   const redact = { paths: SECRET_PATHS, censor: REDACTED };
   const secrets = options.secrets ?? [];
-  const hooks = { streamWrite: (line: string) => redactSecrets(line, secrets) };
+  const hooks = { streamWrite: secretRedactor(secrets) };
   if (pretty) {
     return pino({ level, redact, hooks }, prettyDestination(options.destination ?? process.stdout));
   }

@@ -29,11 +29,20 @@ const URL_PASSWORD = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:)[^\s@/]+@/gi;
  * {@link REDACTED}: `postgres://bot:[redacted]@db/picklebot`.
  */
 export function redactSecrets(text: string, secrets: Iterable<string | undefined> = []): string {
-  let clean = text.replace(URL_PASSWORD, `$1${REDACTED}@`);
-  for (const secret of secrets) {
-    for (const form of secretForms(secret)) clean = clean.replaceAll(form, REDACTED);
-  }
-  return clean;
+  return secretRedactor(secrets)(text);
+}
+
+/**
+ * {@link redactSecrets} for `secrets`, with their forms worked out once: for what redacts
+ * many texts (every log line, every piece of a streamed reply).
+ */
+export function secretRedactor(secrets: Iterable<string | undefined>): (text: string) => string {
+  const forms = [...secrets].flatMap(secretForms);
+  return (text) => {
+    let clean = text.replace(URL_PASSWORD, `$1${REDACTED}@`);
+    for (const form of forms) clean = clean.replaceAll(form, REDACTED);
+    return clean;
+  };
 }
 
 /**
@@ -42,8 +51,9 @@ export function redactSecrets(text: string, secrets: Iterable<string | undefined
  */
 export function redactStrings<T>(value: T, secrets: readonly string[]): T {
   if (secrets.length === 0) return value;
+  const redact = secretRedactor(secrets);
   const visit = (item: unknown): unknown => {
-    if (typeof item === "string") return redactSecrets(item, secrets);
+    if (typeof item === "string") return redact(item);
     if (Array.isArray(item)) return item.map(visit);
     if (item !== null && typeof item === "object") {
       return Object.fromEntries(Object.entries(item).map(([key, inner]) => [key, visit(inner)]));
@@ -76,20 +86,20 @@ function secretForms(secret: string | undefined): string[] {
  * the next piece shows whether it is one, or until {@link SecretStreamRedactor.end}.
  */
 export class SecretStreamRedactor {
-  readonly #secrets: readonly string[];
+  readonly #redact: (text: string) => string;
   readonly #forms: string[];
   readonly #emit: (text: string) => void;
   #held = "";
 
   constructor(secrets: readonly string[], emit: (text: string) => void) {
-    this.#secrets = secrets;
+    this.#redact = secretRedactor(secrets);
     this.#forms = secrets.flatMap(secretForms);
     this.#emit = emit;
   }
 
   /** Takes the next piece of the text. */
   write(piece: string): void {
-    const clean = redactSecrets(this.#held + piece, this.#secrets);
+    const clean = this.#redact(this.#held + piece);
     const cut = clean.length - this.#heldBack(clean);
     this.#held = clean.slice(cut);
     if (cut > 0) this.#emit(clean.slice(0, cut));

@@ -3,7 +3,7 @@ import { createAnthropicProvider } from "../agents/anthropic.js";
 import type { ApprovalAsker } from "../agents/approval-gate.js";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { AgentCatalog } from "../agents/catalog.js";
-import type { AgentDefinition } from "../agents/definition.js";
+import { type AgentDefinition, definedAgentIds } from "../agents/definition.js";
 import { unknownMcpServersProblem } from "../agents/mcp/names.js";
 import { McpServers, stdioSurroundings } from "../agents/mcp/servers.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
@@ -105,7 +105,7 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
   const { errors } = catalog.load();
   const { agents, broken } = catalog;
   const config = loadConfig(workspace, process.env, {
-    agentIds: [...agents.keys(), ...broken.keys()],
+    agentIds: definedAgentIds(agents, broken),
     tools: POLICY_TOOLS,
   });
   const mcpErrors = catalog.checkAgents((agent) =>

@@ -1,5 +1,6 @@
 /** `picklebot cron list` and `picklebot cron run <id>`. */
 import { Command } from "commander";
+import { definedAgentIds } from "../agents/definition.js";
 import { formatReplyTarget } from "../base/chat-address.js";
 import { systemClock } from "../base/clock.js";
 import { UserError } from "../base/errors.js";
@@ -101,5 +102,5 @@ export function loadCrons({
   agents,
   brokenAgents,
 }: Pick<LoadedWorkspace, "workspace" | "config" | "agents" | "brokenAgents">): CronDirLoad {
-  return loadWorkspaceCrons(workspace, config, [...agents.keys(), ...brokenAgents.keys()]);
+  return loadWorkspaceCrons(workspace, config, definedAgentIds(agents, brokenAgents));
 }

@@ -28,6 +28,7 @@ export {
   type McpHttpServerConfig,
   type McpServerConfig,
   type McpStdioServerConfig,
+  mcpServerSecrets,
 } from "./mcp.js";
 export { redactConfig, secretValues } from "./redact.js";
 export {
@@ -36,7 +37,6 @@ export {
   type ConfigSchemaContext,
   DEFAULT_JOB_RETENTION_H,
   type Environment,
-  hostTimeZone,
   ID_PATTERN,
   isValidTimeZone,
   jobRetentionHours,

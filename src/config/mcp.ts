@@ -162,3 +162,8 @@ function addIssue(ctx: z.RefinementCtx, path: PropertyKey[], message: string): v
 export function isStdioServer(server: McpServerConfig): server is McpStdioServerConfig {
   return "command" in server;
 }
+
+/** A server's secrets: the values of its `env` (stdio) or `headers` (HTTP). */
+export function mcpServerSecrets(server: McpServerConfig): string[] {
+  return Object.values(isStdioServer(server) ? server.env : server.headers);
+}

@@ -1,5 +1,6 @@
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { passwordOfUrl } from "../base/redact.js";
+import { isStdioServer, mcpServerSecrets } from "./mcp.js";
 import type { Config } from "./schema.js";
 
 /**
@@ -30,7 +31,7 @@ export function redactConfig(config: Config): Config {
     mcp_servers: Object.fromEntries(
       Object.entries(config.mcp_servers).map(([name, server]) => [
         name,
-        "env" in server
+        isStdioServer(server)
           ? { ...server, env: hideValues(server.env) }
           : { ...server, headers: hideValues(server.headers) },
       ]),
@@ -53,9 +54,7 @@ export function secretValues(config: Config): string[] {
     config.llm.api_key,
     ...CHAT_PLATFORM_KINDS.map((kind) => config[kind].bot_token),
     config.queue.url === undefined ? undefined : passwordOfUrl(config.queue.url),
-    ...Object.values(config.mcp_servers).flatMap((server) =>
-      Object.values("env" in server ? server.env : server.headers),
-    ),
+    ...Object.values(config.mcp_servers).flatMap(mcpServerSecrets),
     config.http.token,
   ];
   return values.filter((value): value is string => value !== undefined && value !== "");

@@ -60,8 +60,6 @@ export function jobRetentionHours(config: {
   return config.queue.job_retention_h ?? config.cluster.job_retention_h ?? DEFAULT_JOB_RETENTION_H;
 }
 
-export { hostTimeZone };
-
 /** True when `Intl` knows the zone (e.g. `Europe/Berlin`, `UTC`). */
 export function isValidTimeZone(zone: string): boolean {
   try {

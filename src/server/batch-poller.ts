@@ -71,14 +71,13 @@ export class BatchPoller implements Worker {
   async pollOnce(signal?: AbortSignal): Promise<"woke" | "idle" | "none"> {
     const { queue, logger } = this.#options;
     try {
-      const waiting = (await queue.list({ state: "waiting", limit: WAITING_LIMIT })).filter(
-        (job) => job.waitingFor?.kind === "batch",
+      const waiting = (await queue.list({ state: "waiting", limit: WAITING_LIMIT })).flatMap(
+        (job) => (job.waitingFor?.kind === "batch" ? [{ job, ids: job.waitingFor.batchIds }] : []),
       );
       if (waiting.length === 0) return "none";
       const statuses = await this.#statuses(waiting, signal);
       let woken = 0;
-      for (const job of waiting) {
-        const ids = job.waitingFor?.kind === "batch" ? job.waitingFor.batchIds : [];
+      for (const { job, ids } of waiting) {
         if (ids.some((id) => statuses.get(id)?.ended) && (await queue.wake(job.id))) woken += 1;
       }
       if (woken > 0) logger.info({ woken }, "woke jobs whose message batch ended");
@@ -91,13 +90,15 @@ export class BatchPoller implements Worker {
   }
 
   /** The status of every batch `jobs` wait for: one list request, then any left over. */
-  async #statuses(jobs: Job[], signal?: AbortSignal): Promise<Map<string, BatchStatus>> {
+  async #statuses(
+    waiting: { job: Job; ids: string[] }[],
+    signal?: AbortSignal,
+  ): Promise<Map<string, BatchStatus>> {
     const { batches, clock } = this.#options;
-    const since = Math.min(...jobs.map((job) => job.batchStep?.at ?? clock.now())) - SKEW_MS;
+    const since = Math.min(...waiting.map(({ job }) => job.batchStep?.at ?? clock.now())) - SKEW_MS;
     const statuses = new Map<string, BatchStatus>();
     for (const status of await batches.listSince(since, signal)) statuses.set(status.id, status);
-    for (const job of jobs) {
-      const ids = job.waitingFor?.kind === "batch" ? job.waitingFor.batchIds : [];
+    for (const { ids } of waiting) {
       for (const id of ids) {
         if (!statuses.has(id)) statuses.set(id, await batches.status(id, signal));
       }

@@ -104,7 +104,7 @@ function serverDashboard(parts: ServerHttpParts, access: HttpAccess) {
       history: storage.history,
       usage: storage.usage,
       queue,
-      agents: parts.claimedAgents(),
+      agents: parts.claimedAgents,
       replies: parts.webReplies,
     },
     more: ownerSections({
@@ -114,7 +114,7 @@ function serverDashboard(parts: ServerHttpParts, access: HttpAccess) {
       queue,
       clock,
       agents: parts.agents,
-      ...(catalog ? { catalog, describeExtras: agentExtras(catalog, parts.mcp()) } : {}),
+      ...(catalog ? { catalog, describeExtras: agentExtras(catalog, parts.mcp) } : {}),
     }),
   });
 }

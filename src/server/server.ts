@@ -18,7 +18,7 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { AgentCatalog } from "../agents/catalog.js";
-import type { AgentDefinition } from "../agents/definition.js";
+import { type AgentDefinition, definedAgentIds } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
 import { describeBashSandbox } from "../agents/tools/index.js";
 import { chatAddressOf } from "../base/chat-address.js";
@@ -348,7 +348,7 @@ export class PicklebotServer {
         defaults: {
           agentId: config.default_agent,
           timezone: config.timezone,
-          agentIds: [...agents.keys(), ...(brokenAgents?.keys() ?? [])],
+          agentIds: definedAgentIds(agents, brokenAgents),
         },
         queue: this.#queue,
         state: this.#storage.cronState,

@@ -129,7 +129,7 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
       history: storage.history,
       usage: storage.usage,
       queue: storage.queue,
-      agents: ["pickle", "scout"],
+      agents: () => ["pickle", "scout"],
       replies,
     },
   });

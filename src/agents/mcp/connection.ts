@@ -12,7 +12,7 @@
 import { RECONNECT_BACKOFF, retryDelayMs } from "../../base/backoff.js";
 import type { Logger } from "../../base/log.js";
 import { redactSecrets } from "../../base/redact.js";
-import type { McpServerConfig } from "../../config/index.js";
+import { type McpServerConfig, mcpServerSecrets } from "../../config/index.js";
 import type { McpCallResult, McpEndpoint, McpListedTool, McpSession } from "./sdk-session.js";
 
 /** What a server is doing, as `picklebot mcp list` shows it. */
@@ -184,7 +184,10 @@ export class McpConnection {
    * (at start, or by crashing soon after) waits 1 s, 2 s, … up to 60 s between tries.
    */
   #record(problem: string): void {
-    const message = redactSecrets(`MCP server "${this.name}" ${problem}`, secretsOf(this.config));
+    const message = redactSecrets(
+      `MCP server "${this.name}" ${problem}`,
+      mcpServerSecrets(this.config),
+    );
     const now = this.#now();
     const lasted = now - this.#readyAt >= RECONNECT_BACKOFF.healthyAfterMs;
     if (this.#state === "ready" && lasted) this.#failures = 0;
@@ -204,11 +207,6 @@ export class McpConnection {
     if (this.#state === "failed" || /closed/i.test(reason)) {
       return `MCP server "${this.name}" went away during the call; it is restarted on the next call`;
     }
-    return redactSecrets(`MCP server "${this.name}": ${reason}`, secretsOf(this.config));
+    return redactSecrets(`MCP server "${this.name}": ${reason}`, mcpServerSecrets(this.config));
   }
-}
-
-/** The values of a server's env or headers, kept out of messages. */
-function secretsOf(config: McpServerConfig): string[] {
-  return Object.values("env" in config ? config.env : config.headers);
 }

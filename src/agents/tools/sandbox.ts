@@ -13,7 +13,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, readlinkSync } from "node:fs";
 import path from "node:path";
-import { CONTROL_PLANE_FOLDERS, SECRET_FILES } from "./protected-paths.js";
+import { CONTROL_PLANE_FOLDERS, isAtOrBelow, SECRET_FILES } from "./protected-paths.js";
 
 /** `tools.bash.sandbox`: what runs a command. */
 export type SandboxKind = "bwrap" | "none";
@@ -158,7 +158,7 @@ function protectedMounts(workspace: string, historyPath: string): string[] {
     if (existsSync(file) && lstatSync(file).isDirectory()) mounts.push("--tmpfs", file);
     else mounts.push("--ro-bind", "/dev/null", file);
   }
-  if (isInside(workspace, historyPath)) {
+  if (historyPath !== workspace && isAtOrBelow(workspace, historyPath)) {
     mkdirSync(historyPath, { recursive: true });
     mounts.push("--tmpfs", historyPath, "--remount-ro", historyPath);
   }
@@ -168,9 +168,4 @@ function protectedMounts(workspace: string, historyPath: string): string[] {
     mounts.push("--ro-bind", folder, folder);
   }
   return mounts;
-}
-
-function isInside(parent: string, child: string): boolean {
-  const relative = path.relative(parent, child);
-  return relative !== "" && !relative.startsWith("..") && !path.isAbsolute(relative);
 }

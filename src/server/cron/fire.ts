@@ -17,7 +17,9 @@ export function enqueueOccurrence(
   occurrenceMs: number,
   maxAttempts: number | undefined,
 ): Promise<Job> {
-  return queue.enqueue(cronJob(cron, occurrenceKey(cron.id, occurrenceMs), maxAttempts));
+  return queue.enqueue(
+    cronJob(cron, occurrenceKey(cron.id, occurrenceMs), maxAttempts, cron.batch),
+  );
 }
 
 /**
@@ -33,12 +35,18 @@ export function runCronNow(
   options: { maxAttempts?: number; batch?: boolean } = {},
 ): Promise<Job> {
   const key = `cron:${cron.id}:manual:${new Date(clock.now()).toISOString()}`;
-  const job = cronJob(cron, key, options.maxAttempts);
-  return queue.enqueue(options.batch ? { ...job, batch: true } : job);
+  return queue.enqueue(
+    cronJob(cron, key, options.maxAttempts, options.batch === true || cron.batch),
+  );
 }
 
 /** A cron run in a fresh session; `key` is both its session key and its dedupe key. */
-function cronJob(cron: CronDefinition, key: string, maxAttempts: number | undefined): NewJob {
+function cronJob(
+  cron: CronDefinition,
+  key: string,
+  maxAttempts: number | undefined,
+  batch: boolean,
+): NewJob {
   return {
     agentId: cron.agentId,
     sessionKey: key,
@@ -48,6 +56,6 @@ function cronJob(cron: CronDefinition, key: string, maxAttempts: number | undefi
     replyTo: cron.deliverTo,
     dedupeKey: key,
     maxAttempts,
-    ...(cron.batch ? { batch: true } : {}),
+    ...(batch ? { batch: true } : {}),
   };
 }

@@ -13,7 +13,7 @@ import type { AgentExtraGroup } from "./sections/agent-pages.js";
 /** `describeExtras` of the Agents section over the live catalog and MCP servers. */
 export function agentExtras(
   catalog: AgentCatalog,
-  mcp: McpServers | null,
+  mcp: () => McpServers | null,
 ): (agentId: string) => Promise<AgentExtraGroup[]> {
   return async (agentId) => {
     const agent = catalog.agents.get(agentId) ?? builtInAgent(agentId);
@@ -35,7 +35,7 @@ export function agentExtras(
         ],
       },
     ];
-    const servers = mcpServersOf(agent.tools, mcp);
+    const servers = mcpServersOf(agent.tools, mcp());
     if (servers.length > 0) groups.push({ heading: "MCP servers", items: servers });
     return groups;
   };

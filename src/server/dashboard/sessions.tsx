@@ -37,7 +37,7 @@ export interface SessionsSource {
   usage: UsageLedger;
   queue: JobQueue & JobAdmin;
   /** Agents a new web chat may talk to; the first is the default. */
-  agents: readonly string[];
+  agents: () => readonly string[];
   /** Replies being written in this process, streamed to the page. (Default: not streamed) */
   replies?: WebReplies;
 }
@@ -50,7 +50,7 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
     const sessions = await searchSessions(source.history, q);
     return c.render(
       <>
-        <NewChat agents={source.agents} />
+        <NewChat agents={source.agents()} />
         <form class="filters" method="get" action="/sessions">
           <label>
             Search (id, key, agent, title)
@@ -67,8 +67,9 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
     const form = await c.req.parseBody();
     const agentId = String(form.agent ?? "");
     const message = String(form.message ?? "").trim();
-    if (!source.agents.includes(agentId)) {
-      return refuse(c, `no agent "${agentId}"; pick one of ${source.agents.join(", ")}`);
+    const agents = source.agents();
+    if (!agents.includes(agentId)) {
+      return refuse(c, `no agent "${agentId}"; pick one of ${agents.join(", ")}`);
     }
     if (message === "") return refuse(c, "the message is empty; write something to send");
     const key = `${WEB_KEY_PREFIX}${agentId}:${randomBytes(4).toString("hex")}`;

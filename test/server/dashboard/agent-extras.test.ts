@@ -45,7 +45,7 @@ describe("agentExtras", () => {
     catalog.load();
     await servers.toolsFor(["mcp:used"]);
 
-    const groups = await agentExtras(catalog, servers)("scout");
+    const groups = await agentExtras(catalog, () => servers)("scout");
 
     expect(groups[0]).toEqual({
       heading: "Skills",

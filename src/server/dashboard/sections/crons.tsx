@@ -13,6 +13,7 @@
 import { Hono } from "hono";
 import { textOf } from "../../../agents/loop.js";
 import { UserError } from "../../../base/errors.js";
+import { truncate } from "../../../base/printable.js";
 import type {
   Clock,
   CronStateStore,
@@ -141,5 +142,5 @@ async function replyOf(deps: CronsSectionDeps, job: Job): Promise<string | null>
   const last = messages.filter((message) => message.role === "assistant").at(-1);
   const text = last ? textOf(last) : "";
   if (text === "") return null;
-  return text.length > REPLY_EXCERPT_CHARS ? `${text.slice(0, REPLY_EXCERPT_CHARS - 1)}…` : text;
+  return truncate(text, REPLY_EXCERPT_CHARS);
 }

@@ -3,7 +3,12 @@
  * from what the server already holds, in nav order.
  */
 import type { AgentCatalog } from "../../../agents/catalog.js";
-import { type AgentDefinition, type LoadedAgents, loadAgents } from "../../../agents/definition.js";
+import {
+  type AgentDefinition,
+  definedAgentIds,
+  type LoadedAgents,
+  loadAgents,
+} from "../../../agents/definition.js";
 import { redactSecrets } from "../../../base/redact.js";
 import type { Config } from "../../../config/index.js";
 import { secretValues } from "../../../config/redact.js";
@@ -49,7 +54,7 @@ export function ownerSections(options: OwnerSectionsOptions): DashboardSection[]
   const loadAgentsNow = agentLoader(workspace, options.catalog);
   const knownAgentIds = () => {
     const { agents: valid, broken } = loadAgentsNow();
-    return [...valid.keys(), ...broken.keys()];
+    return definedAgentIds(valid, broken);
   };
   return [
     cronsSection({
