@@ -5,7 +5,7 @@ import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { AgentCatalog } from "../agents/catalog.js";
 import { type AgentDefinition, definedAgentIds } from "../agents/definition.js";
 import { unknownMcpServersProblem } from "../agents/mcp/names.js";
-import { McpServers, stdioSurroundings } from "../agents/mcp/servers.js";
+import { type McpServers, mcpServersOf } from "../agents/mcp/servers.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
 import type { MessagePoster, SubagentDelegate } from "../agents/tools/index.js";
 import { systemClock } from "../base/clock.js";
@@ -141,10 +141,7 @@ export async function openWorkspace(command: Command): Promise<WorkspaceContext>
   const loaded = loadWorkspace(command);
   warnAboutBrokenAgents(loaded);
   const storage = await openStorage(loaded.config, systemClock);
-  const mcp = new McpServers({
-    servers: loaded.config.mcp_servers,
-    surroundings: stdioSurroundings(loaded.workspace, loaded.config),
-  });
+  const mcp = mcpServersOf(loaded.workspace, loaded.config);
   const close = async () => {
     await mcp.stop();
     await storage.close();

@@ -96,7 +96,7 @@ async function connect(url: string, token: string | null): Promise<Response> {
 }
 
 /** One readable line: time, type, and what the event is about. */
-export function describeEvent(event: PicklebotEvent): string {
+function describeEvent(event: PicklebotEvent): string {
   const instance = event.instance === "local" ? "" : ` [${event.instance}]`;
   return `${formatTime(event.at)}${instance} ${event.type.padEnd(17)} ${detailOf(event)}`;
 }

@@ -1,6 +1,6 @@
 /** `picklebot mcp`: the MCP servers of picklebot.yaml, their state and their tools. */
 import { Command } from "commander";
-import { McpServers, stdioSurroundings } from "../agents/mcp/servers.js";
+import { mcpServersOf } from "../agents/mcp/servers.js";
 import { loadWorkspace, warnAboutBrokenAgents } from "./context.js";
 import { printJson, printLine, printTable } from "./output.js";
 
@@ -15,10 +15,7 @@ export function mcpCommand(): Command {
       const loaded = loadWorkspace(command);
       warnAboutBrokenAgents(loaded);
       const { workspace, config } = loaded;
-      const servers = new McpServers({
-        servers: config.mcp_servers,
-        surroundings: stdioSurroundings(workspace, config),
-      });
+      const servers = mcpServersOf(workspace, config);
       try {
         const reports = await servers.report();
         if (options.json) return printJson(reports);

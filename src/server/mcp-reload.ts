@@ -7,7 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { McpServers, stdioSurroundings } from "../agents/mcp/servers.js";
+import { type McpServers, mcpServersOf } from "../agents/mcp/servers.js";
 import { toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { type Config, configFileOf, loadConfig } from "../config/index.js";
@@ -35,11 +35,7 @@ export interface McpRuntimeOptions {
 /** Builds the servers (none starts yet) and watches picklebot.yaml for changes. */
 export function startMcpRuntime(options: McpRuntimeOptions): McpRuntime {
   const { workspace, config, logger } = options;
-  const servers = new McpServers({
-    servers: config.mcp_servers,
-    surroundings: stdioSurroundings(workspace, config),
-    log: logger,
-  });
+  const servers = mcpServersOf(workspace, config, logger);
   const file = configFileOf(workspace);
   let lastText = readText(file);
   const reload = (): void => {

@@ -34,7 +34,7 @@ const LAUNCH_ARGS = [
 export const SCREENSHOT_DIR = join(process.cwd(), "test-output", "screenshots");
 
 /** The Chromium binary, or null. */
-export function chromiumPath(): string | null {
+function chromiumPath(): string | null {
   return CHROMIUM_PATHS.find((path) => path !== undefined && existsSync(path)) ?? null;
 }
 
@@ -56,7 +56,7 @@ export interface TestBrowser {
 }
 
 /** Launches headless Chromium. */
-export async function launchBrowser(): Promise<TestBrowser> {
+async function launchBrowser(): Promise<TestBrowser> {
   const executablePath = chromiumPath();
   if (!executablePath) throw new Error("no Chromium binary; check browserSkipReason() first");
   const profile = mkdtempSync(join(tmpdir(), "picklebot-chromium-"));

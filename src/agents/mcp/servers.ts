@@ -6,7 +6,7 @@
  */
 import { ToolError, toError } from "../../base/errors.js";
 import { type Logger, silentLogger } from "../../base/log.js";
-import type { Config, McpServerConfig } from "../../config/index.js";
+import { type Config, isStdioServer, type McpServerConfig } from "../../config/index.js";
 import type { Tool } from "../../ports/index.js";
 import { McpConnection, type McpServerState } from "./connection.js";
 import { mcpEndpoint, type StdioSurroundings } from "./endpoint.js";
@@ -132,34 +132,19 @@ export class McpServers {
    * (`ready`), the reason it failed (`failed`), or none yet (`idle`: not used so far).
    */
   states(): McpServerReport[] {
-    return [...this.#connections.values()].map((connection) => {
-      const transport = "command" in connection.config ? "stdio" : "http";
-      const tools = (connection.listedTools ?? []).map((tool) =>
-        mcpToolName(connection.name, tool.name),
-      );
-      const error = connection.lastError;
-      return {
-        name: connection.name,
-        transport,
-        state: connection.state,
-        tools,
-        ...(error === undefined ? {} : { error }),
-      };
-    });
+    return [...this.#connections.values()].map((connection) =>
+      reportOf(connection, connection.listedTools ?? [], connection.lastError),
+    );
   }
 
   /** Connects to every server and lists its tools: the state of each, for a person. */
   async report(): Promise<McpServerReport[]> {
     return Promise.all(
       [...this.#connections.values()].map(async (connection) => {
-        const transport = "command" in connection.config ? "stdio" : "http";
         try {
-          const tools = await connection.listTools();
-          const names = tools.map((tool) => mcpToolName(connection.name, tool.name));
-          return { name: connection.name, transport, state: connection.state, tools: names };
+          return reportOf(connection, await connection.listTools());
         } catch (thrown) {
-          const error = toError(thrown).message;
-          return { name: connection.name, transport, state: connection.state, tools: [], error };
+          return reportOf(connection, [], toError(thrown).message);
         }
       }),
     );
@@ -198,6 +183,34 @@ function mcpTool(connection: McpConnection, listed: McpListedTool): Tool {
   };
 }
 
+/** A server's report from the tools it listed, or why it cannot be used. */
+function reportOf(
+  connection: McpConnection,
+  listed: readonly McpListedTool[],
+  error?: string,
+): McpServerReport {
+  return {
+    name: connection.name,
+    transport: isStdioServer(connection.config) ? "stdio" : "http",
+    state: connection.state,
+    tools: listed.map((tool) => mcpToolName(connection.name, tool.name)),
+    ...(error === undefined ? {} : { error }),
+  };
+}
+
+/** The MCP servers of a workspace's `mcp_servers` (none started until first used). */
+export function mcpServersOf(
+  workspace: string,
+  config: Pick<Config, "tools" | "history" | "mcp_servers">,
+  log?: Logger,
+): McpServers {
+  return new McpServers({
+    servers: config.mcp_servers,
+    surroundings: stdioSurroundings(workspace, config),
+    ...(log ? { log } : {}),
+  });
+}
+
 /** What stdio servers of a workspace share, from its picklebot.yaml. */
 export function stdioSurroundings(
   workspace: string,
@@ -222,10 +235,7 @@ export async function checkMcpServers(
   workspace: string,
   config: Pick<Config, "tools" | "history" | "mcp_servers">,
 ): Promise<McpServerCheck[]> {
-  const registry = new McpServers({
-    servers: config.mcp_servers,
-    surroundings: stdioSurroundings(workspace, config),
-  });
+  const registry = mcpServersOf(workspace, config);
   try {
     const reports = await registry.report();
     return reports.map((report) => ({

@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { type Context, Hono } from "hono";
 import { streamSSE } from "hono/streaming";
-import { readTranscript } from "../../agents/transcript.js";
+import { buildTranscript } from "../../agents/transcript.js";
 import { formatTime } from "../../base/time-zone.js";
 import type {
   HistoryStore,
@@ -91,10 +91,11 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
   app.get("/:id/transcript", async (c) => {
     const session = await source.history.getSession(c.req.param("id"));
     if (!session) return noSession(c);
-    const view = await Transcript({ source, session });
-    // Unchanged since the page's copy: no swap (an open tool card stays open).
-    if (c.req.query("seen") === view.version) return c.body(null, 204);
-    return c.html(view.html);
+    const pending = await pendingJobs(source.queue, session.key);
+    // Unchanged since the page's copy: no swap (an open tool card stays open), and no
+    // transcript read.
+    if (c.req.query("seen") === transcriptVersion(session, pending)) return c.body(null, 204);
+    return c.html((await Transcript({ source, session, pending })).html);
   });
   app.get("/:id/stream", async (c) => {
     const jobId = c.req.query("job") ?? "";
@@ -171,13 +172,21 @@ async function searchSessions(history: HistoryStore, q: string): Promise<Session
     .slice(0, PAGE_SIZE);
 }
 
+/** What the transcript panel shows changes with these; the refresh skips a no-op. */
+function transcriptVersion(session: Session, pending: Job[]): string {
+  return `${session.messageCount}.${session.usage.output}.${pending.map((job) => `${job.id}${job.state}`).join(",")}`;
+}
+
 /** The transcript panel and a version of what it shows, for the refresh to skip no-ops. */
-async function Transcript(props: { source: SessionsSource; session: Session }) {
+async function Transcript(props: { source: SessionsSource; session: Session; pending?: Job[] }) {
   const { source, session } = props;
-  const transcript = await readTranscript(source, session.id);
-  const entries = transcript?.entries ?? [];
-  const pending = await pendingJobs(source.queue, session.key);
-  const version = `${session.messageCount}.${session.usage.output}.${pending.map((job) => `${job.id}${job.state}`).join(",")}`;
+  const [messages, calls, pending] = await Promise.all([
+    source.history.messages(session.id),
+    source.usage.calls({ since: 0, sessionId: session.id }),
+    props.pending ?? pendingJobs(source.queue, session.key),
+  ]);
+  const { entries } = buildTranscript(session, messages, calls);
+  const version = transcriptVersion(session, pending);
   const html = (
     <div
       id="transcript"

@@ -15,7 +15,7 @@ import type { EventRelay, PicklebotEvent } from "../../ports/index.js";
 import { PgListener } from "./listener.js";
 
 /** The channel that carries the cluster's events. */
-export const EVENTS_CHANNEL = "picklebot_events";
+const EVENTS_CHANNEL = "picklebot_events";
 /** Bytes of one notification's payload, under PostgreSQL's limit of 8,000. */
 export const MAX_PAYLOAD_BYTES = 7_800;
 /** Characters of an event's `error` kept when the event is carried. */

@@ -35,7 +35,7 @@ export const INSTANCE_GRANTS = {
 } as const satisfies Record<string, string>;
 
 /** The role of instance `id`. */
-export const INSTANCE_ROLE_PREFIX = "picklebot_i_";
+const INSTANCE_ROLE_PREFIX = "picklebot_i_";
 
 /** PostgreSQL's longest identifier (NAMEDATALEN - 1). */
 const MAX_ROLE_LENGTH = 63;
@@ -158,7 +158,7 @@ export async function connectedInstanceId(client: pg.ClientBase | pg.Pool): Prom
 }
 
 /** `picklebot_i_<id>`; throws UserError when it does not fit a PostgreSQL identifier. */
-export function roleName(instanceId: string): string {
+function roleName(instanceId: string): string {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(instanceId)) {
     throw new UserError(
       `instance name "${instanceId}": expected 1–64 letters, digits, "-" and "_" (the same as cluster.instance_id)`,

@@ -42,7 +42,7 @@ export async function backupDatabase(source: string, target: string): Promise<vo
  * can open: SQLite, intact (`quick_check`), with picklebot's tables, and no newer than
  * this release's migrations.
  */
-export function checkBackupFile(file: string): void {
+function checkBackupFile(file: string): void {
   if (!existsSync(file)) throw new UserError(`${file} does not exist; give the path of a backup`);
   let db: Database.Database;
   try {

@@ -22,8 +22,6 @@ import type { DashboardEnv, DashboardSection } from "../env.js";
 import { AgentDetail, type AgentExtraGroup, AgentList } from "./agent-pages.js";
 import { notFoundPage } from "./ui.js";
 
-export type { AgentExtraGroup, AgentExtraItem } from "./agent-pages.js";
-
 /** What the Agents section reads. */
 export interface AgentsSectionDeps {
   /** Loads `agents/` as the server does (`loadAgents(workspace)`). */

@@ -34,7 +34,7 @@ export interface ApprovalsSectionDeps {
 }
 
 /** Who answers from the browser, as stored in `answeredBy` and `grantedBy`. */
-export const DASHBOARD_ANSWERER = "dashboard";
+const DASHBOARD_ANSWERER = "dashboard";
 
 const DECISIONS: readonly ApprovalDecision[] = ["once", "always", "deny"];
 
