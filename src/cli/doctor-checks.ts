@@ -10,11 +10,11 @@ import Database from "better-sqlite3";
 import type { AgentDefinition } from "../agents/definition.js";
 import { BWRAP_HELP, probeBubblewrap } from "../agents/tools/sandbox.js";
 import { toError, type UserError } from "../base/errors.js";
+import { PACKAGE_ROOT, packageInfo } from "../base/package-info.js";
 import type { Config } from "../config/index.js";
 import { cronDirOf } from "../server/cron/admin.js";
 import { DATABASE_FILE } from "../storage/index.js";
 import { loadCrons } from "./cron.js";
-import { PACKAGE_ROOT, packageInfo } from "./package-info.js";
 
 /** How a check ended: `fail` makes doctor exit 1; `warn` and `skip` do not. */
 export type CheckStatus = "ok" | "warn" | "fail" | "skip";

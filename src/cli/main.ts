@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { toError, UsageError, UserError } from "../base/errors.js";
+import { packageInfo } from "../base/package-info.js";
 import { printable } from "../base/printable.js";
 import { approvalsCommand } from "./approvals.js";
 import { backupCommand, restoreCommand } from "./backup.js";
@@ -11,7 +12,6 @@ import { eventsCommand } from "./events.js";
 import { initCommand } from "./init.js";
 import { jobsCommand } from "./jobs.js";
 import { mcpCommand } from "./mcp.js";
-import { packageInfo } from "./package-info.js";
 import { pairingCommand } from "./pairing.js";
 import { serverCommand } from "./server.js";
 import { sessionsCommand } from "./sessions.js";

@@ -61,10 +61,7 @@ export class BudgetGuard {
 
   #limitsOf(agentId: string): Limit[] {
     const { config, agents } = this.#options;
-    return [
-      ...limitsOf("the workspace", config.budget, () => true),
-      ...limitsOf(`agent ${agentId}`, agents.get(agentId)?.budget, (r) => r.agentId === agentId),
-    ];
+    return [...workspaceLimits(config), ...agentLimits(agentId, agents.get(agentId)?.budget)];
   }
 
   async #check(limits: Limit[], target: ReplyTarget | undefined): Promise<void> {
@@ -82,6 +79,16 @@ export class BudgetGuard {
       }
     }
   }
+}
+
+/** The workspace's own budgets (`budget:` in picklebot.yaml), over every call. */
+function workspaceLimits(config: Config): Limit[] {
+  return limitsOf("the workspace", config.budget, () => true);
+}
+
+/** An agent's budgets (`budget:` in its AGENT.md), over its own calls. */
+function agentLimits(agentId: string, budget: BudgetLimits | undefined): Limit[] {
+  return limitsOf(`agent ${agentId}`, budget, (record) => record.agentId === agentId);
 }
 
 /** A budget and what was spent against it in its current period. */
@@ -106,10 +113,8 @@ export async function budgetStandings(
 ): Promise<BudgetStanding[]> {
   const { ledger, config, agents, clock } = options;
   const limits = [
-    ...limitsOf("the workspace", config.budget, () => true),
-    ...[...agents.values()].flatMap((agent) =>
-      limitsOf(`agent ${agent.id}`, agent.budget, (r) => r.agentId === agent.id),
-    ),
+    ...workspaceLimits(config),
+    ...[...agents.values()].flatMap((agent) => agentLimits(agent.id, agent.budget)),
   ];
   const standings = await standingsOf(limits, ledger, config, clock.now());
   return standings.map(({ limit, spentUsd, resetsAt }) => ({
@@ -175,7 +180,8 @@ function limitsOf(
   return limits;
 }
 
-const PERIOD_NAMES = { day: "daily", month: "monthly" } as const;
+/** How a budget's period reads in a sentence or a table. */
+export const PERIOD_NAMES = { day: "daily", month: "monthly" } as const;
 
 function reachedNotice(limit: Limit, spent: number, resetsAt: number, config: Config): string {
   const action = config.budget.on_exceeded === "park" ? "jobs wait" : "jobs are refused";

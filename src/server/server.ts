@@ -14,7 +14,6 @@
  *
  * In SQLite mode the process is alone with its storage and always the leader.
  */
-import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { AgentCatalog } from "../agents/catalog.js";
@@ -25,6 +24,7 @@ import { chatAddressOf } from "../base/chat-address.js";
 import { systemClock } from "../base/clock.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
+import { packageInfo } from "../base/package-info.js";
 import { type Config, jobRetentionHours } from "../config/index.js";
 import { LogFrontend } from "../frontends/log.js";
 import { allowedUserIds, loadPlatformFactory, runnablePlatforms } from "../frontends/platforms.js";
@@ -87,11 +87,7 @@ export interface ServerOptions {
   clock?: Clock;
 }
 
-const VERSION = (
-  JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
-    version: string;
-  }
-).version;
+const VERSION = packageInfo().version;
 
 /** A running server. */
 export class PicklebotServer {

@@ -1,4 +1,6 @@
 /** The approval tables' rows, alike for the SQLite and PostgreSQL stores (migration 008). */
+
+import { truncate } from "../base/printable.js";
 import {
   APPROVAL_INPUT_MAX_CHARS,
   type ApprovalDecision,
@@ -51,18 +53,12 @@ export function newRequestParams(request: NewApprovalRequest): (string | number)
     request.jobId,
     request.agentId,
     request.tool,
-    shortenInput(request.input),
+    truncate(request.input, APPROVAL_INPUT_MAX_CHARS),
     request.pattern,
     JSON.stringify(request.replyTo),
     request.createdAt,
     request.expiresAt,
   ];
-}
-
-/** The input as shown: at most {@link APPROVAL_INPUT_MAX_CHARS} characters, `…` when cut. */
-function shortenInput(input: string): string {
-  if (input.length <= APPROVAL_INPUT_MAX_CHARS) return input;
-  return `${input.slice(0, APPROVAL_INPUT_MAX_CHARS - 1)}…`;
 }
 
 /** The state an answer leaves a request in. */

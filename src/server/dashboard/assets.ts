@@ -6,17 +6,14 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { Hono } from "hono";
+import { packageInfo } from "../../base/package-info.js";
 import { DASHBOARD_CSS } from "./static/css.js";
 import { DASHBOARD_JS } from "./static/live.js";
 
 const require = createRequire(import.meta.url);
 
 /** Changes with every htmx or picklebot release: page links carry it, so caches can keep files long. */
-export const ASSET_VERSION = (
-  JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as {
-    version: string;
-  }
-).version;
+export const ASSET_VERSION = packageInfo().version;
 
 const FILES: Record<string, { type: string; source: () => string }> = {
   "htmx.min.js": {

@@ -195,10 +195,12 @@ export class JsonlHistoryStore implements HistoryStore, UsageLedger {
   async calls(query: UsageQuery): Promise<UsageRecord[]> {
     const inRange = (at: number) =>
       at >= query.since && (query.until === undefined || at < query.until);
-    const sessions = this.#currentIndex()
-      .list(undefined, Number.POSITIVE_INFINITY)
-      .filter((session) => session.updatedAt >= query.since)
-      .filter((session) => query.sessionId === undefined || session.id === query.sessionId);
+    const index = this.#currentIndex();
+    const chosen =
+      query.sessionId === undefined
+        ? index.list(undefined, Number.POSITIVE_INFINITY)
+        : [index.get(query.sessionId)].filter((session) => session !== undefined);
+    const sessions = chosen.filter((session) => session.updatedAt >= query.since);
     const records: UsageRecord[] = [];
     for (const session of sessions) {
       for (const line of this.#readMessageLines(session.id)) {

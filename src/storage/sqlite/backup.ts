@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import { UserError } from "../../base/errors.js";
+import { toError, UserError } from "../../base/errors.js";
 import { latestSchemaVersion } from "./database.js";
 
 /** Tables every picklebot database has had since its first release. */
@@ -30,8 +30,9 @@ export async function backupDatabase(source: string, target: string): Promise<vo
     renameSync(partial, target);
   } catch (error) {
     rmSync(partial, { force: true });
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new UserError(`could not write the backup ${target}: ${reason}`, { cause: error });
+    throw new UserError(`could not write the backup ${target}: ${toError(error).message}`, {
+      cause: error,
+    });
   } finally {
     db.close();
   }
@@ -85,9 +86,8 @@ function checkBackupFile(file: string): void {
 }
 
 function notADatabase(file: string, cause: unknown): UserError {
-  const reason = cause instanceof Error ? cause.message : String(cause);
   return new UserError(
-    `${file} is not a picklebot database (${reason}); give a file made by picklebot backup`,
+    `${file} is not a picklebot database (${toError(cause).message}); give a file made by picklebot backup`,
     {
       cause,
     },

@@ -17,7 +17,12 @@ import {
 import { UsageError } from "../../../base/errors.js";
 import type { Config } from "../../../config/index.js";
 import type { Clock, UsageLedger } from "../../../ports/index.js";
-import { BUDGET_WARNING_SHARE, type BudgetStanding, budgetStandings } from "../../budget.js";
+import {
+  BUDGET_WARNING_SHARE,
+  type BudgetStanding,
+  budgetStandings,
+  PERIOD_NAMES,
+} from "../../budget.js";
 import { type Column, ListTable, Notice } from "../components.js";
 import type { DashboardEnv, DashboardSection } from "../env.js";
 import { formatInZone, type SectionContext } from "./ui.js";
@@ -144,7 +149,7 @@ function UsageTable(props: { report: UsageReport; keyLabel: string }) {
 function BudgetTable(props: { budgets: BudgetStanding[]; timezone: string }) {
   const columns: Column<BudgetStanding>[] = [
     { label: "Scope", cell: (budget) => budget.scope },
-    { label: "Period", cell: (budget) => (budget.period === "day" ? "daily" : "monthly") },
+    { label: "Period", cell: (budget) => PERIOD_NAMES[budget.period] },
     { label: "Limit", cell: (budget) => formatUsd(budget.limitUsd), numeric: true },
     { label: "Spent", cell: (budget) => formatUsd(budget.spentUsd), numeric: true },
     { label: "Left", cell: (budget) => formatUsd(budget.leftUsd), numeric: true },

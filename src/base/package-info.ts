@@ -1,7 +1,7 @@
 /** What the installed package says about itself: its version and the Node it needs. */
 import { readFileSync } from "node:fs";
 
-/** The fields of package.json the CLI reads. */
+/** The fields of package.json picklebot reads. */
 export interface PackageInfo {
   name: string;
   version: string;
