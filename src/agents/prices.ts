@@ -45,7 +45,29 @@ export const BATCH_DISCOUNT = 0.5;
  * The price of `model`: the overrides' entry for it, else the longest table key that is
  * the id itself or a prefix of it followed by `-`; undefined when neither knows it.
  */
-export function priceOf(model: string, overrides: PriceTable = {}): ModelPrice | undefined {
+export function priceOf(
+  model: string,
+  overrides: PriceTable = NO_OVERRIDES,
+): ModelPrice | undefined {
+  let known = lookups.get(overrides);
+  if (known === undefined) {
+    known = new Map();
+    lookups.set(overrides, known);
+  }
+  if (!known.has(model)) known.set(model, lookUp(model, overrides));
+  return known.get(model);
+}
+
+/** No `llm.prices` overrides: the list prices alone. */
+const NO_OVERRIDES: PriceTable = {};
+
+/**
+ * Answers of {@link priceOf} by price table and model: a usage report or a budget check
+ * prices every call of a period, a handful of models. A config's table never changes.
+ */
+const lookups = new WeakMap<PriceTable, Map<string, ModelPrice | undefined>>();
+
+function lookUp(model: string, overrides: PriceTable): ModelPrice | undefined {
   const exact = overrides[model];
   if (exact) return exact;
   const table = { ...LIST_PRICES, ...overrides };
