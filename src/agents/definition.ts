@@ -6,6 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { UserError } from "../base/errors.js";
+import { zoneFormatter } from "../base/time-zone.js";
 import { type BudgetLimits, budgetLimitsSchema } from "../config/budget.js";
 import { type ApprovalPolicy, approvalPolicySchema } from "../config/index.js";
 import { type CustomIssueParams, userErrorFromIssues } from "../config/issues.js";
@@ -227,19 +228,20 @@ export function formatLocalTime(now: Date, timezone: string): string {
   return `${parts.date}T${parts.time}${parts.offset} (${parts.weekday}, ${timezone})`;
 }
 
+const PROMPT_TIME: Intl.DateTimeFormatOptions = {
+  hourCycle: "h23",
+  weekday: "long",
+  year: "numeric",
+  month: "2-digit",
+  day: "2-digit",
+  hour: "2-digit",
+  minute: "2-digit",
+  second: "2-digit",
+  timeZoneName: "longOffset",
+};
+
 function localTimeParts(now: Date, timezone: string) {
-  const parts = new Intl.DateTimeFormat("en-US", {
-    timeZone: timezone,
-    hourCycle: "h23",
-    weekday: "long",
-    year: "numeric",
-    month: "2-digit",
-    day: "2-digit",
-    hour: "2-digit",
-    minute: "2-digit",
-    second: "2-digit",
-    timeZoneName: "longOffset",
-  }).formatToParts(now);
+  const parts = zoneFormatter("en-US", timezone, PROMPT_TIME).formatToParts(now);
   const part = (type: Intl.DateTimeFormatPartTypes) =>
     parts.find((candidate) => candidate.type === type)?.value ?? "";
   return {

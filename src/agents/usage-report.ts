@@ -4,7 +4,7 @@
  * and the metrics.
  */
 import { UsageError } from "../base/errors.js";
-import { offsetAt, wallClockMs } from "../base/time-zone.js";
+import { offsetAt, wallClockMs, zoneFormatter } from "../base/time-zone.js";
 import { addUsage, zeroUsage } from "../base/usage.js";
 import type { TokenUsage, UsageLedger, UsageRecord } from "../ports/index.js";
 import { costOf, type PriceTable, priceOf } from "./prices.js";
@@ -95,7 +95,7 @@ function addCall(line: UsageLine, usage: TokenUsage, cost: number): UsageLine {
 
 /** `YYYY-MM-DD` of `at` in `timezone`. */
 export function localDate(at: number, timezone: string): string {
-  return new Intl.DateTimeFormat("en-CA", { timeZone: timezone, dateStyle: "short" }).format(at);
+  return zoneFormatter("en-CA", timezone, { dateStyle: "short" }).format(at);
 }
 
 /** Epoch ms of the start of the day (or month) that holds `now`, in `timezone`. */

@@ -7,22 +7,38 @@ export function offsetAt(instant: number, timeZone: string): number {
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
+/**
+ * An `Intl.DateTimeFormat` for `timeZone`, built once per locale, zone and options:
+ * building one costs far more than formatting with it (every model call's prompt, every
+ * cell of a table). Pass `options` as a constant.
+ */
+export function zoneFormatter(
+  locale: string,
+  timeZone: string,
+  options: Intl.DateTimeFormatOptions,
+): Intl.DateTimeFormat {
+  const key = `${locale} ${timeZone} ${JSON.stringify(options)}`;
+  let formatter = formatters.get(key);
+  if (formatter === undefined) {
+    formatter = new Intl.DateTimeFormat(locale, { ...options, timeZone });
+    formatters.set(key, formatter);
+  }
+  return formatter;
+}
+
+const WALL_CLOCK_PARTS: Intl.DateTimeFormatOptions = {
+  hourCycle: "h23",
+  year: "numeric",
+  month: "numeric",
+  day: "numeric",
+  hour: "numeric",
+  minute: "numeric",
+  second: "numeric",
+};
+
 /** What the zone's clock shows at `instant`, as epoch ms of that time read as UTC. */
 export function wallClockMs(instant: number, timeZone: string): number {
-  let formatter = formatters.get(timeZone);
-  if (formatter === undefined) {
-    formatter = new Intl.DateTimeFormat("en-US", {
-      timeZone,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "numeric",
-      day: "numeric",
-      hour: "numeric",
-      minute: "numeric",
-      second: "numeric",
-    });
-    formatters.set(timeZone, formatter);
-  }
+  const formatter = zoneFormatter("en-US", timeZone, WALL_CLOCK_PARTS);
   const parts: Record<string, number> = {};
   for (const part of formatter.formatToParts(new Date(instant))) {
     if (part.type !== "literal") parts[part.type] = Number(part.value);

@@ -7,6 +7,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { Context, MiddlewareHandler } from "hono";
 import { basePath } from "hono/route";
+import { zoneFormatter } from "../../../base/time-zone.js";
 import type { DashboardEnv } from "../env.js";
 
 /** The request's context, as every section handler gets it. */
@@ -71,32 +72,21 @@ export async function formField(c: SectionContext, name: string): Promise<string
   return typeof value === "string" ? value.trim() : "";
 }
 
-/** One formatter per zone: building one costs far more than using it (a table's cells). */
-const zoneFormatters = new Map<string, Intl.DateTimeFormat>();
-
-function zoneFormatter(timeZone: string): Intl.DateTimeFormat {
-  let formatter = zoneFormatters.get(timeZone);
-  if (formatter === undefined) {
-    formatter = new Intl.DateTimeFormat("en-GB", {
-      timeZone,
-      weekday: "short",
-      year: "numeric",
-      month: "2-digit",
-      day: "2-digit",
-      hour: "2-digit",
-      minute: "2-digit",
-      hourCycle: "h23",
-      timeZoneName: "short",
-    });
-    zoneFormatters.set(timeZone, formatter);
-  }
-  return formatter;
-}
+const TABLE_TIME: Intl.DateTimeFormatOptions = {
+  weekday: "short",
+  year: "numeric",
+  month: "2-digit",
+  day: "2-digit",
+  hour: "2-digit",
+  minute: "2-digit",
+  hourCycle: "h23",
+  timeZoneName: "short",
+};
 
 /** `Wed 2025-01-15 08:00 CET`: an instant on the wall clock of `timeZone`, zone named. */
 export function formatInZone(epochMs: number | null, timeZone: string): string {
   if (epochMs === null) return "—";
-  const parts = zoneFormatter(timeZone).formatToParts(epochMs);
+  const parts = zoneFormatter("en-GB", timeZone, TABLE_TIME).formatToParts(epochMs);
   const part = (type: Intl.DateTimeFormatPartTypes) =>
     parts.find((entry) => entry.type === type)?.value ?? "";
   return `${part("weekday")} ${part("year")}-${part("month")}-${part("day")} ${part("hour")}:${part("minute")} ${part("timeZoneName")}`;
