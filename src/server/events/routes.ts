@@ -60,6 +60,7 @@ export function eventRoutes(
       wanted: typeMatcher(types),
       everything: !types,
       follow: c.req.query("follow") !== "false",
+      gzip: acceptsGzip(c.req.header("accept-encoding")),
     });
     return RESPONSE_ALREADY_SENT;
   });
@@ -71,6 +72,18 @@ function resumePoint(value: string | undefined): number | null {
   if (value === undefined || value === "") return 0;
   const seq = Number(value);
   return Number.isSafeInteger(seq) && seq >= 0 ? seq : null;
+}
+
+/**
+ * Whether an `Accept-Encoding` header allows gzip: `gzip` (or `*`) listed without `q=0`.
+ */
+export function acceptsGzip(header: string | undefined): boolean {
+  return (header ?? "").split(",").some((part) => {
+    const [name = "", ...parameters] = part.split(";").map((piece) => piece.trim());
+    if (name.toLowerCase() !== "gzip" && name !== "*") return false;
+    const q = parameters.find((parameter) => parameter.toLowerCase().startsWith("q="));
+    return q === undefined || Number(q.slice(2)) > 0;
+  });
 }
 
 /**

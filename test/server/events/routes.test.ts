@@ -1,10 +1,12 @@
+import { get, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connect } from "node:net";
+import { constants, createGunzip, gunzipSync } from "node:zlib";
 import { createAdaptorServer } from "@hono/node-server";
 import { afterEach, describe, expect, it } from "vitest";
 import { readSse, type SseMessage } from "../../../src/base/sse.js";
 import { EventHub } from "../../../src/server/events/hub.js";
-import { eventRoutes } from "../../../src/server/events/routes.js";
+import { acceptsGzip, eventRoutes } from "../../../src/server/events/routes.js";
 import { HttpEndpoint } from "../../../src/server/http.js";
 import { ServerMetrics } from "../../../src/server/metrics.js";
 import { waitFor } from "../../helpers/wait.js";
@@ -129,6 +131,90 @@ describe("GET /events with a client that stops reading", () => {
     const seen = await take(reader, 1);
     expect(Number(seen[0]?.id)).toBeGreaterThan(0);
     socket.destroy();
+  });
+});
+
+/** `GET path` with node:http (which asks for no encoding unless told), as a raw response. */
+function rawGet(base: string, path: string, headers: Record<string, string> = {}) {
+  return new Promise<IncomingMessage>((resolve, reject) => {
+    get(`${base}${path}`, { headers }, resolve).on("error", reject);
+  });
+}
+
+/** Reads a response's (inflated) text until it holds `count` events. */
+function readEvents(body: NodeJS.ReadableStream, count: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = "";
+    body.on("data", (chunk: Buffer) => {
+      text += chunk.toString("utf8");
+      if ((text.match(/^event: /gm) ?? []).length >= count) resolve(text);
+    });
+    body.on("error", reject);
+  });
+}
+
+const gunzipping = (response: IncomingMessage) =>
+  response.pipe(createGunzip({ flush: constants.Z_SYNC_FLUSH }));
+
+describe("GET /events compressed", () => {
+  it("gzips the stream for a client that accepts gzip, window after window", async () => {
+    const hub = new EventHub({ instance: "local" });
+    hub.publish(enqueued("a"));
+    const base = await serve(hub);
+    const early = await rawGet(base, "/events", { "accept-encoding": "gzip, deflate, br" });
+    expect(early.headers["content-encoding"]).toBe("gzip");
+    expect(early.headers.vary).toBe("accept-encoding");
+    const earlyText = readEvents(gunzipping(early), 4);
+    hub.publish(done("a"));
+    await new Promise((resolve) => setTimeout(resolve, 120)); // a window of its own
+    // A client that joins later gets the same shared window bytes after its own start.
+    const late = await rawGet(base, "/events?after=2", { "accept-encoding": "gzip" });
+    const lateText = readEvents(gunzipping(late), 2);
+    hub.publish(enqueued("b"));
+    hub.publish(done("b"));
+    const ids = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((match) => match[1]);
+    expect(ids(await earlyText)).toEqual(["1", "2", "3", "4"]);
+    expect(ids(await lateText)).toEqual(["3", "4"]);
+    expect(await earlyText).toContain('"jobId":"b"');
+    early.destroy();
+    late.destroy();
+  });
+
+  it("sends plain text to a client that asks for no encoding, or refuses gzip", async () => {
+    const hub = new EventHub({ instance: "local" });
+    const base = await serve(hub);
+    const asked: Record<string, string>[] = [{}, { "accept-encoding": "gzip;q=0, identity" }];
+    for (const headers of asked) {
+      const response = await rawGet(base, "/events", headers);
+      expect(response.headers["content-encoding"]).toBeUndefined();
+      const text = readEvents(response, 1);
+      hub.publish(enqueued("plain"));
+      expect(await text).toContain("event: job.enqueued\ndata: {");
+      response.destroy();
+    }
+  });
+
+  it("ends a ?follow=false stream as a whole gzip file, trailer included", async () => {
+    const hub = new EventHub({ instance: "local" });
+    for (const id of ["a", "b"]) hub.publish(enqueued(id));
+    const base = await serve(hub);
+    const response = await rawGet(base, "/events?follow=false", { "accept-encoding": "gzip" });
+    const chunks: Buffer[] = [];
+    for await (const chunk of response) chunks.push(chunk as Buffer);
+    const text = gunzipSync(Buffer.concat(chunks)).toString("utf8");
+    expect(text.match(/^event: job.enqueued$/gm)).toHaveLength(2);
+  });
+});
+
+describe("acceptsGzip", () => {
+  it("reads Accept-Encoding as browsers and proxies write it", () => {
+    expect(acceptsGzip("gzip, deflate, br, zstd")).toBe(true);
+    expect(acceptsGzip("GZIP;q=0.5")).toBe(true);
+    expect(acceptsGzip("*")).toBe(true);
+    expect(acceptsGzip(undefined)).toBe(false);
+    expect(acceptsGzip("identity")).toBe(false);
+    expect(acceptsGzip("br, gzip;q=0")).toBe(false);
+    expect(acceptsGzip("gzip; q=0.000")).toBe(false);
   });
 });
 
