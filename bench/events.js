@@ -2,22 +2,28 @@
  * Event stream benchmark: does a crowd of `/events` clients slow the workers?
  *
  * Two fresh `picklebot server` child processes (SQLite queue, the fake Anthropic API
- * answering "ok" at once), each fed the same load: jobs enqueued into the workspace's
+ * answering "ok" at once; the workspace on tmpfs, /dev/shm where there is one, since this
+ * VM's disk flush times vary by tens of percent from run to run and would drown the
+ * difference measured), each fed the same load: jobs enqueued into the workspace's
  * queue from this process at `--rate` per second for `--seconds`, each a one-call turn in
  * its own session (about 6 events per job). The first server has no event clients; the
  * second has `--clients` SSE connections to `/events`, all reading everything, from a
  * process of their own (bench/lib/sse-clients.js), so that reading the streams does not
- * slow this process's fake model or its enqueues. Reported:
+ * slow this process's fake model or its enqueues. The clients ask for gzip as browsers do
+ * (`--encoding identity`: plain text); they read their sockets as the bytes come and
+ * inflate after the load, as browsers on other machines would decode on their own cores.
+ * Every client must have read every event, and the server must have dropped none
+ * (`picklebot_events_dropped_total`). Reported:
  * jobs/s (enqueue of the first job to the last one done) with and without clients, their
  * ratio, the server's CPU time per job (what the events cost the server itself, apart from
  * the clients' share of this machine's cores), the clients' CPU time, events each client
- * received, and the server's RSS before and after the load.
+ * received, the events the server dropped, and the server's RSS before and after the load.
  *
  * Usage: npm run build && node bench/events.js [--clients 1000] [--rate 500] [--seconds 10]
- *   [--rounds 3]  (rounds alternate without and with clients; medians are reported)
+ *   [--rounds 3] [--encoding gzip|identity]  (rounds alternate without and with clients; medians are reported)
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,12 +40,14 @@ const { values } = parseArgs({
     rate: { type: "string", default: "500" },
     seconds: { type: "string", default: "10" },
     rounds: { type: "string", default: "3" },
+    encoding: { type: "string", default: "gzip" },
   },
 });
 const CLIENTS = Number(values.clients);
 const RATE = Number(values.rate);
 const SECONDS = Number(values.seconds);
 const ROUNDS = Number(values.rounds);
+const ENCODING = values.encoding;
 
 /** Starts `picklebot server`; resolves with the child and its `host:port` once started. */
 function startServer(workspace) {
@@ -75,7 +83,7 @@ function startServer(workspace) {
 async function connectClients(address, count) {
   const child = spawn(
     process.execPath,
-    [join(ROOT, "bench/lib/sse-clients.js"), address, String(count)],
+    [join(ROOT, "bench/lib/sse-clients.js"), address, String(count), ENCODING],
     { stdio: ["pipe", "pipe", "inherit"] },
   );
   child.stdout.setEncoding("utf8");
@@ -96,11 +104,31 @@ async function connectClients(address, count) {
       child.stdin.write("count\n");
       return Number(await nextLine());
     },
+    /** The fewest events a client has read, once no client reads more for a second. */
+    async settledMinEvents() {
+      let last = await this.minEvents();
+      for (let quiet = 0; quiet < 4; ) {
+        await sleep(250);
+        const now = await this.minEvents();
+        quiet = now === last ? quiet + 1 : 0;
+        last = now;
+      }
+      return last;
+    },
     async close() {
       child.stdin.end();
       await new Promise((resolve) => child.once("exit", resolve));
     },
   };
+}
+
+/** The server's `picklebot_events_dropped_total`: events a client too slow to read lost. */
+async function droppedEvents(address) {
+  const metrics = await (await fetch(`http://${address}/metrics`)).text();
+  const line = metrics
+    .split("\n")
+    .find((text) => text.startsWith("picklebot_events_dropped_total"));
+  return Number(line?.split(" ").at(-1) ?? 0);
 }
 
 /** Enqueues RATE jobs a second for SECONDS; resolves with the seconds until all are done. */
@@ -128,7 +156,9 @@ async function load(queue) {
 }
 
 async function run(fakeUrl, clientCount) {
-  const dir = mkdtempSync(join(tmpdir(), "picklebot-bench-events-"));
+  const dir = mkdtempSync(
+    join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "picklebot-bench-events-"),
+  );
   writeFileSync(
     join(dir, "picklebot.yaml"),
     [
@@ -155,10 +185,11 @@ async function run(fakeUrl, clientCount) {
     const clientCpuBefore = clients ? cpuSeconds(clients.pid) : 0;
     const seconds = await load(queue);
     const serverCpu = cpuSeconds(child.pid) - cpuBefore;
-    const clientCpu = clients ? cpuSeconds(clients.pid) - clientCpuBefore : 0;
     await sleep(500);
     const rssAfter = rssMiB(child.pid);
-    const eventsPerClient = clients ? await clients.minEvents() : 0;
+    const eventsPerClient = clients ? await clients.settledMinEvents() : 0;
+    const clientCpu = clients ? cpuSeconds(clients.pid) - clientCpuBefore : 0;
+    const dropped = await droppedEvents(address);
     await clients?.close();
     await queue.close();
     db.close();
@@ -169,6 +200,7 @@ async function run(fakeUrl, clientCount) {
       rssBefore,
       rssAfter,
       eventsPerClient,
+      dropped,
     };
   } finally {
     child.kill("SIGTERM");
@@ -196,7 +228,7 @@ try {
   const withClients = medianRun(rounds.with);
   const fmt = (n) => n.toFixed(0);
   console.log(
-    `\n${RATE} jobs/s offered for ${SECONDS} s (${RATE * SECONDS} jobs), ${ROUNDS} interleaved rounds (medians), ${cpus().length} cores, ${new Date().toISOString().slice(0, 10)}\n`,
+    `\n${RATE} jobs/s offered for ${SECONDS} s (${RATE * SECONDS} jobs), ${ROUNDS} interleaved rounds (medians), clients ${ENCODING}, ${cpus().length} cores, ${new Date().toISOString().slice(0, 10)}\n`,
   );
   console.log(
     markdownTable(
@@ -209,6 +241,7 @@ try {
         "RSS after",
         "RSS growth",
         "events read per client (min)",
+        "events dropped",
       ],
       [
         [0, without],
@@ -222,11 +255,16 @@ try {
         `${fmt(result.rssAfter)} MiB`,
         `${fmt(result.rssAfter - result.rssBefore)} MiB`,
         clients ? String(result.eventsPerClient) : "-",
+        clients ? String(result.dropped) : "-",
       ]),
     ),
   );
+  const each = (runs) => runs.map((result) => fmt(result.jobsPerSecond)).join(", ");
   console.log(
-    `\nthroughput with clients / without: ${(withClients.jobsPerSecond / without.jobsPerSecond).toFixed(3)}`,
+    `\njobs/s in each round: without clients ${each(rounds.without)}; with ${each(rounds.with)}`,
+  );
+  console.log(
+    `throughput with clients / without: ${(withClients.jobsPerSecond / without.jobsPerSecond).toFixed(3)}`,
   );
 } finally {
   await fake.close();
