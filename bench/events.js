@@ -209,6 +209,11 @@ async function run(fakeUrl, clientCount) {
   }
 }
 
+/** The middle value. */
+function median(values) {
+  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+}
+
 /** The run with the median throughput. */
 function medianRun(runs) {
   const sorted = [...runs].sort((a, b) => a.jobsPerSecond - b.jobsPerSecond);
@@ -260,11 +265,19 @@ try {
     ),
   );
   const each = (runs) => runs.map((result) => fmt(result.jobsPerSecond)).join(", ");
+  const ratios = rounds.with.map(
+    (result, round) => result.jobsPerSecond / rounds.without[round].jobsPerSecond,
+  );
+  const cpu = (runs) =>
+    runs.reduce((sum, result) => sum + result.serverCpuMsPerJob, 0) / runs.length;
   console.log(
-    `\njobs/s in each round: without clients ${each(rounds.without)}; with ${each(rounds.with)}`,
+    `\nserver CPU per job, mean of the rounds: without clients ${cpu(rounds.without).toFixed(2)} ms, with ${cpu(rounds.with).toFixed(2)} ms (${((cpu(rounds.with) / cpu(rounds.without) - 1) * 100).toFixed(0)}%)`,
   );
   console.log(
-    `throughput with clients / without: ${(withClients.jobsPerSecond / without.jobsPerSecond).toFixed(3)}`,
+    `jobs/s in each round: without clients ${each(rounds.without)}; with ${each(rounds.with)}`,
+  );
+  console.log(
+    `throughput with clients / without: ${(withClients.jobsPerSecond / without.jobsPerSecond).toFixed(3)} (medians); each round's: ${ratios.map((ratio) => ratio.toFixed(2)).join(", ")}, median ${median(ratios).toFixed(3)}`,
   );
 } finally {
   await fake.close();

@@ -1,5 +1,7 @@
 /** Wall-clock time in an IANA time zone, without a date library. */
 
+import { getOrMake } from "./get-or-make.js";
+
 /** The zone's UTC offset at `instant`, in ms (positive east of Greenwich). */
 export function offsetAt(instant: number, timeZone: string): number {
   return wallClockMs(instant, timeZone) - instant;
@@ -18,12 +20,11 @@ export function zoneFormatter(
   options: Intl.DateTimeFormatOptions,
 ): Intl.DateTimeFormat {
   const key = `${locale} ${timeZone} ${JSON.stringify(options)}`;
-  let formatter = formatters.get(key);
-  if (formatter === undefined) {
-    formatter = new Intl.DateTimeFormat(locale, { ...options, timeZone });
-    formatters.set(key, formatter);
-  }
-  return formatter;
+  return getOrMake(
+    formatters,
+    key,
+    () => new Intl.DateTimeFormat(locale, { ...options, timeZone }),
+  );
 }
 
 const WALL_CLOCK_PARTS: Intl.DateTimeFormatOptions = {

@@ -22,6 +22,7 @@
  */
 import type { ServerResponse } from "node:http";
 import { constants, deflateRawSync, gzipSync } from "node:zlib";
+import { getOrMake } from "../../base/get-or-make.js";
 import type { EventFeed, PicklebotEvent, Unsubscribe } from "../../ports/index.js";
 
 /** What one client asked for. */
@@ -29,8 +30,11 @@ export interface StreamRequest {
   /** Send the buffered events with a greater `seq`, then the live ones. */
   after: number;
   wanted: (type: string) => boolean;
-  /** True when every type is wanted: such clients share one chunk per window. */
-  everything: boolean;
+  /**
+   * The filter `wanted` was made from, as the client wrote it ("" for every type):
+   * clients with the same filter and encoding share one chunk per window.
+   */
+  filter: string;
   /** Go on with live events after the buffered ones (else end after them). */
   follow: boolean;
   /** Send it gzip-compressed (the client's `Accept-Encoding` allows gzip). */
@@ -141,27 +145,27 @@ export class SseBroadcaster {
     const first = window[0];
     const lastSeq = window.at(-1)?.seq;
     if (!first || lastSeq === undefined) return;
-    const shared = new Map<boolean, Buffer>();
-    const sharedChunk = (gzip: boolean): Buffer => {
-      const chunk = shared.get(gzip) ?? encoded(window, gzip);
-      shared.set(gzip, chunk);
-      return chunk;
-    };
+    // Clients that have seen none of the window (nearly all) share, per filter, the frames
+    // they want, and per filter and encoding, the bytes: a crowd costs one filter and one
+    // deflate per kind of client, whatever its size.
+    const framesByFilter = new Map<string, Framed[]>();
+    const bytesByKind = new Map<string, Buffer>();
     for (const client of this.#clients) {
-      // The common case, a client that wants everything and has seen none of the window,
-      // costs no filtering: it gets the shared chunk of its encoding.
-      const all = client.request.everything && client.last < first.seq;
-      const wanted = all
-        ? window
-        : window.filter((framed) => framed.seq > client.last && client.request.wanted(framed.type));
+      const { filter, gzip, wanted: wants } = client.request;
+      const fresh = client.last < first.seq;
+      const wanted = fresh
+        ? getOrMake(framesByFilter, filter, () => window.filter((framed) => wants(framed.type)))
+        : window.filter((framed) => framed.seq > client.last && wants(framed.type));
       client.last = lastSeq;
       if (wanted.length === 0) continue;
       if (client.blocked) {
         this.#options.onDropped?.(wanted.length);
         continue;
       }
-      const { gzip } = client.request;
-      this.#write(client, all ? sharedChunk(gzip) : encoded(wanted, gzip));
+      const chunk = fresh
+        ? getOrMake(bytesByKind, `${gzip} ${filter}`, () => encoded(wanted, gzip))
+        : encoded(wanted, gzip);
+      this.#write(client, chunk);
     }
   }
 

@@ -58,7 +58,7 @@ export function eventRoutes(
     broadcaster.attach(c.env.outgoing, {
       after,
       wanted: typeMatcher(types),
-      everything: !types,
+      filter: types ?? "",
       follow: c.req.query("follow") !== "false",
       gzip: acceptsGzip(c.req.header("accept-encoding")),
     });

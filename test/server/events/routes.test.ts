@@ -180,6 +180,34 @@ describe("GET /events compressed", () => {
     late.destroy();
   });
 
+  it("gives each crowd of one filter only its types, gzipped or not", async () => {
+    const hub = new EventHub({ instance: "local" });
+    const base = await serve(hub);
+    const asks = [
+      { path: "/events?type=job.done", gzip: true },
+      { path: "/events?type=job.done", gzip: true },
+      { path: "/events?type=job.done", gzip: false },
+      { path: "/events", gzip: true },
+    ];
+    const responses = await Promise.all(
+      asks.map(({ path, gzip }) => rawGet(base, path, gzip ? { "accept-encoding": "gzip" } : {})),
+    );
+    const texts = responses.map((response, index) =>
+      readEvents(asks[index]?.gzip ? gunzipping(response) : response, index === 3 ? 4 : 2),
+    );
+    for (const id of ["a", "b"]) {
+      hub.publish(enqueued(id));
+      hub.publish(done(id));
+    }
+    const types = (text: string) => [...text.matchAll(/^event: (.+)$/gm)].map((match) => match[1]);
+    const [first, second, plain, everything = ""] = await Promise.all(texts);
+    for (const text of [first, second, plain]) {
+      expect(types(text ?? "")).toEqual(["job.done", "job.done"]);
+    }
+    expect(types(everything)).toEqual(["job.enqueued", "job.done", "job.enqueued", "job.done"]);
+    for (const response of responses) response.destroy();
+  });
+
   it("sends plain text to a client that asks for no encoding, or refuses gzip", async () => {
     const hub = new EventHub({ instance: "local" });
     const base = await serve(hub);

@@ -1,0 +1,9 @@
+/** `map`'s value for `key`, made by `make` (and kept) the first time it is asked for. */
+export function getOrMake<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    map.set(key, value);
+  }
+  return value;
+}
