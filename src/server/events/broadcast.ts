@@ -1,8 +1,9 @@
 /**
  * Many SSE clients on one event feed, at a cost that does not grow per event per client:
  * one subscription to the feed for every client, each event framed once, and one write
- * per client per gather window (50 ms with a few clients, growing to 500 ms with a
- * thousand), the same bytes for every client that wants every event.
+ * per client per gather window (50 ms with a few clients, growing a millisecond per client
+ * to a second with a thousand), the same bytes for every client of the same filter, and
+ * the writes of a window spread over turns of the event loop, a hundred clients a turn.
  *
  * A client that accepts gzip (every browser, and `fetch`) gets the same stream compressed,
  * about a tenth of the bytes: each window is deflated once, with a compressor of its own
@@ -45,8 +46,8 @@ export interface StreamRequest {
 export interface SseBroadcasterOptions {
   /**
    * How long the first event of a window waits for others to share its writes: the
-   * shortest window, with few clients. It grows with the crowd (half a millisecond per
-   * client), up to `maxGatherMs`, so a thousand clients cost a tenth of the writes.
+   * shortest window, with few clients. It grows with the crowd (a millisecond per
+   * client), up to `maxGatherMs`, so a thousand clients cost a twentieth of the writes.
    */
   gatherMs: number;
   /** The longest window, with many clients. */
@@ -56,6 +57,9 @@ export interface SseBroadcasterOptions {
   /** Told how many events a client that does not read has missed. (Default: nothing) */
   onDropped?: (count: number) => void;
 }
+
+/** Clients written to in one turn of the event loop (a few milliseconds). */
+const CLIENTS_PER_TURN = 100;
 
 /** One event, framed once for every client. */
 interface Framed {
@@ -133,13 +137,27 @@ export class SseBroadcaster {
 
   #collect(event: PicklebotEvent): void {
     this.#window.push({ seq: event.seq, type: event.type, frame: frameOf(event) });
-    const { gatherMs, maxGatherMs } = this.#options;
-    const window = Math.min(maxGatherMs, Math.max(gatherMs, this.#clients.size / 2));
-    this.#flushTimer ??= setTimeout(() => this.#flush(), window);
+    // While a window is written, the timer stays set: the next window waits for it.
+    this.#flushTimer ??= setTimeout(() => void this.#flush(), this.#gatherMs());
   }
 
-  #flush(): void {
-    this.#flushTimer = null;
+  /** This window's length: a millisecond per client, within the options' bounds. */
+  #gatherMs(): number {
+    const { gatherMs, maxGatherMs } = this.#options;
+    return Math.min(maxGatherMs, Math.max(gatherMs, this.#clients.size));
+  }
+
+  /**
+   * Writes the window to every client, {@link CLIENTS_PER_TURN} at a time with a turn of
+   * the event loop between, so that a crowd's writes never hold a worker up for long.
+   */
+  async #flush(): Promise<void> {
+    await this.#writeWindow();
+    this.#flushTimer =
+      this.#window.length > 0 ? setTimeout(() => void this.#flush(), this.#gatherMs()) : null;
+  }
+
+  async #writeWindow(): Promise<void> {
     const window = this.#window;
     this.#window = [];
     const first = window[0];
@@ -150,7 +168,10 @@ export class SseBroadcaster {
     // deflate per kind of client, whatever its size.
     const framesByFilter = new Map<string, Framed[]>();
     const bytesByKind = new Map<string, Buffer>();
-    for (const client of this.#clients) {
+    const clients = [...this.#clients];
+    for (const [index, client] of clients.entries()) {
+      if (index > 0 && index % CLIENTS_PER_TURN === 0) await new Promise(setImmediate);
+      if (!this.#clients.has(client)) continue; // gone since the window began
       const { filter, gzip, wanted: wants } = client.request;
       const fresh = client.last < first.seq;
       const wanted = fresh

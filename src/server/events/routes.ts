@@ -28,7 +28,7 @@ export interface EventRoutesOptions {
  * workers' CPU (bench/events.js measures it).
  */
 const GATHER_MS = 50;
-const MAX_GATHER_MS = 500;
+const MAX_GATHER_MS = 1_000;
 
 /**
  * The Hono sub-app serving `GET /events`; mount with `app.route("/", eventRoutes(feed))`.

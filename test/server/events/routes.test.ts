@@ -208,6 +208,29 @@ describe("GET /events compressed", () => {
     for (const response of responses) response.destroy();
   });
 
+  it("gets every event, in order, to a crowd written a hundred clients a turn", async () => {
+    const hub = new EventHub({ instance: "local" });
+    const base = await serve(hub);
+    const crowd = await Promise.all(
+      Array.from({ length: 250 }, (_, index) =>
+        rawGet(base, "/events", index % 2 ? { "accept-encoding": "gzip" } : {}),
+      ),
+    );
+    const texts = crowd.map((response) =>
+      readEvents(response.headers["content-encoding"] ? gunzipping(response) : response, 6),
+    );
+    crowd[7]?.destroy(); // one leaves before the window is written
+    for (const id of ["a", "b", "c"]) {
+      hub.publish(enqueued(id));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      hub.publish(done(id));
+    }
+    const ids = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((match) => match[1]);
+    const read = await Promise.all(texts.filter((_, index) => index !== 7));
+    for (const text of read) expect(ids(text)).toEqual(["1", "2", "3", "4", "5", "6"]);
+    for (const response of crowd) response.destroy();
+  });
+
   it("sends plain text to a client that asks for no encoding, or refuses gzip", async () => {
     const hub = new EventHub({ instance: "local" });
     const base = await serve(hub);
