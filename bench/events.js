@@ -189,6 +189,7 @@ async function run(fakeUrl, clientCount) {
     const clientCpuBefore = clients ? cpuSeconds(clients.pid) : 0;
     const seconds = await load(queue);
     const serverCpu = cpuSeconds(child.pid) - cpuBefore;
+    const clientLoadCpu = clients ? cpuSeconds(clients.pid) - clientCpuBefore : 0;
     await sleep(500);
     const rssAfter = rssMiB(child.pid);
     const eventsPerClient = clients ? await clients.settledMinEvents() : 0;
@@ -201,6 +202,7 @@ async function run(fakeUrl, clientCount) {
       jobsPerSecond: (RATE * SECONDS) / seconds,
       serverCpuMsPerJob: (serverCpu * 1000) / (RATE * SECONDS),
       clientCpuSeconds: clientCpu,
+      clientLoadCpuSeconds: clientLoadCpu,
       rssBefore,
       rssAfter,
       eventsPerClient,
@@ -245,7 +247,7 @@ try {
         "/events clients",
         "jobs/s",
         "server CPU per job",
-        "clients' CPU",
+        "clients' CPU: during the load, in all",
         "server RSS before",
         "RSS after",
         "RSS growth",
@@ -259,7 +261,9 @@ try {
         String(clients),
         fmt(result.jobsPerSecond),
         `${result.serverCpuMsPerJob.toFixed(2)} ms`,
-        clients ? `${result.clientCpuSeconds.toFixed(1)} s` : "-",
+        clients
+          ? `${result.clientLoadCpuSeconds.toFixed(1)} s, ${result.clientCpuSeconds.toFixed(1)} s`
+          : "-",
         `${fmt(result.rssBefore)} MiB`,
         `${fmt(result.rssAfter)} MiB`,
         `${fmt(result.rssAfter - result.rssBefore)} MiB`,
