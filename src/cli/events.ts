@@ -7,7 +7,7 @@ import { UserError } from "../base/errors.js";
 import { readSse } from "../base/sse.js";
 import { EVENT_TYPES, type PicklebotEvent } from "../ports/index.js";
 import { clientToken } from "../server/dashboard/access.js";
-import { typeMatcher } from "../server/events/routes.js";
+import { typeMatcher } from "../server/events/broadcast.js";
 import { runningServer } from "../server/workspace-lock.js";
 import { type LoadedWorkspace, loadWorkspace } from "./context.js";
 import { formatTime, printLine } from "./output.js";

@@ -30,10 +30,9 @@ import type { EventFeed, PicklebotEvent, Unsubscribe } from "../../ports/index.j
 export interface StreamRequest {
   /** Send the buffered events with a greater `seq`, then the live ones. */
   after: number;
-  wanted: (type: string) => boolean;
   /**
-   * The filter `wanted` was made from, as the client wrote it ("" for every type):
-   * clients with the same filter and encoding share one chunk per window.
+   * The types wanted, as `?type=` gives them (see {@link typeMatcher}; "" for every
+   * type): clients with the same filter and encoding share one chunk per window.
    */
   filter: string;
   /** Go on with live events after the buffered ones (else end after them). */
@@ -71,6 +70,8 @@ interface Framed {
 interface Client {
   out: ServerResponse;
   request: StreamRequest;
+  /** `request.filter` as a test of a type. */
+  wanted: (type: string) => boolean;
   /** The `seq` of the last event written to it (or skipped by its filter). */
   last: number;
   blocked: boolean;
@@ -106,9 +107,10 @@ export class SseBroadcaster {
       vary: "accept-encoding",
       ...(request.gzip ? { "content-encoding": "gzip" } : {}),
     });
+    const wanted = typeMatcher(request.filter);
     const replay = this.#feed.since(request.after);
     let text = ": connected\n\n";
-    for (const event of replay) if (request.wanted(event.type)) text += frameOf(event);
+    for (const event of replay) if (wanted(event.type)) text += frameOf(event);
     if (!request.follow) {
       out.end(request.gzip ? gzipSync(text) : text);
       return;
@@ -117,6 +119,7 @@ export class SseBroadcaster {
     const client: Client = {
       out,
       request,
+      wanted,
       last: Math.max(request.after, replay.at(-1)?.seq ?? 0),
       blocked: false,
     };
@@ -172,7 +175,8 @@ export class SseBroadcaster {
     for (const [index, client] of clients.entries()) {
       if (index > 0 && index % CLIENTS_PER_TURN === 0) await new Promise(setImmediate);
       if (!this.#clients.has(client)) continue; // gone since the window began
-      const { filter, gzip, wanted: wants } = client.request;
+      const { filter, gzip } = client.request;
+      const wants = client.wanted;
       const fresh = client.last < first.seq;
       const wanted = fresh
         ? getOrMake(framesByFilter, filter, () => window.filter((framed) => wants(framed.type)))
@@ -231,4 +235,20 @@ const GZIP_HEARTBEAT = deflated(HEARTBEAT);
 /** The SSE frame of an event: `id:` its seq, `event:` its type, `data:` its JSON. */
 function frameOf(event: PicklebotEvent): string {
   return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+/**
+ * A filter from `?type=`: comma-separated types, each exact (`job.done`) or a prefix
+ * ending in `*` (`job.*`); everything when absent.
+ */
+export function typeMatcher(filter: string | undefined): (type: string) => boolean {
+  const patterns = (filter ?? "")
+    .split(",")
+    .map((part) => part.trim())
+    .filter(Boolean);
+  if (patterns.length === 0) return () => true;
+  return (type) =>
+    patterns.some((pattern) =>
+      pattern.endsWith("*") ? type.startsWith(pattern.slice(0, -1)) : type === pattern,
+    );
 }

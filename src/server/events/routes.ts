@@ -57,7 +57,6 @@ export function eventRoutes(
     const types = c.req.query("type");
     broadcaster.attach(c.env.outgoing, {
       after,
-      wanted: typeMatcher(types),
       filter: types ?? "",
       follow: c.req.query("follow") !== "false",
       gzip: acceptsGzip(c.req.header("accept-encoding")),
@@ -84,20 +83,4 @@ export function acceptsGzip(header: string | undefined): boolean {
     const q = parameters.find((parameter) => parameter.toLowerCase().startsWith("q="));
     return q === undefined || Number(q.slice(2)) > 0;
   });
-}
-
-/**
- * A filter from `?type=`: comma-separated types, each exact (`job.done`) or a prefix
- * ending in `*` (`job.*`); everything when absent.
- */
-export function typeMatcher(filter: string | undefined): (type: string) => boolean {
-  const patterns = (filter ?? "")
-    .split(",")
-    .map((part) => part.trim())
-    .filter(Boolean);
-  if (patterns.length === 0) return () => true;
-  return (type) =>
-    patterns.some((pattern) =>
-      pattern.endsWith("*") ? type.startsWith(pattern.slice(0, -1)) : type === pattern,
-    );
 }
