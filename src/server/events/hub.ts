@@ -85,10 +85,8 @@ export class EventHub implements EventSink, EventFeed {
       at: this.#now(),
       ...event,
       instance: this.#instance,
-    } as NewEvent & {
-      at: number;
-      instance: string;
-    });
+      seq: this.#seq + 1,
+    } as PicklebotEvent);
     if (!appended) return;
     try {
       this.#forward(appended);
@@ -102,6 +100,14 @@ export class EventHub implements EventSink, EventFeed {
    * `instance` and `at`, and gets this stream's next `seq`.
    */
   relay(event: Omit<PicklebotEvent, "seq">): void {
+    this.#append({ ...event, seq: this.#seq + 1 } as PicklebotEvent);
+  }
+
+  /**
+   * Adds an event numbered by another hub, `seq` and all: the `/events` fan-out process
+   * keeps a copy of the server's stream this way.
+   */
+  mirror(event: PicklebotEvent): void {
     this.#append(event);
   }
 
@@ -120,10 +126,9 @@ export class EventHub implements EventSink, EventFeed {
     };
   }
 
-  #append(fields: Omit<PicklebotEvent, "seq">): PicklebotEvent | null {
+  #append(event: PicklebotEvent): PicklebotEvent | null {
     try {
-      this.#seq += 1;
-      const event = { ...fields, seq: this.#seq } as PicklebotEvent;
+      this.#seq = event.seq;
       this.#buffer.push(event);
       if (this.#buffer.length > this.#bufferSize) this.#buffer.shift();
       for (const subscriber of this.#subscribers) this.#offer(subscriber, event);

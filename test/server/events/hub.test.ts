@@ -99,4 +99,19 @@ describe("EventHub", () => {
     hub.relay({ ...enqueued("theirs"), at: 42, instance: "pb-2" });
     expect(hub.since(1)).toEqual([{ ...enqueued("theirs"), seq: 2, at: 42, instance: "pb-2" }]);
   });
+
+  it("mirrors another hub's events with their own seq, as the fan-out process's copy does", async () => {
+    const server = new EventHub({ instance: "local" });
+    for (const id of ["a", "b", "c"]) server.publish(enqueued(id));
+    const copy = new EventHub({ instance: "fanout" });
+    const heard: number[] = [];
+    copy.subscribe((event) => {
+      heard.push(event.seq);
+    });
+    for (const event of server.since(1)) copy.mirror(event);
+    await settle();
+    expect(copy.since(0)).toEqual(server.since(1));
+    expect(copy.lastSeq).toBe(3);
+    expect(heard).toEqual([2, 3]);
+  });
 });
