@@ -4,7 +4,7 @@
  * Every request passes the access check first (see dashboard/access.ts).
  */
 import type { AddressInfo } from "node:net";
-import { createAdaptorServer, type ServerType } from "@hono/node-server";
+import { createAdaptorServer, type HttpBindings, type ServerType } from "@hono/node-server";
 import { Hono } from "hono";
 import type { Registry } from "prom-client";
 import type { EventFeed } from "../ports/index.js";
@@ -12,7 +12,8 @@ import { type HttpAccess, openAccess, requireAccess } from "./dashboard/access.j
 import { assetRoutes } from "./dashboard/assets.js";
 import type { DashboardEnv } from "./dashboard/env.js";
 import { loginRoutes } from "./dashboard/login.js";
-import { eventRoutes } from "./events/routes.js";
+import type { EventFanout } from "./events/fanout.js";
+import { type EventRoutesOptions, eventRoutes } from "./events/routes.js";
 
 /** What `/healthz` reports: 200 when `healthy`, 503 otherwise. */
 export interface HealthReport {
@@ -33,14 +34,20 @@ export interface HttpEndpointOptions {
   dashboard?: Hono<DashboardEnv> | null;
   /** The event stream served at `GET /events`. (Default: none, 404) */
   events?: EventFeed;
-  /** Told how many events an `/events` client that does not read has missed. (Default: nothing) */
-  onEventsDropped?: (count: number) => void;
+  /** How `/events` is served, and who hears of its clients and drops (see eventRoutes). */
+  eventStream?: EventRoutesOptions;
   /** Hears of a request that failed (the response says only that it did). (Default: none) */
   onError?: (error: Error) => void;
 }
 
-/** The endpoint's routes, without a socket (tests call `app.request()`). */
-export function httpApp(options: Omit<HttpEndpointOptions, "host" | "port">): Hono {
+/**
+ * The endpoint's routes, without a socket (tests call `app.request()`), with `events`
+ * (see eventRoutes) mounted when given.
+ */
+export function httpApp(
+  options: Omit<HttpEndpointOptions, "host" | "port" | "events" | "eventStream">,
+  events?: Hono<{ Bindings: HttpBindings }>,
+): Hono {
   const access = options.access ?? openAccess();
   const app = new Hono();
   app.use(requireAccess(access));
@@ -54,10 +61,7 @@ export function httpApp(options: Omit<HttpEndpointOptions, "host" | "port">): Ho
     c.header("content-type", registry.contentType);
     return c.body(await registry.metrics());
   });
-  if (options.events) {
-    const dropped = options.onEventsDropped;
-    app.route("/", eventRoutes(options.events, dropped ? { onDropped: dropped } : {}));
-  }
+  if (events) app.route("/", events);
   if (options.dashboard) {
     app.route("/assets", assetRoutes());
     app.route("/", loginRoutes(access));
@@ -78,10 +82,13 @@ export function httpApp(options: Omit<HttpEndpointOptions, "host" | "port">): Ho
 export class HttpEndpoint {
   readonly #options: HttpEndpointOptions;
   readonly #server: ServerType;
+  readonly #fanout: EventFanout | null;
 
   constructor(options: HttpEndpointOptions) {
     this.#options = options;
-    this.#server = createAdaptorServer({ fetch: httpApp(options).fetch });
+    const events = options.events ? eventRoutes(options.events, options.eventStream) : null;
+    this.#fanout = events?.fanout ?? null;
+    this.#server = createAdaptorServer({ fetch: httpApp(options, events?.app).fetch });
   }
 
   /** Starts listening; resolves with the address (`host:port`). */
@@ -98,6 +105,9 @@ export class HttpEndpoint {
   /** Stops listening and closes open connections (event streams included). */
   async close(): Promise<void> {
     if ("closeAllConnections" in this.#server) this.#server.closeAllConnections();
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    await Promise.all([
+      new Promise<void>((resolve) => this.#server.close(() => resolve())),
+      this.#fanout?.close(),
+    ]);
   }
 }

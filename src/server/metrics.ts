@@ -58,6 +58,11 @@ export class ServerMetrics {
     help: "Events a slow /events subscriber lost because its queue was full",
     registers: [this.registry],
   });
+  readonly eventClients = new Gauge({
+    name: "picklebot_event_clients",
+    help: "Live /events clients (the dashboard's pages among them)",
+    registers: [this.registry],
+  });
   readonly llmTokens = new Counter({
     name: "picklebot_llm_tokens_total",
     help: "Tokens used by model calls, by type",

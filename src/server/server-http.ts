@@ -69,7 +69,11 @@ export async function listenHttp(
     registry: parts.metrics.registry,
     health: parts.health,
     events: parts.events,
-    onEventsDropped: (count) => parts.metrics.eventsDropped.inc(count),
+    eventStream: {
+      onDropped: (count) => parts.metrics.eventsDropped.inc(count),
+      onClients: (count) => parts.metrics.eventClients.set(count),
+      onExit: (reason) => parts.logger.warn(reason),
+    },
     access,
     dashboard: http.dashboard ? serverDashboard(parts, access) : null,
     onError: (error) => parts.logger.error({ error: error.message }, "an HTTP request failed"),

@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job, PicklebotEvent } from "../../src/ports/index.js";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
-import { runCli, startCli } from "../helpers/cli.js";
+import { fanoutProcesses, isRunning, runCli, startCli } from "../helpers/cli.js";
 import { killAllServers, startServer } from "../helpers/server.js";
 import { waitFor } from "../helpers/wait.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
@@ -154,6 +154,28 @@ describe("picklebot events", () => {
     expect(
       live.filter((event) => "jobId" in event && event.jobId === second.id).length,
     ).toBeGreaterThan(0);
+  });
+
+  it("serves live clients from a fan-out process that a SIGKILLed server takes along", async () => {
+    const server = await startServer(ws.dir);
+    const stream = await fetch(`${server.httpUrl}/events`);
+    const reader = stream.body?.getReader();
+    if (!reader) throw new Error("no body");
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain(": connected");
+    const [fanout] = await waitFor(() => {
+      const found = fanoutProcesses(server.pid);
+      return found.length === 1 && found;
+    }, "the server's fan-out process");
+    await runNotesCron();
+    let text = "";
+    while (!text.includes("event: job.done"))
+      text += new TextDecoder().decode((await reader.read()).value);
+
+    await server.kill();
+    await waitFor(() => !isRunning(fanout ?? 0), "the fan-out process to exit with the server");
+    for (let read = await reader.read().catch(() => ({ done: true })); !read.done; ) {
+      read = await reader.read().catch(() => ({ done: true }));
+    }
   });
 
   it("sends http.token, which a server with a token asks of every client", async () => {

@@ -1,8 +1,35 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 /** The built CLI entry point (dist/ is built by the global setup). */
 export const CLI = fileURLToPath(new URL("../../bin/picklebot.js", import.meta.url));
+
+/**
+ * The built `/events` fan-out process, for tests that run the server's TypeScript sources
+ * (which cannot fork a `.ts` file).
+ */
+export const FANOUT_PROCESS = fileURLToPath(
+  new URL("../../dist/server/events/fanout-process.js", import.meta.url),
+);
+
+/** Whether process `pid` runs (a zombie, exited but not yet reaped, does not). */
+export function isRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+/** The pids of the `/events` fan-out processes `parent` (default: this process) has forked. */
+export function fanoutProcesses(parent = process.pid): number[] {
+  const found = spawnSync("pgrep", ["-P", String(parent), "-f", "fanout-process.js"], {
+    encoding: "utf8",
+  });
+  return found.stdout.split("\n").filter(Boolean).map(Number);
+}
 
 /** What a finished CLI run printed. */
 export interface CliResult {

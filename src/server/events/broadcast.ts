@@ -1,5 +1,6 @@
 /**
- * Many SSE clients on one event feed, at a cost that does not grow per event per client:
+ * Many SSE clients on one event feed (in the fan-out process, see fanout.ts, on its copy
+ * of the server's stream), at a cost that does not grow per event per client:
  * one subscription to the feed for every client, each event framed once, and one write
  * per client per gather window (50 ms with a few clients, growing a millisecond per client
  * to a second with a thousand), the same bytes for every client of the same filter, and
@@ -35,7 +36,10 @@ export interface StreamRequest {
    * type): clients with the same filter and encoding share one chunk per window.
    */
   filter: string;
-  /** Go on with live events after the buffered ones (else end after them). */
+  /**
+   * Go on with live events after the buffered ones (an {@link SseBroadcaster} client),
+   * else end after them ({@link sendBuffered}).
+   */
   follow: boolean;
   /** Send it gzip-compressed (the client's `Accept-Encoding` allows gzip). */
   gzip: boolean;
@@ -55,6 +59,19 @@ export interface SseBroadcasterOptions {
   heartbeatMs: number;
   /** Told how many events a client that does not read has missed. (Default: nothing) */
   onDropped?: (count: number) => void;
+  /** Told how many clients there are, whenever one comes or goes. (Default: nothing) */
+  onClients?: (count: number) => void;
+}
+
+/**
+ * Where a stream is written: a node `ServerResponse`, or a socket handed to the fan-out
+ * process (see fanout-process.ts).
+ */
+export interface SseOut {
+  writeHead(status: number, headers: Record<string, string>): unknown;
+  /** False when the socket's buffer is full: wait for `drain`. */
+  write(chunk: string | Buffer): boolean;
+  once(event: "close" | "drain", listener: () => void): unknown;
 }
 
 /** Clients written to in one turn of the event loop (a few milliseconds). */
@@ -68,7 +85,7 @@ interface Framed {
 }
 
 interface Client {
-  out: ServerResponse;
+  out: SseOut;
   request: StreamRequest;
   /** `request.filter` as a test of a type. */
   wanted: (type: string) => boolean;
@@ -92,38 +109,15 @@ export class SseBroadcaster {
     this.#options = options;
   }
 
-  /** Clients connected now. */
-  get size(): number {
-    return this.#clients.size;
-  }
-
-  /** Answers one `GET /events` on `out`: headers, the buffered events, then live ones. */
-  attach(out: ServerResponse, request: StreamRequest): void {
-    out.writeHead(200, {
-      "content-type": "text/event-stream",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
-      "x-accel-buffering": "no",
-      vary: "accept-encoding",
-      ...(request.gzip ? { "content-encoding": "gzip" } : {}),
-    });
+  /** Answers one live `GET /events` on `out`: headers, the buffered events, then live ones. */
+  attach(out: SseOut, request: StreamRequest): void {
+    out.writeHead(200, streamHeaders(request));
     const wanted = typeMatcher(request.filter);
-    const replay = this.#feed.since(request.after);
-    let text = ": connected\n\n";
-    for (const event of replay) if (wanted(event.type)) text += frameOf(event);
-    if (!request.follow) {
-      out.end(request.gzip ? gzipSync(text) : text);
-      return;
-    }
+    const { text, lastSeq } = buffered(this.#feed, request, wanted);
     out.write(request.gzip ? Buffer.concat([GZIP_HEADER, deflated(text)]) : text);
-    const client: Client = {
-      out,
-      request,
-      wanted,
-      last: Math.max(request.after, replay.at(-1)?.seq ?? 0),
-      blocked: false,
-    };
+    const client: Client = { out, request, wanted, last: lastSeq, blocked: false };
     this.#clients.add(client);
+    this.#options.onClients?.(this.#clients.size);
     this.#unsubscribe ??= this.#feed.subscribe((event) => this.#collect(event));
     this.#heartbeat ??= setInterval(() => this.#beat(), this.#options.heartbeatMs).unref();
     out.once("close", () => this.#remove(client));
@@ -131,6 +125,7 @@ export class SseBroadcaster {
 
   #remove(client: Client): void {
     this.#clients.delete(client);
+    this.#options.onClients?.(this.#clients.size);
     if (this.#clients.size > 0) return;
     this.#unsubscribe?.();
     this.#unsubscribe = null;
@@ -152,7 +147,8 @@ export class SseBroadcaster {
 
   /**
    * Writes the window to every client, {@link CLIENTS_PER_TURN} at a time with a turn of
-   * the event loop between, so that a crowd's writes never hold a worker up for long.
+   * the event loop between, so that a crowd's writes never hold up for long the next
+   * events coming in.
    */
   async #flush(): Promise<void> {
     await this.#writeWindow();
@@ -207,6 +203,39 @@ export class SseBroadcaster {
       client.blocked = false;
     });
   }
+}
+
+/** Answers a `?follow=false` request: the buffered events, then the end (a whole gzip file). */
+export function sendBuffered(out: ServerResponse, feed: EventFeed, request: StreamRequest): void {
+  out.writeHead(200, streamHeaders(request));
+  const { text } = buffered(feed, request, typeMatcher(request.filter));
+  out.end(request.gzip ? gzipSync(text) : text);
+}
+
+/** The response headers of a stream. */
+function streamHeaders(request: StreamRequest): Record<string, string> {
+  return {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    "x-accel-buffering": "no",
+    vary: "accept-encoding",
+    ...(request.gzip ? { "content-encoding": "gzip" } : {}),
+  };
+}
+
+/**
+ * What a client gets first: a comment, then the buffered events after its resume point
+ * that it wants; `lastSeq` is where its live events start.
+ */
+function buffered(
+  feed: EventFeed,
+  request: StreamRequest,
+  wanted: (type: string) => boolean,
+): { text: string; lastSeq: number } {
+  const replay = feed.since(request.after);
+  let text = ": connected\n\n";
+  for (const event of replay) if (wanted(event.type)) text += frameOf(event);
+  return { text, lastSeq: Math.max(request.after, replay.at(-1)?.seq ?? 0) };
 }
 
 /**

@@ -1,14 +1,13 @@
 import { get, type IncomingMessage } from "node:http";
-import type { AddressInfo } from "node:net";
 import { connect } from "node:net";
 import { constants, createGunzip, gunzipSync } from "node:zlib";
-import { createAdaptorServer } from "@hono/node-server";
 import { afterEach, describe, expect, it } from "vitest";
 import { readSse, type SseMessage } from "../../../src/base/sse.js";
 import { EventHub } from "../../../src/server/events/hub.js";
-import { acceptsGzip, eventRoutes } from "../../../src/server/events/routes.js";
+import { acceptsGzip, type EventRoutesOptions } from "../../../src/server/events/routes.js";
 import { HttpEndpoint } from "../../../src/server/http.js";
 import { ServerMetrics } from "../../../src/server/metrics.js";
+import { FANOUT_PROCESS, fanoutProcesses } from "../../helpers/cli.js";
 import { waitFor } from "../../helpers/wait.js";
 
 const enqueued = (jobId: string) =>
@@ -20,17 +19,43 @@ afterEach(async () => {
   await Promise.all(endpoints.splice(0).map((endpoint) => endpoint.close()));
 });
 
-async function serve(hub: EventHub, metrics = new ServerMetrics()): Promise<string> {
+/** Serves `hub` at `/events` (and `/metrics`) as the server does; resolves with the base URL. */
+async function serve(
+  hub: EventHub,
+  {
+    metrics = new ServerMetrics(),
+    ...eventStream
+  }: { metrics?: ServerMetrics } & EventRoutesOptions = {},
+): Promise<string> {
   const endpoint = new HttpEndpoint({
     host: "127.0.0.1",
     port: 0,
     registry: metrics.registry,
     health: async () => ({ healthy: true }),
     events: hub,
-    onEventsDropped: (count) => metrics.eventsDropped.inc(count),
+    eventStream: {
+      script: FANOUT_PROCESS,
+      onDropped: (count) => metrics.eventsDropped.inc(count),
+      onClients: (count) => metrics.eventClients.set(count),
+      ...eventStream,
+    },
   });
   endpoints.push(endpoint);
   return `http://${await endpoint.listen()}`;
+}
+
+/** A number `/metrics` shows. */
+async function metric(base: string, name: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  return Number(new RegExp(`^${name} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
+}
+
+/** Waits until `/metrics` shows `count` live `/events` clients. */
+async function untilClients(base: string, count: number): Promise<void> {
+  for (let tries = 0; (await metric(base, "picklebot_event_clients")) !== count; tries++) {
+    if (tries > 500) throw new Error(`/metrics never showed ${count} /events clients`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 /** Reads `count` messages from an open stream, then closes it. */
@@ -90,16 +115,73 @@ describe("GET /events", () => {
     expect(await response.text()).toContain("Last-Event-ID and ?after= take an event seq");
   });
 
-  it("forgets a client that went away", async () => {
+  it("forgets a client that went away, and stops its fan-out process when idle", async () => {
     const hub = new EventHub({ instance: "local" });
-    const base = await serve(hub);
+    const base = await serve(hub, { idleMs: 50 });
     const controller = new AbortController();
-    const response = await fetch(`${base}/events`, { signal: controller.signal });
-    hub.publish(enqueued("a"));
-    await take(response, 1);
+    await fetch(`${base}/events`, { signal: controller.signal });
+    await untilClients(base, 1);
+    expect(fanoutProcesses()).toHaveLength(1);
     expect(hub.subscriberCount).toBe(1);
     controller.abort();
-    await waitFor(() => hub.subscriberCount === 0, "the stream to unsubscribe");
+    await untilClients(base, 0);
+    await waitFor(() => fanoutProcesses().length === 0, "the idle fan-out process to exit");
+    expect(hub.subscriberCount).toBe(0);
+  });
+});
+
+describe("GET /events when its fan-out process dies", () => {
+  it("ends the streams; clients resume with Last-Event-ID from a new one and miss nothing", async () => {
+    const hub = new EventHub({ instance: "local" });
+    const exits: string[] = [];
+    const base = await serve(hub, { onExit: (reason) => exits.push(reason) });
+    const first = readSse((await fetch(`${base}/events`)).body ?? new ReadableStream())[
+      Symbol.asyncIterator
+    ]();
+    hub.publish(enqueued("a"));
+    const seen = await first.next();
+    expect(seen.value).toMatchObject({ id: "1", event: "job.enqueued" });
+    const [pid] = fanoutProcesses();
+    process.kill(pid ?? 0, "SIGKILL");
+    expect(await first.next().catch(() => ({ done: true }))).toMatchObject({ done: true });
+    await waitFor(() => exits.length === 1, "the server to hear of the exit");
+    expect(exits[0]).toContain("the /events fan-out process ended: it exited (SIGKILL)");
+    hub.publish(done("a")); // while no fan-out process runs
+    const resumed = await take(
+      await fetch(`${base}/events`, { headers: { "last-event-id": "1" } }),
+      1,
+    );
+    expect(resumed).toMatchObject([{ id: "2", event: "job.done" }]);
+    expect(fanoutProcesses()).not.toContain(pid);
+  });
+});
+
+describe("GET /events when its fan-out process stops taking events", () => {
+  it("drops the batches it is behind by and counts them, while publishing goes on", async () => {
+    const hub = new EventHub({ instance: "local" });
+    const base = await serve(hub, { maxBatchesInFlight: 2 });
+    const reader = readSse((await fetch(`${base}/events`)).body ?? new ReadableStream())[
+      Symbol.asyncIterator
+    ]();
+    await untilClients(base, 1);
+    const [pid = 0] = fanoutProcesses();
+    process.kill(pid, "SIGSTOP");
+    try {
+      const error = "x".repeat(2_000);
+      for (let round = 0; (await metric(base, "picklebot_events_dropped_total")) === 0; round++) {
+        for (let i = 0; i < 100; i++) hub.publish({ ...done(`j${i}`), type: "job.failed", error });
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        if (round > 300) throw new Error("nothing was dropped");
+      }
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    // Once it takes events again, its client gets the ones that were not dropped, then new ones.
+    hub.publish(done("after"));
+    for (let next = await reader.next(); ; next = await reader.next()) {
+      if (next.done) throw new Error("the stream ended");
+      if (next.value.data.includes('"jobId":"after"')) break;
+    }
   });
 });
 
@@ -107,21 +189,15 @@ describe("GET /events with a client that stops reading", () => {
   it("drops that client's overflow and counts it in /metrics, while publishing goes on", async () => {
     const metrics = new ServerMetrics();
     const hub = new EventHub({ instance: "local" });
-    const base = await serve(hub, metrics);
+    const base = await serve(hub, { metrics });
     const { hostname, port } = new URL(base);
     const socket = connect(Number(port), hostname);
     socket.write("GET /events HTTP/1.1\r\nHost: x\r\n\r\n");
     socket.pause(); // never reads: the kernel's buffers fill, then the stream stalls
-    await waitFor(() => hub.subscriberCount === 1, "the stalled client to subscribe");
+    await untilClients(base, 1);
     const reader = await fetch(`${base}/events`);
     const error = "x".repeat(2_000);
-    const dropped = async () =>
-      Number(
-        /^picklebot_events_dropped_total (\d+)$/m.exec(
-          await (await fetch(`${base}/metrics`)).text(),
-        )?.[1] ?? 0,
-      );
-    for (let round = 0; (await dropped()) === 0; round++) {
+    for (let round = 0; (await metric(base, "picklebot_events_dropped_total")) === 0; round++) {
       for (let i = 0; i < 1_000; i++) hub.publish({ ...done(`j${i}`), type: "job.failed", error });
       await new Promise((resolve) => setTimeout(resolve, 60));
       if (round > 200) throw new Error("nothing was dropped");
@@ -271,13 +347,9 @@ describe("acceptsGzip", () => {
 
 describe("eventRoutes", () => {
   it("sends heartbeat comments on an idle stream", async () => {
-    const server = createAdaptorServer({
-      fetch: eventRoutes(new EventHub({ instance: "local" }), { heartbeatMs: 20 }).fetch,
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const { port } = server.address() as AddressInfo;
+    const base = await serve(new EventHub({ instance: "local" }), { heartbeatMs: 20 });
     const controller = new AbortController();
-    const response = await fetch(`http://127.0.0.1:${port}/events`, { signal: controller.signal });
+    const response = await fetch(`${base}/events`, { signal: controller.signal });
     const reader = response.body?.getReader();
     if (!reader) throw new Error("no body");
     let text = "";
@@ -286,7 +358,6 @@ describe("eventRoutes", () => {
       text += new TextDecoder().decode(value);
     }
     controller.abort();
-    server.close();
     expect(text).toContain(": connected");
   });
 });
