@@ -16,8 +16,10 @@
  * (`picklebot_events_dropped_total`). Reported:
  * jobs/s (enqueue of the first job to the last one done) with and without clients, their
  * ratio, the server's CPU time per job (what the events cost the server itself, apart from
- * the clients' share of this machine's cores), the clients' CPU time, events each client
- * received, the events the server dropped, and the server's RSS before and after the load.
+ * the clients' share of this machine's cores) with and without its `/events` fan-out
+ * process's (which writes to the live clients), the clients' CPU time, events each client
+ * received, the events the server dropped, the server's RSS before and after the load, and
+ * the fan-out process's.
  *
  * This 2-core VM's speed drifts by a quarter from minute to minute, so each round runs
  * both servers one after the other, and the ratio reported first is the median of the
@@ -26,7 +28,7 @@
  * Usage: npm run build && node bench/events.js [--clients 1000] [--rate 500] [--seconds 10]
  *   [--rounds 3] [--encoding gzip|identity]  (rounds alternate without and with clients; medians are reported)
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -126,6 +128,14 @@ async function connectClients(address, count) {
   };
 }
 
+/** The pid of the server's `/events` fan-out process (it starts with the first client). */
+function fanoutPid(serverPid) {
+  const found = spawnSync("pgrep", ["-P", String(serverPid), "-f", "fanout-process.js"], {
+    encoding: "utf8",
+  });
+  return Number(found.stdout.trim().split("\n")[0]) || null;
+}
+
 /** The server's `picklebot_events_dropped_total`: events a client too slow to read lost. */
 async function droppedEvents(address) {
   const metrics = await (await fetch(`http://${address}/metrics`)).text();
@@ -187,11 +197,15 @@ async function run(fakeUrl, clientCount) {
     const rssBefore = rssMiB(child.pid);
     const cpuBefore = cpuSeconds(child.pid);
     const clientCpuBefore = clients ? cpuSeconds(clients.pid) : 0;
+    const fanout = clients ? fanoutPid(child.pid) : null;
+    const fanoutCpuBefore = fanout ? cpuSeconds(fanout) : 0;
     const seconds = await load(queue);
     const serverCpu = cpuSeconds(child.pid) - cpuBefore;
     const clientLoadCpu = clients ? cpuSeconds(clients.pid) - clientCpuBefore : 0;
+    const fanoutCpu = fanout ? cpuSeconds(fanout) - fanoutCpuBefore : 0;
     await sleep(500);
     const rssAfter = rssMiB(child.pid);
+    const fanoutRss = fanout ? rssMiB(fanout) : 0;
     const eventsPerClient = clients ? await clients.settledMinEvents() : 0;
     const clientCpu = clients ? cpuSeconds(clients.pid) - clientCpuBefore : 0;
     const dropped = await droppedEvents(address);
@@ -203,6 +217,8 @@ async function run(fakeUrl, clientCount) {
       serverCpuMsPerJob: (serverCpu * 1000) / (RATE * SECONDS),
       clientCpuSeconds: clientCpu,
       clientLoadCpuSeconds: clientLoadCpu,
+      fanoutCpuSeconds: fanoutCpu,
+      fanoutRss,
       rssBefore,
       rssAfter,
       eventsPerClient,
@@ -248,6 +264,7 @@ try {
         "jobs/s",
         "server CPU per job",
         "clients' CPU: during the load, in all",
+        "fan-out process: CPU, RSS",
         "server RSS before",
         "RSS after",
         "RSS growth",
@@ -264,6 +281,7 @@ try {
         clients
           ? `${result.clientLoadCpuSeconds.toFixed(1)} s, ${result.clientCpuSeconds.toFixed(1)} s`
           : "-",
+        clients ? `${result.fanoutCpuSeconds.toFixed(1)} s, ${fmt(result.fanoutRss)} MiB` : "-",
         `${fmt(result.rssBefore)} MiB`,
         `${fmt(result.rssAfter)} MiB`,
         `${fmt(result.rssAfter - result.rssBefore)} MiB`,
@@ -276,10 +294,15 @@ try {
   const ratios = rounds.with.map(
     (result, round) => result.jobsPerSecond / rounds.without[round].jobsPerSecond,
   );
-  const cpu = (runs) =>
-    runs.reduce((sum, result) => sum + result.serverCpuMsPerJob, 0) / runs.length;
+  const mean = (runs, msPerJob) =>
+    runs.reduce((sum, result) => sum + msPerJob(result), 0) / runs.length;
+  const server = (result) => result.serverCpuMsPerJob;
+  const serverAndFanout = (result) =>
+    result.serverCpuMsPerJob + (result.fanoutCpuSeconds * 1000) / (RATE * SECONDS);
+  const base = mean(rounds.without, server);
+  const percent = (ms) => `${((ms / base - 1) * 100).toFixed(0)}%`;
   console.log(
-    `\nserver CPU per job, mean of the rounds: without clients ${cpu(rounds.without).toFixed(2)} ms, with ${cpu(rounds.with).toFixed(2)} ms (${((cpu(rounds.with) / cpu(rounds.without) - 1) * 100).toFixed(0)}%)`,
+    `\nserver CPU per job, mean of the rounds: without clients ${base.toFixed(2)} ms, with ${mean(rounds.with, server).toFixed(2)} ms (${percent(mean(rounds.with, server))}); with the fan-out process's added: ${mean(rounds.with, serverAndFanout).toFixed(2)} ms (${percent(mean(rounds.with, serverAndFanout))})`,
   );
   console.log(
     `jobs/s in each round: without clients ${each(rounds.without)}; with ${each(rounds.with)}`,
