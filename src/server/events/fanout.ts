@@ -22,6 +22,8 @@ import type { SseBroadcasterOptions, StreamRequest } from "./broadcast.js";
 
 /** How often the events published since the last batch go to the fan-out process. */
 const BATCH_MS = 25;
+/** How long `close` waits for the fan-out process to exit before killing it. */
+const EXIT_GRACE_MS = 2_000;
 /** The fan-out process beside this module (the built one: `dist/server/events/`). */
 const FANOUT_PROCESS = fileURLToPath(new URL("./fanout-process.js", import.meta.url));
 
@@ -83,7 +85,7 @@ export class EventFanout {
   attach(socket: Socket, request: StreamRequest): void {
     const child = this.#link?.child ?? this.#start();
     this.#keep();
-    // Every event published before the client came reaches the process before the client.
+    // The events waiting for the next batch go first, so that the client's replay has them.
     this.#sendBatch();
     // Sent or not, the socket is done with here and closed the usual way, so that the HTTP
     // server forgets it; the fan-out process's copy keeps the connection open. Node (20)
@@ -96,13 +98,17 @@ export class EventFanout {
     child.send(message, socket, { keepOpen: true }, () => socket.destroy());
   }
 
-  /** Stops the fan-out process (its clients' connections close) and waits for it to end. */
+  /**
+   * Stops the fan-out process (its clients' connections close) and waits for it to end,
+   * killing it if it has not within {@link EXIT_GRACE_MS}.
+   */
   async close(): Promise<void> {
     const child = this.#link?.child;
     this.#stop();
-    if (child && child.exitCode === null && child.signalCode === null) {
-      await new Promise((resolve) => child.once("exit", resolve));
-    }
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const kill = setTimeout(() => child.kill("SIGKILL"), EXIT_GRACE_MS);
+    await new Promise((resolve) => child.once("exit", resolve));
+    clearTimeout(kill);
   }
 
   #start(): ChildProcess {

@@ -64,7 +64,8 @@ export function eventRoutes(
       follow: c.req.query("follow") !== "false",
       gzip: acceptsGzip(c.req.header("accept-encoding")),
     };
-    if (request.follow) fanout.attach(c.env.incoming.socket, request);
+    // A HEAD request gets the headers of a `?follow=false` answer (node sends no body).
+    if (request.follow && c.req.method === "GET") fanout.attach(c.env.incoming.socket, request);
     else sendBuffered(c.env.outgoing, feed, request);
     return RESPONSE_ALREADY_SENT;
   });

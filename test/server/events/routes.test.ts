@@ -108,6 +108,17 @@ describe("GET /events", () => {
     expect(messages.map((message) => message.event)).toEqual(["cron.fired", "job.done"]);
   });
 
+  it("answers HEAD with the stream's headers and no body", async () => {
+    const hub = new EventHub({ instance: "local" });
+    hub.publish(enqueued("a"));
+    const base = await serve(hub);
+    const response = await fetch(`${base}/events`, { method: "HEAD" });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toContain("text/event-stream");
+    expect(await response.text()).toBe("");
+    expect(fanoutProcesses()).toEqual([]);
+  });
+
   it("refuses a resume point that is not an event seq", async () => {
     const base = await serve(new EventHub({ instance: "local" }));
     const response = await fetch(`${base}/events?after=yesterday`);
