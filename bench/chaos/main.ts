@@ -31,6 +31,7 @@ import { startCli } from "../../test/helpers/cli.js";
 import { openWorkspaceDb, ServerProcess } from "../../test/helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../../test/helpers/workspace.js";
 import { Answerer, checkApprovals } from "./approvals.js";
+import { EventsWatch } from "./events-watch.js";
 import { type CrashWindow, Inspector } from "./inspect.js";
 import {
   CHAOS_MCP_SERVER,
@@ -195,6 +196,7 @@ export async function main(argv: string[]): Promise<number> {
   const answerer = new Answerer(ws.dir, random);
   let batchEnder: NodeJS.Timeout | null = null;
   const inspector = new Inspector(ws.dir);
+  const watch = new EventsWatch();
   const tally: Tally = {
     kills: new Map(),
     windows: new Map(),
@@ -224,6 +226,7 @@ export async function main(argv: string[]): Promise<number> {
         random,
         killModes,
         inspector,
+        watch,
         tally,
       });
       const counts = inspector.counts();
@@ -235,6 +238,7 @@ export async function main(argv: string[]): Promise<number> {
     console.log(`draining ${inspector.unfinished()} unfinished jobs with a last server`);
     await drain(ws, inspector, tally);
     await checkMcpProcessesGone(mcpMarker, tally);
+    await checkFanoutsGone(watch, tally);
     await answerer.stop();
     const items = model.batchItemIds();
     const twice = items.filter((id, index) => items.indexOf(id) !== index);
@@ -259,7 +263,13 @@ export async function main(argv: string[]): Promise<number> {
       tally.violations.push(`${model.refused.length - 5} more requests refused`);
     }
     const seconds = (performance.now() - begin) / 1000;
-    printSummary(settings, tally, { ...verdict, jobs: producer.jobs.length, seconds, model });
+    printSummary(settings, tally, {
+      ...verdict,
+      jobs: producer.jobs.length,
+      seconds,
+      model,
+      watch,
+    });
     return tally.violations.length === 0 ? 0 : 1;
   } finally {
     if (batchEnder) clearInterval(batchEnder);
@@ -281,6 +291,8 @@ interface CycleContext {
   /** Draws each cycle's kill mode. */
   killModes: Random;
   inspector: Inspector;
+  /** Follows each server's `/events`, as an open dashboard would. */
+  watch: EventsWatch;
   tally: Tally;
 }
 
@@ -290,11 +302,13 @@ async function runCycle(context: CycleContext): Promise<string> {
   const mode = context.killModes.pick(KILL_MODES);
   const started = performance.now();
   const server = spawnServer(context.ws);
+  const stopFollowing = context.watch.follow(server);
   const note = await killWhen(mode, server, context).catch((error: unknown) => {
     tally.violations.push(`the server did not start: ${String(error).slice(0, 2000)}`);
     return "did not start";
   });
   await server.kill();
+  await stopFollowing();
   const upMs = Math.round(performance.now() - started);
   model.dropPending();
   countLogs(server, tally);
@@ -487,6 +501,16 @@ async function checkMcpProcessesGone(marker: string, tally: Tally): Promise<void
   }
 }
 
+/** Every `/events` fan-out process has gone with the server that forked it. */
+async function checkFanoutsGone(watch: EventsWatch, tally: Tally): Promise<void> {
+  const left = await watch.outlived();
+  if (left.length === 0) return;
+  tally.violations.push(
+    `${left.length} /events fan-out processes outlived their servers: ${left.join(", ")}`,
+  );
+  for (const pid of left) process.kill(pid, "SIGKILL");
+}
+
 interface Outcome {
   jobs: number;
   jobsDone: number;
@@ -497,6 +521,7 @@ interface Outcome {
   prunes: number;
   seconds: number;
   model: ChaosModel;
+  watch: EventsWatch;
 }
 
 function printSummary(settings: Settings, tally: Tally, outcome: Outcome): void {
@@ -521,6 +546,9 @@ function printSummary(settings: Settings, tally: Tally, outcome: Outcome): void 
     `  model calls ${outcome.model.calls.length}, of which ${outcome.lostCalls} were cut off by a kill`,
   );
   console.log(`  recovered   ${tally.recovered} running jobs requeued at start-up`);
+  console.log(
+    `  /events     ${outcome.watch.events} events read by the followers; ${outcome.watch.fanouts.length} fan-out processes forked, each gone with its server`,
+  );
   console.log(
     `  compaction  ${outcome.prunes} prunes, ${outcome.compactions} summaries stored, ${outcome.model.calls.filter((call) => call.jobTag === SUMMARY_TAG).length} summary calls`,
   );
