@@ -2,6 +2,7 @@
  * `picklebot events`: the running server's event stream (`GET /events`), as readable lines
  * or JSON lines; without `--follow`, the events the server still buffers, then it exits.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { Command } from "commander";
 import { UserError } from "../base/errors.js";
 import { readSse } from "../base/sse.js";
@@ -41,14 +42,47 @@ export function eventsCommand(): Command {
         ...(options.type ? { type: options.type } : {}),
       });
       const token = clientToken(loaded.config.http.token, loaded.config.history.path);
-      const response = await connect(`${base}/events?${query}`, token);
-      if (!response.body) throw new UserError(`the server at ${base} sent no event stream`);
-      for await (const message of readSse(response.body)) {
-        const event = JSON.parse(message.data) as PicklebotEvent;
-        if (options.json) console.log(JSON.stringify(event));
-        else printLine(describeEvent(event));
-      }
+      await readEvents(`${base}/events?${query}`, token, options);
     });
+}
+
+/** How long `--follow` waits before connecting again, and how many times in a row it tries. */
+const RESUME_DELAY_MS = 500;
+const RESUME_TRIES = 20;
+
+/**
+ * Prints the stream at `url`. Following, a stream that ends is resumed after its last
+ * event (the server's fan-out process restarted), and a connection that fails is tried
+ * again for {@link RESUME_TRIES} × {@link RESUME_DELAY_MS} (the server restarts), except
+ * when the very first one is refused: then no server runs, and it says so at once.
+ */
+async function readEvents(url: string, token: string | null, options: EventsOptions) {
+  let lastId = "";
+  for (let connected = false, failures = 0; ; await sleep(RESUME_DELAY_MS)) {
+    const answer = await request(url, token, lastId);
+    if (typeof answer === "string") {
+      failures += 1;
+      const retry = options.follow && (connected || answer === "dropped");
+      if (retry && failures <= RESUME_TRIES) continue;
+      throw new UserError(
+        `no picklebot server answers at ${new URL(url).origin}; start one with picklebot server (http.host and http.port in picklebot.yaml say where it listens)`,
+      );
+    }
+    connected = true;
+    failures = 0;
+    if (!answer.body)
+      throw new UserError(`the server at ${new URL(url).origin} sent no event stream`);
+    try {
+      for await (const message of readSse(answer.body)) {
+        lastId = message.id ?? lastId;
+        printEvent(JSON.parse(message.data) as PicklebotEvent, options);
+      }
+    } catch (error) {
+      // A connection cut mid-stream is resumed like one that ended, when following.
+      if (!options.follow) throw error;
+    }
+    if (!options.follow) return;
+  }
 }
 
 /** Refuses a `--type` pattern that matches no event type, listing the types. */
@@ -77,14 +111,28 @@ function serverAddress({ config }: LoadedWorkspace): string {
   return `http://${host.includes(":") ? `[${host}]` : host}:${config.http.port}`;
 }
 
-async function connect(url: string, token: string | null): Promise<Response> {
+/**
+ * `GET url` with the token and the resume point (`Last-Event-ID`), when there are: the
+ * response, or why there is none: "refused" (nothing listens there), "dropped" (the
+ * connection closed before an answer).
+ *
+ * @throws UserError with the status and the server's text when the server refuses.
+ */
+async function request(
+  url: string,
+  token: string | null,
+  lastId: string,
+): Promise<Response | "refused" | "dropped"> {
+  const headers: Record<string, string> = {
+    ...(token ? { authorization: `Bearer ${token}` } : {}),
+    ...(lastId ? { "last-event-id": lastId } : {}),
+  };
   let response: Response;
   try {
-    response = await fetch(url, token ? { headers: { authorization: `Bearer ${token}` } } : {});
-  } catch {
-    throw new UserError(
-      `no picklebot server answers at ${new URL(url).origin}; start one with picklebot server (http.host and http.port in picklebot.yaml say where it listens)`,
-    );
+    response = await fetch(url, { headers });
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string } }).cause;
+    return cause?.code === "ECONNREFUSED" ? "refused" : "dropped";
   }
   if (!response.ok) {
     const body = (await response.text()).trim();
@@ -93,6 +141,12 @@ async function connect(url: string, token: string | null): Promise<Response> {
     );
   }
   return response;
+}
+
+/** One event, as a JSON line (`--json`) or a readable one. */
+function printEvent(event: PicklebotEvent, options: EventsOptions): void {
+  if (options.json) console.log(JSON.stringify(event));
+  else printLine(describeEvent(event));
 }
 
 /** One readable line: time, type, and what the event is about. */

@@ -151,6 +151,8 @@ export type Unsubscribe = () => void;
 
 /** Reads the stream: a bounded buffer of recent events and live subscriptions. */
 export interface EventFeed {
+  /** The `seq` of the latest event (0 before the first). */
+  readonly lastSeq: number;
   /** Buffered events with `seq` greater than `after`, oldest first. */
   since(after: number): PicklebotEvent[];
   /**

@@ -178,6 +178,31 @@ describe("picklebot events", () => {
     }
   });
 
+  it("--follow goes on where it was when the fan-out process is killed", async () => {
+    const server = await startServer(ws.dir);
+    const follower = startCli(["events", "--follow", "--json", "--workspace", ws.dir]);
+    let output = "";
+    follower.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const [fanout] = await waitFor(() => {
+      const found = fanoutProcesses(server.pid);
+      return found.length === 1 && found;
+    }, "the server's fan-out process");
+    process.kill(fanout ?? 0, "SIGKILL");
+    const job = await runNotesCron();
+    await waitFor(
+      () => output.includes(`"type":"job.done","jobId":"${job.id}"`),
+      "the follower to print the job's end",
+    );
+    follower.kill("SIGKILL");
+    const seqs = output
+      .trim()
+      .split("\n")
+      .map((line) => (JSON.parse(line) as PicklebotEvent).seq);
+    expect(new Set(seqs).size).toBe(seqs.length);
+  });
+
   it("sends http.token, which a server with a token asks of every client", async () => {
     ws.write(
       "picklebot.yaml",

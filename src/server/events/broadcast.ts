@@ -213,7 +213,7 @@ export function sendBuffered(out: ServerResponse, feed: EventFeed, request: Stre
 }
 
 /** The response headers of a stream. */
-function streamHeaders(request: StreamRequest): Record<string, string> {
+export function streamHeaders(request: StreamRequest): Record<string, string> {
   return {
     "content-type": "text/event-stream",
     "cache-control": "no-cache",
@@ -225,17 +225,20 @@ function streamHeaders(request: StreamRequest): Record<string, string> {
 
 /**
  * What a client gets first: a comment, then the buffered events after its resume point
- * that it wants; `lastSeq` is where its live events start.
+ * that it wants; `lastSeq` is where its live events start. A resume point past the
+ * stream's latest event was given by an earlier run of the server (`seq` starts at 1
+ * again after a restart): such a client gets the whole buffer.
  */
 function buffered(
   feed: EventFeed,
   request: StreamRequest,
   wanted: (type: string) => boolean,
 ): { text: string; lastSeq: number } {
-  const replay = feed.since(request.after);
+  const after = request.after > feed.lastSeq ? 0 : request.after;
+  const replay = feed.since(after);
   let text = ": connected\n\n";
   for (const event of replay) if (wanted(event.type)) text += frameOf(event);
-  return { text, lastSeq: Math.max(request.after, replay.at(-1)?.seq ?? 0) };
+  return { text, lastSeq: Math.max(after, replay.at(-1)?.seq ?? 0) };
 }
 
 /**

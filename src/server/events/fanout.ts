@@ -72,6 +72,8 @@ export class EventFanout {
   #pending: PicklebotEvent[] = [];
   #batchTimer: NodeJS.Timeout | null = null;
   #idleTimer: NodeJS.Timeout | null = null;
+  /** Processes ended on purpose, or whose end was reported. */
+  readonly #settled = new WeakSet<ChildProcess>();
 
   constructor(feed: EventFeed, options: EventFanoutOptions) {
     this.#feed = feed;
@@ -83,6 +85,8 @@ export class EventFanout {
    * process, which answers it; the socket is closed here.
    */
   attach(socket: Socket, request: StreamRequest): void {
+    // A process whose channel closed is dying: its exit is reported when it comes.
+    if (this.#link && !this.#link.child.connected) this.#forget();
     const child = this.#link?.child ?? this.#start();
     this.#keep();
     // The events waiting for the next batch go first, so that the client's replay has them.
@@ -148,23 +152,33 @@ export class EventFanout {
     this.#idleTimer = null;
   }
 
-  /** The process ended: if it was not told to, say so; its clients reconnect to a new one. */
+  /** A process ended: if it was not told to, say so (once); its clients reconnect to a new one. */
   #ended(child: ChildProcess, how: string): void {
-    if (this.#link?.child !== child) return;
-    this.#stop();
-    this.#options.onClients?.(0);
+    if (this.#link?.child === child) {
+      this.#forget();
+      this.#options.onClients?.(0);
+    }
+    if (this.#settled.has(child)) return;
+    this.#settled.add(child);
     this.#options.onExit?.(`the /events fan-out process ended: ${how}; its clients reconnect`);
   }
 
+  /** Ends the process on purpose: its IPC channel closing ends it (see fanout-process.ts). */
   #stop(): void {
+    const child = this.#link?.child;
+    if (child) this.#settled.add(child);
+    if (child?.connected) child.disconnect();
+    this.#forget();
+  }
+
+  /** Lets go of the process: no more events for it, no timers. */
+  #forget(): void {
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     for (const timer of [this.#batchTimer, this.#idleTimer]) if (timer) clearTimeout(timer);
     this.#batchTimer = null;
     this.#idleTimer = null;
     this.#pending = [];
-    // Its IPC channel closing ends it (see fanout-process.ts).
-    if (this.#link?.child.connected) this.#link.child.disconnect();
     this.#link = null;
   }
 

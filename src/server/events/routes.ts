@@ -10,7 +10,7 @@ import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { Hono } from "hono";
 import type { EventFeed } from "../../ports/index.js";
-import { sendBuffered } from "./broadcast.js";
+import { sendBuffered, streamHeaders } from "./broadcast.js";
 import { EventFanout, type EventFanoutOptions } from "./fanout.js";
 
 /** How often an idle stream gets a `: heartbeat` comment. */
@@ -64,8 +64,9 @@ export function eventRoutes(
       follow: c.req.query("follow") !== "false",
       gzip: acceptsGzip(c.req.header("accept-encoding")),
     };
-    // A HEAD request gets the headers of a `?follow=false` answer (node sends no body).
-    if (request.follow && c.req.method === "GET") fanout.attach(c.env.incoming.socket, request);
+    // Hono answers HEAD with the GET route, keeping only the response's headers.
+    if (c.req.method === "HEAD") return c.body(null, 200, streamHeaders(request));
+    if (request.follow) fanout.attach(c.env.incoming.socket, request);
     else sendBuffered(c.env.outgoing, feed, request);
     return RESPONSE_ALREADY_SENT;
   });

@@ -98,6 +98,18 @@ describe("GET /events", () => {
     expect(byQuery.map((message) => message.id)).toEqual(["2", "3"]);
   });
 
+  it("gives the whole buffer to a resume point past the stream's end (from before a restart)", async () => {
+    const hub = new EventHub({ instance: "local" });
+    for (const id of ["a", "b"]) hub.publish(enqueued(id));
+    const base = await serve(hub);
+    const live = await fetch(`${base}/events`, { headers: { "last-event-id": "500" } });
+    const reading = take(live, 3);
+    setTimeout(() => hub.publish(done("a")), 50);
+    expect((await reading).map((message) => message.id)).toEqual(["1", "2", "3"]);
+    const once = await fetch(`${base}/events?follow=false&after=500`);
+    expect((await once.text()).match(/^id: \d+$/gm)).toEqual(["id: 1", "id: 2", "id: 3"]);
+  });
+
   it("keeps only the types asked for with ?type=", async () => {
     const hub = new EventHub({ instance: "local" });
     hub.publish(enqueued("a"));
