@@ -547,7 +547,7 @@ function printSummary(settings: Settings, tally: Tally, outcome: Outcome): void 
   );
   console.log(`  recovered   ${tally.recovered} running jobs requeued at start-up`);
   console.log(
-    `  /events     ${outcome.watch.events} events read by the followers; ${outcome.watch.fanouts.length} fan-out processes forked, each gone with its server`,
+    `  /events     ${outcome.watch.events} events read by the followers (${outcome.watch.hungReads} reads fetch never ended); ${outcome.watch.fanouts.length} fan-out processes forked, each gone with its server`,
   );
   console.log(
     `  compaction  ${outcome.prunes} prunes, ${outcome.compactions} summaries stored, ${outcome.model.calls.filter((call) => call.jobTag === SUMMARY_TAG).length} summary calls`,

@@ -39,6 +39,35 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
   }
 }
 
+/**
+ * `body`, ended when no byte (not even a heartbeat comment) comes for `quietMs`: a
+ * connection that went silent (a peer gone without a word, or a read that never returns:
+ * fetch's body has been seen to hang after its connection closed) ends like a closed one.
+ */
+export function untilQuiet(
+  body: ReadableStream<Uint8Array>,
+  quietMs: number,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream({
+    async pull(controller) {
+      let timer: NodeJS.Timeout | undefined;
+      const quiet = new Promise<"quiet">((resolve) => {
+        timer = setTimeout(() => resolve("quiet"), quietMs);
+      });
+      const read = await Promise.race([reader.read(), quiet]);
+      clearTimeout(timer);
+      if (read !== "quiet" && !read.done) {
+        controller.enqueue(read.value);
+        return;
+      }
+      controller.close();
+      reader.cancel().catch(() => undefined);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+}
+
 function emptyMessage(): { id: string | null; event: string; data: string | null } {
   return { id: null, event: "message", data: null };
 }

@@ -5,7 +5,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Command } from "commander";
 import { UserError } from "../base/errors.js";
-import { readSse } from "../base/sse.js";
+import { readSse, untilQuiet } from "../base/sse.js";
 import { EVENT_TYPES, type PicklebotEvent } from "../ports/index.js";
 import { clientToken } from "../server/dashboard/access.js";
 import { typeMatcher } from "../server/events/broadcast.js";
@@ -49,10 +49,13 @@ export function eventsCommand(): Command {
 /** How long `--follow` waits before connecting again, and how many times in a row it tries. */
 const RESUME_DELAY_MS = 500;
 const RESUME_TRIES = 20;
+/** A followed stream silent this long (three heartbeats) is taken for lost, and resumed. */
+const QUIET_MS = 45_000;
 
 /**
- * Prints the stream at `url`. Following, a stream that ends is resumed after its last
- * event (the server's fan-out process restarted), and a connection that fails is tried
+ * Prints the stream at `url`. Following, a stream that ends, or goes silent for
+ * {@link QUIET_MS}, is resumed after its last event (the server's fan-out process
+ * restarted, the connection was lost), and a connection that fails is tried
  * again for {@link RESUME_TRIES} × {@link RESUME_DELAY_MS} (the server restarts), except
  * when the very first one is refused: then no server runs, and it says so at once.
  */
@@ -73,7 +76,8 @@ async function readEvents(url: string, token: string | null, options: EventsOpti
     if (!answer.body)
       throw new UserError(`the server at ${new URL(url).origin} sent no event stream`);
     try {
-      for await (const message of readSse(answer.body)) {
+      const body = options.follow ? untilQuiet(answer.body, QUIET_MS) : answer.body;
+      for await (const message of readSse(body)) {
         lastId = message.id ?? lastId;
         printEvent(JSON.parse(message.data) as PicklebotEvent, options);
       }

@@ -7,6 +7,7 @@
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import { setPriority } from "node:os";
+import { getOrMake } from "../../base/get-or-make.js";
 import { SseBroadcaster, type SseOut } from "./broadcast.js";
 import type { FromFanout, ToFanout } from "./fanout.js";
 import { EventHub } from "./hub.js";
@@ -69,8 +70,8 @@ try {
 
 /**
  * A stream written straight onto a handed-over socket: the status line and headers, then
- * the body until the connection closes (`Connection: close`, no chunked framing, as
- * HTTP/1.1 allows).
+ * the body in chunks (`Transfer-Encoding: chunked`: the framing every HTTP client reads
+ * best), `Connection: close`.
  */
 function socketOut(socket: Socket): SseOut {
   // A client that hangs up mid-write: its `close` follows, which removes it.
@@ -79,12 +80,25 @@ function socketOut(socket: Socket): SseOut {
   socket.resume();
   return {
     writeHead(status, headers) {
-      const lines = Object.entries({ ...headers, connection: "close" }).map(
-        ([name, value]) => `${name}: ${value}\r\n`,
-      );
+      const fields = { ...headers, "transfer-encoding": "chunked", connection: "close" };
+      const lines = Object.entries(fields).map(([name, value]) => `${name}: ${value}\r\n`);
       socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${lines.join("")}\r\n`);
     },
-    write: (chunk) => socket.write(chunk),
+    write: (chunk) => socket.write(chunked(chunk)),
     once: (event, listener) => socket.once(event, listener),
   };
 }
+
+/** Chunks already framed: a window's bytes are shared by many clients, and framed once. */
+const framed = new WeakMap<Buffer, Buffer>();
+
+/** `data` as one chunk of a chunked body (RFC 9112 7.1). */
+function chunked(data: string | Buffer): Buffer {
+  const frame = (bytes: Buffer) =>
+    Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, CRLF]);
+  return typeof data === "string"
+    ? frame(Buffer.from(data))
+    : getOrMake(framed, data, () => frame(data));
+}
+
+const CRLF = Buffer.from("\r\n");

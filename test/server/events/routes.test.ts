@@ -2,7 +2,7 @@ import { get, type IncomingMessage } from "node:http";
 import { connect } from "node:net";
 import { constants, createGunzip, gunzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
-import { readSse, type SseMessage } from "../../../src/base/sse.js";
+import { readSse, type SseMessage, untilQuiet } from "../../../src/base/sse.js";
 import { EventHub } from "../../../src/server/events/hub.js";
 import { acceptsGzip, type EventRoutesOptions } from "../../../src/server/events/routes.js";
 import { HttpEndpoint } from "../../../src/server/http.js";
@@ -382,6 +382,24 @@ describe("eventRoutes", () => {
     }
     controller.abort();
     expect(text).toContain(": connected");
+  });
+});
+
+describe("untilQuiet", () => {
+  it("passes a stream through, and ends it when nothing comes for a while", async () => {
+    const encoder = new TextEncoder();
+    let push: (text: string) => void = () => undefined;
+    const silent = new ReadableStream<Uint8Array>({
+      start(controller) {
+        push = (text) => controller.enqueue(encoder.encode(text));
+      },
+    });
+    const messages = readSse(untilQuiet(silent, 100));
+    push("id: 1\ndata: {}\n\n");
+    setTimeout(() => push(": heartbeat\n\nid: 2\ndata: {}\n\n"), 60);
+    const ids: (string | null)[] = [];
+    for await (const message of messages) ids.push(message.id);
+    expect(ids).toEqual(["1", "2"]);
   });
 });
 
