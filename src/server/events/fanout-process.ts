@@ -84,7 +84,8 @@ function socketOut(socket: Socket): SseOut {
       const lines = Object.entries(fields).map(([name, value]) => `${name}: ${value}\r\n`);
       socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${lines.join("")}\r\n`);
     },
-    write: (chunk) => socket.write(chunked(chunk)),
+    // An empty chunk would end the body: there is nothing to send anyway.
+    write: (chunk) => chunk.length === 0 || socket.write(chunked(chunk)),
     once: (event, listener) => socket.once(event, listener),
   };
 }
