@@ -91,15 +91,15 @@ export class HttpEndpoint {
     this.#server = createAdaptorServer({ fetch: httpApp(options, events?.app).fetch });
   }
 
-  /** Starts listening; resolves with the address (`host:port`). */
+  /** Starts listening; resolves with the address (`host:port`, `[::1]:port` for IPv6). */
   async listen(): Promise<string> {
     const { host, port } = this.#options;
     await new Promise<void>((resolve, reject) => {
       this.#server.once("error", reject);
       this.#server.listen(port, host, () => resolve());
     });
-    const address = this.#server.address() as AddressInfo;
-    return `${address.address}:${address.port}`;
+    const { address, port: bound } = this.#server.address() as AddressInfo;
+    return `${address.includes(":") ? `[${address}]` : address}:${bound}`;
   }
 
   /** Stops listening and closes open connections (event streams included). */

@@ -1,6 +1,7 @@
 /**
  * Who may use the HTTP endpoint. On a loopback bind (the default, 127.0.0.1) without
- * `http.token` everything is open to the host's own users. With a token, or on any other
+ * `http.token` everything is open to the host's own users, under a loopback name only (a
+ * web page that rebinds its own name to 127.0.0.1 gets 403). With a token, or on any other
  * bind, every request needs the access token:
  * as `Authorization: Bearer <token>`, or as the session cookie the `/login` form sets
  * (which holds a digest of the token, never the token). `/healthz` and `/metrics` stay
@@ -134,14 +135,32 @@ export function hasToken(c: Context, token: string): boolean {
 }
 
 /**
+ * True when the request names this host by a loopback name (`127.0.0.1`, `[::1]`,
+ * `localhost`, `*.localhost`). A page from elsewhere that rebinds its own DNS name to
+ * 127.0.0.1 still sends that name, so a tokenless endpoint refuses it.
+ */
+export function addressedAsLoopback(c: Context): boolean {
+  const name = new URL(c.req.url).hostname.replace(/^\[(.*)\]$/, "$1");
+  return isLoopback(name) || name.endsWith(".localhost");
+}
+
+/**
  * Lets a request through when it may pass; otherwise a page asks for the login form (a
- * browser's GET is redirected there) and anything else gets 401.
+ * browser's GET is redirected there) and anything else gets 401. Without a token, a
+ * request addressed by a name other than a loopback one gets 403.
  */
 export function requireAccess(access: HttpAccess): MiddlewareHandler {
   return async (c, next) => {
     const { token } = access;
     const path = c.req.path;
-    if (token === null || OPEN_PATHS.some((open) => path.startsWith(open))) return next();
+    if (token === null) {
+      if (addressedAsLoopback(c)) return next();
+      return c.text(
+        `403 forbidden: without http.token this server answers only to 127.0.0.1, [::1] or localhost, not to ${new URL(c.req.url).host}; open it by one of those names (an SSH tunnel keeps them), or set http.token in picklebot.yaml\n`,
+        403,
+      );
+    }
+    if (OPEN_PATHS.some((open) => path.startsWith(open))) return next();
     if (LOOPBACK_PATHS.has(path) && isLoopback(clientAddress(c))) return next();
     if (hasToken(c, token)) return next();
     const wantsPage =

@@ -33,6 +33,31 @@ describe("dashboard access on a loopback bind", () => {
     }
     expect(harness.announced).toEqual([]);
   });
+
+  it("answers under loopback names only, so a page that rebinds its DNS name to 127.0.0.1 reads nothing", async () => {
+    harness = await openDashboard();
+    for (const url of [
+      "http://127.0.0.1:8787/sessions",
+      "http://localhost:8787/sessions",
+      "http://[::1]:8787/sessions",
+      "http://picklebot.localhost/sessions",
+    ]) {
+      expect((await harness.request(url, PAGE)).status, url).toBe(200);
+    }
+    for (const url of ["http://evil.example:8787/sessions", "http://192.168.1.5:8787/events"]) {
+      const response = await harness.request(url, PAGE);
+      expect(response.status, url).toBe(403);
+      const text = await response.text();
+      expect(text).toContain("set http.token");
+      expect(text).not.toContain("<h1>");
+    }
+    const csrf = await csrfTokenOf(harness);
+    const retry = await harness.request(
+      "http://evil.example:8787/jobs/1/retry",
+      form({ _csrf: csrf }),
+    );
+    expect(retry.status).toBe(403);
+  });
 });
 
 describe("dashboard access with http.token on a loopback bind", () => {
