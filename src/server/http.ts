@@ -6,6 +6,7 @@
 import type { AddressInfo } from "node:net";
 import { createAdaptorServer, type HttpBindings, type ServerType } from "@hono/node-server";
 import { Hono } from "hono";
+import { secureHeaders } from "hono/secure-headers";
 import type { Registry } from "prom-client";
 import type { EventFeed } from "../ports/index.js";
 import { type HttpAccess, openAccess, requireAccess } from "./dashboard/access.js";
@@ -41,6 +42,26 @@ export interface HttpEndpointOptions {
 }
 
 /**
+ * Headers on every answer: no page may frame the dashboard (a click on Allow or Cancel
+ * can't be stolen), and its pages run only picklebot's own scripts and styles, without
+ * eval or inline code (see dashboard/layout.tsx). HSTS is left to a TLS proxy.
+ */
+const SECURITY_HEADERS = secureHeaders({
+  strictTransportSecurity: false,
+  xFrameOptions: "DENY",
+  contentSecurityPolicy: {
+    defaultSrc: ["'none'"],
+    scriptSrc: ["'self'"],
+    styleSrc: ["'self'"],
+    imgSrc: ["'self'", "data:"],
+    connectSrc: ["'self'"],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+    baseUri: ["'none'"],
+  },
+});
+
+/**
  * The endpoint's routes, without a socket (tests call `app.request()`), with `events`
  * (see eventRoutes) mounted when given.
  */
@@ -50,6 +71,7 @@ export function httpApp(
 ): Hono {
   const access = options.access ?? openAccess();
   const app = new Hono();
+  app.use(SECURITY_HEADERS);
   app.use(requireAccess(access));
   app.get("/healthz", async (c) => {
     const report = await options.health();

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, afterEach, beforeAll, expect } from "vitest";
 
 /** Where the binary may be, first found wins. */
 const CHROMIUM_PATHS = [
@@ -82,18 +82,28 @@ async function launchBrowser(): Promise<TestBrowser> {
 
 /**
  * One browser for the test file: launched before its first test (unless `skip`, see
- * {@link browserSkipReason}), closed after its last.
+ * {@link browserSkipReason}), closed after its last. A test fails when one of its pages
+ * threw or refused something under the Content-Security-Policy.
  */
 export function browserForFile(skip: string | null): Pick<TestBrowser, "page"> {
   let browser: TestBrowser | undefined;
+  const pageErrors: string[] = [];
   beforeAll(async () => {
     if (!skip) browser = await launchBrowser();
   });
+  afterEach(() => {
+    expect(pageErrors.splice(0), "script errors and Content-Security-Policy refusals").toEqual([]);
+  });
   afterAll(async () => browser?.close());
   return {
-    page(width) {
+    async page(width) {
       if (!browser) throw new Error(`no browser: ${skip ?? "not launched yet"}`);
-      return browser.page(width);
+      const page = await browser.page(width);
+      page.on("pageerror", (error) => pageErrors.push(error.message));
+      page.on("console", (message) => {
+        if (/Content Security Policy/i.test(message.text())) pageErrors.push(message.text());
+      });
+      return page;
     },
   };
 }

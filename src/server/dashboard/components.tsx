@@ -75,7 +75,7 @@ export function PostForm(props: {
         "hx-post": props.action,
         "hx-target": props.htmx.target,
         "hx-swap": "outerHTML",
-        "hx-on::after-request": "if (event.detail.successful) this.reset()",
+        "data-reset-on-success": "",
       }
     : {};
   return (

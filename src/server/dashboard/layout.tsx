@@ -10,6 +10,12 @@ export interface NavEntry {
   label: string;
 }
 
+/**
+ * htmx without eval (`hx-on`, `js:` values) and without the style tag it would inject:
+ * the pages' Content-Security-Policy allows neither.
+ */
+const HTMX_CONFIG = JSON.stringify({ allowEval: false, includeIndicatorStyles: false });
+
 /** The page around a section's body; `nav` lists the overview and every section. */
 export function Layout(props: { title: string; nav: NavEntry[]; children?: Child }) {
   const c = useRequestContext<DashboardEnv>();
@@ -18,6 +24,7 @@ export function Layout(props: { title: string; nav: NavEntry[]; children?: Child
   return (
     <html lang="en">
       <PageHead title={props.title}>
+        <meta name="htmx-config" content={HTMX_CONFIG} />
         <script src={`/assets/htmx.min.js?v=${ASSET_VERSION}`} defer />
         <script src={`/assets/dashboard.js?v=${ASSET_VERSION}`} defer />
       </PageHead>

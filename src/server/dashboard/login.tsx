@@ -43,9 +43,15 @@ export function loginRoutes(access: HttpAccess): Hono {
   return app;
 }
 
-/** Only a path on this server: never `//host` or `https://…` (no open redirect). */
+/**
+ * Only a path on this server (no open redirect): `//host`, `/\host`, `https://…` and
+ * anything a browser would resolve to another origin become `/`.
+ */
 function safeNext(next: string | undefined): string {
-  return next?.startsWith("/") && !next.startsWith("//") ? next : "/";
+  if (!next?.startsWith("/")) return "/";
+  const base = "http://picklebot.invalid";
+  const resolved = new URL(next, base);
+  return resolved.origin === base ? `${resolved.pathname}${resolved.search}${resolved.hash}` : "/";
 }
 
 function overHttps(c: Context): boolean {

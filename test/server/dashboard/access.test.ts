@@ -60,6 +60,23 @@ describe("dashboard access on a loopback bind", () => {
   });
 });
 
+describe("what a page may do in the browser", () => {
+  it("may not be framed by another site, and runs only picklebot's own scripts and styles", async () => {
+    harness = await openDashboard();
+    for (const path of ["/", "/jobs", "/sessions", "/healthz"]) {
+      const response = await harness.request(path, PAGE);
+      expect(response.headers.get("x-frame-options"), path).toBe("DENY");
+      const policy = response.headers.get("content-security-policy") ?? "";
+      expect(policy, path).toContain("frame-ancestors 'none'");
+      expect(policy, path).toContain("script-src 'self'");
+      expect(policy, path).not.toMatch(/unsafe-(eval|inline)/);
+      expect(response.headers.get("x-content-type-options"), path).toBe("nosniff");
+    }
+    const page = await (await harness.request("/sessions", PAGE)).text();
+    expect(page).not.toMatch(/<script>|<style>| style=| hx-on/);
+  });
+});
+
 describe("dashboard access with http.token on a loopback bind", () => {
   it("requires the token from loopback clients too (a reverse proxy on this host is one)", async () => {
     harness = await openDashboard({ token: TOKEN });
@@ -137,6 +154,16 @@ describe("dashboard access on a non-loopback bind", () => {
     );
     expect(response.headers.get("set-cookie")).toMatch(/Secure/);
     expect(response.headers.get("location")).toBe("/");
+    for (const next of ["/\\evil.example/", "/\t/evil.example/", "https://evil.example/"]) {
+      const login = await harness.request("/login", form({ token: TOKEN, next }), REMOTE);
+      expect(login.headers.get("location"), next).toBe("/");
+    }
+    const kept = await harness.request(
+      "/login",
+      form({ token: TOKEN, next: "/jobs?state=failed#top" }),
+      REMOTE,
+    );
+    expect(kept.headers.get("location")).toBe("/jobs?state=failed#top");
   });
 
   it("never renders the token, and CSRF tokens differ from it", async () => {

@@ -4,7 +4,8 @@
  * (a busy queue does not turn into a request per event). Without a stream
  * (the server serves none, or the connection drops) it refreshes every 3 s instead.
  * An element with `data-stream` shows the text of a reply as it is written (plain text,
- * never HTML), from that URL's Server-Sent Events.
+ * never HTML), from that URL's Server-Sent Events. A form with `data-reset-on-success`
+ * empties itself once htmx has posted it (here, not in `hx-on`: the pages' CSP allows no eval).
  */
 import { EVENT_TYPES } from "../../../ports/index.js";
 
@@ -39,6 +40,10 @@ export const DASHBOARD_JS = `
     });
   }
   document.addEventListener("htmx:load", function (e) { connectStreams(e.detail.elt); });
+  document.addEventListener("htmx:afterRequest", function (e) {
+    var form = e.detail.elt;
+    if (e.detail.successful && form.hasAttribute("data-reset-on-success")) form.reset();
+  });
   connectStreams(document);
   if (!document.querySelector('[hx-trigger*="picklebot-event"]')) return;
   if (!window.EventSource) return startPolling();
