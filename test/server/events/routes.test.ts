@@ -215,7 +215,7 @@ describe("GET /events with a client that stops reading", () => {
     const base = await serve(hub, { metrics });
     const { hostname, port } = new URL(base);
     const socket = connect(Number(port), hostname);
-    socket.write("GET /events HTTP/1.1\r\nHost: x\r\n\r\n");
+    socket.write(`GET /events HTTP/1.1\r\nHost: ${hostname}:${port}\r\n\r\n`);
     socket.pause(); // never reads: the kernel's buffers fill, then the stream stalls
     await untilClients(base, 1);
     const reader = await fetch(`${base}/events`);
