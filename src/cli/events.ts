@@ -5,6 +5,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Command } from "commander";
 import { UserError } from "../base/errors.js";
+import { hostPort } from "../base/host.js";
 import { readSse, untilQuiet } from "../base/sse.js";
 import { EVENT_TYPES, type PicklebotEvent } from "../ports/index.js";
 import { clientToken } from "../server/dashboard/access.js";
@@ -112,7 +113,7 @@ function serverAddress({ config }: LoadedWorkspace): string {
     );
   }
   const host = ["0.0.0.0", "::"].includes(config.http.host) ? "127.0.0.1" : config.http.host;
-  return `http://${host.includes(":") ? `[${host}]` : host}:${config.http.port}`;
+  return `http://${hostPort(host, config.http.port)}`;
 }
 
 /**

@@ -8,6 +8,7 @@ import { createAdaptorServer, type HttpBindings, type ServerType } from "@hono/n
 import { Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
 import type { Registry } from "prom-client";
+import { hostPort } from "../base/host.js";
 import type { EventFeed } from "../ports/index.js";
 import { type HttpAccess, openAccess, requireAccess } from "./dashboard/access.js";
 import { assetRoutes } from "./dashboard/assets.js";
@@ -120,8 +121,8 @@ export class HttpEndpoint {
       this.#server.once("error", reject);
       this.#server.listen(port, host, () => resolve());
     });
-    const { address, port: bound } = this.#server.address() as AddressInfo;
-    return `${address.includes(":") ? `[${address}]` : address}:${bound}`;
+    const address = this.#server.address() as AddressInfo;
+    return hostPort(address.address, address.port);
   }
 
   /** Stops listening and closes open connections (event streams included). */

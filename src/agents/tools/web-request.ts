@@ -15,6 +15,7 @@ import { isIP, type LookupFunction } from "node:net";
 import type { Readable } from "node:stream";
 import zlib from "node:zlib";
 import { ToolError } from "../../base/errors.js";
+import { bareHostname } from "../../base/host.js";
 import { blockedAddressKind, type HostResolver, type ResolvedAddress } from "./web-address.js";
 
 /** How {@link getPublic} reaches hosts. */
@@ -97,7 +98,7 @@ function checkedDomain(url: URL, allowDomains: readonly string[] | undefined): v
 
 /** The address to connect to for `url`'s host, after checking every address it has. */
 async function checkedAddress(url: URL, options: PublicRequestOptions): Promise<ResolvedAddress> {
-  const host = url.hostname.replace(/^\[|\]$/g, "");
+  const host = bareHostname(url);
   const literal = isIP(host);
   const addresses =
     literal === 0 ? await options.resolve(host) : [{ address: host, family: literal as 4 | 6 }];

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import { UserError } from "../../base/errors.js";
+import { bareHostname } from "../../base/host.js";
 
 /** Name of the cookie the login form sets. */
 export const SESSION_COOKIE = "picklebot_session";
@@ -135,12 +136,12 @@ export function hasToken(c: Context, token: string): boolean {
 }
 
 /**
- * True when the request names this host by a loopback name (`127.0.0.1`, `[::1]`,
- * `localhost`, `*.localhost`). A page from elsewhere that rebinds its own DNS name to
- * 127.0.0.1 still sends that name, so a tokenless endpoint refuses it.
+ * True when `url` names this host by a loopback name (`127.0.0.1`, `[::1]`, `localhost`,
+ * `*.localhost`). A page from elsewhere that rebinds its own DNS name to 127.0.0.1 still
+ * sends that name, so a tokenless endpoint refuses it.
  */
-export function addressedAsLoopback(c: Context): boolean {
-  const name = new URL(c.req.url).hostname.replace(/^\[(.*)\]$/, "$1");
+function addressedAsLoopback(url: URL): boolean {
+  const name = bareHostname(url);
   return isLoopback(name) || name.endsWith(".localhost");
 }
 
@@ -154,9 +155,10 @@ export function requireAccess(access: HttpAccess): MiddlewareHandler {
     const { token } = access;
     const path = c.req.path;
     if (token === null) {
-      if (addressedAsLoopback(c)) return next();
+      const url = new URL(c.req.url);
+      if (addressedAsLoopback(url)) return next();
       return c.text(
-        `403 forbidden: without http.token this server answers only to 127.0.0.1, [::1] or localhost, not to ${new URL(c.req.url).host}; open it by one of those names (an SSH tunnel keeps them), or set http.token in picklebot.yaml\n`,
+        `403 forbidden: without http.token this server answers only to 127.0.0.1, [::1] or localhost, not to ${url.host}; open it by one of those names (an SSH tunnel keeps them), or set http.token in picklebot.yaml\n`,
         403,
       );
     }
