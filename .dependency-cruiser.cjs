@@ -1,12 +1,16 @@
 /**
- * The layer rule (README "Code map"): imports point down, never up or sideways between
+ * The layer rule (docs/development/architecture.md): imports point down, never up or sideways between
  * siblings, and no folder imports itself in a circle.
  *
- *   cli ─► server ─► storage │ agents │ frontends ─► config ─► base ─► ports
+ *   cli ─► server ─► chat │ web
+ *   web ─► http ─► events
+ *   chat, web ─► cron │ agents │ storage │ frontends ─► config ─► base ─► ports
+ *
+ * (docs/development/architecture.md draws it with the two main paths.)
  */
 const layer = (name, mayImport) => ({
   name: `layer-${name}`,
-  comment: `src/${name}/ may import only ${mayImport.join(", ") || "itself"} (README "Code map")`,
+  comment: `src/${name}/ may import only ${mayImport.join(", ") || "itself"} (docs/development/architecture.md)`,
   severity: "error",
   from: { path: `^src/${name}/` },
   to: { path: "^src/", pathNot: [`^src/${name}/`, ...mayImport.map((lower) => `^src/${lower}/`)] },
@@ -34,8 +38,35 @@ module.exports = {
     layer("config", ["base", "ports"]),
     layer("storage", ["config", "base", "ports"]),
     layer("agents", ["config", "base", "ports"]),
+    layer("cron", ["config", "base", "ports"]),
     layer("frontends", ["config", "base", "ports"]),
-    layer("server", ["storage", "agents", "frontends", "config", "base", "ports"]),
+    layer("events", ["base", "ports"]),
+    layer("http", ["events", "config", "base", "ports"]),
+    layer("chat", ["agents", "storage", "frontends", "config", "base", "ports"]),
+    layer("web", [
+      "http",
+      "events",
+      "cron",
+      "agents",
+      "storage",
+      "frontends",
+      "config",
+      "base",
+      "ports",
+    ]),
+    layer("server", [
+      "chat",
+      "web",
+      "http",
+      "events",
+      "cron",
+      "agents",
+      "storage",
+      "frontends",
+      "config",
+      "base",
+      "ports",
+    ]),
     {
       name: "not-to-unresolvable",
       comment: "an import that resolves to nothing",

@@ -13,7 +13,7 @@
  * A message showing an earlier, shorter text of a reply (a stream cut by a kill, whose id
  * was not stored) is a stray partial message: allowed, and counted.
  */
-import { splitMessage } from "../../src/server/bus/split.js";
+import { splitMessage } from "../../src/chat/split.js";
 import type { FakeTelegram, TelegramCall } from "../../test/fakes/telegram.js";
 import { Random } from "./random.js";
 

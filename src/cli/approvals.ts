@@ -3,11 +3,11 @@
  * (a cron's job has no chat to press a button in), and manage the "always allow" grants.
  */
 import { Command } from "commander";
+import { answerApproval } from "../agents/approval-answers.js";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { UserError } from "../base/errors.js";
 import { didYouMean } from "../config/index.js";
 import type { ApprovalDecision, ApprovalGrant, ApprovalRequest } from "../ports/index.js";
-import { answerApproval } from "../server/approval-answers.js";
 import { type WorkspaceContext, withWorkspace } from "./context.js";
 import { formatDuration, formatTime, printJson, printLine, printTable } from "./output.js";
 

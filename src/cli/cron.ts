@@ -4,11 +4,11 @@ import { definedAgentIds } from "../agents/definition.js";
 import { formatReplyTarget } from "../base/chat-address.js";
 import { systemClock } from "../base/clock.js";
 import { UserError } from "../base/errors.js";
+import { findCron, loadWorkspaceCrons } from "../cron/admin.js";
+import type { CronDirLoad } from "../cron/definition.js";
+import { type CronRow, describeCrons } from "../cron/describe.js";
+import { runCronNow } from "../cron/worker.js";
 import type { CronStateStore } from "../ports/index.js";
-import { findCron, loadWorkspaceCrons } from "../server/cron/admin.js";
-import type { CronDirLoad } from "../server/cron/definition.js";
-import { type CronRow, describeCrons } from "../server/cron/describe.js";
-import { runCronNow } from "../server/cron/worker.js";
 import { type LoadedWorkspace, openWorkspace } from "./context.js";
 import { formatTime, printable, printJson, printLine, printTable } from "./output.js";
 

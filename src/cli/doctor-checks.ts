@@ -12,7 +12,7 @@ import { BWRAP_HELP, probeBubblewrap } from "../agents/tools/sandbox.js";
 import { toError, type UserError } from "../base/errors.js";
 import { PACKAGE_ROOT, packageInfo } from "../base/package-info.js";
 import type { Config } from "../config/index.js";
-import { cronDirOf } from "../server/cron/admin.js";
+import { cronDirOf } from "../cron/admin.js";
 import { DATABASE_FILE } from "../storage/index.js";
 import { loadCrons } from "./cron.js";
 

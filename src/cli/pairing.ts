@@ -2,7 +2,7 @@
 import { Command } from "commander";
 import { CHAT_PLATFORM_KINDS, isChatPlatform } from "../base/chat-address.js";
 import { UserError } from "../base/errors.js";
-import { allowedUserIds } from "../frontends/platforms.js";
+import { allowedUserIds } from "../config/index.js";
 import {
   MAX_PENDING_PER_PLATFORM,
   PAIRING_REPLACEMENT_WINDOW_MS,

@@ -1,6 +1,6 @@
 /**
  * The shape of a spending budget, shared by picklebot.yaml (`budget`, the whole workspace)
- * and AGENT.md (`budget`, one agent). Checking spend against it is `src/server/budget.ts`.
+ * and AGENT.md (`budget`, one agent). Checking spend against it is `src/agents/budget.ts`.
  *
  * ```yaml
  * budget:

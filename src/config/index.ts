@@ -30,6 +30,7 @@ export {
   type McpStdioServerConfig,
   mcpServerSecrets,
 } from "./mcp.js";
+export { allowedUserIds, enabledPlatforms, runnablePlatforms } from "./platforms.js";
 export { redactConfig, secretValues } from "./redact.js";
 export {
   buildConfigSchema,

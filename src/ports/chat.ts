@@ -11,7 +11,7 @@
  * `chatField`, the field of a job's {@link ReplyTarget} that holds the chat (DESIGN §4), and
  * `chatId`, the syntax of a chat id in an address such as a cron's `deliver_to`
  * (`telegram:<chat_id>`), described by `chatIdHint`. A platform's adapter is registered in
- * `src/frontends/platforms.ts` and its `picklebot.yaml` section in `src/config/schema.ts`;
+ * `src/chat/platforms.ts` and its `picklebot.yaml` section in `src/config/schema.ts`;
  * the compiler refuses a platform missing from either.
  */
 export const CHAT_PLATFORMS = {

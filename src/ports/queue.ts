@@ -31,6 +31,9 @@ export type ChatReplyTarget = {
  */
 export type JobState = "queued" | "running" | "waiting" | "done" | "failed";
 
+/** How a job attempt ended, the `outcome` label of `picklebot_jobs_processed_total`. */
+export type JobOutcome = "done" | "retry" | "failed" | "interrupted" | "parked" | "discarded";
+
 /**
  * What a parked job waits for. It is woken (due at once) when that happens, and runs at
  * its deadline in any case; either way it resumes from its checkpoint and looks again.

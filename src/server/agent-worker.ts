@@ -41,6 +41,7 @@ import {
 import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
 import { Wakeup } from "../base/wakeup.js";
+import { JobEventPublisher } from "../events/job-events.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type {
   Checkpoint,
@@ -50,6 +51,7 @@ import type {
   FailJob,
   HistoryStore,
   JobAdmin,
+  JobOutcome,
   JobQueue,
   JobWait,
   ReplyStream,
@@ -58,8 +60,7 @@ import type {
 } from "../ports/index.js";
 import { noEvents } from "../ports/index.js";
 import { isStorageUnavailable } from "../storage/index.js";
-import { JobEventPublisher } from "./events/job-events.js";
-import type { JobOutcome, ServerMetrics } from "./metrics.js";
+import type { ServerMetrics } from "./metrics.js";
 
 /** Logged (with a `recovered` count) when jobs a dead process left running are requeued. */
 export const JOBS_RECOVERED = "requeued jobs left running by the previous server";

@@ -17,10 +17,10 @@
 import { join } from "node:path";
 import type { AgentCatalog, ListingSettings } from "../agents/catalog.js";
 import { isRetryable, toError } from "../base/errors.js";
+import { watchFolder } from "../base/folder-watch.js";
 import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
 import type { Worker } from "../ports/index.js";
-import { watchFolder } from "./folder-watch.js";
 
 /** The log line of each load done while running: tests and operators wait for it. */
 export const DEFINITIONS_RELOADED = "agents and skills reloaded";

@@ -9,9 +9,9 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { type McpServers, mcpServersOf } from "../agents/mcp/servers.js";
 import { toError } from "../base/errors.js";
+import { type FolderWatch, watchFolder } from "../base/folder-watch.js";
 import type { Logger } from "../base/log.js";
 import { type Config, configFileOf, loadConfig } from "../config/index.js";
-import { type FolderWatch, watchFolder } from "./folder-watch.js";
 
 /** Quiet time after the last file event before picklebot.yaml is read again. */
 const RELOAD_DEBOUNCE_MS = 200;

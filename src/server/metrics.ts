@@ -17,9 +17,6 @@ export interface CountedCalls {
   batch?: boolean;
 }
 
-/** How a job attempt ended, the `outcome` label of `picklebot_jobs_processed_total`. */
-export type JobOutcome = "done" | "retry" | "failed" | "interrupted" | "parked" | "discarded";
-
 /** The Prometheus metrics of one server process (DESIGN §7), on their own registry. */
 export class ServerMetrics {
   readonly registry = new Registry();

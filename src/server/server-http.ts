@@ -10,17 +10,17 @@ import type { McpServers } from "../agents/mcp/servers.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import type { Config } from "../config/index.js";
+import { loadWorkspaceCrons } from "../cron/admin.js";
+import { describeCrons } from "../cron/describe.js";
+import type { EventHub } from "../events/hub.js";
+import { type HealthReport, HttpEndpoint } from "../http/endpoint.js";
 import type { Clock, JobAdmin, JobQueue, SessionStopper, Storage } from "../ports/index.js";
-import { describeCluster } from "./cluster/describe.js";
-import { loadWorkspaceCrons } from "./cron/admin.js";
-import { describeCrons } from "./cron/describe.js";
-import { agentExtras } from "./dashboard/agent-extras.js";
-import { composeDashboard, type HttpAccess, resolveAccess } from "./dashboard/index.js";
-import type { HealthView } from "./dashboard/overview.js";
-import { ownerSections } from "./dashboard/sections/index.js";
-import type { WebReplies } from "./dashboard/web-replies.js";
-import type { EventHub } from "./events/hub.js";
-import { type HealthReport, HttpEndpoint } from "./http.js";
+import { describeCluster } from "../storage/cluster-status.js";
+import { agentExtras } from "../web/agent-extras.js";
+import { composeDashboard, type HttpAccess, resolveAccess } from "../web/index.js";
+import type { HealthView } from "../web/overview.js";
+import type { WebReplies } from "../web/replies.js";
+import { ownerSections } from "../web/sections/index.js";
 import type { ServerMetrics } from "./metrics.js";
 
 /** What a running server hands its HTTP endpoint. */

@@ -16,6 +16,8 @@
  */
 import { hostname } from "node:os";
 import { join } from "node:path";
+import { ApprovalDesk } from "../agents/approval-desk.js";
+import { BudgetGuard } from "../agents/budget.js";
 import type { AgentCatalog } from "../agents/catalog.js";
 import { type AgentDefinition, definedAgentIds } from "../agents/definition.js";
 import { AgentRunner } from "../agents/runner.js";
@@ -25,10 +27,22 @@ import { systemClock } from "../base/clock.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { packageInfo } from "../base/package-info.js";
-import { type Config, jobRetentionHours } from "../config/index.js";
+import { type ChatAgentDirectory, chatAgentDirectory } from "../chat/agents.js";
+import { loadPlatformFactory } from "../chat/platforms.js";
+import { MessageBusWorker } from "../chat/receiver.js";
+import { ChatSenders } from "../chat/senders.js";
+import {
+  allowedUserIds,
+  type Config,
+  jobRetentionHours,
+  runnablePlatforms,
+} from "../config/index.js";
+import { CronWorker } from "../cron/worker.js";
+import { announcingEnqueues } from "../events/enqueued.js";
+import { EventHub } from "../events/hub.js";
 import { LogFrontend } from "../frontends/log.js";
-import { allowedUserIds, loadPlatformFactory, runnablePlatforms } from "../frontends/platforms.js";
 import { FrontendRegistry } from "../frontends/registry.js";
+import type { HttpEndpoint } from "../http/endpoint.js";
 import type {
   ChatPlatform,
   Clock,
@@ -45,22 +59,13 @@ import type {
 } from "../ports/index.js";
 import { DATABASE_FILE, openStorage } from "../storage/index.js";
 import { defaultInstanceId } from "../storage/postgres/cluster.js";
+import { WebReplies } from "../web/replies.js";
 import { AgentWorker, JOBS_RECOVERED } from "./agent-worker.js";
-import { ApprovalDesk } from "./approvals.js";
 import { BatchPoller } from "./batch-poller.js";
-import { BudgetGuard } from "./budget.js";
-import { type ChatAgentDirectory, chatAgentDirectory } from "./bus/chat-agents.js";
-import { ChatSenders } from "./bus/senders.js";
-import { MessageBusWorker } from "./bus/worker.js";
 import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
 import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
-import { CronWorker } from "./cron/worker.js";
-import { WebReplies } from "./dashboard/web-replies.js";
 import { DefinitionsWorker } from "./definitions-watch.js";
-import { announcingEnqueues } from "./events/enqueued.js";
-import { EventHub } from "./events/hub.js";
 import { FileIdentityWatch } from "./file-identity.js";
-import type { HttpEndpoint } from "./http.js";
 import { type McpRuntime, startMcpRuntime } from "./mcp-reload.js";
 import { ServerMetrics } from "./metrics.js";
 import { QueueDepthWorker } from "./queue-depth.js";

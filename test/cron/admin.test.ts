@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { UserError } from "../../src/base/errors.js";
-import { findCron, loadWorkspaceCrons, setCronEnabled } from "../../src/server/cron/admin.js";
+import { findCron, loadWorkspaceCrons, setCronEnabled } from "../../src/cron/admin.js";
 import { testConfig } from "../helpers/config.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 

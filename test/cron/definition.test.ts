@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { UserError } from "../../src/base/errors.js";
-import { loadCronDir, loadCronFile } from "../../src/server/cron/definition.js";
+import { loadCronDir, loadCronFile } from "../../src/cron/definition.js";
 
 const defaults = { agentId: "pickle", timezone: "Europe/Berlin" };
 

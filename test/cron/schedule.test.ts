@@ -3,7 +3,7 @@ import {
   type CronTiming,
   latestOccurrenceBetween,
   nextOccurrence,
-} from "../../src/server/cron/schedule.js";
+} from "../../src/cron/schedule.js";
 
 const at = (iso: string): number => Date.parse(iso);
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());

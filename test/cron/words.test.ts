@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeSchedule } from "../../src/server/cron/words.js";
+import { describeSchedule } from "../../src/cron/words.js";
 
 const words = (schedule: string, id = "news") => describeSchedule({ id, schedule });
 

@@ -2,9 +2,9 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, unlinkSync } from "node:fs"
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { loadCronDir } from "../../src/cron/definition.js";
+import { CronWorker, describeCrons, runCronNow } from "../../src/cron/worker.js";
 import type { CronStateStore } from "../../src/ports/index.js";
-import { loadCronDir } from "../../src/server/cron/definition.js";
-import { CronWorker, describeCrons, runCronNow } from "../../src/server/cron/worker.js";
 import { MemoryCronStateStore } from "../../src/storage/memory/cron-state.js";
 import { TestClock } from "../helpers/clock.js";
 import { type LogLine, recordingLogger } from "../helpers/log.js";

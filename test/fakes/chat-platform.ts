@@ -14,7 +14,7 @@
  *   await platform.pressButton({ messageId: "1", choiceId: "allow" }); // reaches onChoice
  */
 import { ChatPlatformError } from "../../src/base/errors.js";
-import { checkChoices } from "../../src/frontends/choices.js";
+import { checkChoices } from "../../src/chat/choices.js";
 import type {
   ChatPlatform,
   ChatPlatformKind,

@@ -10,7 +10,7 @@ export const CLI = fileURLToPath(new URL("../../bin/picklebot.js", import.meta.u
  * (which cannot fork a `.ts` file).
  */
 export const FANOUT_PROCESS = fileURLToPath(
-  new URL("../../dist/server/events/fanout-process.js", import.meta.url),
+  new URL("../../dist/events/fanout-process.js", import.meta.url),
 );
 
 /** Whether process `pid` runs (a zombie, exited but not yet reaped, does not). */

@@ -6,8 +6,9 @@
  *   clock.advance(5_000);                      // moves time; runs no timer
  *   await clock.advanceTo(iso, settle);        // runs each due timer in order, then settle()
  */
+
+import type { Timers } from "../../src/cron/worker.js";
 import type { Clock } from "../../src/ports/index.js";
-import type { Timers } from "../../src/server/cron/worker.js";
 
 /** Where a {@link TestClock} starts unless told otherwise. */
 export const TEST_EPOCH = Date.UTC(2025, 0, 1);

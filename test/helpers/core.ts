@@ -13,8 +13,13 @@
  */
 
 import { createAnthropicProvider } from "../../src/agents/anthropic.js";
+import { ApprovalDesk } from "../../src/agents/approval-desk.js";
+import { BudgetGuard } from "../../src/agents/budget.js";
 import { loadAgents } from "../../src/agents/definition.js";
 import { AgentRunner } from "../../src/agents/runner.js";
+import { chatAgentDirectory } from "../../src/chat/agents.js";
+import { MessageBusWorker } from "../../src/chat/receiver.js";
+import { ChatSenders } from "../../src/chat/senders.js";
 import { type Config, secretValues } from "../../src/config/index.js";
 import { FrontendRegistry } from "../../src/frontends/registry.js";
 import {
@@ -26,11 +31,6 @@ import {
   type Storage,
 } from "../../src/ports/index.js";
 import { AgentWorker, type AgentWorkerOptions } from "../../src/server/agent-worker.js";
-import { ApprovalDesk } from "../../src/server/approvals.js";
-import { BudgetGuard } from "../../src/server/budget.js";
-import { chatAgentDirectory } from "../../src/server/bus/chat-agents.js";
-import { ChatSenders } from "../../src/server/bus/senders.js";
-import { MessageBusWorker } from "../../src/server/bus/worker.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { queueSubagents } from "../../src/server/subagents.js";
 import { openStorage } from "../../src/storage/index.js";

@@ -7,16 +7,16 @@
 import type { Hono } from "hono";
 import { systemClock } from "../../src/base/clock.js";
 import type { Config } from "../../src/config/index.js";
+import { loadWorkspaceCrons } from "../../src/cron/admin.js";
+import { describeCrons } from "../../src/cron/describe.js";
+import { httpApp } from "../../src/http/endpoint.js";
 import type { ClaimedJob, Job, NewJob, Storage } from "../../src/ports/index.js";
-import { type ClusterStatus, describeCluster } from "../../src/server/cluster/describe.js";
-import { loadWorkspaceCrons } from "../../src/server/cron/admin.js";
-import { describeCrons } from "../../src/server/cron/describe.js";
-import { composeDashboard, resolveAccess } from "../../src/server/dashboard/index.js";
-import type { HealthView } from "../../src/server/dashboard/overview.js";
-import { WebReplies } from "../../src/server/dashboard/web-replies.js";
-import { httpApp } from "../../src/server/http.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
+import { type ClusterStatus, describeCluster } from "../../src/storage/cluster-status.js";
 import { openStorage } from "../../src/storage/index.js";
+import { composeDashboard, resolveAccess } from "../../src/web/index.js";
+import type { HealthView } from "../../src/web/overview.js";
+import { WebReplies } from "../../src/web/replies.js";
 import { testConfig } from "./config.js";
 import { makeWorkspace, type TempWorkspace } from "./workspace.js";
 

@@ -6,11 +6,7 @@
  */
 import { Hono } from "hono";
 import { jsxRenderer } from "hono/jsx-renderer";
-import {
-  CSRF_FIELD,
-  type DashboardEnv,
-  type DashboardSection,
-} from "../../src/server/dashboard/env.js";
+import { CSRF_FIELD, type DashboardEnv, type DashboardSection } from "../../src/http/env.js";
 
 /** The CSRF token of the test app. */
 export const TEST_CSRF_TOKEN = "test-csrf-token";

@@ -1,6 +1,6 @@
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
-import { HttpEndpoint } from "../../src/server/http.js";
+import { HttpEndpoint } from "../../src/http/endpoint.js";
 
 let endpoint: HttpEndpoint | undefined;
 afterEach(() => endpoint?.close());

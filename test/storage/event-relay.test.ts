@@ -1,7 +1,7 @@
 /** The cluster's event stream over PostgreSQL NOTIFY, between two instances' hubs. */
 import { afterEach, describe, expect, it } from "vitest";
+import { EventHub } from "../../src/events/hub.js";
 import type { PicklebotEvent } from "../../src/ports/index.js";
-import { EventHub } from "../../src/server/events/hub.js";
 import { connectionConfig, openPostgres } from "../../src/storage/postgres/database.js";
 import {
   carried,

@@ -1,0 +1,529 @@
+/**
+ * The Discord adapter: discord.js 14 on the gateway for incoming messages and button
+ * presses, one standalone REST client for sending, editing, typing and answering presses.
+ * It converts and filters, nothing more; allowlists, sessions, streaming, splitting and
+ * retries live in the core.
+ *
+ *   start():  `connecting` ─► a fresh gateway client logs in (GET /gateway/bot, IDENTIFY)
+ *             ─► READY ─► `connected`
+ *             a failed login ─► that client is destroyed, the failure logged with its fix,
+ *             and a new client tries again with backoff (1 s doubling to 60 s) until one
+ *             works or stop() is called
+ *   dropped:  discord.js reconnects and resumes by itself; its shard events move the state
+ *             to `connecting` (shardReconnecting) and back to `connected` (shardResume)
+ *   given up: a close discord.js will not recover from (token reset, intent switched off)
+ *             ─► `connecting`, destroy the client and log in again as in start()
+ *   stop():   ignore further messages ─► destroy the current client ─► `stopped`
+ *
+ * A gateway client lives for one login: discord.js's WebSocketManager, once destroyed,
+ * never closes the connections of a later login on the same client. A discarded client
+ * is no longer current, so nothing it still emits reaches the state; its REST calls in
+ * flight (a hung `GET /gateway/bot`) are aborted, then it is destroyed and loses every
+ * listener. The REST client for sending is separate and keeps its token throughout, so
+ * sends work before start, while the gateway is away, and after stop.
+ *
+ * Formatting: Discord renders Markdown itself and never rejects a message for it, so
+ * `markdown` text passes through unchanged. `plain` text is sent with Markdown escaped so
+ * it shows literally, unless escaping would push it past 2000 characters (then as is).
+ * Mentions in the bot's text never ping anyone (`allowed_mentions: { parse: [] }`).
+ *
+ * Buttons: choices go out as one action row (`discord-choices.ts`); a press arrives as an
+ * INTERACTION_CREATE (no intent needed) and is answered over REST with the interaction's
+ * token, which the adapter keeps to itself and uses once.
+ */
+import { once } from "node:events";
+import {
+  type ButtonInteraction,
+  Client,
+  DefaultRestOptions,
+  Events,
+  escapeMarkdown,
+  GatewayIntentBits,
+  type Message,
+  Options,
+  Partials,
+  REST,
+  type RESTOptions,
+  Routes,
+} from "discord.js";
+import { RECONNECT_BACKOFF, reconnectWithBackoff } from "../../base/backoff.js";
+import { ChatPlatformError } from "../../base/errors.js";
+import { type Logger, silentLogger } from "../../base/log.js";
+import { checkNumberOptions } from "../../base/options.js";
+import {
+  type ChatPlatform,
+  type ChatPlatformState,
+  type Choice,
+  DEFAULT_DISCORD_CALL_TIMEOUT_MS,
+  type IncomingChatMessage,
+  type IncomingChoice,
+  type SentChatMessage,
+  type TextFormat,
+} from "../../ports/index.js";
+import { checkChoices } from "../choices.js";
+import { acknowledgement, choiceComponents, PressTokens, toIncomingChoice } from "./choices.js";
+import { loginError, requestError, scrubError, unrecoverableFix } from "./errors.js";
+
+/** Options of {@link DiscordPlatform}. */
+export interface DiscordPlatformOptions {
+  /** The bot token from the Developer Portal (`discord.bot_token`). */
+  token: string;
+  /** REST root; the gateway URL comes from `GET /gateway/bot`. (Default: https://discord.com/api) */
+  apiBase?: string;
+  /** Guild channels the bot answers in; DMs are always passed on. (Default: [] = any channel) */
+  channelIds?: readonly string[];
+  /** Where connection changes and dropped handler errors go. (Default: silent) */
+  logger?: Logger;
+  /**
+   * Milliseconds a REST call may go unanswered before it is abandoned.
+   * (Default: {@link DEFAULT_DISCORD_CALL_TIMEOUT_MS}, 15 000)
+   */
+  callTimeoutMs?: number;
+  /** Wait after the first failed login; doubles up to a minute. (Default: 1000) */
+  reconnectBaseMs?: number;
+}
+
+/** What the adapter hands an incoming message to. */
+type MessageHandler = (message: IncomingChatMessage) => Promise<void>;
+/** What the adapter hands a button press to. */
+type ChoiceHandler = (press: IncomingChoice) => Promise<void>;
+
+const DEFAULT_API_BASE = "https://discord.com/api";
+const MAX_MESSAGE_LENGTH = 2000;
+/** The longest wait for the global limit that discord.js does itself (it paces in seconds). */
+const GLOBAL_PACING_MS = 2000;
+
+/** The REST options of the sending client and of every gateway client's own REST. */
+function restOptions(apiBase: string, timeoutMs: number): Partial<RESTOptions> {
+  return {
+    api: apiBase,
+    // Retries and rate-limit waits belong to the core, which knows whether to wait; only
+    // discord.js's own pacing to Discord's 50 requests a second stays inside it.
+    retries: 0,
+    rejectOnRateLimit: (limit) =>
+      limit.route.startsWith("/channels") &&
+      !(limit.global && limit.timeToReset <= GLOBAL_PACING_MS),
+    timeout: timeoutMs,
+  };
+}
+
+/** REST options whose every request is also aborted when `abandon` aborts. */
+function abandonableRest(
+  options: Partial<RESTOptions>,
+  abandon: AbortSignal,
+): Partial<RESTOptions> {
+  return {
+    ...options,
+    makeRequest: (url, init) =>
+      DefaultRestOptions.makeRequest(url, {
+        ...init,
+        signal: init.signal ? AbortSignal.any([init.signal, abandon]) : abandon,
+      }),
+  };
+}
+
+/** The gateway client of one login, and what aborts its REST calls when it is discarded. */
+interface GatewayClient {
+  client: Client;
+  abandon: AbortController;
+  /** Settles (never rejects) when its `login()` does; undefined before login. */
+  loggingIn?: Promise<void>;
+}
+
+/**
+ * How long a discarded client's login may take to settle before the client is destroyed,
+ * and how long that destroy may take before it is left to finish on its own.
+ */
+const DISCARD_WAIT_MS = 2000;
+
+/** Resolves when `promise` settles or after `ms`, whichever is first; never rejects. */
+async function settledWithin(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([promise?.catch(() => {}), elapsed]);
+  clearTimeout(timer);
+}
+
+/** Settles as `promise` does, or rejects with the signal's reason once it aborts first. */
+function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/** A Discord bot: DMs, and guild messages that mention it in the configured channels. */
+export class DiscordPlatform implements ChatPlatform {
+  readonly kind = "discord";
+  readonly maxMessageLength = MAX_MESSAGE_LENGTH;
+  readonly #token: string;
+  readonly #channelIds: ReadonlySet<string>;
+  readonly #logger: Logger;
+  readonly #restOptions: Partial<RESTOptions>;
+  readonly #callTimeoutMs: number;
+  /** Sends, edits and typing; needs no gateway session. */
+  readonly #rest: REST;
+  readonly #reconnectBaseMs: number;
+  /** The gateway client of the current login; undefined between logins and after stop. */
+  #gateway: GatewayClient | undefined;
+  #onMessage: MessageHandler = async () => {};
+  #onChoice: ChoiceHandler | undefined;
+  /** Interaction tokens of presses not answered yet. */
+  readonly #pressTokens = new PressTokens();
+  #state: ChatPlatformState = "stopped";
+  #abort = new AbortController();
+
+  constructor(options: DiscordPlatformOptions) {
+    checkNumberOptions("DiscordPlatform", options, {
+      callTimeoutMs: "positive",
+      reconnectBaseMs: "positive",
+    });
+    this.#token = options.token;
+    this.#channelIds = new Set(options.channelIds ?? []);
+    this.#logger = options.logger ?? silentLogger();
+    this.#reconnectBaseMs = options.reconnectBaseMs ?? RECONNECT_BACKOFF.baseMs;
+    this.#callTimeoutMs = options.callTimeoutMs ?? DEFAULT_DISCORD_CALL_TIMEOUT_MS;
+    this.#restOptions = restOptions(options.apiBase ?? DEFAULT_API_BASE, this.#callTimeoutMs);
+    this.#rest = new REST(this.#restOptions).setToken(options.token);
+  }
+
+  /** The connection's state, for `/healthz` and `status`. */
+  get state(): ChatPlatformState {
+    return this.#state;
+  }
+
+  /**
+   * Logs in, retrying with backoff, and resolves once the gateway session is ready (or
+   * when `stop()` is called first).
+   */
+  async start(onMessage: MessageHandler, onChoice?: ChoiceHandler): Promise<void> {
+    this.#abort = new AbortController();
+    this.#onMessage = onMessage;
+    this.#onChoice = onChoice;
+    this.#state = "connecting";
+    await this.#connect(this.#abort.signal);
+  }
+
+  /** Ignores further messages, then closes the gateway connection; sending still works. */
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await this.#discard(this.#gateway?.client);
+    this.#state = "stopped";
+  }
+
+  /** Posts a new message to a channel (a DM channel id works too). */
+  async send(
+    chatId: string,
+    text: string,
+    format: TextFormat,
+    key?: string,
+  ): Promise<SentChatMessage> {
+    return await this.#post(chatId, this.#messageBody(text, format, key));
+  }
+
+  /** Posts a message with the choices as one row of buttons. */
+  async sendChoices(
+    chatId: string,
+    text: string,
+    format: TextFormat,
+    choices: readonly Choice[],
+    key?: string,
+  ): Promise<SentChatMessage> {
+    checkChoices(this.kind, choices);
+    const body = { ...this.#messageBody(text, format, key), components: choiceComponents(choices) };
+    return await this.#post(chatId, body);
+  }
+
+  /** Answers the press's interaction, once, with the token kept when it arrived. */
+  async acknowledgeChoice(press: IncomingChoice, notice?: string): Promise<void> {
+    const token = this.#pressTokens.take(press.pressId);
+    if (token === undefined) {
+      throw new ChatPlatformError(
+        `Discord: could not acknowledge button press ${press.pressId}: it was already acknowledged, or is unknown or older than 15 minutes`,
+        { context: { platform: "discord", chatId: press.chatId } },
+      );
+    }
+    const body = acknowledgement(notice);
+    await this.#request("acknowledge a button press", press.chatId, () =>
+      // Discord authorises an interaction response by its token, not the bot's.
+      this.#rest.post(Routes.interactionCallback(press.pressId, token), { body, auth: false }),
+    );
+  }
+
+  /** Replaces the text of a message the bot sent, and removes its buttons. */
+  async edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void> {
+    const body = {
+      content: this.#render(text, format),
+      allowed_mentions: { parse: [] },
+      components: [],
+    };
+    await this.#request("edit a message", chatId, () =>
+      this.#rest.patch(Routes.channelMessage(chatId, messageId), { body }),
+    );
+  }
+
+  /** Shows "typing…" in a channel for about ten seconds. */
+  async typing(chatId: string): Promise<void> {
+    await this.#request("show typing", chatId, () => this.#rest.post(Routes.channelTyping(chatId)));
+  }
+
+  /** The body of a new message; `key` makes a repeated send return the first message. */
+  #messageBody(text: string, format: TextFormat, key: string | undefined): object {
+    return {
+      content: this.#render(text, format),
+      allowed_mentions: { parse: [] },
+      // A send repeated after a crash that lost the id returns the first message.
+      ...(key === undefined ? {} : { nonce: key, enforce_nonce: true }),
+    };
+  }
+
+  async #post(chatId: string, body: object): Promise<SentChatMessage> {
+    const created = await this.#request("send a message", chatId, () =>
+      this.#rest.post(Routes.channelMessages(chatId), { body }),
+    );
+    return { messageId: (created as { id: string }).id };
+  }
+
+  async #connect(signal: AbortSignal): Promise<void> {
+    await reconnectWithBackoff(
+      async () => {
+        const gateway = this.#createClient();
+        try {
+          await this.#login(gateway);
+        } catch (error) {
+          await this.#discard(gateway.client);
+          throw loginError(error, this.#token);
+        }
+        if (!signal.aborted) this.#state = "connected";
+      },
+      {
+        signal,
+        baseMs: this.#reconnectBaseMs,
+        retryAfterMs: (error) =>
+          error instanceof ChatPlatformError ? (error.retryAfterS ?? 0) * 1000 : 0,
+        onFailure: (error, { retryInMs }) => {
+          const level = error instanceof ChatPlatformError && !error.retryable ? "error" : "warn";
+          const message = this.#errorText(error);
+          this.#logger[level]({ error: message, retryInMs }, "discord: could not connect");
+        },
+      },
+    );
+  }
+
+  /** A gateway client for one login, made current, with its listeners attached. */
+  #createClient(): GatewayClient {
+    const abandon = new AbortController();
+    const client = new Client({
+      intents: [
+        GatewayIntentBits.Guilds,
+        GatewayIntentBits.GuildMessages,
+        GatewayIntentBits.MessageContent,
+        GatewayIntentBits.DirectMessages,
+      ],
+      partials: [Partials.Channel],
+      // Incoming messages are handed on at once; caching them (200 per channel by default)
+      // would only grow the heap with every chat.
+      makeCache: Options.cacheWithLimits({
+        ...Options.DefaultMakeCacheSettings,
+        MessageManager: 0,
+      }),
+      rest: abandonableRest(this.#restOptions, abandon.signal),
+    });
+    this.#gateway = { client, abandon };
+    client.on(Events.MessageCreate, (message) => {
+      if (this.#isCurrent(client)) this.#receive(client, message);
+    });
+    client.on(Events.InteractionCreate, (interaction) => {
+      if (this.#isCurrent(client) && interaction.isButton()) this.#receivePress(interaction);
+    });
+    this.#watchConnection(client);
+    return this.#gateway;
+  }
+
+  /** Whether events of `client` still count: it is the current one and stop() was not called. */
+  #isCurrent(client: Client): boolean {
+    return client === this.#gateway?.client && !this.#abort.signal.aborted;
+  }
+
+  /**
+   * Drops the client if it is the current one: from now on its events are ignored and its
+   * REST calls aborted; then destroys it (closing its gateway connection) and removes its
+   * listeners.
+   *
+   * A shard that @discordjs/ws destroys while it waits for HELLO or READY connects again
+   * half a second later and never finishes that destroy: so a login in progress is given
+   * {@link DISCARD_WAIT_MS} to finish first, and the destroy as long again.
+   */
+  async #discard(client: Client | undefined): Promise<void> {
+    const gateway = this.#gateway;
+    if (client === undefined || client !== gateway?.client) return;
+    this.#gateway = undefined;
+    gateway.abandon.abort();
+    try {
+      await settledWithin(gateway.loggingIn, DISCARD_WAIT_MS);
+      await settledWithin(client.destroy(), DISCARD_WAIT_MS);
+    } finally {
+      client.removeAllListeners();
+    }
+  }
+
+  /** Logs the client in and waits for READY; gives up as soon as the client is discarded. */
+  async #login(gateway: GatewayClient): Promise<void> {
+    const { client, abandon } = gateway;
+    const loginFailed = new AbortController();
+    const ready = once(client, Events.ClientReady, {
+      signal: AbortSignal.any([abandon.signal, loginFailed.signal]),
+    });
+    ready.catch(() => {}); // rejected only on abort: stop(), or login itself failed
+    try {
+      const login = client.login(this.#token);
+      gateway.loggingIn = login.then(
+        () => {},
+        () => {},
+      );
+      // A client discarded while its gateway connects may take long to settle its login.
+      await unlessAborted(login, abandon.signal);
+    } catch (error) {
+      loginFailed.abort();
+      throw error;
+    }
+    await ready;
+    this.#logger.debug({ bot: client.user?.tag }, "discord gateway ready");
+  }
+
+  /** discord.js gave up on the session: drop its client and log in afresh, as start() does. */
+  async #relogin(client: Client): Promise<void> {
+    await this.#discard(client);
+    await this.#connect(this.#abort.signal);
+  }
+
+  /**
+   * Hands a message over. The gateway never sends a message twice, so one that could not
+   * be stored is lost: logged as an error naming the chat.
+   */
+  #receive(client: Client, message: Message): void {
+    const incoming = this.#accept(client, message);
+    if (!incoming) return;
+    this.#handOver("message", incoming.chatId, this.#onMessage(incoming));
+  }
+
+  /** Hands a press over, keeping its token for {@link acknowledgeChoice}; lost like a message. */
+  #receivePress(interaction: ButtonInteraction): void {
+    if (!this.#onChoice) return;
+    const press = toIncomingChoice(interaction);
+    this.#pressTokens.keep(press.pressId, interaction.token);
+    this.#handOver("press", press.chatId, this.#onChoice(press));
+  }
+
+  /** Logs a handler that failed: the gateway never sends the event again. */
+  #handOver(what: "message" | "press", chatId: string, handled: Promise<void>): void {
+    handled.catch((error: unknown) => {
+      this.#logger.error(
+        { chatId, error: this.#errorText(error) },
+        `discord ${what} handler failed; the ${what} was dropped`,
+      );
+    });
+  }
+
+  /** Applies the platform's rules: who and where the bot listens. */
+  #accept(client: Client, message: Message): IncomingChatMessage | undefined {
+    const botId = client.user?.id;
+    if (message.author.bot || message.author.id === botId || !botId) return undefined;
+    const direct = message.guildId === null;
+    if (!direct) {
+      if (!this.#inAllowedChannel(message) || !message.mentions.users.has(botId)) return undefined;
+    }
+    // No text at all (an image, a sticker) is not for us; a bare mention is, and gets help.
+    if (message.content.trim() === "") return undefined;
+    const text = direct ? message.content.trim() : stripMention(message.content, botId);
+    return {
+      platform: "discord",
+      chatId: message.channelId,
+      userId: message.author.id,
+      userName: message.author.username,
+      text,
+      direct,
+      messageId: message.id,
+    };
+  }
+
+  #inAllowedChannel(message: Message): boolean {
+    if (this.#channelIds.size === 0) return true;
+    const parentId = message.channel.isThread() ? message.channel.parentId : null;
+    return (
+      this.#channelIds.has(message.channelId) ||
+      (parentId !== null && this.#channelIds.has(parentId))
+    );
+  }
+
+  #render(text: string, format: TextFormat): string {
+    if (format === "markdown") return text;
+    const escaped = escapeMarkdown(text);
+    return escaped.length <= MAX_MESSAGE_LENGTH ? escaped : text;
+  }
+
+  async #request(action: string, chatId: string, call: () => Promise<unknown>): Promise<unknown> {
+    // discord.js forgets the token after a 401; a passing one must not stop every later send.
+    this.#rest.setToken(this.#token);
+    try {
+      return await call();
+    } catch (error) {
+      throw requestError(error, {
+        action,
+        chatId,
+        token: this.#token,
+        callTimeoutMs: this.#callTimeoutMs,
+      });
+    }
+  }
+
+  /** An error's message for the log, without the bot token. */
+  #errorText(error: unknown): string {
+    return scrubError(error, this.#token).message;
+  }
+
+  /** Follows one client's shard events; once it is discarded they change nothing. */
+  #watchConnection(client: Client): void {
+    const log = this.#logger;
+    const current = () => this.#isCurrent(client);
+    const connected = (): void => {
+      if (current()) this.#state = "connected";
+    };
+    client.on(Events.ShardReady, connected);
+    client.on(Events.ShardResume, () => {
+      if (!current()) return;
+      connected();
+      log.info("discord connection resumed");
+    });
+    client.on(Events.ShardReconnecting, () => {
+      if (!current()) return;
+      this.#state = "connecting";
+      log.warn("discord connection lost; reconnecting");
+    });
+    client.on(Events.ShardDisconnect, (event) => {
+      // While logging in, the failed login itself is retried by #connect.
+      if (!current() || this.#state !== "connected") return;
+      this.#state = "connecting";
+      const fix = unrecoverableFix({ code: event.code }) ?? `gateway closed with ${event.code}`;
+      log.error({ closeCode: event.code }, `discord gave up on the session: ${fix}`);
+      this.#relogin(client).catch((error: unknown) => {
+        log.error({ error: this.#errorText(error) }, "discord: could not log in again");
+      });
+    });
+    client.on(Events.ShardError, (error) => {
+      if (current()) log.warn({ error: this.#errorText(error) }, "discord gateway error");
+    });
+    client.on(Events.Error, (error) => {
+      if (current()) log.error({ error: this.#errorText(error) }, "discord client error");
+    });
+  }
+}
+
+/** Removes every mention of the bot (`<@id>` or the old nickname form `<@!id>`). */
+function stripMention(content: string, botId: string): string {
+  return content.replace(new RegExp(`\\s*<@!?${botId}>\\s*`, "g"), " ").trim();
+}

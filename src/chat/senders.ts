@@ -1,0 +1,178 @@
+/**
+ * ChatSenders: the sending half of the chat buses, in every process of a cluster.
+ *
+ * Built at start-up, before the AgentWorker, from platform objects that are never started
+ * (sending needs no polling or gateway: telegraf's `telegram` client and discord.js REST
+ * work alone). For each enabled platform it registers a {@link ChatFrontend}, so a chat
+ * job streams and delivers its reply from whichever process runs it, and keeps the
+ * {@link OutboxDelivery} whose retry loop the leader's MessageBusWorker runs.
+ */
+
+import { createHash } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { RunRequest } from "../agents/runner.js";
+import type { MessagePoster } from "../agents/tools/index.js";
+import { CHAT_ADDRESS_FORMS, chatAddressOf, formatChatAddress } from "../base/chat-address.js";
+import { ToolError, toError } from "../base/errors.js";
+import type { Logger } from "../base/log.js";
+import type { FrontendRegistry } from "../frontends/registry.js";
+import type {
+  ChatPlatform,
+  ChatPlatformKind,
+  Clock,
+  EventSink,
+  OutboxStore,
+} from "../ports/index.js";
+import { OutboxDelivery } from "./delivery.js";
+import { ChatFrontend } from "./frontend.js";
+
+/** How long closing waits for replies already being delivered. */
+const CLOSE_GRACE_MS = 3000;
+
+/** Options of {@link ChatSenders}. */
+export interface ChatSendersOptions {
+  /** One unstarted platform per enabled platform (none: every post waits in the outbox). */
+  platforms: ChatPlatform[];
+  outbox: OutboxStore;
+  /** Where the chat frontends are registered for the AgentWorker. */
+  frontends: FrontendRegistry;
+  /** This process's instance id: the holder of its delivery leases. */
+  holder: string;
+  clock: Clock;
+  logger: Logger;
+  /** Shortest time between two streaming edits in one chat. (Default: 1000 ms) */
+  editIntervalMs?: number;
+  /** Where delivered and refused replies are reported. (Default: nowhere) */
+  events?: EventSink;
+}
+
+interface Sender {
+  platform: ChatPlatform;
+  delivery: OutboxDelivery;
+}
+
+/** Sends, edits and delivers chat replies; registers the chat frontends when built. */
+export class ChatSenders {
+  readonly #options: ChatSendersOptions;
+  readonly #senders = new Map<ChatPlatformKind, Sender>();
+
+  constructor(options: ChatSendersOptions) {
+    this.#options = options;
+    const { outbox, frontends, holder, clock, logger, editIntervalMs } = options;
+    for (const platform of options.platforms) {
+      const platformLogger = logger.child({ platform: platform.kind });
+      const delivery = new OutboxDelivery({
+        platform,
+        outbox,
+        holder,
+        clock,
+        logger: platformLogger,
+        events: options.events,
+      });
+      frontends.register(
+        new ChatFrontend({
+          platform,
+          outbox,
+          delivery,
+          clock,
+          logger: platformLogger,
+          editIntervalMs,
+        }),
+      );
+      this.#senders.set(platform.kind, { platform, delivery });
+    }
+  }
+
+  /** The (unstarted) platform that sends to chats of `kind`, if it is enabled. */
+  platform(kind: ChatPlatformKind): ChatPlatform | undefined {
+    return this.#senders.get(kind)?.platform;
+  }
+
+  /** The outbox deliveries, one per platform, for the leader's retry loops. */
+  deliveries(): OutboxDelivery[] {
+    return [...this.#senders.values()].map((sender) => sender.delivery);
+  }
+
+  /**
+   * Puts a message for a chat in the outbox and delivers it now if its platform is
+   * enabled; true once the platform confirmed it (otherwise it is retried from the outbox).
+   */
+  async post(
+    platform: ChatPlatformKind,
+    chatId: string,
+    text: string,
+    dedupeKey: string,
+  ): Promise<boolean> {
+    const entry = await this.#store(platform, chatId, text, dedupeKey);
+    const sender = this.#senders.get(platform);
+    return sender ? sender.delivery.deliver(entry) : false;
+  }
+
+  /**
+   * Puts a message for a chat in the outbox and starts its delivery without waiting for it
+   * (an answer of the inbox: no send may hold up the next received message); resolves
+   * once the message is stored. A failed or hung delivery is retried from the outbox.
+   */
+  async submit(
+    platform: ChatPlatformKind,
+    chatId: string,
+    text: string,
+    dedupeKey: string,
+  ): Promise<void> {
+    const entry = await this.#store(platform, chatId, text, dedupeKey);
+    this.#senders.get(platform)?.delivery.deliverAfter(entry, Promise.resolve(), () => []);
+  }
+
+  #store(platform: ChatPlatformKind, chatId: string, text: string, dedupeKey: string) {
+    const { outbox, clock } = this.#options;
+    return outbox.submit({ dedupeKey, platform, chatId }, text, clock.now());
+  }
+
+  /**
+   * `post_message` of a job's turn: into the chat its reply target names, through the
+   * outbox, once per job and text (a resumed job that posts the same text again adds
+   * nothing); undefined for a turn that is not a job's.
+   */
+  poster({ replyTo: target, jobId }: RunRequest): MessagePoster | undefined {
+    if (!target || !jobId) return undefined;
+    return async (text) => {
+      const chat = chatAddressOf(target);
+      if (!chat) {
+        throw new ToolError(
+          `post_message: this job has no chat to post to; give its cron a deliver_to (${CHAT_ADDRESS_FORMS})`,
+        );
+      }
+      const digest = createHash("sha256").update(text).digest("hex").slice(0, 16);
+      const delivered = await this.post(
+        chat.platform,
+        chat.chatId,
+        text,
+        `post:${jobId}:${digest}`,
+      );
+      const where = formatChatAddress(chat);
+      return delivered
+        ? `posted to ${where}`
+        : `queued for ${where}; the platform did not confirm it yet and it will be retried`;
+    };
+  }
+
+  /**
+   * Releases the platforms' clients (after the last job finished), once the deliveries
+   * already started have ended, or after {@link CLOSE_GRACE_MS}: what is not sent by then
+   * stays pending in the outbox and goes out after the next start.
+   */
+  async close(): Promise<void> {
+    const deliveries = Promise.all(this.deliveries().map((delivery) => delivery.settled()));
+    await Promise.race([deliveries, sleep(CLOSE_GRACE_MS, undefined, { ref: false })]);
+    await Promise.all(
+      [...this.#senders.values()].map(({ platform }) =>
+        platform.stop().catch((error: unknown) => {
+          this.#options.logger.warn(
+            { platform: platform.kind, error: toError(error).message },
+            "chat platform client did not close cleanly",
+          );
+        }),
+      ),
+    );
+  }
+}

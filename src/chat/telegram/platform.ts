@@ -1,0 +1,406 @@
+/**
+ * Telegram adapter of the {@link ChatPlatform} port, on telegraf 4.16 with long polling.
+ *
+ * Thin on purpose: it turns updates into {@link IncomingChatMessage}s (and button presses,
+ * callback queries, into {@link IncomingChoice}s) and sends, edits and shows "typing…".
+ * Allowlists, sessions, streaming, splitting and retries live in the core.
+ *
+ *   start(): getMe + deleteWebhook (retried) ─► connected ─► poll loop, and once, beside
+ *            it, setMyCommands (the command menu; a failure is logged, never fatal)
+ *   poll loop: getUpdates (held open, messages and callback queries) ─► each update
+ *              through telegraf's middleware, whose two handlers (a text message, a
+ *              button press) convert it and hand it over, until it is stored ─► the
+ *              next getUpdates confirms it (an update that could not be stored is not
+ *              confirmed: the poll fails and the update comes again after backoff)
+ *              a failed poll ─► connecting, retried with backoff (1 s doubling to 60 s)
+ *   stop():    abort the held poll ─► confirm the offset with one getUpdates ─► stopped
+ *
+ * We poll ourselves instead of `bot.launch()` so that the state is visible and the offset
+ * is committed on every stop. The bot token appears in every API URL: every error this
+ * file produces or logs has it replaced by `[redacted]` ({@link redactSecrets}).
+ */
+import { Telegraf, TelegramError } from "telegraf";
+import { callbackQuery, message } from "telegraf/filters";
+import type {
+  CallbackQuery,
+  InlineKeyboardMarkup,
+  Message,
+  Opts,
+  Telegram,
+  Update,
+  User,
+  UserFromGetMe,
+} from "telegraf/types";
+import { type ReconnectOptions, reconnectWithBackoff } from "../../base/backoff.js";
+import { ChatPlatformError, toError } from "../../base/errors.js";
+import type { Logger } from "../../base/log.js";
+import { checkNumberOptions } from "../../base/options.js";
+import { redactSecrets } from "../../base/redact.js";
+import {
+  CHAT_COMMANDS,
+  type ChatCommand,
+  type ChatPlatform,
+  type ChatPlatformState,
+  type Choice,
+  type IncomingChatMessage,
+  type IncomingChoice,
+  type SentChatMessage,
+  type TextFormat,
+} from "../../ports/index.js";
+import { checkChoices } from "../choices.js";
+import { toTelegramMarkdownV2 } from "./markdown.js";
+
+/** Options of {@link TelegramPlatform}. */
+export interface TelegramPlatformOptions {
+  /** The bot token from BotFather. */
+  token: string;
+  /** Bot API root, for a local Bot API server or a test fake. (Default: https://api.telegram.org) */
+  apiRoot?: string;
+  logger: Logger;
+  /** How long one getUpdates is held open, in seconds. (Default: 50) */
+  pollTimeoutS?: number;
+  /** Delay before the first reconnect; doubles up to 60 s. (Default: 1000 ms, `RECONNECT_BACKOFF`) */
+  reconnectBaseMs?: number;
+  /**
+   * How long a Bot API call may take before it is abandoned (and retried with backoff);
+   * getUpdates gets its poll timeout plus this. (Default: 30 000 ms)
+   */
+  callTimeoutMs?: number;
+  /** The command menu set with `setMyCommands` at start. (Default: {@link CHAT_COMMANDS}) */
+  commands?: readonly ChatCommand[];
+}
+
+/** Default of {@link TelegramPlatformOptions.callTimeoutMs}. */
+const CALL_TIMEOUT_MS = 30_000;
+
+const NOT_MODIFIED = /message is not modified/i;
+const PARSE_ERROR = /can't parse entities|can't find end/i;
+/** The updates the poll asks for: text messages, and button presses. */
+const ALLOWED_UPDATES = ["message", "callback_query"] as const;
+/** What an edit sends as `reply_markup`: no buttons (leaving it out removes them too). */
+const NO_BUTTONS: InlineKeyboardMarkup = { inline_keyboard: [] };
+
+/** A Telegram bot: long polling in, Bot API calls out. */
+export class TelegramPlatform implements ChatPlatform {
+  readonly kind = "telegram";
+  readonly maxMessageLength = 4096;
+  readonly #options: TelegramPlatformOptions;
+  readonly #bot: Telegraf;
+  readonly #abort = new AbortController();
+  #state: ChatPlatformState = "stopped";
+  #offset = 0;
+  #polling: Promise<void> | null = null;
+  #menu: Promise<void> | null = null;
+
+  constructor(options: TelegramPlatformOptions) {
+    checkNumberOptions("TelegramPlatform", options, {
+      pollTimeoutS: "non-negative",
+      reconnectBaseMs: "positive",
+      callTimeoutMs: "positive",
+    });
+    this.#options = options;
+    this.#bot = new Telegraf(options.token, {
+      telegram: options.apiRoot ? { apiRoot: options.apiRoot } : {},
+    });
+  }
+
+  get state(): ChatPlatformState {
+    return this.#state;
+  }
+
+  async start(
+    onMessage: (message: IncomingChatMessage) => Promise<void>,
+    onChoice?: (press: IncomingChoice) => Promise<void>,
+  ): Promise<void> {
+    this.#state = "connecting";
+    this.#bot.on(message("text"), async (ctx) => {
+      const incoming = toIncoming(ctx.message, ctx.update.update_id, ctx.botInfo);
+      if (incoming) await onMessage(incoming);
+    });
+    this.#bot.on(callbackQuery("data"), async (ctx) => {
+      const press = toIncomingChoice(ctx.callbackQuery);
+      if (press && onChoice) await onChoice(press);
+    });
+    // Not stored: the poll fails, the offset stays before this update, and the next
+    // getUpdates (after backoff) hands it over again.
+    this.#bot.catch((error) => {
+      throw error;
+    });
+    await this.#connect();
+    if (this.#abort.signal.aborted) return;
+    this.#polling = this.#pollLoop();
+    this.#menu = this.#setCommandMenu();
+  }
+
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await Promise.all([this.#polling, this.#menu]);
+    this.#polling = null;
+    this.#menu = null;
+    this.#state = "stopped";
+  }
+
+  async send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage> {
+    return await this.#sendMessage(chatId, text, format);
+  }
+
+  /** Sends the choices as one row of inline keyboard buttons, `callback_data` = id. */
+  async sendChoices(
+    chatId: string,
+    text: string,
+    format: TextFormat,
+    choices: readonly Choice[],
+  ): Promise<SentChatMessage> {
+    checkChoices(this.kind, choices);
+    const row = choices.map(({ id, label }) => ({ text: label, callback_data: id }));
+    return await this.#sendMessage(chatId, text, format, { inline_keyboard: [row] });
+  }
+
+  /** answerCallbackQuery: `notice` shows as a toast to the person who pressed. */
+  async acknowledgeChoice(press: IncomingChoice, notice?: string): Promise<void> {
+    await this.#call("answerCallbackQuery", {
+      callback_query_id: press.pressId,
+      ...(notice === undefined ? {} : { text: notice }),
+    });
+  }
+
+  async edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void> {
+    try {
+      await this.#call("editMessageText", {
+        chat_id: chatId,
+        message_id: Number(messageId),
+        text: render(text, format),
+        ...extra(format),
+        reply_markup: NO_BUTTONS,
+      });
+    } catch (error) {
+      if (error instanceof ChatPlatformError && NOT_MODIFIED.test(error.message)) return;
+      throw error;
+    }
+  }
+
+  async typing(chatId: string): Promise<void> {
+    await this.#call("sendChatAction", { chat_id: chatId, action: "typing" });
+  }
+
+  async #sendMessage(
+    chatId: string,
+    text: string,
+    format: TextFormat,
+    buttons?: InlineKeyboardMarkup,
+  ): Promise<SentChatMessage> {
+    const sent = await this.#call("sendMessage", {
+      chat_id: chatId,
+      text: render(text, format),
+      ...extra(format),
+      ...(buttons === undefined ? {} : { reply_markup: buttons }),
+    });
+    return { messageId: String(sent.message_id) };
+  }
+
+  /** getMe and deleteWebhook, retried until they succeed or the platform is stopped. */
+  async #connect(): Promise<void> {
+    await reconnectWithBackoff(async () => {
+      this.#bot.botInfo = await this.#call("getMe", {});
+      await this.#call("deleteWebhook", {});
+      this.#state = "connected";
+      this.#options.logger.info({ bot: this.#bot.botInfo.username }, "telegram connected");
+    }, this.#backoff("telegram: could not connect"));
+  }
+
+  /** The "/" menu of Telegram's apps; the commands work without it, so a failure only logs. */
+  async #setCommandMenu(): Promise<void> {
+    const commands = (this.#options.commands ?? CHAT_COMMANDS).map(({ command, description }) => ({
+      command,
+      description,
+    }));
+    try {
+      await this.#call("setMyCommands", { commands }, { signal: this.#abort.signal });
+    } catch (error) {
+      if (this.#abort.signal.aborted) return;
+      this.#options.logger.warn(
+        { error: toError(error).message },
+        "telegram: could not set the command menu; the commands still work when typed",
+      );
+    }
+  }
+
+  async #pollLoop(): Promise<void> {
+    const signal = this.#abort.signal;
+    let reconnecting = false;
+    const backoff = this.#backoff("telegram: polling failed");
+    await reconnectWithBackoff(
+      async (healthy) => {
+        while (!signal.aborted) {
+          const pollTimeoutS = this.#options.pollTimeoutS ?? 50;
+          const updates = await this.#call(
+            "getUpdates",
+            { timeout: pollTimeoutS, offset: this.#offset, allowed_updates: [...ALLOWED_UPDATES] },
+            { heldS: pollTimeoutS, signal },
+          );
+          if (reconnecting) this.#options.logger.info("telegram reconnected");
+          reconnecting = false;
+          healthy();
+          this.#state = "connected";
+          await this.#handle(updates);
+        }
+      },
+      {
+        ...backoff,
+        onFailure: (error, failure) => {
+          reconnecting = true;
+          this.#state = "connecting";
+          backoff.onFailure(error, failure);
+        },
+      },
+    );
+    await this.#commitOffset();
+  }
+
+  async #handle(updates: Update[]): Promise<void> {
+    for (const update of updates) {
+      // The handler resolves once the message is stored; it never waits for an agent.
+      await this.#bot.handleUpdate(update);
+      this.#offset = update.update_id + 1;
+    }
+  }
+
+  /** Confirms every update taken so far, so a restart never receives them again. */
+  async #commitOffset(): Promise<void> {
+    if (this.#offset === 0) return;
+    try {
+      await this.#call("getUpdates", { offset: this.#offset, limit: 1, timeout: 0 });
+    } catch (error) {
+      this.#options.logger.warn(
+        { error: toError(error).message },
+        "telegram: could not confirm the update offset; the last updates may arrive again",
+      );
+    }
+  }
+
+  /** How a failed connect or poll is retried and logged (`what` names it). */
+  #backoff(what: string): ReconnectOptions {
+    return {
+      signal: this.#abort.signal,
+      ...(this.#options.reconnectBaseMs === undefined
+        ? {}
+        : { baseMs: this.#options.reconnectBaseMs }),
+      retryAfterMs: (error) => (this.#scrub(error).retryAfterS ?? 0) * 1000,
+      onFailure: (error, { retryInMs }) => {
+        this.#options.logger.warn({ error: this.#scrub(error).message, retryInMs }, what);
+      },
+    };
+  }
+
+  /**
+   * Runs one Bot API call, abandoned after `callTimeoutMs` (plus `heldS` for a long poll
+   * the server holds open) or when `signal` aborts; every failure becomes a token-free
+   * {@link ChatPlatformError}, a timeout a retryable one that says so.
+   */
+  async #call<M extends keyof Telegram>(
+    method: M,
+    payload: Opts<M>,
+    { heldS = 0, signal }: { heldS?: number; signal?: AbortSignal } = {},
+  ): Promise<ReturnType<Telegram[M]>> {
+    const limitMs = (this.#options.callTimeoutMs ?? CALL_TIMEOUT_MS) + heldS * 1000;
+    const timeout = AbortSignal.timeout(limitMs);
+    const abort = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    try {
+      // telegraf types the signal of the abort-controller polyfill; node-fetch takes either.
+      return await this.#bot.telegram.callApi(method, payload, { signal: abort as never });
+    } catch (error) {
+      if (timeout.aborted && !signal?.aborted) {
+        throw new ChatPlatformError(
+          `telegram: ${method} did not answer within ${limitMs / 1000} s; abandoned`,
+          { retryable: true },
+        );
+      }
+      throw this.#scrub(error);
+    }
+  }
+
+  #scrub(thrown: unknown): ChatPlatformError {
+    if (thrown instanceof ChatPlatformError) return thrown;
+    const token = this.#options.token;
+    const clean = (text: string) => redactSecrets(text, [token]);
+    if (thrown instanceof TelegramError) {
+      const description = clean(thrown.description);
+      return new ChatPlatformError(`telegram: ${thrown.code} ${description}`, {
+        retryable: thrown.code === 429 || thrown.code >= 500,
+        retryAfterS: thrown.parameters?.retry_after,
+        formatRejected: thrown.code === 400 && PARSE_ERROR.test(description),
+        context: { status: thrown.code },
+      });
+    }
+    // Network errors (node-fetch) carry the request URL, token included.
+    return new ChatPlatformError(`telegram: ${clean(toError(thrown).message)}`, {
+      retryable: true,
+    });
+  }
+}
+
+function render(text: string, format: TextFormat): string {
+  return format === "markdown" ? toTelegramMarkdownV2(text) : text;
+}
+
+function extra(format: TextFormat) {
+  return {
+    ...(format === "markdown" ? { parse_mode: "MarkdownV2" as const } : {}),
+    link_preview_options: { is_disabled: true },
+  };
+}
+
+/**
+ * The message as the core sees it, or null when the bot should ignore it: in groups, only
+ * messages that mention the bot, reply to it, or name it in a command (`/new@bot`).
+ */
+function toIncoming(
+  msg: Message.TextMessage,
+  updateId: number,
+  bot: UserFromGetMe,
+): IncomingChatMessage | null {
+  const direct = msg.chat.type === "private";
+  const handle = `@${bot.username}`;
+  const mentioned = (msg.entities ?? []).some(
+    (entity) =>
+      (entity.type === "mention" || entity.type === "bot_command") &&
+      msg.text.slice(entity.offset, entity.offset + entity.length).endsWith(handle),
+  );
+  const repliedTo = msg.reply_to_message?.from?.id === bot.id;
+  if (!direct && !mentioned && !repliedTo) return null;
+  if (!msg.from || msg.from.is_bot) return null;
+  const text = msg.text.startsWith(handle) ? msg.text.slice(handle.length).trim() : msg.text;
+  return {
+    platform: "telegram",
+    chatId: String(msg.chat.id),
+    userId: String(msg.from.id),
+    userName: displayName(msg.from),
+    text: text.replace(new RegExp(`^(/\\w+)${handle}\\b`), "$1"),
+    direct,
+    messageId: String(updateId),
+  };
+}
+
+/**
+ * The press as the core sees it, or null for a button of a message sent in inline mode
+ * (it has no chat), which the bot never sends.
+ */
+function toIncomingChoice(query: CallbackQuery.DataQuery): IncomingChoice | null {
+  const msg = query.message;
+  if (!msg) return null;
+  return {
+    platform: "telegram",
+    chatId: String(msg.chat.id),
+    userId: String(query.from.id),
+    userName: displayName(query.from),
+    direct: msg.chat.type === "private",
+    messageId: String(msg.message_id),
+    choiceId: query.data,
+    pressId: query.id,
+  };
+}
+
+/** `@username`, or the first name of a user without one. */
+function displayName(user: User): string {
+  return user.username ? `@${user.username}` : user.first_name;
+}

@@ -1,0 +1,294 @@
+/**
+ * `/sessions`: stored conversations, searchable; a session's transcript, refreshed as new
+ * messages land; and a chat box that talks to an agent from the browser. A web chat is a
+ * session of its own (key `web:<agent>:<id>`): its messages are queued as chat jobs like
+ * any chat's, so they survive a restart, and their replies stay in the session (nothing
+ * is sent to a chat platform).
+ */
+import { randomBytes } from "node:crypto";
+import { type Context, Hono } from "hono";
+import { streamSSE } from "hono/streaming";
+import { buildTranscript } from "../agents/transcript.js";
+import { formatTime } from "../base/time-zone.js";
+import type { DashboardEnv } from "../http/env.js";
+import { Notice } from "../http/layout.js";
+import type {
+  HistoryStore,
+  Job,
+  JobAdmin,
+  JobQueue,
+  Session,
+  UsageLedger,
+} from "../ports/index.js";
+import { type Column, ListTable, PostForm } from "./components.js";
+import type { WebReplies } from "./replies.js";
+import { TranscriptView } from "./transcript-view.js";
+
+/** Sessions a list shows. */
+const PAGE_SIZE = 50;
+/** Newest sessions a search looks through. */
+const SEARCH_SCAN = 1000;
+/** Prefix of the session keys of chats started in the dashboard. */
+const WEB_KEY_PREFIX = "web:";
+
+/** What the sessions section works with. */
+export interface SessionsSource {
+  history: HistoryStore;
+  /** The ledger the transcript reads each turn's model call from. */
+  usage: UsageLedger;
+  queue: JobQueue & JobAdmin;
+  /** Agents a new web chat may talk to; the first is the default. */
+  agents: () => readonly string[];
+  /** Replies being written in this process, streamed to the page. (Default: not streamed) */
+  replies?: WebReplies;
+}
+
+/** The sessions section. */
+export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
+  const app = new Hono<DashboardEnv>();
+  app.get("/", async (c) => {
+    const q = c.req.query("q")?.trim() ?? "";
+    const sessions = await searchSessions(source.history, q);
+    return c.render(
+      <>
+        <NewChat agents={source.agents()} />
+        <form class="filters" method="get" action="/sessions">
+          <label>
+            Search (id, key, agent, title)
+            <input name="q" value={q} type="search" />
+          </label>
+          <button type="submit">Search</button>
+        </form>
+        <SessionTable sessions={sessions} />
+      </>,
+      { title: "Sessions" },
+    );
+  });
+  app.post("/new", async (c) => {
+    const form = await c.req.parseBody();
+    const agentId = String(form.agent ?? "");
+    const message = String(form.message ?? "").trim();
+    const agents = source.agents();
+    if (!agents.includes(agentId)) {
+      return refuse(c, `no agent "${agentId}"; pick one of ${agents.join(", ")}`);
+    }
+    if (message === "") return refuse(c, "the message is empty; write something to send");
+    const key = `${WEB_KEY_PREFIX}${agentId}:${randomBytes(4).toString("hex")}`;
+    const session = await source.history.createSession({ key, agentId });
+    await enqueueChat(source.queue, session, message);
+    return c.redirect(`/sessions/${session.id}`, 303);
+  });
+  app.get("/:id", async (c) => {
+    const session = await source.history.getSession(c.req.param("id"));
+    if (!session) return noSession(c);
+    return c.render(
+      <>
+        {(await Transcript({ source, session })).html}
+        <ChatBox session={session} />
+      </>,
+      { title: session.title ?? `Session ${session.id}` },
+    );
+  });
+  app.get("/:id/transcript", async (c) => {
+    const session = await source.history.getSession(c.req.param("id"));
+    if (!session) return noSession(c);
+    const pending = await pendingJobs(source.queue, session.key);
+    // Unchanged since the page's copy: no swap (an open tool card stays open), and no
+    // transcript read.
+    if (c.req.query("seen") === transcriptVersion(session, pending)) return c.body(null, 204);
+    return c.html((await Transcript({ source, session, pending })).html);
+  });
+  app.get("/:id/stream", async (c) => {
+    const jobId = c.req.query("job") ?? "";
+    const { replies } = source;
+    if (!replies || jobId === "") return c.text("404 not found: no reply stream here\n", 404);
+    const job = await source.queue.get(jobId);
+    const writing = job?.state === "queued" || job?.state === "running";
+    return streamSSE(c, async (stream) => {
+      if (!writing) return stream.writeSSE({ event: "end", data: '{"kind":"end"}' });
+      // Writes in order; the stream closes only after the last one is out.
+      let sent: Promise<void> = Promise.resolve();
+      await new Promise<void>((resolve) => {
+        const stop = replies.watch(jobId, (news) => {
+          sent = sent.then(() => stream.writeSSE({ event: news.kind, data: JSON.stringify(news) }));
+          if (news.kind === "end") finish();
+        });
+        const finish = () => {
+          stop();
+          resolve();
+        };
+        stream.onAbort(finish);
+      });
+      await sent;
+    });
+  });
+  app.post("/:id/chat", async (c) => {
+    const session = await source.history.getSession(c.req.param("id"));
+    if (!session) return noSession(c);
+    if (!session.key.startsWith(WEB_KEY_PREFIX)) {
+      return refuse(c, "only web chats take messages here; answer other chats where they happen");
+    }
+    const message = String((await c.req.parseBody()).message ?? "").trim();
+    if (message === "") return refuse(c, "the message is empty; write something to send");
+    await enqueueChat(source.queue, session, message);
+    if (c.req.header("hx-request")) return c.html((await Transcript({ source, session })).html);
+    return c.redirect(`/sessions/${session.id}`, 303);
+  });
+  return app;
+}
+
+function refuse(c: Context<DashboardEnv>, text: string) {
+  c.status(400);
+  return c.render(<Notice error text={text} back="/sessions" />, { title: "Not sent" });
+}
+
+function noSession(c: Context<DashboardEnv>) {
+  c.status(404);
+  return c.render(<Notice error text={`No session "${c.req.param("id")}".`} back="/sessions" />, {
+    title: "No such session",
+  });
+}
+
+async function enqueueChat(queue: JobQueue, session: Session, message: string): Promise<Job> {
+  return queue.enqueue({
+    agentId: session.agentId,
+    sessionKey: session.key,
+    sessionId: session.id,
+    message,
+    mode: "chat",
+    replyTo: { kind: "silent" },
+  });
+}
+
+async function searchSessions(history: HistoryStore, q: string): Promise<Session[]> {
+  if (q === "") return history.listSessions({ limit: PAGE_SIZE });
+  const needle = q.toLowerCase();
+  const all = await history.listSessions({ limit: SEARCH_SCAN });
+  return all
+    .filter((session) =>
+      [session.id, session.key, session.agentId, session.title ?? ""].some((field) =>
+        field.toLowerCase().includes(needle),
+      ),
+    )
+    .slice(0, PAGE_SIZE);
+}
+
+/** What the transcript panel shows changes with these; the refresh skips a no-op. */
+function transcriptVersion(session: Session, pending: Job[]): string {
+  return `${session.messageCount}.${session.usage.output}.${pending.map((job) => `${job.id}${job.state}`).join(",")}`;
+}
+
+/** The transcript panel and a version of what it shows, for the refresh to skip no-ops. */
+async function Transcript(props: { source: SessionsSource; session: Session; pending?: Job[] }) {
+  const { source, session } = props;
+  const [messages, calls, pending] = await Promise.all([
+    source.history.messages(session.id),
+    source.usage.calls({ since: 0, sessionId: session.id }),
+    props.pending ?? pendingJobs(source.queue, session.key),
+  ]);
+  const { entries } = buildTranscript(session, messages, calls);
+  const version = transcriptVersion(session, pending);
+  const html = (
+    <div
+      id="transcript"
+      hx-get={`/sessions/${session.id}/transcript?seen=${encodeURIComponent(version)}`}
+      hx-trigger="picklebot-event from:body"
+      hx-swap="outerHTML"
+    >
+      <SessionFacts session={session} />
+      <TranscriptView
+        entries={entries}
+        pending={pending}
+        streamOf={
+          source.replies ? (job) => `/sessions/${session.id}/stream?job=${job.id}` : undefined
+        }
+      />
+    </div>
+  );
+  return { html, version };
+}
+
+/** Jobs of the key not finished yet, oldest first. */
+async function pendingJobs(queue: JobAdmin, key: string): Promise<Job[]> {
+  const jobs = await queue.list({ sessionKey: key, limit: PAGE_SIZE });
+  return jobs
+    .filter((job) => job.state === "queued" || job.state === "running" || job.state === "waiting")
+    .reverse();
+}
+
+/** The columns of the sessions list. */
+const SESSION_COLUMNS: Column<Session>[] = [
+  {
+    label: "session",
+    cell: (session) => <a href={`/sessions/${session.id}`}>{session.title ?? session.id}</a>,
+  },
+  { label: "updated", cell: (session) => formatTime(session.updatedAt) },
+  { label: "agent", cell: (session) => session.agentId },
+  { label: "key", cell: (session) => session.key },
+  { label: "messages", cell: (session) => session.messageCount },
+];
+
+function SessionTable(props: { sessions: Session[] }) {
+  return <ListTable columns={SESSION_COLUMNS} rows={props.sessions} empty="no sessions match" />;
+}
+
+function SessionFacts(props: { session: Session }) {
+  const { session } = props;
+  const { usage } = session;
+  return (
+    <p class="muted">
+      {session.agentId} · key {session.key} · {session.messageCount} messages · started{" "}
+      {formatTime(session.createdAt)} · {usage.input + usage.output} tokens ·{" "}
+      <a href={`/jobs?chat=${encodeURIComponent(session.key)}`}>its jobs</a>
+    </p>
+  );
+}
+
+function NewChat(props: { agents: readonly string[] }) {
+  return (
+    <PostForm action="/sessions/new" title="New web chat">
+      <label>
+        Agent
+        <select name="agent">
+          {props.agents.map((agent) => (
+            <option value={agent}>{agent}</option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Message
+        <textarea name="message" required />
+      </label>
+      <button type="submit" class="primary">
+        Start chat
+      </button>
+    </PostForm>
+  );
+}
+
+function ChatBox(props: { session: Session }) {
+  const { session } = props;
+  if (!session.key.startsWith(WEB_KEY_PREFIX)) {
+    return (
+      <p class="muted">
+        This conversation happens in {session.key}; answer it there. Start a web chat on the{" "}
+        <a href="/sessions">sessions page</a>.
+      </p>
+    );
+  }
+  return (
+    <PostForm
+      action={`/sessions/${session.id}/chat`}
+      title="Send a message"
+      htmx={{ target: "#transcript" }}
+    >
+      <label>
+        Message
+        <textarea name="message" required />
+      </label>
+      <button type="submit" class="primary">
+        Send
+      </button>
+    </PostForm>
+  );
+}

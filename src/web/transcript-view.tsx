@@ -1,0 +1,153 @@
+/**
+ * A transcript (agents/transcript.ts) as HTML: Markdown text, tool calls as cards that
+ * expand, compaction summaries marked, each turn with its time and model call.
+ */
+import { raw } from "hono/html";
+import type { TranscriptCall, TranscriptEntry, TranscriptToolCall } from "../agents/transcript.js";
+import { truncate } from "../base/printable.js";
+import { formatTime } from "../base/time-zone.js";
+import type { Job } from "../ports/index.js";
+import { renderMarkdown } from "./markdown.js";
+
+/** Characters of a tool's input in the card's one-line summary. */
+const INPUT_SUMMARY = 80;
+
+/**
+ * Every entry, then the jobs of the session's key not finished yet; `streamOf` names where
+ * a job's reply streams while it is written (the live script fills it in).
+ */
+export function TranscriptView(props: {
+  entries: TranscriptEntry[];
+  pending: Job[];
+  streamOf?: ((job: Job) => string) | undefined;
+}) {
+  return (
+    <>
+      {props.entries.length === 0 && props.pending.length === 0 ? (
+        <p class="muted">no messages yet</p>
+      ) : null}
+      {props.entries.map((entry) => (
+        <Entry entry={entry} />
+      ))}
+      {props.pending.map((job) => (
+        <div class="msg user pending" data-job={job.id}>
+          <div class="who">
+            {job.state === "running" ? "the agent is working on it…" : `${job.state}…`}
+          </div>
+          {job.checkpointed ? null : raw(renderMarkdown(job.message))}
+          {props.streamOf ? <div class="reply" data-stream={props.streamOf(job)} /> : null}
+        </div>
+      ))}
+    </>
+  );
+}
+
+function Entry(props: { entry: TranscriptEntry }) {
+  const { entry } = props;
+  switch (entry.kind) {
+    case "user":
+      return (
+        <div class="msg user">
+          <Who text="user" at={entry.at} />
+          {raw(renderMarkdown(entry.text))}
+        </div>
+      );
+    case "assistant":
+      return (
+        <div class="msg assistant">
+          <Who text="assistant" at={entry.at} call={entry.call} />
+          {raw(renderMarkdown(entry.text))}
+          {entry.toolCalls.map((call) => (
+            <ToolCard call={call} />
+          ))}
+        </div>
+      );
+    case "compaction":
+      return (
+        <div class="compaction">
+          <Who
+            text={`Compacted: this summary stands for the ${entry.replaces} messages above`}
+            at={entry.at}
+            call={entry.call}
+          />
+          {raw(renderMarkdown(entry.summary))}
+        </div>
+      );
+    case "prune":
+      return (
+        <p class="muted">
+          {formatTime(entry.at)}: older tool outputs pruned (the last {entry.keepTurns} turns keep
+          theirs)
+        </p>
+      );
+    case "job_end":
+      return (
+        <p class={entry.outcome === "cancel" ? "bad" : "muted"}>
+          {formatTime(entry.at)}: job ended by a tool ({entry.outcome}): {entry.message}
+        </p>
+      );
+    case "call":
+      return (
+        <p class="muted">
+          {formatTime(entry.at)}: model call without a stored message (
+          <CallText call={entry.call} />)
+        </p>
+      );
+    default:
+      return assertNever(entry);
+  }
+}
+
+function Who(props: { text: string; at: number; call?: TranscriptCall | null }) {
+  return (
+    <div class="who">
+      {props.text} · {formatTime(props.at)}
+      {props.call ? (
+        <>
+          {" "}
+          · <CallText call={props.call} />
+        </>
+      ) : null}
+    </div>
+  );
+}
+
+function CallText(props: { call: TranscriptCall }) {
+  const { model, usage, batch } = props.call;
+  return (
+    <>
+      {model}, {usage.input + usage.cacheRead + usage.cacheWrite} in / {usage.output} out tokens
+      {batch ? ", batch" : ""}
+    </>
+  );
+}
+
+function ToolCard(props: { call: TranscriptToolCall }) {
+  const { call } = props;
+  const state = call.result === null ? " (running…)" : call.isError ? " (error)" : "";
+  return (
+    <details class={`tool${call.isError ? " error" : ""}`}>
+      <summary>
+        {call.name} {truncate(JSON.stringify(call.input) ?? "", INPUT_SUMMARY)}
+        {state}
+      </summary>
+      <div class="muted">input</div>
+      <pre>{JSON.stringify(call.input, null, 2)}</pre>
+      <div class="muted">result</div>
+      {call.result === null ? (
+        <p class="muted">no result yet</p>
+      ) : (
+        <pre>
+          {call.result}
+          {call.resultChars > call.result.length
+            ? `\n[${call.resultChars - call.result.length} more characters; picklebot sessions show prints them]`
+            : ""}
+        </pre>
+      )}
+    </details>
+  );
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unknown transcript entry ${JSON.stringify(value)}`);
+}
