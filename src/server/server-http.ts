@@ -13,11 +13,12 @@ import type { Config } from "../config/index.js";
 import { loadWorkspaceCrons } from "../cron/admin.js";
 import { describeCrons } from "../cron/describe.js";
 import type { EventHub } from "../events/hub.js";
+import { type HttpAccess, resolveAccess } from "../http/access.js";
 import { type HealthReport, HttpEndpoint } from "../http/endpoint.js";
 import type { Clock, JobAdmin, JobQueue, SessionStopper, Storage } from "../ports/index.js";
 import { describeCluster } from "../storage/cluster-status.js";
 import { agentExtras } from "../web/agent-extras.js";
-import { composeDashboard, type HttpAccess, resolveAccess } from "../web/index.js";
+import { composeDashboard } from "../web/index.js";
 import type { HealthView } from "../web/overview.js";
 import type { WebReplies } from "../web/replies.js";
 import { ownerSections } from "../web/sections/index.js";
@@ -39,21 +40,14 @@ export interface ServerHttpParts {
   events: EventHub;
   metrics: ServerMetrics;
   /** Stops a session's running job wherever it runs (the Cancel button). */
-  stopper: () => SessionStopper;
+  stopper: SessionStopper;
   webReplies: WebReplies;
-  mcp: () => McpServers | null;
+  mcp: McpServers | null;
   logger: Logger;
 }
 
-/**
- * Listens on `http.host:http.port`; resolves with the endpoint and its `host:port`, or
- * null when `http.enabled` is false.
- *
- * @throws UserError naming the `http.` setting when the address cannot be listened on.
- */
-export async function listenHttp(
-  parts: ServerHttpParts,
-): Promise<{ endpoint: HttpEndpoint; address: string } | null> {
+/** The server's HTTP endpoint, not yet listening; null when `http.enabled` is false. */
+export function serverHttpEndpoint(parts: ServerHttpParts): HttpEndpoint | null {
   const { http, history } = parts.config;
   if (!http.enabled) return null;
   const access = resolveAccess({
@@ -63,7 +57,7 @@ export async function listenHttp(
     // The terminal, not the log: a token never goes into a log file.
     announce: (text) => process.stderr.write(text),
   });
-  const endpoint = new HttpEndpoint({
+  return new HttpEndpoint({
     host: http.host,
     port: http.port,
     registry: parts.metrics.registry,
@@ -78,10 +72,18 @@ export async function listenHttp(
     dashboard: http.dashboard ? serverDashboard(parts, access) : null,
     onError: (error) => parts.logger.error({ error: error.message }, "an HTTP request failed"),
   });
+}
+
+/**
+ * Listens on `http.host:http.port`; resolves with its `host:port`.
+ *
+ * @throws UserError naming the `http.` setting when the address cannot be listened on.
+ */
+export async function listenHttp(endpoint: HttpEndpoint, config: Config): Promise<string> {
   try {
-    return { endpoint, address: await endpoint.listen() };
+    return await endpoint.listen();
   } catch (error) {
-    throw listenError(error, http.host, http.port);
+    throw listenError(error, config.http.host, config.http.port);
   }
 }
 
@@ -101,7 +103,7 @@ function serverDashboard(parts: ServerHttpParts, access: HttpAccess) {
     },
     jobs: {
       jobs: queue,
-      stopper: { stop: (key) => parts.stopper().stop(key) },
+      stopper: parts.stopper,
       transcripts: storage,
     },
     sessions: {
@@ -118,7 +120,7 @@ function serverDashboard(parts: ServerHttpParts, access: HttpAccess) {
       queue,
       clock,
       agents: parts.agents,
-      ...(catalog ? { catalog, describeExtras: agentExtras(catalog, parts.mcp) } : {}),
+      ...(catalog ? { catalog, describeExtras: agentExtras(catalog, () => parts.mcp) } : {}),
     }),
   });
 }

@@ -1,14 +1,17 @@
 /**
- * The picklebot server: composes storage, queue, frontends and workers for a workspace
- * and runs them under the supervisor.
+ * The picklebot server: composes storage, the chat wing, the agent runtime, the web wing
+ * and the workers of a workspace, and runs them under the supervisor.
  *
- *   start(): lock workspace (SQLite mode) ─► open storage ─► listen on HTTP
- *            ─► register this instance (PostgreSQL mode) ─► register the frontends, the
- *               chat ones included (ChatSenders: every process streams and delivers the
- *               replies of the chat jobs it runs) ─► start workers: the AgentWorker
- *               (recovers its running jobs), the queue depth gauges, and the
- *               LeaderWorker, which runs the leader-only workers (crons, chat receiving
- *               and outbox retries, cluster upkeep) while this process holds the lease
+ *   start(): lock workspace (SQLite mode) ─► open storage ─► import the enabled chat
+ *            platforms' adapters ─► build every part up front: the frontends (console,
+ *            web replies, and the chat wing's, so every process streams and delivers the
+ *            replies of the chat jobs it runs), the MCP servers, the agent runtime
+ *            (approvals, budget, runner, subagents, the AgentWorker), the HTTP endpoint
+ *            with the dashboard, the leader's workers ─► listen on HTTP ─► register this
+ *            instance (PostgreSQL mode) ─► requeue orphans (SQLite mode) ─► start workers:
+ *            the AgentWorker, the definitions watch, the queue depth gauges, and the
+ *            LeaderWorker, which runs the leader-only workers (crons, chat receiving and
+ *            outbox retries, retention, cluster upkeep) while this process holds the lease
  *   stop():  stop workers (running jobs finish within job_timeout_s) ─► close the chat
  *            clients ─► deregister ─► close HTTP ─► close storage ─► release the lock
  *
@@ -16,27 +19,17 @@
  */
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { ApprovalDesk } from "../agents/approval-desk.js";
-import { BudgetGuard } from "../agents/budget.js";
 import type { AgentCatalog } from "../agents/catalog.js";
 import { type AgentDefinition, definedAgentIds } from "../agents/definition.js";
-import { AgentRunner } from "../agents/runner.js";
 import { describeBashSandbox } from "../agents/tools/index.js";
-import { chatAddressOf } from "../base/chat-address.js";
 import { systemClock } from "../base/clock.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { packageInfo } from "../base/package-info.js";
 import { type ChatAgentDirectory, chatAgentDirectory } from "../chat/agents.js";
 import { loadPlatformFactory } from "../chat/platforms.js";
-import { MessageBusWorker } from "../chat/receiver.js";
-import { ChatSenders } from "../chat/senders.js";
-import {
-  allowedUserIds,
-  type Config,
-  jobRetentionHours,
-  runnablePlatforms,
-} from "../config/index.js";
+import { ChatWing } from "../chat/wing.js";
+import { type Config, jobRetentionHours, runnablePlatforms } from "../config/index.js";
 import { CronWorker } from "../cron/worker.js";
 import { announcingEnqueues } from "../events/enqueued.js";
 import { EventHub } from "../events/hub.js";
@@ -52,15 +45,14 @@ import type {
   JobQueue,
   Leadership,
   ModelProvider,
-  ReplyTarget,
-  SessionStopper,
   Storage,
   Worker,
 } from "../ports/index.js";
 import { DATABASE_FILE, openStorage } from "../storage/index.js";
 import { defaultInstanceId } from "../storage/postgres/cluster.js";
 import { WebReplies } from "../web/replies.js";
-import { AgentWorker, JOBS_RECOVERED } from "./agent-worker.js";
+import { AgentRuntime } from "./agent-runtime.js";
+import { JOBS_RECOVERED } from "./agent-worker.js";
 import { BatchPoller } from "./batch-poller.js";
 import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
 import { ClusterUpkeepWorker, Heartbeat } from "./cluster/upkeep.js";
@@ -70,8 +62,7 @@ import { type McpRuntime, startMcpRuntime } from "./mcp-reload.js";
 import { ServerMetrics } from "./metrics.js";
 import { QueueDepthWorker } from "./queue-depth.js";
 import { RetentionWorker } from "./retention.js";
-import { listenHttp } from "./server-http.js";
-import { queueSubagents } from "./subagents.js";
+import { listenHttp, serverHttpEndpoint } from "./server-http.js";
 import { Supervisor } from "./supervisor.js";
 import { acquireWorkspaceLock, LOCK_FILE, type WorkspaceLock } from "./workspace-lock.js";
 
@@ -94,6 +85,15 @@ export interface ServerOptions {
 
 const VERSION = packageInfo().version;
 
+/** What the server has opened before its parts are built. */
+interface Opened {
+  /** The workspace lock (SQLite mode), or null (PostgreSQL mode). */
+  lock: WorkspaceLock | null;
+  storage: Storage;
+  /** Builds the enabled chat platforms, fresh each call; null when none is enabled. */
+  platforms: (() => ChatPlatform[]) | null;
+}
+
 /** A running server. */
 export class PicklebotServer {
   /** `host:port` of the HTTP endpoint, or null when it is disabled. */
@@ -109,26 +109,21 @@ export class PicklebotServer {
   readonly #queue: JobQueue & JobAdmin;
   readonly #supervisor: Supervisor;
   readonly #instance: InstanceInfo;
-  /** The agents' runner, made with the agent worker (before any bus). */
-  #runner: AgentRunner | null = null;
-  /** Aborts a session's running job wherever it runs (`/stop`, a stopped job's subagents). */
-  #stopper: SessionStopper | null = null;
-  /** Asks the owner about tool calls; the chat bus hands it the button presses. */
-  #desk: ApprovalDesk | null = null;
-  #mcp: McpRuntime | null = null;
-  /** Notices already logged (for jobs without a chat), by key. */
-  readonly #logged = new Set<string>();
-  #leader: LeaderWorker | null = null;
-  #heartbeat: Heartbeat | null = null;
-  #registered = false;
-  #http: HttpEndpoint | null = null;
   /** Replies of silent jobs (web chats among them) as they are written, for the dashboard. */
   readonly #webReplies = new WebReplies();
-  #chat: ChatSenders | null = null;
-  /** The receiving bus of the current leadership term, if this process leads. */
-  #bus: MessageBusWorker | null = null;
+  /** The chat path: the senders in every process, the receiver while this process leads. */
+  readonly #chat: ChatWing;
+  readonly #mcp: McpRuntime;
+  /** Approvals, budget, runner, subagents, the session stopper and the AgentWorker. */
+  readonly #agents: AgentRuntime;
+  /** The HTTP endpoint with the dashboard, or null when `http.enabled` is false. */
+  readonly #http: HttpEndpoint | null;
+  readonly #leader: LeaderWorker;
+  /** PostgreSQL mode: this instance's heartbeat. */
+  readonly #heartbeat: Heartbeat | null;
+  #registered = false;
   /** SQLite mode: watches the database and lock files for being deleted or replaced. */
-  #watch: FileIdentityWatch | null = null;
+  readonly #watch: FileIdentityWatch | null;
   /** Why the storage can no longer be trusted (its files vanished), once it happened. */
   #lostReason: string | null = null;
   #onLost: (error: UserError) => void = () => {};
@@ -142,9 +137,10 @@ export class PicklebotServer {
     this.#onLost = resolve;
   });
 
-  private constructor(options: ServerOptions, lock: WorkspaceLock | null, storage: Storage) {
+  private constructor(options: ServerOptions, { lock, storage, platforms }: Opened) {
+    const { workspace, config, logger } = options;
     this.#options = options;
-    this.metrics = new ServerMetrics({ prices: options.config.llm.prices });
+    this.metrics = new ServerMetrics({ prices: config.llm.prices });
     this.#clock = options.clock ?? systemClock;
     this.#lock = lock;
     this.#storage = storage;
@@ -157,26 +153,65 @@ export class PicklebotServer {
     this.#queue = announcingEnqueues(storage.queue, this.events);
     this.#supervisor = new Supervisor({
       clock: this.#clock,
-      logger: options.logger,
+      logger,
       metrics: this.metrics,
       events: this.events,
     });
+    this.frontends.register(new LogFrontend(logger.child({ frontend: "console" })));
+    this.frontends.register(this.#webReplies);
+    this.#chat = new ChatWing({
+      config,
+      platforms,
+      storage,
+      queue: this.#queue,
+      frontends: this.frontends,
+      agents: this.#chatAgents(),
+      holder: this.#instance.id,
+      clock: this.#clock,
+      logger,
+      events: this.events,
+    });
+    this.#mcp = startMcpRuntime({ workspace, config, logger: logger.child({ worker: "mcp" }) });
+    this.#agents = this.#agentRuntime();
+    this.#http = serverHttpEndpoint(this.#httpParts());
+    this.#leader = new LeaderWorker({
+      leadership: this.#leadership(),
+      holder: this.#instance.id,
+      workers: () => this.#leaderOnlyWorkers(),
+      clock: this.#clock,
+      logger: logger.child({ worker: "leader" }),
+      metrics: this.metrics,
+      events: this.events,
+    });
+    this.#heartbeat = storage.cluster
+      ? new Heartbeat({
+          cluster: storage.cluster.store,
+          instance: this.#instance,
+          intervalMs: config.cluster.heartbeat_s * 1000,
+          logger: logger.child({ worker: "heartbeat" }),
+        })
+      : null;
+    this.#watch = lock ? this.#fileWatch() : null;
   }
 
   /** Starts a server; throws UserError when the workspace is locked by another one. */
   static async start(options: ServerOptions): Promise<PicklebotServer> {
-    const { config } = options;
+    const { config, logger } = options;
     // Several processes share PostgreSQL storage; the single-server lock is SQLite's.
     const lock =
       config.queue.backend === "postgres" ? null : acquireWorkspaceLock(config.history.path);
-    let storage: Storage;
+    let storage: Storage | null = null;
+    let server: PicklebotServer;
     try {
       storage = await openStorage(config, options.clock ?? systemClock);
+      const platforms =
+        runnablePlatforms(config).length === 0 ? null : await loadPlatformFactory(config, logger);
+      server = new PicklebotServer(options, { lock, storage, platforms });
     } catch (error) {
+      await storage?.close();
       lock?.release();
       throw error;
     }
-    const server = new PicklebotServer(options, lock, storage);
     try {
       await server.#start();
       return server;
@@ -193,7 +228,7 @@ export class PicklebotServer {
 
   /** True while this process runs the leader-only workers (always, in SQLite mode). */
   get isLeader(): boolean {
-    return this.#leader?.isLeader ?? false;
+    return this.#leader.isLeader;
   }
 
   /** Where the cron worker records fired occurrences. */
@@ -207,45 +242,13 @@ export class PicklebotServer {
   }
 
   async #start(): Promise<void> {
-    this.#watchFiles();
+    this.#watch?.start();
     // First, so that a port already in use stops the start before any job is claimed.
-    await this.#startHttp();
+    await this.#listen();
     await this.#joinCluster();
-    this.frontends.register(new LogFrontend(this.#options.logger.child({ frontend: "console" })));
-    this.frontends.register(this.#webReplies);
-    // Before the agent worker, so that a job recovered at start-up finds its chat's frontend.
-    const platforms = await this.#platformFactory();
-    const chat = new ChatSenders({
-      platforms: platforms?.() ?? [],
-      outbox: this.#storage.outbox,
-      frontends: this.frontends,
-      holder: this.#instance.id,
-      clock: this.#clock,
-      logger: this.#options.logger.child({ worker: "chat" }),
-      events: this.events,
-    });
-    this.#chat = chat;
     if (this.#lock) await this.#requeueOrphans();
-    const { workspace, config, logger } = this.#options;
-    this.#mcp = startMcpRuntime({ workspace, config, logger: logger.child({ worker: "mcp" }) });
-    const agentWorker = this.#agentWorker(this.#instance.id, this.#clock, chat);
-    const stopHere = (key: string) => agentWorker.stopSession(key);
-    const stopper = this.#sessionStopper(stopHere);
-    this.#stopper = stopper;
-    this.#supervisor.start(agentWorker);
+    this.#supervisor.start(this.#agents.worker);
     this.#startDefinitionsWorker();
-    this.#leader = new LeaderWorker({
-      leadership: this.#leadership(),
-      holder: this.#instance.id,
-      workers: () =>
-        this.#leaderOnlyWorkers(
-          platforms ? () => this.#createBus(platforms, chat, stopper) : () => null,
-        ),
-      clock: this.#clock,
-      logger: this.#options.logger.child({ worker: "leader" }),
-      metrics: this.metrics,
-      events: this.events,
-    });
     this.#supervisor.start(this.#leader);
     this.#supervisor.start(
       new QueueDepthWorker({
@@ -254,6 +257,30 @@ export class PicklebotServer {
         logger: this.#options.logger.child({ worker: "queue-depth" }),
       }),
     );
+  }
+
+  #agentRuntime(): AgentRuntime {
+    const { workspace, config, agents, brokenAgents, catalog, provider, logger } = this.#options;
+    return new AgentRuntime({
+      workspace,
+      config,
+      agents,
+      ...(brokenAgents === undefined ? {} : { brokenAgents }),
+      ...(catalog === undefined ? {} : { catalog }),
+      provider,
+      storage: this.#storage,
+      queue: this.#queue,
+      frontends: this.frontends,
+      senders: this.#chat.senders,
+      mcp: this.#mcp.servers,
+      workerId: this.#instance.id,
+      // PostgreSQL mode: claim only the jobs of agents this process has (capability routing).
+      ...(this.#storage.cluster ? { claimedAgents: this.#instance.agents } : {}),
+      clock: this.#clock,
+      logger,
+      metrics: this.metrics,
+      events: this.events,
+    });
   }
 
   /** Reloads the agents and skills when their files change (each process its own). */
@@ -283,48 +310,6 @@ export class PicklebotServer {
     claimed.splice(0, claimed.length, ...agentIdsOf(this.#options));
   }
 
-  /** `/stop` of the chat bus: across the cluster in PostgreSQL mode, in this process otherwise. */
-  #sessionStopper(stopHere: (sessionKey: string) => boolean): SessionStopper {
-    const relay = this.#storage.cluster?.stops;
-    if (!relay) return { stop: async (key) => stopHere(key) };
-    const logger = this.#options.logger.child({ worker: "stops" });
-    return relay.start(stopHere, (error) =>
-      logger.warn({ error: error.message }, "the /stop listener hit an error; it listens on"),
-    );
-  }
-
-  /** Builds the enabled chat platforms (fresh each call), or null when none is enabled. */
-  async #platformFactory(): Promise<(() => ChatPlatform[]) | null> {
-    const { config, logger } = this.#options;
-    if (runnablePlatforms(config).length === 0) return null;
-    return loadPlatformFactory(config, logger);
-  }
-
-  /** The chat bus's receiving half, for one leadership term. */
-  #createBus(
-    createPlatforms: () => ChatPlatform[],
-    senders: ChatSenders,
-    stopper: SessionStopper,
-  ): MessageBusWorker {
-    const { config, logger } = this.#options;
-    return new MessageBusWorker({
-      createPlatforms,
-      allowedUserIds: (platform) => allowedUserIds(config, platform),
-      agents: this.#chatAgents(),
-      queue: this.#queue,
-      history: this.#storage.history,
-      pairing: this.#storage.pairing,
-      senders,
-      stopSession: (key) => stopper.stop(key),
-      answerChoice: (press, platform) => this.#requireDesk().answerPress(press, platform),
-      contextUsage: (agentId, sessionId) => this.#requireRunner().contextUsage(agentId, sessionId),
-      usage: this.#storage.usage,
-      pricing: { prices: config.llm.prices, timezone: config.timezone },
-      clock: this.#clock,
-      logger: logger.child({ worker: "bus" }),
-    });
-  }
-
   /** The chat's agent directory, read anew at each use: agents come and go on reload. */
   #chatAgents(): ChatAgentDirectory {
     const { config, agents, brokenAgents } = this.#options;
@@ -341,7 +326,7 @@ export class PicklebotServer {
    * The workers only one process of a cluster runs: started when this process becomes the
    * leader, stopped when it stops being it.
    */
-  #leaderOnlyWorkers(createBus: () => MessageBusWorker | null): Worker[] {
+  #leaderOnlyWorkers(): Worker[] {
     const { config, logger, workspace, agents, brokenAgents } = this.#options;
     const workers: Worker[] = [
       new CronWorker({
@@ -379,9 +364,8 @@ export class PicklebotServer {
         clock: this.#clock,
         logger: logger.child({ worker: "retention" }),
       }),
+      ...this.#chat.leaderWorkers(this.#agents.chatControls()),
     );
-    this.#bus = createBus();
-    if (this.#bus) workers.push(this.#bus, ...(this.#chat?.deliveries() ?? []));
     const cluster = this.#storage.cluster;
     if (cluster) {
       workers.push(
@@ -412,13 +396,7 @@ export class PicklebotServer {
     await cluster.store.register(this.#instance);
     this.#registered = true;
     this.events.publish({ type: "instance.joined", subject: this.#instance.id });
-    this.#heartbeat = new Heartbeat({
-      cluster: cluster.store,
-      instance: this.#instance,
-      intervalMs: this.#options.config.cluster.heartbeat_s * 1000,
-      logger: this.#options.logger.child({ worker: "heartbeat" }),
-    });
-    this.#heartbeat.start();
+    this.#heartbeat?.start();
   }
 
   #leadership(): Leadership {
@@ -432,11 +410,6 @@ export class PicklebotServer {
     };
   }
 
-  #requireRunner(): AgentRunner {
-    if (!this.#runner) throw new Error("the agent runner is made before the chat bus");
-    return this.#runner;
-  }
-
   /**
    * Holding the workspace lock proves no other server uses this database, so every job
    * marked running was left by a process that died, whatever host name or id it had (a
@@ -447,104 +420,10 @@ export class PicklebotServer {
     if (recovered > 0) this.#options.logger.info({ recovered }, JOBS_RECOVERED);
   }
 
-  #agentWorker(workerId: string, clock: Clock, chat: ChatSenders): AgentWorker {
-    const { workspace, config, agents, brokenAgents, catalog, provider, logger } = this.#options;
-    const history = this.#storage.history;
-    const desk = new ApprovalDesk({
-      store: this.#storage.approvals,
-      queue: this.#queue,
-      platform: (kind) => chat.platform(kind),
-      isOwner: async (platform, userId) =>
-        allowedUserIds(config, platform).has(userId) ||
-        (await this.#storage.pairing.isApproved(platform, userId)),
-      timeoutMs: config.approvals.timeout_s * 1000,
-      clock,
-      logger: logger.child({ worker: "approvals" }),
-    });
-    this.#desk = desk;
-    const budget = new BudgetGuard({
-      ledger: this.#storage.usage,
-      config,
-      agents,
-      clock,
-      notify: (target, text, key) => this.#notice(chat, target, text, key),
-    });
-    const runner = new AgentRunner({
-      workspace,
-      config,
-      agents,
-      ...(brokenAgents === undefined ? {} : { brokenAgents }),
-      ...(catalog === undefined ? {} : { skills: () => catalog.skills }),
-      history,
-      provider,
-      clock,
-      postMessage: (request) => chat.poster(request),
-      delegate: queueSubagents({
-        queue: this.#queue,
-        history,
-        clock,
-        timeoutMs: config.workers.subagent_timeout_s * 1000,
-        stopRunning: (key) => this.#requireStopper().stop(key),
-      }),
-      approvals: (request) => desk.asker(request),
-      budget: (request) => budget.checker(request),
-      ...(this.#mcp ? { mcp: this.#mcp.servers } : {}),
-    });
-    this.#runner = runner;
-    return new AgentWorker({
-      workerId,
-      // PostgreSQL mode: claim only the jobs of agents this process has (capability routing).
-      agentIds: this.#storage.cluster ? this.#instance.agents : undefined,
-      queue: this.#queue,
-      history,
-      checkpoint: this.#storage.checkpoint,
-      failJob: this.#storage.failJob,
-      outageBudgetMs: config.workers.outage_budget_s * 1000,
-      runner,
-      frontends: this.frontends,
-      concurrency: config.workers.agent_concurrency,
-      jobTimeoutMs: config.workers.job_timeout_s * 1000,
-      clock,
-      logger: logger.child({ worker: "agent" }),
-      metrics: this.metrics,
-      stopRunning: (key) => this.#requireStopper().stop(key),
-      waitSettled: (wait) => desk.isSettled(wait),
-      onBudgetExceeded: config.budget.on_exceeded,
-      events: this.events,
-    });
-  }
-
-  /**
-   * A notice for the owner, once per key: into the target's chat through the outbox
-   * (whose dedupe key makes it once), or, for a job without a chat, to the log once per
-   * process.
-   */
-  async #notice(
-    chat: ChatSenders,
-    target: ReplyTarget | undefined,
-    text: string,
-    key: string,
-  ): Promise<void> {
-    const address = target ? chatAddressOf(target) : null;
-    if (address) return chat.submit(address.platform, address.chatId, text, key);
-    if (this.#logged.has(key)) return;
-    this.#logged.add(key);
-    this.#options.logger.warn({ notice: key }, text);
-  }
-
-  #requireDesk(): ApprovalDesk {
-    if (!this.#desk) throw new Error("the approval desk is made before the chat bus");
-    return this.#desk;
-  }
-
-  #requireStopper(): SessionStopper {
-    if (!this.#stopper) throw new Error("the session stopper is made before any job runs");
-    return this.#stopper;
-  }
-
-  async #startHttp(): Promise<void> {
+  /** What the HTTP endpoint and the dashboard are given of this server. */
+  #httpParts() {
     const { workspace, config, agents, catalog, logger } = this.#options;
-    const listening = await listenHttp({
+    return {
       workspace,
       config,
       agents,
@@ -559,38 +438,35 @@ export class PicklebotServer {
       health: () => this.#health(),
       events: this.events,
       metrics: this.metrics,
-      stopper: () => this.#requireStopper(),
+      stopper: this.#agents.stopper,
       webReplies: this.#webReplies,
-      mcp: () => this.#mcp?.servers ?? null,
+      mcp: this.#mcp.servers,
       logger,
-    });
-    if (!listening) return;
-    this.#http = listening.endpoint;
-    this.httpAddress = listening.address;
+    };
+  }
+
+  async #listen(): Promise<void> {
+    if (!this.#http) return;
+    this.httpAddress = await listenHttp(this.#http, this.#options.config);
     this.#lock?.announce({ http: this.httpAddress });
   }
 
   /** SQLite mode: notices the database or the lock being deleted or replaced. */
-  #watchFiles(): void {
-    if (!this.#lock) return;
+  #fileWatch(): FileIdentityWatch {
     const dir = this.#options.config.history.path;
-    this.#watch = new FileIdentityWatch(
-      [join(dir, DATABASE_FILE), join(dir, LOCK_FILE)],
-      (reason) => {
-        this.#lostReason = reason;
-        const error = new UserError(
-          `${reason}; the server stops so that nothing more is written where no one will find it. Restore the database with picklebot restore, or start again to begin with an empty one`,
-        );
-        this.#options.logger.error({ reason }, "storage lost: stopping the server");
-        this.#onLost(error);
-      },
-    );
-    this.#watch.start();
+    return new FileIdentityWatch([join(dir, DATABASE_FILE), join(dir, LOCK_FILE)], (reason) => {
+      this.#lostReason = reason;
+      const error = new UserError(
+        `${reason}; the server stops so that nothing more is written where no one will find it. Restore the database with picklebot restore, or start again to begin with an empty one`,
+      );
+      this.#options.logger.error({ reason }, "storage lost: stopping the server");
+      this.#onLost(error);
+    });
   }
 
   /** `/healthz`: unhealthy while a worker restarts, a chat platform is not connected, or the storage vanished. */
   async #health() {
-    const buses = this.isLeader ? (this.#bus?.connections() ?? []) : [];
+    const buses = this.isLeader ? this.#chat.connections() : [];
     const lost = this.#lostReason === null ? {} : { storage: this.#lostReason };
     return {
       healthy:
@@ -600,7 +476,7 @@ export class PicklebotServer {
       ...lost,
       instance: this.#instance.id,
       leader: this.isLeader,
-      workers: [...this.#supervisor.health(), ...(this.#leader?.health() ?? [])],
+      workers: [...this.#supervisor.health(), ...this.#leader.health()],
       queue: await this.#queue.counts(),
       buses,
       outbox: await this.#storage.outbox.summary(),
@@ -623,8 +499,8 @@ export class PicklebotServer {
   async stop(): Promise<void> {
     this.#watch?.stop();
     await this.#supervisor.stop();
-    await this.#mcp?.stop();
-    await this.#chat?.close();
+    await this.#mcp.stop();
+    await this.#chat.close();
     await this.#heartbeat?.stop();
     if (this.#registered) {
       this.events.publish({ type: "instance.left", subject: this.#instance.id });

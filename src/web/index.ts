@@ -10,7 +10,6 @@ import { type JobsSource, jobsRoutes } from "./jobs.js";
 import { type OverviewSource, overviewRoutes } from "./overview.js";
 import { type SessionsSource, sessionsRoutes } from "./sessions.js";
 
-export { type HttpAccess, resolveAccess } from "../http/access.js";
 export type { DashboardEnv, DashboardSection } from "../http/env.js";
 
 /** Everything the dashboard reads and acts on. */

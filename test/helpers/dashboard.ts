@@ -14,7 +14,8 @@ import type { ClaimedJob, Job, NewJob, Storage } from "../../src/ports/index.js"
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { type ClusterStatus, describeCluster } from "../../src/storage/cluster-status.js";
 import { openStorage } from "../../src/storage/index.js";
-import { composeDashboard, resolveAccess } from "../../src/web/index.js";
+import { resolveAccess } from "../../src/http/access.js";
+import { composeDashboard } from "../../src/web/index.js";
 import type { HealthView } from "../../src/web/overview.js";
 import { WebReplies } from "../../src/web/replies.js";
 import { testConfig } from "./config.js";
