@@ -1,12 +1,12 @@
 /**
- * The layer rule (README "Code map"): imports point down, never up or sideways between
- * siblings, and no folder imports itself in a circle.
+ * The layer rule (docs/development/architecture.md): imports point down, never up or
+ * sideways between siblings, and no folder imports itself in a circle.
  *
  *   cli ─► server ─► storage │ agents │ frontends ─► config ─► base ─► ports
  */
 const layer = (name, mayImport) => ({
   name: `layer-${name}`,
-  comment: `src/${name}/ may import only ${mayImport.join(", ") || "itself"} (README "Code map")`,
+  comment: `src/${name}/ may import only ${mayImport.join(", ") || "itself"} (docs/development/architecture.md)`,
   severity: "error",
   from: { path: `^src/${name}/` },
   to: { path: "^src/", pathNot: [`^src/${name}/`, ...mayImport.map((lower) => `^src/${lower}/`)] },

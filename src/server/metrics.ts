@@ -20,7 +20,7 @@ export interface CountedCalls {
 /** How a job attempt ended, the `outcome` label of `picklebot_jobs_processed_total`. */
 export type JobOutcome = "done" | "retry" | "failed" | "interrupted" | "parked" | "discarded";
 
-/** The Prometheus metrics of one server process (DESIGN §7), on their own registry. */
+/** The Prometheus metrics of one server process (docs/design.md §7), on their own registry. */
 export class ServerMetrics {
   readonly registry = new Registry();
   readonly #prices: PriceTable;
