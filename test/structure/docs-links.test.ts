@@ -1,8 +1,8 @@
 /**
  * The docs hold together: every relative link of README.md and docs/ leads to a file that
- * exists (and to a heading that exists, when it names one); every file a comment, a
- * template or an example cites as `docs/….md` exists; and the picklebot.yaml reference
- * (docs/reference/config.md) names every key of the schema.
+ * exists (and to a heading that exists, when it names one), and so does every source file
+ * they name; every file a comment, a template or an example cites as `docs/….md` exists;
+ * and the picklebot.yaml reference (docs/reference/config.md) names every schema key.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -62,6 +62,9 @@ function linksOf(file: string): string[] {
 
 const MARKDOWN = ["README.md", ...filesUnder("docs", [".md"])];
 
+/** A path of the repository's code in a code span (`src/base/redact.ts`). */
+const REPOSITORY_PATH = /`((?:src|test|bench|migrations|deploy|templates)\/[^`\s]*)`/g;
+
 /** A docs page or picture as code cites it (`docs/guides/cost.md`), not a test's made-up path. */
 const DOCS_CITATION =
   /\bdocs\/(?:(?:guides|operations|reference|development|decisions)\/[\w.-]+\.md|README\.md|design\.md|[\w.-]+\.png)/g;
@@ -116,6 +119,18 @@ describe("the docs", () => {
       }
       if (/\bDESIGN\.md\b/.test(text) && !text.includes("docs/design.md")) {
         missing.push(`${file}: cites DESIGN.md, which lives at docs/design.md`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it("every file of the repository the docs name in code spans exists", () => {
+    const missing: string[] = [];
+    for (const file of MARKDOWN.filter((page) => page !== "docs/design.md")) {
+      const text = fs.readFileSync(path.join(ROOT, file), "utf8");
+      for (const [, cited = ""] of text.matchAll(REPOSITORY_PATH)) {
+        if (/[*<>]/.test(cited)) continue; // a pattern, not a file
+        if (!fs.existsSync(path.join(ROOT, cited))) missing.push(`${file}: ${cited}`);
       }
     }
     expect(missing).toEqual([]);
