@@ -1,6 +1,6 @@
 /**
- * The layer rule (docs/development/architecture.md): imports point down, never up or sideways between
- * siblings, and no folder imports itself in a circle.
+ * The layer rule (docs/development/architecture.md): imports point down, never up or
+ * sideways between siblings, and no folder imports itself in a circle.
  *
  *   cli ─► server ─► chat │ web
  *   web ─► http ─► events

@@ -1,4 +1,4 @@
-# picklebot in a container (README "Deploy" → Docker).
+# picklebot in a container (docs/operations/deploy.md, "Docker and Docker Compose").
 #   docker compose up -d            # picklebot, SQLite in the workspace volume
 #   docker compose --profile postgres up -d   # and a PostgreSQL next to it
 
@@ -18,7 +18,7 @@ RUN npm run build && npm prune --omit=dev
 FROM node:20-slim
 # tini as PID 1: forwards SIGTERM to node and reaps the processes the bash tool leaves.
 # bubblewrap: the bash tool's sandbox (needs `security_opt: seccomp=unconfined` or
-# `tools.bash.sandbox: none`; see the README).
+# `tools.bash.sandbox: none`; see docs/operations/security.md).
 RUN apt-get update \
   && apt-get install -y --no-install-recommends tini bubblewrap ca-certificates \
   && rm -rf /var/lib/apt/lists/*

@@ -1,5 +1,5 @@
 /**
- * SQLite `synchronous=NORMAL` against `FULL` (README "Reliability", durability): the
+ * SQLite `synchronous=NORMAL` against `FULL` (docs/operations/reliability.md, durability): the
  * sqlite queue adapter enqueueing N jobs one commit each, and processing N queued jobs
  * (claimed in batches, each completion committed), the two settings interleaved round by
  * round in one run so both see the same machine. The database lives on the disk given by

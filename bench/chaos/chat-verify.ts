@@ -5,10 +5,11 @@
  * - every user message got its final reply, every part of it shown in full in its chat,
  *   and its outbox entry is `delivered`;
  * - no part of a final reply shows in full in two messages, except a copy sent in the
- *   window the README states: Telegram accepted the send and the process was killed
- *   before it stored the message id. A copy counts as such only when the process that sent
- *   it made no later call for that reply before it was killed (every later call of a
- *   reply follows the storing of the id it depends on).
+ *   window docs/guides/chat-platforms.md states ("Delivery you can trust"): Telegram
+ *   accepted the send and the process was killed before it stored the message id. A copy
+ *   counts as such only when the process that sent it made no later call for that reply
+ *   before it was killed (every later call of a reply follows the storing of the id it
+ *   depends on).
  *
  * A message showing an earlier, shorter text of a reply (a stream cut by a kill, whose id
  * was not stored) is a stray partial message: allowed, and counted.

@@ -5,7 +5,8 @@
  * is SIGKILLed `--kills` times at chosen moments and restarted after each. A last server
  * drains everything and stops on SIGTERM; then chat-verify.ts checks, from what the fake
  * Telegram shows, that every message got its whole reply and no part went out twice
- * beyond the window the README states. Exit code 0 only when nothing was violated.
+ * beyond the window docs/guides/chat-platforms.md states ("Delivery you can trust"). Exit
+ * code 0 only when nothing was violated.
  *
  * Each cycle starts a server and kills it in one of these ways:
  *   startup   at a random moment after the spawn (often before it is up, or recovering)

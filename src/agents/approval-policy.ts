@@ -12,8 +12,8 @@ import { CONTROL_PLANE_FOLDERS, TOOL_NAMES, TOOLS, type ToolName } from "./tools
 export type { ApprovalAction, ApprovalPolicy, PathRule, ToolApproval } from "../config/index.js";
 
 /**
- * Tools named by DESIGN.md that the registry may not have yet; a policy may already name
- * them, so that a policy written today keeps working when they arrive.
+ * Tools named by docs/design.md (§2.2) that the registry may not have yet; a policy may
+ * already name them, so that a policy written today keeps working when they arrive.
  */
 const COMING_TOOLS = ["subagent"];
 

@@ -1,8 +1,9 @@
 /**
- * Budgets (README "Cost"): before each model call of a turn, what the workspace and the
- * turn's agent spent today and this month (the usage ledger, priced) is compared with
- * their limits. Past a limit the turn stops there (BudgetExceeded: the worker parks the
- * job until the period resets, or refuses it); at 80% the owner is warned. Each notice
+ * Budgets (docs/guides/cost.md, "Budgets"): before each model call of a turn, what the
+ * workspace and the turn's agent spent today and this month (the usage ledger, priced)
+ * is compared with their limits. Past a limit the turn stops there (BudgetExceeded: the
+ * worker parks the job until the period resets, or refuses it); at 80% the owner is
+ * warned. Each notice
  * goes once per period to the chat the job replies to (the outbox's dedupe key makes it
  * once, across restarts and processes), or to the log for a job without a chat. In
  * distributed mode the ledger is PostgreSQL's, so the budget is the cluster's.

@@ -1,5 +1,5 @@
 /**
- * Agent definitions: `agents/<id>/AGENT.md` in the workspace (DESIGN.md §2.2), YAML front
+ * Agent definitions: `agents/<id>/AGENT.md` in the workspace (docs/design.md §2.2), YAML front
  * matter between `---` lines followed by the system prompt in markdown.
  */
 import fs from "node:fs";

@@ -3,7 +3,8 @@
  * prefix (`claude-sonnet-4-5-20250929` is priced as `claude-sonnet-4-5`), with the
  * workspace's `llm.prices` over them. Cache writes are the 5-minute kind (1.25 × input),
  * cache reads 0.1 × input; a batch call costs half. Checked against
- * https://platform.claude.com/docs/en/about-claude/pricing on 2026-11-25 (README "Cost").
+ * https://platform.claude.com/docs/en/about-claude/pricing on 2026-11-25
+ * (docs/guides/cost.md, "Prices").
  */
 import type { TokenUsage } from "../ports/index.js";
 

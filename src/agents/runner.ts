@@ -71,7 +71,10 @@ export interface AgentRunnerOptions {
    * a call is refused)
    */
   approvals?: (request: RunRequest) => ApprovalAsker | undefined;
-  /** The check before each model call of a turn: its budgets (README "Cost"). (Default: none) */
+  /**
+   * The check before each model call of a turn: its budgets (docs/guides/cost.md,
+   * "Budgets"). (Default: none)
+   */
   budget?: (request: RunRequest) => (() => Promise<void>) | undefined;
   /**
    * Where the tools of an agent's `mcp:` entries come from (picklebot.yaml

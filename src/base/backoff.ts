@@ -6,7 +6,7 @@
  *   once `maxAttempts` is spent).
  * - How a lost connection or a crashed worker is tried again ({@link reconnectWithBackoff}):
  *   the chat adapters' logins and polls and the supervisor's restarts, 1 s doubling to
- *   60 s, reset after a minute of health (DESIGN §6).
+ *   60 s, reset after a minute of health (docs/design.md §4, "Crash of a worker").
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Clock, Job } from "../ports/index.js";

@@ -164,8 +164,8 @@ export function describeJobState(job: Pick<Job, "state" | "waitingFor">): string
 }
 
 /**
- * A spending budget is used up (README "Cost"): no model call before `resetsAt` (epoch ms,
- * when its period ends). The turn stops before the call, its history valid; the worker
+ * A spending budget is used up (docs/guides/cost.md, "Budgets"): no model call before
+ * `resetsAt` (epoch ms, when its period ends). The turn stops before the call, its history valid; the worker
  * parks the job until then, or fails it (`budget.on_exceeded: refuse`).
  */
 export class BudgetExceeded extends PicklebotError {

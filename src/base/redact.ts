@@ -1,6 +1,6 @@
 /**
  * Secrets (API keys, bot tokens, database passwords) leave out of every message, error
- * and log line the same way, with the same marker (DESIGN §8).
+ * and log line the same way, with the same marker (docs/design.md §8).
  */
 
 /** What a secret is replaced by, wherever it would have been shown. */

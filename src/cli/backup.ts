@@ -1,5 +1,5 @@
 /**
- * `picklebot backup FILE` and `picklebot restore FILE` (README "Deploy" → Backups): the
+ * `picklebot backup FILE` and `picklebot restore FILE` (docs/operations/deploy.md, "Backups"): the
  * SQLite database copied while the server runs, and put back while none does. PostgreSQL
  * and JSONL keep data elsewhere; the commands say what to use instead.
  */
@@ -73,6 +73,6 @@ function acquireLockForRestore(config: Config) {
 function refusePostgres(config: Config, command: string, tool: string): void {
   if (config.queue.backend !== "postgres" && config.history.backend !== "postgres") return;
   throw new UserError(
-    `picklebot ${command} works on the SQLite database; this workspace keeps its data in PostgreSQL (queue.url in picklebot.yaml): use ${tool} (README "Deploy", Backups)`,
+    `picklebot ${command} works on the SQLite database; this workspace keeps its data in PostgreSQL (queue.url in picklebot.yaml): use ${tool} (docs/operations/deploy.md, "Backups")`,
   );
 }

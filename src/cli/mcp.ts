@@ -21,7 +21,7 @@ export function mcpCommand(): Command {
         if (options.json) return printJson(reports);
         if (reports.length === 0) {
           printLine(
-            'no MCP servers: add them under mcp_servers: in picklebot.yaml (README "MCP servers")',
+            "no MCP servers: add them under mcp_servers: in picklebot.yaml (docs/guides/mcp.md)",
           );
           return;
         }

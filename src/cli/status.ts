@@ -97,7 +97,7 @@ interface Status {
   workspace: string;
   server: { running: boolean; pid?: number; health?: unknown };
   cluster: ClusterStatus | null;
-  /** The sandbox `bash` runs in (README "Security"). */
+  /** The sandbox `bash` runs in (docs/operations/security.md, "What `bash` can reach"). */
   bash: string;
   /** Agents whose AGENT.md is broken: their jobs fail until it is fixed. */
   brokenAgents: Array<{ id: string; error: string }>;

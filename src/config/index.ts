@@ -1,5 +1,5 @@
 /**
- * Configuration of a workspace: picklebot.yaml (DESIGN.md §2.1), loaded, interpolated
+ * Configuration of a workspace: picklebot.yaml (docs/design.md §2.1), loaded, interpolated
  * and validated.
  */
 export {

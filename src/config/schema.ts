@@ -1,5 +1,5 @@
 /**
- * The schema of picklebot.yaml (DESIGN.md §2.1): every key, its default and its checks,
+ * The schema of picklebot.yaml (docs/design.md §2.1): every key, its default and its checks,
  * in one place. Keys stay snake_case in the parsed {@link Config}.
  */
 import path from "node:path";
@@ -146,7 +146,10 @@ function llmSchema(env: Environment) {
       timeout_s: fromText(z.number().positive()).default(DEFAULT_MODEL_TIMEOUT_MS / 1000),
       /** USD per million tokens, by model id: over the built-in table (src/agents/prices.ts). */
       prices: z.record(z.string().min(1), modelPriceSchema()).default({}),
-      /** How long the API caches the tools and system prompt (see README "Prompt cache"). */
+      /**
+       * How long the API caches the tools and system prompt (docs/guides/cost.md,
+       * "Prompt cache").
+       */
       prompt_cache_ttl: z.enum(["5m", "1h"]).default("1h"),
       /** Model steps of one batch job sent through the Message Batches API; later ones at full price. */
       batch_max_steps: fromText(z.int().min(0)).default(5),
@@ -180,7 +183,7 @@ function queueSchema(env: Environment) {
     .prefault({});
 }
 
-/** Several processes on one PostgreSQL database (README "Distributed mode"). */
+/** Several processes on one PostgreSQL database (docs/operations/distributed-mode.md). */
 function clusterSchema(env: Environment) {
   return z
     .strictObject({
@@ -320,7 +323,7 @@ function httpSchema() {
     .prefault({});
 }
 
-/** `skills`: how the agents' skills are offered (README "Skills"). */
+/** `skills`: how agents' skills are offered (docs/guides/tools-and-skills.md, "Prompt budget"). */
 function skillsSchema() {
   return z
     .strictObject({
@@ -360,7 +363,7 @@ function toolsSchema() {
     .prefault({});
 }
 
-/** `bindings`: chats pinned to an agent (README "Agents per chat"). */
+/** `bindings`: chats pinned to an agent (docs/guides/agents.md, "An agent per chat"). */
 function bindingsSchema() {
   return z
     .array(

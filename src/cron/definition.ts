@@ -1,5 +1,5 @@
 /**
- * Loads and validates cron definitions: one `crons/<id>.yaml` file per cron (DESIGN §2.3).
+ * Loads and validates cron definitions: one `crons/<id>.yaml` file per cron (docs/design.md §2.3).
  * Every problem becomes a {@link UserError} naming the file, the key and the fix; a folder
  * load collects them per file, so one bad file never hides the others. The YAML and the
  * keys go through the same parser and issue messages as picklebot.yaml (`src/config/`):

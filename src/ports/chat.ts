@@ -8,7 +8,7 @@
 
 /**
  * The chat platforms picklebot runs a bot on, and what every layer needs to know of each:
- * `chatField`, the field of a job's {@link ReplyTarget} that holds the chat (DESIGN §4), and
+ * `chatField`, the field of a job's {@link ReplyTarget} that holds the chat (docs/design.md §4), and
  * `chatId`, the syntax of a chat id in an address such as a cron's `deliver_to`
  * (`telegram:<chat_id>`), described by `chatIdHint`. A platform's adapter is registered in
  * `src/chat/platforms.ts` and its `picklebot.yaml` section in `src/config/schema.ts`;

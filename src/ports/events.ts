@@ -112,7 +112,7 @@ export type PicklebotEvent =
 /** Every event type, for help texts and validation. */
 export type PicklebotEventType = PicklebotEvent["type"];
 
-/** Every event type, in the order the README documents them. */
+/** Every event type, in the order docs/operations/observability.md documents them. */
 export const EVENT_TYPES = [
   "job.enqueued",
   "job.started",

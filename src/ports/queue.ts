@@ -3,7 +3,7 @@ import type { CHAT_PLATFORMS, ChatPlatformKind } from "./chat.js";
 import type { ToolResultBlock } from "./messages.js";
 
 /**
- * A checkpointed job's message (DESIGN §4): its user message is in history, and a retry
+ * A checkpointed job's message (docs/design.md §4): its user message is in history, and a retry
  * resumes from there instead of appending it again.
  */
 export const RESUME_MARKER = ".";

@@ -1,6 +1,6 @@
 /**
  * The DefinitionsWorker: loads the agents and skills again when their files change, while
- * the server runs (README "Skills", "Agents").
+ * the server runs (docs/guides/agents.md, "Agents and skills change while the server runs").
  *
  *   run(signal) ──► load once (changes made while nothing watched: a restart) ──► watch
  *                     │   agents/ and skills/, at any depth

@@ -17,7 +17,7 @@ export interface CountedCalls {
   batch?: boolean;
 }
 
-/** The Prometheus metrics of one server process (DESIGN §7), on their own registry. */
+/** The Prometheus metrics of one server process (docs/design.md §7), on their own registry. */
 export class ServerMetrics {
   readonly registry = new Registry();
   readonly #prices: PriceTable;

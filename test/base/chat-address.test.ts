@@ -27,7 +27,7 @@ describe("chat addresses", () => {
     expect(parseChatAddress(formatReplyTarget(target))).toEqual(address);
   });
 
-  it("keeps the stored shape of DESIGN §4: telegram chatId, discord channelId", () => {
+  it("keeps the stored shape of docs/design.md §4: telegram chatId, discord channelId", () => {
     expect(chatReplyTarget({ platform: "telegram", chatId: "1" })).toEqual({
       kind: "telegram",
       chatId: "1",

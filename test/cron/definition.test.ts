@@ -37,7 +37,7 @@ function errorOf(text: string, name = "daily.yaml"): UserError {
 }
 
 describe("loadCronFile", () => {
-  it("reads the example of DESIGN §2.3", () => {
+  it("reads the example of docs/design.md §2.3", () => {
     const file = write(
       "calendar.yaml",
       [

@@ -1,5 +1,5 @@
 /**
- * `picklebot backup` and `picklebot restore` as a user runs them (README "Deploy",
+ * `picklebot backup` and `picklebot restore` as a user runs them (docs/operations/deploy.md,
  * Backups): a copy while the server runs, a restore refused while it runs and done
  * after, bad files refused by name, and a database of the previous release migrated.
  */

@@ -1,5 +1,5 @@
 /**
- * Running picklebot under a service manager (README "Deploy"): `npm start` and the
+ * Running picklebot under a service manager (docs/operations/deploy.md): `npm start` and the
  * server as a direct child stop on SIGTERM and exit 0 letting go of the port and the lock;
  * the Docker healthcheck command; the systemd unit and the Dockerfile's promises.
  */

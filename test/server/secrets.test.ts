@@ -1,5 +1,5 @@
 /**
- * Configured secrets never leave the server (README "Security"), in-process: a tool that
+ * Configured secrets never leave the server (docs/operations/security.md), in-process: a tool that
  * prints the bot token (`read` of a file holding it, `bash` printing it raw and in
  * base64) and a model that quotes it in `post_message` and in its streamed reply. Neither
  * history, nor the model's next request, nor the chat, nor the log sees it.

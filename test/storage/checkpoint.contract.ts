@@ -1,5 +1,5 @@
 /**
- * The Checkpoint contract (DESIGN §4), written once and run against every storage
+ * The Checkpoint contract (docs/design.md §4), written once and run against every storage
  * combination (test/storage/checkpoint.test.ts, test/storage/checkpoint.postgres.test.ts).
  *
  * A combination whose history and queue cannot share a transaction opts out of the cases

@@ -1,7 +1,8 @@
 /**
- * The layer rule (README "Code map"), checked as `npm run deps` checks it: dependency-cruiser
- * with the project's config passes on src/, and fails on a tree that imports upward, imports
- * a sibling of its layer, or has folders importing each other in a circle.
+ * The layer rule (docs/development/architecture.md), checked as `npm run deps` checks it:
+ * dependency-cruiser with the project's config passes on src/, and fails on a tree that
+ * imports upward, imports a sibling of its layer, or has folders importing each other in a
+ * circle.
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";

@@ -1,6 +1,6 @@
 /**
- * The bash sandbox (README "Security"): what a command can reach under bubblewrap, and
- * what `tools.bash.sandbox: none` still guarantees. Skipped, with the reason printed,
+ * The bash sandbox (docs/operations/security.md, "What `bash` can reach"): what a command
+ * can reach under bubblewrap, and what `tools.bash.sandbox: none` still guarantees. Skipped, with the reason printed,
  * only where bwrap cannot run and CI is not set.
  */
 import { execFileSync } from "node:child_process";

@@ -3,7 +3,7 @@
  * bind, which is when the server runs as root (the kernel does not apply RLIMIT_NPROC to
  * root). cgroup v1 (`/sys/fs/cgroup/pids/…`) and v2 (`/sys/fs/cgroup/…` with the pids
  * controller) are both tried; where neither can be written, there is no such limit and
- * the README says so.
+ * docs/operations/security.md ("What `bash` can reach") says so.
  */
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -40,7 +40,7 @@ const SYSTEM_FOLDERS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/l
 export const BWRAP_HELP =
   "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap), " +
   "or run bash without a sandbox by setting tools.bash.sandbox: none in picklebot.yaml " +
-  '(README "Security" says what that gives up)';
+  "(docs/operations/security.md says what that gives up)";
 
 /** Whether bwrap can run here, and why not. */
 export interface BubblewrapProbe {
