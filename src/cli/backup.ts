@@ -7,10 +7,10 @@ import { join, resolve } from "node:path";
 import { Command } from "commander";
 import { UserError } from "../base/errors.js";
 import type { Config } from "../config/index.js";
-import { acquireWorkspaceLock } from "../server/workspace-lock.js";
 import { backupDatabase, restoreDatabase } from "../storage/sqlite/backup.js";
 import { openDatabase } from "../storage/sqlite/database.js";
 import { DATABASE_FILE } from "../storage/sqlite/index.js";
+import { acquireWorkspaceLock } from "../storage/workspace-lock.js";
 import { loadWorkspace } from "./context.js";
 import { printLine } from "./output.js";
 

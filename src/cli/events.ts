@@ -10,7 +10,7 @@ import { readSse, untilQuiet } from "../base/sse.js";
 import { typeMatcher } from "../events/broadcast.js";
 import { clientToken } from "../http/access.js";
 import { EVENT_TYPES, type PicklebotEvent } from "../ports/index.js";
-import { runningServer } from "../server/workspace-lock.js";
+import { runningServer } from "../storage/workspace-lock.js";
 import { type LoadedWorkspace, loadWorkspace } from "./context.js";
 import { formatTime, printLine } from "./output.js";
 import { formatTokens } from "./transcript-print.js";

@@ -5,7 +5,7 @@ import { formatReplyTarget } from "../base/chat-address.js";
 import { describeJobState, UserError } from "../base/errors.js";
 import { truncate } from "../base/printable.js";
 import { type Job, type JobState, RESUME_MARKER } from "../ports/index.js";
-import { acquireWorkspaceLock, type WorkspaceLock } from "../server/workspace-lock.js";
+import { acquireWorkspaceLock, type WorkspaceLock } from "../storage/workspace-lock.js";
 import { openWorkspace, type WorkspaceContext } from "./context.js";
 import { formatTime, parseLimit, printJson, printLine, printTable } from "./output.js";
 import { printIndented } from "./transcript-print.js";

@@ -50,6 +50,7 @@ import type {
 } from "../ports/index.js";
 import { DATABASE_FILE, openStorage } from "../storage/index.js";
 import { defaultInstanceId } from "../storage/postgres/cluster.js";
+import { acquireWorkspaceLock, LOCK_FILE, type WorkspaceLock } from "../storage/workspace-lock.js";
 import { WebReplies } from "../web/replies.js";
 import { AgentRuntime } from "./agent-runtime.js";
 import { JOBS_RECOVERED } from "./agent-worker.js";
@@ -64,7 +65,6 @@ import { QueueDepthWorker } from "./queue-depth.js";
 import { RetentionWorker } from "./retention.js";
 import { listenHttp, serverHttpEndpoint } from "./server-http.js";
 import { Supervisor } from "./supervisor.js";
-import { acquireWorkspaceLock, LOCK_FILE, type WorkspaceLock } from "./workspace-lock.js";
 
 /** What a server is started with. */
 export interface ServerOptions {

@@ -9,7 +9,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { acquireWorkspaceLock } from "../../src/server/workspace-lock.js";
+import { acquireWorkspaceLock } from "../../src/storage/workspace-lock.js";
 import { childEnv, isAlive } from "../helpers/cli.js";
 import { killAllServers, ServerProcess, startServer } from "../helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { UserError } from "../base/errors.js";
-import { databaseOpenError } from "../storage/sqlite/database.js";
+import { databaseOpenError } from "./sqlite/database.js";
 
 /** What a running server tells other commands about itself (`history/server.json`). */
 export interface ServerAnnouncement {
