@@ -142,6 +142,23 @@ describe("fake Discord REST and gateway with the real discord.js client", () => 
     expect(fake.messages(fake.guildChannelId)).toEqual([]);
   });
 
+  it("refuses a nonce longer than 25 characters, and returns the first message for a repeated one", async () => {
+    const rest = new REST({ api: fake.restRoot }).setToken(fake.token);
+    const route = Routes.channelMessages(fake.guildChannelId);
+    const send = (nonce: string) =>
+      rest.post(route, { body: { content: "once", nonce, enforce_nonce: true } }) as Promise<{
+        id: string;
+      }>;
+
+    const tooLong = send("n".repeat(26));
+    await expect(tooLong).rejects.toBeInstanceOf(DiscordAPIError);
+    await expect(tooLong).rejects.toMatchObject({ code: 50035 });
+    const first = await send("n".repeat(25));
+    const again = await send("n".repeat(25));
+    expect(again.id).toBe(first.id);
+    expect(fake.messages(fake.guildChannelId)).toEqual(["once"]);
+  });
+
   it("resumes after the gateway drops the connection and still receives messages", async () => {
     await loginAndWaitReady();
 
