@@ -297,7 +297,22 @@ export class FakeTelegram {
     return message?.reply_markup?.inline_keyboard ?? [];
   }
 
-  /** Makes the next `times` calls of `method` fail with `failure` instead of running. */
+  /** Number of getUpdates requests held open now, waiting for updates. */
+  get heldPolls(): number {
+    return this.polls.size;
+  }
+
+  /**
+   * Cuts the connection of every held getUpdates, as a network drop would: the poller sees
+   * its request fail without an answer. Updates stay queued for the next poll.
+   */
+  dropPolls(): void {
+    for (const poll of this.polls) {
+      this.forgetPoll(poll);
+      poll.response.socket?.destroy();
+    }
+  }
+
   /**
    * Makes the next `times` calls of `method` never answer, as over a half-open connection
    * (the request is recorded with status 0; a held getUpdates takes no update).
@@ -307,6 +322,7 @@ export class FakeTelegram {
     this.hangs.set(key, (this.hangs.get(key) ?? 0) + times);
   }
 
+  /** Makes the next `times` calls of `method` fail with `failure` instead of running. */
   failNext(method: string, failure: TelegramFailure, times = 1): void {
     const queue = this.failures.get(method.toLowerCase()) ?? [];
     queue.push({ failure, remaining: times });
