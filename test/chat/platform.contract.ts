@@ -20,6 +20,7 @@ import {
   type Choice,
   type IncomingChatMessage,
   type IncomingChoice,
+  MAX_CHOICE_ID_BYTES,
   MAX_CHOICES,
 } from "../../src/ports/index.js";
 import { recordingLogger } from "../helpers/log.js";
@@ -182,7 +183,7 @@ export function chatPlatformContract(
         await waitFor(() => h.connections() === 0, "every connection closed");
       });
 
-      it("a fresh adapter after stop receives new messages, and none the stopped one handed over", async () => {
+      it("nothing reaches a stopped adapter; a fresh one receives what comes next, and nothing already handed over", async () => {
         const first = await started();
         await h.write({ from: h.alice, in: "direct", text: "before the restart" });
         await received(first, 1);
@@ -417,6 +418,29 @@ export function chatPlatformContract(
         ]);
       });
 
+      it(`takes the most the port allows: ${MAX_CHOICES} choices, an id of ${MAX_CHOICE_ID_BYTES} bytes`, async () => {
+        const listening = await started();
+        const longestId = "é".repeat(MAX_CHOICE_ID_BYTES / 2);
+        const choices = Array.from({ length: MAX_CHOICES }, (_, i) => ({
+          id: i === 0 ? longestId : `c${i}`,
+          label: `Choice ${i}`,
+        }));
+        const chatId = h.groupChat;
+        const { messageId } = await listening.platform.sendChoices(
+          chatId,
+          "Pick",
+          "plain",
+          choices,
+        );
+        expect(h.shown(chatId)[0]?.buttons).toEqual([choices]);
+        const pressId = await h.press({ from: h.alice, chatId, messageId, choiceId: longestId });
+        const press = await waitFor(
+          () => listening.presses.find((p) => p.pressId === pressId),
+          "the press handed over",
+        );
+        expect(press.choiceId).toBe(longestId);
+      });
+
       const refusedChoices: [string, Choice[]][] = [
         ["none", []],
         [
@@ -552,14 +576,16 @@ export function chatPlatformContract(
         expect(h.shown(h.groupChat)).toEqual([]);
       });
 
-      it("a server error (5xx) is retryable", async () => {
+      it("a server error (5xx) is retryable, for edit, typing and choices alike", async () => {
         const platform = adapter();
         const { messageId } = await platform.send(h.groupChat, "one", "plain");
         h.failNext("edit", { status: 502 });
         h.failNext("typing", { status: 502 });
+        h.failNext("send", { status: 502 });
         const edit = await failure(platform.edit(h.groupChat, messageId, "two", "plain"));
         const typing = await failure(platform.typing(h.groupChat));
-        expect([edit.retryable, typing.retryable]).toEqual([true, true]);
+        const choices = await failure(platform.sendChoices(h.groupChat, "?", "plain", CHOICES));
+        expect([edit.retryable, typing.retryable, choices.retryable]).toEqual([true, true, true]);
         expect(h.shown(h.groupChat).map((m) => m.text)).toEqual(["one"]);
       });
 
