@@ -441,27 +441,38 @@ export function chatPlatformContract(
         expect(press.choiceId).toBe(longestId);
       });
 
-      const refusedChoices: [string, Choice[]][] = [
-        ["none", []],
-        [
-          `more than ${MAX_CHOICES}`,
-          Array.from({ length: MAX_CHOICES + 1 }, (_, i) => ({ id: `c${i}`, label: `C${i}` })),
-        ],
-        ["an empty id", [{ id: "", label: "Empty" }]],
-        ["an id of 66 bytes (33 characters)", [{ id: "é".repeat(33), label: "Accent" }]],
-        [
-          "two ids alike",
-          [
+      /** Choices the port refuses, and what the refusal must say is wrong. */
+      const refusedChoices: { what: string; choices: Choice[]; says: string }[] = [
+        { what: "none", choices: [], says: "needs at least one" },
+        {
+          what: `more than ${MAX_CHOICES}`,
+          choices: Array.from({ length: MAX_CHOICES + 1 }, (_, i) => ({
+            id: `c${i}`,
+            label: `C${i}`,
+          })),
+          says: `${MAX_CHOICES + 1} choices, at most ${MAX_CHOICES}`,
+        },
+        { what: "an empty id", choices: [{ id: "", label: "Empty" }], says: "has an empty id" },
+        {
+          what: "an id of 66 bytes (33 characters)",
+          choices: [{ id: "é".repeat(33), label: "Accent" }],
+          says: `66 bytes long, at most ${MAX_CHOICE_ID_BYTES}`,
+        },
+        {
+          what: "two ids alike",
+          choices: [
             { id: "same", label: "One" },
             { id: "same", label: "Two" },
           ],
-        ],
+          says: 'two choices have the id "same"',
+        },
       ];
-      for (const [what, choices] of refusedChoices) {
-        it(`refuses ${what} for good, before anything is sent`, async () => {
+      for (const { what, choices, says } of refusedChoices) {
+        it(`refuses ${what} for good, saying why, before anything is sent`, async () => {
           const platform = adapter();
           const error = await failure(platform.sendChoices(h.groupChat, "?", "plain", choices));
           expect(error.retryable).toBe(false);
+          expect(error.message).toContain(says);
           expect(h.sendAttempts()).toBe(0);
         });
       }
