@@ -609,7 +609,7 @@ export function chatPlatformContract(
       });
 
       it("a call left unanswered is abandoned as retryable, and the next one goes through", async () => {
-        const platform = adapter({ callTimeoutMs: 300 });
+        const platform = adapter({ callTimeoutMs: 1000 });
         h.hangNext("send");
         const error = await failure(platform.send(h.groupChat, "hello?", "plain"));
         expect(error.retryable).toBe(true);
