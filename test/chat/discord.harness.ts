@@ -123,7 +123,8 @@ export async function discordHarness(): Promise<ChatPlatformHarness> {
       fake.failNext(ROUTES[action], injected);
     },
     hangNext: (action) => fake.hangNext(ROUTES[action]),
-    dropConnection: () => fake.disconnect(4000),
+    goOffline: () => fake.goOffline(),
+    goOnline: () => fake.goOnline(),
     close: () => {
       closed ??= fake.close();
       return closed;

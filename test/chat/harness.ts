@@ -120,8 +120,13 @@ export interface ChatPlatformHarness {
   failNext(action: HarnessAction, failure: InjectedFailure): void;
   /** Leaves the next call of `action` unanswered, as over a half-open connection. */
   hangNext(action: HarnessAction): void;
-  /** Cuts the connections the adapters receive on, as a network drop would. */
-  dropConnection(): void;
+  /**
+   * Cuts the network between the adapters and the fake, as a lost connection would: the
+   * connections they receive on drop, and new ones and requests fail until {@link goOnline}.
+   */
+  goOffline(): void;
+  /** Lets connections and requests through again. */
+  goOnline(): void;
   /** Stops the fake: nothing answers on its port any more. Idempotent. */
   close(): Promise<void>;
 }

@@ -108,7 +108,8 @@ export async function telegramHarness(): Promise<ChatPlatformHarness> {
       fake.failNext(METHODS[action], injected);
     },
     hangNext: (action) => fake.hangNext(METHODS[action]),
-    dropConnection: () => fake.dropPolls(),
+    goOffline: () => fake.goOffline(),
+    goOnline: () => fake.goOnline(),
     close: () => {
       closed ??= fake.close();
       return closed;

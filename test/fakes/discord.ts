@@ -189,6 +189,8 @@ export class FakeDiscord {
   }[] = [];
   private readonly identifyCloses: UnrecoverableCloseCode[] = [];
   private snowflakeCounter = 0n;
+  /** Set by {@link goOffline}: connections and requests are cut as they arrive. */
+  private offline = false;
   private readonly interactions: Interactions;
 
   constructor(options: FakeDiscordOptions = {}) {
@@ -258,6 +260,21 @@ export class FakeDiscord {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.gateway.close(() => resolve()));
     await closed;
+  }
+
+  /**
+   * Cuts the network: every gateway connection is dropped without a close frame, and until
+   * {@link goOnline} new gateway connections and REST requests are cut as they arrive.
+   */
+  goOffline(): void {
+    this.offline = true;
+    for (const socket of this.gateway.clients) socket.terminate();
+    for (const session of this.sessions.values()) session.socket = undefined;
+  }
+
+  /** Lets connections and requests through again after {@link goOffline}. */
+  goOnline(): void {
+    this.offline = false;
   }
 
   /** Closes every gateway connection with `code` (4000 makes discord.js resume). */
@@ -493,6 +510,7 @@ export class FakeDiscord {
   // --- gateway -------------------------------------------------------------------------
 
   private accept(socket: WebSocket, request: IncomingMessage): void {
+    if (this.offline) return socket.terminate();
     const query = new URL(request.url ?? "/", "http://127.0.0.1").searchParams;
     this.gatewayQueries.push(`?${query}`);
     if (query.get("v") !== "10" || query.get("encoding") !== "json" || query.has("compress")) {
@@ -643,6 +661,7 @@ export class FakeDiscord {
   // --- REST ----------------------------------------------------------------------------
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    if (this.offline) return void request.socket.destroy();
     const method = request.method ?? "GET";
     const path = new URL(request.url ?? "/", "http://127.0.0.1").pathname.replace(
       /^\/api\/v\d+/,

@@ -197,6 +197,8 @@ export class FakeTelegram {
   private nextUpdateId = 1;
   private readonly port: number;
   private readonly callbackQueries: CallbackQueries;
+  /** Set by {@link goOffline}: requests are cut as they arrive. */
+  private offline = false;
 
   constructor(options: FakeTelegramOptions = {}) {
     this.token = options.token ?? "123456789:TEST-fake-telegram-token";
@@ -303,14 +305,20 @@ export class FakeTelegram {
   }
 
   /**
-   * Cuts the connection of every held getUpdates, as a network drop would: the poller sees
-   * its request fail without an answer. Updates stay queued for the next poll.
+   * Cuts the network: every held getUpdates is dropped without an answer, and until
+   * {@link goOnline} every new request is cut as it arrives. Updates stay queued.
    */
-  dropPolls(): void {
+  goOffline(): void {
+    this.offline = true;
     for (const poll of this.polls) {
       this.forgetPoll(poll);
       poll.response.socket?.destroy();
     }
+  }
+
+  /** Lets requests through again after {@link goOffline}. */
+  goOnline(): void {
+    this.offline = false;
   }
 
   /**
@@ -384,6 +392,7 @@ export class FakeTelegram {
   }
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    if (this.offline) return void request.socket.destroy();
     const url = new URL(request.url ?? "/", "http://127.0.0.1");
     const route = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
     const params = await readParams(request, url);
