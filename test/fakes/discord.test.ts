@@ -215,6 +215,18 @@ describe("fake Discord REST and gateway with the real discord.js client", () => 
     expect(fake.identifies).toHaveLength(2);
   });
 
+  it("goes offline: the gateway connection and REST requests are cut until it is back", async () => {
+    await loginAndWaitReady();
+    const rest = new REST({ api: fake.restRoot, retries: 0 }).setToken(fake.token);
+    fake.goOffline();
+    await fake.waitFor(() => fake.openGatewayConnections === 0);
+    await expect(rest.get(Routes.gatewayBot())).rejects.toThrow(/other side closed|ECONNRESET/);
+    fake.goOnline();
+
+    expect(await rest.get(Routes.gatewayBot())).toMatchObject({ url: fake.gatewayUrl });
+    await fake.waitFor(() => fake.connectedSessions === 1, 20_000);
+  });
+
   it("rejects a wrong token at login", async () => {
     await expect(client.login("wrong.token.value")).rejects.toMatchObject({ code: "TokenInvalid" });
   });
