@@ -510,7 +510,10 @@ export class FakeDiscord {
   // --- gateway -------------------------------------------------------------------------
 
   private accept(socket: WebSocket, request: IncomingMessage): void {
-    if (this.offline) return socket.terminate();
+    if (this.offline) {
+      socket.terminate();
+      return;
+    }
     const query = new URL(request.url ?? "/", "http://127.0.0.1").searchParams;
     this.gatewayQueries.push(`?${query}`);
     if (query.get("v") !== "10" || query.get("encoding") !== "json" || query.has("compress")) {
