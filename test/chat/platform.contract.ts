@@ -12,6 +12,10 @@
  *
  * Sending cases use adapters that were never started: the chat senders send through
  * instances they never start (src/server/bus/senders.ts).
+ *
+ * A new platform proves itself with a fake of its service in test/fakes/ (refusing what
+ * the service refuses, with its status codes and error texts), a harness here built on it,
+ * and a one-line test file calling {@link chatPlatformContract} with the harness factory.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ChatPlatformError } from "../../src/base/errors.js";
@@ -188,6 +192,7 @@ export function chatPlatformContract(
         await h.write({ from: h.alice, in: "direct", text: "before the restart" });
         await received(first, 1);
         await first.platform.stop();
+        await waitFor(() => h.connections() === 0, "the stopped adapter's connection closed");
 
         const second = await started();
         await h.write({ from: h.alice, in: "direct", text: "after the restart" });
