@@ -29,7 +29,11 @@ import {
 } from "../../src/ports/index.js";
 import { recordingLogger } from "../helpers/log.js";
 import { waitFor } from "../helpers/wait.js";
-import type { ChatPlatformHarness, ChatPlatformHarnessFactory } from "./harness.js";
+import type {
+  ChatPlatformHarness,
+  ChatPlatformHarnessFactory,
+  HarnessPlatformOptions,
+} from "./harness.js";
 
 /** Cases a platform may opt out of. */
 export type ChatPlatformCase =
@@ -118,7 +122,7 @@ export function chatPlatformContract(
     }
 
     /** A new adapter the case owns (stopped after it). */
-    function adapter(platformOptions?: Parameters<ChatPlatformHarness["platform"]>[0]) {
+    function adapter(platformOptions?: HarnessPlatformOptions): ChatPlatform {
       const platform = h.platform(platformOptions);
       built.push(platform);
       return platform;
@@ -143,6 +147,7 @@ export function chatPlatformContract(
       return listening;
     }
 
+    /** Waits until `listening` has handed over `count` messages. */
     function received(listening: Listening, count: number): Promise<unknown> {
       return waitFor(() => listening.messages.length >= count, `${count} message(s) handed over`);
     }
