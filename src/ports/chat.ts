@@ -139,7 +139,11 @@ export type ChatPlatformState = "connecting" | "connected" | "stopped";
  * and retries live once in the core, not here.
  *
  * Failures of `send`, `sendChoices`, `acknowledgeChoice`, `edit` and `typing` throw
- * {@link ChatPlatformError}.
+ * {@link ChatPlatformError}. Sending, editing and typing need no `start()` (the chat
+ * senders use instances they never start), and work after `stop()`. An instance is
+ * started at most once: receiving again after `stop()` takes a new one.
+ *
+ * Every adapter proves this contract with one line: test/chat/platform.contract.ts.
  */
 export interface ChatPlatform {
   readonly kind: ChatPlatformKind;

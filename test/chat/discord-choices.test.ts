@@ -10,7 +10,6 @@ import { type FakeDiscord, startFakeDiscord } from "../fakes/discord.js";
 import { waitFor } from "../helpers/wait.js";
 
 const USER = "400000000000000001";
-const DM_CHANNEL = "300000000000000001";
 const CHOICES: Choice[] = [
   { id: "once", label: "Allow once", style: "primary" },
   { id: "always", label: "Always allow" },
@@ -76,26 +75,6 @@ describe("DiscordPlatform choices", () => {
     expect(fake.messages(channel)).toEqual(["Run `ls`? Allowed once."]);
   });
 
-  it("hands a press over with the chat, the user, the message and the choice, but no token", async () => {
-    const { messageId, press } = await pressed("deny");
-    expect(press).toEqual({
-      platform: "discord",
-      chatId: fake.guildChannelId,
-      userId: USER,
-      userName: `user${USER}`,
-      direct: false,
-      messageId,
-      choiceId: "deny",
-      pressId: expect.any(String),
-    });
-  });
-
-  it("hands a press in a DM over as direct", async () => {
-    await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "hi" });
-    const { press } = await pressed("once", DM_CHANNEL);
-    expect([press.chatId, press.direct]).toEqual([DM_CHANNEL, true]);
-  });
-
   it("acknowledges silently or with a notice only the presser sees", async () => {
     const silent = (await pressed("once")).press;
     const noticed = (await pressed("deny")).press;
@@ -125,13 +104,5 @@ describe("DiscordPlatform choices", () => {
     expect(refused.retryable).toBe(false);
     expect(refused.message).toContain("Unknown interaction (HTTP 404, code 10062)");
     expect(fake.interactionResponses.map((response) => response.status)).toEqual([204, 404]);
-  });
-
-  it("refuses a choice id longer than 64 bytes before calling Discord", async () => {
-    const tooLong = [{ id: "x".repeat(65), label: "Long" }];
-    const error = await failure(platform.sendChoices(fake.guildChannelId, "?", "plain", tooLong));
-    expect(error.retryable).toBe(false);
-    expect(error.message).toContain("65 bytes long, at most 64");
-    expect(fake.callsTo("POST /channels/:id/messages")).toEqual([]);
   });
 });

@@ -265,38 +265,6 @@ describe("TelegramPlatform", () => {
       ]);
     });
 
-    it("shows the choices as one row of buttons, and an edit removes them", async () => {
-      await started();
-      fake.openChat(5);
-      const { messageId } = await platform.sendChoices("5", "Run `ls`?", "markdown", CHOICES);
-      expect(fake.buttonsOf(5, Number(messageId))).toEqual([
-        [
-          { text: "Allow once", callback_data: "once" },
-          { text: "Always allow", callback_data: "always" },
-          { text: "Deny", callback_data: "deny" },
-        ],
-      ]);
-      await platform.edit("5", messageId, "Run `ls`? Allowed once.", "markdown");
-      expect(fake.buttonsOf(5, Number(messageId))).toEqual([]);
-      expect(fake.messages(5)).toEqual(["Run ls? Allowed once."]);
-    });
-
-    it("hands a press over with the chat, the user, the message and the choice", async () => {
-      await started();
-      fake.openChat(5);
-      const { messageId, press, queryId } = await pressed("always");
-      expect(press).toEqual({
-        platform: "telegram",
-        chatId: "5",
-        userId: "5",
-        userName: "@ann",
-        direct: true,
-        messageId,
-        choiceId: "always",
-        pressId: queryId,
-      });
-    });
-
     it("confirms a press only once it is handled: a refused one comes again", async () => {
       platform = quicklyRepolling();
       await started(
@@ -327,16 +295,6 @@ describe("TelegramPlatform", () => {
         retryable: false,
         message: expect.stringContaining("query is too old"),
       });
-    });
-
-    it("refuses a choice id longer than 64 bytes before calling Telegram", async () => {
-      await started();
-      fake.openChat(5);
-      const tooLong = [{ id: "é".repeat(33), label: "Accent" }];
-      const error = await failure(platform.sendChoices("5", "?", "plain", tooLong));
-      expect(error.retryable).toBe(false);
-      expect(error.message).toContain("66 bytes long, at most 64");
-      expect(fake.callsOf("sendMessage")).toEqual([]);
     });
   });
 });

@@ -142,6 +142,23 @@ describe("fake Discord REST and gateway with the real discord.js client", () => 
     expect(fake.messages(fake.guildChannelId)).toEqual([]);
   });
 
+  it("refuses a nonce longer than 25 characters, and returns the first message for a repeated one", async () => {
+    const rest = new REST({ api: fake.restRoot }).setToken(fake.token);
+    const route = Routes.channelMessages(fake.guildChannelId);
+    const send = (nonce: string) =>
+      rest.post(route, { body: { content: "once", nonce, enforce_nonce: true } }) as Promise<{
+        id: string;
+      }>;
+
+    const tooLong = send("n".repeat(26));
+    await expect(tooLong).rejects.toBeInstanceOf(DiscordAPIError);
+    await expect(tooLong).rejects.toMatchObject({ code: 50035 });
+    const first = await send("n".repeat(25));
+    const again = await send("n".repeat(25));
+    expect(again.id).toBe(first.id);
+    expect(fake.messages(fake.guildChannelId)).toEqual(["once"]);
+  });
+
   it("resumes after the gateway drops the connection and still receives messages", async () => {
     await loginAndWaitReady();
 
@@ -196,6 +213,18 @@ describe("fake Discord REST and gateway with the real discord.js client", () => 
 
     await fake.waitFor(() => fake.openGatewayConnections === 0);
     expect(fake.identifies).toHaveLength(2);
+  });
+
+  it("goes offline: the gateway connection and REST requests are cut until it is back", async () => {
+    await loginAndWaitReady();
+    const rest = new REST({ api: fake.restRoot, retries: 0 }).setToken(fake.token);
+    fake.goOffline();
+    await fake.waitFor(() => fake.openGatewayConnections === 0);
+    await expect(rest.get(Routes.gatewayBot())).rejects.toThrow(/other side closed|ECONNRESET/);
+    fake.goOnline();
+
+    expect(await rest.get(Routes.gatewayBot())).toMatchObject({ url: fake.gatewayUrl });
+    await fake.waitFor(() => fake.connectedSessions === 1, 20_000);
   });
 
   it("rejects a wrong token at login", async () => {

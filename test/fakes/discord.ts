@@ -13,7 +13,8 @@
  * REST answers like Discord: 204 without a content type for typing and deletes, JSON
  * errors `{ message, code }`, and 429 with the rate-limit headers and body. A message
  * created with `enforce_nonce` and a nonce used before in the channel is not created
- * again: the earlier message is returned, as Discord does within a few minutes.
+ * again: the earlier message is returned, as Discord does within a few minutes; a string
+ * nonce longer than 25 characters is refused (400 50035).
  *
  * Buttons: message components are checked like Discord (at most 5 buttons a row, each with
  * a label and a custom_id of 1-100 characters, else 400 50035) and kept per message; an
@@ -127,6 +128,8 @@ interface ChannelState {
 
 const DISCORD_EPOCH = 1420070400000n;
 const MAX_CONTENT_LENGTH = 2000;
+/** Longest string `nonce` of a new message. */
+const MAX_NONCE_LENGTH = 25;
 /** ViewChannel | SendMessages | ReadMessageHistory, for the @everyone role. */
 const EVERYONE_PERMISSIONS = "68608";
 /** GatewayIntentBits.MessageContent, a privileged intent. */
@@ -186,6 +189,8 @@ export class FakeDiscord {
   }[] = [];
   private readonly identifyCloses: UnrecoverableCloseCode[] = [];
   private snowflakeCounter = 0n;
+  /** Set by {@link goOffline}: connections and requests are cut as they arrive. */
+  private offline = false;
   private readonly interactions: Interactions;
 
   constructor(options: FakeDiscordOptions = {}) {
@@ -257,6 +262,21 @@ export class FakeDiscord {
     await closed;
   }
 
+  /**
+   * Cuts the network: every gateway connection is dropped without a close frame, and until
+   * {@link goOnline} new gateway connections and REST requests are cut as they arrive.
+   */
+  goOffline(): void {
+    this.offline = true;
+    for (const socket of this.gateway.clients) socket.terminate();
+    for (const session of this.sessions.values()) session.socket = undefined;
+  }
+
+  /** Lets connections and requests through again after {@link goOffline}. */
+  goOnline(): void {
+    this.offline = false;
+  }
+
   /** Closes every gateway connection with `code` (4000 makes discord.js resume). */
   disconnect(code = 4000): void {
     for (const session of this.sessions.values()) {
@@ -312,6 +332,14 @@ export class FakeDiscord {
     this.interactions.create(id, token);
     this.dispatch(session, "INTERACTION_CREATE", this.interaction(id, token, input, message));
     return { id, token };
+  }
+
+  /**
+   * The DM channel between the bot and a user, opened as `POST /users/@me/channels` would
+   * (the same channel each time); the user can then write in it and the bot send to it.
+   */
+  openDirectChannel(userId: string): string {
+    return String(this.createDm(userId).channel.id);
   }
 
   /** Components of a bot message as it shows them now; [] when it has none. */
@@ -482,6 +510,10 @@ export class FakeDiscord {
   // --- gateway -------------------------------------------------------------------------
 
   private accept(socket: WebSocket, request: IncomingMessage): void {
+    if (this.offline) {
+      socket.terminate();
+      return;
+    }
     const query = new URL(request.url ?? "/", "http://127.0.0.1").searchParams;
     this.gatewayQueries.push(`?${query}`);
     if (query.get("v") !== "10" || query.get("encoding") !== "json" || query.has("compress")) {
@@ -632,6 +664,7 @@ export class FakeDiscord {
   // --- REST ----------------------------------------------------------------------------
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    if (this.offline) return void request.socket.destroy();
     const method = request.method ?? "GET";
     const path = new URL(request.url ?? "/", "http://127.0.0.1").pathname.replace(
       /^\/api\/v\d+/,
@@ -773,6 +806,7 @@ export class FakeDiscord {
     const content = checkContent(body);
     // enforce_nonce: a nonce seen before returns the message it created (Discord keeps
     // nonces a few minutes; the fake keeps them for its life).
+    checkNonce(body.nonce);
     const nonce = body.enforce_nonce === true ? body.nonce : undefined;
     const nonceKey =
       typeof nonce === "string" || typeof nonce === "number"
@@ -826,6 +860,14 @@ function checkContent(body: Record<string, unknown>): string {
     throw invalidFormBody(["content"], "BASE_TYPE_MAX_LENGTH", message);
   }
   return content;
+}
+
+/** A nonce is an integer or a string of at most 25 characters, as Discord documents. */
+function checkNonce(nonce: unknown): void {
+  if (typeof nonce === "string" && nonce.length > MAX_NONCE_LENGTH) {
+    const message = `Must be ${MAX_NONCE_LENGTH} or fewer in length.`;
+    throw invalidFormBody(["nonce"], "BASE_TYPE_MAX_LENGTH", message);
+  }
 }
 
 /** A user as Discord describes one in an event. */

@@ -177,6 +177,21 @@ describe("fake Telegram Bot API with the real telegraf client", () => {
     expect(fake.messages(9)).toEqual([".".repeat(4096)]);
   });
 
+  it("goes offline: a held poll is cut, requests fail until it is back, queued updates wait", async () => {
+    const held = bot.telegram.getUpdates(50, 100, 0, undefined);
+    await fake.waitFor(() => fake.heldPolls === 1);
+    fake.goOffline();
+    expect(fake.heldPolls).toBe(0);
+    await expect(held).rejects.toThrow(/socket hang up|ECONNRESET/);
+    await expect(bot.telegram.getMe()).rejects.toThrow(/socket hang up|ECONNRESET/);
+    fake.sendUserMessage({ chatId: 42, userId: 42, text: "sent while offline" });
+    fake.goOnline();
+
+    expect(await bot.telegram.getUpdates(0, 100, 0, undefined)).toMatchObject([
+      { message: { text: "sent while offline" } },
+    ]);
+  });
+
   it("refuses a wrong token with 401 Unauthorized", async () => {
     const stranger = new Telegraf("1:wrong", { telegram: { apiRoot: fake.apiRoot } });
 

@@ -197,6 +197,8 @@ export class FakeTelegram {
   private nextUpdateId = 1;
   private readonly port: number;
   private readonly callbackQueries: CallbackQueries;
+  /** Set by {@link goOffline}: requests are cut as they arrive. */
+  private offline = false;
 
   constructor(options: FakeTelegramOptions = {}) {
     this.token = options.token ?? "123456789:TEST-fake-telegram-token";
@@ -297,7 +299,28 @@ export class FakeTelegram {
     return message?.reply_markup?.inline_keyboard ?? [];
   }
 
-  /** Makes the next `times` calls of `method` fail with `failure` instead of running. */
+  /** Number of getUpdates requests held open now, waiting for updates. */
+  get heldPolls(): number {
+    return this.polls.size;
+  }
+
+  /**
+   * Cuts the network: every held getUpdates is dropped without an answer, and until
+   * {@link goOnline} every new request is cut as it arrives. Updates stay queued.
+   */
+  goOffline(): void {
+    this.offline = true;
+    for (const poll of this.polls) {
+      this.forgetPoll(poll);
+      poll.response.socket?.destroy();
+    }
+  }
+
+  /** Lets requests through again after {@link goOffline}. */
+  goOnline(): void {
+    this.offline = false;
+  }
+
   /**
    * Makes the next `times` calls of `method` never answer, as over a half-open connection
    * (the request is recorded with status 0; a held getUpdates takes no update).
@@ -307,6 +330,7 @@ export class FakeTelegram {
     this.hangs.set(key, (this.hangs.get(key) ?? 0) + times);
   }
 
+  /** Makes the next `times` calls of `method` fail with `failure` instead of running. */
   failNext(method: string, failure: TelegramFailure, times = 1): void {
     const queue = this.failures.get(method.toLowerCase()) ?? [];
     queue.push({ failure, remaining: times });
@@ -368,6 +392,7 @@ export class FakeTelegram {
   }
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    if (this.offline) return void request.socket.destroy();
     const url = new URL(request.url ?? "/", "http://127.0.0.1");
     const route = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
     const params = await readParams(request, url);
