@@ -2,7 +2,7 @@
  * The {@link ChatPlatformHarness} of the Discord adapter: DiscordPlatform (real discord.js)
  * against the fake Discord REST API and gateway (`test/fakes/discord.ts`).
  */
-import { DiscordPlatform } from "../../src/frontends/discord.js";
+import { DiscordPlatform } from "../../src/chat/discord/platform.js";
 import { startFakeDiscord } from "../fakes/discord.js";
 import type { ChatPlatformHarness, HarnessAction, Person } from "./harness.js";
 

@@ -11,7 +11,7 @@
  * waits for conditions, never for a time, and no verdict depends on how fast a call is.
  *
  * Sending cases use adapters that were never started: the chat senders send through
- * instances they never start (src/server/bus/senders.ts).
+ * instances they never start (src/chat/senders.ts).
  *
  * A new platform proves itself with a fake of its service in test/fakes/ (refusing what
  * the service refuses, with its status codes and error texts), a harness here built on it,

@@ -3,7 +3,7 @@
  * against the fake Bot API (`test/fakes/telegram.ts`).
  */
 import { silentLogger } from "../../src/base/log.js";
-import { TelegramPlatform } from "../../src/frontends/telegram.js";
+import { TelegramPlatform } from "../../src/chat/telegram/platform.js";
 import { startFakeTelegram } from "../fakes/telegram.js";
 import type { ChatPlatformHarness, HarnessAction, Person } from "./harness.js";
 
