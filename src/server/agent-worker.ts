@@ -3,15 +3,14 @@
  * at a time per session (the queue's claim guarantees it).
  *
  * A job's life here:
- *   claimed ─► session resolved ─► checkpoint (user message in history, message ".")
- *           ─► agent turn (resumes from history) ─► reply finished ─► complete
- *   a call must wait (subagent, approval, snooze) ─► parked: waiting, no worker held;
- *               woken (or at its deadline) it is claimed again and resumes the turn
- *   a tool ended the job ─► cancel: failed with its message; discard: done, nothing sent
+ *   claimed ─► session resolved ─► its turn driven (agents/turn.ts: compaction when
+ *           needed, the user message checkpointed, the run; a job past its checkpoint
+ *           resumes its turn from history) ─► reply finished
+ *           ─► what becomes of it is decided by the outcome policy (job-outcome.ts:
+ *              complete, park, discard, ride out an outage, retry, fail for good) and
+ *              applied here, against the queue and the chat
  *   stop asked while it was not running ─► its next claim ends it as stopped
- *   any failure ─► transient: requeued with backoff (until max_attempts, then failed)
- *               └► permanent: failed at once; the person is told either way.
- *   ended as stopped ─► its subagent jobs are stopped too.
+ *   `/compact` (task "compact") ─► the session summarised now; the reply says how
  *
  * Starting: jobs this worker's id left running are requeued, and parked jobs whose wait
  * ended while no process watched are woken.
@@ -22,20 +21,14 @@ import PQueue from "p-queue";
 import { type BatchJob, LostBatchLock } from "../agents/batch-provider.js";
 import { describeCompaction } from "../agents/compaction.js";
 import { formatContextUsage } from "../agents/context-budget.js";
-import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
 import type { AgentRunner } from "../agents/runner.js";
-import { nextAttemptAt, retryDelayMs } from "../base/backoff.js";
+import { TurnDriver, type TurnRequest } from "../agents/turn.js";
 import { deadline } from "../base/deadline.js";
 import {
-  BudgetExceeded,
   CancelledError,
   describeWait,
-  isRetryable,
-  JobEnded,
-  ModelError,
-  ParkRequest,
+  type ParkRequest,
   PicklebotError,
-  TimeoutError,
   toError,
 } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
@@ -57,8 +50,8 @@ import type {
   Worker,
 } from "../ports/index.js";
 import { noEvents } from "../ports/index.js";
-import { isStorageUnavailable } from "../storage/index.js";
-import { JobEventPublisher } from "./events/job-events.js";
+import { type CallEvent, JobEventPublisher } from "./events/job-events.js";
+import { type Attempt, decideOutcome, type JobDecision } from "./job-outcome.js";
 import type { JobOutcome, ServerMetrics } from "./metrics.js";
 
 /** Logged (with a `recovered` count) when jobs a dead process left running are requeued. */
@@ -132,6 +125,7 @@ export class AgentWorker implements Worker {
   readonly #options: AgentWorkerOptions;
   readonly #active = new Map<string, ActiveJob>();
   readonly #publish: JobEventPublisher;
+  readonly #turns: TurnDriver;
 
   constructor(options: AgentWorkerOptions) {
     checkNumberOptions("AgentWorker", options, {
@@ -142,6 +136,7 @@ export class AgentWorker implements Worker {
     });
     this.#options = options;
     this.#publish = new JobEventPublisher(options.events ?? noEvents);
+    this.#turns = new TurnDriver({ runner: options.runner, history: options.history });
   }
 
   /** Jobs running now. */
@@ -209,10 +204,11 @@ export class AgentWorker implements Worker {
     this.#publish.job("job.started", job);
     try {
       reply = this.#options.frontends.openReply(job.replyTo, { jobId: job.id });
-      outcome = await this.#runJob(job, reply, signal);
+      outcome = await this.#apply(job, reply, await this.#attempt(job, reply, signal));
     } catch (thrown) {
       error = toError(signal.aborted ? signal.reason : thrown).message;
-      outcome = await this.#handleFailure(job, reply, signal, thrown);
+      const stopped = signal.aborted ? { stopReason: signal.reason as unknown } : {};
+      outcome = await this.#apply(job, reply, { kind: "threw", error: thrown, ...stopped });
     } finally {
       clear();
       this.#active.delete(job.id);
@@ -235,8 +231,9 @@ export class AgentWorker implements Worker {
     );
   }
 
-  async #runJob(job: ClaimedJob, reply: ReplyStream, signal: AbortSignal): Promise<JobOutcome> {
-    const { queue, checkpoint, runner, metrics } = this.#options;
+  /** One attempt at the job: its session found, its turn driven, the reply handed over. */
+  async #attempt(job: ClaimedJob, reply: ReplyStream, signal: AbortSignal): Promise<Attempt> {
+    const { metrics } = this.#options;
     if (job.attempts > job.maxAttempts) {
       // Requeued by crash recovery after its last attempt: a job that kills the process
       // every time must not be retried forever.
@@ -251,55 +248,73 @@ export class AgentWorker implements Worker {
     if (job.task === "compact") return this.#compactNow(job, session.id, reply, signal);
     const active = this.#active.get(job.id);
     if (active) active.sessionId = session.id;
-    signal.throwIfAborted();
-    if (!job.checkpointed) {
-      await this.#compactFirst(job, session.id, signal);
-      const message = {
-        role: "user" as const,
-        content: [{ type: "text" as const, text: job.message }],
-      };
-      if (!(await checkpoint(job, session.id, message))) return "interrupted";
-      this.#publish.job("job.checkpointed", job);
-    }
+    const turn = await this.#turns.drive(this.#turnRequest(job, session.id, reply, signal));
+    if (turn.status === "lost") return { kind: "lost" };
+    const { result } = turn;
+    metrics.countTokens({ agentId: job.agentId, model: result.model, usage: result.usage });
+    await reply.finish(result.text);
+    return { kind: "answered" };
+  }
+
+  /**
+   * The job's turn: its message (until it is checkpointed), written with the checkpoint;
+   * compactions logged; model and tool calls published and streamed into the reply.
+   */
+  #turnRequest(
+    job: ClaimedJob,
+    sessionId: string,
+    reply: ReplyStream,
+    signal: AbortSignal,
+  ): TurnRequest {
+    const { checkpoint, metrics, logger } = this.#options;
+    const publish = (event: CallEvent) => this.#publish.call(event, job, sessionId);
     let streamed = "";
-    const result = await runner.run({
+    return {
       agentId: job.agentId,
-      sessionId: session.id,
+      sessionId,
       sessionKey: job.sessionKey,
       signal,
       jobId: job.id,
       replyTo: job.replyTo,
       finishedResults: job.toolResults,
       ...(job.batch ? { batch: this.#batchJob(job) } : {}),
+      ...(job.checkpointed
+        ? {}
+        : { message: { role: "user", content: [{ type: "text", text: job.message }] } }),
+      append: async (message) => {
+        if (!(await checkpoint(job, sessionId, message))) return false;
+        this.#publish.job("job.checkpointed", job);
+        return true;
+      },
+      onCompacted: (compacted) => {
+        metrics.countTokens({ agentId: job.agentId, ...compacted });
+        const logged = { job: job.id, session: sessionId, ...compacted, usage: undefined };
+        logger.info(logged, "session compacted");
+      },
+      onCompactionFailed: (error) =>
+        logger.warn(
+          { job: job.id, session: sessionId, error: error.message },
+          "could not compact the session; its oldest turns are left out of requests instead",
+        ),
       events: {
         onModelCall: (model) => {
           streamed = "";
           reply.typing();
-          this.#publish.call({ type: "model.started", model }, job, session.id);
+          publish({ type: "model.started", model });
         },
-        onModelReply: (model, usage) =>
-          this.#publish.call({ type: "model.ended", model, usage }, job, session.id),
+        onModelReply: (model, usage) => publish({ type: "model.ended", model, usage }),
         onText: (delta) => {
           streamed += delta;
           reply.update(streamed);
         },
         onToolCall: (call, summary) => {
           reply.toolCall(call.name, summary);
-          const started = { type: "tool.started", tool: call.name, callId: call.id } as const;
-          this.#publish.call(started, job, session.id);
+          publish({ type: "tool.started", tool: call.name, callId: call.id });
         },
-        onToolResult: (call, isError) => {
-          const ended = { type: "tool.ended", tool: call.name, callId: call.id, isError } as const;
-          this.#publish.call(ended, job, session.id);
-        },
+        onToolResult: (call, isError) =>
+          publish({ type: "tool.ended", tool: call.name, callId: call.id, isError }),
       },
-    });
-    metrics.countTokens({ agentId: job.agentId, model: result.model, usage: result.usage });
-    await reply.finish(result.text);
-    if (!(await queue.complete(job))) {
-      this.#options.logger.warn({ job: job.id }, "job finished after its lock was lost");
-    }
-    return "done";
+    };
   }
 
   /** What a batch job's turn needs of the queue: its step, stored fenced. */
@@ -323,39 +338,14 @@ export class AgentWorker implements Worker {
     };
   }
 
-  /**
-   * Compacts the session before the job's message joins it, when it has grown past
-   * COMPACT_BEFORE of the window. A summary that fails is logged and the turn goes on:
-   * its requests still fit, the oldest turns left out with a note.
-   */
-  async #compactFirst(job: ClaimedJob, sessionId: string, signal: AbortSignal): Promise<void> {
-    const { runner, metrics, logger } = this.#options;
-    try {
-      const request = { agentId: job.agentId, sessionId, signal, jobId: job.id };
-      const compacted = await runner.compact(request);
-      if (!compacted) return;
-      metrics.countTokens({ agentId: job.agentId, ...compacted });
-      logger.info(
-        { job: job.id, session: sessionId, ...compacted, usage: undefined },
-        "session compacted",
-      );
-    } catch (thrown) {
-      if (signal.aborted) throw thrown;
-      logger.warn(
-        { job: job.id, session: sessionId, error: toError(thrown).message },
-        "could not compact the session; its oldest turns are left out of requests instead",
-      );
-    }
-  }
-
   /** `/compact`: summarises the session now, and says what it did. */
   async #compactNow(
     job: ClaimedJob,
     sessionId: string,
     reply: ReplyStream,
     signal: AbortSignal,
-  ): Promise<JobOutcome> {
-    const { runner, queue, metrics } = this.#options;
+  ): Promise<Attempt> {
+    const { runner, metrics } = this.#options;
     const request = { agentId: job.agentId, sessionId, signal, jobId: job.id };
     const compacted = await runner.compact(request, { force: true });
     if (compacted) metrics.countTokens({ agentId: job.agentId, ...compacted });
@@ -365,8 +355,7 @@ export class AgentWorker implements Worker {
         ? `Compacted: ${describeCompaction(compacted)}.`
         : `Nothing to compact yet; ${usage}.`,
     );
-    await queue.complete(job);
-    return "done";
+    return { kind: "answered" };
   }
 
   /**
@@ -389,60 +378,53 @@ export class AgentWorker implements Worker {
     return history.createSession({ key: job.sessionKey, agentId: job.agentId });
   }
 
-  async #handleFailure(
-    job: ClaimedJob,
-    reply: ReplyStream | null,
-    signal: AbortSignal,
-    thrown: unknown,
-  ): Promise<JobOutcome> {
-    const { queue, clock, logger } = this.#options;
-    if (!signal.aborted && thrown instanceof ParkRequest) return this.#park(job, reply, thrown);
-    if (
-      !signal.aborted &&
-      thrown instanceof BudgetExceeded &&
-      this.#options.onBudgetExceeded !== "refuse"
-    ) {
-      const wait = { kind: "time" as const };
-      return this.#park(job, reply, new ParkRequest(wait, thrown.resetsAt));
+  /** Decides what becomes of the job after `attempt` (job-outcome.ts), and does it. */
+  async #apply(job: ClaimedJob, reply: ReplyStream | null, attempt: Attempt): Promise<JobOutcome> {
+    const { queue, clock, logger, jobTimeoutMs, outageBudgetMs, onBudgetExceeded } = this.#options;
+    const policy = { now: clock.now(), jobTimeoutMs, outageBudgetMs, onBudgetExceeded };
+    const decision = decideOutcome(attempt, job, policy);
+    switch (decision.kind) {
+      case "complete":
+        await this.#complete(job);
+        return "done";
+      case "let-go":
+        return "interrupted";
+      case "park":
+        return this.#park(job, reply, decision.park);
+      case "discard":
+        reply?.close();
+        await this.#complete(job);
+        logger.info({ job: job.id, reason: decision.reason }, "job discarded by a tool");
+        return "discarded";
+      case "ride-out": {
+        const { error, retryAt, outageFailures } = decision;
+        await queue.fail(job, error, retryAt, { transient: true });
+        if (outageFailures === 0) reply?.update(STILL_TRYING);
+        const logged = { job: job.id, outageFailures: outageFailures + 1, retryAt, error };
+        logger.warn(logged, "service unavailable; the job will be retried");
+        return "retry";
+      }
+      case "retry": {
+        const { error, retryAt } = decision;
+        await queue.fail(job, error, retryAt);
+        logger.warn({ job: job.id, attempt: job.attempts, retryAt, error }, "job will be retried");
+        return "retry";
+      }
+      case "fail":
+        await this.#fail(job, reply, decision);
+        return "failed";
+      default: {
+        const never: never = decision;
+        throw new Error(`unknown job decision ${JSON.stringify(never)}`);
+      }
     }
-    if (!signal.aborted && thrown instanceof JobEnded && thrown.ending.outcome === "discard") {
-      return this.#discard(job, reply, thrown.ending.message);
+  }
+
+  /** Marks the job done (a lost lock means another process has it: only said). */
+  async #complete(job: ClaimedJob): Promise<void> {
+    if (!(await this.#options.queue.complete(job))) {
+      this.#options.logger.warn({ job: job.id }, "job finished after its lock was lost");
     }
-    const error = signal.aborted ? toError(signal.reason) : toError(thrown);
-    // The job's signal aborts only with our own errors: its deadline's or /stop's.
-    const timedOut = signal.aborted && error instanceof TimeoutError;
-    const stoppedByUser = signal.aborted && error instanceof CancelledError;
-    const retryAfterMs =
-      error instanceof ModelError && error.retryAfterS ? error.retryAfterS * 1000 : 0;
-    const retryAt =
-      !stoppedByUser && (timedOut || isRetryable(error))
-        ? nextAttemptAt(job, clock.now(), { retryAfterMs })
-        : null;
-    const message = timedOut
-      ? `timed out after ${this.#options.jobTimeoutMs / 1000} s`
-      : error.message;
-    if (!signal.aborted && isOutage(error) && this.#withinOutageBudget(job)) {
-      return this.#rideOutOutage(job, reply, message, retryAfterMs);
-    }
-    if (retryAt !== null) {
-      await queue.fail(job, message, retryAt);
-      logger.warn(
-        { job: job.id, attempt: job.attempts, retryAt, error: message },
-        "job will be retried",
-      );
-      return "retry";
-    }
-    const ending = stoppedByUser ? "stopped by the user" : timedOut ? "timed out" : "interrupted";
-    await this.#failForGood(job, message, ending);
-    if (stoppedByUser) await this.#stopSubagents(job);
-    const why = stoppedByUser ? "Stopped." : failureNotice(job, message);
-    // No reply stream means its frontend failed to open: there is nowhere to tell.
-    await reply
-      ?.fail(why)
-      .catch((failure) =>
-        logger.warn({ job: job.id, error: toError(failure).message }, "could not report a failure"),
-      );
-    return "failed";
   }
 
   /**
@@ -500,14 +482,29 @@ export class AgentWorker implements Worker {
     return false;
   }
 
-  /** A tool discarded the job: it is done, and nothing is sent. */
-  async #discard(job: ClaimedJob, reply: ReplyStream | null, why: string): Promise<JobOutcome> {
-    reply?.close();
-    if (!(await this.#options.queue.complete(job))) {
-      this.#options.logger.warn({ job: job.id }, "job finished after its lock was lost");
+  /**
+   * Fails the job for good and, in the same transaction, answers the tool calls its turn
+   * left open, so the session's next message is a valid request and the model sees why
+   * the calls have no results. A stopped job's subagents stop too; the person is told.
+   */
+  async #fail(
+    job: ClaimedJob,
+    reply: ReplyStream | null,
+    decision: Extract<JobDecision, { kind: "fail" }>,
+  ): Promise<void> {
+    const { failJob, logger } = this.#options;
+    const sessionId = this.#active.get(job.id)?.sessionId ?? null;
+    const closing = sessionId ? await this.#turns.closing(sessionId, decision.ending) : null;
+    if (!(await failJob(job, decision.error, closing))) {
+      logger.warn({ job: job.id }, "job failed after its lock was lost");
     }
-    this.#options.logger.info({ job: job.id, reason: why }, "job discarded by a tool");
-    return "discarded";
+    if (decision.stopSubagents) await this.#stopSubagents(job);
+    // No reply stream means its frontend failed to open: there is nowhere to tell.
+    await reply
+      ?.fail(decision.notice)
+      .catch((failure) =>
+        logger.warn({ job: job.id, error: toError(failure).message }, "could not report a failure"),
+      );
   }
 
   /**
@@ -525,74 +522,8 @@ export class AgentWorker implements Worker {
     }
     logger.debug({ job: job.id }, "stopped the job's subagents");
   }
-
-  /** True while the job's current run of outage failures is younger than the budget. */
-  #withinOutageBudget(job: ClaimedJob): boolean {
-    const { clock, outageBudgetMs = DEFAULT_OUTAGE_BUDGET_MS } = this.#options;
-    const since = outageFailures(job)[0]?.at ?? clock.now();
-    return clock.now() - since < outageBudgetMs;
-  }
-
-  /**
-   * Requeues a job the service failed (not the job): the attempt is given back, the wait
-   * grows with the outage, and the person sees one notice that we keep trying, which the
-   * answer replaces when it comes.
-   */
-  async #rideOutOutage(
-    job: ClaimedJob,
-    reply: ReplyStream | null,
-    message: string,
-    retryAfterMs: number,
-  ): Promise<JobOutcome> {
-    const { queue, clock, logger } = this.#options;
-    const failures = outageFailures(job).length;
-    const retryAt = clock.now() + retryDelayMs(failures + 1, { retryAfterMs });
-    await queue.fail(job, message, retryAt, { transient: true });
-    if (failures === 0) reply?.update(STILL_TRYING);
-    logger.warn(
-      { job: job.id, outageFailures: failures + 1, retryAt, error: message },
-      "service unavailable; the job will be retried",
-    );
-    return "retry";
-  }
-
-  /**
-   * Fails the job for good and, in the same transaction, answers the tool calls its turn
-   * left open, so the session's next message is a valid request and the model sees why
-   * the calls have no results.
-   */
-  async #failForGood(job: ClaimedJob, error: string, ending: TurnEnding): Promise<void> {
-    const { history, failJob, logger } = this.#options;
-    const sessionId = this.#active.get(job.id)?.sessionId ?? null;
-    const last = sessionId ? (await history.loadContext(sessionId, 1)).at(-1) : undefined;
-    const messages = closingMessages(last, ending);
-    const closing = sessionId && messages.length > 0 ? { sessionId, messages } : null;
-    if (!(await failJob(job, error, closing))) {
-      logger.warn({ job: job.id }, "job failed after its lock was lost");
-    }
-  }
 }
 
 /** Shown once in the chat while a job waits out an outage; the answer replaces it. */
 export const STILL_TRYING =
   "The model service is not answering right now; I keep trying and will answer here when it is back.";
-
-const DEFAULT_OUTAGE_BUDGET_MS = 300_000;
-
-/** A failure of the service, not of the job: the model API or the database unavailable. */
-function isOutage(error: Error): boolean {
-  return (error instanceof ModelError && error.retryable) || isStorageUnavailable(error);
-}
-
-/**
- * The failures of the job's current run of outages: those recorded at its current attempt
- * (an outage gives its attempt back, so they all carry the same number).
- */
-function outageFailures(job: ClaimedJob): ClaimedJob["errors"] {
-  return job.errors.filter((failure) => failure.attempt === job.attempts);
-}
-
-function failureNotice(job: ClaimedJob, message: string): string {
-  const attempts = job.attempts === 1 ? "" : ` after ${job.attempts} attempts`;
-  return `Sorry, I could not finish this${attempts}: ${message}`;
-}
