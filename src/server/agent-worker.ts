@@ -3,14 +3,16 @@
  * at a time per session (the queue's claim guarantees it).
  *
  * A job's life here:
- *   claimed ─► session resolved ─► its turn driven (agents/turn.ts: compaction when
- *           needed, the user message checkpointed, the run; a job past its checkpoint
- *           resumes its turn from history) ─► reply finished
+ *   claimed ─► one attempt (job-attempt.ts): session resolved, its turn driven
+ *              (agents/turn.ts: compaction when needed, the user message checkpointed,
+ *              the run; a job past its checkpoint resumes its turn from history), reply
+ *              finished; or `/compact` done
  *           ─► what becomes of it is decided by the outcome policy (job-outcome.ts:
  *              complete, park, discard, ride out an outage, retry, fail for good) and
  *              applied here, against the queue and the chat
+ *   parked ─► waiting, no worker held; woken when its wait ends (job-waits.ts) or at
+ *             its deadline, it is claimed again and resumes the turn
  *   stop asked while it was not running ─► its next claim ends it as stopped
- *   `/compact` (task "compact") ─► the session summarised now; the reply says how
  *
  * Starting: jobs this worker's id left running are requeued, and parked jobs whose wait
  * ended while no process watched are woken.
@@ -18,19 +20,10 @@
  * own `job_timeout_s`; `run` resolves when the pool is idle.
  */
 import PQueue from "p-queue";
-import { type BatchJob, LostBatchLock } from "../agents/batch-provider.js";
-import { describeCompaction } from "../agents/compaction.js";
-import { formatContextUsage } from "../agents/context-budget.js";
 import type { AgentRunner } from "../agents/runner.js";
-import { TurnDriver, type TurnRequest } from "../agents/turn.js";
+import { TurnDriver } from "../agents/turn.js";
 import { deadline } from "../base/deadline.js";
-import {
-  CancelledError,
-  describeWait,
-  type ParkRequest,
-  PicklebotError,
-  toError,
-} from "../base/errors.js";
+import { CancelledError, describeWait, type ParkRequest, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
 import { Wakeup } from "../base/wakeup.js";
@@ -46,12 +39,13 @@ import type {
   JobQueue,
   JobWait,
   ReplyStream,
-  Session,
   Worker,
 } from "../ports/index.js";
 import { noEvents } from "../ports/index.js";
-import { type CallEvent, JobEventPublisher } from "./events/job-events.js";
+import { JobEventPublisher } from "./events/job-events.js";
+import { JobAttempts } from "./job-attempt.js";
 import { type Attempt, decideOutcome, type JobDecision } from "./job-outcome.js";
+import { JobWaits } from "./job-waits.js";
 import type { JobOutcome, ServerMetrics } from "./metrics.js";
 
 /** Logged (with a `recovered` count) when jobs a dead process left running are requeued. */
@@ -59,9 +53,6 @@ export const JOBS_RECOVERED = "requeued jobs left running by the previous server
 
 /** Logged (with a `woken` count) when parked jobs whose wait had ended are woken at start. */
 export const PARKED_JOBS_WOKEN = "woke parked jobs whose wait ended while no server watched";
-
-/** Parked jobs looked at once, at start, for a wait that ended unseen. */
-const PARKED_SWEEP_LIMIT = 10_000;
 
 /** What an AgentWorker needs. */
 export interface AgentWorkerOptions {
@@ -126,6 +117,8 @@ export class AgentWorker implements Worker {
   readonly #active = new Map<string, ActiveJob>();
   readonly #publish: JobEventPublisher;
   readonly #turns: TurnDriver;
+  readonly #attempts: JobAttempts;
+  readonly #waits: JobWaits;
 
   constructor(options: AgentWorkerOptions) {
     checkNumberOptions("AgentWorker", options, {
@@ -137,6 +130,8 @@ export class AgentWorker implements Worker {
     this.#options = options;
     this.#publish = new JobEventPublisher(options.events ?? noEvents);
     this.#turns = new TurnDriver({ runner: options.runner, history: options.history });
+    this.#attempts = new JobAttempts({ ...options, turns: this.#turns, publish: this.#publish });
+    this.#waits = new JobWaits(options);
   }
 
   /** Jobs running now. */
@@ -160,7 +155,7 @@ export class AgentWorker implements Worker {
     // process, or this worker: a restarted worker has finished all of its own jobs).
     const recovered = await queue.recover(workerId);
     if (recovered > 0) logger.info({ recovered }, JOBS_RECOVERED);
-    const woken = await this.#wakeSettled();
+    const woken = await this.#waits.wakeSettled();
     if (woken > 0) logger.info({ woken }, PARKED_JOBS_WOKEN);
     const pool = new PQueue({ concurrency });
     const wakeup = new Wakeup();
@@ -194,7 +189,8 @@ export class AgentWorker implements Worker {
     const { clock, metrics, jobTimeoutMs } = this.#options;
     const started = clock.now();
     const stop = new AbortController();
-    this.#active.set(job.id, { job, stop, sessionId: job.sessionId });
+    const active: ActiveJob = { job, stop, sessionId: job.sessionId };
+    this.#active.set(job.id, active);
     metrics.jobsInFlight.inc();
     const { signal, clear } = deadline(stop.signal, jobTimeoutMs);
     if (job.stopRequested) stop.abort(new CancelledError("stopped by the user"));
@@ -204,7 +200,11 @@ export class AgentWorker implements Worker {
     this.#publish.job("job.started", job);
     try {
       reply = this.#options.frontends.openReply(job.replyTo, { jobId: job.id });
-      outcome = await this.#apply(job, reply, await this.#attempt(job, reply, signal));
+      const onSession = (sessionId: string) => {
+        active.sessionId = sessionId;
+      };
+      const attempt = await this.#attempts.attempt(job, reply, signal, onSession);
+      outcome = await this.#apply(job, reply, attempt);
     } catch (thrown) {
       error = toError(signal.aborted ? signal.reason : thrown).message;
       const stopped = signal.aborted ? { stopReason: signal.reason as unknown } : {};
@@ -229,153 +229,6 @@ export class AgentWorker implements Worker {
       },
       `job ${outcome}`,
     );
-  }
-
-  /** One attempt at the job: its session found, its turn driven, the reply handed over. */
-  async #attempt(job: ClaimedJob, reply: ReplyStream, signal: AbortSignal): Promise<Attempt> {
-    const { metrics } = this.#options;
-    if (job.attempts > job.maxAttempts) {
-      // Requeued by crash recovery after its last attempt: a job that kills the process
-      // every time must not be retried forever.
-      throw new PicklebotError(
-        `interrupted ${job.attempts - 1} times; ${job.lastError ?? "no error recorded"}`,
-      );
-    }
-    // A job stopped before it began has no turn to close: no session is made for it.
-    if (!job.checkpointed) signal.throwIfAborted();
-    reply.typing();
-    const session = await this.#sessionFor(job);
-    if (job.task === "compact") return this.#compactNow(job, session.id, reply, signal);
-    const active = this.#active.get(job.id);
-    if (active) active.sessionId = session.id;
-    const turn = await this.#turns.drive(this.#turnRequest(job, session.id, reply, signal));
-    if (turn.status === "lost") return { kind: "lost" };
-    const { result } = turn;
-    metrics.countTokens({ agentId: job.agentId, model: result.model, usage: result.usage });
-    await reply.finish(result.text);
-    return { kind: "answered" };
-  }
-
-  /**
-   * The job's turn: its message (until it is checkpointed), written with the checkpoint;
-   * compactions logged; model and tool calls published and streamed into the reply.
-   */
-  #turnRequest(
-    job: ClaimedJob,
-    sessionId: string,
-    reply: ReplyStream,
-    signal: AbortSignal,
-  ): TurnRequest {
-    const { checkpoint, metrics, logger } = this.#options;
-    const publish = (event: CallEvent) => this.#publish.call(event, job, sessionId);
-    let streamed = "";
-    return {
-      agentId: job.agentId,
-      sessionId,
-      sessionKey: job.sessionKey,
-      signal,
-      jobId: job.id,
-      replyTo: job.replyTo,
-      finishedResults: job.toolResults,
-      ...(job.batch ? { batch: this.#batchJob(job) } : {}),
-      ...(job.checkpointed
-        ? {}
-        : { message: { role: "user", content: [{ type: "text", text: job.message }] } }),
-      append: async (message) => {
-        if (!(await checkpoint(job, sessionId, message))) return false;
-        this.#publish.job("job.checkpointed", job);
-        return true;
-      },
-      onCompacted: (compacted) => {
-        metrics.countTokens({ agentId: job.agentId, ...compacted });
-        const logged = { job: job.id, session: sessionId, ...compacted, usage: undefined };
-        logger.info(logged, "session compacted");
-      },
-      onCompactionFailed: (error) =>
-        logger.warn(
-          { job: job.id, session: sessionId, error: error.message },
-          "could not compact the session; its oldest turns are left out of requests instead",
-        ),
-      events: {
-        onModelCall: (model) => {
-          streamed = "";
-          reply.typing();
-          publish({ type: "model.started", model });
-        },
-        onModelReply: (model, usage) => publish({ type: "model.ended", model, usage }),
-        onText: (delta) => {
-          streamed += delta;
-          reply.update(streamed);
-        },
-        onToolCall: (call, summary) => {
-          reply.toolCall(call.name, summary);
-          publish({ type: "tool.started", tool: call.name, callId: call.id });
-        },
-        onToolResult: (call, isError) =>
-          publish({ type: "tool.ended", tool: call.name, callId: call.id, isError }),
-      },
-    };
-  }
-
-  /** What a batch job's turn needs of the queue: its step, stored fenced. */
-  #batchJob(job: ClaimedJob): BatchJob {
-    const { queue } = this.#options;
-    return {
-      jobId: job.id,
-      step: job.batchStep,
-      record: async (step) => {
-        if (!(await queue.recordBatchStep(job, step))) throw new LostBatchLock(job.id);
-      },
-      othersBatchIds: async () => {
-        const ids = new Set<string>();
-        for (const state of ["waiting", "running", "queued"] as const) {
-          for (const other of await queue.list({ state, limit: PARKED_SWEEP_LIMIT })) {
-            if (other.id !== job.id && other.batchStep?.batchId) ids.add(other.batchStep.batchId);
-          }
-        }
-        return ids;
-      },
-    };
-  }
-
-  /** `/compact`: summarises the session now, and says what it did. */
-  async #compactNow(
-    job: ClaimedJob,
-    sessionId: string,
-    reply: ReplyStream,
-    signal: AbortSignal,
-  ): Promise<Attempt> {
-    const { runner, metrics } = this.#options;
-    const request = { agentId: job.agentId, sessionId, signal, jobId: job.id };
-    const compacted = await runner.compact(request, { force: true });
-    if (compacted) metrics.countTokens({ agentId: job.agentId, ...compacted });
-    const usage = formatContextUsage(await runner.contextUsage(job.agentId, sessionId));
-    await reply.finish(
-      compacted
-        ? `Compacted: ${describeCompaction(compacted)}.`
-        : `Nothing to compact yet; ${usage}.`,
-    );
-    return { kind: "answered" };
-  }
-
-  /**
-   * The job's session: the checkpointed one; for a chat, the key's newest session of the
-   * job's agent (its current one, or, for a message queued before `/agent` switched the
-   * chat, the one it was sent to, so the switch stays current); else a new one.
-   */
-  async #sessionFor(job: ClaimedJob): Promise<Session> {
-    const { history } = this.#options;
-    if (job.sessionId) {
-      const session = await history.getSession(job.sessionId);
-      if (session) return session;
-      throw new PicklebotError(`session ${job.sessionId} of job ${job.id} is missing from history`);
-    }
-    if (job.mode === "chat") {
-      const recent = await history.listSessions({ key: job.sessionKey, limit: 2 });
-      const same = recent.find((session) => session.agentId === job.agentId);
-      if (same) return same;
-    }
-    return history.createSession({ key: job.sessionKey, agentId: job.agentId });
   }
 
   /** Decides what becomes of the job after `attempt` (job-outcome.ts), and does it. */
@@ -430,7 +283,7 @@ export class AgentWorker implements Worker {
   /**
    * Parks the job until what its calls wait for happens (or their deadline), keeping
    * the results of the calls that finished. A wait that was settled while the job ran
-   * (a subagent ended, the owner answered) wakes it again at once.
+   * (a subagent ended, the owner answered) wakes it again at once (job-waits.ts).
    */
   async #park(job: ClaimedJob, reply: ReplyStream | null, park: ParkRequest): Promise<JobOutcome> {
     const { queue, logger } = this.#options;
@@ -447,39 +300,12 @@ export class AgentWorker implements Worker {
     this.#publish.job("job.parked", job, {
       waitingFor: park.wait.kind === "children" ? "subagents" : park.wait.kind,
     });
-    if (await this.#settled(park.wait)) await queue.wake(job.id);
+    if (await this.#waits.settled(park.wait)) await queue.wake(job.id);
     logger.info(
       { job: job.id, waitingFor: park.wait, until: new Date(park.until).toISOString() },
       `job waiting for ${describeWait(park.wait)}`,
     );
     return "parked";
-  }
-
-  /**
-   * Wakes the parked jobs whose wait has already ended. A child that ends while its parent
-   * still runs wakes nothing (the parent is not waiting yet); the parent sees it once
-   * parked (#park). A process that died between the two left the parent parked until its
-   * deadline (`subagent_timeout_s`), with nothing left to wake it.
-   */
-  async #wakeSettled(): Promise<number> {
-    const { queue } = this.#options;
-    let woken = 0;
-    for (const job of await queue.list({ state: "waiting", limit: PARKED_SWEEP_LIMIT })) {
-      if (job.waitingFor && (await this.#settled(job.waitingFor)) && (await queue.wake(job.id))) {
-        woken += 1;
-      }
-    }
-    return woken;
-  }
-
-  /** True when what `wait` names has already happened. */
-  async #settled(wait: JobWait): Promise<boolean> {
-    if (wait.kind !== "children") return (await this.#options.waitSettled?.(wait)) ?? false;
-    for (const id of wait.jobIds) {
-      const child = await this.#options.queue.get(id);
-      if (!child || child.state === "done" || child.state === "failed") return true;
-    }
-    return false;
   }
 
   /**
