@@ -161,6 +161,19 @@ const rows: Row[] = [
     decision: { kind: "retry", error: overloaded.message, retryAt: NOW + 1000 },
   },
   {
+    what: "an outage exactly outage_budget_s old is over: an ordinary retry",
+    attempt: threw(overloaded),
+    job: job(1, [{ attempt: 1, at: NOW - 10_000, message: "overloaded (529)" }]),
+    policy: { outageBudgetMs: 10_000 },
+    decision: { kind: "retry", error: overloaded.message, retryAt: NOW + 1000 },
+  },
+  {
+    what: "an outage_budget_s of 0: no outage is ridden out",
+    attempt: threw(overloaded),
+    policy: { outageBudgetMs: 0 },
+    decision: { kind: "retry", error: overloaded.message, retryAt: NOW + 1000 },
+  },
+  {
     what: "an outage past a shorter outage_budget_s",
     attempt: threw(overloaded),
     job: job(2, [{ attempt: 2, at: NOW - 20_000, message: "overloaded (529)" }]),
