@@ -12,8 +12,8 @@ import { Command } from "commander";
 import type { ApprovalQuestion } from "../agents/approval-gate.js";
 import { approvalIdFor } from "../agents/approval-policy.js";
 import { describeCompaction } from "../agents/compaction.js";
-import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
 import type { AgentRunner } from "../agents/runner.js";
+import { TurnDriver, turnEndingOf } from "../agents/turn.js";
 import { CancelledError, JobEnded, ToolError, toError, UserError } from "../base/errors.js";
 import { printable } from "../base/printable.js";
 import type { Session, TokenUsage } from "../ports/index.js";
@@ -59,6 +59,8 @@ class TerminalChat {
   #printer: ReplyPrinter | null = null;
   readonly #context: WorkspaceContext;
   readonly #runner: AgentRunner;
+  /** Drives each message's turn as the server's worker does (agents/turn.ts). */
+  readonly #turns: TurnDriver;
   readonly #tty: boolean;
   readonly #lines: Interface;
   /** The input's lines: the chat's messages, and the answers to approval questions. */
@@ -71,6 +73,7 @@ class TerminalChat {
       () => (text) => this.#postToTerminal(text),
       () => (question) => this.#approve(question),
     );
+    this.#turns = new TurnDriver({ runner: this.#runner, history: context.storage.history });
     this.#tty = tty;
     this.#lines = createInterface({ input: process.stdin, output: process.stdout, terminal: tty });
     this.#input = this.#lines[Symbol.asyncIterator]();
@@ -122,51 +125,42 @@ class TerminalChat {
   }
 
   async #send(text: string): Promise<void> {
-    const { storage } = this.#context;
     const runner = this.#runner;
     const session = this.#session ?? (await this.#createSession());
     this.#reply = new AbortController();
+    const { signal } = this.#reply;
     const stream = new ReplyPrinter(this.#tty, runner.agent(this.#agentId).name);
     this.#printer = stream;
     try {
-      await this.#compactFirst(session.id, this.#reply.signal);
-      await storage.history.append(session.id, { role: "user", content: [{ type: "text", text }] });
-      const result = await runner.run({
+      const turn = await this.#turns.drive({
         agentId: this.#agentId,
         sessionId: session.id,
         sessionKey: session.key,
-        signal: this.#reply.signal,
+        signal,
         events: stream.events(),
+        message: { role: "user", content: [{ type: "text", text }] },
+        onCompacted: (compacted) =>
+          this.#note(`conversation compacted: ${describeCompaction(compacted)}`),
+        onCompactionFailed: (error) =>
+          this.#note(
+            `could not summarise the conversation: ${printable(error.message)}; its oldest turns are left out instead`,
+          ),
       });
-      stream.finish(result.text, result.usage);
+      if (turn.status === "answered") stream.finish(turn.result.text, turn.result.usage);
     } catch (thrown) {
       if (thrown instanceof JobEnded) return this.#ended(stream, thrown);
-      const stopped = this.#reply.signal.aborted;
-      await this.#closeTurn(session.id, stopped ? "stopped by the user" : "interrupted");
-      stream.fail(stopped ? "stopped" : toError(thrown).message);
-      if (!stopped) this.failures += 1;
+      await this.#turns.close(session.id, turnEndingOf(signal.aborted ? signal.reason : undefined));
+      stream.fail(signal.aborted ? "stopped" : toError(thrown).message);
+      if (!signal.aborted) this.failures += 1;
     } finally {
       this.#reply = null;
       this.#printer = null;
     }
   }
 
-  /** Compacts the session first when it has grown past COMPACT_BEFORE of the window. */
-  async #compactFirst(sessionId: string, signal: AbortSignal): Promise<void> {
-    const compacted = await this.#runner
-      .compact({ agentId: this.#agentId, sessionId, signal })
-      .catch((error: unknown) => {
-        if (signal.aborted) throw error;
-        this.#say(
-          `${this.#tty ? DIM : ""}(could not summarise the conversation: ${printable(toError(error).message)}; its oldest turns are left out instead)${this.#tty ? RESET : ""}\n`,
-        );
-        return null;
-      });
-    if (compacted) {
-      this.#say(
-        `${this.#tty ? DIM : ""}(conversation compacted: ${describeCompaction(compacted)})${this.#tty ? RESET : ""}\n`,
-      );
-    }
+  /** A note between the replies, dim on a terminal: "(what happened)". */
+  #note(text: string): void {
+    this.#say(`${this.#tty ? DIM : ""}(${text})${this.#tty ? RESET : ""}\n`);
   }
 
   /** A tool ended the turn: a cancel is a failure with its message, a discard says why. */
@@ -177,13 +171,6 @@ class TerminalChat {
     } else {
       stream.fail(`discarded: ${ended.message}`);
     }
-  }
-
-  /** Answers the tool calls an ended turn left open, so the next message is a valid request. */
-  async #closeTurn(sessionId: string, ending: TurnEnding): Promise<void> {
-    const { history } = this.#context.storage;
-    const last = (await history.loadContext(sessionId, 1)).at(-1);
-    for (const message of closingMessages(last, ending)) await history.append(sessionId, message);
   }
 
   /** `post_message` in the terminal: the post is printed in the reply as its own block. */

@@ -8,6 +8,7 @@ import { unknownMcpServersProblem } from "../agents/mcp/names.js";
 import { type McpServers, mcpServersOf } from "../agents/mcp/servers.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
 import type { MessagePoster, SubagentDelegate } from "../agents/tools/index.js";
+import { TurnDriver } from "../agents/turn.js";
 import { systemClock } from "../base/clock.js";
 import type { UserError } from "../base/errors.js";
 import { printable } from "../base/printable.js";
@@ -170,22 +171,21 @@ export function runnerFor(
 
 /**
  * The delegate of a terminal chat, which has no queue to park in: the subagent's turn
- * runs in place, in its own session, and the call waits for it (`wait: false` too).
+ * runs in place, in its own session, and the call waits for it (`wait: false` too). The
+ * task starts the session; a session that has it already resumes its turn.
  */
 function inPlaceSubagents(history: HistoryStore, runner: () => AgentRunner): SubagentDelegate {
   return async ({ agent, task, sessionKey }, { signal }) => {
     const [existing] = await history.listSessions({ key: sessionKey, limit: 1 });
     const session = existing ?? (await history.createSession({ key: sessionKey, agentId: agent }));
-    if (!existing) {
-      await history.append(session.id, { role: "user", content: [{ type: "text", text: task }] });
-    }
-    const result = await runner().run({
+    const turn = await new TurnDriver({ runner: runner(), history }).drive({
       agentId: agent,
       sessionId: session.id,
       sessionKey,
       signal,
+      ...(existing ? {} : { message: { role: "user", content: [{ type: "text", text: task }] } }),
     });
-    return result.text || "(no reply)";
+    return (turn.status === "answered" && turn.result.text) || "(no reply)";
   };
 }
 

@@ -4,8 +4,10 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   type FakeAnthropic,
+  type FakeReply,
   lastUserText,
   messageText,
+  type RecordedRequest,
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
 import { CLI, childEnv, runCli } from "../helpers/cli.js";
@@ -112,6 +114,64 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
       "read",
       "post_message",
     ]);
+  });
+
+  /**
+   * Twelve short lines in a workspace whose requests hold 20 messages: the eighth finds 14
+   * stored, past COMPACT_BEFORE of `history.max_messages`, so the turn driver compacts
+   * first, as the server's worker does; summary calls get `summary`, the rest "Yes.".
+   */
+  async function chatPastMaxMessages(summary: FakeReply) {
+    ws.write("picklebot.yaml", fakeModelConfig(fake.url, "history:\n  max_messages: 20\n"));
+    const isSummary = (request: RecordedRequest) =>
+      JSON.stringify(request.body.system).includes("You compress a conversation");
+    const reply = (request: RecordedRequest): FakeReply =>
+      isSummary(request) ? summary : { text: "Yes." };
+    fake.script(...Array.from({ length: 40 }, () => reply));
+    const lines = Array.from({ length: 12 }, (_, turn) => `short ${turn + 1}`);
+    const result = await chat(`${lines.join("\n")}\n`);
+    const summaries = fake.requests.filter(isSummary).length;
+    return { result, summaries };
+  }
+
+  it("compacts a long conversation before the message joins it, as the server does: the next requests start from the summary", async () => {
+    const { result, summaries } = await chatPastMaxMessages({
+      text: "SUMMARY: the user said short things.",
+    });
+    expect(summaries).toBe(1);
+    const notes = result.stdout.split("\n").filter((line) => line.startsWith("("));
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatch(
+      /^\(conversation compacted: \d+ messages summarised, context ~\d+k → ~\d+k tokens\)$/,
+    );
+    expect(result.stdout.split("\n").filter((line) => line === "Yes.")).toHaveLength(12);
+    expect(result.code).toBe(0);
+    const last = fake.requests.at(-1)?.body.messages ?? [];
+    expect(messageText(last[0] ?? { role: "user", content: "" })).toContain(
+      "SUMMARY: the user said",
+    );
+    expect(sentTexts(fake.requests.length - 1).at(-1)).toBe("short 12");
+  });
+
+  it("goes on when the summary call fails: the turn is answered, its oldest turns left out", async () => {
+    const { result, summaries } = await chatPastMaxMessages({
+      error: { status: 400, message: "summary refused" },
+    });
+    expect(summaries).toBeGreaterThan(0);
+    // Every turn from the eighth tries again, says why it could not, and is answered.
+    const notes = result.stdout.split("\n").filter((line) => line.startsWith("("));
+    expect(notes).toHaveLength(5);
+    for (const note of notes) {
+      expect(note).toMatch(
+        /^\(could not summarise the conversation: .*summary refused; its oldest turns are left out instead\)$/,
+      );
+    }
+    expect(result.stdout.split("\n").filter((line) => line === "Yes.")).toHaveLength(12);
+    expect(result.code).toBe(0);
+    // The requests keep to max_messages, starting later, and end with the message.
+    const sent = sentTexts(fake.requests.length - 1);
+    expect(sent.length).toBeLessThanOrEqual(20);
+    expect(sent.at(-1)).toBe("short 12");
   });
 
   it("runs a subagent in place and answers with what it found", async () => {

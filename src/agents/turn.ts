@@ -1,0 +1,145 @@
+/**
+ * The turn driver: how one turn of a session is driven, by the AgentWorker (a job) and by
+ * `picklebot chat` (a line typed) alike, so what a message may hold and what happens
+ * around a run is decided here once.
+ *
+ * A turn, step by step:
+ *   1. stopped already?            ─► the signal's reason is thrown; nothing is written
+ *   2. a user message to add?      ─► compaction when the session has grown past
+ *                                     COMPACT_BEFORE (see compaction.ts); a summary that
+ *                                     fails is reported and the turn goes on, its oldest
+ *                                     turns left out of requests instead
+ *                                  ─► the message joins the session through the caller's
+ *                                     `append` (the worker's checkpoint, which may find the
+ *                                     job's lock lost: the turn is then "lost", not run)
+ *      no message (a job resumed past its checkpoint): straight to the run
+ *   3. the run (AgentRunner.run)   ─► "answered" with the reply, or whatever it threw
+ *                                     (a park, a tool's job end, a stop, a failure)
+ *   4. ended unfinished?           ─► the caller decides whether the turn is over (the
+ *                                     terminal at once; the worker only when the job fails
+ *                                     for good, not when it is retried) and closes it with
+ *                                     {@link TurnDriver.closing}: an `is_error` result for
+ *                                     every call left open, saying why, so the session's
+ *                                     next request is valid.
+ */
+import { CancelledError, TimeoutError, toError } from "../base/errors.js";
+import type { ChatMessage, HistoryStore, TurnClosing } from "../ports/index.js";
+import type { CompactionResult } from "./compaction.js";
+import { closingMessages, type TurnEnding } from "./context-builder.js";
+import type { TurnResult } from "./loop.js";
+import type { AgentRunner, RunRequest } from "./runner.js";
+
+/** What a {@link TurnDriver} is built from. */
+export interface TurnDriverOptions {
+  /** Compacts sessions and runs turns. */
+  runner: Pick<AgentRunner, "compact" | "run">;
+  /** Where the last message of an unfinished turn is read, and (by default) messages added. */
+  history: Pick<HistoryStore, "append" | "loadContext">;
+}
+
+/** One turn to drive: the run's request, and what starts it. */
+export interface TurnRequest extends RunRequest {
+  /**
+   * The person's message that starts the turn; none when the turn resumes one whose
+   * message is stored already (a job past its checkpoint). (Default: none)
+   */
+  message?: ChatMessage;
+  /**
+   * Adds `message` to the session; resolves false when the turn must not go on (the
+   * job's lock was lost to another process). (Default: `history.append`)
+   */
+  append?: (message: ChatMessage) => Promise<boolean>;
+  /** Told when the session was compacted before the message joined it. (Default: nobody) */
+  onCompacted?: (compacted: CompactionResult) => void;
+  /**
+   * Told when that compaction failed; the turn goes on, its oldest turns left out of
+   * requests. (Default: nobody)
+   */
+  onCompactionFailed?: (error: Error) => void;
+}
+
+/** How a driven turn came back (a turn that failed throws instead). */
+export type TurnOutcome =
+  /** The agent replied. */
+  | { status: "answered"; result: TurnResult }
+  /** The message could not join the session (`append` said no): nothing ran. */
+  | { status: "lost" };
+
+/** Drives turns: compaction, the user message, the run, and closing an unfinished turn. */
+export class TurnDriver {
+  readonly #options: TurnDriverOptions;
+
+  constructor(options: TurnDriverOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Drives one turn (steps 1–3 of the file header). Throws what stopped it: the signal's
+   * reason, or what the run threw; the session may then hold an unfinished turn, which
+   * the caller closes with {@link closing} once it knows the turn is over.
+   */
+  async drive(request: TurnRequest): Promise<TurnOutcome> {
+    const { message, append, onCompacted, onCompactionFailed, ...run } = request;
+    run.signal.throwIfAborted();
+    if (message) {
+      await this.#compactFirst(run, onCompacted, onCompactionFailed);
+      const added = append
+        ? await append(message)
+        : await this.#options.history.append(run.sessionId, message).then(() => true);
+      if (!added) return { status: "lost" };
+    }
+    return { status: "answered", result: await this.#options.runner.run(run) };
+  }
+
+  /**
+   * What closes the session's unfinished turn: the messages answering its open tool calls
+   * with why they have no result, or null when nothing is open.
+   */
+  async closing(sessionId: string, ending: TurnEnding): Promise<TurnClosing | null> {
+    const last = (await this.#options.history.loadContext(sessionId, 1)).at(-1);
+    const messages = closingMessages(last, ending);
+    return messages.length > 0 ? { sessionId, messages } : null;
+  }
+
+  /** Closes the session's unfinished turn by appending {@link closing}'s messages. */
+  async close(sessionId: string, ending: TurnEnding): Promise<void> {
+    const closing = await this.closing(sessionId, ending);
+    for (const message of closing?.messages ?? []) {
+      await this.#options.history.append(sessionId, message);
+    }
+  }
+
+  /** Compacts the session when it has grown too big; a failure is reported, not thrown. */
+  async #compactFirst(
+    request: RunRequest,
+    onCompacted: TurnRequest["onCompacted"],
+    onCompactionFailed: TurnRequest["onCompactionFailed"],
+  ): Promise<void> {
+    const { agentId, sessionId, signal, jobId } = request;
+    let compacted: CompactionResult | null;
+    try {
+      compacted = await this.#options.runner.compact({
+        agentId,
+        sessionId,
+        signal,
+        ...(jobId === undefined ? {} : { jobId }),
+      });
+    } catch (thrown) {
+      if (signal.aborted) throw thrown;
+      onCompactionFailed?.(toError(thrown));
+      return;
+    }
+    if (compacted) onCompacted?.(compacted);
+  }
+}
+
+/**
+ * Why a turn stopped by its signal ended, as the model is told: its reason is a
+ * CancelledError (`/stop`, Ctrl+C) or a TimeoutError (the job's deadline); anything
+ * else, or no stop at all, is an interruption.
+ */
+export function turnEndingOf(stopReason: unknown): TurnEnding {
+  if (stopReason instanceof CancelledError) return "stopped by the user";
+  if (stopReason instanceof TimeoutError) return "timed out";
+  return "interrupted";
+}
