@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createAnthropicProvider } from "../dist/agents/anthropic.js";
+import { createAnthropicProvider } from "../dist/agents/providers/anthropic.js";
 import { loadAgents } from "../dist/agents/definition.js";
 import { AgentRunner } from "../dist/agents/runner.js";
 import { loadConfig } from "../dist/config/index.js";

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { createAnthropicProvider } from "../agents/anthropic.js";
+import { createAnthropicProvider } from "../agents/providers/anthropic.js";
 import type { ApprovalAsker } from "../agents/approval-gate.js";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { AgentCatalog } from "../agents/catalog.js";

@@ -3,7 +3,7 @@ import {
   type AnthropicProviderOptions,
   createAnthropicProvider,
   MISSING_API_KEY_MESSAGE,
-} from "../../src/agents/anthropic.js";
+} from "../../src/agents/providers/anthropic.js";
 import { CancelledError, ModelError, TimeoutError } from "../../src/base/errors.js";
 import type { ModelRequest, RequestMessage, ToolSpec } from "../../src/ports/index.js";
 import {

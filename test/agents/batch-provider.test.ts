@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createAnthropicProvider } from "../../src/agents/anthropic.js";
+import { createAnthropicProvider } from "../../src/agents/providers/anthropic.js";
 import { createBatchProvider, customIdFor } from "../../src/agents/batch-provider.js";
 import { systemClock } from "../../src/base/clock.js";
 import { ParkRequest } from "../../src/base/errors.js";

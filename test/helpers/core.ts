@@ -12,7 +12,7 @@
  *   await core.close();
  */
 
-import { createAnthropicProvider } from "../../src/agents/anthropic.js";
+import { createAnthropicProvider } from "../../src/agents/providers/anthropic.js";
 import { loadAgents } from "../../src/agents/definition.js";
 import { AgentRunner } from "../../src/agents/runner.js";
 import { type Config, secretValues } from "../../src/config/index.js";

@@ -28,9 +28,9 @@ import Anthropic, {
   APIError,
   APIUserAbortError,
 } from "@anthropic-ai/sdk";
-import { abortedError, ModelError, toError } from "../base/errors.js";
-import { redactSecrets } from "../base/redact.js";
-import { oneHourWrites } from "../base/usage.js";
+import { abortedError, ModelError, toError } from "../../base/errors.js";
+import { redactSecrets } from "../../base/redact.js";
+import { oneHourWrites } from "../../base/usage.js";
 import {
   DEFAULT_MODEL_TIMEOUT_MS,
   type ModelProvider,
@@ -41,7 +41,7 @@ import {
   type TokenCountRequest,
   type ToolSpec,
   type ToolUseBlock,
-} from "../ports/index.js";
+} from "../../ports/index.js";
 import { createAnthropicBatches } from "./anthropic-batches.js";
 
 /** Options of {@link createAnthropicProvider}. */

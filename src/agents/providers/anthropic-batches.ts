@@ -5,14 +5,14 @@
  * message becomes the same {@link ModelReply}, its usage marked `batch`.
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import { ModelError } from "../base/errors.js";
+import { ModelError } from "../../base/errors.js";
 import type {
   BatchOutcome,
   BatchStatus,
   ModelBatches,
   ModelReply,
   ModelRequest,
-} from "../ports/index.js";
+} from "../../ports/index.js";
 
 /** What the batch calls share with the provider's streamed calls. */
 export interface BatchCodec {
