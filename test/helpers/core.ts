@@ -12,8 +12,8 @@
  *   await core.close();
  */
 
-import { createAnthropicProvider } from "../../src/agents/providers/anthropic.js";
 import { loadAgents } from "../../src/agents/definition.js";
+import { createAnthropicProvider } from "../../src/agents/providers/anthropic.js";
 import { AgentRunner } from "../../src/agents/runner.js";
 import { type Config, secretValues } from "../../src/config/index.js";
 import { FrontendRegistry } from "../../src/frontends/registry.js";
