@@ -8,14 +8,16 @@
  *     message's tool_results (shortened), and its model call (model, tokens)
  *   compaction / prune / job_end blocks ─► entries of their own, marked
  */
+import { assertNever } from "../base/assert-never.js";
+import { isConversationBlock } from "../base/content.js";
 import { addUsage, zeroUsage } from "../base/usage.js";
 import {
-  type ContentBlock,
   type HistoryStore,
   RESUME_MARKER,
   type Session,
   type StoredMessage,
   type TokenUsage,
+  type ToolResultBlock,
   type UsageLedger,
   type UsageRecord,
 } from "../ports/index.js";
@@ -101,25 +103,44 @@ export function buildTranscript(
     if (message.role === "user" && message.jobId !== null) turnJob = message.jobId;
     else if (message.role === "user" && startsTurn(message)) turnJob = null;
     const base = { at: message.at, jobId: message.jobId ?? turnJob };
+    const texts: string[] = [];
+    const toolCalls: TranscriptToolCall[] = [];
     for (const block of message.content) {
-      if (block.type === "tool_result") answer(open.get(block.tool_use_id), block);
-      else if (block.type === "compaction") {
-        const { summary, replaces } = block;
-        entries.push({ ...base, kind: "compaction", summary, replaces, call: takeCall(message) });
-      } else if (block.type === "prune") {
-        entries.push({ ...base, kind: "prune", keepTurns: block.keepTurns });
-      } else if (block.type === "job_end") {
-        entries.push({ ...base, kind: "job_end", outcome: block.outcome, message: block.message });
+      switch (block.type) {
+        case "text":
+          texts.push(block.text);
+          break;
+        case "tool_use":
+          toolCalls.push(openCall(block.id, block.name, block.input));
+          break;
+        case "tool_result":
+          answer(open.get(block.tool_use_id), block);
+          break;
+        case "compaction": {
+          const { summary, replaces } = block;
+          entries.push({ ...base, kind: "compaction", summary, replaces, call: takeCall(message) });
+          break;
+        }
+        case "prune":
+          entries.push({ ...base, kind: "prune", keepTurns: block.keepTurns });
+          break;
+        case "job_end":
+          entries.push({
+            ...base,
+            kind: "job_end",
+            outcome: block.outcome,
+            message: block.message,
+          });
+          break;
+        default:
+          assertNever(block, "content block");
       }
     }
-    const text = textOf(message.content);
+    const text = texts.join("\n").trim();
     if (message.role === "user") {
       if (text !== "" && text !== RESUME_MARKER) entries.push({ ...base, kind: "user", text });
       continue;
     }
-    const toolCalls = message.content.flatMap((block) =>
-      block.type === "tool_use" ? [openCall(block.id, block.name, block.input)] : [],
-    );
     for (const call of toolCalls) open.set(call.id, call);
     if (text !== "" || toolCalls.length > 0) {
       entries.push({ ...base, kind: "assistant", text, toolCalls, call: takeCall(message) });
@@ -154,17 +175,14 @@ export function turnOfJob(transcript: Transcript, jobId: string): JobTurn {
 
 /** A user message that is not only tool results: a new turn (a terminal chat's, when no job). */
 function startsTurn(message: StoredMessage): boolean {
-  return message.content.some((block) => block.type === "text");
+  return message.content.some(isConversationBlock);
 }
 
 function openCall(id: string, name: string, input: unknown): TranscriptToolCall {
   return { id, name, input, result: null, resultChars: 0, isError: false };
 }
 
-function answer(
-  call: TranscriptToolCall | undefined,
-  block: Extract<ContentBlock, { type: "tool_result" }>,
-) {
+function answer(call: TranscriptToolCall | undefined, block: ToolResultBlock) {
   if (!call) return;
   call.resultChars = block.content.length;
   call.result =
@@ -172,13 +190,6 @@ function answer(
       ? `${block.content.slice(0, TRANSCRIPT_RESULT_CHARS)}…`
       : block.content;
   call.isError = block.is_error === true;
-}
-
-function textOf(content: readonly ContentBlock[]): string {
-  return content
-    .flatMap((block) => (block.type === "text" ? [block.text] : []))
-    .join("\n")
-    .trim();
 }
 
 function callOf(record: UsageRecord): TranscriptCall {

@@ -27,6 +27,7 @@
 
 import type Anthropic from "@anthropic-ai/sdk";
 import type { APIError } from "@anthropic-ai/sdk";
+import { assertNever } from "../../base/assert-never.js";
 import { abortedError, ModelError, toError } from "../../base/errors.js";
 import { redactSecrets } from "../../base/redact.js";
 import { oneHourWrites } from "../../base/usage.js";
@@ -35,6 +36,7 @@ import {
   type ModelProvider,
   type ModelReply,
   type ModelRequest,
+  type RequestContentBlock,
   type RequestMessage,
   type TextBlock,
   type TokenCountRequest,
@@ -232,7 +234,7 @@ function toCountParams(
     ...(request.system === ""
       ? {}
       : { system: [{ type: "text", text: request.system, cache_control: prefixCache }] }),
-    messages: request.messages,
+    messages: request.messages.map(toMessageParam),
     ...(request.tools.length === 0 ? {} : { tools: toTools(request.tools, prefixCache) }),
   };
 }
@@ -246,7 +248,7 @@ function withCacheBreakpoints(
   messages: RequestMessage[],
   currentTime: string | undefined,
 ): Anthropic.MessageParam[] {
-  if ((messages.at(-1)?.content.length ?? 0) === 0) return messages;
+  if ((messages.at(-1)?.content.length ?? 0) === 0) return messages.map(toMessageParam);
   const time: Anthropic.ContentBlockParam[] =
     currentTime === undefined ? [] : [{ type: "text", text: `(current time: ${currentTime})` }];
   return messages.map((message, index) => {
@@ -259,7 +261,7 @@ function withCacheBreakpoints(
     if (index === messages.length - 3) {
       return { role: message.role, content: withBreakpointOnLastBlock(message.content) };
     }
-    return message;
+    return toMessageParam(message);
   });
 }
 
@@ -267,8 +269,33 @@ function withBreakpointOnLastBlock(
   content: RequestMessage["content"],
 ): Anthropic.ContentBlockParam[] {
   return content.map((block, index) =>
-    index === content.length - 1 ? { ...block, cache_control: EPHEMERAL } : block,
+    index === content.length - 1
+      ? { ...toBlockParam(block), cache_control: EPHEMERAL }
+      : toBlockParam(block),
   );
+}
+
+function toMessageParam(message: RequestMessage): Anthropic.MessageParam {
+  return { role: message.role, content: message.content.map(toBlockParam) };
+}
+
+/** One of our blocks as the API takes it (the same fields, in the same order). */
+function toBlockParam(block: RequestContentBlock): Anthropic.ContentBlockParam {
+  switch (block.type) {
+    case "text":
+      return { type: "text", text: block.text };
+    case "tool_use":
+      return { type: "tool_use", id: block.id, name: block.name, input: block.input };
+    case "tool_result":
+      return {
+        type: "tool_result",
+        tool_use_id: block.tool_use_id,
+        content: block.content,
+        ...(block.is_error === undefined ? {} : { is_error: block.is_error }),
+      };
+    default:
+      return assertNever(block, "request block");
+  }
 }
 
 function toTools(

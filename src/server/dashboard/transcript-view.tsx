@@ -8,6 +8,7 @@ import type {
   TranscriptEntry,
   TranscriptToolCall,
 } from "../../agents/transcript.js";
+import { assertNever } from "../../base/assert-never.js";
 import { truncate } from "../../base/printable.js";
 import { formatTime } from "../../base/time-zone.js";
 import type { Job } from "../../ports/index.js";
@@ -98,7 +99,7 @@ function Entry(props: { entry: TranscriptEntry }) {
         </p>
       );
     default:
-      return assertNever(entry);
+      return assertNever(entry, "transcript entry");
   }
 }
 
@@ -150,8 +151,4 @@ function ToolCard(props: { call: TranscriptToolCall }) {
       )}
     </details>
   );
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unknown transcript entry ${JSON.stringify(value)}`);
 }
