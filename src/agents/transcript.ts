@@ -103,39 +103,8 @@ export function buildTranscript(
     if (message.role === "user" && message.jobId !== null) turnJob = message.jobId;
     else if (message.role === "user" && startsTurn(message)) turnJob = null;
     const base = { at: message.at, jobId: message.jobId ?? turnJob };
-    const texts: string[] = [];
-    const toolCalls: TranscriptToolCall[] = [];
-    for (const block of message.content) {
-      switch (block.type) {
-        case "text":
-          texts.push(block.text);
-          break;
-        case "tool_use":
-          toolCalls.push(openCall(block.id, block.name, block.input));
-          break;
-        case "tool_result":
-          answer(open.get(block.tool_use_id), block);
-          break;
-        case "compaction": {
-          const { summary, replaces } = block;
-          entries.push({ ...base, kind: "compaction", summary, replaces, call: takeCall(message) });
-          break;
-        }
-        case "prune":
-          entries.push({ ...base, kind: "prune", keepTurns: block.keepTurns });
-          break;
-        case "job_end":
-          entries.push({
-            ...base,
-            kind: "job_end",
-            outcome: block.outcome,
-            message: block.message,
-          });
-          break;
-        default:
-          assertNever(block, "content block");
-      }
-    }
+    const { texts, toolCalls, markers } = readBlocks(message, base, open, takeCall);
+    entries.push(...markers);
     const text = texts.join("\n").trim();
     if (message.role === "user") {
       if (text !== "" && text !== RESUME_MARKER) entries.push({ ...base, kind: "user", text });
@@ -151,6 +120,58 @@ export function buildTranscript(
   }
   entries.sort((a, b) => a.at - b.at);
   return { session, entries, totals: totalsOf(calls) };
+}
+
+/** What one stored message holds, read block by block. */
+interface MessageBlocks {
+  texts: string[];
+  /** Its tool calls, not yet answered. */
+  toolCalls: TranscriptToolCall[];
+  /** An entry for each marker it holds (compaction, prune point, job end), in order. */
+  markers: TranscriptEntry[];
+}
+
+/**
+ * Reads the blocks of `message`: text and tool calls are gathered, each tool result
+ * answers its call in `open`, each marker becomes an entry at `base`.
+ */
+function readBlocks(
+  message: StoredMessage,
+  base: Pick<TranscriptEntry, "at" | "jobId">,
+  open: ReadonlyMap<string, TranscriptToolCall>,
+  takeCall: (message: StoredMessage) => TranscriptCall | null,
+): MessageBlocks {
+  const read: MessageBlocks = { texts: [], toolCalls: [], markers: [] };
+  for (const block of message.content) {
+    switch (block.type) {
+      case "text":
+        read.texts.push(block.text);
+        break;
+      case "tool_use":
+        read.toolCalls.push(openCall(block.id, block.name, block.input));
+        break;
+      case "tool_result":
+        answer(open.get(block.tool_use_id), block);
+        break;
+      case "compaction": {
+        const { summary, replaces } = block;
+        const call = takeCall(message);
+        read.markers.push({ ...base, kind: "compaction", summary, replaces, call });
+        break;
+      }
+      case "prune":
+        read.markers.push({ ...base, kind: "prune", keepTurns: block.keepTurns });
+        break;
+      case "job_end": {
+        const { outcome, message: said } = block;
+        read.markers.push({ ...base, kind: "job_end", outcome, message: said });
+        break;
+      }
+      default:
+        assertNever(block, "content block");
+    }
+  }
+  return read;
 }
 
 /** A job's turn in a transcript: its user message and its reply. */
