@@ -18,8 +18,8 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createAnthropicProvider } from "../dist/agents/anthropic.js";
 import { loadAgents } from "../dist/agents/definition.js";
+import { createAnthropicProvider } from "../dist/agents/providers/anthropic.js";
 import { AgentRunner } from "../dist/agents/runner.js";
 import { loadConfig } from "../dist/config/index.js";
 import { openStorage } from "../dist/storage/index.js";

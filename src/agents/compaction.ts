@@ -28,7 +28,12 @@ import type {
   RequestMessage,
   TokenUsage,
 } from "../ports/index.js";
-import { estimateTokens, fitToBudget, requestBudget } from "./context-budget.js";
+import {
+  estimateMessageTokens,
+  estimateTokens,
+  fitToBudget,
+  requestBudget,
+} from "./context-budget.js";
 import { buildRequestMessages, prunePoint } from "./context-builder.js";
 import { textOf } from "./loop.js";
 
@@ -105,7 +110,9 @@ export async function contextSize(
   sessionId: string,
   maxMessages: number,
 ): Promise<number> {
-  return estimateTokens(buildRequestMessages(await history.loadContext(sessionId, maxMessages)));
+  return estimateMessageTokens(
+    buildRequestMessages(await history.loadContext(sessionId, maxMessages)),
+  );
 }
 
 /**
@@ -123,7 +130,7 @@ export async function compactSession(
   const context = await history.loadContext(sessionId, maxMessages);
   const request = buildRequestMessages(context);
   if (request.length < 2) return null;
-  const estimate = estimateTokens(request);
+  const estimate = estimateMessageTokens(request);
   if (force) return summarise(sessionId, context, estimate, options);
   const budget = requestBudget(contextWindow, maxTokens);
   const before = await measure(request, estimate, budget * COMPACT_BEFORE, options);
@@ -132,7 +139,9 @@ export async function compactSession(
   const crowded = context.length >= maxMessages * COMPACT_BEFORE;
   if (!crowded && before < budget * COMPACT_BEFORE) return null;
   // The estimate of the pruned context, scaled as the measured size was.
-  const pruned = estimateTokens(buildRequestMessages([...context, prunePoint(PRUNE_KEEP_TURNS)]));
+  const pruned = estimateMessageTokens(
+    buildRequestMessages([...context, prunePoint(PRUNE_KEEP_TURNS)]),
+  );
   if (crowded || pruned * (before / estimate) > budget * PRUNED_ENOUGH) {
     return summarise(sessionId, context, before, options);
   }
@@ -177,7 +186,7 @@ async function summarise(
   const reply = await provider.complete({
     model,
     system: SUMMARY_SYSTEM,
-    messages: fitToBudget(asked, budget, estimateTokens),
+    messages: fitToBudget(asked, budget, estimateMessageTokens),
     tools: [],
     maxTokens: SUMMARY_MAX_TOKENS,
     signal,

@@ -13,8 +13,15 @@
  * names: the estimate only decides where to cut, the API's numbers correct it.
  */
 
+import { assertNever } from "../base/assert-never.js";
 import { isTurnStart } from "../base/turns.js";
-import type { RequestMessage, ToolResultBlock, ToolUseBlock } from "../ports/index.js";
+import type {
+  RequestContentBlock,
+  RequestMessage,
+  ToolResultBlock,
+  ToolSpec,
+  ToolUseBlock,
+} from "../ports/index.js";
 
 /** The window of a model this table does not know. */
 export const DEFAULT_CONTEXT_WINDOW = 200_000;
@@ -55,10 +62,36 @@ export function contextWindowOf(model: string, override?: number): number {
   return known[0]?.[1] ?? DEFAULT_CONTEXT_WINDOW;
 }
 
-/** A rough, high token count of anything sent to the model. */
-export function estimateTokens(value: unknown): number {
+/** A rough, high token count of a text (a system prompt) or of the tools' specs. */
+export function estimateTokens(value: string | readonly ToolSpec[]): number {
   const text = typeof value === "string" ? value : JSON.stringify(value);
   return Math.ceil(text.length / CHARS_PER_TOKEN);
+}
+
+/**
+ * A rough, high token count of request messages: their characters as JSON, each block
+ * sized by its kind (an image would count its tokens, not its base64).
+ */
+export function estimateMessageTokens(messages: readonly RequestMessage[]): number {
+  let chars = 2 + Math.max(0, messages.length - 1);
+  for (const message of messages) {
+    chars += `{"role":${JSON.stringify(message.role)},"content":[]}`.length;
+    chars += Math.max(0, message.content.length - 1);
+    for (const block of message.content) chars += blockChars(block);
+  }
+  return Math.ceil(chars / CHARS_PER_TOKEN);
+}
+
+/** The characters one block stands for in a request: its JSON, as the API receives it. */
+function blockChars(block: RequestContentBlock): number {
+  switch (block.type) {
+    case "text":
+    case "tool_use":
+    case "tool_result":
+      return JSON.stringify(block).length;
+    default:
+      return assertNever(block, "request block");
+  }
 }
 
 /** The note that replaces turns left out of a request. */

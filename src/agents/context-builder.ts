@@ -14,6 +14,8 @@
  * outputs of older turns are sent as a note, so the request stays small while every
  * turn's words are still there.
  */
+import { assertNever } from "../base/assert-never.js";
+import { isConversationBlock } from "../base/content.js";
 import { isTurnStart } from "../base/turns.js";
 import type {
   ChatMessage,
@@ -89,17 +91,30 @@ function pruneOldToolOutputs(history: readonly ChatMessage[]): readonly ChatMess
 }
 
 function withPrunedOutputs(message: ChatMessage): ChatMessage {
-  const content = message.content.map((block) => {
-    if (block.type !== "tool_result") return block;
-    const note = prunedOutputNote(block.content.length);
-    return block.content.length > note.length ? { ...block, content: note } : block;
-  });
-  return { ...message, content };
+  return { ...message, content: message.content.map(prunedBlock) };
 }
 
-/** A turn start that holds words, not only a compaction or prune point. */
+/** What a block before the cutoff of a prune point is sent as: tool outputs as a note. */
+function prunedBlock(block: ContentBlock): ContentBlock {
+  switch (block.type) {
+    case "tool_result": {
+      const note = prunedOutputNote(block.content.length);
+      return block.content.length > note.length ? { ...block, content: note } : block;
+    }
+    case "text":
+    case "tool_use":
+    case "compaction":
+    case "prune":
+    case "job_end":
+      return block;
+    default:
+      return assertNever(block, "content block");
+  }
+}
+
+/** A turn start that holds what someone said, not only a compaction or prune point. */
 function isWordsTurnStart(message: ChatMessage): boolean {
-  return isTurnStart(message) && message.content.some((block) => block.type === "text");
+  return isTurnStart(message) && message.content.some(isConversationBlock);
 }
 
 function pruneBlockOf(message: ChatMessage): PrunePointBlock | undefined {
@@ -112,13 +127,24 @@ function pruneBlockOf(message: ChatMessage): PrunePointBlock | undefined {
  * the user's) and without empty or whitespace-only text.
  */
 function withValidBlocks(message: ChatMessage): RequestMessage {
-  const misplaced = message.role === "user" ? "tool_use" : "tool_result";
   const content = message.content
     .flatMap(requestBlock)
-    .filter(
-      (block) => block.type !== misplaced && (block.type !== "text" || block.text.trim() !== ""),
-    );
+    .filter((block) => isValidIn(message.role, block));
   return { role: message.role, content };
+}
+
+/** Whether the API takes `block` in a message of `role`. */
+function isValidIn(role: RequestMessage["role"], block: RequestContentBlock): boolean {
+  switch (block.type) {
+    case "text":
+      return block.text.trim() !== "";
+    case "tool_use":
+      return role === "assistant";
+    case "tool_result":
+      return role === "user";
+    default:
+      return assertNever(block, "request block");
+  }
 }
 
 /** The note a compaction point is sent as. */
@@ -131,8 +157,19 @@ export function summaryNote(summary: string): string {
  * job's end as nothing.
  */
 function requestBlock(block: ContentBlock): RequestContentBlock[] {
-  if (block.type === "compaction") return [{ type: "text", text: summaryNote(block.summary) }];
-  return block.type === "prune" || block.type === "job_end" ? [] : [block];
+  switch (block.type) {
+    case "text":
+    case "tool_use":
+    case "tool_result":
+      return [block];
+    case "compaction":
+      return [{ type: "text", text: summaryNote(block.summary) }];
+    case "prune":
+    case "job_end":
+      return [];
+    default:
+      return assertNever(block, "content block");
+  }
 }
 
 /**

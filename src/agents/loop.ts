@@ -33,6 +33,7 @@ import type {
 } from "../ports/index.js";
 import {
   capToolResult,
+  estimateMessageTokens,
   estimateTokens,
   fitToBudget,
   promptTooLong,
@@ -283,7 +284,7 @@ class RequestBudget {
   }
 
   #estimate(messages: readonly RequestMessage[]): number {
-    return (estimateTokens(messages) + this.#fixed) * this.#scale;
+    return (estimateMessageTokens(messages) + this.#fixed) * this.#scale;
   }
 }
 

@@ -8,14 +8,16 @@
  *     message's tool_results (shortened), and its model call (model, tokens)
  *   compaction / prune / job_end blocks ─► entries of their own, marked
  */
+import { assertNever } from "../base/assert-never.js";
+import { isConversationBlock } from "../base/content.js";
 import { addUsage, zeroUsage } from "../base/usage.js";
 import {
-  type ContentBlock,
   type HistoryStore,
   RESUME_MARKER,
   type Session,
   type StoredMessage,
   type TokenUsage,
+  type ToolResultBlock,
   type UsageLedger,
   type UsageRecord,
 } from "../ports/index.js";
@@ -101,25 +103,13 @@ export function buildTranscript(
     if (message.role === "user" && message.jobId !== null) turnJob = message.jobId;
     else if (message.role === "user" && startsTurn(message)) turnJob = null;
     const base = { at: message.at, jobId: message.jobId ?? turnJob };
-    for (const block of message.content) {
-      if (block.type === "tool_result") answer(open.get(block.tool_use_id), block);
-      else if (block.type === "compaction") {
-        const { summary, replaces } = block;
-        entries.push({ ...base, kind: "compaction", summary, replaces, call: takeCall(message) });
-      } else if (block.type === "prune") {
-        entries.push({ ...base, kind: "prune", keepTurns: block.keepTurns });
-      } else if (block.type === "job_end") {
-        entries.push({ ...base, kind: "job_end", outcome: block.outcome, message: block.message });
-      }
-    }
-    const text = textOf(message.content);
+    const { texts, toolCalls, markers } = readBlocks(message, base, open, takeCall);
+    entries.push(...markers);
+    const text = texts.join("\n").trim();
     if (message.role === "user") {
       if (text !== "" && text !== RESUME_MARKER) entries.push({ ...base, kind: "user", text });
       continue;
     }
-    const toolCalls = message.content.flatMap((block) =>
-      block.type === "tool_use" ? [openCall(block.id, block.name, block.input)] : [],
-    );
     for (const call of toolCalls) open.set(call.id, call);
     if (text !== "" || toolCalls.length > 0) {
       entries.push({ ...base, kind: "assistant", text, toolCalls, call: takeCall(message) });
@@ -130,6 +120,58 @@ export function buildTranscript(
   }
   entries.sort((a, b) => a.at - b.at);
   return { session, entries, totals: totalsOf(calls) };
+}
+
+/** What one stored message holds, read block by block. */
+interface MessageBlocks {
+  texts: string[];
+  /** Its tool calls, not yet answered. */
+  toolCalls: TranscriptToolCall[];
+  /** An entry for each marker it holds (compaction, prune point, job end), in order. */
+  markers: TranscriptEntry[];
+}
+
+/**
+ * Reads the blocks of `message`: text and tool calls are gathered, each tool result
+ * answers its call in `open`, each marker becomes an entry at `base`.
+ */
+function readBlocks(
+  message: StoredMessage,
+  base: Pick<TranscriptEntry, "at" | "jobId">,
+  open: ReadonlyMap<string, TranscriptToolCall>,
+  takeCall: (message: StoredMessage) => TranscriptCall | null,
+): MessageBlocks {
+  const read: MessageBlocks = { texts: [], toolCalls: [], markers: [] };
+  for (const block of message.content) {
+    switch (block.type) {
+      case "text":
+        read.texts.push(block.text);
+        break;
+      case "tool_use":
+        read.toolCalls.push(openCall(block.id, block.name, block.input));
+        break;
+      case "tool_result":
+        answer(open.get(block.tool_use_id), block);
+        break;
+      case "compaction": {
+        const { summary, replaces } = block;
+        const call = takeCall(message);
+        read.markers.push({ ...base, kind: "compaction", summary, replaces, call });
+        break;
+      }
+      case "prune":
+        read.markers.push({ ...base, kind: "prune", keepTurns: block.keepTurns });
+        break;
+      case "job_end": {
+        const { outcome, message: said } = block;
+        read.markers.push({ ...base, kind: "job_end", outcome, message: said });
+        break;
+      }
+      default:
+        assertNever(block, "content block");
+    }
+  }
+  return read;
 }
 
 /** A job's turn in a transcript: its user message and its reply. */
@@ -154,17 +196,14 @@ export function turnOfJob(transcript: Transcript, jobId: string): JobTurn {
 
 /** A user message that is not only tool results: a new turn (a terminal chat's, when no job). */
 function startsTurn(message: StoredMessage): boolean {
-  return message.content.some((block) => block.type === "text");
+  return message.content.some(isConversationBlock);
 }
 
 function openCall(id: string, name: string, input: unknown): TranscriptToolCall {
   return { id, name, input, result: null, resultChars: 0, isError: false };
 }
 
-function answer(
-  call: TranscriptToolCall | undefined,
-  block: Extract<ContentBlock, { type: "tool_result" }>,
-) {
+function answer(call: TranscriptToolCall | undefined, block: ToolResultBlock) {
   if (!call) return;
   call.resultChars = block.content.length;
   call.result =
@@ -172,13 +211,6 @@ function answer(
       ? `${block.content.slice(0, TRANSCRIPT_RESULT_CHARS)}…`
       : block.content;
   call.isError = block.is_error === true;
-}
-
-function textOf(content: readonly ContentBlock[]): string {
-  return content
-    .flatMap((block) => (block.type === "text" ? [block.text] : []))
-    .join("\n")
-    .trim();
 }
 
 function callOf(record: UsageRecord): TranscriptCall {

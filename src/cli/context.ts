@@ -1,11 +1,11 @@
 import type { Command } from "commander";
-import { createAnthropicProvider } from "../agents/anthropic.js";
 import type { ApprovalAsker } from "../agents/approval-gate.js";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { AgentCatalog } from "../agents/catalog.js";
 import { type AgentDefinition, definedAgentIds } from "../agents/definition.js";
 import { unknownMcpServersProblem } from "../agents/mcp/names.js";
 import { type McpServers, mcpServersOf } from "../agents/mcp/servers.js";
+import { createModelProvider } from "../agents/providers/index.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
 import type { MessagePoster, SubagentDelegate } from "../agents/tools/index.js";
 import { TurnDriver } from "../agents/turn.js";
@@ -40,14 +40,9 @@ export function workspaceOf(command: Command): string {
   return folder;
 }
 
-/** The model provider the config names. */
+/** The model provider the config names (`llm.provider`). */
 export function providerFor(config: Config): ModelProvider {
-  return createAnthropicProvider({
-    apiKey: config.llm.api_key,
-    baseURL: config.llm.base_url,
-    timeoutMs: config.llm.timeout_s * 1000,
-    prefixCacheTtl: config.llm.prompt_cache_ttl,
-  });
+  return createModelProvider(config.llm);
 }
 
 /** A workspace's config, agents and model provider, without storage. */

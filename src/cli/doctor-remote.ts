@@ -5,6 +5,7 @@
  */
 import { checkMcpServers as connectToEachMcpServer } from "../agents/mcp/servers.js";
 import { toError } from "../base/errors.js";
+import type { LlmConfig, ModelProviderKind } from "../config/index.js";
 import { type CheckResult, type DoctorCheck, needsConfig, result } from "./doctor-checks.js";
 
 /** Longest wait for one service's answer. */
@@ -74,9 +75,30 @@ function judge(
   );
 }
 
+/** The model key check of one `llm.provider`. */
+type ModelKeyCheck = (
+  llm: LlmConfig,
+  offline: boolean,
+  fetcher: typeof fetch,
+) => Promise<CheckResult>;
+
+/** How each provider's key is checked: one entry per `llm.provider` value. */
+const modelKeyChecks = {
+  anthropic: checkAnthropicKey,
+} satisfies Record<ModelProviderKind, ModelKeyCheck>;
+
 export const checkModelKey: DoctorCheck = async ({ config, offline, fetch: fetcher }) => {
   if (!config) return needsConfig("model key");
-  const { api_key: apiKey, base_url: baseUrl } = config.llm;
+  const check: ModelKeyCheck = modelKeyChecks[config.llm.provider];
+  return check(config.llm, offline, fetcher);
+};
+
+async function checkAnthropicKey(
+  llm: LlmConfig,
+  offline: boolean,
+  fetcher: typeof fetch,
+): Promise<CheckResult> {
+  const { api_key: apiKey, base_url: baseUrl } = llm;
   if (!apiKey) {
     return result(
       "model key",
@@ -99,7 +121,7 @@ export const checkModelKey: DoctorCheck = async ({ config, offline, fetch: fetch
       "create a key at https://console.anthropic.com/settings/keys and put it in ANTHROPIC_API_KEY (workspace .env)",
     where: "llm.base_url in picklebot.yaml",
   });
-};
+}
 
 export const checkTelegram: DoctorCheck = async ({ config, offline, fetch: fetcher }) => {
   if (!config) return needsConfig("telegram");

@@ -1,5 +1,6 @@
 /** Prints a {@link Transcript} for a terminal (`picklebot sessions show`). */
 import type { Transcript, TranscriptCall, TranscriptEntry } from "../agents/transcript.js";
+import { assertNever } from "../base/assert-never.js";
 import { printable } from "../base/printable.js";
 import type { TokenUsage } from "../ports/index.js";
 import { formatTime, printLine } from "./output.js";
@@ -57,6 +58,9 @@ function printEntry(entry: TranscriptEntry): void {
       return;
     case "call":
       printLine(`${when} model call${job}${callNote(entry.call)}`);
+      return;
+    default:
+      assertNever(entry, "transcript entry");
   }
 }
 

@@ -41,5 +41,8 @@ export {
   ID_PATTERN,
   isValidTimeZone,
   jobRetentionHours,
+  type LlmConfig,
+  MODEL_PROVIDER_KINDS,
+  type ModelProviderKind,
 } from "./schema.js";
 export { closestMatch, didYouMean } from "./suggest.js";

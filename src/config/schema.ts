@@ -132,10 +132,22 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
 /** The validated configuration, with every default filled in. */
 export type Config = z.output<ReturnType<typeof buildConfigSchema>>;
 
+/**
+ * The values `llm.provider` takes: one per entry of the model-provider registry
+ * (src/agents/providers/index.ts), which must list each of them.
+ */
+export const MODEL_PROVIDER_KINDS = ["anthropic"] as const;
+
+/** The `llm` section of the validated configuration. */
+export type LlmConfig = Config["llm"];
+
+/** A model provider `llm.provider` can name. */
+export type ModelProviderKind = LlmConfig["provider"];
+
 function llmSchema(env: Environment) {
   return z
     .strictObject({
-      provider: z.literal("anthropic").default("anthropic"),
+      provider: z.enum(MODEL_PROVIDER_KINDS).default("anthropic"),
       model: z.string().min(1).default("claude-sonnet-4-6"),
       /** Absent is allowed: the model call reports a missing key when it is made. */
       api_key: secret(env, "ANTHROPIC_API_KEY"),

@@ -58,17 +58,22 @@ export interface JobEndBlock {
   message: string;
 }
 
-/** Any block a stored message may hold. */
-export type ContentBlock =
-  | TextBlock
-  | ToolUseBlock
-  | ToolResultBlock
-  | CompactionBlock
-  | PrunePointBlock
-  | JobEndBlock;
-
-/** A block the Messages API takes. */
+/**
+ * A block the model reads and writes, sent in a request as it is stored. Media the user
+ * sends (an image, a document, audio) would join this union, each with a `type` of its
+ * own; every place that converts, sizes or renders a block then fails to compile until it
+ * handles the new kind (see the `switch`es ending in `assertNever`).
+ */
 export type RequestContentBlock = TextBlock | ToolUseBlock | ToolResultBlock;
+
+/** A marker picklebot stores in a session for itself: never sent as it is. */
+export type MarkerBlock = CompactionBlock | PrunePointBlock | JobEndBlock;
+
+/** Any block a stored message may hold: what the model reads and writes, or a marker. */
+export type ContentBlock = RequestContentBlock | MarkerBlock;
+
+/** The kinds of block a stored message may hold. */
+export type ContentBlockKind = ContentBlock["type"];
 
 /** A message as a model request sends it (the context builder makes these from history). */
 export interface RequestMessage {

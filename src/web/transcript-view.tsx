@@ -4,6 +4,7 @@
  */
 import { raw } from "hono/html";
 import type { TranscriptCall, TranscriptEntry, TranscriptToolCall } from "../agents/transcript.js";
+import { assertNever } from "../base/assert-never.js";
 import { truncate } from "../base/printable.js";
 import { formatTime } from "../base/time-zone.js";
 import type { Job } from "../ports/index.js";
@@ -94,7 +95,7 @@ function Entry(props: { entry: TranscriptEntry }) {
         </p>
       );
     default:
-      return assertNever(entry);
+      return assertNever(entry, "transcript entry");
   }
 }
 
@@ -146,8 +147,4 @@ function ToolCard(props: { call: TranscriptToolCall }) {
       )}
     </details>
   );
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unknown transcript entry ${JSON.stringify(value)}`);
 }

@@ -1,10 +1,15 @@
+/**
+ * What the Anthropic adapter does beyond the ModelProvider contract (which
+ * anthropic.contract.test.ts runs): the request it builds, its prompt-cache breakpoints,
+ * its own wording of failures, token counts.
+ */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   type AnthropicProviderOptions,
   createAnthropicProvider,
   MISSING_API_KEY_MESSAGE,
-} from "../../src/agents/anthropic.js";
-import { CancelledError, ModelError, TimeoutError } from "../../src/base/errors.js";
+} from "../../src/agents/providers/anthropic.js";
+import { CancelledError, ModelError } from "../../src/base/errors.js";
 import type { ModelRequest, RequestMessage, ToolSpec } from "../../src/ports/index.js";
 import {
   type FakeAnthropic,
@@ -80,32 +85,6 @@ function deepFreeze<T>(value: T): T {
 }
 
 describe("Anthropic provider: replies", () => {
-  it("streams the reply text as several deltas and returns the whole text", async () => {
-    const text = "Pickles are cucumbers that went on an adventure.";
-    fake.script({ text, chunks: 4 });
-    const deltas: string[] = [];
-
-    const reply = await provider().complete(request({ onText: (delta) => deltas.push(delta) }));
-
-    expect(deltas).toHaveLength(4);
-    expect(deltas.join("")).toBe(text);
-    expect(reply.content).toEqual([{ type: "text", text }]);
-    expect(reply.stopReason).toBe("end_turn");
-  });
-
-  it("assembles tool calls from input_json_delta pieces", async () => {
-    const input = { path: "notes/groceries.md", lines: [1, 2, 3], note: "ünïcode ✓" };
-    fake.script({ text: "Let me look.", toolUses: [{ name: "read", input, id: "toolu_42" }] });
-
-    const reply = await provider().complete(request({ tools: [READ_TOOL] }));
-
-    expect(reply.stopReason).toBe("tool_use");
-    expect(reply.content).toEqual([
-      { type: "text", text: "Let me look." },
-      { type: "tool_use", id: "toolu_42", name: "read", input },
-    ]);
-  });
-
   it("sends the key, model, max_tokens and tools the caller asked for", async () => {
     await provider().complete(request({ tools: [READ_TOOL], maxTokens: 321 }));
 
@@ -113,22 +92,6 @@ describe("Anthropic provider: replies", () => {
     expect(sent?.headers.authorization ?? sent?.headers["x-api-key"]).toContain(API_KEY);
     expect(sent?.body).toMatchObject({ model: "claude-test", max_tokens: 321, stream: true });
     expect(sent?.body.tools?.map((tool) => tool.name)).toEqual(["read"]);
-  });
-
-  it("maps the reported usage to input, output, cacheRead and cacheWrite", async () => {
-    fake.script({
-      text: "Counted.",
-      usage: {
-        input_tokens: 120,
-        output_tokens: 7,
-        cache_read_input_tokens: 1000,
-        cache_creation_input_tokens: 50,
-      },
-    });
-
-    const reply = await provider().complete(request());
-
-    expect(reply.usage).toEqual({ input: 120, output: 7, cacheRead: 1000, cacheWrite: 50 });
   });
 });
 
@@ -245,29 +208,6 @@ describe("Anthropic provider: failures", () => {
     expect(fake.requests).toHaveLength(2);
   });
 
-  it("reports a 429 without retries left as retryable, with the retry-after delay", async () => {
-    fake.script({ error: { status: 429, message: "Slow down.", retryAfterS: 7 } });
-
-    const error = await modelErrorOf(provider({ maxRetries: 0 }).complete(request()));
-
-    expect(error.retryable).toBe(true);
-    expect(error.status).toBe(429);
-    expect(error.retryAfterS).toBe(7);
-    expect(error.message).toContain("Slow down.");
-  });
-
-  it("reports a 400 as not retryable, with the status and the API's message", async () => {
-    fake.script({ error: { status: 400, message: "max_tokens: must be at least 1" } });
-
-    const error = await modelErrorOf(provider().complete(request()));
-
-    expect(error.retryable).toBe(false);
-    expect(error.status).toBe(400);
-    expect(error.message).toContain("400");
-    expect(error.message).toContain("max_tokens: must be at least 1");
-    expect(fake.requests).toHaveLength(1);
-  });
-
   it("reports a 401 with a hint and never shows the API key", async () => {
     fake.script({ error: { status: 401, message: `invalid x-api-key ${API_KEY}` } });
 
@@ -277,27 +217,6 @@ describe("Anthropic provider: failures", () => {
     expect(error.message).toContain("401");
     expect(error.message).toContain("ANTHROPIC_API_KEY");
     expect(error.message).not.toContain(API_KEY);
-  });
-
-  it.each([500, 529])("reports a %i as retryable", async (status) => {
-    fake.script({ error: { status } });
-
-    const error = await modelErrorOf(provider({ maxRetries: 0 }).complete(request()));
-
-    expect(error.retryable).toBe(true);
-    expect(error.status).toBe(status);
-  });
-
-  it("reports a stream cut off mid-reply as retryable", async () => {
-    fake.script({ cutAfterChunks: 2, text: "This reply will never be finished by the model." });
-    const deltas: string[] = [];
-
-    const error = await modelErrorOf(
-      provider().complete(request({ onText: (delta) => deltas.push(delta) })),
-    );
-
-    expect(error.retryable).toBe(true);
-    expect(deltas).toHaveLength(2);
   });
 
   it("reports an unreachable endpoint as retryable", async () => {
@@ -313,16 +232,6 @@ describe("Anthropic provider: failures", () => {
     expect(error.retryable).toBe(true);
     expect(error.message).toContain("Could not reach the Anthropic API");
     expect(error.message).toContain("ECONNREFUSED");
-  });
-
-  it("reports a call that gets no answer within timeoutMs as retryable", async () => {
-    fake.script({ hang: true });
-
-    const error = await modelErrorOf(
-      provider({ timeoutMs: 200, maxRetries: 0 }).complete(request()),
-    );
-
-    expect(error.retryable).toBe(true);
   });
 
   it("fails without a request when no API key is configured", async () => {
@@ -373,46 +282,5 @@ describe("Anthropic provider: cancellation", () => {
     expect(error).toBeInstanceOf(CancelledError);
     expect(error.message).toBe("The model call was cancelled.");
     expect(error).not.toBeInstanceOf(ModelError);
-  });
-
-  it("rejects with a CancelledError when the signal aborts mid-stream", async () => {
-    const controller = new AbortController();
-    fake.script({ text: "one two three four five six", chunks: 6 });
-
-    const error = await failureOf(
-      provider().complete(request({ signal: controller.signal, onText: () => controller.abort() })),
-    );
-
-    expect(error).toBeInstanceOf(CancelledError);
-  });
-
-  it("rejects with the signal's own TimeoutError when a deadline aborts the call", async () => {
-    const controller = new AbortController();
-    const timeout = new TimeoutError("timed out after 5 ms");
-    fake.script(() => {
-      controller.abort(timeout);
-      return { hang: true };
-    });
-
-    const error = await failureOf(provider().complete(request({ signal: controller.signal })));
-
-    expect(error).toBe(timeout);
-  });
-
-  it("rethrows an error thrown by onText unchanged", async () => {
-    const broken = new Error("frontend exploded");
-    fake.script({ text: "streaming along nicely", chunks: 3 });
-
-    const error = await failureOf(
-      provider().complete(
-        request({
-          onText: () => {
-            throw broken;
-          },
-        }),
-      ),
-    );
-
-    expect(error).toBe(broken);
   });
 });

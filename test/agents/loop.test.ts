@@ -6,8 +6,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createAnthropicProvider } from "../../src/agents/anthropic.js";
 import { runTurn, type TurnOptions, type TurnResult } from "../../src/agents/loop.js";
+import { createAnthropicProvider } from "../../src/agents/providers/anthropic.js";
 import { createToolbox, TOOL_RETRIES } from "../../src/agents/tools/index.js";
 import {
   JobEnded,

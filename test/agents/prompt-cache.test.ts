@@ -4,8 +4,8 @@
  * clock stands still unless a test moves it, so nothing here depends on timing.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createAnthropicProvider } from "../../src/agents/anthropic.js";
 import { runTurn } from "../../src/agents/loop.js";
+import { createAnthropicProvider } from "../../src/agents/providers/anthropic.js";
 import { createToolbox } from "../../src/agents/tools/index.js";
 import type { HistoryStore } from "../../src/ports/index.js";
 import { openDatabase } from "../../src/storage/sqlite/database.js";

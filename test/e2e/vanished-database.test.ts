@@ -6,7 +6,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createAnthropicProvider } from "../../src/agents/anthropic.js";
+import { createAnthropicProvider } from "../../src/agents/providers/anthropic.js";
 import { PicklebotServer } from "../../src/server/server.js";
 import { testConfig } from "../helpers/config.js";
 import { recordingLogger } from "../helpers/log.js";

@@ -113,6 +113,32 @@ describe("fake Anthropic server", () => {
     });
   });
 
+  it("fails a stream mid-reply with the API's error event, and a plain request with its status", async () => {
+    fake = await startFakeAnthropic();
+    const client = clientFor(fake);
+    const overloaded = { streamError: { type: "overloaded_error" }, afterChunks: 1, text: "ab" };
+    fake.script(overloaded, overloaded);
+    const deltas: string[] = [];
+
+    const stream = client.messages.stream({
+      model: "claude-test",
+      max_tokens: 100,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    stream.on("text", (delta) => deltas.push(delta));
+    const inStream = await stream.finalMessage().catch((thrown: unknown) => thrown);
+    const plain = await ask(client, "hi").catch((thrown: unknown) => thrown);
+
+    expect(deltas).toEqual(["a"]);
+    expect(inStream).toBeInstanceOf(Anthropic.APIError);
+    expect(inStream).toMatchObject({ status: undefined, type: "overloaded_error" });
+    expect(plain).toMatchObject({
+      status: 529,
+      type: "overloaded_error",
+      message: expect.stringContaining("Overloaded"),
+    });
+  });
+
   it("drops a hanging request when it closes, so nothing waits forever", async () => {
     fake = await startFakeAnthropic();
     const server = fake;

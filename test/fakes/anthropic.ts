@@ -102,6 +102,17 @@ export interface FakeCutReply extends Delayed {
   text: string;
 }
 
+/**
+ * A stream that sends `afterChunks` text deltas, then an `error` event with the API's
+ * error body and ends, as the API does when it fails mid-reply (an `overloaded_error`
+ * under load). Not streamed, the request gets the status of that error type instead.
+ */
+export interface FakeStreamErrorReply extends Delayed {
+  streamError: { type: string; message?: string };
+  afterChunks: number;
+  text: string;
+}
+
 /** Never answers; the request ends only when the client gives up. */
 export interface FakeHangReply extends Delayed {
   hang: true;
@@ -113,6 +124,7 @@ export type FakeReply =
   | FakeToolReply
   | FakeErrorReply
   | FakeCutReply
+  | FakeStreamErrorReply
   | FakeHangReply;
 
 /** A reply, or a function that picks one from the request (e.g. an echo). */
@@ -351,6 +363,11 @@ function answer(
     sendError(res, status, message ?? defaultErrorMessage(status), retryAfterS);
     return null;
   }
+  if ("streamError" in reply && body.stream !== true) {
+    const status = statusOfErrorType(reply.streamError.type);
+    sendError(res, status, reply.streamError.message ?? defaultErrorMessage(status));
+    return null;
+  }
   const plan = planMessage(reply, body, messageId, counter, promptCache);
   if (body.stream === true) void streamMessage(plan, res);
   else sendPlainMessage(plan, res);
@@ -365,8 +382,13 @@ function batchItemResult(
   counter: { toolUses: number },
   promptCache: FakePromptCache,
 ): FakeBatchResult {
-  if ("error" in reply || "hang" in reply || "cutAfterChunks" in reply) {
-    const status = "error" in reply ? reply.error.status : 500;
+  if ("error" in reply || "hang" in reply || "cutAfterChunks" in reply || "streamError" in reply) {
+    const status =
+      "error" in reply
+        ? reply.error.status
+        : "streamError" in reply
+          ? statusOfErrorType(reply.streamError.type)
+          : 500;
     const message = ("error" in reply && reply.error.message) || defaultErrorMessage(status);
     const type = ERROR_TYPES[status] ?? "api_error";
     return { type: "errored", error: { type: "error", error: { type, message } } };
@@ -387,6 +409,8 @@ interface MessagePlan {
   usage: FakeUsage;
   /** Text deltas to send before dropping the connection; null: send everything. */
   cutAfter: number | null;
+  /** The error event sent instead of dropping the connection at `cutAfter`; null: drop it. */
+  streamError: { type: string; message: string } | null;
   /** Text deltas to send before waiting for `until`; null: no pause. */
   pause: { after: number; until: Promise<unknown> } | null;
   /** Wait between two text deltas. */
@@ -394,7 +418,7 @@ interface MessagePlan {
 }
 
 function planMessage(
-  reply: FakeTextReply | FakeToolReply | FakeCutReply,
+  reply: FakeTextReply | FakeToolReply | FakeCutReply | FakeStreamErrorReply,
   body: FakeMessagesBody,
   messageId: string,
   counter: { toolUses: number },
@@ -402,10 +426,16 @@ function planMessage(
 ): MessagePlan {
   const blocks: MessagePlan["blocks"] = [];
   let cutAfter: number | null = null;
+  let streamError: MessagePlan["streamError"] = null;
   let stopReason = "end_turn";
   if ("cutAfterChunks" in reply) {
     cutAfter = reply.cutAfterChunks;
     blocks.push({ kind: "text", pieces: splitInto(reply.text, reply.cutAfterChunks + 1) });
+  } else if ("streamError" in reply) {
+    cutAfter = reply.afterChunks;
+    const { type, message } = reply.streamError;
+    streamError = { type, message: message ?? defaultErrorMessage(statusOfErrorType(type)) };
+    blocks.push({ kind: "text", pieces: splitInto(reply.text, reply.afterChunks + 1) });
   } else if ("toolUses" in reply) {
     stopReason = "tool_use";
     if (reply.text) blocks.push({ kind: "text", pieces: splitInto(reply.text, 3) });
@@ -444,7 +474,17 @@ function planMessage(
       ? { after: reply.pauseAfterChunks ?? 1, until: reply.resume }
       : null;
   const chunkDelayMs = "chunkDelayMs" in reply ? (reply.chunkDelayMs ?? 0) : 0;
-  return { id: messageId, message, blocks, stopReason, usage, cutAfter, pause, chunkDelayMs };
+  return {
+    id: messageId,
+    message,
+    blocks,
+    stopReason,
+    usage,
+    cutAfter,
+    streamError,
+    pause,
+    chunkDelayMs,
+  };
 }
 
 /** The API's refusal of a prompt over the model's context window, or null. */
@@ -475,7 +515,7 @@ async function streamMessage(plan: MessagePlan, res: ServerResponse): Promise<vo
       send("content_block_start", { index, content_block: { type: "text", text: "" } });
       for (const piece of block.pieces) {
         if (plan.cutAfter !== null && textDeltasSent >= plan.cutAfter) {
-          dropConnection(res);
+          endCut(plan, res);
           return;
         }
         if (plan.pause && textDeltasSent === plan.pause.after) await plan.pause.until;
@@ -487,7 +527,7 @@ async function streamMessage(plan: MessagePlan, res: ServerResponse): Promise<vo
         textDeltasSent += 1;
       }
       if (plan.cutAfter !== null) {
-        dropConnection(res);
+        endCut(plan, res);
         return;
       }
     } else {
@@ -507,6 +547,16 @@ async function streamMessage(plan: MessagePlan, res: ServerResponse): Promise<vo
   });
   send("message_stop", {});
   res.end();
+}
+
+/** Ends a stream cut short: with the planned error event, or by dropping the connection. */
+function endCut(plan: MessagePlan, res: ServerResponse): void {
+  if (plan.streamError === null) {
+    dropConnection(res);
+    return;
+  }
+  const error = { type: "error", error: plan.streamError };
+  res.end(`event: error\ndata: ${JSON.stringify(error)}\n\n`);
 }
 
 function wholeMessage(plan: MessagePlan): Record<string, unknown> {
@@ -567,7 +617,14 @@ const ERROR_TYPES: Record<number, string> = {
   529: "overloaded_error",
 };
 
+/** The HTTP status the API answers with an error of `type`. */
+function statusOfErrorType(type: string): number {
+  const found = Object.entries(ERROR_TYPES).find(([, name]) => name === type);
+  return found === undefined ? 500 : Number(found[0]);
+}
+
 function defaultErrorMessage(status: number): string {
+  if (status === 413) return "Request exceeds the maximum allowed number of bytes.";
   if (status === 429) return "Number of request tokens has exceeded your rate limit.";
   if (status === 529) return "Overloaded";
   if (status >= 500) return "Internal server error";

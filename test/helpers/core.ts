@@ -12,10 +12,10 @@
  *   await core.close();
  */
 
-import { createAnthropicProvider } from "../../src/agents/anthropic.js";
 import { ApprovalDesk } from "../../src/agents/approval-desk.js";
 import { BudgetGuard } from "../../src/agents/budget.js";
 import { loadAgents } from "../../src/agents/definition.js";
+import { createAnthropicProvider } from "../../src/agents/providers/anthropic.js";
 import { AgentRunner } from "../../src/agents/runner.js";
 import { chatAgentDirectory } from "../../src/chat/agents.js";
 import { MessageBusWorker } from "../../src/chat/receiver.js";

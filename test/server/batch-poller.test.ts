@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createAnthropicProvider } from "../../src/agents/anthropic.js";
+import { createAnthropicProvider } from "../../src/agents/providers/anthropic.js";
 import type { ClaimedJob, ModelBatches } from "../../src/ports/index.js";
 import { BatchPoller } from "../../src/server/batch-poller.js";
 import { MemoryJobQueue } from "../../src/storage/memory/queue.js";

@@ -4,7 +4,7 @@
  */
 import { hostname } from "node:os";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createAnthropicProvider } from "../../src/agents/anthropic.js";
+import { createAnthropicProvider } from "../../src/agents/providers/anthropic.js";
 import { systemClock } from "../../src/base/clock.js";
 import { UserError } from "../../src/base/errors.js";
 import type { Config } from "../../src/config/index.js";

@@ -5,40 +5,41 @@
  * message becomes the same {@link ModelReply}, its usage marked `batch`.
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import { ModelError } from "../base/errors.js";
+import { ModelError } from "../../base/errors.js";
 import type {
   BatchOutcome,
   BatchStatus,
   ModelBatches,
   ModelReply,
   ModelRequest,
-} from "../ports/index.js";
+} from "../../ports/index.js";
 
 /** What the batch calls share with the provider's streamed calls. */
 export interface BatchCodec {
   toParams(request: ModelRequest): Anthropic.MessageStreamParams;
   toReply(message: Anthropic.Message): ModelReply;
-  toError(thrown: unknown, signal: AbortSignal | undefined): Error;
 }
+
+/**
+ * Runs one call on the provider's client (made on first use), turning what it throws
+ * into a ModelError, or the abort's error when `signal` aborted it.
+ */
+export type OnClient = <T>(
+  signal: AbortSignal | undefined,
+  call: (client: Anthropic) => Promise<T>,
+) => Promise<T>;
 
 /** Batches listed per page: the API's largest. */
 const PAGE = 1000;
 
-/** The Message Batches API on `client`. */
-export function createAnthropicBatches(client: Anthropic, codec: BatchCodec): ModelBatches {
-  async function call<T>(signal: AbortSignal | undefined, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (thrown) {
-      throw codec.toError(thrown, signal);
-    }
-  }
+/** The Message Batches API on the client `call` runs on. */
+export function createAnthropicBatches(call: OnClient, codec: BatchCodec): ModelBatches {
   return {
     async submit(customId, request) {
       // The streamed call's params (no `stream`: a batch refuses it); picklebot sets no
       // `output_config`, the one field whose type differs.
       const params = codec.toParams(request) as Anthropic.MessageCreateParamsNonStreaming;
-      const batch = await call(request.signal, () =>
+      const batch = await call(request.signal, (client) =>
         client.messages.batches.create(
           { requests: [{ custom_id: customId, params }] },
           { signal: request.signal },
@@ -47,7 +48,7 @@ export function createAnthropicBatches(client: Anthropic, codec: BatchCodec): Mo
       return batch.id;
     },
     listSince(since, signal) {
-      return call(signal, async () => {
+      return call(signal, async (client) => {
         const found: BatchStatus[] = [];
         for await (const batch of client.messages.batches.list({ limit: PAGE }, { signal })) {
           const status = toStatus(batch);
@@ -58,12 +59,12 @@ export function createAnthropicBatches(client: Anthropic, codec: BatchCodec): Mo
       });
     },
     status(batchId, signal) {
-      return call(signal, async () =>
+      return call(signal, async (client) =>
         toStatus(await client.messages.batches.retrieve(batchId, {}, { signal })),
       );
     },
     outcome(batchId, customId, signal) {
-      return call(signal, async () => {
+      return call(signal, async (client) => {
         const lines = await client.messages.batches.results(batchId, {}, { signal });
         for await (const line of lines) {
           if (line.custom_id === customId) return toOutcome(line.result, codec);

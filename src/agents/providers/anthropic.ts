@@ -20,28 +20,29 @@
  * will fail again (400, 401, 403, 404, 413). A call aborted through `request.signal`
  * rejects with the signal's `CancelledError` or `TimeoutError` instead (see
  * {@link abortedError}), so callers can tell a cancellation from a failure.
+ *
+ * The SDK is imported on the first call, not with this file, so a command that never
+ * calls the model (`--version`, `status`, `jobs`) does not load it.
  */
 
-import Anthropic, {
-  APIConnectionError,
-  APIConnectionTimeoutError,
-  APIError,
-  APIUserAbortError,
-} from "@anthropic-ai/sdk";
-import { abortedError, ModelError, toError } from "../base/errors.js";
-import { redactSecrets } from "../base/redact.js";
-import { oneHourWrites } from "../base/usage.js";
+import type Anthropic from "@anthropic-ai/sdk";
+import type { APIError } from "@anthropic-ai/sdk";
+import { assertNever } from "../../base/assert-never.js";
+import { abortedError, ModelError, toError } from "../../base/errors.js";
+import { redactSecrets } from "../../base/redact.js";
+import { oneHourWrites } from "../../base/usage.js";
 import {
   DEFAULT_MODEL_TIMEOUT_MS,
   type ModelProvider,
   type ModelReply,
   type ModelRequest,
+  type RequestContentBlock,
   type RequestMessage,
   type TextBlock,
   type TokenCountRequest,
   type ToolSpec,
   type ToolUseBlock,
-} from "../ports/index.js";
+} from "../../ports/index.js";
 import { createAnthropicBatches } from "./anthropic-batches.js";
 
 /** Options of {@link createAnthropicProvider}. */
@@ -77,6 +78,23 @@ export const MISSING_API_KEY_MESSAGE =
 
 const EPHEMERAL = { type: "ephemeral" } as const;
 
+/** The SDK module, as its dynamic import resolves. */
+type Sdk = typeof import("@anthropic-ai/sdk");
+
+let sdkLoading: Promise<Sdk> | undefined;
+
+/** The SDK, imported on first use and then shared by every provider. */
+function loadSdk(): Promise<Sdk> {
+  sdkLoading ??= import("@anthropic-ai/sdk");
+  return sdkLoading;
+}
+
+/** The SDK and a client of it, made on a provider's first call. */
+interface Connection {
+  sdk: Sdk;
+  client: Anthropic;
+}
+
 /** What error messages need to know about the client. */
 interface ClientSettings {
   apiKey: string;
@@ -95,38 +113,62 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
         ? { type: "ephemeral" as const, ttl: "1h" as const }
         : EPHEMERAL,
   };
-  const client = settings.apiKey === "" ? null : createClient(settings, options);
-  const batches =
-    client === null
-      ? undefined
-      : createAnthropicBatches(client, {
-          toParams: (request) => toMessageParams(request, settings),
-          toReply: toModelReply,
-          toError: (thrown, signal) =>
-            toModelError(thrown, { ...settings, signal, connected: false }),
-        });
+  if (settings.apiKey === "") return withoutApiKey();
+  let connecting: Promise<Connection> | undefined;
+  const connect = () => {
+    connecting ??= loadSdk().then((sdk) => ({ sdk, client: createClient(sdk, settings, options) }));
+    return connecting;
+  };
+  /** Runs `call` on the client; what it throws becomes a ModelError (or the abort's error). */
+  async function onClient<T>(
+    signal: AbortSignal | undefined,
+    call: (client: Anthropic) => Promise<T>,
+  ): Promise<T> {
+    const { sdk, client } = await connect();
+    try {
+      return await call(client);
+    } catch (thrown) {
+      throw toModelError(thrown, sdk, { ...settings, signal, connected: false });
+    }
+  }
   return {
-    ...(batches === undefined ? {} : { batches }),
+    batches: createAnthropicBatches(onClient, {
+      toParams: (request) => toMessageParams(request, settings),
+      toReply: toModelReply,
+    }),
     async complete(request) {
-      if (client === null) throw new ModelError(MISSING_API_KEY_MESSAGE, { retryable: false });
-      return streamReply(client, request, settings);
+      return streamReply(await connect(), request, settings);
     },
     async countTokens(request) {
-      if (client === null) throw new ModelError(MISSING_API_KEY_MESSAGE, { retryable: false });
-      try {
+      return onClient(request.signal, async (client) => {
         const counted = await client.messages.countTokens(toCountParams(request, settings), {
           signal: request.signal,
         });
         return counted.input_tokens;
-      } catch (thrown) {
-        throw toModelError(thrown, { ...settings, signal: request.signal, connected: false });
-      }
+      });
     },
   };
 }
 
-function createClient(settings: ClientSettings, options: AnthropicProviderOptions): Anthropic {
-  return new Anthropic({
+/** A provider without an API key: each call fails, saying where to set one; no batch API. */
+function withoutApiKey(): ModelProvider {
+  const missing = () => new ModelError(MISSING_API_KEY_MESSAGE, { retryable: false });
+  return {
+    async complete() {
+      throw missing();
+    },
+    async countTokens() {
+      throw missing();
+    },
+  };
+}
+
+function createClient(
+  sdk: Sdk,
+  settings: ClientSettings,
+  options: AnthropicProviderOptions,
+): Anthropic {
+  return new sdk.default({
     apiKey: settings.apiKey,
     timeout: settings.timeoutMs,
     maxRetries: options.maxRetries ?? 2,
@@ -136,7 +178,7 @@ function createClient(settings: ClientSettings, options: AnthropicProviderOption
 }
 
 async function streamReply(
-  client: Anthropic,
+  { sdk, client }: Connection,
   request: ModelRequest,
   settings: ClientSettings,
 ): Promise<ModelReply> {
@@ -164,7 +206,7 @@ async function streamReply(
     return toModelReply(await stream.finalMessage());
   } catch (thrown) {
     if (listenerError) throw listenerError.thrown;
-    throw toModelError(thrown, { ...settings, signal: request.signal, connected });
+    throw toModelError(thrown, sdk, { ...settings, signal: request.signal, connected });
   }
 }
 
@@ -192,7 +234,7 @@ function toCountParams(
     ...(request.system === ""
       ? {}
       : { system: [{ type: "text", text: request.system, cache_control: prefixCache }] }),
-    messages: request.messages,
+    messages: request.messages.map(toMessageParam),
     ...(request.tools.length === 0 ? {} : { tools: toTools(request.tools, prefixCache) }),
   };
 }
@@ -206,7 +248,7 @@ function withCacheBreakpoints(
   messages: RequestMessage[],
   currentTime: string | undefined,
 ): Anthropic.MessageParam[] {
-  if ((messages.at(-1)?.content.length ?? 0) === 0) return messages;
+  if ((messages.at(-1)?.content.length ?? 0) === 0) return messages.map(toMessageParam);
   const time: Anthropic.ContentBlockParam[] =
     currentTime === undefined ? [] : [{ type: "text", text: `(current time: ${currentTime})` }];
   return messages.map((message, index) => {
@@ -219,7 +261,7 @@ function withCacheBreakpoints(
     if (index === messages.length - 3) {
       return { role: message.role, content: withBreakpointOnLastBlock(message.content) };
     }
-    return message;
+    return toMessageParam(message);
   });
 }
 
@@ -227,8 +269,33 @@ function withBreakpointOnLastBlock(
   content: RequestMessage["content"],
 ): Anthropic.ContentBlockParam[] {
   return content.map((block, index) =>
-    index === content.length - 1 ? { ...block, cache_control: EPHEMERAL } : block,
+    index === content.length - 1
+      ? { ...toBlockParam(block), cache_control: EPHEMERAL }
+      : toBlockParam(block),
   );
+}
+
+function toMessageParam(message: RequestMessage): Anthropic.MessageParam {
+  return { role: message.role, content: message.content.map(toBlockParam) };
+}
+
+/** One of our blocks as the API takes it (the same fields, in the same order). */
+function toBlockParam(block: RequestContentBlock): Anthropic.ContentBlockParam {
+  switch (block.type) {
+    case "text":
+      return { type: "text", text: block.text };
+    case "tool_use":
+      return { type: "tool_use", id: block.id, name: block.name, input: block.input };
+    case "tool_result":
+      return {
+        type: "tool_result",
+        tool_use_id: block.tool_use_id,
+        content: block.content,
+        ...(block.is_error === undefined ? {} : { is_error: block.is_error }),
+      };
+    default:
+      return assertNever(block, "request block");
+  }
 }
 
 function toTools(
@@ -292,26 +359,26 @@ interface FailureContext extends ClientSettings {
   connected: boolean;
 }
 
-function toModelError(thrown: unknown, context: FailureContext): Error {
-  if (context.signal?.aborted || thrown instanceof APIUserAbortError) {
+function toModelError(thrown: unknown, sdk: Sdk, context: FailureContext): Error {
+  if (context.signal?.aborted || thrown instanceof sdk.APIUserAbortError) {
     return abortedError(context.signal, thrown, "The model call was cancelled.");
   }
   if (thrown instanceof ModelError) return thrown;
-  if (thrown instanceof APIConnectionTimeoutError) {
+  if (thrown instanceof sdk.APIConnectionTimeoutError) {
     const seconds = context.timeoutMs / 1000;
     return new ModelError(`The Anthropic API did not answer within ${seconds} s.`, {
       cause: thrown,
       retryable: true,
     });
   }
-  if (thrown instanceof APIConnectionError) {
+  if (thrown instanceof sdk.APIConnectionError) {
     const reason = redactSecrets(describeCause(thrown), [context.apiKey]);
     return new ModelError(`Could not reach the Anthropic API: ${reason}.`, {
       cause: thrown,
       retryable: true,
     });
   }
-  if (thrown instanceof APIError) return fromApiError(thrown, context.apiKey);
+  if (thrown instanceof sdk.APIError) return fromApiError(thrown, context.apiKey);
   const error = toError(thrown);
   const message = redactSecrets(error.message, [context.apiKey]);
   if (context.connected) {

@@ -1,0 +1,40 @@
+/**
+ * The size estimate of request messages: each block is sized by its kind, and for the
+ * kinds of today that is exactly their JSON, as the API receives it.
+ */
+import { describe, expect, it } from "vitest";
+import { estimateMessageTokens } from "../../src/agents/context-budget.js";
+import type { RequestMessage } from "../../src/ports/index.js";
+
+const conversation: RequestMessage[] = [
+  { role: "user", content: [{ type: "text", text: "Read notes.md, then tell me what is due." }] },
+  {
+    role: "assistant",
+    content: [
+      { type: "text", text: "Reading it." },
+      { type: "tool_use", id: "t1", name: "read", input: { path: "notes.md", offset: 0 } },
+    ],
+  },
+  {
+    role: "user",
+    content: [
+      { type: "tool_result", tool_use_id: "t1", content: '- taxes (Friday)\n- "rent"' },
+      { type: "tool_result", tool_use_id: "t2", content: "no such file", is_error: true },
+    ],
+  },
+  { role: "assistant", content: [{ type: "text", text: "Taxes, on Friday. ✓" }] },
+];
+
+describe("estimateMessageTokens", () => {
+  it("counts a third of a token for each character of the messages' JSON", () => {
+    for (let end = 0; end <= conversation.length; end++) {
+      const messages = conversation.slice(0, end);
+      expect(estimateMessageTokens(messages)).toBe(Math.ceil(JSON.stringify(messages).length / 3));
+    }
+  });
+
+  it("counts a message without blocks", () => {
+    const messages: RequestMessage[] = [{ role: "user", content: [] }];
+    expect(estimateMessageTokens(messages)).toBe(Math.ceil(JSON.stringify(messages).length / 3));
+  });
+});
