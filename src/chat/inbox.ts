@@ -16,6 +16,7 @@ import { formatUsd, spendNow, summarizeUsage } from "../agents/usage-report.js";
 import { chatReplyTarget } from "../base/chat-address.js";
 import { toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
+import { chatSessionKey } from "../base/session-key.js";
 import {
   CHAT_COMMANDS,
   type ChatCommandName,
@@ -54,11 +55,6 @@ export interface ChatInboxOptions {
   pricing: { prices: PriceTable; timezone: string };
   clock: Clock;
   logger: Logger;
-}
-
-/** The session key of a chat: `telegram:<chat_id>` or `discord:<channel_id>`. */
-export function chatSessionKey(message: Pick<IncomingChatMessage, "platform" | "chatId">): string {
-  return `${message.platform}:${message.chatId}`;
 }
 
 const HELP = [

@@ -18,6 +18,7 @@
 
 import { toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
+import { formatOutboxKey } from "../base/outbox-key.js";
 import type {
   ChatPlatform,
   ChatPlatformKind,
@@ -132,7 +133,11 @@ export class MessageBusWorker implements Worker {
     return new ChatInbox({
       ...this.#options,
       answer: (message, text) => {
-        const key = `bus:${message.platform}:${message.messageId}`;
+        const key = formatOutboxKey({
+          kind: "bus",
+          platform: message.platform,
+          messageId: message.messageId,
+        });
         return this.#options.senders.submit(message.platform, message.chatId, text, key);
       },
     });

@@ -16,6 +16,7 @@ import { closingMessages, type TurnEnding } from "../agents/context-builder.js";
 import type { AgentRunner } from "../agents/runner.js";
 import { CancelledError, JobEnded, ToolError, toError, UserError } from "../base/errors.js";
 import { printable } from "../base/printable.js";
+import { consoleSessionKey } from "../base/session-key.js";
 import type { Session, TokenUsage } from "../ports/index.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
 
@@ -193,7 +194,7 @@ class TerminalChat {
   }
 
   async #createSession(): Promise<Session> {
-    const key = `console:${userInfo().username}`;
+    const key = consoleSessionKey(userInfo().username);
     this.#session = await this.#context.storage.history.createSession({
       key,
       agentId: this.#agentId,

@@ -229,7 +229,10 @@ export const DELIVERY_LEASE_MS = 120_000;
 /** One reply in the outbox. Times are epoch milliseconds. */
 export interface OutboxEntry {
   id: number;
-  /** One entry per key: `job:<job id>`, `post:<job id>:<hash>`, `bus:<platform>:<message id>`. */
+  /**
+   * One entry per key: `job:<job id>`, `post:<job id>:<hash>`, `bus:<platform>:<message id>`…
+   * (every form is built and read in `src/base/outbox-key.ts`).
+   */
   dedupeKey: string;
   platform: ChatPlatformKind;
   chatId: string;
