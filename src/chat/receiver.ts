@@ -16,7 +16,7 @@
  * and no second answer (the outbox key).
  */
 
-import { toError } from "../base/errors.js";
+import { StorageUnavailableError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { formatOutboxKey } from "../base/outbox-key.js";
 import type {
@@ -32,7 +32,6 @@ import type {
   PairingStore,
   Worker,
 } from "../ports/index.js";
-import { isStorageUnavailable } from "../storage/index.js";
 import type { ChatAgentDirectory } from "./agents.js";
 import { ChatInbox, type ChatInboxOptions } from "./inbox.js";
 import type { ChatSenders } from "./senders.js";
@@ -168,7 +167,7 @@ export class MessageBusWorker implements Worker {
     try {
       await answerChoice(press, platform);
     } catch (thrown) {
-      if (isStorageUnavailable(thrown)) throw thrown;
+      if (thrown instanceof StorageUnavailableError) throw thrown;
       this.#options.logger.warn(
         { platform: press.platform, choice: press.choiceId, error: toError(thrown).message },
         "could not handle a button press",

@@ -35,6 +35,7 @@ import {
   ModelError,
   ParkRequest,
   PicklebotError,
+  StorageUnavailableError,
   TimeoutError,
   toError,
 } from "../base/errors.js";
@@ -59,7 +60,6 @@ import type {
   Worker,
 } from "../ports/index.js";
 import { noEvents } from "../ports/index.js";
-import { isStorageUnavailable } from "../storage/index.js";
 import type { ServerMetrics } from "./metrics.js";
 
 /** Logged (with a `recovered` count) when jobs a dead process left running are requeued. */
@@ -582,7 +582,8 @@ const DEFAULT_OUTAGE_BUDGET_MS = 300_000;
 
 /** A failure of the service, not of the job: the model API or the database unavailable. */
 function isOutage(error: Error): boolean {
-  return (error instanceof ModelError && error.retryable) || isStorageUnavailable(error);
+  const service = error instanceof ModelError || error instanceof StorageUnavailableError;
+  return service && error.retryable;
 }
 
 /**
