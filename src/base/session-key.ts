@@ -99,8 +99,8 @@ export function isManualCronKey(text: string): boolean {
   return key?.kind === "cron" && key.run?.manual === true;
 }
 
-/** A cron id: a file name in crons/ without `.yaml` (the rule of `cron/definition.ts`). */
-const CRON_ID = /^[A-Za-z0-9_-]+$/;
+/** A cron id: its file name in crons/ without `.yaml`, in the text a key can carry. */
+export const CRON_ID = /^[A-Za-z0-9_-]+$/;
 /** Something between colons: not empty, no colon. */
 const PART = /^[^:]+$/;
 
