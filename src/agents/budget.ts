@@ -10,6 +10,7 @@
  */
 
 import { BudgetExceeded } from "../base/errors.js";
+import { formatOutboxKey } from "../base/outbox-key.js";
 import type { BudgetLimits } from "../config/budget.js";
 import type { Config } from "../config/index.js";
 import type { Clock, ReplyTarget, UsageLedger, UsageRecord } from "../ports/index.js";
@@ -70,14 +71,22 @@ export class BudgetGuard {
     const { ledger, config, clock } = this.#options;
     for (const standing of await standingsOf(limits, ledger, config, clock.now())) {
       const { limit, spentUsd: spent } = standing;
-      const key = `budget:${limit.scope}:${limit.period}:${standing.periodStart}`;
+      const { scope, period } = limit;
+      const key = (level: "reached" | "warning") =>
+        formatOutboxKey({
+          kind: "budget",
+          scope,
+          period,
+          periodStart: standing.periodStart,
+          level,
+        });
       if (spent >= limit.usd) {
         const text = reachedNotice(limit, spent, standing.resetsAt, config);
-        await this.#options.notify(target, text, `${key}:reached`);
+        await this.#options.notify(target, text, key("reached"));
         throw new BudgetExceeded(text, standing.resetsAt);
       }
       if (spent >= limit.usd * BUDGET_WARNING_SHARE) {
-        await this.#options.notify(target, warningNotice(limit, spent), `${key}:warning`);
+        await this.#options.notify(target, warningNotice(limit, spent), key("warning"));
       }
     }
   }

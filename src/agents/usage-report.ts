@@ -4,6 +4,7 @@
  * and the metrics.
  */
 import { UsageError } from "../base/errors.js";
+import { cronIdOfKey } from "../base/session-key.js";
 import { offsetAt, wallClockMs, zoneFormatter } from "../base/time-zone.js";
 import { addUsage, zeroUsage } from "../base/usage.js";
 import type { TokenUsage, UsageLedger, UsageRecord } from "../ports/index.js";
@@ -68,16 +69,10 @@ function groupKey(record: UsageRecord, by: UsageGrouping, timezone: string): str
     case "day":
       return localDate(record.at, timezone);
     case "cron":
-      return cronIdOf(record.sessionKey);
+      return cronIdOfKey(record.sessionKey);
     default:
       return by satisfies never;
   }
-}
-
-/** `<id>` of a `cron:<id>:<occurrence>` session key. */
-export function cronIdOf(sessionKey: string): string | undefined {
-  const match = /^cron:([^:]+)(:|$)/.exec(sessionKey);
-  return match?.[1];
 }
 
 function emptyLine(key: string): UsageLine {

@@ -32,15 +32,18 @@ export function isChatPlatform(kind: unknown): kind is ChatPlatformKind {
 
 /** The reply target of a chat. */
 export function chatReplyTarget({ platform, chatId }: ChatAddress): ChatReplyTarget {
-  return { kind: platform, [CHAT_PLATFORMS[platform].chatField]: chatId } as ChatReplyTarget;
+  return { kind: platform, chatId };
 }
 
 /** The chat a reply target names, or null for a target that is no chat (console, silent). */
 export function chatAddressOf(target: ReplyTarget): ChatAddress | null {
-  if (!isChatPlatform(target.kind)) return null;
-  const fields = target as unknown as Record<string, unknown>;
-  const chatId = fields[CHAT_PLATFORMS[target.kind].chatField];
-  return typeof chatId === "string" && chatId !== "" ? { platform: target.kind, chatId } : null;
+  switch (target.kind) {
+    case "console":
+    case "silent":
+      return null;
+    default:
+      return { platform: target.kind, chatId: target.chatId };
+  }
 }
 
 /** `telegram:<chat_id>`: the text form of an address. */

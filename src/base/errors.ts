@@ -78,6 +78,26 @@ export class ChatPlatformError extends PicklebotError {
   }
 }
 
+/**
+ * The storage cannot be used right now, though nothing is wrong with what was asked of
+ * it: SQLite busy past its timeout, locked, full or failing I/O; PostgreSQL unreachable,
+ * restarting, or a connection lost. Always `retryable`: the same work, unchanged, can
+ * succeed later. Made where the driver's error is made (the SQLite database and the
+ * PostgreSQL pools of `src/storage/`), with the driver's message, its error as `cause`
+ * and its code in `context.code`; any other failure of a statement is thrown as the
+ * driver made it.
+ */
+export class StorageUnavailableError extends PicklebotError {
+  constructor(
+    message: string,
+    options: Omit<PicklebotErrorOptions, "retryable"> & {
+      context: { backend: "sqlite" | "postgres"; code: string };
+    },
+  ) {
+    super(message, { ...options, retryable: true });
+  }
+}
+
 /** A tool was called with bad input or failed; it goes back to the model as `is_error`. */
 export class ToolError extends PicklebotError {}
 

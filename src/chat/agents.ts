@@ -11,7 +11,8 @@
  * `/new` does with the same agent): durable, and the next job of the chat resumes it.
  */
 import { type AgentDefinition, builtInAgent } from "../agents/definition.js";
-import { type ChatAddress, formatChatAddress } from "../base/chat-address.js";
+import type { ChatAddress } from "../base/chat-address.js";
+import { chatSessionKey } from "../base/session-key.js";
 import type { Config } from "../config/index.js";
 import type { HistoryStore, Session } from "../ports/index.js";
 
@@ -78,7 +79,7 @@ export class ChatAgents {
   async current(chat: ChatAddress): Promise<ChatAgent> {
     const binding = this.#bindingOf(chat);
     if (binding !== null) return { agentId: this.#bindingAt(binding).agent, binding };
-    const session = await this.#history.currentSession(formatChatAddress(chat));
+    const session = await this.#history.currentSession(chatSessionKey(chat));
     return { agentId: this.#chosenAgent(session), binding: null };
   }
 
@@ -114,7 +115,7 @@ export class ChatAgents {
       return `There is no agent "${name}". Agents: ${ids}. Send /agent to see what each does.`;
     }
     const session = await this.#history.createSession({
-      key: formatChatAddress(chat),
+      key: chatSessionKey(chat),
       agentId: agent.id,
     });
     return `Switched to ${agent.id} (${agent.name}), in a new conversation (${session.id}).`;

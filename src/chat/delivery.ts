@@ -22,6 +22,7 @@ import { retryDelayMs } from "../base/backoff.js";
 import { ChatPlatformError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
+import { jobIdOfOutboxKey } from "../base/outbox-key.js";
 import { Wakeup } from "../base/wakeup.js";
 import {
   type ChatPlatform,
@@ -248,7 +249,7 @@ export class OutboxDelivery implements Worker {
 
   #publish(type: MessageEvent["type"], entry: OutboxEntry, error?: string): void {
     const { platform, chatId, dedupeKey } = entry;
-    const jobId = /^(?:job|post):([^:]+)/.exec(dedupeKey)?.[1] ?? null;
+    const jobId = jobIdOfOutboxKey(dedupeKey);
     this.#options.events?.publish({ type, platform, chatId, jobId, ...(error ? { error } : {}) });
   }
 

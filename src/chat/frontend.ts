@@ -21,6 +21,7 @@ import { chatAddressOf } from "../base/chat-address.js";
 import { ChatPlatformError, PicklebotError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
+import { formatOutboxKey } from "../base/outbox-key.js";
 import type {
   ChatPlatform,
   Clock,
@@ -79,7 +80,9 @@ export class ChatFrontend implements Frontend {
 
   openReply(target: ReplyTarget, context: ReplyContext = {}): ReplyStream {
     const chatId = chatIdOf(target);
-    const dedupeKey = context.jobId ? `job:${context.jobId}` : `reply:${randomUUID()}`;
+    const dedupeKey = formatOutboxKey(
+      context.jobId ? { kind: "job", jobId: context.jobId } : { kind: "reply", id: randomUUID() },
+    );
     return new ChatReply(
       this.#options,
       { dedupeKey, platform: this.kind, chatId },

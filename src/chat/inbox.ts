@@ -14,8 +14,9 @@ import { formatContextUsage } from "../agents/context-budget.js";
 import type { PriceTable } from "../agents/prices.js";
 import { formatUsd, spendNow, summarizeUsage } from "../agents/usage-report.js";
 import { chatReplyTarget } from "../base/chat-address.js";
-import { toError } from "../base/errors.js";
+import { StorageUnavailableError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
+import { chatSessionKey } from "../base/session-key.js";
 import {
   CHAT_COMMANDS,
   type ChatCommandName,
@@ -30,7 +31,6 @@ import {
   type PairingStore,
   type UsageLedger,
 } from "../ports/index.js";
-import { isStorageUnavailable } from "../storage/index.js";
 import { type ChatAgentDirectory, ChatAgents } from "./agents.js";
 
 /** Options of {@link ChatInbox}. */
@@ -54,11 +54,6 @@ export interface ChatInboxOptions {
   pricing: { prices: PriceTable; timezone: string };
   clock: Clock;
   logger: Logger;
-}
-
-/** The session key of a chat: `telegram:<chat_id>` or `discord:<channel_id>`. */
-export function chatSessionKey(message: Pick<IncomingChatMessage, "platform" | "chatId">): string {
-  return `${message.platform}:${message.chatId}`;
 }
 
 const HELP = [
@@ -134,7 +129,7 @@ export class ChatInbox {
     } catch (thrown) {
       const error = toError(thrown);
       const where = { platform: message.platform, chat: message.chatId, error: error.message };
-      if (isStorageUnavailable(error)) {
+      if (error instanceof StorageUnavailableError) {
         logger.warn(
           where,
           "could not store a chat message; it is not confirmed and will come again",

@@ -16,8 +16,9 @@
  * and no second answer (the outbox key).
  */
 
-import { toError } from "../base/errors.js";
+import { StorageUnavailableError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
+import { formatOutboxKey } from "../base/outbox-key.js";
 import type {
   ChatPlatform,
   ChatPlatformKind,
@@ -31,7 +32,6 @@ import type {
   PairingStore,
   Worker,
 } from "../ports/index.js";
-import { isStorageUnavailable } from "../storage/index.js";
 import type { ChatAgentDirectory } from "./agents.js";
 import { ChatInbox, type ChatInboxOptions } from "./inbox.js";
 import type { ChatSenders } from "./senders.js";
@@ -132,7 +132,11 @@ export class MessageBusWorker implements Worker {
     return new ChatInbox({
       ...this.#options,
       answer: (message, text) => {
-        const key = `bus:${message.platform}:${message.messageId}`;
+        const key = formatOutboxKey({
+          kind: "bus",
+          platform: message.platform,
+          messageId: message.messageId,
+        });
         return this.#options.senders.submit(message.platform, message.chatId, text, key);
       },
     });
@@ -163,7 +167,7 @@ export class MessageBusWorker implements Worker {
     try {
       await answerChoice(press, platform);
     } catch (thrown) {
-      if (isStorageUnavailable(thrown)) throw thrown;
+      if (thrown instanceof StorageUnavailableError) throw thrown;
       this.#options.logger.warn(
         { platform: press.platform, choice: press.choiceId, error: toError(thrown).message },
         "could not handle a button press",

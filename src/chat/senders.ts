@@ -15,6 +15,7 @@ import type { MessagePoster } from "../agents/tools/index.js";
 import { CHAT_ADDRESS_FORMS, chatAddressOf, formatChatAddress } from "../base/chat-address.js";
 import { ToolError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
+import { formatOutboxKey } from "../base/outbox-key.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type {
   ChatPlatform,
@@ -147,7 +148,7 @@ export class ChatSenders {
         chat.platform,
         chat.chatId,
         text,
-        `post:${jobId}:${digest}`,
+        formatOutboxKey({ kind: "post", jobId, digest }),
       );
       const where = formatChatAddress(chat);
       return delivered

@@ -16,6 +16,7 @@ import type { AgentRunner } from "../agents/runner.js";
 import { TurnDriver, turnEndingOf } from "../agents/turn.js";
 import { CancelledError, JobEnded, ToolError, toError, UserError } from "../base/errors.js";
 import { printable } from "../base/printable.js";
+import { consoleSessionKey } from "../base/session-key.js";
 import type { Session, TokenUsage } from "../ports/index.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
 
@@ -180,7 +181,7 @@ class TerminalChat {
   }
 
   async #createSession(): Promise<Session> {
-    const key = `console:${userInfo().username}`;
+    const key = consoleSessionKey(userInfo().username);
     this.#session = await this.#context.storage.history.createSession({
       key,
       agentId: this.#agentId,

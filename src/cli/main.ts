@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { toError, UsageError, UserError } from "../base/errors.js";
+import { StorageUnavailableError, toError, UsageError, UserError } from "../base/errors.js";
 import { packageInfo } from "../base/package-info.js";
 import { printable } from "../base/printable.js";
 import { approvalsCommand } from "./approvals.js";
@@ -78,15 +78,17 @@ function reportError(thrown: unknown): number {
     process.stderr.write(`picklebot: ${printable(error.message, { multiline: true })}\n`);
     return error instanceof UsageError ? 2 : 1;
   }
-  if (error.name === "SqliteError") {
+  // A busy, full or failing database comes wrapped (StorageUnavailableError), others bare.
+  const failed = error instanceof StorageUnavailableError ? toError(error.cause) : error;
+  if (failed.name === "SqliteError") {
     // Past the checks of opening: the file changed under us, or the disk is full.
-    const code = String((error as { code?: unknown }).code ?? "");
+    const code = String((failed as { code?: unknown }).code ?? "");
     process.stderr.write(
-      `picklebot: the database failed (${printable(error.message)}, ${code}); run picklebot doctor to check the workspace's history/ and its database.\n`,
+      `picklebot: the database failed (${printable(failed.message)}, ${code}); run picklebot doctor to check the workspace's history/ and its database.\n`,
     );
     return 1;
   }
-  const details = printable(error.stack ?? error.message, { multiline: true });
+  const details = printable(failed.stack ?? failed.message, { multiline: true });
   process.stderr.write(`picklebot: unexpected error: ${details}\n`);
   return 1;
 }

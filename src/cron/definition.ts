@@ -13,6 +13,7 @@ import { CronExpressionParser } from "cron-parser";
 import { z } from "zod";
 import { CHAT_ADDRESS_FORMS, chatReplyTarget, parseChatAddress } from "../base/chat-address.js";
 import { toError, UserError } from "../base/errors.js";
+import { CRON_ID } from "../base/session-key.js";
 import { didYouMean, parseYaml, userErrorFromIssues } from "../config/index.js";
 import type { ReplyTarget } from "../ports/index.js";
 
@@ -92,8 +93,6 @@ const cronFileSchema = z.strictObject({
   catch_up: z.boolean().default(false),
   batch: z.boolean().default(false),
 });
-
-const CRON_ID = /^[A-Za-z0-9_-]+$/;
 
 /**
  * Reads every `*.yaml` file of `dir` (sorted by name). A missing folder holds no crons.

@@ -1,10 +1,6 @@
+import { cronManualKey, cronOccurrenceKey } from "../base/session-key.js";
 import type { Clock, Job, JobQueue, NewJob } from "../ports/index.js";
 import type { CronDefinition } from "./definition.js";
-
-/** The session key (and dedupe key) of one occurrence: `cron:<id>:<occurrence ISO>`. */
-export function occurrenceKey(cronId: string, occurrenceMs: number): string {
-  return `cron:${cronId}:${new Date(occurrenceMs).toISOString()}`;
-}
 
 /**
  * Enqueues the job of one occurrence, in a fresh session. The dedupe key is the occurrence,
@@ -18,7 +14,7 @@ export function enqueueOccurrence(
   maxAttempts: number | undefined,
 ): Promise<Job> {
   return queue.enqueue(
-    cronJob(cron, occurrenceKey(cron.id, occurrenceMs), maxAttempts, cron.batch),
+    cronJob(cron, cronOccurrenceKey(cron.id, occurrenceMs), maxAttempts, cron.batch),
   );
 }
 
@@ -34,7 +30,7 @@ export function runCronNow(
   clock: Clock,
   options: { maxAttempts?: number; batch?: boolean } = {},
 ): Promise<Job> {
-  const key = `cron:${cron.id}:manual:${new Date(clock.now()).toISOString()}`;
+  const key = cronManualKey(cron.id, clock.now());
   return queue.enqueue(
     cronJob(cron, key, options.maxAttempts, options.batch === true || cron.batch),
   );

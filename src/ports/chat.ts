@@ -8,15 +8,16 @@
 
 /**
  * The chat platforms picklebot runs a bot on, and what every layer needs to know of each:
- * `chatField`, the field of a job's {@link ReplyTarget} that holds the chat (docs/design.md §4), and
- * `chatId`, the syntax of a chat id in an address such as a cron's `deliver_to`
- * (`telegram:<chat_id>`), described by `chatIdHint`. A platform's adapter is registered in
+ * `chatId`, the syntax of a chat id (Telegram's chat id, Discord's channel id) in an
+ * address such as a cron's `deliver_to` (`telegram:<chat_id>`), described by `chatIdHint`.
+ * A job's {@link ReplyTarget} names the chat the same way on every platform:
+ * `{ kind: "discord", chatId }`. A platform's adapter is registered in
  * `src/chat/platforms.ts` and its `picklebot.yaml` section in `src/config/schema.ts`;
  * the compiler refuses a platform missing from either.
  */
 export const CHAT_PLATFORMS = {
-  telegram: { chatField: "chatId", chatId: /^(-?\d+|@\w+)$/, chatIdHint: "<chat_id>" },
-  discord: { chatField: "channelId", chatId: /^\d+$/, chatIdHint: "<channel_id>" },
+  telegram: { chatId: /^(-?\d+|@\w+)$/, chatIdHint: "<chat_id>" },
+  discord: { chatId: /^\d+$/, chatIdHint: "<channel_id>" },
 } as const;
 
 /** One of {@link CHAT_PLATFORMS}. */
@@ -232,7 +233,10 @@ export const DELIVERY_LEASE_MS = 120_000;
 /** One reply in the outbox. Times are epoch milliseconds. */
 export interface OutboxEntry {
   id: number;
-  /** One entry per key: `job:<job id>`, `post:<job id>:<hash>`, `bus:<platform>:<message id>`. */
+  /**
+   * One entry per key: `job:<job id>`, `post:<job id>:<hash>`, `bus:<platform>:<message id>`…
+   * (every form is built and read in `src/base/outbox-key.ts`).
+   */
   dedupeKey: string;
   platform: ChatPlatformKind;
   chatId: string;

@@ -7,8 +7,9 @@
  * - **Agent**: a system prompt plus a tool list, defined in `agents/<id>/AGENT.md`.
  * - **Session**: one conversation with an agent, stored durably in the history store.
  *   Its **session key** names the conversation it belongs to (`telegram:<chat_id>`,
- *   `discord:<channel_id>`, `cron:<id>:<occurrence>`, `console:<name>`); a key may have
- *   had several sessions over time (`/new`), the newest one is its current session.
+ *   `discord:<channel_id>`, `cron:<id>:<occurrence>`, `console:<name>`, `web:…`,
+ *   `subagent:…`: every form is built and read in `src/base/session-key.ts`); a key may
+ *   have had several sessions over time (`/new`), the newest one is its current session.
  * - **Turn**: a user message and everything the agent did to answer it (tool calls,
  *   tool results, the final reply).
  * - **Job**: a request to run one turn, stored in the job queue as plain data.

@@ -15,14 +15,12 @@ export const JOB_LIST_LIMIT = 50;
 export type ReplyTarget = ChatReplyTarget | { kind: "console" } | { kind: "silent" };
 
 /**
- * A chat on one platform, named by the platform's chat field: `{ kind: "telegram", chatId }`,
- * `{ kind: "discord", channelId }` (see {@link CHAT_PLATFORMS}).
+ * A chat on one platform, the same shape for every platform of {@link CHAT_PLATFORMS}:
+ * `{ kind: "telegram", chatId }`, `{ kind: "discord", chatId }` (a Discord channel id;
+ * stored as `channelId` before migration 012 on SQLite, 014 on PostgreSQL).
  */
 export type ChatReplyTarget = {
-  [Kind in ChatPlatformKind]: { kind: Kind } & Record<
-    (typeof CHAT_PLATFORMS)[Kind]["chatField"],
-    string
-  >;
+  [Kind in ChatPlatformKind]: { kind: Kind; chatId: string };
 }[ChatPlatformKind];
 
 /**

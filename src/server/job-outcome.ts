@@ -32,11 +32,11 @@ import {
   JobEnded,
   ModelError,
   ParkRequest,
+  StorageUnavailableError,
   TimeoutError,
   toError,
 } from "../base/errors.js";
 import type { ClaimedJob } from "../ports/index.js";
-import { isStorageUnavailable } from "../storage/index.js";
 
 /** How long a job rides out an outage by default (`workers.outage_budget_s`). */
 export const DEFAULT_OUTAGE_BUDGET_MS = 300_000;
@@ -167,7 +167,8 @@ function decideFailure(
 
 /** A failure of the service, not of the job: the model API or the database unavailable. */
 function isOutage(error: Error): boolean {
-  return (error instanceof ModelError && error.retryable) || isStorageUnavailable(error);
+  const service = error instanceof ModelError || error instanceof StorageUnavailableError;
+  return service && error.retryable;
 }
 
 /** True while the job's current run of outage failures is younger than the budget. */

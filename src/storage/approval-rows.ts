@@ -9,7 +9,7 @@ import {
   type ApprovalState,
   type NewApprovalRequest,
 } from "../ports/index.js";
-import { isReplyTarget } from "./job.js";
+import { readReplyTarget } from "./job.js";
 import { parseJson } from "./job-row.js";
 
 /** A row of `approval_requests`, as SQLite and PostgreSQL return it. */
@@ -68,7 +68,7 @@ function answeredState(decision: ApprovalDecision): ApprovalState {
 
 /** Maps a stored request row; a reply target edited into nonsense reads as silent. */
 export const toApprovalRequest = (row: ApprovalRequestRow): ApprovalRequest => {
-  const replyTo = parseJson(row.reply_to);
+  const replyTo = readReplyTarget(parseJson(row.reply_to));
   return {
     id: row.id,
     jobId: row.job_id,
@@ -76,7 +76,7 @@ export const toApprovalRequest = (row: ApprovalRequestRow): ApprovalRequest => {
     tool: row.tool,
     input: row.input,
     pattern: row.pattern,
-    replyTo: isReplyTarget(replyTo) ? replyTo : { kind: "silent" },
+    replyTo: replyTo ?? { kind: "silent" },
     state: row.state,
     decision: row.decision,
     answeredBy: row.answered_by,

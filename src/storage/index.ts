@@ -10,23 +10,9 @@
  */
 import type { Config } from "../config/index.js";
 import type { Clock, Storage } from "../ports/index.js";
-import { isConnectionError } from "./postgres/connection-errors.js";
 import { openSqliteStorage } from "./sqlite/index.js";
 
 export { DATABASE_FILE } from "./sqlite/index.js";
-
-/**
- * True when `error` says the storage cannot be used right now, not that the data is
- * wrong: SQLite busy past its timeout, locked, full or failing I/O; PostgreSQL unreachable
- * or restarting. Work that hit it is worth trying again later, unchanged.
- */
-export function isStorageUnavailable(error: unknown): boolean {
-  if (error instanceof Error && error.name === "SqliteError") {
-    const code = String((error as { code?: unknown }).code ?? "");
-    return /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROTOCOL)/.test(code);
-  }
-  return isConnectionError(error);
-}
 
 /** Opens a workspace's storage as its config says. */
 export async function openStorage(config: Config, clock: Clock): Promise<Storage> {

@@ -11,7 +11,7 @@ import type {
   ReplyTarget,
   ToolResultBlock,
 } from "../ports/index.js";
-import { isBatchStep, isJobWait, isReplyTarget } from "./job.js";
+import { isBatchStep, isJobWait, readReplyTarget } from "./job.js";
 
 /** Largest number of jobs one claim takes. */
 export const MAX_CLAIM = 1000;
@@ -77,13 +77,12 @@ const SILENT: ReplyTarget = { kind: "silent" };
  * stand-ins) and `problem` says what is wrong, so a claim can fail that job on the spot.
  */
 export function parseJobRow(row: JobRow): ParsedRow {
-  const replyTo = parseJson(row.reply_to);
+  const replyTo = readReplyTarget(parseJson(row.reply_to));
   const wait = row.waiting_for === null ? null : parseJson(row.waiting_for);
   const waitingFor = isJobWait(wait) ? wait : null;
   const errors = parseJson(row.errors);
   let problem: string | null = null;
-  if (!isReplyTarget(replyTo))
-    problem = `reply_to ${JSON.stringify(row.reply_to)} is not a reply target`;
+  if (replyTo === null) problem = `reply_to ${JSON.stringify(row.reply_to)} is not a reply target`;
   if (row.mode !== "chat" && row.mode !== "job")
     problem = `mode ${JSON.stringify(row.mode)} is not chat or job`;
   const job: Job = {
@@ -95,7 +94,7 @@ export function parseJobRow(row: JobRow): ParsedRow {
     checkpointed: Boolean(row.checkpointed),
     task: row.task === "compact" ? "compact" : "turn",
     mode: row.mode === "job" ? "job" : "chat",
-    replyTo: isReplyTarget(replyTo) ? replyTo : SILENT,
+    replyTo: replyTo ?? SILENT,
     state: (STATES.has(row.state)
       ? row.state === "queued" && row.waiting_for !== null
         ? "waiting"

@@ -3,7 +3,7 @@
  * pass before it is stored (producers are the bus, the crons and the CLI: outside input).
  */
 import { randomBytes } from "node:crypto";
-import { chatAddressOf, isChatPlatform } from "../base/chat-address.js";
+import { isChatPlatform } from "../base/chat-address.js";
 import { UserError } from "../base/errors.js";
 import type { BatchStep, Job, JobState, JobWait, NewJob, ReplyTarget } from "../ports/index.js";
 
@@ -78,9 +78,23 @@ export function isJobWait(value: unknown): value is JobWait {
 /** True when `value` is a {@link ReplyTarget}. */
 export function isReplyTarget(value: unknown): value is ReplyTarget {
   if (typeof value !== "object" || value === null) return false;
-  const { kind } = value as { kind?: unknown };
+  const { kind, chatId } = value as { kind?: unknown; chatId?: unknown };
   if (kind === "console" || kind === "silent") return true;
-  return isChatPlatform(kind) && chatAddressOf(value as ReplyTarget) !== null;
+  return isChatPlatform(kind) && typeof chatId === "string" && chatId !== "";
+}
+
+/**
+ * A stored reply target as a {@link ReplyTarget}, or null when it is none. Also reads
+ * `{ kind: "discord", channelId }`, the shape picklebot stored before migration 012
+ * (SQLite) / 014 (PostgreSQL) rewrote it: in distributed mode a server of the previous
+ * release may still write it while the others are upgraded one at a time.
+ */
+export function readReplyTarget(value: unknown): ReplyTarget | null {
+  if (isReplyTarget(value)) return value;
+  const legacy = value as { kind?: unknown; channelId?: unknown } | null;
+  const chatId = legacy?.channelId;
+  if (legacy?.kind !== "discord" || typeof chatId !== "string" || chatId === "") return null;
+  return { kind: "discord", chatId };
 }
 
 /** The stored form of a validated new job: queued, no attempts yet, defaults applied. */

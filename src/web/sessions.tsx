@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import { type Context, Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import { buildTranscript } from "../agents/transcript.js";
+import { isWebSessionKey, webSessionKey } from "../base/session-key.js";
 import { formatTime } from "../base/time-zone.js";
 import type { DashboardEnv } from "../http/env.js";
 import { Notice } from "../http/layout.js";
@@ -28,8 +29,6 @@ import { TranscriptView } from "./transcript-view.js";
 const PAGE_SIZE = 50;
 /** Newest sessions a search looks through. */
 const SEARCH_SCAN = 1000;
-/** Prefix of the session keys of chats started in the dashboard. */
-const WEB_KEY_PREFIX = "web:";
 
 /** What the sessions section works with. */
 export interface SessionsSource {
@@ -73,7 +72,7 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
       return refuse(c, `no agent "${agentId}"; pick one of ${agents.join(", ")}`);
     }
     if (message === "") return refuse(c, "the message is empty; write something to send");
-    const key = `${WEB_KEY_PREFIX}${agentId}:${randomBytes(4).toString("hex")}`;
+    const key = webSessionKey(agentId, randomBytes(4).toString("hex"));
     const session = await source.history.createSession({ key, agentId });
     await enqueueChat(source.queue, session, message);
     return c.redirect(`/sessions/${session.id}`, 303);
@@ -125,7 +124,7 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
   app.post("/:id/chat", async (c) => {
     const session = await source.history.getSession(c.req.param("id"));
     if (!session) return noSession(c);
-    if (!session.key.startsWith(WEB_KEY_PREFIX)) {
+    if (!isWebSessionKey(session.key)) {
       return refuse(c, "only web chats take messages here; answer other chats where they happen");
     }
     const message = String((await c.req.parseBody()).message ?? "").trim();
@@ -268,7 +267,7 @@ function NewChat(props: { agents: readonly string[] }) {
 
 function ChatBox(props: { session: Session }) {
   const { session } = props;
-  if (!session.key.startsWith(WEB_KEY_PREFIX)) {
+  if (!isWebSessionKey(session.key)) {
     return (
       <p class="muted">
         This conversation happens in {session.key}; answer it there. Start a web chat on the{" "}

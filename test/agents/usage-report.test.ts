@@ -1,11 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { costOf, priceOf } from "../../src/agents/prices.js";
-import {
-  cronIdOf,
-  parseSince,
-  periodStart,
-  summarizeUsage,
-} from "../../src/agents/usage-report.js";
+import { parseSince, periodStart, summarizeUsage } from "../../src/agents/usage-report.js";
+import { cronIdOfKey as cronIdOf } from "../../src/base/session-key.js";
 import type { UsageRecord } from "../../src/ports/index.js";
 
 function call(at: string, overrides: Partial<UsageRecord> = {}): UsageRecord {

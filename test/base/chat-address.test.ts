@@ -7,8 +7,8 @@ import {
   formatReplyTarget,
   parseChatAddress,
 } from "../../src/base/chat-address.js";
-import { CHAT_PLATFORMS, type ReplyTarget } from "../../src/ports/index.js";
-import { isReplyTarget } from "../../src/storage/job.js";
+import type { CHAT_PLATFORMS, ReplyTarget } from "../../src/ports/index.js";
+import { isReplyTarget, readReplyTarget } from "../../src/storage/job.js";
 
 /** A valid chat id of each platform. */
 const SAMPLE_CHAT_IDS = { telegram: "-1001234", discord: "80351110224678912" } satisfies Record<
@@ -20,22 +20,37 @@ describe("chat addresses", () => {
   it.each(CHAT_PLATFORM_KINDS)("round-trips a %s address through text and reply target", (kind) => {
     const address = { platform: kind, chatId: SAMPLE_CHAT_IDS[kind] };
     const target = chatReplyTarget(address);
-    expect(target).toEqual({ kind, [CHAT_PLATFORMS[kind].chatField]: address.chatId });
+    expect(target).toEqual({ kind, chatId: address.chatId });
     expect(isReplyTarget(target)).toBe(true);
     expect(chatAddressOf(target)).toEqual(address);
     expect(formatReplyTarget(target)).toBe(`${kind}:${address.chatId}`);
     expect(parseChatAddress(formatReplyTarget(target))).toEqual(address);
   });
 
-  it("keeps the stored shape of docs/design.md §4: telegram chatId, discord channelId", () => {
+  it("names the chat chatId on every platform", () => {
     expect(chatReplyTarget({ platform: "telegram", chatId: "1" })).toEqual({
       kind: "telegram",
       chatId: "1",
     });
     expect(chatReplyTarget({ platform: "discord", chatId: "2" })).toEqual({
       kind: "discord",
-      channelId: "2",
+      chatId: "2",
     });
+  });
+
+  it("reads a Discord target stored before the migration (channelId) as chatId", () => {
+    expect(readReplyTarget({ kind: "discord", channelId: "2" })).toEqual({
+      kind: "discord",
+      chatId: "2",
+    });
+    expect(readReplyTarget({ kind: "discord", chatId: "2" })).toEqual({
+      kind: "discord",
+      chatId: "2",
+    });
+    expect(readReplyTarget({ kind: "telegram", channelId: "2" })).toBeNull();
+    expect(readReplyTarget({ kind: "discord", channelId: "" })).toBeNull();
+    expect(readReplyTarget({ kind: "discord", channelId: 2 })).toBeNull();
+    expect(readReplyTarget(null)).toBeNull();
   });
 
   it.each([
@@ -68,7 +83,8 @@ describe("chat addresses", () => {
 
   it.each([
     { kind: "telegram", channelId: "1" },
-    { kind: "discord", chatId: "1" },
+    { kind: "discord", channelId: "1" },
+    { kind: "discord", chatId: 1 },
     { kind: "telegram", chatId: "" },
     { kind: "slack", chatId: "1" },
     { kind: "toString" },

@@ -116,7 +116,7 @@ describe("ChatInbox: messages of allowed users", () => {
     const send = await connect();
     await send(discord, { userId: "80351110224678912", chatId: "555", text: "hi" });
     expect(await storage.queue.list()).toMatchObject([
-      { sessionKey: "discord:555", replyTo: { kind: "discord", channelId: "555" } },
+      { sessionKey: "discord:555", replyTo: { kind: "discord", chatId: "555" } },
     ]);
   });
 

@@ -95,7 +95,7 @@ describe("loadCronFile", () => {
     );
     expect(loadCronFile(discord, defaults).deliverTo).toEqual({
       kind: "discord",
-      channelId: "987",
+      chatId: "987",
     });
     expect(loadCronFile(group, defaults).deliverTo).toEqual({
       kind: "telegram",

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ToolError } from "../../base/errors.js";
+import { formatSessionKey, subagentDepthOf } from "../../base/session-key.js";
 import type { Tool, ToolContext } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
 
@@ -64,7 +65,7 @@ export function createSubagentTool(options: SubagentOptions): Tool {
           `subagent: "${agent}" is not an agent you can call; you can call: ${known}`,
         );
       }
-      const depth = subagentDepth(context.sessionKey) + 1;
+      const depth = subagentDepthOf(context.sessionKey) + 1;
       if (depth > options.maxDepth) {
         throw new ToolError(
           `subagent: subagents may nest ${options.maxDepth} deep and this one is at depth ${depth - 1}; do the task yourself`,
@@ -76,19 +77,12 @@ export function createSubagentTool(options: SubagentOptions): Tool {
   });
 }
 
-const SUBAGENT_KEY = /^subagent:(\d+):/;
-
-/** How deep the conversation of `sessionKey` is nested: 0 unless it is a subagent's. */
-export function subagentDepth(sessionKey: string): number {
-  const match = SUBAGENT_KEY.exec(sessionKey);
-  return match ? Number(match[1]) : 0;
-}
-
 /**
  * The session key of a subagent call: `subagent:<depth>:<parent job>:<call id>`, the
  * same each time the call runs, so a resumed parent finds the child it started. (Default
  * parent: the calling session's key, for a turn without a job.)
  */
 export function subagentSessionKey(depth: number, context: ToolContext): string {
-  return `subagent:${depth}:${context.jobId ?? context.sessionKey}:${context.callId ?? "call"}`;
+  const parent = context.jobId ?? context.sessionKey;
+  return formatSessionKey({ kind: "subagent", depth, parent, callId: context.callId ?? "call" });
 }

@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { isConnectionError } from "./connection-errors.js";
+import { classifyPgError, isConnectionError } from "./connection-errors.js";
 
 export { isConnectionError };
 
@@ -57,9 +57,10 @@ export function connectionConfig(options: OpenPostgresOptions): pg.ClientConfig 
 /** Opens a pool on `url` and applies the migrations; throws UserError when unreachable. */
 export async function openPostgres(options: OpenPostgresOptions): Promise<pg.Pool> {
   checkNumberOptions("openPostgres", options, { poolSize: "count" });
-  const pool = survivingDroppedConnections(
-    new pg.Pool({ ...connectionConfig(options), max: options.poolSize ?? DEFAULT_POOL_SIZE }),
-  );
+  const pool = newPool({
+    ...connectionConfig(options),
+    max: options.poolSize ?? DEFAULT_POOL_SIZE,
+  });
   try {
     await migrate(pool);
     return pool;
@@ -67,6 +68,15 @@ export async function openPostgres(options: OpenPostgresOptions): Promise<pg.Poo
     await pool.end();
     throw unreachableError(error, options.url);
   }
+}
+
+/**
+ * A pool of picklebot's: it survives dropped connections, and its `query` and `connect`
+ * throw a lost connection as a StorageUnavailableError (`connection-errors.ts`), as
+ * {@link withClient} does for the statements of a checked-out client.
+ */
+export function newPool(config: pg.PoolConfig): pg.Pool {
+  return throwingClassifiedErrors(survivingDroppedConnections(new pg.Pool(config)));
 }
 
 /**
@@ -80,6 +90,25 @@ export function survivingDroppedConnections(pool: pg.Pool): pg.Pool {
   pool.on("error", () => undefined);
   pool.on("connect", (client) => client.on("error", () => undefined));
   return pool;
+}
+
+/** Makes the promise forms of `pool.query` and `pool.connect` reject with classified errors. */
+function throwingClassifiedErrors(pool: pg.Pool): pg.Pool {
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  pool.query = ((...args: unknown[]) => {
+    const result = query(...args);
+    return result instanceof Promise ? result.catch(rethrowClassified) : result;
+  }) as typeof pool.query;
+  const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
+  pool.connect = ((...args: unknown[]) => {
+    const result = connect(...args);
+    return result instanceof Promise ? result.catch(rethrowClassified) : result;
+  }) as typeof pool.connect;
+  return pool;
+}
+
+function rethrowClassified(thrown: unknown): never {
+  throw classifyPgError(thrown);
 }
 
 /**
@@ -233,7 +262,7 @@ export async function withClient<T>(
     return await work(client);
   } catch (error) {
     if (isConnectionError(error)) broken ??= error as Error;
-    throw error;
+    throw classifyPgError(error);
   } finally {
     client.off("error", onError);
     client.release(broken);

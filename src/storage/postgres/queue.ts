@@ -15,7 +15,7 @@
  *   `retryOnDisconnect`); a claim whose reply was lost finds its rows by its lock token.
  */
 
-import pg from "pg";
+import type pg from "pg";
 import { systemClock } from "../../base/clock.js";
 import { PicklebotError } from "../../base/errors.js";
 import { checkNumberOptions } from "../../base/options.js";
@@ -45,7 +45,7 @@ import {
 import { type JobRow, MAX_CLAIM, parseJobRow, splitClaimedRows } from "../job-row.js";
 import { listLimit } from "../list-limit.js";
 import { RunnableSignal } from "../runnable.js";
-import { isConnectionError, retryOnDisconnect, survivingDroppedConnections } from "./database.js";
+import { isConnectionError, newPool, retryOnDisconnect } from "./database.js";
 import { PgListener } from "./listener.js";
 import { JOBS_CHANNEL, PG } from "./queue-sql.js";
 
@@ -430,9 +430,7 @@ const WORK_POOL_SIZE = 2;
 const CLAIM_SETTINGS = "-c enable_bitmapscan=off";
 
 function openWorkPool(connection: pg.ClientConfig): pg.Pool {
-  return survivingDroppedConnections(
-    new pg.Pool({ ...connection, options: CLAIM_SETTINGS, max: WORK_POOL_SIZE }),
-  );
+  return newPool({ ...connection, options: CLAIM_SETTINGS, max: WORK_POOL_SIZE });
 }
 
 /**

@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { toError, UserError } from "../../base/errors.js";
+import { throwingClassifiedErrors } from "./unavailable.js";
 
 export type { Database } from "better-sqlite3";
 
@@ -42,14 +43,17 @@ export interface OpenDatabaseOptions {
  * told otherwise, a busy timeout so the CLI and the server can share it, and every
  * migration applied. A file that cannot be created, written or read as a database is a
  * UserError naming it and the fix, found here at start-up rather than by the first write
- * of a worker.
+ * of a worker. From then on a failure that means the database cannot be used right now
+ * (busy, full, failing I/O) is a StorageUnavailableError (`unavailable.ts`).
  */
 export function openDatabase(path: string, options: OpenDatabaseOptions = {}): Database.Database {
+  let db: Database.Database;
   try {
-    return openWritable(path, options);
+    db = openWritable(path, options);
   } catch (thrown) {
     throw databaseOpenError(path, thrown);
   }
+  return throwingClassifiedErrors(db);
 }
 
 function openWritable(path: string, options: OpenDatabaseOptions): Database.Database {

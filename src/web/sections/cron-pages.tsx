@@ -3,6 +3,7 @@
 import { basePath } from "hono/route";
 import { formatReplyTarget } from "../../base/chat-address.js";
 import type { UserError } from "../../base/errors.js";
+import { isManualCronKey } from "../../base/session-key.js";
 import type { CronDefinition } from "../../cron/definition.js";
 import { nextOccurrence } from "../../cron/schedule.js";
 import { describeSchedule } from "../../cron/words.js";
@@ -143,7 +144,7 @@ function RunTable(props: { runs: CronRun[]; timezone: string }) {
       cell: ({ job }) => (
         <>
           <a href={`../jobs/${job.id}`}>{job.id}</a>
-          {job.sessionKey.includes(":manual:") ? " (run now)" : ""}
+          {isManualCronKey(job.sessionKey) ? " (run now)" : ""}
         </>
       ),
     },

@@ -14,6 +14,7 @@ import { Hono } from "hono";
 import { textOf } from "../../agents/loop.js";
 import { UserError } from "../../base/errors.js";
 import { truncate } from "../../base/printable.js";
+import { cronKeyPrefix } from "../../base/session-key.js";
 import { findCron, setCronEnabled } from "../../cron/admin.js";
 import type { CronDefinition, CronDirLoad } from "../../cron/definition.js";
 import { type CronRow, describeCrons, runCronNow } from "../../cron/worker.js";
@@ -132,7 +133,7 @@ function switchCron(c: SectionContext, deps: CronsSectionDeps, enabled: boolean)
 
 /** The newest runs of a cron (scheduled and Run now), with their replies. */
 async function lastRunsOf(deps: CronsSectionDeps, id: string, limit: number): Promise<CronRun[]> {
-  const jobs = await deps.queue.list({ sessionKeyPrefix: `cron:${id}:`, limit });
+  const jobs = await deps.queue.list({ sessionKeyPrefix: cronKeyPrefix(id), limit });
   return Promise.all(jobs.map(async (job) => ({ job, reply: await replyOf(deps, job) })));
 }
 

@@ -1,0 +1,94 @@
+/**
+ * Outbox keys: the `dedupeKey` of an outbox entry (one entry per key, so a reply stored
+ * twice is sent once), built and read only here. Stored keys keep these exact forms:
+ *
+ * - `job:<job id>`: a job's reply.
+ * - `reply:<uuid>`: a reply of no job (sent once, never resumed).
+ * - `post:<job id>:<digest>`: a `post_message` of a job, once per text (the first 16 hex
+ *   digits of the text's SHA-256).
+ * - `bus:<platform>:<message id>`: the chat's answer to a message (a command, a refusal).
+ * - `budget:<scope>:<period>:<period start ms>:<reached|warning>`: a budget notice, once
+ *   per budget, period and level (`scope` is `the workspace` or `agent <id>`).
+ */
+import type { ChatPlatformKind } from "../ports/index.js";
+import { isChatPlatform } from "./chat-address.js";
+
+/** What an outbox key names; see the file header for the text of each. */
+export type OutboxKey =
+  | { kind: "job"; jobId: string }
+  | { kind: "reply"; id: string }
+  | { kind: "post"; jobId: string; digest: string }
+  | { kind: "bus"; platform: ChatPlatformKind; messageId: string }
+  | {
+      kind: "budget";
+      scope: string;
+      period: "day" | "month";
+      periodStart: number;
+      level: "reached" | "warning";
+    };
+
+/** The text of an outbox key. */
+export function formatOutboxKey(key: OutboxKey): string {
+  switch (key.kind) {
+    case "job":
+      return `job:${key.jobId}`;
+    case "reply":
+      return `reply:${key.id}`;
+    case "post":
+      return `post:${key.jobId}:${key.digest}`;
+    case "bus":
+      return `bus:${key.platform}:${key.messageId}`;
+    case "budget":
+      return `budget:${key.scope}:${key.period}:${key.periodStart}:${key.level}`;
+    default:
+      return key satisfies never;
+  }
+}
+
+/** Something between colons: not empty, no colon. */
+const PART = /^[^:]+$/;
+
+/** The outbox key `text` is, or null when it is none of the forms of the file header. */
+export function parseOutboxKey(text: string): OutboxKey | null {
+  const [kind, ...parts] = text.split(":");
+  switch (kind) {
+    case "job":
+    case "reply": {
+      const [id, extra] = parts;
+      if (id === undefined || extra !== undefined || !PART.test(id)) return null;
+      return kind === "job" ? { kind, jobId: id } : { kind, id };
+    }
+    case "post": {
+      const [jobId, digest, extra] = parts;
+      if (!jobId || !digest || extra !== undefined) return null;
+      return { kind, jobId, digest };
+    }
+    case "bus": {
+      const [platform, messageId, extra] = parts;
+      if (!isChatPlatform(platform) || !messageId || extra !== undefined) return null;
+      return { kind, platform, messageId };
+    }
+    case "budget":
+      return parseBudgetKey(parts);
+    default:
+      return null;
+  }
+}
+
+/** `<scope>:<period>:<period start>:<level>`, read from the end: the scope is free text. */
+function parseBudgetKey(parts: string[]): OutboxKey | null {
+  const level = parts.at(-1);
+  const start = parts.at(-2) ?? "";
+  const period = parts.at(-3);
+  const scope = parts.slice(0, -3).join(":");
+  if (level !== "reached" && level !== "warning") return null;
+  if (period !== "day" && period !== "month") return null;
+  if (!/^\d+$/.test(start) || scope === "") return null;
+  return { kind: "budget", scope, period, periodStart: Number(start), level };
+}
+
+/** The job whose reply or post an entry holds, or null for any other entry. */
+export function jobIdOfOutboxKey(text: string): string | null {
+  const key = parseOutboxKey(text);
+  return key?.kind === "job" || key?.kind === "post" ? key.jobId : null;
+}
