@@ -4,8 +4,10 @@
  * PostgreSQL.
  */
 import { checkMcpServers as connectToEachMcpServer } from "../agents/mcp/servers.js";
+import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { toError } from "../base/errors.js";
-import type { LlmConfig, ModelProviderKind } from "../config/index.js";
+import type { Config, LlmConfig, ModelProviderKind } from "../config/index.js";
+import type { ChatPlatformKind } from "../ports/index.js";
 import { type CheckResult, type DoctorCheck, needsConfig, result } from "./doctor-checks.js";
 
 /** Longest wait for one service's answer. */
@@ -18,6 +20,17 @@ const DISCORD_API = "https://discord.com/api";
 const ANTHROPIC_VERSION = "2023-06-01";
 
 const OFFLINE = "not checked (--offline)";
+
+/** A service as doctor names it: what an accepted and a refused credential mean. */
+interface Service {
+  name: string;
+  /** Said when the credential is accepted. */
+  ok: string;
+  /** The fix, when the credential is refused. */
+  refused: string;
+  /** The setting that points at the service, when it cannot be reached. */
+  where: string;
+}
 
 /** The answer of one GET: its status, or why none came. */
 type Answer = { status: number } | { unreachable: string };
@@ -45,11 +58,7 @@ async function get(
  * The line for one service's answer: 2xx ok, 401/403 the credential refused, anything
  * else (or no answer) the service not reachable as configured.
  */
-function judge(
-  check: string,
-  answer: Answer,
-  service: { name: string; ok: string; refused: string; where: string },
-): CheckResult {
+function judge(check: string, answer: Answer, service: Service): CheckResult {
   if ("unreachable" in answer) {
     return result(
       check,
@@ -123,37 +132,62 @@ async function checkAnthropicKey(
   });
 }
 
-export const checkTelegram: DoctorCheck = async ({ config, offline, fetch: fetcher }) => {
-  if (!config) return needsConfig("telegram");
-  const { enabled, bot_token: token, api_root: apiRoot } = config.telegram;
-  if (!enabled || !token) return result("telegram", "skip", "not enabled");
-  if (offline) return result("telegram", "skip", `token present; ${OFFLINE}`);
-  const root = (apiRoot ?? TELEGRAM_API).replace(/\/+$/, "");
-  const answer = await get(fetcher, `${root}/bot${token}/getMe`, {});
-  return judge("telegram", answer, {
-    name: "Telegram",
-    ok: "the bot token is valid (getMe)",
-    refused:
-      "the token is wrong or was revoked: ask @BotFather for the bot's token and put it in TELEGRAM_BOT_TOKEN",
-    where: "telegram.api_root in picklebot.yaml",
-  });
-};
+/** How one chat platform's bot token is checked: one cheap, authenticated GET. */
+interface ChatTokenCheck {
+  /** The request that only a valid token passes. */
+  request(config: Config, token: string): { url: string; headers: Record<string, string> };
+  service: Service;
+}
 
-export const checkDiscord: DoctorCheck = async ({ config, offline, fetch: fetcher }) => {
-  if (!config) return needsConfig("discord");
-  const { enabled, bot_token: token, api_base: apiBase } = config.discord;
-  if (!enabled || !token) return result("discord", "skip", "not enabled");
-  if (offline) return result("discord", "skip", `token present; ${OFFLINE}`);
-  const root = (apiBase ?? DISCORD_API).replace(/\/+$/, "");
-  const answer = await get(fetcher, `${root}/v10/users/@me`, { authorization: `Bot ${token}` });
-  return judge("discord", answer, {
-    name: "Discord",
-    ok: "the bot token is valid (GET /users/@me)",
-    refused:
-      "the token is wrong or was reset: copy the bot's token from the Discord developer portal (Bot tab) into DISCORD_BOT_TOKEN",
-    where: "discord.api_base in picklebot.yaml",
-  });
-};
+/** One entry per chat platform: a platform without one does not compile. */
+const chatTokenChecks = {
+  telegram: {
+    request: ({ telegram }, token) => ({
+      url: `${apiRoot(telegram.api_root, TELEGRAM_API)}/bot${token}/getMe`,
+      headers: {},
+    }),
+    service: {
+      name: "Telegram",
+      ok: "the bot token is valid (getMe)",
+      refused:
+        "the token is wrong or was revoked: ask @BotFather for the bot's token and put it in TELEGRAM_BOT_TOKEN",
+      where: "telegram.api_root in picklebot.yaml",
+    },
+  },
+  discord: {
+    request: ({ discord }, token) => ({
+      url: `${apiRoot(discord.api_base, DISCORD_API)}/v10/users/@me`,
+      headers: { authorization: `Bot ${token}` },
+    }),
+    service: {
+      name: "Discord",
+      ok: "the bot token is valid (GET /users/@me)",
+      refused:
+        "the token is wrong or was reset: copy the bot's token from the Discord developer portal (Bot tab) into DISCORD_BOT_TOKEN",
+      where: "discord.api_base in picklebot.yaml",
+    },
+  },
+} satisfies Record<ChatPlatformKind, ChatTokenCheck>;
+
+function apiRoot(configured: string | undefined, fallback: string): string {
+  return (configured ?? fallback).replace(/\/+$/, "");
+}
+
+/** The bot token check of one chat platform, named after it. */
+function chatTokenCheck(kind: ChatPlatformKind): DoctorCheck {
+  return async ({ config, offline, fetch: fetcher }) => {
+    if (!config) return needsConfig(kind);
+    const { enabled, bot_token: token } = config[kind];
+    if (!enabled || !token) return result(kind, "skip", "not enabled");
+    if (offline) return result(kind, "skip", `token present; ${OFFLINE}`);
+    const check: ChatTokenCheck = chatTokenChecks[kind];
+    const { url, headers } = check.request(config, token);
+    return judge(kind, await get(fetcher, url, headers), check.service);
+  };
+}
+
+/** The bot token checks, one per chat platform, in the order of `CHAT_PLATFORMS`. */
+export const chatPlatformChecks: readonly DoctorCheck[] = CHAT_PLATFORM_KINDS.map(chatTokenCheck);
 
 export const checkPostgres: DoctorCheck = async ({ config }) => {
   if (!config) return needsConfig("postgres");

@@ -34,11 +34,10 @@ import {
   result,
 } from "./doctor-checks.js";
 import {
-  checkDiscord,
+  chatPlatformChecks,
   checkMcpServers,
   checkModelKey,
   checkPostgres,
-  checkTelegram,
 } from "./doctor-remote.js";
 import { printable, printJson } from "./output.js";
 
@@ -49,8 +48,7 @@ export const DOCTOR_CHECKS: readonly DoctorCheck[] = [
   checkDatabase,
   checkDiskSpace,
   checkModelKey,
-  checkTelegram,
-  checkDiscord,
+  ...chatPlatformChecks,
   checkCrons,
   checkSandbox,
   checkMcpServers,
