@@ -1,9 +1,9 @@
 import type { Command } from "commander";
-import { createAnthropicProvider } from "../agents/anthropic.js";
 import type { ApprovalAsker } from "../agents/approval-gate.js";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { AgentCatalog } from "../agents/catalog.js";
 import { type AgentDefinition, definedAgentIds } from "../agents/definition.js";
+import { lazyProvider } from "../agents/lazy-provider.js";
 import { unknownMcpServersProblem } from "../agents/mcp/names.js";
 import { type McpServers, mcpServersOf } from "../agents/mcp/servers.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
@@ -39,14 +39,19 @@ export function workspaceOf(command: Command): string {
   return folder;
 }
 
-/** The model provider the config names. */
+/**
+ * The model provider the config names. Its SDK is imported on the first model call
+ * (most commands make none); without an API key it has no batch API.
+ */
 export function providerFor(config: Config): ModelProvider {
-  return createAnthropicProvider({
-    apiKey: config.llm.api_key,
-    baseURL: config.llm.base_url,
-    timeoutMs: config.llm.timeout_s * 1000,
-    prefixCacheTtl: config.llm.prompt_cache_ttl,
-  });
+  const load = async () =>
+    (await import("../agents/anthropic.js")).createAnthropicProvider({
+      apiKey: config.llm.api_key,
+      baseURL: config.llm.base_url,
+      timeoutMs: config.llm.timeout_s * 1000,
+      prefixCacheTtl: config.llm.prompt_cache_ttl,
+    });
+  return lazyProvider(load, { countTokens: true, batches: Boolean(config.llm.api_key) });
 }
 
 /** A workspace's config, agents and model provider, without storage. */
