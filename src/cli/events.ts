@@ -8,7 +8,6 @@ import { UserError } from "../base/errors.js";
 import { hostPort } from "../base/host.js";
 import { readSse, untilQuiet } from "../base/sse.js";
 import { EVENT_TYPES, type PicklebotEvent } from "../ports/index.js";
-import { clientToken } from "../server/dashboard/access.js";
 import { typeMatcher } from "../server/events/broadcast.js";
 import { runningServer } from "../server/workspace-lock.js";
 import { type LoadedWorkspace, loadWorkspace } from "./context.js";
@@ -42,6 +41,8 @@ export function eventsCommand(): Command {
         follow: options.follow ? "true" : "false",
         ...(options.type ? { type: options.type } : {}),
       });
+      // Access control comes with hono's cookie helper, which other commands need not load.
+      const { clientToken } = await import("../server/dashboard/access.js");
       const token = clientToken(loaded.config.http.token, loaded.config.history.path);
       await readEvents(`${base}/events?${query}`, token, options);
     });
