@@ -43,8 +43,7 @@ import type {
   Storage,
   Worker,
 } from "../ports/index.js";
-import { DATABASE_FILE, openStorage } from "../storage/index.js";
-import { defaultInstanceId } from "../storage/postgres/cluster.js";
+import { DATABASE_FILE, defaultInstanceId, openStorage } from "../storage/index.js";
 import { AgentWorker, JOBS_RECOVERED } from "./agent-worker.js";
 import { ApprovalDesk } from "./approvals.js";
 import { BatchPoller } from "./batch-poller.js";

@@ -8,6 +8,7 @@
  * - `postgres/`: distributed mode; every store and the cluster tables in the database of
  *   `queue.url`, through one pool.
  */
+import { hostname } from "node:os";
 import type { Config } from "../config/index.js";
 import type { Clock, Storage } from "../ports/index.js";
 import { isConnectionError } from "./postgres/connection-errors.js";
@@ -26,6 +27,15 @@ export function isStorageUnavailable(error: unknown): boolean {
     return /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROTOCOL)/.test(code);
   }
   return isConnectionError(error);
+}
+
+/**
+ * The default instance id of distributed mode: the host name, with other characters made
+ * `-`. (Here, not in postgres/: a single server names itself too, without loading pg.)
+ */
+export function defaultInstanceId(host = hostname()): string {
+  const id = host.replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 64);
+  return id === "" ? "picklebot" : id;
 }
 
 /** Opens a workspace's storage as its config says. */
