@@ -1,3 +1,7 @@
+/**
+ * The `picklebot` command line: the program, its global options, and the sub-commands,
+ * each imported only when it is needed; user errors print one sentence.
+ */
 import { Command, CommanderError } from "commander";
 import { toError, UsageError, UserError } from "../base/errors.js";
 import { packageInfo } from "../base/package-info.js";
@@ -44,9 +48,8 @@ export async function buildProgram(args: string[]): Promise<Command> {
     .version(packageInfo().version, "-V, --version", "print the installed version")
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride();
-  for (const load of commandsFor(args).map((name) => COMMANDS[name])) {
-    program.addCommand(withUsageErrors(await load()));
-  }
+  const commands = await Promise.all(commandsFor(args).map((name) => COMMANDS[name]()));
+  for (const command of commands) program.addCommand(withUsageErrors(command));
   return program;
 }
 
