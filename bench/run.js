@@ -5,6 +5,7 @@ import { cpus, totalmem } from "node:os";
 import { runBusBench } from "./bus.js";
 import { runConversationBench } from "./conversation.js";
 import { runCostBench } from "./cost.js";
+import { runFootprintBench } from "./footprint.js";
 import { runOrphanBench } from "./orphans.js";
 import { runPostgresBench } from "./postgres.js";
 import { runQueueBench } from "./queue.js";
@@ -12,8 +13,13 @@ import { runSkillsBench } from "./skills.js";
 
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
 console.log(`# picklebot benchmarks — ${new Date().toISOString().slice(0, 10)} — ${machine}\n`);
+const footprint = await runFootprintBench();
+console.log(
+  "## Footprint: start-up against bare node, and the server's idle memory (`bench/footprint.js`)\n",
+);
+console.log(footprint.markdown);
 const queue = await runQueueBench({});
-console.log(queue.markdown);
+console.log(`\n${queue.markdown}`);
 for (const platform of ["telegram", "discord"]) {
   const bus = await runBusBench({ platform });
   console.log(`\n## Chat bus, messages on ${platform}, both buses connected (\`bench/bus.js\`)\n`);

@@ -25,7 +25,8 @@ export async function loadFakes(names, parent = join(ROOT, "node_modules/.cache"
       process.execPath,
       [
         join(ROOT, "node_modules/typescript/bin/tsc"),
-        ...["--ignoreConfig", "--outDir", out, "--rootDir", join(ROOT, "test/fakes")],
+        // The fakes import test/helpers/ (wait.ts), so the root is test/.
+        ...["--ignoreConfig", "--outDir", out, "--rootDir", join(ROOT, "test")],
         ...["--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2023"],
         ...["--skipLibCheck", "--types", "node"],
         ...names.map((name) => join(ROOT, `test/fakes/${name}.ts`)),
@@ -33,7 +34,7 @@ export async function loadFakes(names, parent = join(ROOT, "node_modules/.cache"
       { cwd: ROOT, stdio: "inherit" },
     );
     const modules = await Promise.all(
-      names.map((name) => import(pathToFileURL(join(out, `${name}.js`)).href)),
+      names.map((name) => import(pathToFileURL(join(out, "fakes", `${name}.js`)).href)),
     );
     return Object.fromEntries(names.map((name, i) => [name, modules[i]]));
   } finally {

@@ -16,6 +16,7 @@
  * (the final reply, `post_message` text, a resumed turn) is therefore clean already.
  */
 
+import type { Sleep } from "../base/clock.js";
 import { JobEnded, ParkRequest, PicklebotError, toError } from "../base/errors.js";
 import { redactStrings, SecretStreamRedactor } from "../base/redact.js";
 import { addUsage, zeroUsage } from "../base/usage.js";
@@ -95,6 +96,8 @@ export interface TurnOptions {
    */
   secrets?: readonly string[];
   events?: TurnEvents;
+  /** How a tool's retry waits its backoff. (Default: real timers) */
+  sleep?: Sleep;
 }
 
 /** How a turn ended. */
@@ -217,7 +220,13 @@ async function runTools(options: TurnOptions, calls: ToolUseBlock[]): Promise<vo
     if (!finished.has(call.id)) options.events?.onToolCall?.(call, summarizeToolCall(call));
   }
   const maxChars = toolResultMaxChars(options.contextWindow);
-  const run = await runToolCalls(options.tools, calls, options.toolContext, finishedResults);
+  const run = await runToolCalls(
+    options.tools,
+    calls,
+    options.toolContext,
+    finishedResults,
+    options.sleep,
+  );
   const secrets = options.secrets ?? [];
   const byId = new Map(calls.map((call) => [call.id, call]));
   const results = redactStrings(run.results, secrets).map((result) =>

@@ -7,12 +7,7 @@ import { Command } from "commander";
 import type pg from "pg";
 import { UserError } from "../base/errors.js";
 import type { Config } from "../config/index.js";
-import { openPostgres } from "../storage/postgres/database.js";
-import {
-  addInstanceRole,
-  listInstanceRoles,
-  removeInstanceRole,
-} from "../storage/postgres/instance-roles.js";
+import type * as InstanceRoles from "../storage/postgres/instance-roles.js";
 import { loadWorkspace } from "./context.js";
 import { formatTime, printJson, printTable } from "./output.js";
 
@@ -27,7 +22,7 @@ export function clusterCommand(): Command {
     .argument("<name>", "the instance id (PICKLEBOT_INSTANCE_ID of that server)")
     .option("--json", "print JSON for scripts")
     .action(async (name: string, options: { json?: boolean }, command: Command) => {
-      await withAdminPool(command, async (pool, url) => {
+      await withAdminPool(command, async (pool, url, { addInstanceRole }) => {
         const added = await addInstanceRole(pool, url, name);
         if (options.json) return printJson(added);
         console.log(
@@ -42,7 +37,7 @@ export function clusterCommand(): Command {
     .description("revoke an instance's role: drop it and end its connections")
     .argument("<name>", "the instance id")
     .action(async (name: string, _options: unknown, command: Command) => {
-      await withAdminPool(command, async (pool) => {
+      await withAdminPool(command, async (pool, _url, { removeInstanceRole }) => {
         const removed = await removeInstanceRole(pool, name);
         if (!removed)
           throw new UserError(`instance "${name}" has no role (see cluster list-instances)`);
@@ -54,7 +49,7 @@ export function clusterCommand(): Command {
     .description("list the instances that have their own role")
     .option("--json", "print JSON for scripts")
     .action(async (options: { json?: boolean }, command: Command) => {
-      await withAdminPool(command, async (pool) => {
+      await withAdminPool(command, async (pool, _url, { listInstanceRoles }) => {
         const roles = await listInstanceRoles(pool);
         if (options.json) return printJson(roles);
         if (roles.length === 0) return void console.log("no instance roles");
@@ -67,15 +62,22 @@ export function clusterCommand(): Command {
   return cluster;
 }
 
-/** Opens (and migrates) the database of the workspace's queue.url for `work`. */
+/**
+ * Opens (and migrates) the database of the workspace's queue.url for `work`, with the
+ * role functions. pg is imported here, not at the top: `--help` lists this command too.
+ */
 async function withAdminPool(
   command: Command,
-  work: (pool: pg.Pool, url: string) => Promise<void>,
+  work: (pool: pg.Pool, url: string, roles: typeof InstanceRoles) => Promise<void>,
 ): Promise<void> {
   const url = postgresUrl(loadWorkspace(command).config);
+  const [{ openPostgres }, roles] = await Promise.all([
+    import("../storage/postgres/database.js"),
+    import("../storage/postgres/instance-roles.js"),
+  ]);
   const pool = await openPostgres({ url, poolSize: 1, applicationName: "picklebot-admin" });
   try {
-    await work(pool, url);
+    await work(pool, url, roles);
   } finally {
     await pool.end();
   }

@@ -8,7 +8,6 @@ import { UserError } from "../base/errors.js";
 import { hostPort } from "../base/host.js";
 import { readSse, untilQuiet } from "../base/sse.js";
 import { typeMatcher } from "../events/broadcast.js";
-import { clientToken } from "../http/access.js";
 import { EVENT_TYPES, type PicklebotEvent } from "../ports/index.js";
 import { runningServer } from "../storage/workspace-lock.js";
 import { type LoadedWorkspace, loadWorkspace } from "./context.js";
@@ -42,6 +41,8 @@ export function eventsCommand(): Command {
         follow: options.follow ? "true" : "false",
         ...(options.type ? { type: options.type } : {}),
       });
+      // Access control comes with hono's cookie helper, which other commands need not load.
+      const { clientToken } = await import("../http/access.js");
       const token = clientToken(loaded.config.http.token, loaded.config.history.path);
       await readEvents(`${base}/events?${query}`, token, options);
     });

@@ -1,25 +1,44 @@
+/**
+ * The `picklebot` command line: the program, its global options, and the sub-commands,
+ * each imported only when it is needed; user errors print one sentence.
+ */
 import { Command, CommanderError } from "commander";
 import { StorageUnavailableError, toError, UsageError, UserError } from "../base/errors.js";
 import { packageInfo } from "../base/package-info.js";
 import { printable } from "../base/printable.js";
-import { approvalsCommand } from "./approvals.js";
-import { backupCommand, restoreCommand } from "./backup.js";
-import { chatCommand } from "./chat.js";
-import { clusterCommand } from "./cluster.js";
-import { cronCommand } from "./cron.js";
-import { doctorCommand } from "./doctor.js";
-import { eventsCommand } from "./events.js";
-import { initCommand } from "./init.js";
-import { jobsCommand } from "./jobs.js";
-import { mcpCommand } from "./mcp.js";
-import { pairingCommand } from "./pairing.js";
-import { serverCommand } from "./server.js";
-import { sessionsCommand } from "./sessions.js";
-import { statusCommand } from "./status.js";
-import { usageCommand } from "./usage.js";
 
-/** Builds the `picklebot` program with every sub-command. */
-export function buildProgram(): Command {
+/**
+ * The sub-commands, in the order `--help` lists them. Each module is imported only when
+ * its command runs (or `--help` lists them all): `--version` loads none of them, and a
+ * command loads only the libraries it uses (test/structure/lazy-imports.test.ts).
+ */
+const COMMANDS = {
+  server: async () => (await import("./server.js")).serverCommand(),
+  chat: async () => (await import("./chat.js")).chatCommand(),
+  cron: async () => (await import("./cron.js")).cronCommand(),
+  jobs: async () => (await import("./jobs.js")).jobsCommand(),
+  status: async () => (await import("./status.js")).statusCommand(),
+  usage: async () => (await import("./usage.js")).usageCommand(),
+  sessions: async () => (await import("./sessions.js")).sessionsCommand(),
+  events: async () => (await import("./events.js")).eventsCommand(),
+  pairing: async () => (await import("./pairing.js")).pairingCommand(),
+  approvals: async () => (await import("./approvals.js")).approvalsCommand(),
+  cluster: async () => (await import("./cluster.js")).clusterCommand(),
+  doctor: async () => (await import("./doctor.js")).doctorCommand(),
+  backup: async () => (await import("./backup.js")).backupCommand(),
+  restore: async () => (await import("./backup.js")).restoreCommand(),
+  mcp: async () => (await import("./mcp.js")).mcpCommand(),
+  init: async () => (await import("./init.js")).initCommand(),
+} satisfies Record<string, () => Promise<Command>>;
+
+type CommandName = keyof typeof COMMANDS;
+
+/**
+ * Builds the `picklebot` program with the sub-commands `args` (the arguments after the
+ * script) can reach: the one it names, none for a bare `--version`, and every one
+ * otherwise (help, no command, an unknown one: its error suggests the nearest names).
+ */
+export async function buildProgram(args: string[]): Promise<Command> {
   const program = new Command("picklebot")
     .description("Self-hosted personal AI agent server")
     .option(
@@ -29,27 +48,33 @@ export function buildProgram(): Command {
     .version(packageInfo().version, "-V, --version", "print the installed version")
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride();
-  for (const command of [
-    serverCommand(),
-    chatCommand(),
-    cronCommand(),
-    jobsCommand(),
-    statusCommand(),
-    usageCommand(),
-    sessionsCommand(),
-    eventsCommand(),
-    pairingCommand(),
-    approvalsCommand(),
-    clusterCommand(),
-    doctorCommand(),
-    backupCommand(),
-    restoreCommand(),
-    mcpCommand(),
-    initCommand(),
-  ]) {
-    program.addCommand(withUsageErrors(command));
-  }
+  const commands = await Promise.all(commandsFor(args).map((name) => COMMANDS[name]()));
+  for (const command of commands) program.addCommand(withUsageErrors(command));
   return program;
+}
+
+/** The sub-commands to load for `args` (see {@link buildProgram}). */
+function commandsFor(args: string[]): CommandName[] {
+  const all = Object.keys(COMMANDS) as CommandName[];
+  const named = firstOperand(args);
+  if (named === undefined) {
+    const versionOnly =
+      args.some((arg) => arg === "-V" || arg === "--version") &&
+      !args.some((arg) => arg === "-h" || arg === "--help");
+    return versionOnly ? [] : all;
+  }
+  return Object.hasOwn(COMMANDS, named) ? [named as CommandName] : all;
+}
+
+/** The first argument that is not a global option (nor `--workspace`'s value). */
+function firstOperand(args: string[]): string | undefined {
+  for (let index = 0; index < args.length; index += 1) {
+    const arg = args[index] as string;
+    if (arg === "--") return args[index + 1];
+    if (arg === "-w" || arg === "--workspace") index += 1;
+    else if (!arg.startsWith("-")) return arg;
+  }
+  return undefined;
 }
 
 /** Usage errors exit 2 with a hint, on a command and every sub-command below it. */
@@ -62,7 +87,7 @@ function withUsageErrors(command: Command): Command {
 /** Runs the CLI; user errors print one sentence and exit 1, usage errors exit 2. */
 export async function main(argv: string[]): Promise<void> {
   try {
-    await buildProgram().parseAsync(argv);
+    await (await buildProgram(argv.slice(2))).parseAsync(argv);
   } catch (thrown) {
     process.exitCode = reportError(thrown);
   }

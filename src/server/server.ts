@@ -48,8 +48,7 @@ import type {
   Storage,
   Worker,
 } from "../ports/index.js";
-import { DATABASE_FILE, openStorage } from "../storage/index.js";
-import { defaultInstanceId } from "../storage/postgres/cluster.js";
+import { DATABASE_FILE, defaultInstanceId, openStorage } from "../storage/index.js";
 import { acquireWorkspaceLock, LOCK_FILE, type WorkspaceLock } from "../storage/workspace-lock.js";
 import { WebReplies } from "../web/replies.js";
 import { AgentRuntime } from "./agent-runtime.js";

@@ -8,11 +8,21 @@
  * - `postgres/`: distributed mode; every store and the cluster tables in the database of
  *   `queue.url`, through one pool.
  */
+import { hostname } from "node:os";
 import type { Config } from "../config/index.js";
 import type { Clock, Storage } from "../ports/index.js";
 import { openSqliteStorage } from "./sqlite/index.js";
 
 export { DATABASE_FILE } from "./sqlite/index.js";
+
+/**
+ * The default instance id of distributed mode: the host name, with other characters made
+ * `-`. (Here, not in postgres/: a single server names itself too, without loading pg.)
+ */
+export function defaultInstanceId(host = hostname()): string {
+  const id = host.replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 64);
+  return id === "" ? "picklebot" : id;
+}
 
 /** Opens a workspace's storage as its config says. */
 export async function openStorage(config: Config, clock: Clock): Promise<Storage> {

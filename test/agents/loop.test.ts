@@ -27,15 +27,18 @@ let ws: TempWorkspace;
 let model: FakeAnthropic;
 let history: HistoryStore;
 let sessionId: string;
+/** The history's clock, and the tools' retries wait on it (without waiting). */
+let clock: TestClock;
 /** A web server some tests start (web_fetch's retry and snooze). */
 let web: Server | null = null;
 
 beforeEach(async () => {
   ws = makeWorkspace({ "notes.md": "pickles\n" });
   model = await startFakeAnthropic();
+  clock = new TestClock();
   history = new SqliteHistoryStore({
     db: openDatabase(`${ws.dir}/history/picklebot.db`),
-    clock: new TestClock(),
+    clock,
     ownsDatabase: true,
   });
   sessionId = (await history.createSession({ key: "console:loop", agentId: "pickle" })).id;
@@ -63,6 +66,7 @@ function turn(overrides: Partial<TurnOptions> = {}): Promise<TurnResult> {
     tools: createToolbox(["read"]),
     toolContext: { workspace: ws.dir, signal, agentId: "pickle", sessionKey: "console:loop" },
     maxMessages: 100,
+    sleep: clock.sleep,
     ...overrides,
   });
 }
@@ -182,7 +186,13 @@ describe("tool outcomes", () => {
       { type: "tool_result", tool_use_id: "toolu_act", content: "worked" },
     ]);
     expect(model.requests).toHaveLength(2);
-  }, 20_000);
+    // 1 s, then 2 s, each ±20%.
+    expect(clock.slept).toHaveLength(2);
+    expect(clock.slept[0]).toBeGreaterThanOrEqual(800);
+    expect(clock.slept[0]).toBeLessThanOrEqual(1200);
+    expect(clock.slept[1]).toBeGreaterThanOrEqual(1600);
+    expect(clock.slept[1]).toBeLessThanOrEqual(2400);
+  });
 
   it(`retry: after ${TOOL_RETRIES} retries the failure goes to the model as an error`, async () => {
     const tool = actTool(async () => {
@@ -193,7 +203,8 @@ describe("tool outcomes", () => {
     expect(tool.runs).toBe(TOOL_RETRIES + 1);
     const [result] = await lastResultsBeforeReply();
     expect(result).toMatchObject({ is_error: true, content: "still down (tried 4 times)" });
-  }, 30_000);
+    expect(clock.slept).toHaveLength(TOOL_RETRIES);
+  });
 
   it("cancel: the job ends as failed with the tool's message, and no further model call", async () => {
     const tool = actTool(async () => {
@@ -240,6 +251,7 @@ describe("tool outcomes", () => {
     );
     await jobTurn(createToolbox(["web_fetch"], { fetchPrivateAddresses: true }));
     expect(site.hits()).toBe(2);
+    expect(clock.slept).toHaveLength(1);
     expect(await lastResultsBeforeReply()).toEqual([
       {
         type: "tool_result",
@@ -249,7 +261,7 @@ describe("tool outcomes", () => {
         ),
       },
     ]);
-  }, 20_000);
+  });
 
   it("web_fetch: a 429 asking for an hour snoozes the job until then, keeping the other calls' results", async () => {
     const site = await serve({ status: 429, headers: { "retry-after": "3600" } });

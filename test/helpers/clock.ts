@@ -5,8 +5,10 @@
  *   const clock = new TestClock();            // 2025-01-01T00:00:00Z
  *   clock.advance(5_000);                      // moves time; runs no timer
  *   await clock.advanceTo(iso, settle);        // runs each due timer in order, then settle()
+ *   runTurn({ ..., sleep: clock.sleep });      // a retry's wait moves time, at once
  */
 
+import type { Sleep } from "../../src/base/clock.js";
 import type { Timers } from "../../src/cron/worker.js";
 import type { Clock } from "../../src/ports/index.js";
 
@@ -32,6 +34,19 @@ export class TestClock implements Clock, Timers {
   now(): number {
     return this.#now;
   }
+
+  /** Every wait {@link sleep} was asked for, in ms, oldest first. */
+  readonly slept: number[] = [];
+
+  /**
+   * A {@link Sleep} that does not wait: it moves time forward by `ms` (running no timer)
+   * and resolves; it rejects as the real one does once `signal` is aborted.
+   */
+  readonly sleep: Sleep = async (ms, signal) => {
+    signal?.throwIfAborted();
+    this.slept.push(ms);
+    this.#now += ms;
+  };
 
   /** Moves time forward by `ms` without running timers. */
   advance(ms: number): void {

@@ -4,8 +4,8 @@
  * summaries all come from {@link TOOLS}; adding a tool is its file, its entry here and its
  * test.
  */
-import { setTimeout as sleep } from "node:timers/promises";
 import { retryDelayMs } from "../../base/backoff.js";
+import { type Sleep, systemSleep } from "../../base/clock.js";
 import {
   ParkRequest,
   ToolCancel,
@@ -186,19 +186,21 @@ type CallOutcome =
  * Runs tool calls concurrently. Calls with a result in `finished` (they ran before the
  * job parked) are not run again. Never throws: an unknown tool or a failed run becomes
  * an `is_error` result carrying the error's message, a {@link ToolRetry} runs the call
- * again with backoff, and a call that must wait joins the run's `park`.
+ * again after a backoff waited with `sleep` (Default: real timers), and a call that must
+ * wait joins the run's `park`.
  */
 export async function runToolCalls(
   tools: Tool[],
   calls: ToolUseBlock[],
   context: ToolContext,
   finished: readonly ToolResultBlock[] = [],
+  sleep: Sleep = systemSleep,
 ): Promise<ToolRun> {
   const byName = new Map(tools.map((tool) => [tool.spec.name, tool]));
   const outcomes = await Promise.all(
     calls.map(async (call): Promise<CallOutcome> => {
       const done = finished.find((result) => result.tool_use_id === call.id);
-      return done ? { result: done } : runToolCall(byName, call, context);
+      return done ? { result: done } : runToolCall(byName, call, context, sleep);
     }),
   );
   const results = outcomes.flatMap((outcome) => (outcome.result ? [outcome.result] : []));
@@ -211,6 +213,7 @@ async function runToolCall(
   byName: Map<string, Tool>,
   call: ToolUseBlock,
   context: ToolContext,
+  sleep: Sleep,
 ): Promise<CallOutcome> {
   const tool = byName.get(call.name);
   if (tool === undefined) {
@@ -220,7 +223,7 @@ async function runToolCall(
     };
   }
   try {
-    const content = await runWithRetries(tool, call, { ...context, callId: call.id });
+    const content = await runWithRetries(tool, call, { ...context, callId: call.id }, sleep);
     // The Messages API refuses empty tool_result content.
     return {
       result: { type: "tool_result", tool_use_id: call.id, content: content || "(no output)" },
@@ -260,6 +263,7 @@ async function runWithRetries(
   tool: Tool,
   call: ToolUseBlock,
   context: ToolContext,
+  sleep: Sleep,
 ): Promise<string> {
   for (let retry = 1; ; retry += 1) {
     try {
@@ -273,7 +277,7 @@ async function runWithRetries(
         capMs: TOOL_RETRY_CAP_MS,
         retryAfterMs: Math.min(thrown.retryAfterMs, TOOL_RETRY_CAP_MS),
       });
-      await sleep(waitMs, undefined, { signal: context.signal });
+      await sleep(waitMs, context.signal);
     }
   }
 }

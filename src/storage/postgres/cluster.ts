@@ -8,7 +8,6 @@
  *
  * Expiry is judged on the database's clock, so hosts with skewed clocks agree.
  */
-import { hostname } from "node:os";
 import type pg from "pg";
 import { UserError } from "../../base/errors.js";
 import type {
@@ -193,12 +192,6 @@ export class PostgresClusterStore implements ClusterStore {
       expiresAt: row.expires_at.getTime(),
     };
   }
-}
-
-/** The default instance id: the host name, with other characters made `-`. */
-export function defaultInstanceId(host = hostname()): string {
-  const id = host.replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 64);
-  return id === "" ? "picklebot" : id;
 }
 
 function instanceParams(info: InstanceInfo): unknown[] {
