@@ -12,6 +12,7 @@ import {
   ModelError,
   ParkRequest,
   PicklebotError,
+  StorageUnavailableError,
   TimeoutError,
 } from "../../src/base/errors.js";
 import {
@@ -45,9 +46,9 @@ const cancelled = new JobEnded({ type: "job_end", outcome: "cancel", message: "n
 const overloaded = new ModelError("overloaded (529)", { retryable: true, status: 529 });
 const limited = new ModelError("rate limited", { retryable: true, status: 429, retryAfterS: 30 });
 const badRequest = new ModelError("bad request (400)", { retryable: false, status: 400 });
-const busyDatabase = Object.assign(new Error("database is locked"), {
-  name: "SqliteError",
-  code: "SQLITE_BUSY",
+/** What the SQLite driver throws for a busy database (src/storage/sqlite/unavailable.ts). */
+const busyDatabase = new StorageUnavailableError("database is locked", {
+  context: { backend: "sqlite", code: "SQLITE_BUSY" },
 });
 const stop = new CancelledError("stopped by the user");
 const deadline = new TimeoutError("the job ran out of time");
