@@ -9,13 +9,20 @@ import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-/** Processes running `sleep 30` on this host, the sandbox's included. */
+/**
+ * A sleep only this file's fork test runs, so that other tests running `sleep 30` at the
+ * same time (in another worker) are not counted.
+ */
+const SLEEP_SECONDS = "29.5";
+
+/** Processes running `sleep 29.5` on this host, the sandbox's included. */
 function sleepers(): number {
   let count = 0;
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, "latin1") === "sleep\u000030\u0000") count += 1;
+      if (readFileSync(`/proc/${entry}/cmdline`, "latin1") === `sleep\u0000${SLEEP_SECONDS}\u0000`)
+        count += 1;
     } catch {
       // Gone already.
     }
@@ -214,7 +221,7 @@ describe.skipIf(!runsHere)("bash under bubblewrap", () => {
     try {
       await limited
         .run(
-          { command: "for i in $(seq 300); do sleep 30 & done 2>/dev/null; wait" },
+          { command: `for i in $(seq 300); do sleep ${SLEEP_SECONDS} & done 2>/dev/null; wait` },
           temp.context(),
         )
         .catch(() => "timed out, as expected");
