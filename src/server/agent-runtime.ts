@@ -33,16 +33,23 @@ import { AgentWorker } from "./agent-worker.js";
 import type { ServerMetrics } from "./metrics.js";
 import { queueSubagents } from "./subagents.js";
 
-/** Options of {@link AgentRuntime}. */
-export interface AgentRuntimeOptions {
+/** A workspace's agents and model, as the server and its agent runtime are given them. */
+export interface WorkspaceAgents {
   workspace: string;
   config: Config;
   agents: Map<string, AgentDefinition>;
   /** Agents whose AGENT.md is broken: their jobs fail with the error. (Default: none) */
   brokenAgents?: ReadonlyMap<string, UserError>;
-  /** The live catalog, for its skills. (Default: no skills) */
+  /**
+   * The agents and skills, reloaded while the server runs when their files change (its
+   * maps are `agents` and `brokenAgents`). (Default: none; no skills, no reload)
+   */
   catalog?: AgentCatalog;
   provider: ModelProvider;
+}
+
+/** Options of {@link AgentRuntime}. */
+export interface AgentRuntimeOptions extends WorkspaceAgents {
   storage: Storage;
   queue: JobQueue & JobAdmin;
   /** Where the agent worker opens each job's reply. */

@@ -19,8 +19,7 @@
  */
 import { hostname } from "node:os";
 import { join } from "node:path";
-import type { AgentCatalog } from "../agents/catalog.js";
-import { type AgentDefinition, definedAgentIds } from "../agents/definition.js";
+import { definedAgentIds } from "../agents/definition.js";
 import { describeBashSandbox } from "../agents/tools/index.js";
 import { systemClock } from "../base/clock.js";
 import { toError, UserError } from "../base/errors.js";
@@ -29,7 +28,7 @@ import { packageInfo } from "../base/package-info.js";
 import { type ChatAgentDirectory, chatAgentDirectory } from "../chat/agents.js";
 import { loadPlatformFactory } from "../chat/platforms.js";
 import { ChatWing } from "../chat/wing.js";
-import { type Config, jobRetentionHours, runnablePlatforms } from "../config/index.js";
+import { jobRetentionHours, runnablePlatforms } from "../config/index.js";
 import { CronWorker } from "../cron/worker.js";
 import { announcingEnqueues } from "../events/enqueued.js";
 import { EventHub } from "../events/hub.js";
@@ -44,14 +43,13 @@ import type {
   JobAdmin,
   JobQueue,
   Leadership,
-  ModelProvider,
   Storage,
   Worker,
 } from "../ports/index.js";
 import { DATABASE_FILE, defaultInstanceId, openStorage } from "../storage/index.js";
 import { acquireWorkspaceLock, LOCK_FILE, type WorkspaceLock } from "../storage/workspace-lock.js";
 import { WebReplies } from "../web/replies.js";
-import { AgentRuntime } from "./agent-runtime.js";
+import { AgentRuntime, type WorkspaceAgents } from "./agent-runtime.js";
 import { JOBS_RECOVERED } from "./agent-worker.js";
 import { BatchPoller } from "./batch-poller.js";
 import { LeaderWorker, soleLeadership } from "./cluster/leader.js";
@@ -66,18 +64,7 @@ import { listenHttp, serverHttpEndpoint } from "./server-http.js";
 import { Supervisor } from "./supervisor.js";
 
 /** What a server is started with. */
-export interface ServerOptions {
-  workspace: string;
-  config: Config;
-  agents: Map<string, AgentDefinition>;
-  /** Agents whose AGENT.md is broken: their jobs fail with the error. (Default: none) */
-  brokenAgents?: ReadonlyMap<string, UserError>;
-  /**
-   * The agents and skills, reloaded while the server runs when their files change (its
-   * maps are `agents` and `brokenAgents`). (Default: none; no skills, no reload)
-   */
-  catalog?: AgentCatalog;
-  provider: ModelProvider;
+export interface ServerOptions extends WorkspaceAgents {
   logger: Logger;
   clock?: Clock;
 }

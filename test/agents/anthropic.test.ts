@@ -18,6 +18,7 @@ import {
   requestAt,
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
+import { failureOf, modelErrorOf } from "../helpers/failure.js";
 
 const API_KEY = "sk-ant-test-secret-key";
 
@@ -58,22 +59,6 @@ function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
     maxTokens: 1024,
     ...overrides,
   };
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (thrown) {
-    if (thrown instanceof Error) return thrown;
-    throw new Error(`expected an Error, got ${String(thrown)}`);
-  }
-  throw new Error("expected the call to fail, but it succeeded");
-}
-
-async function modelErrorOf(promise: Promise<unknown>): Promise<ModelError> {
-  const error = await failureOf(promise);
-  expect(error).toBeInstanceOf(ModelError);
-  return error as ModelError;
 }
 
 function deepFreeze<T>(value: T): T {

@@ -19,6 +19,7 @@ import type {
   ToolResultBlock,
   ToolSpec,
 } from "../../src/ports/index.js";
+import { failureOf, modelErrorOf } from "../helpers/failure.js";
 
 /** A failure the provider's API can answer with, in the API's neutral terms. */
 export type Failure =
@@ -122,22 +123,6 @@ function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
     maxTokens: 1024,
     ...overrides,
   };
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (thrown) {
-    if (thrown instanceof Error) return thrown;
-    throw new Error(`expected an Error, got ${String(thrown)}`);
-  }
-  throw new Error("expected the call to fail, but it succeeded");
-}
-
-async function modelErrorOf(promise: Promise<unknown>): Promise<ModelError> {
-  const error = await failureOf(promise);
-  expect(error).toBeInstanceOf(ModelError);
-  return error as ModelError;
 }
 
 /** Runs the ModelProvider contract against the provider `factory` sets up on its fake. */
