@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { parseEnv } from "node:util";
-import { parseDocument } from "yaml";
+import { parseDocument, type YAMLError } from "yaml";
 import { UserError } from "../base/errors.js";
 import { interpolateEnv } from "./interpolate.js";
 import { userErrorFromIssues } from "./issues.js";
@@ -141,6 +141,7 @@ export function parseYaml(text: string, file: string, lineOffset = 0): unknown {
   const error = document.errors[0];
   if (error) {
     const line = (error.linePos?.[0].line ?? 1) + lineOffset;
+    if (error.code === "DUPLICATE_KEY") throw duplicateKeyError(text, file, error, lineOffset);
     const reason = error.message.split("\n")[0]?.replace(/ at line \d+, column \d+:?$/, "");
     throw new UserError(
       `${file}:${line}: YAML syntax error: ${reason}; fix the syntax on line ${line}.`,
@@ -148,6 +149,30 @@ export function parseYaml(text: string, file: string, lineOffset = 0): unknown {
     );
   }
   return document.toJS();
+}
+
+/**
+ * A key written twice in one mapping (two uncommented `tools:` blocks, say): names the key
+ * and both lines, since the YAML parser's message names neither.
+ */
+function duplicateKeyError(text: string, file: string, error: YAMLError, offset: number) {
+  const [start] = error.pos;
+  // The parser points at the key's first character: the key runs to its colon.
+  const key = /^[^:\n]*/.exec(text.slice(start))?.[0].trim() ?? "";
+  const lines = text.slice(0, start).split("\n");
+  const indent = lines.at(-1)?.length ?? 0;
+  const same = new RegExp(`^ {${indent}}${escapeRegExp(key)}\\s*:`);
+  const first = lines.slice(0, -1).findLastIndex((candidate) => same.test(candidate));
+  const line = lines.length + offset;
+  const earlier = first < 0 ? "" : ` (first on line ${first + 1 + offset})`;
+  return new UserError(
+    `${file}:${line}: the key "${key}" is written twice in the same block${earlier}; merge the two into one, or remove one.`,
+    { cause: error, context: { file, line, key } },
+  );
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
 function readYamlFile(file: string): unknown {

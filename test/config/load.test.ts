@@ -349,9 +349,15 @@ describe("loadConfig", () => {
     );
   });
 
-  it("reports the line of a duplicated key", () => {
+  it("names a duplicated key and both of its lines", () => {
     const file = writeConfig("http:\n  port: 1\nhttp:\n  port: 2\n");
-    expect(loadError().message).toContain(`${file}:3: YAML syntax error`);
+    expect(loadError().message).toBe(
+      `${file}:3: the key "http" is written twice in the same block (first on line 1); merge the two into one, or remove one.`,
+    );
+    writeConfig("tools:\n  bash:\n    sandbox: none\n    network: true\n    sandbox: bwrap\n");
+    expect(loadError().message).toContain(
+      ':5: the key "sandbox" is written twice in the same block (first on line 3)',
+    );
   });
 });
 
