@@ -46,3 +46,22 @@ it("runs through a linked bin from another folder, as after npm install -g .", (
   expect(init.stdout).toContain(`picklebot chat --workspace ${path.join(dir, "ws")}`);
   expect(fs.existsSync(path.join(dir, "ws", "picklebot.yaml"))).toBe(true);
 });
+
+it("installs globally as the README says, without npm's warning about our own scripts", () => {
+  const readme = fs.readFileSync("README.md", "utf8");
+  const line = readme.split("\n").find((text) => text.startsWith("npm install -g ."));
+  expect(line, "the README's global install command").toBeDefined();
+  const args = (line ?? "").replace(/#.*$/, "").trim().split(/\s+/).slice(1);
+  const prefix = path.join(dir, "global");
+  const install = spawnSync("npm", [...args, "--prefix", prefix, "--no-audit", "--no-fund"], {
+    env: childEnv(),
+    encoding: "utf8",
+  });
+  expect(install.status, install.stderr).toBe(0);
+  expect(install.stderr).not.toContain("install-scripts");
+  const version = spawnSync(path.join(prefix, "bin", "picklebot"), ["--version"], {
+    env: childEnv(),
+    encoding: "utf8",
+  });
+  expect(version).toMatchObject({ status: 0, stdout: `${packageJson.version}\n` });
+});
