@@ -17,7 +17,7 @@ import { TurnDriver, turnEndingOf } from "../agents/turn.js";
 import { CancelledError, JobEnded, ToolError, toError, UserError } from "../base/errors.js";
 import { printable } from "../base/printable.js";
 import { consoleSessionKey } from "../base/session-key.js";
-import type { Session, TokenUsage } from "../ports/index.js";
+import type { JobAdmin, Session, TokenUsage } from "../ports/index.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
 
 const DIM = "\x1b[2m";
@@ -49,6 +49,24 @@ export function chatCommand(): Command {
         await context.close();
       }
     });
+}
+
+/**
+ * `--session` on a chat whose job is queued, running or waiting (for an approval, say)
+ * would close that job's turn under it, voiding the owner's later answer: refused, naming
+ * the jobs.
+ */
+async function refuseBusySession(queue: JobAdmin, session: Session): Promise<void> {
+  const states = ["queued", "running", "waiting"] as const;
+  const lists = await Promise.all(
+    states.map((state) => queue.list({ sessionKey: session.key, state })),
+  );
+  const busy = lists.flat();
+  if (busy.length === 0) return;
+  const jobs = busy.map((job) => `${job.id} (${job.state})`).join(", ");
+  throw new UserError(
+    `session ${session.id} (${session.key}) has work in progress: job ${jobs}; wait for it to end, or cancel a queued or waiting one with picklebot jobs cancel <id>, then resume the session`,
+  );
 }
 
 class TerminalChat {
@@ -91,6 +109,7 @@ class TerminalChat {
           `no session "${options.session}" in ${config.history.path}; run /sessions in picklebot chat to list them`,
         );
       }
+      await refuseBusySession(storage.queue, session);
       this.#session = session;
       this.#agentId = session.agentId;
     } else {

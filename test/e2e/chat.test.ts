@@ -2,6 +2,8 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { systemClock } from "../../src/base/clock.js";
+import { openStorage } from "../../src/storage/index.js";
 import {
   type FakeAnthropic,
   type FakeReply,
@@ -11,6 +13,7 @@ import {
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
 import { CLI, childEnv, runCli } from "../helpers/cli.js";
+import { testConfig } from "../helpers/config.js";
 import {
   DELEGATING_PICKLE,
   delegatingModel,
@@ -276,6 +279,34 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
     expect(result.stderr).toContain("No Anthropic API key: set ANTHROPIC_API_KEY");
     expect(result.code).toBe(1);
     expect(fake.requests).toHaveLength(0);
+  });
+
+  it("refuses --session while the session's chat has a job in progress, naming it", async () => {
+    fake.script({ text: "noted" });
+    await chat("remember this\n");
+    const sessionId = (await chat("/sessions\n")).stdout.match(/^(s_\w+)/m)?.[1] ?? "";
+    const storage = await openStorage(testConfig(ws.dir), systemClock);
+    let jobId: string;
+    try {
+      const [session] = await storage.history.listSessions({ limit: 1 });
+      const job = await storage.queue.enqueue({
+        agentId: "pickle",
+        sessionKey: session?.key ?? "",
+        message: "sent from the chat while the terminal was away",
+        mode: "chat",
+        replyTo: { kind: "silent" },
+      });
+      jobId = job.id;
+    } finally {
+      await storage.close();
+    }
+    const requests = fake.requests.length;
+
+    const result = await chat("hello again\n", ["--session", sessionId]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`has work in progress: job ${jobId} (queued)`);
+    expect(result.stderr).toContain("picklebot jobs cancel");
+    expect(fake.requests).toHaveLength(requests);
   });
 
   it("reports an unknown session id in one sentence", async () => {
