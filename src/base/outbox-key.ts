@@ -9,6 +9,7 @@
  * - `bus:<platform>:<message id>`: the chat's answer to a message (a command, a refusal).
  * - `budget:<scope>:<period>:<period start ms>:<reached|warning>`: a budget notice, once
  *   per budget, period and level (`scope` is `the workspace` or `agent <id>`).
+ * - `paired:<platform>:<user id>:<approved at ms>`: telling a person the owner let them in.
  */
 import type { ChatPlatformKind } from "../ports/index.js";
 import { isChatPlatform } from "./chat-address.js";
@@ -19,6 +20,7 @@ export type OutboxKey =
   | { kind: "reply"; id: string }
   | { kind: "post"; jobId: string; digest: string }
   | { kind: "bus"; platform: ChatPlatformKind; messageId: string }
+  | { kind: "paired"; platform: ChatPlatformKind; userId: string; approvedAt: number }
   | {
       kind: "budget";
       scope: string;
@@ -38,6 +40,8 @@ export function formatOutboxKey(key: OutboxKey): string {
       return `post:${key.jobId}:${key.digest}`;
     case "bus":
       return `bus:${key.platform}:${key.messageId}`;
+    case "paired":
+      return `paired:${key.platform}:${key.userId}:${key.approvedAt}`;
     case "budget":
       return `budget:${key.scope}:${key.period}:${key.periodStart}:${key.level}`;
     default:
@@ -67,6 +71,13 @@ export function parseOutboxKey(text: string): OutboxKey | null {
       const [platform, messageId, extra] = parts;
       if (!isChatPlatform(platform) || !messageId || extra !== undefined) return null;
       return { kind, platform, messageId };
+    }
+    case "paired": {
+      const [platform, userId, at, extra] = parts;
+      const approvedAt = Number(at);
+      if (!isChatPlatform(platform) || !userId || extra !== undefined) return null;
+      if (!Number.isSafeInteger(approvedAt) || String(approvedAt) !== at) return null;
+      return { kind, platform, userId, approvedAt };
     }
     case "budget":
       return parseBudgetKey(parts);

@@ -33,6 +33,10 @@ import {
 } from "../ports/index.js";
 import { type ChatAgentDirectory, ChatAgents } from "./agents.js";
 
+/** The answer to a stranger in a group: no code, no id, where to ask instead. */
+export const GROUP_REFUSAL =
+  "Sorry, I only answer people my owner allowed. To ask for access, write to me in a private chat.";
+
 /** Options of {@link ChatInbox}. */
 export interface ChatInboxOptions {
   /** User ids admitted by picklebot.yaml, per platform. */
@@ -162,6 +166,8 @@ export class ChatInbox {
     );
     const now = clock.now();
     if (!(await pairing.noteRefusal(platform, userId, now))) return;
+    // A code and an id said in a group are the whole group's: a code is given in private.
+    if (!message.direct) return await this.#options.answer(message, GROUP_REFUSAL);
     const request = await pairing.requestCode({ platform, userId, userName, chatId }, now);
     const intro = `Sorry, I only answer people my owner allowed. Your ${platform} user id is ${userId}.`;
     const ask = ` To be let in, ask the owner to run: picklebot pairing approve ${request.code} (valid for ${PAIRING_CODE_TTL_MS / 60_000} minutes).`;

@@ -10,6 +10,7 @@ import {
   type PairingReplacements,
   type PairingRequest,
 } from "../ports/index.js";
+import { approvePairing } from "../storage/pairing-approval.js";
 import { type WorkspaceContext, withWorkspace } from "./context.js";
 import { formatTime, printJson, printLine, printTable } from "./output.js";
 
@@ -41,7 +42,7 @@ export function pairingCommand(): Command {
     .argument("<code>", "the 8-character code the user was shown")
     .action((code: string, _options: unknown, command: Command) =>
       withWorkspace(command, async ({ storage }) => {
-        const user = await storage.pairing.approve(code, Date.now());
+        const user = await approvePairing(storage, code, Date.now());
         if (!user) {
           throw new UserError(
             `pairing code "${code}" is not pending (codes are valid for 1 hour); ` +
@@ -49,7 +50,7 @@ export function pairingCommand(): Command {
           );
         }
         printLine(
-          `approved ${user.platform} user ${user.userId} (${user.userName}); their next message runs`,
+          `approved ${user.platform} user ${user.userId} (${user.userName}); they are told in their chat, and their next message runs`,
         );
       }),
     );

@@ -377,8 +377,11 @@ export interface PairingStore {
   pending(now: number): Promise<PairingRequest[]>;
   /** Approved users, oldest first. */
   approved(): Promise<PairedUser[]>;
-  /** Approves the user of a valid code (case-insensitive); null when no such code is valid. */
-  approve(code: string, now: number): Promise<PairedUser | null>;
+  /**
+   * Approves the user of a valid code (case-insensitive), and says which chat asked for it
+   * (where to tell them); null when no such code is valid.
+   */
+  approve(code: string, now: number): Promise<(PairedUser & { chatId: string }) | null>;
   /** Removes the approval of `userId` (on `platform`, or any); returns what was removed. */
   revoke(userId: string, platform?: ChatPlatformKind): Promise<PairedUser[]>;
 }

@@ -70,11 +70,12 @@ export function requestsToReplace(pendingOnPlatform: number): number {
 }
 
 /** The approval a valid request turns into. */
-export function approvalOf(request: RequestRow, now: number): PairedUser {
+export function approvalOf(request: RequestRow, now: number): PairedUser & { chatId: string } {
   return {
     platform: request.platform,
     userId: request.user_id,
     userName: request.user_name,
     approvedAt: now,
+    chatId: request.chat_id,
   };
 }

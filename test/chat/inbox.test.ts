@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ChatBinding } from "../../src/chat/agents.js";
-import { ChatInbox } from "../../src/chat/inbox.js";
+import { ChatInbox, GROUP_REFUSAL } from "../../src/chat/inbox.js";
 import type { IncomingChatMessage, Storage } from "../../src/ports/index.js";
 import { PAIRING_CODE_TTL_MS } from "../../src/ports/index.js";
 import { openStorage } from "../../src/storage/index.js";
@@ -168,6 +168,21 @@ describe("ChatInbox: strangers", () => {
     clock.advance(1);
     await send(telegram, { userId: STRANGER, text: "again" });
     expect(answers).toHaveLength(2);
+  });
+
+  it("in a group, tells a stranger to ask in private, saying neither their id nor a code", async () => {
+    const send = await connect();
+    await send(telegram, {
+      userId: STRANGER,
+      chatId: "-100",
+      direct: false,
+      text: "@bot let me in",
+    });
+    expect(await storage.pairing.pending(clock.now())).toEqual([]);
+    expect(answers).toHaveLength(1);
+    expect(answers[0]?.text).toBe(GROUP_REFUSAL);
+    expect(answers[0]?.text).not.toContain(STRANGER);
+    expect(await storage.queue.list()).toEqual([]);
   });
 
   it("admits a stranger once the owner approved their code", async () => {

@@ -1,6 +1,7 @@
 /** `picklebot pairing` on a workspace with no server: listing, and each kind of bad input. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStorage } from "../../src/storage/index.js";
+import { WELCOME_TEXT } from "../../src/storage/pairing-approval.js";
 import { runCli } from "../helpers/cli.js";
 import { TestClock } from "../helpers/clock.js";
 import { testConfig } from "../helpers/config.js";
@@ -88,6 +89,24 @@ describe("picklebot pairing", () => {
       "dropped 3 pending pairing codes; whoever writes to the bot next gets a new one\n",
     );
     expect((await pairing("list")).stdout).toContain("no pending pairing codes");
+  });
+
+  it("approves a code and queues the person's welcome in the chat they asked from", async () => {
+    const storage = await openStorage(testConfig(ws.dir), new TestClock());
+    const applicant = { platform: "discord" as const, userId: "31", userName: "Ana", chatId: "77" };
+    const request = await storage.pairing.requestCode(applicant, Date.now());
+    await storage.close();
+
+    const result = await pairing("approve", request.code);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("approved discord user 31 (Ana); they are told in their chat");
+    const after = await openStorage(testConfig(ws.dir), new TestClock());
+    try {
+      const due = await after.outbox.due("discord", Date.now() + 1000, 10);
+      expect(due).toMatchObject([{ chatId: "77", text: WELCOME_TEXT, state: "pending" }]);
+    } finally {
+      await after.close();
+    }
   });
 
   it("refuses a code that is not pending, saying how to get one", async () => {

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Storage } from "../../src/ports/index.js";
 import { openStorage } from "../../src/storage/index.js";
+import { WELCOME_TEXT } from "../../src/storage/pairing-approval.js";
 import { pairingSection } from "../../src/web/sections/pairing.js";
 import { TestClock } from "../helpers/clock.js";
 import { testConfig } from "../helpers/config.js";
@@ -28,6 +29,7 @@ afterEach(async () => {
 function client(options: { readOnly?: boolean } = {}): SectionClient {
   const section = pairingSection({
     pairing: storage.pairing,
+    outbox: storage.outbox,
     clock,
     inAllowedUserIds: (platform, userId) => platform === "telegram" && userId === "7",
     timezone: "Europe/Berlin",
@@ -55,8 +57,10 @@ describe("the Pairing section", () => {
     expect(await storage.pairing.isApproved("telegram", "42")).toBe(true);
     const page = await dashboard.get(done.location ?? "");
     expect(textOf(page.html)).toContain(
-      "Approved telegram user 42 (Ana); their next message runs.",
+      "Approved telegram user 42 (Ana); they are told in their chat, and their next message runs.",
     );
+    const welcome = await storage.outbox.due("telegram", clock.now(), 10);
+    expect(welcome).toMatchObject([{ chatId: "42", text: WELCOME_TEXT }]);
     expect(textOf(page.html)).toContain("No pending pairing codes.");
     expect(textOf(page.html)).toMatch(/telegram 42 Ana Wed 2025-01-15 07:00 CET Revoke/);
   });

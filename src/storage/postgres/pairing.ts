@@ -136,7 +136,7 @@ export class PostgresPairingStore implements PairingStore {
     return (await queryRetrying<UserRow>(this.#pool, SQL.approved, [])).rows.map(toUser);
   }
 
-  approve(code: string, now: number): Promise<PairedUser | null> {
+  approve(code: string, now: number): Promise<(PairedUser & { chatId: string }) | null> {
     return inTransaction(this.#pool, async (client) => {
       const found = await client.query<RequestRow>(SQL.byCode, [normalizeCode(code), now]);
       const request = found.rows[0];

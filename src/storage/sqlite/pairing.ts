@@ -132,13 +132,14 @@ export class SqlitePairingStore implements PairingStore {
     return this.#sql.approved.all().map(toUser);
   }
 
-  async approve(code: string, now: number): Promise<PairedUser | null> {
+  async approve(code: string, now: number): Promise<(PairedUser & { chatId: string }) | null> {
     return this.#db
       .transaction(() => {
         const request = this.#sql.byCode.get(normalizeCode(code), now);
         if (!request) return null;
         const user = approvalOf(request, now);
-        this.#sql.approve.run(user);
+        const { chatId: _chat, ...paired } = user;
+        this.#sql.approve.run(paired);
         this.#sql.dropRequestsOf.run(request.platform, request.user_id);
         return user;
       })

@@ -71,6 +71,7 @@ export function ownerSections(options: OwnerSectionsOptions): DashboardSection[]
     }),
     pairingSection({
       pairing: storage.pairing,
+      outbox: storage.outbox,
       clock,
       inAllowedUserIds: (platform, userId) => allowedUserIds(config, platform).has(userId),
       timezone: config.timezone,

@@ -15,10 +15,12 @@ import type { DashboardEnv, DashboardSection } from "../../http/env.js";
 import {
   type ChatPlatformKind,
   type Clock,
+  type OutboxStore,
   PAIRING_CODE_TTL_MS,
   PAIRING_REPLACEMENT_WINDOW_MS,
   type PairingStore,
 } from "../../ports/index.js";
+import { approvePairing } from "../../storage/pairing-approval.js";
 import { PairingPage } from "./pairing-page.js";
 import {
   formField,
@@ -30,6 +32,8 @@ import {
 /** What the Pairing section reads and changes. */
 export interface PairingSectionDeps {
   pairing: PairingStore;
+  /** Where the welcome of an approved person waits for delivery. */
+  outbox: OutboxStore;
   clock: Clock;
   /** Whether the user is also admitted by `<platform>.allowed_user_ids` in picklebot.yaml. */
   inAllowedUserIds: (platform: ChatPlatformKind, userId: string) => boolean;
@@ -48,7 +52,7 @@ export function pairingSection(deps: PairingSectionDeps): DashboardSection {
     if (code === "") {
       return renderPage(c, deps, 400, "Type the 8-character code the person was shown.");
     }
-    const user = await deps.pairing.approve(code, deps.clock.now());
+    const user = await approvePairing(deps, code, deps.clock.now());
     if (!user) {
       return renderPage(
         c,
@@ -58,7 +62,7 @@ export function pairingSection(deps: PairingSectionDeps): DashboardSection {
           "check it with the person, or ask them to write to the bot again for a new code.",
       );
     }
-    const notice = `Approved ${user.platform} user ${user.userId} (${user.userName}); their next message runs.`;
+    const notice = `Approved ${user.platform} user ${user.userId} (${user.userName}); they are told in their chat, and their next message runs.`;
     return redirectWithNotice(c, "", notice);
   });
   app.post("/revoke", async (c) => {
