@@ -15,6 +15,7 @@ export {
 export { formatKeyPath, userErrorFromIssues } from "./issues.js";
 export {
   CONFIG_FILE_NAME,
+  CONFIG_FILE_NAMES,
   configFileOf,
   loadConfig,
   parseYaml,

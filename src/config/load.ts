@@ -23,14 +23,22 @@ export const CONFIG_FILE_NAME = "picklebot.yaml";
 const ALTERNATE_CONFIG_FILE_NAME = "picklebot.yml";
 
 /**
+ * Every name the loader reads a workspace's config from, which the tools and the sandbox
+ * protect whichever of them exists.
+ */
+export const CONFIG_FILE_NAMES = [CONFIG_FILE_NAME, ALTERNATE_CONFIG_FILE_NAME] as const;
+
+/**
  * The path of the workspace's config file: `picklebot.yaml`, else `picklebot.yml` when
- * only that one exists. Both present is a UserError: which one counts would be a guess.
+ * only that one exists. Both present is a UserError: which one counts would be a guess;
+ * unless one of them is empty (as the sandbox's placeholder is, which keeps a command
+ * from creating the other name): an empty file says nothing, so the other one counts.
  */
 export function configFileOf(workspace: string): string {
   const main = path.join(workspace, CONFIG_FILE_NAME);
   const alternate = path.join(workspace, ALTERNATE_CONFIG_FILE_NAME);
-  const hasMain = fs.existsSync(main);
-  const hasAlternate = fs.existsSync(alternate);
+  const hasMain = fs.existsSync(main) && !isEmptyFile(main);
+  const hasAlternate = fs.existsSync(alternate) && !isEmptyFile(alternate);
   if (hasMain && hasAlternate) {
     throw new UserError(
       `both ${main} and ${alternate} exist; keep one (picklebot.yaml is the usual name) and delete the other.`,
@@ -38,6 +46,11 @@ export function configFileOf(workspace: string): string {
     );
   }
   return hasAlternate ? alternate : main;
+}
+
+function isEmptyFile(file: string): boolean {
+  const stats = fs.statSync(file, { throwIfNoEntry: false });
+  return stats?.isFile() === true && stats.size === 0;
 }
 
 /**

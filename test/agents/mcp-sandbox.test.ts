@@ -4,6 +4,7 @@
  * lives outside the workspace, which the sandbox does not show): it reports what it can
  * see of its environment and of the file system.
  */
+import { readdirSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { McpServers } from "../../src/agents/mcp/servers.js";
 import { probeBubblewrap } from "../../src/agents/tools/sandbox.js";
@@ -71,5 +72,60 @@ describe.skipIf(!runsHere)("a stdio MCP server under bubblewrap", () => {
       outside: false,
       dotEnvReadable: false,
     });
+  });
+});
+
+/** The pids of every process whose parent chain leads to `ancestor`. */
+function descendantsOf(ancestor: number): number[] {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      // The command name (in parentheses) may hold spaces; the parent pid follows it.
+      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      parents.set(Number(entry), parent);
+    } catch {
+      // Exited while we looked.
+    }
+  }
+  return [...parents.keys()].filter((pid) => {
+    for (let up = parents.get(pid); up !== undefined && up > 1; up = parents.get(up)) {
+      if (up === ancestor) return true;
+    }
+    return false;
+  });
+}
+
+describe.skipIf(!runsHere)("an MCP server's env values", () => {
+  it("reach the server through its environment, never through any command line", async () => {
+    const token = "ghp_FAKEtoken1234567890secret";
+    workspace = makeWorkspace({ "probe.mjs": PROBE_SERVER });
+    const config = testConfig(workspace.dir, {
+      mcp_servers: {
+        probe: { command: "node", args: ["probe.mjs", "/"], env: { GREETING: token } },
+      },
+    });
+    servers = new McpServers({
+      servers: config.mcp_servers,
+      surroundings: { workspace: workspace.dir },
+    });
+    const [probe] = await servers.toolsFor(["mcp:probe"]);
+    const signal = new AbortController().signal;
+    const context = { workspace: workspace.dir, signal, agentId: "a", sessionKey: "console:t" };
+    const seen = JSON.parse((await probe?.run({}, context)) ?? "{}");
+    expect(seen.greeting).toBe(token);
+    const started = descendantsOf(process.pid);
+    const commandLines = started.map((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
+      } catch {
+        return "";
+      }
+    });
+    // bwrap, and node inside it, are among them.
+    expect(commandLines.some((line) => line.includes("bwrap"))).toBe(true);
+    expect(commandLines.some((line) => line.includes("probe.mjs"))).toBe(true);
+    expect(commandLines.filter((line) => line.includes(token))).toEqual([]);
   });
 });

@@ -42,6 +42,19 @@ function loadError(
 }
 
 describe("loadConfig", () => {
+  it("reads picklebot.yml next to an empty picklebot.yaml (the sandbox's placeholder), and the other way round", () => {
+    fs.writeFileSync(path.join(workspace, "picklebot.yml"), "timezone: Asia/Tokyo\n");
+    writeConfig("");
+    expect(loadConfig(workspace, {}).timezone).toBe("Asia/Tokyo");
+    fs.writeFileSync(path.join(workspace, "picklebot.yml"), "");
+    writeConfig("timezone: Europe/Paris\n");
+    expect(loadConfig(workspace, {}).timezone).toBe("Europe/Paris");
+    fs.writeFileSync(path.join(workspace, "picklebot.yml"), "timezone: Asia/Tokyo\n");
+    expect(loadError().message).toMatch(
+      /^both .*picklebot\.yaml and .*picklebot\.yml exist; keep one/,
+    );
+  });
+
   it("fills every default when there is no picklebot.yaml", () => {
     const config = loadConfig(workspace, {});
     expect(config.default_agent).toBe("pickle");

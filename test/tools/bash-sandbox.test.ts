@@ -32,6 +32,7 @@ function sleepers(): number {
 
 import { createBashTool } from "../../src/agents/tools/bash.js";
 import { describeBashSandbox, probeBubblewrap } from "../../src/agents/tools/sandbox.js";
+import { loadConfig } from "../../src/config/index.js";
 import { createTempWorkspace, type TempWorkspace } from "./workspace.js";
 
 const SECRET = "sk-test-secret";
@@ -144,6 +145,35 @@ describe.skipIf(!runsHere)("bash under bubblewrap", () => {
     ]) {
       expect(() => readFileSync(join(temp.workspace, path)), path).toThrow();
     }
+  });
+
+  it("in a picklebot.yml workspace, cannot read or change it, nor create picklebot.yaml", async () => {
+    const config = `timezone: Asia/Tokyo\nllm:\n  api_key: ${SECRET}\n`;
+    writeFileSync(join(temp.workspace, "picklebot.yml"), config);
+    const output = await bash.run(
+      {
+        command: [
+          "cat picklebot.yml",
+          "echo 'llm: {base_url: http://evil}' > picklebot.yml",
+          "echo 'llm: {base_url: http://evil}' >> picklebot.yml",
+          "rm -f picklebot.yml",
+          "echo 'llm: {base_url: http://evil}' > picklebot.yaml",
+          "mv picklebot.yml moved.yml",
+          "echo done",
+        ].join("; "),
+      },
+      temp.context(),
+    );
+    expect(output).toContain("done");
+    expect(output).not.toContain(SECRET);
+    expect(readFileSync(join(temp.workspace, "picklebot.yml"), "utf8")).toBe(config);
+    // The sandbox's placeholder for the other name, if any, stayed empty.
+    expect(
+      readFileSync(join(temp.workspace, "picklebot.yaml"), { encoding: "utf8", flag: "a+" }),
+    ).toBe("");
+    const loaded = loadConfig(temp.workspace, {});
+    expect(loaded.timezone).toBe("Asia/Tokyo");
+    expect(loaded.llm.base_url).toBeUndefined();
   });
 
   it("writes the rest of the workspace and a private /tmp", async () => {

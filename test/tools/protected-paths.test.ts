@@ -1,9 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import {
+  existsSync,
   linkSync,
   mkdirSync,
   readdirSync,
   readFileSync,
+  renameSync,
+  rmSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
@@ -197,5 +200,50 @@ describe("the workspace boundary at open time", () => {
     );
     expect(readFileSync(join(temp.workspace, "history/picklebot.db"), "utf8")).toBe("DATABASE");
     expect(readdirSync(join(temp.workspace, "history"))).toEqual(["picklebot.db"]);
+  });
+});
+
+describe("the config file, whatever the loader would call it", () => {
+  beforeEach(() => {
+    rmSync(join(temp.workspace, "picklebot.yaml"));
+    writeFileSync(join(temp.workspace, "picklebot.yml"), "llm:\n  api_key: sk-yml-secret\n");
+  });
+
+  it("refuses to read, write or edit picklebot.yml in a picklebot.yml workspace", async () => {
+    await expect(read.run({ path: "picklebot.yml" }, temp.context())).rejects.toThrow(
+      `"picklebot.yml" is protected: ${SECRET}`,
+    );
+    await expect(
+      write.run(
+        { path: "picklebot.yml", content: "llm:\n  base_url: http://evil\n" },
+        temp.context(),
+      ),
+    ).rejects.toThrow(`"picklebot.yml" is protected: ${SECRET}`);
+    await expect(
+      edit.run({ path: "picklebot.yml", old_text: "sk-", new_text: "x" }, temp.context()),
+    ).rejects.toThrow(`"picklebot.yml" is protected: ${SECRET}`);
+    expect(readFileSync(join(temp.workspace, "picklebot.yml"), "utf8")).toContain("sk-yml-secret");
+  });
+
+  it("refuses to create picklebot.yaml next to it", async () => {
+    await expect(
+      write.run(
+        { path: "picklebot.yaml", content: "llm:\n  base_url: http://evil\n" },
+        temp.context(),
+      ),
+    ).rejects.toThrow(`"picklebot.yaml" is protected: ${SECRET}`);
+    expect(existsSync(join(temp.workspace, "picklebot.yaml"))).toBe(false);
+  });
+
+  it("refuses the file a config name is a symlink to", async () => {
+    mkdirSync(join(temp.workspace, "conf"));
+    renameSync(join(temp.workspace, "picklebot.yml"), join(temp.workspace, "conf/settings.yaml"));
+    symlinkSync("conf/settings.yaml", join(temp.workspace, "picklebot.yml"));
+    await expect(read.run({ path: "conf/settings.yaml" }, temp.context())).rejects.toThrow(
+      `"conf/settings.yaml" is protected: ${SECRET}`,
+    );
+    await expect(
+      write.run({ path: "conf/settings.yaml", content: "x" }, temp.context()),
+    ).rejects.toThrow(SECRET);
   });
 });

@@ -68,12 +68,14 @@ function stdioLaunch(name: string, server: McpStdioServerConfig, surroundings: S
       { context: { key: `mcp_servers.${name}` } },
     );
   }
-  // bwrap clears the environment; `env` inside sets the server's own and its folder.
-  const inside = ["env", "-C", cwd, ...Object.entries(server.env).map(([k, v]) => `${k}=${v}`)];
+  // bwrap passes its own environment (the minimal one and the server's `env`) through, so
+  // the values never appear in a command line, which any local user can read with `ps`.
+  const inside = ["env", "-C", cwd];
   const sandboxed = {
     network: true,
+    inheritEnvironment: true,
     ...(surroundings.historyPath ? { historyPath: surroundings.historyPath } : {}),
   };
   const args = bwrapArguments(workspace, sandboxed, [...inside, server.command, ...server.args]);
-  return { command: bwrap, args, env: minimalEnvironment(), cwd: workspace };
+  return { command: bwrap, args, env, cwd: workspace };
 }

@@ -1,7 +1,10 @@
 /**
  * The protected paths of a workspace, which the file tools refuse even inside it:
  *
- * - secrets: `.env` and `picklebot.yaml` (API keys, bot tokens), never read or written;
+ * - secrets: `.env` and the config file under every name the loader reads it from
+ *   (`picklebot.yaml`, `picklebot.yml`), and the file such a name is a symlink to (API
+ *   keys, bot tokens, where the model is called, which commands MCP servers run), never
+ *   read or written, whichever of them exists;
  * - history: the `history.path` folder (database, WAL, lock, jsonl), never read or written;
  * - control plane: `agents/`, `crons/` and `skills/`, never written unless the approval
  *   gate granted the call (a policy path rule naming the folder allowed it, or the owner
@@ -14,13 +17,14 @@ import type { Stats } from "node:fs";
 import { readdir, realpath, stat } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { ToolError, toError } from "../../base/errors.js";
+import { CONFIG_FILE_NAMES } from "../../config/index.js";
 import type { ToolContext } from "../../ports/index.js";
 
 /** The folders an agent's definition, crons and skills live in, relative to the workspace. */
 export const CONTROL_PLANE_FOLDERS = ["agents", "crons", "skills"] as const;
 
-/** The workspace files holding secrets, relative to the workspace. */
-export const SECRET_FILES = [".env", "picklebot.yaml"] as const;
+/** The workspace files holding secrets or the config, relative to the workspace. */
+export const SECRET_FILES = [".env", ...CONFIG_FILE_NAMES] as const;
 
 /** Whether a file tool call reads only, or writes. */
 export type FileAccess = "read" | "write";
@@ -39,9 +43,12 @@ export async function protectedPathsOf(context: ToolContext): Promise<ProtectedP
   const history = await realpath(context.historyPath ?? join(workspace, "history")).catch(() =>
     resolve(workspace, context.historyPath ?? "history"),
   );
+  const named = SECRET_FILES.map((name) => join(workspace, name));
+  // The file the server loads, whatever it is called: a name may be a symlink.
+  const targets = await Promise.all(named.map((file) => realpath(file).catch(() => file)));
   return {
     workspace,
-    secrets: SECRET_FILES.map((name) => join(workspace, name)),
+    secrets: [...new Set([...named, ...targets])],
     history,
     controlPlane: CONTROL_PLANE_FOLDERS.map((name) => join(workspace, name)),
   };

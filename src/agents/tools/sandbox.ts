@@ -6,7 +6,9 @@
  * network, network) namespaces, its own `/proc`, a private `/tmp`, the system folders
  * read-only, the workspace read-write except the protected paths, and an environment of
  * PATH, HOME and LANG only. bwrap itself is started with that same environment, so even
- * `/proc/1/environ` inside shows nothing of the server's. When the command's shell exits,
+ * `/proc/1/environ` inside shows nothing of the server's. An MCP server's `env` values are
+ * never bwrap arguments (any local user can read a command line): bwrap is started with
+ * them in its environment and passes that on. When the command's shell exits,
  * bwrap (PID 1 of the namespace) exits and the kernel kills everything left in it.
  */
 
@@ -28,6 +30,12 @@ export interface BashSandboxOptions {
   historyPath?: string;
   /** The bwrap executable. (Default: "bwrap" on the PATH) */
   bwrapPath?: string;
+  /**
+   * The command inherits bwrap's own environment, which the caller spawns bwrap with;
+   * how an MCP server's `env` values (tokens) reach it without being in any command line.
+   * (Default: false: bwrap clears its environment and sets PATH, HOME and LANG)
+   */
+  inheritEnvironment?: boolean;
 }
 
 /** PATH inside the sandbox (and of an unsandboxed command). */
@@ -136,10 +144,15 @@ export function bwrapArguments(
     ...protectedMounts(workspace, options.historyPath ?? path.join(workspace, "history")),
     "--chdir",
     workspace,
-    "--clearenv",
-    ...Object.entries(minimalEnvironment()).flatMap(([name, value]) => ["--setenv", name, value]),
+    ...(options.inheritEnvironment ? [] : clearedEnvironment()),
   ];
   return [...args, "--", ...command];
+}
+
+/** bwrap's flags for the minimal environment; names and values here are not secret. */
+function clearedEnvironment(): string[] {
+  const variables = Object.entries(minimalEnvironment());
+  return ["--clearenv", ...variables.flatMap(([name, value]) => ["--setenv", name, value])];
 }
 
 function systemMounts(): string[] {
