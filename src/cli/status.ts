@@ -8,6 +8,7 @@ import { type ControlPlaneWrite, latestControlPlaneWrites } from "../agents/cont
 import { describeBashSandbox } from "../agents/tools/index.js";
 import { formatUsd, type Spend, spendNow } from "../agents/usage-report.js";
 import type { CronRow } from "../cron/worker.js";
+import { clientToken } from "../http/token-file.js";
 import type { OutboxSummary, Session } from "../ports/index.js";
 import { type ClusterStatus, describeCluster } from "../storage/cluster-status.js";
 import { runningServer } from "../storage/workspace-lock.js";
@@ -33,7 +34,14 @@ export function statusCommand(): Command {
         const status = {
           workspace,
           server: server
-            ? { running: true, pid: server.pid, health: await fetchHealth(server.http) }
+            ? {
+                running: true,
+                pid: server.pid,
+                health: await fetchHealth(
+                  server.http,
+                  clientToken(config.http.token, config.history.path),
+                ),
+              }
             : { running: false },
           cluster: await describeCluster(storage),
           bash: describeBashSandbox({
@@ -80,11 +88,15 @@ async function withContextUsage(context: WorkspaceContext, sessions: Session[]) 
   );
 }
 
-/** The running server's `/healthz` report, or null when it cannot be reached. */
-async function fetchHealth(address: string | undefined): Promise<unknown> {
+/**
+ * The running server's `/healthz` report (the whole of it: sent with the workspace's
+ * token when it has one), or null when it cannot be reached.
+ */
+async function fetchHealth(address: string | undefined, token: string | null): Promise<unknown> {
   if (!address) return null;
   try {
     const response = await fetch(`http://${address}/healthz`, {
+      headers: token === null ? {} : { authorization: `Bearer ${token}` },
       signal: AbortSignal.timeout(1000),
     });
     return await response.json();

@@ -4,8 +4,10 @@
  * web page that rebinds its own name to 127.0.0.1 gets 403). With a token, or on any other
  * bind, every request needs the access token:
  * as `Authorization: Bearer <token>`, or as the session cookie the `/login` form sets
- * (which holds a digest of the token, never the token). `/healthz` and `/metrics` stay
- * open to loopback clients so local probes and scrapers need no token.
+ * (which holds a digest of the token, never the token), loopback clients included: a
+ * reverse proxy on this host is one, and so is anything the agent runs. `/metrics` (agent
+ * names, costs) is no exception. `/healthz` answers everyone, but only a caller with the
+ * token gets the detailed report (see {@link mayReadDetails}); the others get `healthy`.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -15,18 +17,16 @@ import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import { UserError } from "../base/errors.js";
 import { bareHostname } from "../base/host.js";
+import { GENERATED_TOKEN_FILE } from "./token-file.js";
 
 /** Name of the cookie the login form sets. */
 export const SESSION_COOKIE = "picklebot_session";
 
-/** File under `history.path` that keeps a generated token (mode 0600). */
-export const GENERATED_TOKEN_FILE = "http-token";
+export { clientToken, GENERATED_TOKEN_FILE } from "./token-file.js";
 
-/** Paths open without a token, to every client. */
+/** Paths open without a token, to every client (`/healthz` says only `healthy` then). */
 const OPEN_PATHS = ["/login", "/assets/"];
-
-/** Paths open without a token to loopback clients. */
-const LOOPBACK_PATHS = new Set(["/healthz", "/metrics"]);
+const SUMMARY_PATHS = new Set(["/healthz"]);
 
 /** How the endpoint checks requests; made once at start by {@link resolveAccess}. */
 export interface HttpAccess {
@@ -90,16 +90,6 @@ function storedToken({ historyPath, announce }: AccessOptions): string {
   return token;
 }
 
-/**
- * The token a client on this host sends (`picklebot events`): `http.token`, else the one
- * a server generated into history/http-token, else none.
- */
-export function clientToken(token: string | undefined, historyPath: string): string | null {
-  if (token !== undefined) return token;
-  const file = join(historyPath, GENERATED_TOKEN_FILE);
-  return existsSync(file) ? readFileSync(file, "utf8").trim() : null;
-}
-
 function randomToken(): string {
   return randomBytes(24).toString("base64url");
 }
@@ -136,6 +126,14 @@ export function hasToken(c: Context, token: string): boolean {
 }
 
 /**
+ * True when the request may read what only the owner may (the detailed `/healthz`): no
+ * token is needed (a loopback bind without one), or the request carries it.
+ */
+export function mayReadDetails(c: Context, access: HttpAccess): boolean {
+  return access.token === null || hasToken(c, access.token);
+}
+
+/**
  * True when `url` names this host by a loopback name (`127.0.0.1`, `[::1]`, `localhost`,
  * `*.localhost`). A page from elsewhere that rebinds its own DNS name to 127.0.0.1 still
  * sends that name, so a tokenless endpoint refuses it.
@@ -163,7 +161,7 @@ export function requireAccess(access: HttpAccess): MiddlewareHandler {
       );
     }
     if (OPEN_PATHS.some((open) => path.startsWith(open))) return next();
-    if (LOOPBACK_PATHS.has(path) && isLoopback(clientAddress(c))) return next();
+    if (SUMMARY_PATHS.has(path)) return next();
     if (hasToken(c, token)) return next();
     const wantsPage =
       c.req.method === "GET" && (c.req.header("accept") ?? "").includes("text/html");

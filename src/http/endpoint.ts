@@ -12,12 +12,15 @@ import { hostPort } from "../base/host.js";
 import type { EventFanout } from "../events/fanout.js";
 import { type EventRoutesOptions, eventRoutes } from "../events/routes.js";
 import type { EventFeed } from "../ports/index.js";
-import { type HttpAccess, openAccess, requireAccess } from "./access.js";
+import { type HttpAccess, mayReadDetails, openAccess, requireAccess } from "./access.js";
 import { assetRoutes } from "./assets.js";
 import type { DashboardEnv } from "./env.js";
 import { loginRoutes } from "./login.js";
 
-/** What `/healthz` reports: 200 when `healthy`, 503 otherwise. */
+/**
+ * What `/healthz` reports: 200 when `healthy`, 503 otherwise. With a token, a caller
+ * without it gets only `{healthy}`.
+ */
 export interface HealthReport {
   healthy: boolean;
   [detail: string]: unknown;
@@ -76,8 +79,10 @@ export function httpApp(
   app.use(requireAccess(access));
   app.get("/healthz", async (c) => {
     const report = await options.health();
+    // The details (instance, workers, broken agents and their errors) are the owner's.
+    const shown = mayReadDetails(c, access) ? report : { healthy: report.healthy };
     c.header("content-type", "application/json");
-    return c.body(`${JSON.stringify(report)}\n`, report.healthy ? 200 : 503);
+    return c.body(`${JSON.stringify(shown)}\n`, report.healthy ? 200 : 503);
   });
   app.get("/metrics", async (c) => {
     const { registry } = options;

@@ -112,12 +112,15 @@ describe("dashboard access on a non-loopback bind", () => {
     expect(await response.text()).toContain("<h1>Jobs</h1>");
   });
 
-  it("keeps /healthz and /metrics open to loopback clients only", async () => {
+  it("asks every client for the token on /metrics, and tells those without it only whether /healthz is healthy", async () => {
     harness = await openDashboard({ host: "0.0.0.0", token: TOKEN });
-    expect((await harness.request("/healthz", {}, "127.0.0.1")).status).toBe(200);
-    expect((await harness.request("/metrics", {}, "::ffff:127.0.0.1")).status).toBe(200);
-    expect((await harness.request("/healthz", {}, REMOTE)).status).toBe(401);
-    expect((await harness.request("/metrics", {}, REMOTE)).status).toBe(401);
+    for (const client of ["127.0.0.1", "::ffff:127.0.0.1", REMOTE]) {
+      expect((await harness.request("/metrics", {}, client)).status, client).toBe(401);
+      const health = await harness.request("/healthz", {}, client);
+      expect(health.status, client).toBe(200);
+      expect(await health.json(), client).toEqual({ healthy: true });
+    }
+    expect((await harness.request("/metrics", authorized(harness), REMOTE)).status).toBe(200);
     expect((await harness.request("/", PAGE, "127.0.0.1")).status).toBe(303);
   });
 

@@ -7,7 +7,12 @@ import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { toError, UserError } from "../../base/errors.js";
-import { latestSchemaVersion } from "./database.js";
+import {
+  latestSchemaVersion,
+  type SchemaObject,
+  schemaAtVersion,
+  schemaObjects,
+} from "./database.js";
 
 /** Tables every picklebot database has had since its first release. */
 const REQUIRED_TABLES = ["jobs", "sessions", "messages"];
@@ -40,8 +45,11 @@ export async function backupDatabase(source: string, target: string): Promise<vo
 
 /**
  * Throws a UserError naming `file` unless it is a whole picklebot database this release
- * can open: SQLite, intact (`quick_check`), with picklebot's tables, and no newer than
- * this release's migrations.
+ * can open: SQLite, intact (`quick_check`), with picklebot's tables, no newer than this
+ * release's migrations, and with exactly the tables, indexes, triggers and views those
+ * migrations make at its version. A backup is a file anyone could have written: one extra
+ * trigger would run inside every later write (approving every `ask`, say) and nothing
+ * would show it.
  */
 function checkBackupFile(file: string): void {
   if (!existsSync(file)) throw new UserError(`${file} does not exist; give the path of a backup`);
@@ -77,12 +85,51 @@ function checkBackupFile(file: string): void {
         `${file} was made by a newer picklebot (schema ${version}, this one knows up to ${latestSchemaVersion()}); upgrade picklebot first`,
       );
     }
+    const difference = schemaDifference(schemaObjects(db), schemaAtVersion(version));
+    if (difference) {
+      throw new UserError(
+        `restore refused: ${file} ${difference} (schema version ${version}); it was not restored and the workspace's database is unchanged`,
+        { context: { file } },
+      );
+    }
   } catch (error) {
     if (error instanceof UserError) throw error;
     throw notADatabase(file, error);
   } finally {
     db.close();
   }
+}
+
+/** The SQL of a schema object with runs of whitespace made one space, for comparing. */
+function normalisedSql(object: SchemaObject): string | null {
+  return object.sql === null ? null : object.sql.replace(/\s+/g, " ").trim();
+}
+
+/**
+ * The first way `actual` (a backup's `sqlite_master`) differs from `expected` (what the
+ * migrations make), said as the rest of a sentence about the file, or null when they match.
+ */
+function schemaDifference(actual: SchemaObject[], expected: SchemaObject[]): string | null {
+  const key = (object: SchemaObject) => `${object.type}\u0000${object.name}`;
+  const wanted = new Map(expected.map((object) => [key(object), object]));
+  for (const object of actual) {
+    const own = wanted.get(key(object));
+    if (!own) {
+      return `holds ${named(object)} that picklebot's schema does not have`;
+    }
+    if (own.tbl_name !== object.tbl_name || normalisedSql(own) !== normalisedSql(object)) {
+      return `holds ${named(object)} whose definition differs from picklebot's schema`;
+    }
+    wanted.delete(key(object));
+  }
+  const [absent] = wanted.values();
+  return absent ? `lacks the ${absent.type} "${absent.name}" of picklebot's schema` : null;
+}
+
+/** `a trigger "approve_all"`, `an index "jobs_runnable"`. */
+function named(object: SchemaObject): string {
+  const article = /^[aeiou]/.test(object.type) ? "an" : "a";
+  return `${article} ${object.type} "${object.name}"`;
 }
 
 function notADatabase(file: string, cause: unknown): UserError {

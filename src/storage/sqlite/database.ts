@@ -146,6 +146,38 @@ export function latestSchemaVersion(): number {
   return migrations().at(-1)?.version ?? 0;
 }
 
+/** One row of `sqlite_master`: a table, index, trigger or view and the SQL that made it. */
+export interface SchemaObject {
+  type: string;
+  name: string;
+  tbl_name: string;
+  sql: string | null;
+}
+
+/** Every table, index, trigger and view of `db`, as `sqlite_master` lists them. */
+export function schemaObjects(db: Database.Database): SchemaObject[] {
+  return db
+    .prepare("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")
+    .all() as SchemaObject[];
+}
+
+/**
+ * The schema picklebot's own migrations make at `version`: migrations up to it applied to
+ * an empty in-memory database. Released migrations are never edited, so a database this
+ * or an earlier release made at that version has exactly these objects.
+ */
+export function schemaAtVersion(version: number): SchemaObject[] {
+  const db = new Database(":memory:");
+  try {
+    for (const { file } of migrations().filter((migration) => migration.version <= version)) {
+      db.exec(readFileSync(new URL(file, MIGRATIONS_DIR), "utf8"));
+    }
+    return schemaObjects(db);
+  } finally {
+    db.close();
+  }
+}
+
 /** Applies the migrations newer than the database's `user_version`, each in a transaction. */
 function migrate(db: Database.Database): void {
   const current = db.pragma("user_version", { simple: true }) as number;
