@@ -16,7 +16,13 @@ import { truncate } from "../base/printable.js";
 import { formatTime } from "../base/time-zone.js";
 import type { DashboardEnv } from "../http/env.js";
 import { Notice } from "../http/layout.js";
-import type { Job, JobAdmin, JobState, SessionStopper } from "../ports/index.js";
+import {
+  type Job,
+  type JobAdmin,
+  type JobState,
+  RESUME_MARKER,
+  type SessionStopper,
+} from "../ports/index.js";
 import { ActionForm, type Column, JobStateBadge, ListTable } from "./components.js";
 import { renderMarkdown } from "./markdown.js";
 import { noticeOf, redirectWithNotice } from "./sections/ui.js";
@@ -190,10 +196,20 @@ const JOB_COLUMNS: Column<Job>[] = [
   { label: "state", cell: (job) => <JobStateBadge job={job} /> },
   { label: "agent", cell: (job) => job.agentId },
   { label: "chat", cell: (job) => job.sessionKey },
+  { label: "message", cell: messageCell },
   { label: "attempts", cell: (job) => `${job.attempts}/${job.maxAttempts}` },
   { label: "updated", cell: (job) => formatTime(job.updatedAt) },
   { label: "last error", cell: (job) => truncate(job.lastError ?? "", 80), class: "bad" },
 ];
+
+/**
+ * The start of the job's message; a checkpointed job's message is in its session (the
+ * job row keeps only the resume marker), shown on the job's page.
+ */
+function messageCell(job: Job) {
+  if (job.message === RESUME_MARKER) return <span class="muted">in its session</span>;
+  return truncate(job.message.replace(/\s+/g, " "), 60);
+}
 
 function JobTable(props: { jobs: Job[]; query: JobQuery }) {
   return (

@@ -17,11 +17,15 @@ async function page(path: string): Promise<{ status: number; html: string }> {
 describe("the jobs page", () => {
   it("lists jobs and filters them by state, agent and chat", async () => {
     harness = await openDashboard();
-    const failed = await harness.job("failed", { sessionKey: "telegram:1" });
+    const failed = await harness.job("failed", {
+      sessionKey: "telegram:1",
+      message: "book the\ntrain to Lyon",
+    });
     const scout = await harness.job("queued", { agentId: "scout", sessionKey: "discord:9" });
     const queued = await harness.job("queued", { sessionKey: "telegram:1" });
     const all = await page("/jobs");
     for (const job of [failed, scout, queued]) expect(all.html).toContain(`data-job="${job.id}"`);
+    expect(all.html).toContain("book the train to Lyon");
     const byState = await page("/jobs?state=failed");
     expect(byState.html).toContain(`data-job="${failed.id}"`);
     expect(byState.html).not.toContain(`data-job="${queued.id}"`);

@@ -11,7 +11,11 @@ import {
 import { ActionForm, type Column, ListTable, revokeColumn } from "../components.js";
 import { formatInZone, noticeOf, type SectionContext } from "./ui.js";
 
-/** Pending codes with the approve form, then the approved users with Revoke. */
+/**
+ * Pending requests with the approve form, then the approved users with Revoke. The codes
+ * are not shown: the owner types the one the person tells them, which is what proves that
+ * the request is that person's.
+ */
 export function PairingPage(props: {
   c: SectionContext;
   pending: PairingRequest[];
@@ -23,7 +27,6 @@ export function PairingPage(props: {
   const { c, pending, approved, replaced, timezone } = props;
   const base = basePath(c);
   const pendingColumns: Column<PairingRequest>[] = [
-    { label: "Code", cell: (request) => <code>{request.code}</code> },
     { label: "Platform", cell: (request) => request.platform },
     { label: "User", cell: (request) => request.userId },
     { label: "Name", cell: (request) => request.userName },
@@ -44,7 +47,7 @@ export function PairingPage(props: {
     <>
       <Notice text={props.error ?? noticeOf(c)} error={props.error !== undefined} />
       <section class="card">
-        <h2>Pending codes</h2>
+        <h2>Pending requests</h2>
         <ListTable columns={pendingColumns} rows={pending} empty="No pending pairing codes." />
         {replaced.map(({ platform, count }) => (
           <p class="notice">
