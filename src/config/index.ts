@@ -16,6 +16,7 @@ export { formatKeyPath, userErrorFromIssues } from "./issues.js";
 export {
   CONFIG_FILE_NAME,
   configFileOf,
+  configFileSetting,
   loadConfig,
   parseYaml,
   requireWorkspaceFiles,

@@ -433,7 +433,7 @@ export class PicklebotServer {
 
   async #listen(): Promise<void> {
     if (!this.#http) return;
-    this.httpAddress = await listenHttp(this.#http, this.#options.config);
+    this.httpAddress = await listenHttp(this.#http, this.#options.config, this.#options.workspace);
     this.#lock?.announce({ http: this.httpAddress });
   }
 

@@ -194,6 +194,44 @@ describe("picklebot server", () => {
     }
   });
 
+  it("names picklebot.yml, or the default, as the source of an http.port in use", async () => {
+    const blocker = createServer();
+    const inUse = await new Promise<number>((resolve, reject) => {
+      blocker.once("error", reject).listen(0, "127.0.0.1", () => {
+        resolve((blocker.address() as AddressInfo).port);
+      });
+    });
+    // The default port: held by us, or already held by something else on this host.
+    const defaultBlocker = createServer();
+    await new Promise<void>((resolve) => {
+      defaultBlocker.once("error", () => resolve()).listen(8787, "127.0.0.1", resolve);
+    });
+    try {
+      ws.remove();
+      ws = makeWorkspace({ "agents/pickle/AGENT.md": "You are pickle.\n" });
+      const noFile = await runCli(["server", "--workspace", ws.dir], {
+        timeoutMs: 15_000,
+        env: { ANTHROPIC_API_KEY: "test-key" },
+      });
+      expect(noFile.stderr).toContain(
+        "picklebot: the default http.port 8787 is already in use on 127.0.0.1; " +
+          "set a free http.port in picklebot.yaml, or http.enabled: false there\n",
+      );
+      expect(noFile.stderr).not.toContain("8787 in picklebot.yaml");
+      expect(noFile.code).toBe(1);
+
+      ws.write("picklebot.yml", fakeModelConfig(fake.url).replace("port: 0", `port: ${inUse}`));
+      const yml = await runCli(["server", "--workspace", ws.dir], { timeoutMs: 15_000 });
+      expect(yml.stderr).toContain(
+        `picklebot: http.port ${inUse} in picklebot.yml is already in use on 127.0.0.1; choose another port or set http.enabled: false\n`,
+      );
+      expect(yml.code).toBe(1);
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+      if (defaultBlocker.listening) await new Promise((resolve) => defaultBlocker.close(resolve));
+    }
+  });
+
   it("refuses to start when bindings names an agent the workspace does not have", async () => {
     ws.write(
       "picklebot.yaml",
