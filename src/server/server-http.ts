@@ -54,8 +54,9 @@ export function serverHttpEndpoint(parts: ServerHttpParts): HttpEndpoint | null 
     host: http.host,
     token: http.token,
     historyPath: history.path,
-    // The terminal, not the log: a token never goes into a log file.
+    // The token only to a terminal: journald and `docker compose logs` keep stderr.
     announce: (text) => process.stderr.write(text),
+    toTerminal: process.stderr.isTTY === true,
   });
   return new HttpEndpoint({
     host: http.host,

@@ -5,6 +5,7 @@
  */
 
 import { spawn } from "node:child_process";
+import { readFileSync, statSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -230,6 +231,19 @@ describe("picklebot server", () => {
       await new Promise((resolve) => blocker.close(resolve));
       if (defaultBlocker.listening) await new Promise((resolve) => defaultBlocker.close(resolve));
     }
+  });
+
+  it("keeps a generated dashboard token out of output that is not a terminal", async () => {
+    ws.write("picklebot.yaml", fakeModelConfig(fake.url, "  host: 0.0.0.0\n"));
+    const server = await startServer(ws.dir);
+    const file = join(ws.dir, "history", "http-token");
+    const token = readFileSync(file, "utf8").trim();
+    expect(token.length).toBeGreaterThanOrEqual(16);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const output = `${server.stderr}${JSON.stringify(server.logs)}${server.otherOutput.join("\n")}`;
+    expect(output).not.toContain(token);
+    expect(server.stderr).toContain(`generated an access token and kept it in ${file}`);
+    expect(server.stderr).toContain(`as the user picklebot runs as: cat ${file}`);
   });
 
   it("refuses to start when bindings names an agent the workspace does not have", async () => {
