@@ -317,10 +317,18 @@ describe("picklebot server with a broken AGENT.md (fail closed)", () => {
     expect(job.lastError).toMatch(/agent "pickle" is broken .*description: missing/);
     expect(fake.requests).toHaveLength(0);
 
-    const health = (await (await fetch(`${server.httpUrl}/healthz`)).json()) as {
+    const response = await fetch(`${server.httpUrl}/healthz`);
+    const health = (await response.json()) as {
+      healthy: boolean;
+      unhealthy: string[];
       brokenAgents: { id: string; error: string }[];
       bash: string;
     };
+    expect(response.status).toBe(503);
+    expect(health.healthy).toBe(false);
+    expect(health.unhealthy).toEqual([
+      expect.stringMatching(/^the default agent "pickle" is broken: .*description: missing/),
+    ]);
     expect(health.bash).toMatch(/^bwrap \(bubblewrap [\d.]+\), network off/);
     expect(health.brokenAgents).toEqual([
       { id: "pickle", error: expect.stringContaining("description: missing") },
