@@ -181,11 +181,19 @@ export function resolveAgent(
   );
 }
 
-/** Why a job of a broken agent fails: permanent until the owner fixes the file. */
+/**
+ * Why a job of a broken agent fails: permanent until the owner fixes the file. The chat
+ * user is told only that, and who can fix it: the details (the file's absolute path, what
+ * is wrong in it) are for the owner, in the log, `picklebot doctor` and `/healthz`.
+ */
 export function brokenAgentError(id: string, error: UserError): UserError {
   return new UserError(
     `agent "${id}" is broken and does not run until its definition is fixed: ${error.message}`,
-    { cause: error, context: { agent: id, ...error.context } },
+    {
+      cause: error,
+      context: { agent: id, ...error.context },
+      chatNotice: `agent "${id}" is broken; the owner can see why with \`picklebot doctor\` and fix it.`,
+    },
   );
 }
 

@@ -15,18 +15,26 @@ export interface PicklebotErrorOptions {
   retryable?: boolean;
   /** Where it happened: file, key, job id… */
   context?: ErrorContext;
+  /**
+   * What a chat user is told instead of the message, when the message holds what only
+   * the owner should see (the server's paths, a file's contents). (Default: the message)
+   */
+  chatNotice?: string;
 }
 
 /** Base class: a failure with a message a person can act on. */
 export class PicklebotError extends Error {
   readonly retryable: boolean;
   readonly context: ErrorContext;
+  /** What a chat user is told instead of the message, if not the message itself. */
+  readonly chatNotice: string | undefined;
 
   constructor(message: string, options: PicklebotErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.retryable = options.retryable ?? false;
     this.context = options.context ?? {};
+    this.chatNotice = options.chatNotice;
   }
 }
 

@@ -7,11 +7,17 @@
  * next message, so both halves still render as code. The cut of a text longer than the
  * limit depends only on its first `limit` characters, so a reply that grows while it
  * streams keeps its earlier messages unchanged.
+ *
+ * Lengths are UTF-16 code units (JavaScript's `length`): what Telegram counts, and never
+ * less than the characters Discord counts. A hard cut (no separator in reach) goes between
+ * grapheme clusters, so an emoji family, a flag or a letter with its accent stays whole
+ * when it fits in a message; a cluster longer than a message is cut between code points,
+ * never inside a surrogate pair (Telegram refuses a lone surrogate as not UTF-8).
  */
 
 const CLOSING_FENCE = "\n```";
 
-/** Splits `text` into parts of at most `maxLength` characters. */
+/** Splits `text` into parts of at most `maxLength` UTF-16 code units. */
 export function splitMessage(text: string, maxLength: number): string[] {
   const parts: string[] = [];
   let rest = text;
@@ -43,7 +49,29 @@ function chooseCut(text: string, limit: number): number {
     const at = candidate();
     if (at > 0) return at;
   }
-  return limit;
+  return hardCut(text, limit);
+}
+
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/**
+ * The last grapheme boundary of `text` in (0, `limit`], else the last code point boundary.
+ * Whether `limit` is a boundary depends on the code point after it (two units at most).
+ */
+function hardCut(text: string, limit: number): number {
+  const window = text.slice(0, limit + 2);
+  let cut = 0;
+  for (const { index } of graphemes.segment(window)) {
+    if (index > limit) break;
+    cut = index;
+  }
+  if (cut > 0) return cut;
+  const splitsPair = isHighSurrogate(window.charCodeAt(limit - 1)) && limit > 1;
+  return splitsPair ? limit - 1 : limit;
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }
 
 /** The last index ≥ `from` where `separator` starts and `accept` holds, or -1. */

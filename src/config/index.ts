@@ -17,6 +17,7 @@ export {
   CONFIG_FILE_NAME,
   CONFIG_FILE_NAMES,
   configFileOf,
+  configFileSetting,
   loadConfig,
   parseYaml,
   requireWorkspaceFiles,

@@ -54,6 +54,29 @@ function isEmptyFile(file: string): boolean {
 }
 
 /**
+ * The name of the workspace's config file (`picklebot.yaml` or `picklebot.yml`) when it
+ * exists and sets the key at `keyPath` (such as `["http", "port"]`), else undefined: the
+ * value came from the defaults. For messages that say where a setting comes from.
+ */
+export function configFileSetting(
+  workspace: string,
+  keyPath: readonly string[],
+): string | undefined {
+  let file: string;
+  try {
+    file = configFileOf(workspace);
+  } catch {
+    return undefined;
+  }
+  let node: unknown = readYamlFile(file);
+  for (const key of keyPath) {
+    if (typeof node !== "object" || node === null || !Object.hasOwn(node, key)) return undefined;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return path.basename(file);
+}
+
+/**
  * Throws a UserError unless `workspace` holds a config file or an `agents/` folder, so a
  * command run in the wrong folder says so instead of creating a database there.
  */

@@ -44,8 +44,14 @@ export interface AccessOptions {
   token: string | undefined;
   /** `history.path`: where a generated token is kept. */
   historyPath: string;
-  /** Tells the owner a token was generated, once (the terminal, never the log). */
+  /** Tells the owner a token was generated, once. */
   announce: (text: string) => void;
+  /**
+   * Whether `announce` writes to a terminal, which keeps nothing: only then does the
+   * notice hold the token. Otherwise (journald, `docker compose logs`, a file) it says
+   * where the token is kept and how to read it.
+   */
+  toTerminal: boolean;
 }
 
 /** True for 127.0.0.0/8, ::1, `localhost` and IPv4-mapped loopback addresses. */
@@ -72,7 +78,7 @@ export function openAccess(): HttpAccess {
   return { token: null, secret: randomToken() };
 }
 
-function storedToken({ historyPath, announce }: AccessOptions): string {
+function storedToken({ historyPath, announce, toTerminal }: AccessOptions): string {
   const file = join(historyPath, GENERATED_TOKEN_FILE);
   if (existsSync(file)) {
     const token = readFileSync(file, "utf8").trim();
@@ -84,8 +90,11 @@ function storedToken({ historyPath, announce }: AccessOptions): string {
   const token = randomToken();
   mkdirSync(historyPath, { recursive: true });
   writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  const why = "picklebot: http.host is not a loopback address and http.token is not set;";
   announce(
-    `picklebot: http.host is not a loopback address and http.token is not set; generated an access token (kept in ${file}, shown only now):\n  ${token}\n`,
+    toTerminal
+      ? `${why} generated an access token (kept in ${file}, shown only now):\n  ${token}\n`
+      : `${why} generated an access token and kept it in ${file} (mode 0600, readable only by its owner); it is not shown because this output is not a terminal. To read it, as the user picklebot runs as: cat ${file}\n`,
   );
   return token;
 }

@@ -148,7 +148,7 @@ export type ChatPlatformState = "connecting" | "connected" | "stopped";
  */
 export interface ChatPlatform {
   readonly kind: ChatPlatformKind;
-  /** Longest text one message may hold (Telegram 4096, Discord 2000). */
+  /** Longest text one message may hold, in UTF-16 code units (Telegram 4096, Discord 2000). */
   readonly maxMessageLength: number;
   /** The connection's state, for `/healthz` and `status`. */
   readonly state: ChatPlatformState;

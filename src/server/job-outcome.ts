@@ -32,6 +32,7 @@ import {
   JobEnded,
   ModelError,
   ParkRequest,
+  PicklebotError,
   StorageUnavailableError,
   TimeoutError,
   toError,
@@ -160,7 +161,7 @@ function decideFailure(
     kind: "fail",
     error: message,
     ending: stopped ? turnEndingOf(error) : "interrupted",
-    notice: stoppedByUser ? "Stopped." : failureNotice(job, message),
+    notice: stoppedByUser ? "Stopped." : failureNotice(job, chatNoticeOf(error) ?? message),
     stopSubagents: stoppedByUser,
   };
 }
@@ -192,6 +193,11 @@ function retryAfterMsOf(error: Error): number {
 
 function random(policy: OutcomePolicy): { random?: () => number } {
   return policy.random ? { random: policy.random } : {};
+}
+
+/** What the person may be told of `error` instead of its message (see PicklebotError). */
+function chatNoticeOf(error: Error): string | undefined {
+  return error instanceof PicklebotError ? error.chatNotice : undefined;
 }
 
 function failureNotice(job: OutcomeJob, message: string): string {

@@ -9,7 +9,7 @@ import type { AgentDefinition } from "../agents/definition.js";
 import type { McpServers } from "../agents/mcp/servers.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
-import type { Config } from "../config/index.js";
+import { type Config, configFileSetting } from "../config/index.js";
 import { loadWorkspaceCrons } from "../cron/admin.js";
 import { describeCrons } from "../cron/describe.js";
 import type { EventHub } from "../events/hub.js";
@@ -54,8 +54,9 @@ export function serverHttpEndpoint(parts: ServerHttpParts): HttpEndpoint | null 
     host: http.host,
     token: http.token,
     historyPath: history.path,
-    // The terminal, not the log: a token never goes into a log file.
+    // The token only to a terminal: journald and `docker compose logs` keep stderr.
     announce: (text) => process.stderr.write(text),
+    toTerminal: process.stderr.isTTY === true,
   });
   return new HttpEndpoint({
     host: http.host,
@@ -79,11 +80,15 @@ export function serverHttpEndpoint(parts: ServerHttpParts): HttpEndpoint | null 
  *
  * @throws UserError naming the `http.` setting when the address cannot be listened on.
  */
-export async function listenHttp(endpoint: HttpEndpoint, config: Config): Promise<string> {
+export async function listenHttp(
+  endpoint: HttpEndpoint,
+  config: Config,
+  workspace: string,
+): Promise<string> {
   try {
     return await endpoint.listen();
   } catch (error) {
-    throw listenError(error, config.http.host, config.http.port);
+    throw listenError(error, config.http, (key) => configFileSetting(workspace, ["http", key]));
   }
 }
 
@@ -125,24 +130,42 @@ function serverDashboard(parts: ServerHttpParts, access: HttpAccess) {
   });
 }
 
-/** Why the HTTP endpoint could not listen: a setting in picklebot.yaml, when it is one. */
-function listenError(thrown: unknown, host: string, port: number): Error {
+/**
+ * Why the HTTP endpoint could not listen, naming the config file that sets the address,
+ * or saying it is the default and where to set another.
+ */
+function listenError(
+  thrown: unknown,
+  http: Pick<Config["http"], "host" | "port">,
+  fileSetting: (key: "host" | "port") => string | undefined,
+): Error {
+  const { host, port } = http;
   const code = (thrown as NodeJS.ErrnoException).code;
+  /** "http.port 8787 in picklebot.yml", or "the default http.port 8787" with where to set it. */
+  const setting = (key: "host" | "port", value: string | number) => {
+    const file = fileSetting(key);
+    return file === undefined
+      ? { what: `the default http.${key} ${value}`, where: " in picklebot.yaml" }
+      : { what: `http.${key} ${value} in ${file}`, where: "" };
+  };
   if (code === "EADDRINUSE") {
-    return new UserError(
-      `http.port ${port} in picklebot.yaml is already in use on ${host}; choose another port or set http.enabled: false`,
-      { cause: thrown },
-    );
+    const { what, where } = setting("port", port);
+    const fix = where
+      ? `set a free http.port${where}, or http.enabled: false there`
+      : "choose another port or set http.enabled: false";
+    return new UserError(`${what} is already in use on ${host}; ${fix}`, { cause: thrown });
   }
   if (code === "EACCES") {
+    const { what, where } = setting("port", port);
     return new UserError(
-      `http.port ${port} in picklebot.yaml needs root to listen on; choose a port above 1023 or set http.enabled: false`,
+      `${what} needs root to listen on; choose a port above 1023${where} or set http.enabled: false`,
       { cause: thrown },
     );
   }
   if (code === "EADDRNOTAVAIL" || code === "ENOTFOUND") {
+    const { what, where } = setting("host", host);
     return new UserError(
-      `http.host ${host} in picklebot.yaml is not an address of this machine; use 127.0.0.1, or 0.0.0.0 for every interface`,
+      `${what} is not an address of this machine; use 127.0.0.1, or 0.0.0.0 for every interface${where}`,
       { cause: thrown },
     );
   }

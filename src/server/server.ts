@@ -433,8 +433,27 @@ export class PicklebotServer {
 
   async #listen(): Promise<void> {
     if (!this.#http) return;
-    this.httpAddress = await listenHttp(this.#http, this.#options.config);
+    this.httpAddress = await listenHttp(this.#http, this.#options.config, this.#options.workspace);
     this.#lock?.announce({ http: this.httpAddress });
+  }
+
+  /** Why the server is not healthy, one sentence each; empty when it is. */
+  #unhealthyReasons(buses: ReadonlyArray<{ platform: string; state: string }>): string[] {
+    const { config, brokenAgents } = this.#options;
+    const defaultBroken = brokenAgents?.get(config.default_agent);
+    return [
+      ...(this.#lostReason === null ? [] : [`storage lost: ${this.#lostReason}`]),
+      ...this.#supervisor
+        .health()
+        .filter((worker) => worker.state !== "running")
+        .map((worker) => `worker ${worker.name} is ${worker.state}`),
+      ...buses
+        .filter((bus) => bus.state !== "connected")
+        .map((bus) => `${bus.platform} is ${bus.state}`),
+      ...(defaultBroken === undefined
+        ? []
+        : [`the default agent "${config.default_agent}" is broken: ${defaultBroken.message}`]),
+    ];
   }
 
   /** SQLite mode: notices the database or the lock being deleted or replaced. */
@@ -450,15 +469,18 @@ export class PicklebotServer {
     });
   }
 
-  /** `/healthz`: unhealthy while a worker restarts, a chat platform is not connected, or the storage vanished. */
+  /**
+   * `/healthz`: unhealthy, with the reasons, while a worker restarts, a chat platform is
+   * not connected, the storage vanished, or the default agent is broken (every job that
+   * names no agent fails until its AGENT.md is fixed).
+   */
   async #health() {
     const buses = this.isLeader ? this.#chat.connections() : [];
     const lost = this.#lostReason === null ? {} : { storage: this.#lostReason };
+    const unhealthy = this.#unhealthyReasons(buses);
     return {
-      healthy:
-        !this.#lostReason &&
-        this.#supervisor.healthy() &&
-        buses.every((bus) => bus.state === "connected"),
+      healthy: unhealthy.length === 0,
+      ...(unhealthy.length === 0 ? {} : { unhealthy }),
       ...lost,
       instance: this.#instance.id,
       leader: this.isLeader,

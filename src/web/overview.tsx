@@ -22,6 +22,8 @@ const CRONS_SHOWN = 8;
 /** What `/healthz` reports, as far as the overview shows it. */
 export interface HealthView {
   healthy: boolean;
+  /** Why it is not healthy, one sentence each (absent when healthy). */
+  unhealthy?: string[];
   workers: Array<{ name: string; state: string; restarts: number; lastError: string | null }>;
   buses: Array<{ platform: string; state: string }>;
   queue: Record<JobState, number>;
@@ -62,7 +64,7 @@ async function Panel(source: OverviewSource) {
   ]);
   return (
     <div class="cards">
-      <Queue queue={health.queue} healthy={health.healthy} />
+      <Queue queue={health.queue} healthy={health.healthy} reasons={health.unhealthy ?? []} />
       <Throughput bars={throughput} />
       <Workers workers={health.workers} />
       <Buses buses={health.buses} />
@@ -72,13 +74,15 @@ async function Panel(source: OverviewSource) {
   );
 }
 
-function Queue(props: { queue: Record<JobState, number>; healthy: boolean }) {
+function Queue(props: { queue: Record<JobState, number>; healthy: boolean; reasons: string[] }) {
   const states: JobState[] = ["queued", "running", "waiting", "failed", "done"];
   return (
     <section class="card" id="queue">
       <h2>Queue</h2>
       <p class={props.healthy ? "good" : "bad"}>
-        {props.healthy ? "healthy" : "unhealthy: a worker restarts or a bus is down"}
+        {props.healthy
+          ? "healthy"
+          : `unhealthy: ${props.reasons.join("; ") || "a worker restarts or a bus is down"}`}
       </p>
       <dl>
         {states.map((state) => (

@@ -52,4 +52,39 @@ describe("splitMessage", () => {
     const later = splitMessage(`${base} and more text arriving`, 200);
     expect(later.slice(0, early.length - 1)).toEqual(early.slice(0, -1));
   });
+
+  it("never cuts inside a surrogate pair, and keeps a grapheme whole when it fits", () => {
+    const loneSurrogate = /[\uD800-\uDFFF]/u;
+    for (const offset of [0, 1]) {
+      const parts = splitMessage(`${"a".repeat(offset)}${"😀".repeat(120)}`, 101);
+      expect(parts.join("")).toBe(`${"a".repeat(offset)}${"😀".repeat(120)}`);
+      for (const part of parts) {
+        expect(part.length).toBeLessThanOrEqual(101);
+        expect(part).not.toMatch(loneSurrogate);
+      }
+    }
+    const family = "👨‍👩‍👧‍👦"; // 11 UTF-16 code units joined by ZWJ
+    const flag = "🇫🇷"; // two regional indicators
+    for (const unit of [family, flag, "e\u0301"]) {
+      for (let limit = 20; limit < 40; limit++) {
+        const text = unit.repeat(30);
+        const parts = splitMessage(text, limit);
+        expect(parts.join("")).toBe(text);
+        for (const part of parts) {
+          expect(part.length).toBeLessThanOrEqual(limit);
+          expect(part.split(unit).every((piece) => piece === "")).toBe(true);
+        }
+      }
+    }
+  });
+
+  it("cuts a grapheme longer than a message only between code points", () => {
+    const text = `a${"\u0301".repeat(50)}${"😀".repeat(30)}`;
+    const parts = splitMessage(text, 25);
+    expect(parts.join("")).toBe(text);
+    for (const part of parts) {
+      expect(part.length).toBeLessThanOrEqual(25);
+      expect(part).not.toMatch(/[\uD800-\uDFFF]/u);
+    }
+  });
 });

@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ChatPlatformError } from "../../src/base/errors.js";
 import { silentLogger } from "../../src/base/log.js";
+import { splitMessage } from "../../src/chat/split.js";
 import { TelegramPlatform } from "../../src/chat/telegram/platform.js";
 import {
   CHAT_COMMANDS,
@@ -145,6 +146,16 @@ describe("TelegramPlatform", () => {
     await platform.edit("5", sent.messageId, "a **b** c.", "markdown");
     await platform.edit("5", sent.messageId, "plain *text*", "plain");
     expect(fake.messages(5)).toEqual(["plain *text*"]);
+  });
+
+  it("sends every part of a long run of emoji split at maxMessageLength, each accepted", async () => {
+    fake.openChat(5);
+    // No space or line break: a cut by code units alone lands inside a surrogate pair here.
+    const text = `!${"😀👨‍👩‍👧🇫🇷".repeat(700)}`;
+    const parts = splitMessage(text, platform.maxMessageLength);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) await platform.send("5", part, "plain");
+    expect(fake.messages(5).join("")).toBe(text);
   });
 
   it("turns 429, parse errors, 5xx and refusals into ChatPlatformErrors that say what to do", async () => {

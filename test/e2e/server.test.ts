@@ -5,6 +5,7 @@
  */
 
 import { spawn } from "node:child_process";
+import { readFileSync, statSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -194,6 +195,57 @@ describe("picklebot server", () => {
     }
   });
 
+  it("names picklebot.yml, or the default, as the source of an http.port in use", async () => {
+    const blocker = createServer();
+    const inUse = await new Promise<number>((resolve, reject) => {
+      blocker.once("error", reject).listen(0, "127.0.0.1", () => {
+        resolve((blocker.address() as AddressInfo).port);
+      });
+    });
+    // The default port: held by us, or already held by something else on this host.
+    const defaultBlocker = createServer();
+    await new Promise<void>((resolve) => {
+      defaultBlocker.once("error", () => resolve()).listen(8787, "127.0.0.1", resolve);
+    });
+    try {
+      ws.remove();
+      ws = makeWorkspace({ "agents/pickle/AGENT.md": "You are pickle.\n" });
+      const noFile = await runCli(["server", "--workspace", ws.dir], {
+        timeoutMs: 15_000,
+        env: { ANTHROPIC_API_KEY: "test-key" },
+      });
+      expect(noFile.stderr).toContain(
+        "picklebot: the default http.port 8787 is already in use on 127.0.0.1; " +
+          "set a free http.port in picklebot.yaml, or http.enabled: false there\n",
+      );
+      expect(noFile.stderr).not.toContain("8787 in picklebot.yaml");
+      expect(noFile.code).toBe(1);
+
+      ws.write("picklebot.yml", fakeModelConfig(fake.url).replace("port: 0", `port: ${inUse}`));
+      const yml = await runCli(["server", "--workspace", ws.dir], { timeoutMs: 15_000 });
+      expect(yml.stderr).toContain(
+        `picklebot: http.port ${inUse} in picklebot.yml is already in use on 127.0.0.1; choose another port or set http.enabled: false\n`,
+      );
+      expect(yml.code).toBe(1);
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+      if (defaultBlocker.listening) await new Promise((resolve) => defaultBlocker.close(resolve));
+    }
+  });
+
+  it("keeps a generated dashboard token out of output that is not a terminal", async () => {
+    ws.write("picklebot.yaml", fakeModelConfig(fake.url, "  host: 0.0.0.0\n"));
+    const server = await startServer(ws.dir);
+    const file = join(ws.dir, "history", "http-token");
+    const token = readFileSync(file, "utf8").trim();
+    expect(token.length).toBeGreaterThanOrEqual(16);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const output = `${server.stderr}${JSON.stringify(server.logs)}${server.otherOutput.join("\n")}`;
+    expect(output).not.toContain(token);
+    expect(server.stderr).toContain(`generated an access token and kept it in ${file}`);
+    expect(server.stderr).toContain(`as the user picklebot runs as: cat ${file}`);
+  });
+
   it("refuses to start when bindings names an agent the workspace does not have", async () => {
     ws.write(
       "picklebot.yaml",
@@ -265,10 +317,18 @@ describe("picklebot server with a broken AGENT.md (fail closed)", () => {
     expect(job.lastError).toMatch(/agent "pickle" is broken .*description: missing/);
     expect(fake.requests).toHaveLength(0);
 
-    const health = (await (await fetch(`${server.httpUrl}/healthz`)).json()) as {
+    const response = await fetch(`${server.httpUrl}/healthz`);
+    const health = (await response.json()) as {
+      healthy: boolean;
+      unhealthy: string[];
       brokenAgents: { id: string; error: string }[];
       bash: string;
     };
+    expect(response.status).toBe(503);
+    expect(health.healthy).toBe(false);
+    expect(health.unhealthy).toEqual([
+      expect.stringMatching(/^the default agent "pickle" is broken: .*description: missing/),
+    ]);
     expect(health.bash).toMatch(/^bwrap \(bubblewrap [\d.]+\), network off/);
     expect(health.brokenAgents).toEqual([
       { id: "pickle", error: expect.stringContaining("description: missing") },

@@ -177,6 +177,26 @@ describe("fake Telegram Bot API with the real telegraf client", () => {
     expect(fake.messages(9)).toEqual([".".repeat(4096)]);
   });
 
+  it("counts UTF-16 code units and refuses a lone surrogate as not UTF-8", async () => {
+    fake.openChat(9);
+    await bot.telegram.sendMessage(9, "😀".repeat(2048));
+    await expect(bot.telegram.sendMessage(9, "😀".repeat(2049))).rejects.toMatchObject({
+      description: "Bad Request: message is too long",
+    });
+    const { message_id } = await bot.telegram.sendMessage(9, "ok");
+    const loneHalf = "😀".slice(0, 1);
+    for (const attempt of [
+      () => bot.telegram.sendMessage(9, `cut ${loneHalf}`),
+      () => bot.telegram.editMessageText(9, message_id, undefined, `cut ${loneHalf}`),
+    ]) {
+      await expect(attempt()).rejects.toMatchObject({
+        code: 400,
+        description: "Bad Request: text must be encoded in UTF-8",
+      });
+    }
+    expect(fake.messages(9)).toEqual(["😀".repeat(2048), "ok"]);
+  });
+
   it("goes offline: a held poll is cut, requests fail until it is back, queued updates wait", async () => {
     const held = bot.telegram.getUpdates(50, 100, 0, undefined);
     await fake.waitFor(() => fake.heldPolls === 1);

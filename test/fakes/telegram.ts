@@ -9,7 +9,8 @@
  * `update_id >= offset`, drops (confirms) those below it, and holds the request open until
  * an update arrives or `timeout` seconds pass. A second poller ends the first with 409.
  * Formatted text (`parse_mode` MarkdownV2 or HTML) is parsed the way Telegram does, so a
- * bad escape fails with "can't parse entities" and lengths are counted after parsing; the
+ * bad escape fails with "can't parse entities" and lengths are counted after parsing, in
+ * UTF-16 code units; a text holding half a surrogate pair fails as not UTF-8; the
  * legacy "Markdown" mode is taken as plain text. Bot messages to a chat the fake has not
  * seen fail with "chat not found", as in Telegram: use `openChat` for a chat with no update.
  *
@@ -133,7 +134,10 @@ interface HeldPoll {
 
 const NOT_MODIFIED =
   "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message";
+/** Telegram counts a text's length in UTF-16 code units, as JavaScript's `length` does. */
 const MAX_TEXT_LENGTH = 4096;
+/** Half of a surrogate pair on its own: Telegram refuses such a text as not UTF-8. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
 /** An error response of the Bot API. */
 class ApiFailure extends Error {
@@ -685,6 +689,8 @@ function readMultipart(body: Buffer, boundary: string): Params {
 /** Applies `parse_mode` like Telegram: returns the plain text and entities, or a 400. */
 function parseFormatted(params: Params): { text: string; entities: MessageEntity[] } {
   const source = typeof params.text === "string" ? params.text : String(params.text ?? "");
+  if (LONE_SURROGATE.test(source))
+    throw new ApiFailure(400, "Bad Request: text must be encoded in UTF-8");
   const mode = String(params.parse_mode ?? "");
   const parsed =
     mode === "MarkdownV2"

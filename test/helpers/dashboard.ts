@@ -104,6 +104,7 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
     token: config.http.token,
     historyPath: config.history.path,
     announce: (text) => announced.push(text),
+    toTerminal: true,
   });
   const dashboard = composeDashboard({
     access,

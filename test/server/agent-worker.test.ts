@@ -265,7 +265,11 @@ describe("AgentWorker: failures", () => {
     }
     expect(core.model.requests).toHaveLength(0);
     await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the failure notice");
-    expect(core.platform.texts(CHAT_ID)[0]).toContain('agent "pickle" is broken');
+    // The person is told what happened and who can fix it, not where the server's files are.
+    const notice = core.platform.texts(CHAT_ID)[0] ?? "";
+    expect(notice).toContain('agent "pickle" is broken');
+    expect(notice).toContain("picklebot doctor");
+    expect(notice).not.toMatch(/\/\S*AGENT\.md|description: missing/);
   });
 
   it("rides out an outage longer than max_attempts would: one notice, then the answer", async () => {

@@ -14,6 +14,7 @@ import {
   PicklebotError,
   StorageUnavailableError,
   TimeoutError,
+  UserError,
 } from "../../src/base/errors.js";
 import {
   type Attempt,
@@ -113,6 +114,18 @@ const rows: Row[] = [
     what: "a tool cancelled the job: fail with its message, not retried",
     attempt: threw(cancelled),
     decision: fail("not today", "Sorry, I could not finish this: not today"),
+  },
+  {
+    what: "a failure with a chat notice: the person gets the notice, the job the message",
+    attempt: threw(
+      new UserError("agent broken: /srv/ws/agents/pickle/AGENT.md: description: missing", {
+        chatNotice: "agent is broken; ask the owner",
+      }),
+    ),
+    decision: fail(
+      "agent broken: /srv/ws/agents/pickle/AGENT.md: description: missing",
+      "Sorry, I could not finish this: agent is broken; ask the owner",
+    ),
   },
   {
     what: "the model is overloaded: ride it out, the person told (first failure)",

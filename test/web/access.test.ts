@@ -189,6 +189,7 @@ describe("a generated token", () => {
         token: undefined,
         historyPath: join(ws.dir, "history"),
         announce: (text: string) => announced.push(text),
+        toTerminal: true,
       };
       const first = resolveAccess(options);
       const file = join(ws.dir, "history", "http-token");
@@ -204,6 +205,27 @@ describe("a generated token", () => {
     }
   });
 
+  it("is announced without the token when the output is not a terminal, with how to read it", () => {
+    const ws = makeWorkspace();
+    try {
+      const announced: string[] = [];
+      const { token } = resolveAccess({
+        host: "0.0.0.0",
+        token: undefined,
+        historyPath: join(ws.dir, "history"),
+        announce: (text: string) => announced.push(text),
+        toTerminal: false,
+      });
+      const file = join(ws.dir, "history", "http-token");
+      expect(token).toMatch(/^[\w-]{32}$/);
+      expect(announced).toHaveLength(1);
+      expect(announced[0]).not.toContain(token);
+      expect(announced[0]).toContain(`cat ${file}`);
+    } finally {
+      ws.remove();
+    }
+  });
+
   it("refuses a token file too short to be a token, naming the file and the fix", () => {
     const ws = makeWorkspace({ "history/http-token": "short\n" });
     try {
@@ -213,6 +235,7 @@ describe("a generated token", () => {
           token: undefined,
           historyPath: join(ws.dir, "history"),
           announce: () => {},
+          toTerminal: true,
         }),
       ).toThrow(/history\/http-token holds no usable token.*delete it.*http\.token/);
     } finally {
