@@ -9,6 +9,7 @@ import { join } from "node:path";
 import type pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Job } from "../../src/ports/index.js";
+import { WELCOME_TEXT } from "../../src/storage/pairing-approval.js";
 import type { PostgresJobQueue } from "../../src/storage/postgres/queue.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
@@ -247,8 +248,10 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
       expect(listed.approved).toEqual([expect.objectContaining({ userId: String(STRANGER) })]);
     }
 
+    // The leader delivers the welcome the approval left in the shared outbox.
+    await chatShows(STRANGER, [refusal, WELCOME_TEXT]);
     say("now?", STRANGER);
-    await chatShows(STRANGER, [refusal, "re: now?"]);
+    await chatShows(STRANGER, [refusal, WELCOME_TEXT, "re: now?"]);
     expect(model.requests.map(lastUserText)).toEqual(["now?"]);
     // PostgreSQL mode keeps nothing in a host's SQLite file.
     for (const workspace of workspaces.values()) {

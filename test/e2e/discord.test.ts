@@ -3,6 +3,7 @@
  * talking to the fake Discord (REST + gateway) and the fake model.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { WELCOME_TEXT } from "../../src/storage/pairing-approval.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeDiscord, startFakeDiscord } from "../fakes/discord.js";
 import { busWorkspace, discordYaml, healthz, startBusServer } from "../helpers/bus.js";
@@ -138,9 +139,11 @@ describe("picklebot server with a Discord bot", () => {
     const code = /approve ([A-Z2-9]{8})/.exec(refusal)?.[1] ?? "";
 
     expect(await cli("pairing", "approve", code)).toContain(`approved discord user ${STRANGER}`);
+    // The running server delivers the welcome the approval left in the outbox, in the DM.
+    await replyIn(STRANGER_DM, `${refusal}${WELCOME_TEXT}`);
     await dm("now?", STRANGER, STRANGER_DM);
 
-    expect(await replyIn(STRANGER_DM, `${refusal}echo: now?`)).toHaveLength(2);
+    expect(await replyIn(STRANGER_DM, `${refusal}${WELCOME_TEXT}echo: now?`)).toHaveLength(3);
   });
 
   it("splits a reply over 2000 characters at paragraph breaks", async () => {

@@ -6,6 +6,7 @@
 import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job } from "../../src/ports/index.js";
+import { WELCOME_TEXT } from "../../src/storage/pairing-approval.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import {
@@ -182,9 +183,11 @@ describe("Telegram chat", () => {
     const bad = await runCli(["pairing", "approve", code, "--workspace", ws.dir]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain(`pairing code "${code}" is not pending`);
+    // The running server delivers the welcome the approval left in the outbox.
+    await chatShows(STRANGER, [refusal, WELCOME_TEXT]);
 
     say("now?", STRANGER);
-    await chatShows(STRANGER, [refusal, "echo: now?"]);
+    await chatShows(STRANGER, [refusal, WELCOME_TEXT, "echo: now?"]);
 
     expect(await cli("pairing", "revoke", `telegram:${STRANGER}`)).toContain(
       `revoked telegram user ${STRANGER}`,
