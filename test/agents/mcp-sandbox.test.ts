@@ -53,19 +53,7 @@ describe.skipIf(!runsHere)("a stdio MCP server under bubblewrap", () => {
   it("gets only its configured environment and does not see outside the workspace", async () => {
     workspace = makeWorkspace({ "probe.mjs": PROBE_SERVER, ".env": "ANTHROPIC_API_KEY=sk-x\n" });
     const outside = process.cwd();
-    const config = testConfig(workspace.dir, {
-      mcp_servers: {
-        probe: { command: "node", args: ["probe.mjs", outside], env: { GREETING: "hi" } },
-      },
-    });
-    servers = new McpServers({
-      servers: config.mcp_servers,
-      surroundings: { workspace: workspace.dir },
-    });
-    const [probe] = await servers.toolsFor(["mcp:probe"]);
-    const signal = new AbortController().signal;
-    const context = { workspace: workspace.dir, signal, agentId: "a", sessionKey: "console:t" };
-    const seen = JSON.parse((await probe?.run({}, context)) ?? "{}");
+    const seen = await runProbe(workspace.dir, outside, "hi");
     expect(seen).toEqual({
       env: ["GREETING", "HOME", "LANG", "PATH", "PWD"],
       greeting: "hi",
@@ -74,6 +62,23 @@ describe.skipIf(!runsHere)("a stdio MCP server under bubblewrap", () => {
     });
   });
 });
+
+/**
+ * Starts the probe server of `dir` (`probe.mjs`, asked about `outside`, with GREETING in
+ * its `env`) as a sandboxed MCP server and returns what its tool saw.
+ */
+async function runProbe(dir: string, outside: string, greeting: string) {
+  const config = testConfig(dir, {
+    mcp_servers: {
+      probe: { command: "node", args: ["probe.mjs", outside], env: { GREETING: greeting } },
+    },
+  });
+  servers = new McpServers({ servers: config.mcp_servers, surroundings: { workspace: dir } });
+  const [probe] = await servers.toolsFor(["mcp:probe"]);
+  const signal = new AbortController().signal;
+  const context = { workspace: dir, signal, agentId: "a", sessionKey: "console:t" };
+  return JSON.parse((await probe?.run({}, context)) ?? "{}");
+}
 
 /** The pids of every process whose parent chain leads to `ancestor`. */
 function descendantsOf(ancestor: number): number[] {
@@ -101,19 +106,7 @@ describe.skipIf(!runsHere)("an MCP server's env values", () => {
   it("reach the server through its environment, never through any command line", async () => {
     const token = "ghp_FAKEtoken1234567890secret";
     workspace = makeWorkspace({ "probe.mjs": PROBE_SERVER });
-    const config = testConfig(workspace.dir, {
-      mcp_servers: {
-        probe: { command: "node", args: ["probe.mjs", "/"], env: { GREETING: token } },
-      },
-    });
-    servers = new McpServers({
-      servers: config.mcp_servers,
-      surroundings: { workspace: workspace.dir },
-    });
-    const [probe] = await servers.toolsFor(["mcp:probe"]);
-    const signal = new AbortController().signal;
-    const context = { workspace: workspace.dir, signal, agentId: "a", sessionKey: "console:t" };
-    const seen = JSON.parse((await probe?.run({}, context)) ?? "{}");
+    const seen = await runProbe(workspace.dir, "/", token);
     expect(seen.greeting).toBe(token);
     const started = descendantsOf(process.pid);
     const commandLines = started.map((pid) => {
