@@ -111,9 +111,6 @@ const READ_TOOL: ToolSpec = {
   input_schema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
 };
 
-/** How soon an aborted call must reject. */
-const PROMPTLY_MS = 1000;
-
 function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
   return {
     model: "contract-model",
@@ -322,12 +319,11 @@ export function modelProviderContract(
           const controller = new AbortController();
           const call = fixture.provider().complete(request({ signal: controller.signal }));
           await waitFor(() => fixture.requestCount() === 1);
-          const aborted = Date.now();
           controller.abort();
 
+          // The fake never answers: a call that ignored the signal would outlast the test.
           const error = await failureOf(call);
 
-          expect(Date.now() - aborted).toBeLessThan(PROMPTLY_MS);
           expect(error).toBeInstanceOf(CancelledError);
           expect(error).not.toBeInstanceOf(ModelError);
           expect((error as CancelledError).retryable).toBe(false);

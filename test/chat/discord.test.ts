@@ -297,6 +297,7 @@ describe("DiscordPlatform errors", () => {
 
     const error = await platform.send(fake.guildChannelId, "hello?", "markdown").catch((e) => e);
     const waitedMs = Date.now() - began;
+    // A slow host only makes this longer; a call that waited for its answer never returns.
     await platform.send(fake.guildChannelId, "again", "markdown");
 
     expect(error).toBeInstanceOf(ChatPlatformError);
@@ -305,7 +306,6 @@ describe("DiscordPlatform errors", () => {
       /could not send a message in channel \d+: no answer within 0.3 s/,
     );
     expect(waitedMs).toBeGreaterThanOrEqual(250);
-    expect(waitedMs).toBeLessThan(3000);
     expect(fake.messages(fake.guildChannelId)).toEqual(["again"]);
   });
 
@@ -368,9 +368,7 @@ describe("DiscordPlatform connection", () => {
     expect(fake.identifies).toHaveLength(1);
   });
 
-  it("logs in again when Discord ends the session for good, and keeps receiving", {
-    timeout: 30_000,
-  }, async () => {
+  it("logs in again when Discord ends the session for good, and keeps receiving", async () => {
     const { fake, platform, received, lines } = await startPlatform();
 
     fake.disconnect(4004);
@@ -419,15 +417,18 @@ describe("DiscordPlatform connection", () => {
     const discord = await startFakeDiscord();
     fake = discord;
     discord.hangNext("GET /gateway/bot");
-    platform = new DiscordPlatform({ token: discord.token, apiBase: discord.restRoot });
+    // Waiting the lookup out would outlast the test's own limit.
+    platform = new DiscordPlatform({
+      token: discord.token,
+      apiBase: discord.restRoot,
+      callTimeoutMs: 600_000,
+    });
     const started = platform.start(async () => {});
     await discord.waitFor(() => discord.callsTo("GET /gateway/bot").length === 1);
 
-    const began = Date.now();
     await platform.stop();
     await started;
 
-    expect(Date.now() - began).toBeLessThan(1000);
     expect(platform.state).toBe("stopped");
   });
 

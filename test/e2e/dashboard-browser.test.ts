@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 import { browserForFile, browserSkipReason, screenshot } from "../helpers/browser.js";
 import { enqueueJob, killAllServers, startServer } from "../helpers/server.js";
+import { hangGuard } from "../helpers/wait.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const skip = browserSkipReason();
@@ -67,10 +68,12 @@ describe.skipIf(skip !== null)("the dashboard in a browser", () => {
 
     const job = await chatJob("pickle this");
     await expect
-      .poll(() => queueCount(page, "running").textContent(), { timeout: 15_000 })
+      .poll(() => queueCount(page, "running").textContent(), { timeout: hangGuard(15_000) })
       .toBe("1");
     release();
-    await expect.poll(() => queueCount(page, "done").textContent(), { timeout: 15_000 }).toBe("1");
+    await expect
+      .poll(() => queueCount(page, "done").textContent(), { timeout: hangGuard(15_000) })
+      .toBe("1");
     expect(await queueCount(page, "running").textContent()).toBe("0");
     expect(await page.evaluate("window.__sameDocument")).toBe(true);
     expect(await page.locator("#throughput").textContent()).toContain("1 done");
@@ -196,17 +199,17 @@ describe.skipIf(skip !== null)("a web chat in the browser", () => {
     await page.waitForURL(/\/sessions\/s_/);
     await page.evaluate("window.__sameDocument = true");
     await expect
-      .poll(() => page.locator("#transcript").textContent(), { timeout: 15_000 })
+      .poll(() => page.locator("#transcript").textContent(), { timeout: hangGuard(15_000) })
       .toContain("the agent is working on it");
     // The model is held after its first words: they are on the page already.
     const partial = page.locator("#transcript .reply");
-    await expect.poll(() => partial.textContent(), { timeout: 15_000 }).not.toBe("");
+    await expect.poll(() => partial.textContent(), { timeout: hangGuard(15_000) }).not.toBe("");
     const soFar = (await partial.textContent()) ?? "";
     expect("Brine is salty water.".startsWith(soFar)).toBe(true);
     expect(soFar.length).toBeLessThan("Brine is salty water.".length);
     release();
     await expect
-      .poll(() => page.locator("#transcript").textContent(), { timeout: 15_000 })
+      .poll(() => page.locator("#transcript").textContent(), { timeout: hangGuard(15_000) })
       .toContain("Brine is salty water.");
     expect(await page.locator("#transcript .msg.user").first().textContent()).toContain(
       "What is brine?",
@@ -217,7 +220,7 @@ describe.skipIf(skip !== null)("a web chat in the browser", () => {
     await page.fill('textarea[name="message"]', "Always?");
     await page.getByRole("button", { name: "Send" }).click();
     await expect
-      .poll(() => page.locator("#transcript").textContent(), { timeout: 15_000 })
+      .poll(() => page.locator("#transcript").textContent(), { timeout: hangGuard(15_000) })
       .toContain("Yes, with vinegar sometimes.");
     expect(await page.locator('textarea[name="message"]').inputValue()).toBe("");
     expect(await page.evaluate("window.__sameDocument")).toBe(true);

@@ -7,7 +7,7 @@
  * (look at them after a change of the markup or the stylesheet); at 375 px no page may
  * scroll sideways.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newRequest } from "../approvals/contract.js";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 import { parkOnApproval } from "../helpers/approvals.js";
@@ -29,8 +29,14 @@ const SCHEMES = ["light", "dark"] as const;
 
 let fake: FakeAnthropic;
 let ws: TempWorkspace;
+let baseUrl = "";
+/** Each page, and a text it shows only when its content rendered (filled once seeded). */
+const pages = new Map<string, [path: string, shows: string]>();
 
-beforeEach(async () => {
+// One server for the tour, seeded once; each page is a test of its own, so a slow host
+// makes the tour slower, never red by one test's time limit.
+beforeAll(async () => {
+  if (skip) return;
   fake = await startFakeAnthropic();
   ws = makeWorkspace({
     "picklebot.yaml": fakeModelConfig(fake.url, `  token: ${TOKEN}\n`),
@@ -38,9 +44,56 @@ beforeEach(async () => {
     "crons/news.yaml":
       'schedule: "0 8 * * 1-5"\nprompt: Summarize the news\ntimezone: Europe/Berlin\n',
   });
+  await seedOwnerPages();
+  fake.script(
+    { text: "Reading.", toolUses: [{ name: "read", input: { path: "notes.md" } }] },
+    { text: `A long word: ${"pickle".repeat(30)} and a **Markdown** reply.` },
+    { error: { status: 400, message: `a long refusal: ${"brine".repeat(40)}` } },
+  );
+  const server = await startServer(ws.dir);
+  baseUrl = server.httpUrl;
+  const chat = await enqueueJob(ws.dir, {
+    agentId: "pickle",
+    sessionKey: "web:pickle:every1",
+    message: "What do my notes say about pickles? A phone-sized question, rather long.",
+    mode: "chat",
+    replyTo: { kind: "silent" },
+  });
+  await server.waitForLog((line) => line.job === chat.id && line.outcome === "done", 15_000);
+  const failed = await enqueueJob(ws.dir, {
+    agentId: "pickle",
+    sessionKey: "web:pickle:every2",
+    message: "x".repeat(300),
+    mode: "chat",
+    replyTo: { kind: "silent" },
+    maxAttempts: 1,
+  });
+  await server.waitForLog((line) => line.job === failed.id && line.outcome === "failed", 15_000);
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  const jobPage = await (await fetch(`${baseUrl}/jobs/${chat.id}`, { headers: auth })).text();
+  const sessionPath = jobPage.match(/href="(\/sessions\/s_[^"]+)"/)?.[1] ?? "";
+  expect(sessionPath).not.toBe("");
+  for (const [name, page] of Object.entries({
+    overview: ["/", "Queue"],
+    jobs: ["/jobs", "waiting for the owner's approval"],
+    job: [`/jobs/${failed.id}`, "a long refusal"],
+    sessions: ["/sessions", "What do my notes say"],
+    session: [sessionPath, 'read {"path":"notes.md"}'],
+    crons: ["/crons", "at 08:00 on Monday–Friday"],
+    cron: ["/crons/news", "Summarize the news"],
+    agents: ["/agents", "General assistant"],
+    agent: ["/agents/pickle", "System prompt"],
+    pairing: ["/pairing", "Ada Lovelace"],
+    approvals: ["/approvals", "pickle wants to run bash"],
+    usage: ["/usage", "By agent"],
+  } satisfies Record<string, [string, string]>)) {
+    pages.set(name, page);
+  }
+  await logIn();
 });
 
-afterEach(async () => {
+afterAll(async () => {
+  if (skip) return;
   await killAllServers();
   await fake.close();
   ws.remove();
@@ -72,65 +125,40 @@ function seedOwnerPages() {
   });
 }
 
+/** Logs the file's browser in with the token, as the owner would. */
+async function logIn() {
+  const login = await browser.page();
+  await login.goto(`${baseUrl}/login`);
+  await login.fill('input[name="token"]', TOKEN);
+  await login.click('button[type="submit"]');
+  await login.waitForURL(`${baseUrl}/`);
+  await login.close();
+}
+
+const PAGE_NAMES = [
+  "overview",
+  "jobs",
+  "job",
+  "sessions",
+  "session",
+  "crons",
+  "cron",
+  "agents",
+  "agent",
+  "pairing",
+  "approvals",
+  "usage",
+];
+
 describe.skipIf(skip)("every dashboard page, phone and desktop, light and dark", () => {
-  it("renders each page readably and never scrolls sideways at 375 px", async () => {
-    await seedOwnerPages();
-    fake.script(
-      { text: "Reading.", toolUses: [{ name: "read", input: { path: "notes.md" } }] },
-      { text: `A long word: ${"pickle".repeat(30)} and a **Markdown** reply.` },
-      { error: { status: 400, message: `a long refusal: ${"brine".repeat(40)}` } },
-    );
-    const server = await startServer(ws.dir);
-    const chat = await enqueueJob(ws.dir, {
-      agentId: "pickle",
-      sessionKey: "web:pickle:every1",
-      message: "What do my notes say about pickles? A phone-sized question, rather long.",
-      mode: "chat",
-      replyTo: { kind: "silent" },
-    });
-    await server.waitForLog((line) => line.job === chat.id && line.outcome === "done", 15_000);
-    const failed = await enqueueJob(ws.dir, {
-      agentId: "pickle",
-      sessionKey: "web:pickle:every2",
-      message: "x".repeat(300),
-      mode: "chat",
-      replyTo: { kind: "silent" },
-      maxAttempts: 1,
-    });
-    await server.waitForLog((line) => line.job === failed.id && line.outcome === "failed", 15_000);
-    const auth = { authorization: `Bearer ${TOKEN}` };
-    const jobPage = await (
-      await fetch(`${server.httpUrl}/jobs/${chat.id}`, { headers: auth })
-    ).text();
-    const sessionPath = jobPage.match(/href="(\/sessions\/s_[^"]+)"/)?.[1] ?? "";
-    expect(sessionPath).not.toBe("");
+  it("login renders readably and never scrolls sideways at 375 px", async () => {
+    await checkEveryLook(`${baseUrl}/login`, "login", "Token");
+  });
 
-    await checkEveryLook(`${server.httpUrl}/login`, "login", "Token");
-    const login = await browser.page();
-    await login.goto(`${server.httpUrl}/login`);
-    await login.fill('input[name="token"]', TOKEN);
-    await login.click('button[type="submit"]');
-    await login.waitForURL(`${server.httpUrl}/`);
-    await login.close();
-
-    /** Each page, and a text it shows only when its content rendered. */
-    const pages: Record<string, [path: string, shows: string]> = {
-      overview: ["/", "Queue"],
-      jobs: ["/jobs", "waiting for the owner's approval"],
-      job: [`/jobs/${failed.id}`, "a long refusal"],
-      sessions: ["/sessions", "What do my notes say"],
-      session: [sessionPath, 'read {"path":"notes.md"}'],
-      crons: ["/crons", "at 08:00 on Monday–Friday"],
-      cron: ["/crons/news", "Summarize the news"],
-      agents: ["/agents", "General assistant"],
-      agent: ["/agents/pickle", "System prompt"],
-      pairing: ["/pairing", "Ada Lovelace"],
-      approvals: ["/approvals", "pickle wants to run bash"],
-      usage: ["/usage", "By agent"],
-    };
-    for (const [name, [path, shows]] of Object.entries(pages)) {
-      await checkEveryLook(`${server.httpUrl}${path}`, name, shows);
-    }
+  it.each(PAGE_NAMES)("%s renders readably and never scrolls sideways at 375 px", async (name) => {
+    const [path, shows] = pages.get(name) ?? ["", ""];
+    expect(path, `${name} was seeded`).not.toBe("");
+    await checkEveryLook(`${baseUrl}${path}`, name, shows);
   });
 });
 

@@ -212,12 +212,10 @@ describe("picklebot server with a Discord bot", () => {
       expect(server.linesMatching("discord: could not connect")).toHaveLength(1);
 
       server.signal("SIGTERM");
-      const began = Date.now();
       const exit = await server.exited;
 
       expect(exit.code).toBe(0);
       // The CLI's last resort exits after 2 s, saying what was still open: never needed here.
-      expect(Date.now() - began).toBeLessThan(1_500);
       expect(server.linesMatching("picklebot server stopped")).toHaveLength(1);
       expect(
         server.linesMatching("connections were still open after the stop; exiting anyway"),
@@ -231,11 +229,9 @@ describe("picklebot server with a Discord bot", () => {
     await discord.waitFor(() => discord.callsTo("GET /gateway/bot").length === 1);
 
     server.signal("SIGTERM");
-    const began = Date.now();
     const exit = await server.exited;
 
     expect(exit.code).toBe(0);
-    expect(Date.now() - began).toBeLessThan(1_500);
     expect(
       server.linesMatching("connections were still open after the stop; exiting anyway"),
     ).toEqual([]);

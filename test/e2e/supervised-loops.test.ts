@@ -81,5 +81,5 @@ describe("background loops under the supervisor", () => {
     telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "after" });
     await telegram.waitFor(() => telegram.messages(OWNER).includes("echo: after"), 30_000);
     expect(isAlive(server.pid)).toBe(true);
-  }, 60_000);
+  });
 });

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { hangGuard } from "./wait.js";
 
 /** The built CLI entry point (dist/ is built by the global setup). */
 export const CLI = fileURLToPath(new URL("../../bin/picklebot.js", import.meta.url));
@@ -81,7 +82,7 @@ export function runCli(args: string[], options: RunOptions = {}): Promise<CliRes
   child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk));
   child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk));
   child.stdin?.end(options.input ?? "");
-  const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 20_000);
+  const timer = setTimeout(() => child.kill("SIGKILL"), hangGuard(options.timeoutMs ?? 20_000));
   return new Promise((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code) => {

@@ -14,6 +14,7 @@ import type { Job, NewJob } from "../../src/ports/index.js";
 import { openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteJobQueue } from "../../src/storage/sqlite/queue.js";
 import { startCli } from "./cli.js";
+import { hangGuard } from "./wait.js";
 
 /** One JSON log line of the server. */
 export interface LogLine {
@@ -165,7 +166,7 @@ export class ServerProcess {
       const timer = setTimeout(
         () =>
           finish(() => reject(new Error(`timed out waiting for ${what}\n${this.transcript()}`))),
-        timeoutMs,
+        hangGuard(timeoutMs),
       );
       const finish = (settle: () => void) => {
         clearTimeout(timer);

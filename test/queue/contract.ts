@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { UserError } from "../../src/base/errors.js";
 import type { ClaimedJob, JobAdmin, JobQueue, JobWait, NewJob } from "../../src/ports/index.js";
 import type { TestClock } from "../helpers/clock.js";
+import { hangGuard } from "../helpers/wait.js";
 
 /** A queue under test, empty, with the clock it reads. */
 export interface QueueFixture {
@@ -36,8 +37,8 @@ export function nextRunnable(queue: JobQueue, timeoutMs = 10_000): Promise<void>
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       unsubscribe();
-      reject(new Error(`onRunnable did not fire within ${timeoutMs} ms`));
-    }, timeoutMs);
+      reject(new Error(`onRunnable did not fire within ${hangGuard(timeoutMs)} ms`));
+    }, hangGuard(timeoutMs));
     const unsubscribe = queue.onRunnable(() => {
       clearTimeout(timer);
       unsubscribe();

@@ -261,7 +261,7 @@ describe.skipIf(!runsHere)("bash under bubblewrap", () => {
     expect(most).toBeGreaterThan(10);
     expect(most).toBeLessThanOrEqual(50);
     expect(sleepers()).toBe(before);
-  }, 30_000);
+  });
 
   it("status says bwrap applies and whether the network is on", () => {
     expect(describeBashSandbox()).toMatch(/^bwrap \(bubblewrap [\d.]+\), network off/);

@@ -96,9 +96,8 @@ describe.each(MODES)("bash (sandbox: %s)", (kind) => {
   });
 
   it("returns even when a background process keeps the output pipe open", async () => {
-    const started = Date.now();
-    expect(await bash.run({ command: "sleep 3 & echo done" }, temp.context())).toBe("done");
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Waiting for the pipe to close would outlast the test's own limit.
+    expect(await bash.run({ command: "sleep 600 & echo done" }, temp.context())).toBe("done");
   });
 
   it("hides environment variables that look like secrets (all of them under bwrap)", async () => {
