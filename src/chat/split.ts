@@ -52,7 +52,8 @@ function chooseCut(text: string, limit: number): number {
   return hardCut(text, limit);
 }
 
-const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+/** Built on the first cut inside a word: it loads ICU's break rules (idle memory). */
+let graphemes: Intl.Segmenter | undefined;
 
 /**
  * The last grapheme boundary of `text` in (0, `limit`], else the last code point boundary.
@@ -61,6 +62,7 @@ const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
 function hardCut(text: string, limit: number): number {
   const window = text.slice(0, limit + 2);
   let cut = 0;
+  graphemes ??= new Intl.Segmenter(undefined, { granularity: "grapheme" });
   for (const { index } of graphemes.segment(window)) {
     if (index > limit) break;
     cut = index;
