@@ -1,6 +1,6 @@
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { costOf, type PriceTable, priceOf } from "../agents/prices.js";
 import type { JobState, TokenUsage } from "../ports/index.js";
+import { Counter, Gauge, Histogram, Registry } from "./prom-client.js";
 
 /** Options of {@link ServerMetrics}. */
 export interface ServerMetricsOptions {
