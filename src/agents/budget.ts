@@ -7,14 +7,19 @@
  * goes once per period to the chat the job replies to (the outbox's dedupe key makes it
  * once, across restarts and processes), or to the log for a job without a chat. In
  * distributed mode the ledger is PostgreSQL's, so the budget is the cluster's.
+ *
+ * A budget fails closed on a model no price knows (docs/decisions/unpriced-models.md):
+ * its calls would count as $0 and never reach the limit, so the turn's model calls are
+ * refused (a UserError: the job fails, saying how to price the model) until it has one.
  */
 
-import { BudgetExceeded } from "../base/errors.js";
+import { BudgetExceeded, UserError } from "../base/errors.js";
 import { formatOutboxKey } from "../base/outbox-key.js";
 import type { BudgetLimits } from "../config/budget.js";
 import type { Config } from "../config/index.js";
 import type { Clock, ReplyTarget, UsageLedger, UsageRecord } from "../ports/index.js";
-import type { AgentDefinition } from "./definition.js";
+import { type AgentDefinition, modelOf } from "./definition.js";
+import { priceOf, unpricedFix } from "./prices.js";
 import type { RunRequest } from "./runner.js";
 import { callCost, formatUsd, periodStart } from "./usage-report.js";
 
@@ -55,16 +60,26 @@ export class BudgetGuard {
     this.#options = options;
   }
 
-  /** The check for a turn's model calls; undefined when no budget applies to it. */
+  /**
+   * The check for a turn's model calls; undefined when no budget applies to it. An agent
+   * whose model has no price fails every check.
+   */
   checker(request: Pick<RunRequest, "agentId" | "replyTo">): (() => Promise<void>) | undefined {
     const limits = this.#limitsOf(request.agentId);
     if (limits.length === 0) return undefined;
+    const { config, agents } = this.#options;
+    const model = modelOf(agents.get(request.agentId), config);
+    if (!priceOf(model, config.llm.prices)) {
+      return async () => {
+        throw unpricedModelRefusal(request.agentId, model);
+      };
+    }
     return () => this.#check(limits, request.replyTo);
   }
 
   #limitsOf(agentId: string): Limit[] {
     const { config, agents } = this.#options;
-    return [...workspaceLimits(config), ...agentLimits(agentId, agents.get(agentId)?.budget)];
+    return turnLimits(config, agentId, agents.get(agentId));
   }
 
   async #check(limits: Limit[], target: ReplyTarget | undefined): Promise<void> {
@@ -90,6 +105,30 @@ export class BudgetGuard {
       }
     }
   }
+}
+
+/** Whether a budget (the workspace's, or the agent's own) limits an agent's calls. */
+export function budgetApplies(config: Config, agent: AgentDefinition): boolean {
+  return turnLimits(config, agent.id, agent).length > 0;
+}
+
+/** The limits of a turn of `agentId` (`agent`: its definition, if it has one). */
+function turnLimits(config: Config, agentId: string, agent: AgentDefinition | undefined): Limit[] {
+  return [...workspaceLimits(config), ...agentLimits(agentId, agent?.budget)];
+}
+
+/** Why a budgeted agent's model call is refused when its model has no price. */
+function unpricedModelRefusal(agentId: string, model: string): UserError {
+  return new UserError(
+    `agent "${agentId}" calls model "${model}", which has no price, so its budget cannot ` +
+      `hold it: its model calls are refused until it has one; ${unpricedFix(model)}`,
+    {
+      context: { agent: agentId, model },
+      chatNotice:
+        `agent "${agentId}" uses a model without a price, so its budget cannot be kept; ` +
+        "the owner can see how to fix it with `picklebot doctor`.",
+    },
+  );
 }
 
 /** The workspace's own budgets (`budget:` in picklebot.yaml), over every call. */

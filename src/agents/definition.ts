@@ -8,7 +8,7 @@ import { z } from "zod";
 import { UserError } from "../base/errors.js";
 import { zoneFormatter } from "../base/time-zone.js";
 import { type BudgetLimits, budgetLimitsSchema } from "../config/budget.js";
-import { type ApprovalPolicy, approvalPolicySchema } from "../config/index.js";
+import { type ApprovalPolicy, approvalPolicySchema, type Config } from "../config/index.js";
 import { type CustomIssueParams, userErrorFromIssues } from "../config/issues.js";
 import { ID_PATTERN } from "../config/schema.js";
 import { didYouMean } from "../config/suggest.js";
@@ -195,6 +195,11 @@ export function brokenAgentError(id: string, error: UserError): UserError {
       chatNotice: `agent "${id}" is broken; the owner can see why with \`picklebot doctor\` and fix it.`,
     },
   );
+}
+
+/** The model an agent calls: its own `model`, else `llm.model` (an unknown agent: `llm.model`). */
+export function modelOf(agent: Pick<AgentDefinition, "model"> | undefined, config: Config): string {
+  return agent?.model ?? config.llm.model;
 }
 
 /** The agent used when `agents/` does not define the default agent. */

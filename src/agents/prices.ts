@@ -77,6 +77,17 @@ function lookUp(model: string, overrides: PriceTable): ModelPrice | undefined {
   return longest === undefined ? undefined : table[longest];
 }
 
+/**
+ * How to give `model` a price: the `llm.prices` entry to add, for a model neither the
+ * table nor the overrides know (its calls would count as $0).
+ */
+export function unpricedFix(model: string): string {
+  return (
+    `add "${model}: {input: …, output: …, cache_read: …, cache_write: …}" under llm.prices ` +
+    "in picklebot.yaml (USD per million tokens; 0 for a free model)"
+  );
+}
+
 /** The price of a cache write with the 1-hour lifetime: twice the input price. */
 export const ONE_HOUR_WRITE_FACTOR = 2;
 

@@ -22,6 +22,7 @@ import { recordControlPlaneWrite } from "./control-plane-log.js";
 import {
   type AgentDefinition,
   formatLocalTime,
+  modelOf,
   renderSystemPrompt,
   resolveAgent,
 } from "./definition.js";
@@ -157,7 +158,7 @@ export class AgentRunner {
   ): Promise<{ tokens: number; window: number }> {
     const { history, config, agents } = this.#options;
     const tokens = await contextSize(history, sessionId, config.history.max_messages);
-    const model = agents.get(agentId)?.model ?? config.llm.model;
+    const model = modelOf(agents.get(agentId), config);
     return { tokens, window: this.#windowOf(model) };
   }
 
@@ -167,7 +168,7 @@ export class AgentRunner {
     return {
       history,
       provider,
-      model: agent.model ?? config.llm.model,
+      model: modelOf(agent, config),
       contextWindow: this.#contextWindow(agent),
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
       maxMessages: config.history.max_messages,
@@ -177,7 +178,7 @@ export class AgentRunner {
   }
 
   #contextWindow(agent: AgentDefinition): number {
-    return this.#windowOf(agent.model ?? this.#options.config.llm.model);
+    return this.#windowOf(modelOf(agent, this.#options.config));
   }
 
   /** The window of `model`: the table's (or `llm.context_window`), or a smaller one learned. */
@@ -233,7 +234,7 @@ export class AgentRunner {
       system:
         renderSystemPrompt(agent, { workspace, now, timezone: config.timezone }) + listing.text,
       currentTime: formatLocalTime(now, config.timezone),
-      model: agent.model ?? config.llm.model,
+      model: modelOf(agent, config),
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
       tools: gateTools(
         createToolbox(
@@ -270,8 +271,7 @@ export class AgentRunner {
       secrets: secretValues(config),
       maxMessages: config.history.max_messages,
       contextWindow: this.#contextWindow(agent),
-      onSmallerWindow: (tokens) =>
-        this.#learnedWindows.set(agent.model ?? config.llm.model, tokens),
+      onSmallerWindow: (tokens) => this.#learnedWindows.set(modelOf(agent, config), tokens),
       events: request.events,
     });
   }

@@ -24,6 +24,7 @@ import { checkNumberOptions } from "../base/options.js";
 import { formatOutboxKey } from "../base/outbox-key.js";
 import type {
   ChatPlatform,
+  ChatPlatformKind,
   Clock,
   Frontend,
   OutboxAddress,
@@ -79,16 +80,34 @@ export class ChatFrontend implements Frontend {
   }
 
   openReply(target: ReplyTarget, context: ReplyContext = {}): ReplyStream {
-    const chatId = chatIdOf(target);
-    const dedupeKey = formatOutboxKey(
-      context.jobId ? { kind: "job", jobId: context.jobId } : { kind: "reply", id: randomUUID() },
-    );
-    return new ChatReply(
-      this.#options,
-      { dedupeKey, platform: this.kind, chatId },
-      this.#lastEditAt,
-    );
+    return new ChatReply(this.#options, replyAddress(this.kind, target, context), this.#lastEditAt);
   }
+}
+
+/**
+ * The outbox address of a reply: the job's key (a reply opened again for the same job is
+ * the same entry, delivered once), or a key of its own for a reply of no job.
+ */
+export function replyAddress(
+  platform: ChatPlatformKind,
+  target: ReplyTarget,
+  context: ReplyContext,
+): OutboxAddress {
+  const dedupeKey = formatOutboxKey(
+    context.jobId ? { kind: "job", jobId: context.jobId } : { kind: "reply", id: randomUUID() },
+  );
+  return { dedupeKey, platform, chatId: chatIdOf(target) };
+}
+
+/** The text a finished reply delivers (a reply without text says so). */
+export function finalText(text: string): string {
+  return text.trim() === "" ? EMPTY_REPLY : text;
+}
+
+/** The text a failed reply delivers: what it showed so far, then the failure. */
+export function failureText(soFar: string, message: string): string {
+  const shown = soFar.trimEnd();
+  return shown === "" ? message : `${shown}\n\n${message}`;
 }
 
 class ChatReply implements ReplyStream {
@@ -141,12 +160,11 @@ class ChatReply implements ReplyStream {
   }
 
   finish(text: string): Promise<void> {
-    return this.#deliver(text.trim() === "" ? EMPTY_REPLY : text);
+    return this.#deliver(finalText(text));
   }
 
   fail(message: string): Promise<void> {
-    const soFar = this.#latest.trimEnd();
-    return this.#deliver(soFar === "" ? message : `${soFar}\n\n${message}`);
+    return this.#deliver(failureText(this.#latest, message));
   }
 
   close(): void {

@@ -5,14 +5,22 @@
  * (sending needs no polling or gateway: telegraf's `telegram` client and discord.js REST
  * work alone). For each enabled platform it registers a {@link ChatFrontend}, so a chat
  * job streams and delivers its reply from whichever process runs it, and keeps the
- * {@link OutboxDelivery} whose retry loop the leader's MessageBusWorker runs.
+ * {@link OutboxDelivery} whose retry loop the leader's MessageBusWorker runs. With a shared
+ * outbox (PostgreSQL mode), each platform not enabled here gets a
+ * {@link DeferredChatFrontend}: the replies of its chat jobs run here wait in the outbox
+ * for the leader, instead of being lost.
  */
 
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RunRequest } from "../agents/runner.js";
 import type { MessagePoster } from "../agents/tools/index.js";
-import { CHAT_ADDRESS_FORMS, chatAddressOf, formatChatAddress } from "../base/chat-address.js";
+import {
+  CHAT_ADDRESS_FORMS,
+  CHAT_PLATFORM_KINDS,
+  chatAddressOf,
+  formatChatAddress,
+} from "../base/chat-address.js";
 import { ToolError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { formatOutboxKey } from "../base/outbox-key.js";
@@ -24,6 +32,7 @@ import type {
   EventSink,
   OutboxStore,
 } from "../ports/index.js";
+import { DeferredChatFrontend } from "./deferred.js";
 import { OutboxDelivery } from "./delivery.js";
 import { ChatFrontend } from "./frontend.js";
 
@@ -45,6 +54,12 @@ export interface ChatSendersOptions {
   editIntervalMs?: number;
   /** Where delivered and refused replies are reported. (Default: nowhere) */
   events?: EventSink;
+  /**
+   * Other processes share the outbox (PostgreSQL mode): a reply to a platform not enabled
+   * here goes to the outbox for one that has it. Otherwise such a reply falls back to the
+   * registry's silent frontend (kept in history only). (Default: false)
+   */
+  sharedOutbox?: boolean;
 }
 
 interface Sender {
@@ -81,6 +96,18 @@ export class ChatSenders {
         }),
       );
       this.#senders.set(platform.kind, { platform, delivery });
+    }
+    if (options.sharedOutbox) this.#registerDeferred();
+  }
+
+  /** A {@link DeferredChatFrontend} for each platform not enabled here. */
+  #registerDeferred(): void {
+    const { outbox, frontends, clock, logger } = this.#options;
+    for (const kind of CHAT_PLATFORM_KINDS) {
+      if (this.#senders.has(kind)) continue;
+      frontends.register(
+        new DeferredChatFrontend({ kind, outbox, clock, logger: logger.child({ platform: kind }) }),
+      );
     }
   }
 

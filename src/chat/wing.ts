@@ -3,7 +3,9 @@
  *
  *   built (every process): the {@link ChatSenders} of the enabled platforms, which register
  *                          a chat Frontend per platform, so a chat job streams and delivers
- *                          its reply from whichever process runs it
+ *                          its reply from whichever process runs it (in a cluster, a
+ *                          platform not enabled here leaves the reply in the outbox for
+ *                          the leader)
  *   leaderWorkers(agents): for one leadership term, the receiver ({@link MessageBusWorker}:
  *                          platforms ─► inbox ─► queue) and the outbox retry loops
  *   close():               releases the platforms' clients once the last job has finished
@@ -41,6 +43,11 @@ export interface ChatWingOptions {
   agents: ChatAgentDirectory;
   /** This process's instance id: the holder of its delivery leases. */
   holder: string;
+  /**
+   * Other servers share the outbox (PostgreSQL mode): replies to a platform not enabled
+   * here wait there for the leader. (Default: false)
+   */
+  sharedOutbox?: boolean;
   clock: Clock;
   /** The server's logger: the senders log as `worker: "chat"`, the receiver as `"bus"`. */
   logger: Logger;
@@ -75,6 +82,7 @@ export class ChatWing {
       clock: options.clock,
       logger: options.logger.child({ worker: "chat" }),
       events: options.events,
+      sharedOutbox: options.sharedOutbox ?? false,
     });
   }
 

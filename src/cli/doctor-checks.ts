@@ -8,7 +8,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import type { AgentDefinition } from "../agents/definition.js";
+import { unpricedFix } from "../agents/prices.js";
 import { BWRAP_HELP, probeBubblewrap } from "../agents/tools/sandbox.js";
+import { unpricedModels, unpricedProblem } from "../agents/unpriced.js";
 import { toError, type UserError } from "../base/errors.js";
 import { PACKAGE_ROOT, packageInfo } from "../base/package-info.js";
 import type { Config } from "../config/index.js";
@@ -190,6 +192,25 @@ export const checkAgents: DoctorCheck = async ({ config, agents, brokenAgents })
       "fail",
       error.message,
       "fix the file named above; the agent does not run until then",
+    ),
+  );
+};
+
+/**
+ * Every model the agents call has a price: a warning for one that has none (its calls
+ * count as $0), a failure when a budget applies to its agents (their calls are refused).
+ */
+export const checkPrices: DoctorCheck = async ({ config, agents }) => {
+  if (!config) return needsConfig("prices");
+  const unpriced = unpricedModels(config, agents);
+  if (unpriced.length === 0)
+    return result("prices", "ok", "every model the agents call has a price");
+  return unpriced.map((entry) =>
+    result(
+      "prices",
+      entry.refusedAgentIds.length > 0 ? "fail" : "warn",
+      unpricedProblem(entry),
+      unpricedFix(entry.model),
     ),
   );
 };

@@ -28,6 +28,7 @@ import {
   checkDiskSpace,
   checkHistoryFolder,
   checkNode,
+  checkPrices,
   checkSandbox,
   type DoctorCheck,
   type DoctorContext,
@@ -48,6 +49,7 @@ export const DOCTOR_CHECKS: readonly DoctorCheck[] = [
   checkDatabase,
   checkDiskSpace,
   checkModelKey,
+  checkPrices,
   ...chatPlatformChecks,
   checkCrons,
   checkSandbox,
@@ -69,7 +71,7 @@ export function doctorCommand(): Command {
   return new Command("doctor")
     .description(
       "check Node, the build, the workspace, its config, history/, disk space, API keys and " +
-        "tokens, crons, the bash sandbox and PostgreSQL; one line each with the fix",
+        "tokens, the models' prices, crons, the bash sandbox and PostgreSQL; one line each with the fix",
     )
     .option("--offline", "skip the requests to the model API, Telegram and Discord")
     .option("--json", "print JSON for scripts")

@@ -8,6 +8,7 @@
  */
 import { Command, InvalidArgumentError } from "commander";
 import type { LoadedSkills } from "../agents/skills.js";
+import { unpricedModels, unpricedWarning } from "../agents/unpriced.js";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { createLogger, type Logger } from "../base/log.js";
 import { type Config, enabledPlatforms, secretValues } from "../config/index.js";
@@ -33,6 +34,12 @@ export function serverCommand(): Command {
       const secrets = secretValues(loaded.config);
       const logger = createLogger(options.json ? { pretty: false, secrets } : { secrets });
       for (const { message, ...about } of loaded.loadWarnings) logger.warn(about, message);
+      for (const unpriced of unpricedModels(loaded.config, loaded.agents)) {
+        logger.warn(
+          { model: unpriced.model, agents: unpriced.agentIds },
+          unpricedWarning(unpriced),
+        );
+      }
       // Loaded here, not at the top: the other commands need none of the server's libraries.
       const { PicklebotServer } = await import("../server/server.js");
       const server = await PicklebotServer.start({ ...loaded, logger });

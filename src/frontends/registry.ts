@@ -3,8 +3,9 @@ import { SilentFrontend } from "./silent.js";
 
 /**
  * Resolves a job's plain {@link ReplyTarget} to the live frontend that serves its kind.
- * A target whose frontend is not running (a disabled bus) falls back to silent, so the
- * job still runs and its reply is kept in history.
+ * A target whose frontend is not running (a disabled bus on a single server) falls back
+ * to silent, so the job still runs and its reply is kept in history. (In a cluster, the
+ * chat wing registers a deferred frontend for every platform not enabled here.)
  */
 export class FrontendRegistry {
   readonly #byKind = new Map<ReplyTarget["kind"], Frontend>();

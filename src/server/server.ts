@@ -153,6 +153,7 @@ export class PicklebotServer {
       frontends: this.frontends,
       agents: this.#chatAgents(),
       holder: this.#instance.id,
+      sharedOutbox: storage.cluster !== null,
       clock: this.#clock,
       logger,
       events: this.events,

@@ -86,6 +86,31 @@ describe("budgets", () => {
     ]);
   });
 
+  it("fails closed on a model without a price: no model call, the job fails saying how to price it", async () => {
+    const local = SPENDER.replace("tools: [read]", "tools: [read]\nmodel: mystery-model");
+    await start({ files: { "agents/pickle/AGENT.md": local } });
+    const job = await core.enqueue("hello");
+    const failed = await core.waitForJob(job.id, (j: Job) => j.state === "failed");
+    expect(failed.lastError).toMatch(
+      /^agent "pickle" calls model "mystery-model", which has no price, so its budget cannot hold it: its model calls are refused until it has one; add "mystery-model: \{input: …/,
+    );
+    expect(core.model.requests).toHaveLength(0);
+    await waitFor(() =>
+      texts().includes(
+        'Sorry, I could not finish this: agent "pickle" uses a model without a price, so its budget cannot be kept; the owner can see how to fix it with `picklebot doctor`.',
+      ),
+    );
+    await core.close();
+
+    // Priced (here as free) in llm.prices, the same agent runs under its budget.
+    const free = { input: 0, output: 0, cache_read: 0, cache_write: 0 };
+    await start({ files: { "agents/pickle/AGENT.md": local }, prices: { "mystery-model": free } });
+    core.model.script({ text: "hello from the local model", usage: THREE_DOLLARS });
+    const priced = await core.enqueue("hello");
+    await core.waitForJob(priced.id, (j: Job) => j.state === "done");
+    expect(core.model.requests.map((request) => request.body.model)).toEqual(["mystery-model"]);
+  });
+
   it("refuses a job past the budget with budget.on_exceeded: refuse, and says why", async () => {
     await start({ budget: { daily_usd: 2, on_exceeded: "refuse" } });
     core.model.script({ text: "expensive", usage: THREE_DOLLARS });

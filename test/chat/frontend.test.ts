@@ -1,9 +1,11 @@
 /**
- * ChatFrontend and OutboxDelivery in-process: replies streamed and delivered to the
- * in-memory chat platform, through the SQLite outbox of a temp workspace, on the test clock.
+ * ChatFrontend, DeferredChatFrontend and OutboxDelivery in-process: replies streamed and
+ * delivered to the in-memory chat platform, through the SQLite outbox of a temp workspace,
+ * on the test clock.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/base/log.js";
+import { DeferredChatFrontend } from "../../src/chat/deferred.js";
 import { OutboxDelivery } from "../../src/chat/delivery.js";
 import { ChatFrontend } from "../../src/chat/frontend.js";
 import type { ReplyTarget, Storage } from "../../src/ports/index.js";
@@ -216,5 +218,44 @@ describe("ChatFrontend: the final reply", () => {
     clock.advance(600_000);
     await waitFor(() => platform.texts(CHAT)[0] === "Soon.", "the retried delivery");
     expect(await storage.outbox.get("job:j2")).toMatchObject({ state: "failed" });
+  });
+});
+
+describe("DeferredChatFrontend: a platform this process cannot send to", () => {
+  function deferred(): DeferredChatFrontend {
+    return new DeferredChatFrontend({
+      kind: "telegram",
+      outbox: storage.outbox,
+      clock,
+      logger: silentLogger(),
+    });
+  }
+
+  it("leaves the reply in the outbox, once per job, for the process with the platform", async () => {
+    const reply = deferred().openReply(target, { jobId: "j1" });
+    reply.typing();
+    reply.update("Pick");
+    await reply.finish("Pickled.");
+    // A retry of the job that finishes again changes nothing.
+    await deferred().openReply(target, { jobId: "j1" }).finish("Pickled again.");
+    expect(platform.calls).toEqual([]);
+    expect(await storage.outbox.get("job:j1")).toMatchObject({
+      state: "pending",
+      text: "Pickled.",
+    });
+
+    runRetryLoop();
+    await waitFor(() => platform.texts(CHAT)[0] === "Pickled.", "the delivery");
+    expect(platform.texts(CHAT)).toEqual(["Pickled."]);
+  });
+
+  it("leaves a failure in the outbox with the text the agent had written", async () => {
+    const reply = deferred().openReply(target, { jobId: "j2" });
+    reply.update("Half a");
+    await reply.fail("⚠️ the model is unavailable");
+    expect(await storage.outbox.get("job:j2")).toMatchObject({
+      state: "pending",
+      text: "Half a\n\n⚠️ the model is unavailable",
+    });
   });
 });

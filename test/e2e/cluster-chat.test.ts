@@ -68,9 +68,14 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
     workspaces.clear();
   });
 
-  /** Starts one server process named `id` with the Telegram bus enabled. */
-  async function startInstance(id: string, extraYaml = ""): Promise<ServerProcess> {
-    const yaml = clusterYaml(database.url) + telegramYaml(telegram, { allowedUserIds: [OWNER] });
+  /** Starts one server process named `id`, with the Telegram bus enabled unless `telegram` is false. */
+  async function startInstance(
+    id: string,
+    extraYaml = "",
+    { telegram: withTelegram = true } = {},
+  ): Promise<ServerProcess> {
+    const chat = withTelegram ? telegramYaml(telegram, { allowedUserIds: [OWNER] }) : "";
+    const yaml = clusterYaml(database.url) + chat;
     const workspace = makeWorkspace({
       "picklebot.yaml": fakeModelConfig(model.url, yaml + extraYaml),
     });
@@ -130,9 +135,15 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
 
   /**
    * node-a leads and runs one job at a time, and a console job (held by the fake model
-   * until `release`) fills its slot; then node-b and node-c start: chat jobs run on them.
+   * until `release`) fills its slot; then `others` start (node-b and node-c, with
+   * Telegram): chat jobs run on them.
    */
-  async function startBusyLeader() {
+  async function startBusyLeader(
+    others: { id: string; telegram: boolean }[] = [
+      { id: "node-b", telegram: true },
+      { id: "node-c", telegram: true },
+    ],
+  ) {
     const held = gate();
     model.script({ text: "busy work done", chunks: 3, pauseAfterChunks: 1, resume: held.promise });
     const first = await startInstance("node-a", "workers:\n  agent_concurrency: 1\n");
@@ -145,7 +156,8 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
       replyTo: { kind: "silent" },
     });
     await waitFor(() => model.requests.length >= 1, "node-a's model call");
-    const servers = [first, await startInstance("node-b"), await startInstance("node-c")];
+    const servers = [first];
+    for (const other of others) servers.push(await startInstance(other.id, "", other));
     return { servers, busy, release: held.open };
   }
 
@@ -168,6 +180,23 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
     expect(sentOk()).toHaveLength(1);
     const { rows } = await pool.query("SELECT state, locked_by FROM outbox");
     expect(rows).toEqual([{ state: "delivered", locked_by: null }]);
+  });
+
+  it("delivers once, from the leader, the reply of a chat job run on a server without Telegram", async () => {
+    const { servers, busy, release } = await startBusyLeader([{ id: "node-b", telegram: false }]);
+    const [first, withoutTelegram] = servers as [ServerProcess, ServerProcess];
+
+    say("hello from afar");
+    await chatShows(OWNER, ["re: hello from afar"]);
+    const chatJob = (await chatJobs())[0];
+    await waitFor(() => finishedOn(servers, chatJob?.id, "done").length > 0, "the chat job done");
+    expect(finishedOn(servers, chatJob?.id, "done")).toEqual([withoutTelegram]);
+    release();
+    await waitFor(() => finishedOn([first], busy.id, "done").length > 0, "the busy job done");
+    expect(sentOk()).toHaveLength(1);
+    expect(telegram.messages(OWNER)).toEqual(["re: hello from afar"]);
+    const { rows } = await pool.query("SELECT dedupe_key, state FROM outbox");
+    expect(rows).toEqual([{ dedupe_key: `job:${chatJob?.id}`, state: "delivered" }]);
   });
 
   it("stops a reply running on a non-leader when the leader receives /stop", async () => {

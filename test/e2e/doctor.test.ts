@@ -214,6 +214,46 @@ describe("picklebot doctor", () => {
     });
   });
 
+  it("warns about a model without a price, fails it under a budget, and passes once priced", async () => {
+    fs.mkdirSync(path.join(dir, "agents", "local"));
+    fs.writeFileSync(
+      path.join(dir, "agents", "local", "AGENT.md"),
+      "---\nname: Local\ndescription: Local model\nmodel: mystery-model\n---\nYou help.\n",
+    );
+    const unpriced = await doctor(["--offline"]);
+    expect(unpriced.line("prices")).toEqual([
+      {
+        check: "prices",
+        status: "warn",
+        detail: 'model "mystery-model" (agent local) has no price: its calls count as $0',
+        fix: expect.stringContaining('add "mystery-model: {input: …'),
+      },
+    ]);
+    expect(unpriced.line("prices")[0]?.fix).toContain("under llm.prices in picklebot.yaml");
+    expect(unpriced.code).toBe(0);
+
+    editConfig((yaml) => `${yaml}\nbudget:\n  daily_usd: 2\n`);
+    const budgeted = await doctor(["--offline"]);
+    expect(budgeted.line("prices")[0]).toMatchObject({
+      status: "fail",
+      detail: expect.stringContaining("a budget applies to local, so its model calls are refused"),
+    });
+    expect(budgeted.code).toBe(1);
+
+    editConfig((yaml) =>
+      yaml.replace(
+        /^ {2}model: .*$/m,
+        (line) =>
+          `${line}\n  prices:\n    mystery-model: {input: 0, output: 0, cache_read: 0, cache_write: 0}`,
+      ),
+    );
+    const priced = await doctor(["--offline"]);
+    expect(priced.line("prices")).toEqual([
+      { check: "prices", status: "ok", detail: "every model the agents call has a price" },
+    ]);
+    expect(priced.code).toBe(0);
+  });
+
   it("fails the crons line for a cron naming an unknown agent, with the file", async () => {
     fs.writeFileSync(
       path.join(dir, "crons", "digest.yaml"),

@@ -374,6 +374,36 @@ describe("picklebot server, operated from the command line", () => {
     expect(fake.requests).toHaveLength(0);
   });
 
+  it("warns at start-up about a model without a price, and refuses its calls under a budget", async () => {
+    ws.write(
+      "agents/local/AGENT.md",
+      "---\nname: Local\ndescription: Runs on a local model\nmodel: mystery-model\nbudget: {daily_usd: 1}\n---\nYou help.\n",
+    );
+    ws.write(
+      "crons/local.yaml",
+      'schedule: "0 0 1 1 *"\nagent: local\nprompt: hi\nenabled: false\n',
+    );
+    const server = await startServer(ws.dir);
+
+    const warning = await server.waitForLog((line) => line.model === "mystery-model");
+    expect(warning).toMatchObject({ level: 40, agents: ["local"] });
+    expect(warning.msg).toBe(
+      'model "mystery-model" (agent local) has no price: its calls count as $0; a budget ' +
+        'applies to local, so its model calls are refused; add "mystery-model: {input: …, ' +
+        'output: …, cache_read: …, cache_write: …}" under llm.prices in picklebot.yaml (USD per ' +
+        "million tokens; 0 for a free model)",
+    );
+    // The default agent's model (llm.model) has a price: one warning only.
+    expect(server.linesMatching((line) => typeof line.model === "string")).toHaveLength(1);
+
+    const enqueued = await cronRun("local");
+    expect(await firstOutcome(server, enqueued)).toMatchObject({ outcome: "failed", attempts: 1 });
+    expect((await jobFromCli(enqueued.id)).lastError).toMatch(
+      /^agent "local" calls model "mystery-model", which has no price, so its budget cannot hold it/,
+    );
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it("requeues a failed job with `jobs retry --json`, which the running server then finishes", async () => {
     fake.script({ error: { status: 400 } }, { text: "Second time lucky." });
     const server = await startServer(ws.dir);

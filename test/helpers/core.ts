@@ -81,6 +81,8 @@ export interface CoreOptions {
   defaultReply?: FakeReplySource;
   /** `budget` of picklebot.yaml, as written there. (Default: none) */
   budget?: Record<string, unknown>;
+  /** `llm.prices` of picklebot.yaml, as written there. (Default: none) */
+  prices?: Record<string, unknown>;
   /** `workers.subagent_timeout_s`. (Default: 3600) */
   subagentTimeoutS?: number;
   /** `workers.agent_concurrency`. (Default: 2) */
@@ -132,6 +134,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
       base_url: model.url,
       timeout_s: 20,
       context_window: options.contextWindow,
+      ...(options.prices ? { prices: options.prices } : {}),
     },
     ...(options.postgresUrl
       ? {

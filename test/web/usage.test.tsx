@@ -84,6 +84,32 @@ describe("the Usage section", () => {
     expect(text).toContain("No budgets set");
   });
 
+  it("names each model the agents call that has no price, whose agents a budget refuses, and the fix", async () => {
+    const local = { ...builtInAgent("local"), model: "mystery-model" };
+    const scout = { ...local, id: "scout", budget: { daily_usd: 1 } };
+    const section = usageSection({
+      ledger: storage.usage,
+      config: testConfig(ws.dir),
+      agents: new Map([
+        ["pickle", builtInAgent("pickle")],
+        ["local", local],
+        ["scout", scout],
+      ]),
+      clock,
+    });
+    const page = await mountSection(section).get("/usage");
+    const text = textOf(page.html);
+    expect(text).toContain(
+      'Models without a price model "mystery-model" (agents local, scout) has no price: its ' +
+        "calls count as $0; a budget applies to scout, so its model calls are refused. Fix: " +
+        'add "mystery-model: {input: …, output: …, cache_read: …, cache_write: …}" under ' +
+        "llm.prices in picklebot.yaml (USD per million tokens; 0 for a free model).",
+    );
+    expect(page.html).toContain('role="alert"');
+    // Every model of the default client's agents is priced: no such card.
+    expect(textOf((await client().get("/usage")).html)).not.toContain("Models without a price");
+  });
+
   it("narrows to a shorter period with since", async () => {
     const text = textOf((await client().get("/usage?since=12h")).html);
     expect(text).toContain("By agent, last 12h");

@@ -1,7 +1,8 @@
 /**
  * The Usage section: tokens and cost from the usage ledger by agent and by day (the
- * reports of `picklebot usage`), and every budget with what is spent and left in its
- * current period (the numbers the checks before each model call use).
+ * reports of `picklebot usage`), every budget with what is spent and left in its current
+ * period (the numbers the checks before each model call use), and the models the agents
+ * call that have no price (docs/decisions/unpriced-models.md).
  *
  *   GET /?since=7d   `since`: 30m, 12h, 7d, 2w (Default: 7d); another value ─► 400
  */
@@ -13,6 +14,8 @@ import {
   PERIOD_NAMES,
 } from "../../agents/budget.js";
 import type { AgentDefinition } from "../../agents/definition.js";
+import { unpricedFix } from "../../agents/prices.js";
+import { type UnpricedModel, unpricedModels, unpricedProblem } from "../../agents/unpriced.js";
 import {
   formatUsd,
   parseSince,
@@ -68,6 +71,7 @@ export function usageSection(deps: UsageSectionDeps): DashboardSection {
         byAgent={byAgent}
         byDay={byDay}
         budgets={budgets}
+        unpriced={unpricedModels(deps.config, deps.agents)}
         timezone={deps.config.timezone}
       />,
       { title: "Usage" },
@@ -82,12 +86,14 @@ function UsagePage(props: {
   byAgent: UsageReport;
   byDay: UsageReport;
   budgets: BudgetStanding[];
+  unpriced: UnpricedModel[];
   timezone: string;
 }) {
-  const { sinceText, byAgent, byDay, budgets, timezone } = props;
+  const { sinceText, byAgent, byDay, budgets, unpriced, timezone } = props;
   const choices = SINCE_CHOICES.includes(sinceText) ? SINCE_CHOICES : [sinceText, ...SINCE_CHOICES];
   return (
     <>
+      <UnpricedModels unpriced={unpriced} />
       <section class="card">
         <h2>Budgets</h2>
         <BudgetTable budgets={budgets} timezone={timezone} />
@@ -122,6 +128,24 @@ function UsagePage(props: {
         </p>
       )}
     </>
+  );
+}
+
+/** The models the agents call that have no price, each with its fix; nothing when none. */
+function UnpricedModels(props: { unpriced: UnpricedModel[] }) {
+  if (props.unpriced.length === 0) return null;
+  const refused = props.unpriced.some((entry) => entry.refusedAgentIds.length > 0);
+  return (
+    <section class="card" role={refused ? "alert" : "status"}>
+      <h2>Models without a price</h2>
+      <ul>
+        {props.unpriced.map((entry) => (
+          <li>
+            {unpricedProblem(entry)}. Fix: {unpricedFix(entry.model)}.
+          </li>
+        ))}
+      </ul>
+    </section>
   );
 }
 
