@@ -54,6 +54,8 @@ const RATE = Number(values.rate);
 const SECONDS = Number(values.seconds);
 const ROUNDS = Number(values.rounds);
 const ENCODING = values.encoding;
+/** The server's `http.token`: the clients and the `/metrics` reader send it. */
+const HTTP_TOKEN = "bench-events-token-0123456789";
 
 /** Starts `picklebot server`; resolves with the child and its `host:port` once started. */
 function startServer(workspace) {
@@ -90,7 +92,10 @@ async function connectClients(address, count) {
   const child = spawn(
     process.execPath,
     [join(ROOT, "bench/lib/sse-clients.js"), address, String(count), ENCODING],
-    { stdio: ["pipe", "pipe", "inherit"] },
+    {
+      stdio: ["pipe", "pipe", "inherit"],
+      env: { ...process.env, PICKLEBOT_HTTP_TOKEN: HTTP_TOKEN },
+    },
   );
   child.stdout.setEncoding("utf8");
   const lines = [];
@@ -138,7 +143,9 @@ function fanoutPid(serverPid) {
 
 /** The server's `picklebot_events_dropped_total`: events a client too slow to read lost. */
 async function droppedEvents(address) {
-  const metrics = await (await fetch(`http://${address}/metrics`)).text();
+  const metrics = await (
+    await fetch(`http://${address}/metrics`, { headers: { authorization: `Bearer ${HTTP_TOKEN}` } })
+  ).text();
   const line = metrics
     .split("\n")
     .find((text) => text.startsWith("picklebot_events_dropped_total"));
@@ -185,6 +192,7 @@ async function run(fakeUrl, clientCount) {
       "  agent_concurrency: 8",
       "http:",
       "  port: 0",
+      `  token: ${HTTP_TOKEN}`,
       "",
     ].join("\n"),
   );

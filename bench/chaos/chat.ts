@@ -191,7 +191,7 @@ function spawnServer(run: Run): ServerProcess {
   const child = startCli(["server", "--workspace", run.ws.dir]);
   child.stdin?.end();
   run.generations.push({ startedAt: epochNow(), killedAt: null });
-  return new ServerProcess(child);
+  return new ServerProcess(child, run.ws.dir);
 }
 
 /** A last server delivers everything, then stops on SIGTERM, which must exit 0. */

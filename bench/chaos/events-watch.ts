@@ -30,7 +30,7 @@ export class EventsWatch {
     const controller = new AbortController();
     const following = (async () => {
       await server.waitForLog(STARTED, 20_000);
-      const response = await fetch(`${server.httpUrl}/events`, { signal: controller.signal });
+      const response = await server.fetch("/events", { signal: controller.signal });
       const [fanout] = fanoutProcesses(server.pid);
       if (fanout) this.fanouts.push(fanout);
       for await (const _message of readSse(response.body ?? new ReadableStream())) {

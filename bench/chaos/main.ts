@@ -345,7 +345,7 @@ function sendStop(telegram: FakeTelegram, job: EnqueuedJob, random: Random): voi
 function spawnServer(ws: TempWorkspace): ServerProcess {
   const child = startCli(["server", "--workspace", ws.dir]);
   child.stdin?.end();
-  return new ServerProcess(child);
+  return new ServerProcess(child, ws.dir);
 }
 
 /** Waits for the moment `mode` kills at; resolves a note on what was waited for. */

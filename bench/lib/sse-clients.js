@@ -7,7 +7,8 @@
  * Each client is a bare TCP socket that sends the request by hand and keeps the bytes it
  * reads (no HTTP parser: the clients stand for browsers on other machines, so the less of
  * this machine's CPU they take, the closer the measure is to the server's own cost). With
- * `gzip` (the default, as every browser asks) it sends `Accept-Encoding: gzip`; the bytes
+ * `gzip` (the default, as every browser asks) it sends `Accept-Encoding: gzip`, and the
+ * access token from PICKLEBOT_HTTP_TOKEN when it is set; the bytes
  * are parsed and inflated only when counted, after the load. Prints `connected` once every
  * client has its response headers, then on each line it reads on stdin (`count`) prints
  * the fewest events any client has read so far; exits when stdin ends. Events are counted
@@ -24,6 +25,8 @@ const [address = "", countText = "0", encoding = "gzip", path = "/events"] = pro
 const host = address.slice(0, address.lastIndexOf(":"));
 const port = Number(address.slice(address.lastIndexOf(":") + 1));
 const HEAD_END = Buffer.from("\r\n\r\n");
+const TOKEN = process.env.PICKLEBOT_HTTP_TOKEN;
+const AUTHORIZATION = TOKEN ? `authorization: Bearer ${TOKEN}\r\n` : "";
 
 const EVENT_LINE = Buffer.from("\nevent: ");
 
@@ -78,7 +81,7 @@ function client() {
       return new Promise((resolve, reject) => {
         const socket = connect(port, host);
         const accept = encoding === "gzip" ? "accept-encoding: gzip\r\n" : "";
-        socket.write(`GET ${path} HTTP/1.1\r\nhost: ${address}\r\n${accept}\r\n`);
+        socket.write(`GET ${path} HTTP/1.1\r\nhost: ${address}\r\n${accept}${AUTHORIZATION}\r\n`);
         socket.on("error", reject);
         socket.once("data", (first) => {
           const headEnd = first.indexOf(HEAD_END);

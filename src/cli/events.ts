@@ -5,13 +5,13 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Command } from "commander";
 import { UserError } from "../base/errors.js";
-import { hostPort } from "../base/host.js";
 import { readSse, untilQuiet } from "../base/sse.js";
 import { typeMatcher } from "../events/broadcast.js";
+import { clientToken } from "../http/token-file.js";
 import { EVENT_TYPES, type PicklebotEvent } from "../ports/index.js";
-import { runningServer } from "../storage/workspace-lock.js";
-import { type LoadedWorkspace, loadWorkspace } from "./context.js";
+import { loadWorkspace } from "./context.js";
 import { formatTime, printLine } from "./output.js";
+import { serverBaseUrl } from "./server-url.js";
 import { formatTokens } from "./transcript-print.js";
 
 /** Options of `picklebot events`. */
@@ -36,13 +36,11 @@ export function eventsCommand(): Command {
     .action(async (options: EventsOptions, command: Command) => {
       const loaded = loadWorkspace(command);
       checkTypes(options.type);
-      const base = serverAddress(loaded);
+      const base = serverBaseUrl(loaded.config, "the event stream");
       const query = new URLSearchParams({
         follow: options.follow ? "true" : "false",
         ...(options.type ? { type: options.type } : {}),
       });
-      // Access control comes with hono's cookie helper, which other commands need not load.
-      const { clientToken } = await import("../http/access.js");
       const token = clientToken(loaded.config.http.token, loaded.config.history.path);
       await readEvents(`${base}/events?${query}`, token, options);
     });
@@ -102,19 +100,6 @@ function checkTypes(patterns: string | undefined): void {
       );
     }
   }
-}
-
-/** `http://host:port` of the workspace's server: as it announced, else `http:` of picklebot.yaml. */
-function serverAddress({ config }: LoadedWorkspace): string {
-  const announced = runningServer(config.history.path)?.http;
-  if (announced) return `http://${announced}`;
-  if (!config.http.enabled) {
-    throw new UserError(
-      "the event stream is served over HTTP, which is off (http.enabled: false in picklebot.yaml); turn it on and restart the server",
-    );
-  }
-  const host = ["0.0.0.0", "::"].includes(config.http.host) ? "127.0.0.1" : config.http.host;
-  return `http://${hostPort(host, config.http.port)}`;
 }
 
 /**

@@ -21,6 +21,7 @@ const COMMANDS = {
   usage: async () => (await import("./usage.js")).usageCommand(),
   sessions: async () => (await import("./sessions.js")).sessionsCommand(),
   events: async () => (await import("./events.js")).eventsCommand(),
+  dashboard: async () => (await import("./dashboard.js")).dashboardCommand(),
   pairing: async () => (await import("./pairing.js")).pairingCommand(),
   approvals: async () => (await import("./approvals.js")).approvalsCommand(),
   cluster: async () => (await import("./cluster.js")).clusterCommand(),

@@ -12,6 +12,7 @@ import { unpricedModels, unpricedWarning } from "../agents/unpriced.js";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { createLogger, type Logger } from "../base/log.js";
 import { type Config, enabledPlatforms, secretValues } from "../config/index.js";
+import { clientToken, localBaseUrl, loginLink } from "../http/token-file.js";
 import type { PicklebotServer } from "../server/server.js";
 import { type LoadedWorkspace, loadWorkspace } from "./context.js";
 import { describeCronsNow } from "./cron.js";
@@ -44,6 +45,7 @@ export function serverCommand(): Command {
       const { PicklebotServer } = await import("../server/server.js");
       const server = await PicklebotServer.start({ ...loaded, logger });
       await printSummary(loaded, server, logger);
+      printLoginLink(loaded, server);
       const lost = await Promise.race([untilSignalled(logger).then(() => null), server.lost]);
       if (lost) {
         // Not server.stop(): its drain would let running jobs write on into the deleted
@@ -127,6 +129,19 @@ async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, lo
       "no model API key: set ANTHROPIC_API_KEY (or llm.api_key in picklebot.yaml); jobs fail until one is set",
     );
   }
+}
+
+/**
+ * On a terminal, the link that logs the owner's browser in to the dashboard. It holds the
+ * access token, so nowhere else (journald and `docker compose logs` keep stderr):
+ * `picklebot dashboard` prints it later, in a terminal.
+ */
+function printLoginLink({ config }: LoadedWorkspace, server: PicklebotServer): void {
+  if (process.stderr.isTTY !== true || !server.httpAddress || !config.http.dashboard) return;
+  const token = clientToken(config.http.token, config.history.path);
+  if (token === null) return;
+  const link = loginLink(localBaseUrl(server.httpAddress), token);
+  process.stderr.write(`Dashboard (this link logs you in; it holds the access token): ${link}\n`);
 }
 
 /** The workspace's skills, then each agent's own as `<agent>/<skill>`. */

@@ -319,8 +319,8 @@ function httpSchema() {
         8787,
       ),
       /**
-       * The dashboard's access token; required (or generated into history/http-token) when
-       * `host` is not a loopback address. Write it as `${PICKLEBOT_HTTP_TOKEN}`.
+       * The access token every HTTP client needs, on every bind (without it the server
+       * generates one into history/http-token). Write it as `${PICKLEBOT_HTTP_TOKEN}`.
        */
       token: z
         .string()

@@ -1,7 +1,7 @@
 /**
  * The dashboard's static files, served by picklebot itself (no CDN): htmx from the
- * htmx.org package, the stylesheet and the live-update script from static/ (TypeScript
- * strings, so `tsc` alone builds them into dist/).
+ * htmx.org package, the stylesheet, the live-update script and the login page's script
+ * from static/ (TypeScript strings, so `tsc` alone builds them into dist/).
  */
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -9,6 +9,7 @@ import { Hono } from "hono";
 import { packageInfo } from "../base/package-info.js";
 import { DASHBOARD_CSS } from "./static/css.js";
 import { DASHBOARD_JS } from "./static/live.js";
+import { LOGIN_JS } from "./static/login.js";
 
 const require = createRequire(import.meta.url);
 
@@ -27,6 +28,10 @@ const FILES: Record<string, { type: string; source: () => string }> = {
   "dashboard.js": {
     type: "text/javascript",
     source: () => DASHBOARD_JS,
+  },
+  "login.js": {
+    type: "text/javascript",
+    source: () => LOGIN_JS,
   },
 };
 

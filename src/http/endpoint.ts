@@ -1,7 +1,7 @@
 /**
  * The HTTP endpoint (Hono on @hono/node-server): `/healthz`, `/metrics`, the event stream
  * at `/events` when the server has one, and the web dashboard at `/` with its assets.
- * Every request passes the access check first (see dashboard/access.ts).
+ * Every request passes the access check first (see access.ts).
  */
 import type { AddressInfo } from "node:net";
 import { createAdaptorServer, type HttpBindings, type ServerType } from "@hono/node-server";
@@ -12,14 +12,14 @@ import { hostPort } from "../base/host.js";
 import type { EventFanout } from "../events/fanout.js";
 import { type EventRoutesOptions, eventRoutes } from "../events/routes.js";
 import type { EventFeed } from "../ports/index.js";
-import { type HttpAccess, mayReadDetails, openAccess, requireAccess } from "./access.js";
+import { type HttpAccess, hasToken, requireAccess } from "./access.js";
 import { assetRoutes } from "./assets.js";
 import type { DashboardEnv } from "./env.js";
 import { loginRoutes } from "./login.js";
 
 /**
- * What `/healthz` reports: 200 when `healthy`, 503 otherwise. With a token, a caller
- * without it gets only `{healthy}`.
+ * What `/healthz` reports: 200 when `healthy`, 503 otherwise. A caller without the token
+ * gets only `{healthy}`.
  */
 export interface HealthReport {
   healthy: boolean;
@@ -33,8 +33,8 @@ export interface HttpEndpointOptions {
   port: number;
   health: () => Promise<HealthReport>;
   registry: Registry;
-  /** Who may call (see `resolveAccess`). (Default: everyone, as on a loopback bind) */
-  access?: HttpAccess;
+  /** Who may call (see `resolveAccess`). */
+  access: HttpAccess;
   /** The dashboard (`dashboardApp`), or null when `http.dashboard` is false. (Default: none) */
   dashboard?: Hono<DashboardEnv> | null;
   /** The event stream served at `GET /events`. (Default: none, 404) */
@@ -73,14 +73,14 @@ export function httpApp(
   options: Omit<HttpEndpointOptions, "host" | "port" | "events" | "eventStream">,
   events?: Hono<{ Bindings: HttpBindings }>,
 ): Hono {
-  const access = options.access ?? openAccess();
+  const { access } = options;
   const app = new Hono();
   app.use(SECURITY_HEADERS);
   app.use(requireAccess(access));
   app.get("/healthz", async (c) => {
     const report = await options.health();
     // The details (instance, workers, broken agents and their errors) are the owner's.
-    const shown = mayReadDetails(c, access) ? report : { healthy: report.healthy };
+    const shown = hasToken(c, access.token) ? report : { healthy: report.healthy };
     c.header("content-type", "application/json");
     return c.body(`${JSON.stringify(shown)}\n`, report.healthy ? 200 : 503);
   });

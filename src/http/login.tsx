@@ -1,25 +1,23 @@
 /**
  * `/login`: the form that trades the access token for a session cookie (HttpOnly,
  * SameSite=Strict, Secure when the request came over https, directly or through a
- * reverse proxy's `x-forwarded-proto`), and `/logout`, which clears it.
+ * reverse proxy's `x-forwarded-proto`), and `/logout`, which clears it. A login link
+ * (`/login#token=…`) fills in and submits the form by itself (static/login.ts).
  */
 import { type Context, Hono } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import { type HttpAccess, SESSION_COOKIE, sameSecret, sessionValue } from "./access.js";
+import { ASSET_VERSION } from "./assets.js";
 import { Notice, PageHead } from "./layout.js";
 
 /** How long the session cookie lasts. */
 const SESSION_MAX_AGE_S = 30 * 24 * 3600;
 
-/** The login and logout routes; `token` null (a loopback bind) sends `/login` home. */
+/** The login and logout routes. */
 export function loginRoutes(access: HttpAccess): Hono {
   const app = new Hono();
-  app.get("/login", (c) => {
-    if (access.token === null) return c.redirect("/", 303);
-    return c.html(<LoginPage next={safeNext(c.req.query("next"))} />);
-  });
+  app.get("/login", (c) => c.html(<LoginPage next={safeNext(c.req.query("next"))} />));
   app.post("/login", async (c) => {
-    if (access.token === null) return c.redirect("/", 303);
     const form = await c.req.parseBody();
     const next = safeNext(typeof form.next === "string" ? form.next : undefined);
     const given = typeof form.token === "string" ? form.token.trim() : "";
@@ -61,16 +59,19 @@ function overHttps(c: Context): boolean {
 function LoginPage(props: { next: string; error?: string }) {
   return (
     <html lang="en">
-      <PageHead title="Log in" />
+      <PageHead title="Log in">
+        <script src={`/assets/login.js?v=${ASSET_VERSION}`} defer />
+      </PageHead>
       <body>
         <main class="login card">
           <h1>picklebot</h1>
           <p class="muted">
-            This dashboard is reachable from other machines, so it needs the access token
-            (http.token, or the one in history/http-token).
+            The dashboard needs its access token: http.token, or the one picklebot keeps in
+            history/http-token. On the server's host, picklebot dashboard prints a link that logs
+            you in.
           </p>
           <Notice error text={props.error} />
-          <form method="post" action="/login">
+          <form id="login" method="post" action="/login">
             <input type="hidden" name="next" value={props.next} />
             <label>
               Token

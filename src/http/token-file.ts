@@ -1,6 +1,7 @@
 /**
- * Where a generated access token is kept, and the token a client on this host sends. Kept
- * apart from access.ts so a command that only calls the server (`status`) loads no hono.
+ * The owner's access from this host: where a generated access token is kept, the token a
+ * client on this host sends, and the link that logs a browser in. Kept apart from
+ * access.ts so a command that only calls the server (`status`) loads no hono.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -16,4 +17,26 @@ export function clientToken(token: string | undefined, historyPath: string): str
   if (token !== undefined) return token;
   const file = join(historyPath, GENERATED_TOKEN_FILE);
   return existsSync(file) ? readFileSync(file, "utf8").trim() : null;
+}
+
+/** Binds to every address, which a client on this host reaches at 127.0.0.1. */
+const WILDCARD_HOSTS = new Set(["0.0.0.0", "::", "[::]"]);
+
+/**
+ * `http://host:port` of a server that listens on `address` (`host:port`, as it announces
+ * itself), for a client on this host: a bind to every address is reached at 127.0.0.1.
+ */
+export function localBaseUrl(address: string): string {
+  const url = new URL(`http://${address}`);
+  if (WILDCARD_HOSTS.has(url.hostname)) url.hostname = "127.0.0.1";
+  return url.origin;
+}
+
+/**
+ * The link that logs a browser in to the server at `baseUrl`: the login page reads the
+ * token from the fragment, which a browser never sends, so it reaches no request and no
+ * server's or proxy's log; the page then drops it from the address bar.
+ */
+export function loginLink(baseUrl: string, token: string): string {
+  return `${baseUrl}/login#token=${encodeURIComponent(token)}`;
 }

@@ -51,12 +51,9 @@ export function serverHttpEndpoint(parts: ServerHttpParts): HttpEndpoint | null 
   const { http, history } = parts.config;
   if (!http.enabled) return null;
   const access = resolveAccess({
-    host: http.host,
     token: http.token,
     historyPath: history.path,
-    // The token only to a terminal: journald and `docker compose logs` keep stderr.
-    announce: (text) => process.stderr.write(text),
-    toTerminal: process.stderr.isTTY === true,
+    announce: (text) => parts.logger.info(text),
   });
   return new HttpEndpoint({
     host: http.host,

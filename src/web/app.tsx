@@ -23,7 +23,7 @@ export interface DashboardOptions {
 
 /** The dashboard's routes, to mount at `/`. */
 export function dashboardApp(options: DashboardOptions): Hono<DashboardEnv> {
-  const csrfToken = digest(options.access.secret, "csrf");
+  const csrfToken = digest(options.access.token, "csrf");
   const nav = [
     { path: "/", label: "Overview" },
     ...options.sections.map(({ path, label }) => ({ path: `/${path}`, label })),

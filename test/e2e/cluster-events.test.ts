@@ -22,7 +22,7 @@ const skipReason = await postgresSkipReason();
 
 /** The events a server still buffers (`?follow=false`). */
 async function buffered(server: ServerProcess): Promise<PicklebotEvent[]> {
-  const response = await fetch(`${server.httpUrl}/events?follow=false`);
+  const response = await server.fetch("/events?follow=false");
   const events: PicklebotEvent[] = [];
   if (!response.body) return events;
   for await (const message of readSse(response.body)) events.push(JSON.parse(message.data));

@@ -61,8 +61,7 @@ describe.skipIf(skip !== null)("the dashboard in a browser", () => {
     });
     fake.script({ text: "All pickled.", chunks: 3, pauseAfterChunks: 1, resume: held });
     const server = await startServer(ws.dir);
-    const page = await browser.page();
-    await page.goto(server.httpUrl);
+    const page = await browser.ownerPage(server);
     await expect.poll(() => queueCount(page, "done").textContent()).toBe("0");
     await page.evaluate("window.__sameDocument = true");
 
@@ -102,8 +101,7 @@ describe.skipIf(skip !== null)("the dashboard in a browser", () => {
     const server = await startServer(ws.dir);
     const job = await chatJob("What is in my notes?");
     await server.waitForLog((line) => line.job === job.id && line.outcome === "done", 15_000);
-    const page = await browser.page();
-    await page.goto(`${server.httpUrl}/jobs/${job.id}`);
+    const page = await browser.ownerPage(server, `/jobs/${job.id}`);
     expect(await page.locator(".reply-text").textContent()).toContain(
       "Your notes say: pickles are cucumbers in brine.",
     );
@@ -139,8 +137,7 @@ describe.skipIf(skip !== null)("the dashboard in a browser", () => {
     const server = await startServer(ws.dir);
     const job = await chatJob("try me", { maxAttempts: 1 });
     await server.waitForLog((line) => line.job === job.id && line.outcome === "failed", 15_000);
-    const page = await browser.page();
-    await page.goto(`${server.httpUrl}/jobs/${job.id}`);
+    const page = await browser.ownerPage(server, `/jobs/${job.id}`);
     expect(await page.locator("dd [data-state]").first().textContent()).toBe("failed");
     expect(await page.locator("ol").textContent()).toContain("bad request from the fake");
     await page.getByRole("button", { name: "Retry" }).click();
@@ -191,8 +188,7 @@ describe.skipIf(skip !== null)("a web chat in the browser", () => {
     });
     fake.script({ text: "Brine is salty water.", chunks: 3, pauseAfterChunks: 1, resume: held });
     const server = await startServer(ws.dir);
-    const page = await browser.page();
-    await page.goto(`${server.httpUrl}/sessions`);
+    const page = await browser.ownerPage(server, "/sessions");
     await page.selectOption('select[name="agent"]', "pickle");
     await page.fill('textarea[name="message"]', "What is brine?");
     await page.getByRole("button", { name: "Start chat" }).click();
@@ -230,23 +226,28 @@ describe.skipIf(skip !== null)("a web chat in the browser", () => {
 });
 
 describe("a generated access token", () => {
-  it("is kept in history/http-token, not printed to a pipe, and never logged", async () => {
-    ws.write("picklebot.yaml", fakeModelConfig(fake.url, "  host: 0.0.0.0\n"));
+  it("is kept in history/http-token, never logged, and the login link lets a browser in", async () => {
     const first = await startServer(ws.dir);
-    const token = readFileSync(join(ws.dir, "history", "http-token"), "utf8").trim();
-    expect(statSync(join(ws.dir, "history", "http-token")).mode & 0o777).toBe(0o600);
-    // stderr is a pipe here, not a terminal: the notice says where the token is instead.
+    const file = join(ws.dir, "history", "http-token");
+    const token = readFileSync(file, "utf8").trim();
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    // stderr is a pipe here, not a terminal: the log says where the token is instead.
     expect(first.stderr).not.toContain(token);
-    expect(first.stderr).toContain("cat ");
     expect(JSON.stringify(first.logs)).not.toContain(token);
-    const port = first.httpUrl.split(":").at(-1);
-    expect((await fetch(`http://127.0.0.1:${port}/jobs`)).status).toBe(401);
-    const allowed = await fetch(`http://127.0.0.1:${port}/jobs`, {
-      headers: { authorization: `Bearer ${token}` },
-    });
-    expect(allowed.status).toBe(200);
+    expect(first.linesMatching((line) => line.msg.includes(`cat ${file}`))).toHaveLength(1);
+    expect((await fetch(`${first.httpUrl}/jobs`)).status).toBe(401);
+    expect((await first.fetch("/jobs")).status).toBe(200);
     await first.kill();
+
     const second = await startServer(ws.dir);
-    expect(second.stderr).not.toContain(token);
+    expect(second.token).toBe(token);
+    expect(second.linesMatching((line) => line.msg.includes(`cat ${file}`))).toHaveLength(0);
+    if (skip !== null) return;
+    const page = await browser.ownerPage(second, "/approvals");
+    expect(await page.locator("h1").textContent()).toBe("Approvals");
+    expect(page.url()).not.toContain(token);
+    await page.goBack();
+    expect(page.url()).not.toContain(token);
+    await page.close();
   });
 });

@@ -187,7 +187,7 @@ describe("picklebot server with a Discord bot", () => {
     const server = await startServer(ws.dir);
 
     await server.waitForLog((line) => JSON.stringify(line).includes("Message Content Intent"));
-    const health = await fetch(`${server.httpUrl}/healthz`);
+    const health = await server.fetch("/healthz");
 
     expect(health.status).toBe(503);
     expect(await health.json()).toMatchObject({

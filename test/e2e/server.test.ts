@@ -4,7 +4,6 @@
  * the log, and the server's HTTP endpoints and companion commands.
  */
 
-import { spawn } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { createServer } from "node:net";
@@ -13,7 +12,7 @@ import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job } from "../../src/ports/index.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
-import { CLI, childEnv, runCli } from "../helpers/cli.js";
+import { runCli, startCli } from "../helpers/cli.js";
 import {
   freePort,
   killAllServers,
@@ -108,7 +107,7 @@ describe("picklebot server", () => {
       { role: "assistant", text: "Pickle prices are up 3% today.", jobId: null },
     ]);
 
-    const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
+    const metrics = await (await server.fetch("/metrics")).text();
     expect(metrics).toContain('picklebot_jobs_processed_total{outcome="done"} 1');
     expect(metrics).toMatch(/picklebot_llm_tokens_total\{type="output"\} [1-9]/);
     expect(metrics).toMatch(/picklebot_tokens_total\{agent="pickle",kind="output"\} [1-9]/);
@@ -233,8 +232,7 @@ describe("picklebot server", () => {
     }
   });
 
-  it("keeps a generated dashboard token out of output that is not a terminal", async () => {
-    ws.write("picklebot.yaml", fakeModelConfig(fake.url, "  host: 0.0.0.0\n"));
+  it("keeps a generated dashboard token out of the log and of output that is not a terminal", async () => {
     const server = await startServer(ws.dir);
     const file = join(ws.dir, "history", "http-token");
     const token = readFileSync(file, "utf8").trim();
@@ -242,8 +240,10 @@ describe("picklebot server", () => {
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const output = `${server.stderr}${JSON.stringify(server.logs)}${server.otherOutput.join("\n")}`;
     expect(output).not.toContain(token);
-    expect(server.stderr).toContain(`generated an access token and kept it in ${file}`);
-    expect(server.stderr).toContain(`as the user picklebot runs as: cat ${file}`);
+    const [notice] = server.linesMatching((line) => line.msg.includes("access token"));
+    expect(notice?.msg).toContain(`generated the dashboard's access token and kept it in ${file}`);
+    expect(notice?.msg).toContain("run picklebot dashboard in a terminal");
+    expect(notice?.msg).toContain(`cat ${file}`);
   });
 
   it("refuses to start when bindings names an agent the workspace does not have", async () => {
@@ -260,7 +260,7 @@ describe("picklebot server", () => {
 
   it("answers /healthz with every worker's state", async () => {
     const server = await startServer(ws.dir);
-    const response = await fetch(`${server.httpUrl}/healthz`);
+    const response = await server.fetch("/healthz");
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toBe("application/json");
     const report = (await response.json()) as { workers: { name: string }[] };
@@ -317,7 +317,7 @@ describe("picklebot server with a broken AGENT.md (fail closed)", () => {
     expect(job.lastError).toMatch(/agent "pickle" is broken .*description: missing/);
     expect(fake.requests).toHaveLength(0);
 
-    const response = await fetch(`${server.httpUrl}/healthz`);
+    const response = await server.fetch("/healthz");
     const health = (await response.json()) as {
       healthy: boolean;
       unhealthy: string[];
@@ -445,9 +445,9 @@ describe("picklebot server, operated from the command line", () => {
     fake.script({ text: "Back on my feet." });
     const enqueued = await cronRun();
     expect(await firstOutcome(server, enqueued)).toMatchObject({ outcome: "done" });
-    const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
+    const metrics = await (await server.fetch("/metrics")).text();
     expect(metrics).toContain('picklebot_worker_restarts_total{worker="agent"} 1');
-    const health = (await (await fetch(`${server.httpUrl}/healthz`)).json()) as {
+    const health = (await (await server.fetch("/healthz")).json()) as {
       workers: { name: string }[];
     };
     expect(health.workers.find((worker) => worker.name === "agent")).toMatchObject({
@@ -478,13 +478,13 @@ describe("picklebot server, operated from the command line", () => {
   });
 
   it("logs JSON lines on a terminal with --json", async () => {
-    const command = `${process.execPath} ${CLI} server --json --workspace ${ws.dir}`;
-    const terminal = spawn("script", ["-qfec", command, "/dev/null"], { env: childEnv() });
+    const args = ["server", "--json", "--workspace", ws.dir];
+    const terminal = startCli(args, { terminal: true });
     let screen = "";
-    terminal.stdout.on("data", (chunk: Buffer) => (screen += chunk));
+    terminal.stdout?.on("data", (chunk: Buffer) => (screen += chunk));
     const started = await new Promise<LogLine>((resolve, reject) => {
       terminal.on("close", () => reject(new Error(`the server stopped:\n${screen}`)));
-      terminal.stdout.on("data", () => {
+      terminal.stdout?.on("data", () => {
         const line = screen.split(/\r?\n/).find((text) => text.includes("server started"));
         if (line) resolve(JSON.parse(line) as LogLine);
       });

@@ -56,7 +56,7 @@ describe("stopping the server with SIGTERM", () => {
       env: childEnv({ PICKLEBOT_WORKSPACE: ws.dir }),
       stdio: ["ignore", "pipe", "pipe"],
     });
-    const server = new ServerProcess(npm);
+    const server = new ServerProcess(npm, ws.dir);
     const started = await server.waitForLog("picklebot server started", 60_000);
     const serverPid = Number(started.pid);
     expect(serverPid).toBeGreaterThan(0);
@@ -202,7 +202,7 @@ describe("Dockerfile", () => {
       env: childEnv({ PICKLEBOT_WORKSPACE: ws.dir, PICKLEBOT_INSTANCE_ID: "picklebot" }),
       stdio: ["ignore", "pipe", "pipe"],
     });
-    const server = new ServerProcess(child);
+    const server = new ServerProcess(child, ws.dir);
     const started = await server.waitForLog("picklebot server started", 20_000);
 
     child.kill("SIGTERM");

@@ -206,7 +206,7 @@ describe("agents reloaded while the server runs", () => {
     const failed = (await jobsFromCli()).find((job) => job.id === outcome.job);
     expect(failed?.lastError).toMatch(/agent "chef" is broken .*description: missing/);
     expect(fake.requests).toHaveLength(2);
-    const health = (await (await fetch(`${server.httpUrl}/healthz`)).json()) as {
+    const health = (await (await server.fetch("/healthz")).json()) as {
       brokenAgents: { id: string }[];
     };
     expect(health.brokenAgents.map((agent) => agent.id)).toEqual(["chef"]);

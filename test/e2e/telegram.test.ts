@@ -348,7 +348,7 @@ describe("Telegram connection and agent posts", () => {
     );
     const server = await startServer(ws.dir);
     await server.waitForLog("telegram: could not connect");
-    const down = await fetch(`${server.httpUrl}/healthz`);
+    const down = await server.fetch("/healthz");
     expect(down.status).toBe(503);
     expect(await down.json()).toMatchObject({
       buses: [{ platform: "telegram", state: "connecting" }],
@@ -357,7 +357,7 @@ describe("Telegram connection and agent posts", () => {
     const revived = await startFakeTelegram({ port });
     try {
       await waitForBus(server, ["telegram"], 20_000);
-      const up = await fetch(`${server.httpUrl}/healthz`);
+      const up = await server.fetch("/healthz");
       expect(up.status).toBe(200);
       expect(await up.json()).toMatchObject({
         buses: [{ platform: "telegram", state: "connected" }],

@@ -158,7 +158,7 @@ describe("picklebot events", () => {
 
   it("serves live clients from a fan-out process that a SIGKILLed server takes along", async () => {
     const server = await startServer(ws.dir);
-    const stream = await fetch(`${server.httpUrl}/events`);
+    const stream = await server.fetch("/events");
     const reader = stream.body?.getReader();
     if (!reader) throw new Error("no body");
     expect(new TextDecoder().decode((await reader.read()).value)).toContain(": connected");

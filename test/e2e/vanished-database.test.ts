@@ -13,6 +13,9 @@ import { recordingLogger } from "../helpers/log.js";
 import { killAllServers, startServer } from "../helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
+/** The HTTP endpoint's access token (`http.token`): the report with the reason needs it. */
+const HTTP_TOKEN = "vanished-test-token-0123456789";
+
 let ws: TempWorkspace;
 
 beforeEach(() => {
@@ -28,7 +31,9 @@ describe("a database deleted under a running server", () => {
   it("turns /healthz 503 with the reason as soon as it is noticed", async () => {
     const server = await PicklebotServer.start({
       workspace: ws.dir,
-      config: testConfig(ws.dir, { http: { enabled: true, host: "127.0.0.1", port: 0 } }),
+      config: testConfig(ws.dir, {
+        http: { enabled: true, host: "127.0.0.1", port: 0, token: HTTP_TOKEN },
+      }),
       agents: new Map(),
       provider: createAnthropicProvider({ apiKey: "k", baseURL: "http://127.0.0.1:9" }),
       logger: recordingLogger().logger,
@@ -41,7 +46,9 @@ describe("a database deleted under a running server", () => {
       const error = await server.lost;
 
       expect(error.message).toContain(`${join(ws.dir, "history", "picklebot.db")} was deleted`);
-      const response = await fetch(healthz);
+      const response = await fetch(healthz, {
+        headers: { authorization: `Bearer ${HTTP_TOKEN}` },
+      });
       expect(response.status).toBe(503);
       const report = (await response.json()) as { healthy: boolean; storage: string };
       expect(report.healthy).toBe(false);

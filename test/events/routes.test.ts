@@ -14,6 +14,17 @@ const enqueued = (jobId: string) =>
   ({ type: "job.enqueued", jobId, agentId: "main", sessionKey: "cli:1", attempts: 0 }) as const;
 const done = (jobId: string) => ({ ...enqueued(jobId), type: "job.done", attempts: 1 }) as const;
 
+/** The access token of the endpoints served here; every request sends it. */
+const ACCESS = { token: "events-test-token-0123456789" };
+const AUTHORIZATION = `Bearer ${ACCESS.token}`;
+
+/** `fetch` with the access token. */
+function ownerFetch(url: string, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  headers.set("authorization", AUTHORIZATION);
+  return fetch(url, { ...init, headers });
+}
+
 const endpoints: HttpEndpoint[] = [];
 afterEach(async () => {
   await Promise.all(endpoints.splice(0).map((endpoint) => endpoint.close()));
@@ -32,6 +43,7 @@ async function serve(
     port: 0,
     registry: metrics.registry,
     health: async () => ({ healthy: true }),
+    access: ACCESS,
     events: hub,
     eventStream: {
       script: FANOUT_PROCESS,
@@ -46,7 +58,7 @@ async function serve(
 
 /** A number `/metrics` shows. */
 async function metric(base: string, name: string): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`)).text();
+  const text = await (await ownerFetch(`${base}/metrics`)).text();
   return Number(new RegExp(`^${name} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
 }
 
@@ -74,7 +86,7 @@ describe("GET /events", () => {
     const hub = new EventHub({ instance: "local" });
     hub.publish(enqueued("a"));
     const base = await serve(hub);
-    const response = await fetch(`${base}/events`);
+    const response = await ownerFetch(`${base}/events`);
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toContain("text/event-stream");
     const reading = take(response, 2);
@@ -90,11 +102,11 @@ describe("GET /events", () => {
     for (const id of ["a", "b", "c"]) hub.publish(enqueued(id));
     const base = await serve(hub);
     const byHeader = await take(
-      await fetch(`${base}/events`, { headers: { "last-event-id": "2" } }),
+      await ownerFetch(`${base}/events`, { headers: { "last-event-id": "2" } }),
       1,
     );
     expect(byHeader.map((message) => message.id)).toEqual(["3"]);
-    const byQuery = await take(await fetch(`${base}/events?after=1`), 2);
+    const byQuery = await take(await ownerFetch(`${base}/events?after=1`), 2);
     expect(byQuery.map((message) => message.id)).toEqual(["2", "3"]);
   });
 
@@ -102,11 +114,11 @@ describe("GET /events", () => {
     const hub = new EventHub({ instance: "local" });
     for (const id of ["a", "b"]) hub.publish(enqueued(id));
     const base = await serve(hub);
-    const live = await fetch(`${base}/events`, { headers: { "last-event-id": "500" } });
+    const live = await ownerFetch(`${base}/events`, { headers: { "last-event-id": "500" } });
     const reading = take(live, 3);
     setTimeout(() => hub.publish(done("a")), 50);
     expect((await reading).map((message) => message.id)).toEqual(["1", "2", "3"]);
-    const once = await fetch(`${base}/events?follow=false&after=500`);
+    const once = await ownerFetch(`${base}/events?follow=false&after=500`);
     expect((await once.text()).match(/^id: \d+$/gm)).toEqual(["id: 1", "id: 2", "id: 3"]);
   });
 
@@ -116,7 +128,7 @@ describe("GET /events", () => {
     hub.publish({ type: "cron.fired", cronId: "daily", agentId: "main", jobId: "a" });
     hub.publish(done("a"));
     const base = await serve(hub);
-    const messages = await take(await fetch(`${base}/events?type=cron.*,job.done`), 2);
+    const messages = await take(await ownerFetch(`${base}/events?type=cron.*,job.done`), 2);
     expect(messages.map((message) => message.event)).toEqual(["cron.fired", "job.done"]);
   });
 
@@ -124,7 +136,7 @@ describe("GET /events", () => {
     const hub = new EventHub({ instance: "local" });
     hub.publish(enqueued("a"));
     const base = await serve(hub);
-    const response = await fetch(`${base}/events`, { method: "HEAD" });
+    const response = await ownerFetch(`${base}/events`, { method: "HEAD" });
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toContain("text/event-stream");
     expect(await response.text()).toBe("");
@@ -133,7 +145,7 @@ describe("GET /events", () => {
 
   it("refuses a resume point that is not an event seq", async () => {
     const base = await serve(new EventHub({ instance: "local" }));
-    const response = await fetch(`${base}/events?after=yesterday`);
+    const response = await ownerFetch(`${base}/events?after=yesterday`);
     expect(response.status).toBe(400);
     expect(await response.text()).toContain("Last-Event-ID and ?after= take an event seq");
   });
@@ -142,7 +154,7 @@ describe("GET /events", () => {
     const hub = new EventHub({ instance: "local" });
     const base = await serve(hub, { idleMs: 50 });
     const controller = new AbortController();
-    await fetch(`${base}/events`, { signal: controller.signal });
+    await ownerFetch(`${base}/events`, { signal: controller.signal });
     await untilClients(base, 1);
     expect(fanoutProcesses()).toHaveLength(1);
     expect(hub.subscriberCount).toBe(1);
@@ -158,7 +170,7 @@ describe("GET /events when its fan-out process dies", () => {
     const hub = new EventHub({ instance: "local" });
     const exits: string[] = [];
     const base = await serve(hub, { onExit: (reason) => exits.push(reason) });
-    const first = readSse((await fetch(`${base}/events`)).body ?? new ReadableStream())[
+    const first = readSse((await ownerFetch(`${base}/events`)).body ?? new ReadableStream())[
       Symbol.asyncIterator
     ]();
     hub.publish(enqueued("a"));
@@ -171,7 +183,7 @@ describe("GET /events when its fan-out process dies", () => {
     expect(exits[0]).toContain("the /events fan-out process ended: it exited (SIGKILL)");
     hub.publish(done("a")); // while no fan-out process runs
     const resumed = await take(
-      await fetch(`${base}/events`, { headers: { "last-event-id": "1" } }),
+      await ownerFetch(`${base}/events`, { headers: { "last-event-id": "1" } }),
       1,
     );
     expect(resumed).toMatchObject([{ id: "2", event: "job.done" }]);
@@ -183,7 +195,7 @@ describe("GET /events when its fan-out process stops taking events", () => {
   it("drops the batches it is behind by and counts them, while publishing goes on", async () => {
     const hub = new EventHub({ instance: "local" });
     const base = await serve(hub, { maxBatchesInFlight: 2 });
-    const reader = readSse((await fetch(`${base}/events`)).body ?? new ReadableStream())[
+    const reader = readSse((await ownerFetch(`${base}/events`)).body ?? new ReadableStream())[
       Symbol.asyncIterator
     ]();
     await untilClients(base, 1);
@@ -215,10 +227,12 @@ describe("GET /events with a client that stops reading", () => {
     const base = await serve(hub, { metrics });
     const { hostname, port } = new URL(base);
     const socket = connect(Number(port), hostname);
-    socket.write(`GET /events HTTP/1.1\r\nHost: ${hostname}:${port}\r\n\r\n`);
+    socket.write(
+      `GET /events HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: ${AUTHORIZATION}\r\n\r\n`,
+    );
     socket.pause(); // never reads: the kernel's buffers fill, then the stream stalls
     await untilClients(base, 1);
-    const reader = await fetch(`${base}/events`);
+    const reader = await ownerFetch(`${base}/events`);
     const error = "x".repeat(2_000);
     for (let round = 0; (await metric(base, "picklebot_events_dropped_total")) === 0; round++) {
       for (let i = 0; i < 1_000; i++) hub.publish({ ...done(`j${i}`), type: "job.failed", error });
@@ -236,7 +250,10 @@ describe("GET /events with a client that stops reading", () => {
 /** `GET path` with node:http (which asks for no encoding unless told), as a raw response. */
 function rawGet(base: string, path: string, headers: Record<string, string> = {}) {
   return new Promise<IncomingMessage>((resolve, reject) => {
-    get(`${base}${path}`, { headers }, resolve).on("error", reject);
+    get(`${base}${path}`, { headers: { authorization: AUTHORIZATION, ...headers } }, resolve).on(
+      "error",
+      reject,
+    );
   });
 }
 
@@ -372,7 +389,7 @@ describe("eventRoutes", () => {
   it("sends heartbeat comments on an idle stream", async () => {
     const base = await serve(new EventHub({ instance: "local" }), { heartbeatMs: 20 });
     const controller = new AbortController();
-    const response = await fetch(`${base}/events`, { signal: controller.signal });
+    const response = await ownerFetch(`${base}/events`, { signal: controller.signal });
     const reader = response.body?.getReader();
     if (!reader) throw new Error("no body");
     let text = "";

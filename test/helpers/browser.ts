@@ -80,12 +80,28 @@ async function launchBrowser(): Promise<TestBrowser> {
   };
 }
 
+/** A server whose dashboard a test logs in to (test/helpers/server.ts's ServerProcess). */
+export interface OwnedServer {
+  httpUrl: string;
+  /** The link that logs a browser in, then opens `path`. */
+  loginLink(path?: string): string;
+}
+
+/** The file's browser: new tabs, and tabs logged in to a server as its owner. */
+export interface FileBrowser extends Pick<TestBrowser, "page"> {
+  /**
+   * A new tab that opened `server`'s login link (the token in its fragment, as
+   * `picklebot dashboard` prints it) and was let in to `path`.
+   */
+  ownerPage(server: OwnedServer, path?: string, width?: number): Promise<Page>;
+}
+
 /**
  * One browser for the test file: launched before its first test (unless `skip`, see
  * {@link browserSkipReason}), closed after its last. A test fails when one of its pages
  * threw or refused something under the Content-Security-Policy.
  */
-export function browserForFile(skip: string | null): Pick<TestBrowser, "page"> {
+export function browserForFile(skip: string | null): FileBrowser {
   let browser: TestBrowser | undefined;
   const pageErrors: string[] = [];
   beforeAll(async () => {
@@ -95,15 +111,23 @@ export function browserForFile(skip: string | null): Pick<TestBrowser, "page"> {
     expect(pageErrors.splice(0), "script errors and Content-Security-Policy refusals").toEqual([]);
   });
   afterAll(async () => browser?.close());
+  const page = async (width?: number) => {
+    if (!browser) throw new Error(`no browser: ${skip ?? "not launched yet"}`);
+    const opened = await browser.page(width);
+    opened.on("pageerror", (error) => pageErrors.push(error.message));
+    opened.on("console", (message) => {
+      if (/Content Security Policy/i.test(message.text())) pageErrors.push(message.text());
+    });
+    return opened;
+  };
   return {
-    async page(width) {
-      if (!browser) throw new Error(`no browser: ${skip ?? "not launched yet"}`);
-      const page = await browser.page(width);
-      page.on("pageerror", (error) => pageErrors.push(error.message));
-      page.on("console", (message) => {
-        if (/Content Security Policy/i.test(message.text())) pageErrors.push(message.text());
-      });
-      return page;
+    page,
+    async ownerPage(server, path = "/", width) {
+      const opened = await page(width);
+      // The login page submits itself: its load may never come before the next one.
+      await opened.goto(server.loginLink(path), { waitUntil: "commit" });
+      await opened.waitForURL(`${server.httpUrl}${path}`);
+      return opened;
     },
   };
 }

@@ -73,7 +73,7 @@ export async function waitForBus(
 
 /** The server's `/healthz` report. */
 export async function healthz(server: ServerProcess): Promise<Record<string, unknown>> {
-  const response = await fetch(`${server.httpUrl}/healthz`);
+  const response = await server.fetch("/healthz");
   return (await response.json()) as Record<string, unknown>;
 }
 

@@ -48,6 +48,11 @@ export interface RunOptions {
   timeoutMs?: number;
   /** Run as this user and group (the test process must be root to switch). */
   user?: { uid: number; gid: number };
+  /**
+   * Run on a terminal of its own (a pseudo-terminal from util-linux's `script`), as an
+   * owner at a shell: stdout and stderr both arrive on stdout, lines ending in `\r\n`.
+   */
+  terminal?: boolean;
 }
 
 /** Environment for child processes: no real API keys or tokens leak into tests. */
@@ -66,12 +71,20 @@ export function childEnv(extra: Record<string, string | undefined> = {}): NodeJS
 
 /** Starts `picklebot <args>` as a child process. */
 export function startCli(args: string[], options: RunOptions = {}): ChildProcess {
-  return spawn(process.execPath, [CLI, ...args], {
+  const argv = [process.execPath, CLI, ...args];
+  const [file = "", ...rest] = options.terminal ? onTerminal(argv) : argv;
+  return spawn(file, rest, {
     cwd: options.cwd,
     env: childEnv(options.env),
     stdio: ["pipe", "pipe", "pipe"],
     ...options.user,
   });
+}
+
+/** `script` running `argv` on a pseudo-terminal, returning its exit code. */
+function onTerminal(argv: string[]): string[] {
+  const quoted = argv.map((arg) => `'${arg.replaceAll("'", "'\\''")}'`).join(" ");
+  return ["script", "--quiet", "--return", "--command", `exec ${quoted}`, "/dev/null"];
 }
 
 /** Runs `picklebot <args>` to completion and collects its output. */

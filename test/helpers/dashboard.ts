@@ -2,7 +2,8 @@
  * The dashboard in-process for HTTP tests: the real HTTP app (access, CSRF, layout, every
  * section) over real SQLite storage in a temp workspace, called with `app.request()`. The
  * server's live parts the overview reads (worker health, buses) are given as plain data,
- * and the session stopper records the keys it was asked to stop.
+ * and the session stopper records the keys it was asked to stop. `request` asks as the
+ * owner (with the access token), `anonymous` as anyone else.
  */
 import type { Hono } from "hono";
 import { systemClock } from "../../src/base/clock.js";
@@ -25,7 +26,7 @@ import { makeWorkspace, type TempWorkspace } from "./workspace.js";
 export interface DashboardTestOptions {
   /** `http.host`. (Default: 127.0.0.1) */
   host?: string;
-  /** `http.token`. (Default: none) */
+  /** `http.token`. (Default: none: one is generated into history/http-token) */
   token?: string;
   readOnly?: boolean;
   /** Workspace files (agents, crons). */
@@ -50,8 +51,12 @@ export interface DashboardHarness {
   announced: string[];
   /** What the overview reads as the server's health. */
   health: HealthView;
-  /** `app.request` from a client at `client` (default 127.0.0.1). */
+  /** The access token the dashboard requires. */
+  token: string;
+  /** `app.request` as the owner (the bearer token) from a client at `client` (default 127.0.0.1). */
   request(path: string, init?: RequestInit, client?: string): Promise<Response>;
+  /** `app.request` with `init` as it is (no token), from `client` (default 127.0.0.1). */
+  anonymous(path: string, init?: RequestInit, client?: string): Promise<Response>;
   /** A job enqueued, then (optionally) claimed and driven to `state`. */
   job(state: "queued" | "running" | "failed" | "done", overrides?: Partial<NewJob>): Promise<Job>;
   close(): Promise<void>;
@@ -59,17 +64,17 @@ export interface DashboardHarness {
 
 /** The dashboard's CSRF token, as a page renders it. */
 export async function csrfTokenOf(harness: DashboardHarness): Promise<string> {
-  const page = await (await harness.request("/jobs", authorized(harness))).text();
+  const page = await (await harness.request("/jobs")).text();
   const token = page.match(/x-csrf-token(?:&quot;|"):(?:&quot;|")([\w-]+)/)?.[1];
   if (!token) throw new Error("the page carries no CSRF token");
   return token;
 }
 
-/** Request options carrying the bearer token, when the harness has one. */
-export function authorized(harness: DashboardHarness, init: RequestInit = {}): RequestInit {
-  const token = harness.config.http.token;
-  if (!token) return init;
-  return { ...init, headers: { ...(init.headers as object), authorization: `Bearer ${token}` } };
+/** `init` with the bearer `token` added to its headers. */
+function withToken(init: RequestInit, token: string): RequestInit {
+  const headers = new Headers(init.headers);
+  headers.set("authorization", `Bearer ${token}`);
+  return { ...init, headers };
 }
 
 /** Builds the dashboard over a fresh temp workspace. */
@@ -100,11 +105,9 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
     queue: await storage.queue.counts(),
   };
   const access = resolveAccess({
-    host: config.http.host,
     token: config.http.token,
     historyPath: config.history.path,
     announce: (text) => announced.push(text),
-    toTerminal: true,
   });
   const dashboard = composeDashboard({
     access,
@@ -150,8 +153,13 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
     replies,
     announced,
     health,
-    request: async (path, init, client = "127.0.0.1") =>
+    token: access.token,
+    anonymous: async (path, init, client = "127.0.0.1") =>
       app.request(path, init, { incoming: { socket: { remoteAddress: client } } }),
+    request: async (path, init = {}, client = "127.0.0.1") =>
+      app.request(path, withToken(init, access.token), {
+        incoming: { socket: { remoteAddress: client } },
+      }),
     job: (state, overrides) => jobIn(storage, state, overrides),
     async close() {
       await storage.close();

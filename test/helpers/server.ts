@@ -3,10 +3,14 @@
  *
  * The server logs JSON lines (pino) because its stdout is a pipe, not a TTY; the
  * "picklebot server started" line carries the HTTP address (`http` field), so tests use
- * `http: port: 0` and read the port from there. Every server started here is remembered
- * until {@link killAllServers} SIGKILLs it, which tests call in `afterEach`.
+ * `http: port: 0` and read the port from there. Every request to the HTTP endpoint needs
+ * the owner's access token, which the server keeps in `history/http-token`:
+ * {@link ServerProcess.fetch} sends it, and {@link ServerProcess.loginLink} is the link
+ * that logs a browser in. Every server started here is remembered until
+ * {@link killAllServers} SIGKILLs it, which tests call in `afterEach`.
  */
 import type { ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -46,6 +50,8 @@ const running = new Set<ServerProcess>();
 /** A running (or finished) `picklebot server` child process. */
 export class ServerProcess {
   readonly child: ChildProcess;
+  /** The workspace the server runs on. */
+  readonly workspace: string;
   /** Every JSON line logged on stdout so far, oldest first. */
   readonly logs: LogLine[] = [];
   /** Everything written to stderr. */
@@ -57,8 +63,9 @@ export class ServerProcess {
   #exit: ExitStatus | null = null;
   readonly #listeners = new Set<() => void>();
 
-  constructor(child: ChildProcess) {
+  constructor(child: ChildProcess, workspace: string) {
     this.child = child;
+    this.workspace = workspace;
     let partial = "";
     child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
       const lines = (partial + chunk).split("\n");
@@ -89,6 +96,26 @@ export class ServerProcess {
     const address = String(started?.http ?? "").split(" ")[0];
     if (!address?.startsWith("http://")) throw new Error("the server reported no HTTP address");
     return address;
+  }
+
+  /**
+   * The owner's access token: the one the server generated into `history/http-token`
+   * (a test whose picklebot.yaml sets `http.token` sends that itself).
+   */
+  get token(): string {
+    return readFileSync(join(this.workspace, "history", "http-token"), "utf8").trim();
+  }
+
+  /** `fetch` of `path` (`/healthz`, `/jobs`…) on the HTTP endpoint, as the owner. */
+  fetch(path: string, init: RequestInit = {}): Promise<Response> {
+    const headers = new Headers(init.headers);
+    headers.set("authorization", `Bearer ${this.token}`);
+    return fetch(`${this.httpUrl}${path}`, { ...init, headers });
+  }
+
+  /** The link that logs a browser in as the owner, then opens `path`. */
+  loginLink(path = "/"): string {
+    return `${this.httpUrl}/login?next=${encodeURIComponent(path)}#token=${this.token}`;
   }
 
   /** Log lines that match, oldest first. */
@@ -188,7 +215,7 @@ export async function startServer(
     env: options.env,
   });
   child.stdin?.end();
-  const server = new ServerProcess(child);
+  const server = new ServerProcess(child, workspace);
   running.add(server);
   await server.waitForLog("picklebot server started", options.timeoutMs ?? 15_000);
   return server;

@@ -11,6 +11,7 @@ async function listenOn(host: string): Promise<string> {
     port: 0,
     registry: new Registry(),
     health: async () => ({ healthy: true }),
+    access: { token: "http-test-token-0123456789" },
   });
   return endpoint.listen();
 }

@@ -22,6 +22,9 @@ import { recordingLogger } from "../helpers/log.js";
 import { waitFor } from "../helpers/wait.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
+/** The HTTP endpoint's access token (`http.token`). */
+const HTTP_TOKEN = "server-test-token-0123456789";
+
 let ws: TempWorkspace;
 let model: FakeAnthropic;
 let config: Config;
@@ -32,7 +35,7 @@ beforeEach(async () => {
   model = await startFakeAnthropic();
   config = testConfig(ws.dir, {
     llm: { api_key: "test-key", base_url: model.url },
-    http: { enabled: true, host: "127.0.0.1", port: 0 },
+    http: { enabled: true, host: "127.0.0.1", port: 0, token: HTTP_TOKEN },
   });
 });
 
@@ -84,7 +87,9 @@ describe("PicklebotServer (SQLite mode)", () => {
     await waitUntilDone(server, job.id);
     expect(lastUserText(requestAt(model, 0))).toBe("hello");
 
-    const response = await fetch(`http://${server.httpAddress}/healthz`);
+    const response = await fetch(`http://${server.httpAddress}/healthz`, {
+      headers: { authorization: `Bearer ${HTTP_TOKEN}` },
+    });
     const health = (await response.json()) as {
       healthy: boolean;
       leader: boolean;

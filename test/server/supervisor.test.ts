@@ -53,6 +53,8 @@ interface Harness {
 }
 
 const cleanups: (() => Promise<void>)[] = [];
+/** The access token of the HTTP endpoint served here. */
+const SUPERVISOR_TOKEN = "supervisor-test-token-0123456789";
 
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -78,6 +80,7 @@ async function serveHttp({ supervisor, metrics }: Harness): Promise<string> {
     port: 0,
     registry: metrics.registry,
     health: async () => ({ healthy: supervisor.healthy(), workers: supervisor.health() }),
+    access: { token: SUPERVISOR_TOKEN },
   });
   const address = await http.listen();
   cleanups.push(() => http.close());
@@ -108,7 +111,9 @@ describe("Supervisor", () => {
       },
       { name: "steady", state: "running", restarts: 0, lastError: null, since: expect.any(Number) },
     ]);
-    const metrics = await (await fetch(`${url}/metrics`)).text();
+    const metrics = await (
+      await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${SUPERVISOR_TOKEN}` } })
+    ).text();
     expect(metrics).toContain('picklebot_worker_restarts_total{worker="flaky"} 3');
     expect(metrics).not.toContain('picklebot_worker_restarts_total{worker="steady"}');
     const health = await fetch(`${url}/healthz`);
@@ -151,7 +156,9 @@ describe("Supervisor", () => {
     await waitFor(() => h.supervisor.health()[0]?.state === "restarting", "the crash");
 
     expect(h.supervisor.healthy()).toBe(false);
-    const response = await fetch(`${url}/healthz`);
+    const response = await fetch(`${url}/healthz`, {
+      headers: { authorization: `Bearer ${SUPERVISOR_TOKEN}` },
+    });
     expect(response.status).toBe(503);
     expect(await response.json()).toEqual({
       healthy: false,

@@ -116,6 +116,29 @@ describe.skipIf(!runsHere)("bash under bubblewrap", () => {
     expect(output.split("\n")).not.toContain("picklebot.db");
   });
 
+  it("cannot read the dashboard's access token, wherever history.path puts the history folder", async () => {
+    const inside = join(temp.workspace, "history");
+    const outside = join(temp.outside, "history");
+    for (const historyPath of [inside, outside]) {
+      mkdirSync(historyPath, { recursive: true });
+      writeFileSync(join(historyPath, "http-token"), `${SECRET}-token\n`);
+      const hidden = createBashTool({ timeoutMs: 5000, sandbox: { historyPath } });
+      const output = await hidden.run(
+        { command: `ls -a ${historyPath}; cat ${historyPath}/http-token; echo end` },
+        temp.context(),
+      );
+      expect(output, historyPath).toContain("end");
+      expect(output, historyPath).not.toContain(SECRET);
+    }
+  });
+
+  it("refuses to run when history.path holds the workspace, which it could not hide", async () => {
+    const holding = createBashTool({ timeoutMs: 5000, sandbox: { historyPath: temp.workspace } });
+    await expect(holding.run({ command: "echo ran" }, temp.context())).rejects.toThrow(
+      /history\.path .* holds the workspace, so the sandbox cannot hide it .* set history\.path to a folder of its own/,
+    );
+  });
+
   it("cannot change .env, picklebot.yaml, history, agents, crons or skills", async () => {
     writeFileSync(join(temp.workspace, ".env"), "KEEP=1\n");
     const output = await bash.run(

@@ -2,12 +2,7 @@ import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { resolveAccess } from "../../src/http/access.js";
-import {
-  authorized,
-  csrfTokenOf,
-  type DashboardHarness,
-  openDashboard,
-} from "../helpers/dashboard.js";
+import { csrfTokenOf, type DashboardHarness, openDashboard } from "../helpers/dashboard.js";
 import { makeWorkspace } from "../helpers/workspace.js";
 
 const TOKEN = "correct-horse-battery-staple";
@@ -25,38 +20,44 @@ function form(fields: Record<string, string>, headers: Record<string, string> = 
   };
 }
 
-describe("dashboard access on a loopback bind", () => {
-  it("serves every page without a token", async () => {
+describe("dashboard access on a loopback bind without http.token", () => {
+  it("needs the generated token from loopback clients too: anything on this host is one", async () => {
     harness = await openDashboard();
-    for (const path of ["/", "/jobs", "/sessions", "/healthz", "/metrics"]) {
+    const file = join(harness.config.history.path, "http-token");
+    expect(harness.token).toBe(readFileSync(file, "utf8").trim());
+    for (const client of ["127.0.0.1", "::1", "::ffff:127.0.0.1"]) {
+      const page = await harness.anonymous("/sessions", PAGE, client);
+      expect(page.status, client).toBe(303);
+      expect(page.headers.get("location")).toBe("/login?next=%2Fsessions");
+      for (const path of ["/jobs", "/events", "/metrics"]) {
+        expect((await harness.anonymous(path, {}, client)).status, `${client} ${path}`).toBe(401);
+      }
+      const health = await harness.anonymous("/healthz", {}, client);
+      expect(health.status, client).toBe(200);
+      expect(await health.json(), client).toEqual({ healthy: true });
+    }
+    for (const path of ["/", "/jobs", "/sessions", "/metrics"]) {
       expect((await harness.request(path, PAGE)).status, path).toBe(200);
     }
-    expect(harness.announced).toEqual([]);
+    expect(await (await harness.request("/healthz")).json()).toHaveProperty("healthy", true);
   });
 
-  it("answers under loopback names only, so a page that rebinds its DNS name to 127.0.0.1 reads nothing", async () => {
+  it("refuses a POST without the token, even with the page's CSRF token", async () => {
     harness = await openDashboard();
-    for (const url of [
-      "http://127.0.0.1:8787/sessions",
-      "http://localhost:8787/sessions",
-      "http://[::1]:8787/sessions",
-      "http://picklebot.localhost/sessions",
-    ]) {
-      expect((await harness.request(url, PAGE)).status, url).toBe(200);
-    }
-    for (const url of ["http://evil.example:8787/sessions", "http://192.168.1.5:8787/events"]) {
-      const response = await harness.request(url, PAGE);
-      expect(response.status, url).toBe(403);
-      const text = await response.text();
-      expect(text).toContain("set http.token");
-      expect(text).not.toContain("<h1>");
-    }
+    const job = await harness.job("failed");
     const csrf = await csrfTokenOf(harness);
-    const retry = await harness.request(
-      "http://evil.example:8787/jobs/1/retry",
-      form({ _csrf: csrf }),
-    );
-    expect(retry.status).toBe(403);
+    const retry = await harness.anonymous(`/jobs/${job.id}/retry`, form({ _csrf: csrf }));
+    expect(retry.status).toBe(401);
+    expect((await harness.storage.queue.get(job.id))?.state).toBe("failed");
+  });
+
+  it("lets no page that rebinds its DNS name to 127.0.0.1 read or change anything", async () => {
+    harness = await openDashboard();
+    for (const url of ["http://evil.example:8787/sessions", "http://192.168.1.5:8787/events"]) {
+      const response = await harness.anonymous(url, {});
+      expect(response.status, url).toBe(401);
+      expect(await response.text()).not.toContain("<h1>");
+    }
   });
 });
 
@@ -80,34 +81,36 @@ describe("what a page may do in the browser", () => {
 describe("dashboard access with http.token on a loopback bind", () => {
   it("requires the token from loopback clients too (a reverse proxy on this host is one)", async () => {
     harness = await openDashboard({ token: TOKEN });
-    expect((await harness.request("/", PAGE, "127.0.0.1")).status).toBe(303);
-    expect((await harness.request("/jobs", authorized(harness), "127.0.0.1")).status).toBe(200);
-    expect((await harness.request("/healthz", {}, "127.0.0.1")).status).toBe(200);
+    expect(harness.token).toBe(TOKEN);
+    expect((await harness.anonymous("/", PAGE, "127.0.0.1")).status).toBe(303);
+    expect((await harness.request("/jobs", {}, "127.0.0.1")).status).toBe(200);
+    expect((await harness.anonymous("/healthz", {}, "127.0.0.1")).status).toBe(200);
+    expect(harness.announced).toEqual([]);
   });
 });
 
 describe("dashboard access on a non-loopback bind", () => {
   it("sends a browser without the token to the login form, and scripts get 401", async () => {
     harness = await openDashboard({ host: "0.0.0.0", token: TOKEN });
-    const page = await harness.request("/jobs?state=failed", PAGE, REMOTE);
+    const page = await harness.anonymous("/jobs?state=failed", PAGE, REMOTE);
     expect(page.status).toBe(303);
     expect(page.headers.get("location")).toBe("/login?next=%2Fjobs");
-    const script = await harness.request("/jobs", {}, REMOTE);
+    const script = await harness.anonymous("/jobs", {}, REMOTE);
     expect(script.status).toBe(401);
     expect(script.headers.get("www-authenticate")).toContain("Bearer");
     expect(await script.text()).toContain("Authorization: Bearer");
-    const wrong = await harness.request(
+    const wrong = await harness.anonymous(
       "/jobs",
       { headers: { authorization: "Bearer nope-nope-nope-nope" } },
       REMOTE,
     );
     expect(wrong.status).toBe(401);
-    expect((await harness.request("/events", {}, REMOTE)).status).toBe(401);
+    expect((await harness.anonymous("/events", {}, REMOTE)).status).toBe(401);
   });
 
   it("lets a bearer token through", async () => {
     harness = await openDashboard({ host: "0.0.0.0", token: TOKEN });
-    const response = await harness.request("/jobs", authorized(harness), REMOTE);
+    const response = await harness.request("/jobs", {}, REMOTE);
     expect(response.status).toBe(200);
     expect(await response.text()).toContain("<h1>Jobs</h1>");
   });
@@ -115,23 +118,23 @@ describe("dashboard access on a non-loopback bind", () => {
   it("asks every client for the token on /metrics, and tells those without it only whether /healthz is healthy", async () => {
     harness = await openDashboard({ host: "0.0.0.0", token: TOKEN });
     for (const client of ["127.0.0.1", "::ffff:127.0.0.1", REMOTE]) {
-      expect((await harness.request("/metrics", {}, client)).status, client).toBe(401);
-      const health = await harness.request("/healthz", {}, client);
+      expect((await harness.anonymous("/metrics", {}, client)).status, client).toBe(401);
+      const health = await harness.anonymous("/healthz", {}, client);
       expect(health.status, client).toBe(200);
       expect(await health.json(), client).toEqual({ healthy: true });
     }
-    expect((await harness.request("/metrics", authorized(harness), REMOTE)).status).toBe(200);
-    expect((await harness.request("/", PAGE, "127.0.0.1")).status).toBe(303);
+    expect((await harness.request("/metrics", {}, REMOTE)).status).toBe(200);
+    expect((await harness.anonymous("/", PAGE, "127.0.0.1")).status).toBe(303);
   });
 
   it("trades the token for an HttpOnly, SameSite=Strict cookie that holds no token", async () => {
     harness = await openDashboard({ host: "0.0.0.0", token: TOKEN });
-    const login = await harness.request("/login?next=%2Fsessions", PAGE, REMOTE);
+    const login = await harness.anonymous("/login?next=%2Fsessions", PAGE, REMOTE);
     expect(await login.text()).toContain('name="token"');
-    const refused = await harness.request("/login", form({ token: "guess", next: "/" }), REMOTE);
+    const refused = await harness.anonymous("/login", form({ token: "guess", next: "/" }), REMOTE);
     expect(refused.status).toBe(401);
     expect(await refused.text()).toContain("not the token");
-    const accepted = await harness.request(
+    const accepted = await harness.anonymous(
       "/login",
       form({ token: TOKEN, next: "/sessions" }),
       REMOTE,
@@ -144,13 +147,13 @@ describe("dashboard access on a non-loopback bind", () => {
     expect(cookie).not.toMatch(/Secure/);
     expect(cookie).not.toContain(TOKEN);
     const session = cookie.split(";")[0] ?? "";
-    const page = await harness.request("/sessions", { headers: { cookie: session } }, REMOTE);
+    const page = await harness.anonymous("/sessions", { headers: { cookie: session } }, REMOTE);
     expect(page.status).toBe(200);
   });
 
   it("marks the cookie Secure behind an https reverse proxy, and never redirects off-site", async () => {
     harness = await openDashboard({ host: "0.0.0.0", token: TOKEN });
-    const response = await harness.request(
+    const response = await harness.anonymous(
       "/login",
       form({ token: TOKEN, next: "//evil.example/" }, { "x-forwarded-proto": "https" }),
       REMOTE,
@@ -158,10 +161,10 @@ describe("dashboard access on a non-loopback bind", () => {
     expect(response.headers.get("set-cookie")).toMatch(/Secure/);
     expect(response.headers.get("location")).toBe("/");
     for (const next of ["/\\evil.example/", "/\t/evil.example/", "https://evil.example/"]) {
-      const login = await harness.request("/login", form({ token: TOKEN, next }), REMOTE);
+      const login = await harness.anonymous("/login", form({ token: TOKEN, next }), REMOTE);
       expect(login.headers.get("location"), next).toBe("/");
     }
-    const kept = await harness.request(
+    const kept = await harness.anonymous(
       "/login",
       form({ token: TOKEN, next: "/jobs?state=failed#top" }),
       REMOTE,
@@ -172,7 +175,7 @@ describe("dashboard access on a non-loopback bind", () => {
   it("never renders the token, and CSRF tokens differ from it", async () => {
     harness = await openDashboard({ host: "0.0.0.0", token: TOKEN });
     for (const path of ["/", "/jobs", "/sessions", "/login"]) {
-      const html = await (await harness.request(path, authorized(harness), REMOTE)).text();
+      const html = await (await harness.request(path, {}, REMOTE)).text();
       expect(html, path).not.toContain(TOKEN);
     }
     expect(await csrfTokenOf(harness)).not.toBe(TOKEN);
@@ -180,16 +183,14 @@ describe("dashboard access on a non-loopback bind", () => {
 });
 
 describe("a generated token", () => {
-  it("is written to history/http-token (0600), announced once, and read again on the next start", () => {
+  it("is written to history/http-token (0600), announced once without the token, and read again on the next start", () => {
     const ws = makeWorkspace();
     try {
       const announced: string[] = [];
       const options = {
-        host: "0.0.0.0",
         token: undefined,
         historyPath: join(ws.dir, "history"),
         announce: (text: string) => announced.push(text),
-        toTerminal: true,
       };
       const first = resolveAccess(options);
       const file = join(ws.dir, "history", "http-token");
@@ -197,30 +198,12 @@ describe("a generated token", () => {
       expect(readFileSync(file, "utf8").trim()).toBe(first.token);
       expect(statSync(file).mode & 0o777).toBe(0o600);
       expect(announced).toHaveLength(1);
-      expect(announced[0]).toContain(first.token);
+      expect(announced[0]).not.toContain(first.token);
+      expect(announced[0]).toContain(`kept it in ${file} (mode 0600`);
+      expect(announced[0]).toContain("run picklebot dashboard in a terminal");
+      expect(announced[0]).toContain(`cat ${file}`);
       expect(resolveAccess(options).token).toBe(first.token);
       expect(announced).toHaveLength(1);
-    } finally {
-      ws.remove();
-    }
-  });
-
-  it("is announced without the token when the output is not a terminal, with how to read it", () => {
-    const ws = makeWorkspace();
-    try {
-      const announced: string[] = [];
-      const { token } = resolveAccess({
-        host: "0.0.0.0",
-        token: undefined,
-        historyPath: join(ws.dir, "history"),
-        announce: (text: string) => announced.push(text),
-        toTerminal: false,
-      });
-      const file = join(ws.dir, "history", "http-token");
-      expect(token).toMatch(/^[\w-]{32}$/);
-      expect(announced).toHaveLength(1);
-      expect(announced[0]).not.toContain(token);
-      expect(announced[0]).toContain(`cat ${file}`);
     } finally {
       ws.remove();
     }
@@ -231,11 +214,9 @@ describe("a generated token", () => {
     try {
       expect(() =>
         resolveAccess({
-          host: "192.168.1.5",
           token: undefined,
           historyPath: join(ws.dir, "history"),
           announce: () => {},
-          toTerminal: true,
         }),
       ).toThrow(/history\/http-token holds no usable token.*delete it.*http\.token/);
     } finally {

@@ -4,7 +4,8 @@
  *
  * Under bwrap the command gets new PID, IPC, UTS (and, unless the agent may use the
  * network, network) namespaces, its own `/proc`, a private `/tmp`, the system folders
- * read-only, the workspace read-write except the protected paths, and an environment of
+ * read-only, the workspace read-write except the protected paths (the history folder, with
+ * the dashboard's access token, hidden wherever it is), and an environment of
  * PATH, HOME and LANG only. bwrap itself is started with that same environment, so even
  * `/proc/1/environ` inside shows nothing of the server's. An MCP server's `env` values are
  * never bwrap arguments (any local user can read a command line): bwrap is started with
@@ -15,6 +16,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, readlinkSync } from "node:fs";
 import path from "node:path";
+import { UserError } from "../../base/errors.js";
 import { CONTROL_PLANE_FOLDERS, isAtOrBelow, SECRET_FILES } from "./protected-paths.js";
 
 /** `tools.bash.sandbox`: what runs a command. */
@@ -171,14 +173,30 @@ function protectedMounts(workspace: string, historyPath: string): string[] {
     if (existsSync(file) && lstatSync(file).isDirectory()) mounts.push("--tmpfs", file);
     else mounts.push("--ro-bind", "/dev/null", file);
   }
-  if (historyPath !== workspace && isAtOrBelow(workspace, historyPath)) {
-    mkdirSync(historyPath, { recursive: true });
-    mounts.push("--tmpfs", historyPath, "--remount-ro", historyPath);
-  }
+  mounts.push(...historyMounts(workspace, historyPath));
   for (const name of CONTROL_PLANE_FOLDERS) {
     const folder = path.join(workspace, name);
     mkdirSync(folder, { recursive: true });
     mounts.push("--ro-bind", folder, folder);
   }
   return mounts;
+}
+
+/**
+ * The history folder (database, the dashboard's access token) as an empty read-only
+ * tmpfs, wherever it is: in the workspace, or outside it (where a system folder could
+ * show it). One outside that does not exist yet has nothing to hide.
+ *
+ * @throws UserError when the history folder holds the workspace: hiding it would hide
+ * the workspace too.
+ */
+function historyMounts(workspace: string, historyPath: string): string[] {
+  if (isAtOrBelow(historyPath, workspace)) {
+    throw new UserError(
+      `history.path ${historyPath} holds the workspace, so the sandbox cannot hide it (the database, the dashboard's access token) from commands and MCP servers; set history.path to a folder of its own in picklebot.yaml, e.g. history`,
+    );
+  }
+  if (isAtOrBelow(workspace, historyPath)) mkdirSync(historyPath, { recursive: true });
+  else if (!existsSync(historyPath)) return [];
+  return ["--tmpfs", historyPath, "--remount-ro", historyPath];
 }
