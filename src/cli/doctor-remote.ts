@@ -237,7 +237,12 @@ export const checkMcpServers: DoctorCheck = async ({ workspace, config, offline,
           `fix mcp_servers.${server} in picklebot.yaml, or run its command by hand to see why it stops`,
         ),
     ...warnings.map((warning) =>
-      result(`mcp ${server}`, "warn", warning, "correct the name where the line says"),
+      result(
+        `mcp ${server}`,
+        "warn",
+        warning,
+        "correct or remove the entry it names; a tool listed twice is for the server's author to fix",
+      ),
     ),
   ]);
 };

@@ -20,9 +20,6 @@ export function mcpCommand(): Command {
       try {
         const reports = await servers.report();
         if (options.json) return printJson(reports);
-        for (const warning of reports.flatMap((report) => report.warnings ?? [])) {
-          process.stderr.write(`picklebot: warning: ${printable(warning)}\n`);
-        }
         if (reports.length === 0) {
           printLine(
             "no MCP servers: add them under mcp_servers: in picklebot.yaml (docs/guides/mcp.md)",
@@ -38,6 +35,9 @@ export function mcpCommand(): Command {
             report.error ?? (report.tools.join(", ") || "(none)"),
           ]),
         );
+        for (const warning of reports.flatMap((report) => report.warnings ?? [])) {
+          process.stderr.write(`picklebot: warning: ${printable(warning)}\n`);
+        }
       } finally {
         await servers.stop();
       }

@@ -3,6 +3,7 @@ import { gateTools } from "../../src/agents/approval-gate.js";
 import { RELIST_INTERVAL_MS } from "../../src/agents/mcp/connection.js";
 import { LISTING_LIMITS, type ListingLimits } from "../../src/agents/mcp/listing.js";
 import { cleanInputSchema, mcpToolName } from "../../src/agents/mcp/names.js";
+import { mcpToolReferences } from "../../src/agents/mcp/references.js";
 import { checkMcpServers, McpServers } from "../../src/agents/mcp/servers.js";
 import { ToolError } from "../../src/base/errors.js";
 import type { Tool, ToolContext } from "../../src/ports/index.js";
@@ -340,6 +341,45 @@ describe("MCP tools and the approval policy", () => {
     await expect(byName(tools, "fake__pid").run({}, context())).rejects.toThrow(
       "fake__pid: the owner's approvals policy refuses this call (mcp:fake: deny)",
     );
+  });
+});
+
+describe("names of MCP tools that match no listed tool", () => {
+  it("are warned about once the server lists its tools, once each, with the closest name", async () => {
+    workspace = makeWorkspace();
+    const config = testConfig(workspace.dir, {
+      mcp_servers: { fake: stdioFake({ exclude: ["Pid"] }) },
+      approvals: { policy: { "mcp:fake/Echo": "ask", "mcp:fake/refuse": "deny" } },
+    });
+    const agent = {
+      source: "agents/a/AGENT.md",
+      tools: ["mcp:fake/nothing_like_it"],
+      approvals: {},
+    };
+    const log = recordingLogger();
+    servers = new McpServers({
+      servers: config.mcp_servers,
+      surroundings: { workspace: workspace.dir },
+      log: log.logger,
+      toolReferences: () => mcpToolReferences(config, [agent], "picklebot.yaml"),
+    });
+    const tools = await servers.toolsFor(["mcp:fake"]);
+    // The typo in case excludes nothing: pid is offered, as the warning says.
+    expect(tools.map((tool) => tool.spec.name)).toContain("fake__pid");
+    const warnings = [
+      'picklebot.yaml: approvals.policy: "mcp:fake/Echo" names no tool of MCP server "fake"; ' +
+        'did you mean "mcp:fake/echo"? (it decides no call, so the tool you meant runs ' +
+        "without this rule; `picklebot mcp list` shows its tools)",
+      'picklebot.yaml: mcp_servers.fake.exclude: "Pid" names no tool of MCP server "fake"; ' +
+        'did you mean "pid"? (it excludes nothing, so the tool you meant is offered to ' +
+        "agents; `picklebot mcp list` shows its tools)",
+      'agents/a/AGENT.md: tools: "mcp:fake/nothing_like_it" names no tool of MCP server ' +
+        '"fake" (it gives the agent no tool; `picklebot mcp list` shows its tools)',
+    ];
+    expect(messagesAbout(log.lines, "fake")).toEqual(warnings);
+    await servers.report();
+    expect(messagesAbout(log.lines, "fake")).toEqual(warnings);
+    expect(servers.states()[0]?.warnings).toEqual(warnings);
   });
 });
 

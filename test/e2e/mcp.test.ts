@@ -249,6 +249,42 @@ describe("MCP tools end to end", () => {
     ]);
   });
 
+  it("an approvals entry or an exclude naming no tool of a server is warned about with the closest name, by doctor and in the server's log", async () => {
+    const servers = { local: stdioFake({ exclude: ["Pid"] }, ["--name", "local"]) };
+    const policy = 'approvals:\n  policy:\n    "mcp:local/Echo": ask\n';
+    ws = busWorkspace(
+      model.url,
+      telegramYaml(telegram, { allowedUserIds: [OWNER] }) + mcpYaml(servers) + policy,
+      { "agents/pickle/AGENT.md": AGENT },
+    );
+    const approvalsWarning =
+      'picklebot.yaml: approvals.policy: "mcp:local/Echo" names no tool of MCP server ' +
+      '"local"; did you mean "mcp:local/echo"? (it decides no call, so the tool you meant ' +
+      "runs without this rule; `picklebot mcp list` shows its tools)";
+    const excludeWarning =
+      'picklebot.yaml: mcp_servers.local.exclude: "Pid" names no tool of MCP server "local"; ' +
+      'did you mean "pid"? (it excludes nothing, so the tool you meant is offered to agents; ' +
+      "`picklebot mcp list` shows its tools)";
+
+    const doctor = await runCli(["doctor", "--workspace", ws.dir]);
+    const warned = doctor.stdout.split("\n").filter((line) => /^WARN\s+mcp local\s/.test(line));
+    expect(warned).toHaveLength(2);
+    expect(warned[0]).toContain(approvalsWarning);
+    expect(warned[1]).toContain(excludeWarning);
+    const list = await runCli(["mcp", "list", "--workspace", ws.dir]);
+    expect(list.stderr).toContain(`picklebot: warning: ${ws.dir}/${approvalsWarning}`);
+
+    const server = await startBusServer(ws.dir, ["telegram"]);
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "hello" });
+    await telegram.waitFor(() => telegram.messages(OWNER).length > 0);
+    const logged = server
+      .linesMatching((line) => line.mcpServer === "local" && line.level === 40)
+      .map((line) => String(line.msg));
+    expect(logged).toHaveLength(2);
+    expect(logged[0]).toContain(approvalsWarning);
+    expect(logged[1]).toContain(excludeWarning);
+  });
+
   it("an agent naming an MCP server picklebot.yaml does not have is reported at load", async () => {
     ws = busWorkspace(model.url, mcpYaml({ web: { url: http.url } }), {
       "agents/pickle/AGENT.md": AGENT.replace("[mcp:*]", "[read, mcp:github]"),

@@ -12,7 +12,7 @@ import { parseMcpSelector } from "./names.js";
 
 /** One place that names one tool of one server. */
 export interface McpToolReference {
-  /** The file and key it is written under (`picklebot.yaml approvals.policy`). */
+  /** The file and key it is written under (`/…/picklebot.yaml: approvals.policy`). */
   where: string;
   /** The entry as written: `mcp:github/get_issue`, or `get_issue` in include/exclude. */
   entry: string;
@@ -46,11 +46,11 @@ export function mcpToolReferences(
 ): McpToolReference[] {
   const references = selectorReferences(
     Object.keys(config.approvals.policy),
-    `${configFile} approvals.policy`,
+    `${configFile}: approvals.policy`,
     APPROVAL_EFFECT,
   );
   for (const [server, settings] of Object.entries(config.mcp_servers)) {
-    const where = `${configFile} mcp_servers.${server}`;
+    const where = `${configFile}: mcp_servers.${server}`;
     for (const tool of settings.include ?? []) {
       references.push({
         where: `${where}.include`,
@@ -74,10 +74,10 @@ export function mcpToolReferences(
     references.push(
       ...selectorReferences(
         Object.keys(agent.approvals),
-        `${agent.source} approvals`,
+        `${agent.source}: approvals`,
         APPROVAL_EFFECT,
       ),
-      ...selectorReferences(agent.tools, `${agent.source} tools`, TOOLS_EFFECT),
+      ...selectorReferences(agent.tools, `${agent.source}: tools`, TOOLS_EFFECT),
     );
   }
   return references;
