@@ -207,6 +207,27 @@ describe("MCP servers over stdio", () => {
     ]);
   });
 
+  it("offers one tool when two servers make the same model-facing name, and warns once", async () => {
+    let now = 1_000_000;
+    const { servers, lines } = open(
+      { x_: stdioFake(), x: stdioFake() },
+      recordingLogger(),
+      () => now,
+    );
+    const before = await servers.toolsFor(["mcp:*"]);
+    await byName(before, "x__add_tool").run({ name: "_echo" }, context());
+    await waitFor(() => lines.some((line) => line.msg === "MCP server's tool list changed"));
+    now += RELIST_INTERVAL_MS;
+    for (let turn = 0; turn < 2; turn += 1) {
+      const names = (await servers.toolsFor(["mcp:*"])).map((tool) => tool.spec.name);
+      expect(names.filter((name) => name === "x___echo")).toHaveLength(1);
+    }
+    expect(lines.filter((line) => line.tool === "x___echo").map((line) => line.msg)).toEqual([
+      'MCP tools mcp:x_/echo and mcp:x/_echo are both named "x___echo" for the model; ' +
+        "picklebot offers the first (rename one server)",
+    ]);
+  });
+
   it("offers a tool listed twice once, and warns naming the server and the tool", async () => {
     const { servers, lines } = open({ dup: stdioFake({}, ["--duplicate-tools"]) });
     const tools = await servers.toolsFor(["mcp:dup"]);

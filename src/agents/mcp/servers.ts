@@ -70,6 +70,8 @@ export class McpServers {
   readonly #options: McpServersOptions;
   readonly #log: Logger;
   readonly #connections = new Map<string, McpConnection>();
+  /** Name clashes between servers already logged, so each is logged once. */
+  readonly #loggedClashes = new Set<string>();
 
   constructor(options: McpServersOptions) {
     this.#options = options;
@@ -135,7 +137,30 @@ export class McpServers {
     const tools = await Promise.all(
       [...byServer].map(([server, chosen]) => this.#serverTools(server, chosen)),
     );
-    return tools.flat();
+    return this.#onePerName(tools.flat());
+  }
+
+  /**
+   * The tools with each model-facing name once, the first kept: two servers can make one
+   * name (`a_` with `b` and `a` with `_b` are both `a___b`), which the model API refuses.
+   * Each such clash is logged once.
+   */
+  #onePerName(tools: readonly Tool[]): Tool[] {
+    const kept = new Map<string, Tool>();
+    for (const tool of tools) {
+      const first = kept.get(tool.spec.name);
+      if (first === undefined) {
+        kept.set(tool.spec.name, tool);
+        continue;
+      }
+      const clash =
+        `MCP tools ${first.policyNames?.[0]} and ${tool.policyNames?.[0]} are both named ` +
+        `"${tool.spec.name}" for the model; picklebot offers the first (rename one server)`;
+      if (this.#loggedClashes.has(clash)) continue;
+      this.#loggedClashes.add(clash);
+      this.#log.warn({ tool: tool.spec.name }, clash);
+    }
+    return [...kept.values()];
   }
 
   async #serverTools(server: string, chosen: McpSelector[]): Promise<Tool[]> {
