@@ -7,7 +7,13 @@
 import path from "node:path";
 import { hashedCode } from "../base/short-code.js";
 import type { ApprovalAction, ApprovalPolicy, PolicyTools } from "../config/index.js";
-import { CONTROL_PLANE_FOLDERS, TOOL_NAMES, TOOLS, type ToolName } from "./tools/index.js";
+import {
+  CONTROL_PLANE_FOLDERS,
+  FILE_WRITING_TOOLS,
+  TOOL_NAMES,
+  TOOLS,
+  type ToolName,
+} from "./tools/index.js";
 
 export type { ApprovalAction, ApprovalPolicy, PathRule, ToolApproval } from "../config/index.js";
 
@@ -66,9 +72,6 @@ export function decide(
   return rule ? { ...rule } : { action: "allow", pattern: UNLISTED };
 }
 
-/** The tools that write the file their `path` names. */
-const WRITING_TOOLS: readonly string[] = ["write", "edit"];
-
 /** A write to the control plane: the folder (`crons`) and the workspace-relative path. */
 export interface ControlPlaneTarget {
   folder: string;
@@ -85,7 +88,7 @@ export function controlPlaneTarget(
   input: unknown,
   workspace?: string,
 ): ControlPlaneTarget | null {
-  if (!WRITING_TOOLS.includes(toolName)) return null;
+  if (!FILE_WRITING_TOOLS.includes(toolName as ToolName)) return null;
   const target = workspacePath(input, workspace);
   if (!target.inside) return null;
   const folder = CONTROL_PLANE_FOLDERS.find((name) => target.path.split("/")[0] === name);

@@ -216,13 +216,18 @@ export const checkPostgres: DoctorCheck = async ({ config }) => {
   );
 };
 
-/** Connects to each configured MCP server and lists its tools (none with `--offline`). */
-export const checkMcpServers: DoctorCheck = async ({ workspace, config, offline }) => {
+/**
+ * Connects to each configured MCP server and lists its tools (none with `--offline`); a
+ * duplicate tool name, or a name of picklebot.yaml or an AGENT.md that matches none of
+ * its tools, is a warning line of its own.
+ */
+export const checkMcpServers: DoctorCheck = async ({ workspace, config, offline, agents }) => {
   if (!workspace || !config) return needsConfig("mcp servers");
   const names = Object.keys(config.mcp_servers);
   if (names.length === 0) return result("mcp servers", "ok", "none configured");
   if (offline) return result("mcp servers", "skip", `${names.join(", ")}; ${OFFLINE}`);
-  return (await connectToEachMcpServer(workspace, config)).map(({ server, ok, detail }) =>
+  const checks = await connectToEachMcpServer(workspace, config, agents.values());
+  return checks.flatMap(({ server, ok, detail, warnings }) => [
     ok
       ? result(`mcp ${server}`, "ok", detail)
       : result(
@@ -231,5 +236,13 @@ export const checkMcpServers: DoctorCheck = async ({ workspace, config, offline 
           detail,
           `fix mcp_servers.${server} in picklebot.yaml, or run its command by hand to see why it stops`,
         ),
-  );
+    ...warnings.map((warning) =>
+      result(
+        `mcp ${server}`,
+        "warn",
+        warning,
+        "correct or remove the entry it names; a tool listed twice is for the server's author to fix",
+      ),
+    ),
+  ]);
 };

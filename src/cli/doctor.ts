@@ -8,7 +8,9 @@
  */
 import { Command } from "commander";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
-import { loadAgents } from "../agents/definition.js";
+import { AgentCatalog } from "../agents/catalog.js";
+import { definedAgentIds } from "../agents/definition.js";
+import { unknownMcpServersProblem } from "../agents/mcp/names.js";
 import { toError } from "../base/errors.js";
 import { redactSecrets } from "../base/redact.js";
 import {
@@ -124,13 +126,18 @@ function loadWorkspaceInto(context: DoctorContext, option: string | undefined): 
 
 function loadConfigInto(context: DoctorContext, workspace: string): CheckResult {
   try {
-    const { agents, broken } = loadAgents(workspace);
-    context.config = loadConfig(workspace, process.env, {
-      agentIds: [...agents.keys(), ...broken.keys()],
+    const catalog = new AgentCatalog(workspace);
+    catalog.load();
+    const config = loadConfig(workspace, process.env, {
+      agentIds: definedAgentIds(catalog.agents, catalog.broken),
       tools: POLICY_TOOLS,
     });
-    context.agents = agents;
-    context.brokenAgents = broken;
+    catalog.checkAgents((agent) =>
+      unknownMcpServersProblem(agent, Object.keys(config.mcp_servers)),
+    );
+    context.config = config;
+    context.agents = catalog.agents;
+    context.brokenAgents = catalog.broken;
     return result("config", "ok", `${configFileOf(workspace)} is valid`);
   } catch (thrown) {
     return result("config", "fail", toError(thrown).message, "fix the key named above");

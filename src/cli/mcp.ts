@@ -1,8 +1,8 @@
 /** `picklebot mcp`: the MCP servers of picklebot.yaml, their state and their tools. */
 import { Command } from "commander";
-import { mcpServersOf } from "../agents/mcp/servers.js";
+import { mcpServersOf, workspaceToolReferences } from "../agents/mcp/servers.js";
 import { loadWorkspace, warnAboutBrokenAgents } from "./context.js";
-import { printJson, printLine, printTable } from "./output.js";
+import { printable, printJson, printLine, printTable } from "./output.js";
 
 /** The `mcp` command group. */
 export function mcpCommand(): Command {
@@ -14,8 +14,9 @@ export function mcpCommand(): Command {
     .action(async (options: { json?: boolean }, command: Command) => {
       const loaded = loadWorkspace(command);
       warnAboutBrokenAgents(loaded);
-      const { workspace, config } = loaded;
-      const servers = mcpServersOf(workspace, config);
+      const { workspace, config, agents } = loaded;
+      const references = workspaceToolReferences(workspace, config, agents.values());
+      const servers = mcpServersOf(workspace, config, { toolReferences: () => references });
       try {
         const reports = await servers.report();
         if (options.json) return printJson(reports);
@@ -34,6 +35,9 @@ export function mcpCommand(): Command {
             report.error ?? (report.tools.join(", ") || "(none)"),
           ]),
         );
+        for (const warning of reports.flatMap((report) => report.warnings ?? [])) {
+          process.stderr.write(`picklebot: warning: ${printable(warning)}\n`);
+        }
       } finally {
         await servers.stop();
       }

@@ -75,10 +75,20 @@ export function approvalPolicySchema(tools?: PolicyTools) {
 }
 
 /** A policy entry for an MCP server's tools (`mcp:github`) or one of them (`mcp:github/x`). */
-const MCP_POLICY_ENTRY = /^mcp:[a-z0-9][a-z0-9_-]*(\/.+)?$/;
+const MCP_POLICY_ENTRY = /^mcp:([a-z0-9][a-z0-9_-]*)(\/.+)?$/;
+
+/** The server an `mcp:<server>` or `mcp:<server>/<tool>` policy entry names, else null. */
+export function mcpPolicyServer(entry: string): string | null {
+  return MCP_POLICY_ENTRY.exec(entry)?.[1] ?? null;
+}
 
 function toolProblem(tool: string, tools: PolicyTools | undefined): string | null {
   if (!tools || tools.names.includes(tool) || MCP_POLICY_ENTRY.test(tool)) return null;
+  if (tool.startsWith("mcp:")) {
+    const lower = tool.replace(/^mcp:[^/]*/, (server) => server.toLowerCase());
+    const suggestion = MCP_POLICY_ENTRY.test(lower) ? `did you mean "${lower}"? ` : "";
+    return `is not an MCP entry; ${suggestion}write mcp:<server> or mcp:<server>/<tool> with a server name of mcp_servers (lower case)`;
+  }
   const suggestion = didYouMean(tool, tools.names);
   return `unknown tool${suggestion ? `; ${suggestion}` : ""} (known: ${tools.names.join(", ")})`;
 }

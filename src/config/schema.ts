@@ -13,11 +13,17 @@ import {
   DEFAULT_MODEL_TIMEOUT_MS,
   DEFAULT_POOL_SIZE,
 } from "../ports/index.js";
-import { approvalPolicySchema, DEFAULT_APPROVAL_TIMEOUT_S, type PolicyTools } from "./approvals.js";
+import {
+  type ApprovalPolicy,
+  approvalPolicySchema,
+  DEFAULT_APPROVAL_TIMEOUT_S,
+  mcpPolicyServer,
+  type PolicyTools,
+} from "./approvals.js";
 import { workspaceBudgetSchema } from "./budget.js";
 import type { CustomIssueParams } from "./issues.js";
 import { mcpServersSchema } from "./mcp.js";
-import { didYouMean } from "./suggest.js";
+import { closestMatch, didYouMean } from "./suggest.js";
 
 /** Environment variables, as `process.env` holds them. */
 export type Environment = Record<string, string | undefined>;
@@ -103,6 +109,7 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
     })
     .superRefine((config, ctx) => {
       if (context.agentIds) checkBoundAgents(config, new Set(context.agentIds), ctx);
+      checkPolicyServers(config, ctx);
       if (config.queue.backend === "postgres" && config.history.backend !== "postgres") {
         ctx.addIssue({
           code: "custom",
@@ -439,6 +446,33 @@ function checkBoundAgents(
       params: { standalone: true } satisfies CustomIssueParams,
     });
   });
+}
+
+/**
+ * Every MCP server `approvals.policy` names must be one of `mcp_servers`: an entry for no
+ * server matches nothing, so the server the owner meant would run without it.
+ */
+function checkPolicyServers(
+  config: { approvals: { policy: ApprovalPolicy }; mcp_servers: Record<string, unknown> },
+  ctx: z.RefinementCtx,
+): void {
+  const configured = Object.keys(config.mcp_servers);
+  for (const entry of Object.keys(config.approvals.policy)) {
+    const server = mcpPolicyServer(entry);
+    if (server === null || configured.includes(server)) continue;
+    const match = closestMatch(server, configured);
+    const suggestion = match
+      ? `; did you mean "mcp:${match}${entry.slice(`mcp:${server}`.length)}"?`
+      : "";
+    ctx.addIssue({
+      code: "custom",
+      path: ["approvals", "policy", entry],
+      message:
+        `names no server of mcp_servers${suggestion} (configured: ${configured.join(", ") || "none"}); ` +
+        "correct the entry, or add the server under mcp_servers",
+      params: { standalone: true } satisfies CustomIssueParams,
+    });
+  }
 }
 
 function requireTokenWhenEnabled(bus: string, envName: string) {

@@ -37,7 +37,8 @@ export interface Tool {
   readonly spec: ToolSpec;
   /**
    * The approval-policy entries that rule this tool, most specific first: the first one
-   * the policy lists decides. MCP tools use `mcp:<server>/<tool>` then `mcp:<server>`.
+   * the policy lists decides. A tool that writes files uses its name then `write` (so
+   * `write: ask` covers `edit`); MCP tools use `mcp:<server>/<tool>` then `mcp:<server>`.
    * (Default: the tool's name)
    */
   readonly policyNames?: readonly string[];

@@ -7,6 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { type AgentNames, mcpToolReferences } from "../agents/mcp/references.js";
 import { type McpServers, mcpServersOf } from "../agents/mcp/servers.js";
 import { toError } from "../base/errors.js";
 import { type FolderWatch, watchFolder } from "../base/folder-watch.js";
@@ -28,15 +29,24 @@ export interface McpRuntimeOptions {
   workspace: string;
   config: Config;
   logger: Logger;
+  /**
+   * The agents as they are now, whose names of MCP tools are checked when a server lists
+   * its tools. (Default: none)
+   */
+  agents?: () => Iterable<AgentNames>;
   /** The environment `${NAME}` is taken from on reload. (Default: process.env) */
   env?: NodeJS.ProcessEnv;
 }
 
 /** Builds the servers (none starts yet) and watches picklebot.yaml for changes. */
 export function startMcpRuntime(options: McpRuntimeOptions): McpRuntime {
-  const { workspace, config, logger } = options;
-  const servers = mcpServersOf(workspace, config, logger);
+  const { workspace, logger } = options;
   const file = configFileOf(workspace);
+  let config = options.config;
+  const servers = mcpServersOf(workspace, config, {
+    log: logger,
+    toolReferences: () => mcpToolReferences(config, options.agents?.() ?? [], file),
+  });
   let lastText = readText(file);
   const reload = (): void => {
     const text = readText(file);
@@ -52,6 +62,7 @@ export function startMcpRuntime(options: McpRuntimeOptions): McpRuntime {
       );
       return;
     }
+    config = next;
     void servers
       .reconfigure(next.mcp_servers)
       .then(() =>

@@ -158,7 +158,12 @@ export class PicklebotServer {
       logger,
       events: this.events,
     });
-    this.#mcp = startMcpRuntime({ workspace, config, logger: logger.child({ worker: "mcp" }) });
+    this.#mcp = startMcpRuntime({
+      workspace,
+      config,
+      logger: logger.child({ worker: "mcp" }),
+      agents: () => options.agents.values(),
+    });
     this.#agents = this.#agentRuntime();
     this.#http = serverHttpEndpoint(this.#httpParts());
     this.#leader = new LeaderWorker({

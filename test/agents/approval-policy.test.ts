@@ -3,6 +3,12 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
+  type ApprovalAsker,
+  type ApprovalQuestion,
+  gateTools,
+} from "../../src/agents/approval-gate.js";
+import {
+  type ApprovalPolicy,
   agentPolicy,
   approvalIdFor,
   decide,
@@ -10,8 +16,10 @@ import {
   POLICY_TOOLS,
 } from "../../src/agents/approval-policy.js";
 import { parseAgentFile } from "../../src/agents/definition.js";
-import { UserError } from "../../src/base/errors.js";
+import { createToolbox } from "../../src/agents/tools/index.js";
+import { ToolError, UserError } from "../../src/base/errors.js";
 import { loadConfig } from "../../src/config/index.js";
+import { createTempWorkspace, type TempWorkspace } from "../tools/workspace.js";
 
 const AGENT_FILE = "agents/coder/AGENT.md";
 
@@ -113,6 +121,45 @@ describe("decide", () => {
     const merged = agentPolicy({ bash: "deny", web_fetch: "ask" }, { bash: "allow" });
     expect(decide(merged, "bash", {}).action).toBe("allow");
     expect(decide(merged, "web_fetch", {}).action).toBe("ask");
+  });
+});
+
+describe("a write entry rules every tool that writes files", () => {
+  let temp: TempWorkspace;
+  beforeEach(() => {
+    temp = createTempWorkspace();
+    fs.writeFileSync(path.join(temp.workspace, "run.sh"), "echo old\n");
+  });
+  afterEach(() => temp.remove());
+
+  const EDIT = { path: "run.sh", old_text: "old", new_text: "new" };
+
+  function gatedEdit(policy: ApprovalPolicy, ask?: ApprovalAsker) {
+    const [edit] = gateTools(createToolbox(["edit"]), policy, ask);
+    return edit as NonNullable<typeof edit>;
+  }
+
+  it("asks before an edit under write: ask, and refuses it under write: deny", async () => {
+    const questions: ApprovalQuestion[] = [];
+    const asked = gatedEdit({ write: "ask" }, async (question) => {
+      questions.push(question);
+      throw new ToolError("edit: the owner denied this call");
+    });
+    await expect(asked.run(EDIT, temp.context())).rejects.toThrow("the owner denied this call");
+    expect(questions).toMatchObject([{ tool: "edit", pattern: "*", summary: "edit run.sh" }]);
+    await expect(gatedEdit({ write: "deny" }).run(EDIT, temp.context())).rejects.toThrow(
+      "edit: the owner's approvals policy refuses this call (write: deny)",
+    );
+    await expect(
+      gatedEdit({ write: [{ pattern: "*.sh", action: "deny" }] }).run(EDIT, temp.context()),
+    ).rejects.toThrow("(write *.sh: deny)");
+    expect(fs.readFileSync(path.join(temp.workspace, "run.sh"), "utf8")).toBe("echo old\n");
+  });
+
+  it("lets an edit entry of its own decide for edit", async () => {
+    const edit = gatedEdit({ write: "deny", edit: "allow" });
+    expect(await edit.run(EDIT, temp.context())).toContain("run.sh");
+    expect(fs.readFileSync(path.join(temp.workspace, "run.sh"), "utf8")).toBe("echo new\n");
   });
 });
 

@@ -1,13 +1,16 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { gateTools } from "../../src/agents/approval-gate.js";
+import { RELIST_INTERVAL_MS } from "../../src/agents/mcp/connection.js";
+import { LISTING_LIMITS, type ListingLimits } from "../../src/agents/mcp/listing.js";
 import { cleanInputSchema, mcpToolName } from "../../src/agents/mcp/names.js";
+import { mcpToolReferences } from "../../src/agents/mcp/references.js";
 import { checkMcpServers, McpServers } from "../../src/agents/mcp/servers.js";
 import { ToolError } from "../../src/base/errors.js";
 import type { Tool, ToolContext } from "../../src/ports/index.js";
 import { type HttpFake, startHttpFake, stdioFake } from "../fakes/mcp.js";
 import { isAlive } from "../helpers/cli.js";
 import { testConfig } from "../helpers/config.js";
-import { recordingLogger } from "../helpers/log.js";
+import { type LogLine, recordingLogger } from "../helpers/log.js";
 import { waitFor } from "../helpers/wait.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
@@ -24,7 +27,12 @@ afterEach(async () => {
 });
 
 /** Servers from an `mcp_servers` map as picklebot.yaml would give it. */
-function open(yaml: Record<string, unknown>, log = recordingLogger(), now?: () => number) {
+function open(
+  yaml: Record<string, unknown>,
+  log = recordingLogger(),
+  now?: () => number,
+  listingLimits?: ListingLimits,
+) {
   workspace = makeWorkspace();
   const config = testConfig(workspace.dir, { mcp_servers: yaml });
   servers = new McpServers({
@@ -32,8 +40,14 @@ function open(yaml: Record<string, unknown>, log = recordingLogger(), now?: () =
     surroundings: { workspace: workspace.dir },
     log: log.logger,
     ...(now ? { now } : {}),
+    ...(listingLimits ? { listingLimits } : {}),
   });
   return { servers, lines: log.lines, config };
+}
+
+/** The messages of the lines logged about `server`. */
+function messagesAbout(lines: LogLine[], server: string): string[] {
+  return lines.filter((line) => line.mcpServer === server).map((line) => line.msg);
 }
 
 function context(): ToolContext {
@@ -63,6 +77,7 @@ describe("MCP servers over stdio", () => {
       "fake__env",
       "fake__pid",
       "fake__add_tool",
+      "fake__flood_list_changed",
     ]);
     const echo = byName(tools, "fake__echo");
     expect(echo.spec.input_schema).not.toHaveProperty("$schema");
@@ -123,14 +138,108 @@ describe("MCP servers over stdio", () => {
   });
 
   it("picks up a changed tool list (notifications/tools/list_changed)", async () => {
-    const { servers, lines } = open({ fake: stdioFake() });
+    let now = 1_000_000;
+    const { servers, lines } = open({ fake: stdioFake() }, recordingLogger(), () => now);
     const before = await servers.toolsFor(["mcp:fake"]);
     expect(await byName(before, "fake__add_tool").run({ name: "fresh" }, context())).toBe(
       "added fresh",
     );
     await waitFor(() => lines.some((line) => line.msg === "MCP server's tool list changed"));
+    now += RELIST_INTERVAL_MS;
     const after = await servers.toolsFor(["mcp:fake"]);
     expect(await byName(after, "fake__fresh").run({}, context())).toBe("fresh");
+  });
+
+  it("lists again at most once per interval, and logs a flood of list_changed as two lines", async () => {
+    let now = 1_000_000;
+    const { servers, lines } = open({ fake: stdioFake() }, recordingLogger(), () => now);
+    const tools = await servers.toolsFor(["mcp:fake"]);
+    await byName(tools, "fake__add_tool").run({ name: "fresh" }, context());
+    // The answer comes after the 5,000 notifications on the same pipe: all have arrived.
+    await byName(tools, "fake__flood_list_changed").run({ count: 5000 }, context());
+    now += RELIST_INTERVAL_MS - 1;
+    const tooSoon = await servers.toolsFor(["mcp:fake"]);
+    expect(tooSoon.map((tool) => tool.spec.name)).not.toContain("fake__fresh");
+    now += 1;
+    const relisted = await servers.toolsFor(["mcp:fake"]);
+    expect(relisted.map((tool) => tool.spec.name)).toContain("fake__fresh");
+    expect(await servers.toolsFor(["mcp:fake"])).toHaveLength(relisted.length);
+    expect(messagesAbout(lines, "fake")).toEqual([
+      "MCP server's tool list changed",
+      "MCP server's tools listed again after it said they changed",
+    ]);
+    expect(lines.at(-1)).toMatchObject({ notifications: 5001, tools: relisted.length });
+  });
+
+  it("gives up on a tool list whose nextCursor never ends: the turn goes on without that server", async () => {
+    const { servers, lines } = open({
+      fake: stdioFake(),
+      endless: stdioFake({}, ["--endless-pages"]),
+    });
+    const tools = await servers.toolsFor(["mcp:*"]);
+    expect(tools.map((tool) => tool.spec.name)).toContain("fake__echo");
+    expect(tools.filter((tool) => tool.spec.name.startsWith("endless__"))).toEqual([]);
+    const problem =
+      'MCP server "endless" cannot be used: lists its tools over more than ' +
+      `${LISTING_LIMITS.maxPages} pages (its nextCursor never ends)`;
+    expect(messagesAbout(lines, "endless")).toEqual([problem]);
+    expect(servers.states().find((report) => report.name === "endless")).toMatchObject({
+      state: "failed",
+      error: problem,
+    });
+  });
+
+  it("gives up on a listing over its tool cap or its time limit, naming the server", async () => {
+    const limits = { maxPages: 100, maxTools: 5, timeoutMs: 500 };
+    const { servers } = open(
+      { endless: stdioFake({}, ["--endless-pages"]), stuck: stdioFake({}, ["--hang-listing"]) },
+      recordingLogger(),
+      undefined,
+      limits,
+    );
+    expect(await servers.toolsFor(["mcp:*"])).toEqual([]);
+    expect(servers.states().map(({ name, error }) => [name, error])).toEqual([
+      [
+        "endless",
+        'MCP server "endless" cannot be used: lists more than 5 tools, the most picklebot takes',
+      ],
+      ["stuck", 'MCP server "stuck" cannot be used: did not list its tools within 0.5 s'],
+    ]);
+  });
+
+  it("offers one tool when two servers make the same model-facing name, and warns once", async () => {
+    let now = 1_000_000;
+    const { servers, lines } = open(
+      { x_: stdioFake(), x: stdioFake() },
+      recordingLogger(),
+      () => now,
+    );
+    const before = await servers.toolsFor(["mcp:*"]);
+    await byName(before, "x__add_tool").run({ name: "_echo" }, context());
+    await waitFor(() => lines.some((line) => line.msg === "MCP server's tool list changed"));
+    now += RELIST_INTERVAL_MS;
+    for (let turn = 0; turn < 2; turn += 1) {
+      const names = (await servers.toolsFor(["mcp:*"])).map((tool) => tool.spec.name);
+      expect(names.filter((name) => name === "x___echo")).toHaveLength(1);
+    }
+    expect(lines.filter((line) => line.tool === "x___echo").map((line) => line.msg)).toEqual([
+      'MCP tools mcp:x_/echo and mcp:x/_echo are both named "x___echo" for the model; ' +
+        "picklebot offers the first (rename one server)",
+    ]);
+  });
+
+  it("offers a tool listed twice once, and warns naming the server and the tool", async () => {
+    const { servers, lines } = open({ dup: stdioFake({}, ["--duplicate-tools"]) });
+    const tools = await servers.toolsFor(["mcp:dup"]);
+    expect(tools.map((tool) => tool.spec.name)).toEqual(["dup__echo", "dup__pid"]);
+    expect(tools[0]?.spec.description).toBe("Says the text back");
+    expect(await byName(tools, "dup__echo").run({ text: "once" }, context())).toBe("fake: once");
+    const warning =
+      'MCP server "dup" lists the tool "echo" 2 times; picklebot offers the first and ' +
+      "ignores the others (the model API refuses two tools of one name)";
+    await servers.toolsFor(["mcp:dup"]);
+    expect(messagesAbout(lines, "dup")).toEqual([warning]);
+    expect((await servers.report())[0]?.warnings).toEqual([warning]);
   });
 
   it("reports a server that never starts once, with its stderr, not on every use", async () => {
@@ -232,7 +341,7 @@ describe("MCP servers over streamable HTTP", () => {
     });
     const lines = await checkMcpServers(workspace.dir, config);
     expect(lines).toEqual([
-      { server: "web", ok: true, detail: "7 tools" },
+      { server: "web", ok: true, detail: "8 tools", warnings: [] },
       expect.objectContaining({ server: "broken", ok: false }),
     ]);
   });
@@ -253,6 +362,45 @@ describe("MCP tools and the approval policy", () => {
     await expect(byName(tools, "fake__pid").run({}, context())).rejects.toThrow(
       "fake__pid: the owner's approvals policy refuses this call (mcp:fake: deny)",
     );
+  });
+});
+
+describe("names of MCP tools that match no listed tool", () => {
+  it("are warned about once the server lists its tools, once each, with the closest name", async () => {
+    workspace = makeWorkspace();
+    const config = testConfig(workspace.dir, {
+      mcp_servers: { fake: stdioFake({ exclude: ["Pid"] }) },
+      approvals: { policy: { "mcp:fake/Echo": "ask", "mcp:fake/refuse": "deny" } },
+    });
+    const agent = {
+      source: "agents/a/AGENT.md",
+      tools: ["mcp:fake/nothing_like_it"],
+      approvals: {},
+    };
+    const log = recordingLogger();
+    servers = new McpServers({
+      servers: config.mcp_servers,
+      surroundings: { workspace: workspace.dir },
+      log: log.logger,
+      toolReferences: () => mcpToolReferences(config, [agent], "picklebot.yaml"),
+    });
+    const tools = await servers.toolsFor(["mcp:fake"]);
+    // The typo in case excludes nothing: pid is offered, as the warning says.
+    expect(tools.map((tool) => tool.spec.name)).toContain("fake__pid");
+    const warnings = [
+      'picklebot.yaml: approvals.policy: "mcp:fake/Echo" names no tool of MCP server "fake"; ' +
+        'did you mean "mcp:fake/echo"? (it decides no call, so the tool you meant runs ' +
+        "without this rule; `picklebot mcp list` shows its tools)",
+      'picklebot.yaml: mcp_servers.fake.exclude: "Pid" names no tool of MCP server "fake"; ' +
+        'did you mean "pid"? (it excludes nothing, so the tool you meant is offered to ' +
+        "agents; `picklebot mcp list` shows its tools)",
+      'agents/a/AGENT.md: tools: "mcp:fake/nothing_like_it" names no tool of MCP server ' +
+        '"fake" (it gives the agent no tool; `picklebot mcp list` shows its tools)',
+    ];
+    expect(messagesAbout(log.lines, "fake")).toEqual(warnings);
+    await servers.report();
+    expect(messagesAbout(log.lines, "fake")).toEqual(warnings);
+    expect(servers.states()[0]?.warnings).toEqual(warnings);
   });
 });
 

@@ -2,7 +2,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { POLICY_TOOLS } from "../../src/agents/approval-policy.js";
 import { parseAgentFile } from "../../src/agents/definition.js";
+import { unknownMcpServersProblem } from "../../src/agents/mcp/names.js";
 import { UserError } from "../../src/base/errors.js";
 import { loadConfig, redactConfig, secretValues } from "../../src/config/index.js";
 
@@ -107,14 +109,36 @@ describe("mcp_servers in picklebot.yaml", () => {
     );
   });
 
+  const github = "mcp_servers:\n  github:\n    url: http://127.0.0.1:9/mcp\n";
+
   it("lets approvals name mcp:<server> and mcp:<server>/<tool>", () => {
     const config = load(
-      'approvals:\n  policy:\n    "mcp:github": ask\n    "mcp:github/get_issue": allow\n',
+      `${github}approvals:\n  policy:\n    "mcp:github": ask\n    "mcp:github/get_issue": allow\n`,
     );
     expect(config.approvals.policy).toEqual({
       "mcp:github": "ask",
       "mcp:github/get_issue": "allow",
     });
+  });
+
+  it("refuses an approvals entry for a server mcp_servers does not have, with the closest name", () => {
+    expect(loadError(`${github}approvals:\n  policy:\n    "mcp:githb/get_issue": ask\n`)).toContain(
+      "approvals.policy.mcp:githb/get_issue: names no server of mcp_servers; did you mean " +
+        '"mcp:github/get_issue"? (configured: github); correct the entry, or add the server ' +
+        "under mcp_servers",
+    );
+    expect(loadError('approvals:\n  policy:\n    "mcp:github": ask\n')).toContain(
+      "approvals.policy.mcp:github: names no server of mcp_servers (configured: none)",
+    );
+  });
+
+  it("refuses an mcp: entry in upper case, suggesting the lower-case one", () => {
+    const file = path.join(workspace, "picklebot.yaml");
+    fs.writeFileSync(file, `${github}approvals:\n  policy:\n    "mcp:GitHub/get_issue": ask\n`);
+    expect(() => loadConfig(workspace, {}, { tools: POLICY_TOOLS })).toThrow(
+      "approvals.policy.mcp:GitHub/get_issue: is not an MCP entry; did you mean " +
+        '"mcp:github/get_issue"? write mcp:<server> or mcp:<server>/<tool>',
+    );
   });
 });
 
@@ -128,6 +152,20 @@ describe("mcp: entries in AGENT.md", () => {
       "A.md",
     );
     expect(parsed.tools).toEqual(["read", "mcp:github", "mcp:files/read_file", "mcp:*"]);
+  });
+
+  it("names approvals and tools entries for servers mcp_servers does not have, with the closest name", () => {
+    const parsed = parseAgentFile(
+      "a",
+      `---\nname: A\ndescription: d\ntools: [mcp:github]\napprovals:\n  "mcp:gihub/merge": deny\n---\nYou are A.`,
+      "A.md",
+    );
+    expect(unknownMcpServersProblem(parsed, ["github"])).toBe(
+      'A.md: approvals: "mcp:gihub/merge" (did you mean "mcp:github/merge"?) names no server ' +
+        "of mcp_servers in picklebot.yaml (configured: github); add the server there or " +
+        "correct the entry",
+    );
+    expect(unknownMcpServersProblem(parsed, ["github", "gihub"])).toBeNull();
   });
 
   it("refuses a malformed mcp: entry, naming it", () => {

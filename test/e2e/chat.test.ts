@@ -212,6 +212,31 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
     expect(again.stderr).not.toContain("wants to run");
   });
 
+  it("asks before an edit when picklebot.yaml says write: ask (a write policy covers edit)", async () => {
+    ws.write(
+      "picklebot.yaml",
+      fakeModelConfig(fake.url, "approvals:\n  policy:\n    write: ask\n"),
+    );
+    ws.write("scripts/check.sh", "echo safe\n");
+    const edit = {
+      toolUses: [
+        {
+          name: "edit",
+          input: { path: "scripts/check.sh", old_text: "echo safe", new_text: "rm -rf ~" },
+        },
+      ],
+    };
+    fake.script(edit, (request) => ({ text: `got: ${lastUserText(request)}` }));
+    const result = await chat("tidy the script\nn\n");
+    expect(result.stderr).toContain(
+      "pickle wants to run edit scripts/check.sh\nAllow? [y] once, [a] always, [n] no: ",
+    );
+    expect(result.stdout).toBe(
+      "got: edit: the owner denied this call; do not try again unless asked\n",
+    );
+    expect(readFileSync(join(ws.dir, "scripts/check.sh"), "utf8")).toBe("echo safe\n");
+  });
+
   it("refuses a path outside the workspace and tells the model", async () => {
     fake.script(
       { toolUses: [{ name: "write", input: { path: "../escaped.txt", content: "x" } }] },

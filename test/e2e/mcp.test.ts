@@ -97,6 +97,7 @@ describe("MCP tools end to end", () => {
         throw new Error(`the chat shows ${JSON.stringify(telegram.messages(OWNER))}: ${error}`);
       });
     const tools = model.requests[0]?.body.tools ?? [];
+    expect(model.refused).toEqual([]);
     expect(tools.map((tool) => tool.name)).toContain("local__echo");
     expect(tools.map((tool) => tool.name)).toContain("web__add_tool");
     expect(JSON.stringify(tools)).not.toContain("$schema");
@@ -106,6 +107,41 @@ describe("MCP tools end to end", () => {
     server.signal("SIGTERM");
     expect((await server.exited).code).toBe(0);
     expect(processesRunning("--name local")).toEqual([]);
+  });
+
+  it("servers that list tools for ever or list a name twice do not stop the turn", async () => {
+    const servers = {
+      local: stdioFake({}, ["--name", "local"]),
+      endless: stdioFake({}, ["--endless-pages"]),
+      dup: stdioFake({}, ["--name", "dup", "--duplicate-tools"]),
+    };
+    ws = busWorkspace(
+      model.url,
+      telegramYaml(telegram, { allowedUserIds: [OWNER] }) + mcpYaml(servers),
+      { "agents/pickle/AGENT.md": AGENT },
+    );
+    const server = await startBusServer(ws.dir, ["telegram"]);
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "still here" });
+    await telegram
+      .waitFor(() =>
+        telegram.messages(OWNER).includes("answer: local: still here | dup: still here"),
+      )
+      .catch((error: unknown) => {
+        throw new Error(`the chat shows ${JSON.stringify(telegram.messages(OWNER))}: ${error}`);
+      });
+    expect(model.refused).toEqual([]);
+    const names = (model.requests[0]?.body.tools ?? []).map((tool) => String(tool.name));
+    expect(names.filter((name) => name === "dup__echo")).toHaveLength(1);
+    expect(names.filter((name) => name.startsWith("endless__"))).toEqual([]);
+    const warnings = server.linesMatching(
+      (line) => line.mcpServer !== undefined && line.level === 40,
+    );
+    expect(warnings.map((line) => line.msg).sort()).toEqual([
+      'MCP server "dup" lists the tool "echo" 2 times; picklebot offers the first and ignores ' +
+        "the others (the model API refuses two tools of one name)",
+      'MCP server "endless" cannot be used: lists its tools over more than 20 pages (its ' +
+        "nextCursor never ends)",
+    ]);
   });
 
   it("a stdio server does not outlive a SIGKILLed picklebot server", async () => {
@@ -213,6 +249,42 @@ describe("MCP tools end to end", () => {
     ]);
   });
 
+  it("an approvals entry or an exclude naming no tool of a server is warned about with the closest name, by doctor and in the server's log", async () => {
+    const servers = { local: stdioFake({ exclude: ["Pid"] }, ["--name", "local"]) };
+    const policy = 'approvals:\n  policy:\n    "mcp:local/Echo": ask\n';
+    ws = busWorkspace(
+      model.url,
+      telegramYaml(telegram, { allowedUserIds: [OWNER] }) + mcpYaml(servers) + policy,
+      { "agents/pickle/AGENT.md": AGENT },
+    );
+    const approvalsWarning =
+      'picklebot.yaml: approvals.policy: "mcp:local/Echo" names no tool of MCP server ' +
+      '"local"; did you mean "mcp:local/echo"? (it decides no call, so the tool you meant ' +
+      "runs without this rule; `picklebot mcp list` shows its tools)";
+    const excludeWarning =
+      'picklebot.yaml: mcp_servers.local.exclude: "Pid" names no tool of MCP server "local"; ' +
+      'did you mean "pid"? (it excludes nothing, so the tool you meant is offered to agents; ' +
+      "`picklebot mcp list` shows its tools)";
+
+    const doctor = await runCli(["doctor", "--workspace", ws.dir]);
+    const warned = doctor.stdout.split("\n").filter((line) => /^WARN\s+mcp local\s/.test(line));
+    expect(warned).toHaveLength(2);
+    expect(warned[0]).toContain(approvalsWarning);
+    expect(warned[1]).toContain(excludeWarning);
+    const list = await runCli(["mcp", "list", "--workspace", ws.dir]);
+    expect(list.stderr).toContain(`picklebot: warning: ${ws.dir}/${approvalsWarning}`);
+
+    const server = await startBusServer(ws.dir, ["telegram"]);
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "hello" });
+    await telegram.waitFor(() => telegram.messages(OWNER).length > 0);
+    const logged = server
+      .linesMatching((line) => line.mcpServer === "local" && line.level === 40)
+      .map((line) => String(line.msg));
+    expect(logged).toHaveLength(2);
+    expect(logged[0]).toContain(approvalsWarning);
+    expect(logged[1]).toContain(excludeWarning);
+  });
+
   it("an agent naming an MCP server picklebot.yaml does not have is reported at load", async () => {
     ws = busWorkspace(model.url, mcpYaml({ web: { url: http.url } }), {
       "agents/pickle/AGENT.md": AGENT.replace("[mcp:*]", "[read, mcp:github]"),
@@ -220,7 +292,7 @@ describe("MCP tools end to end", () => {
     const result = await runCli(["mcp", "list", "--workspace", ws.dir]);
     expect(result.stderr).toContain(
       'AGENT.md: tools: "mcp:github" names no server of mcp_servers in picklebot.yaml ' +
-        "(configured: web); add the server there or remove the entry",
+        "(configured: web); add the server there or correct the entry",
     );
   });
 });

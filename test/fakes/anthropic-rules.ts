@@ -1,13 +1,15 @@
 /**
- * What the real Messages API refuses about a request's `messages`, with its status (400,
- * `invalid_request_error`) and its error text, so that a test against the fake fails where
- * production would. Checked in the API's order; the first broken rule is the answer.
+ * What the real Messages API refuses about a request's `messages` and `tools`, with its
+ * status (400, `invalid_request_error`) and its error text, so that a test against the fake
+ * fails where production would. Checked in the API's order; the first broken rule is the
+ * answer.
  *
  *   - at least one message, and the first one from the user
  *   - roles alternate
  *   - no message without content (except a final assistant prefill), no empty text block
  *   - every `tool_use` answered by a `tool_result` in the very next message, and every
  *     `tool_result` answering a `tool_use` of the message just before
+ *   - no two tools of one name
  */
 /** A message as a request carries it (content blocks are read as plain objects). */
 interface Message {
@@ -18,6 +20,12 @@ type Block = Record<string, unknown>;
 
 /** Why the API refuses a request: the error message of its 400. */
 export type Refusal = string;
+
+/** Why the API refuses a request's `tools` (two tools of one name), or null. */
+export function toolsRefusal(tools: readonly { name?: unknown }[] | undefined): Refusal | null {
+  const names = (tools ?? []).map((tool) => tool.name);
+  return new Set(names).size === names.length ? null : "tools: Tool names must be unique.";
+}
 
 /** The first rule `messages` breaks, or null when the API would accept them. */
 export function refusalOf(messages: readonly Message[]): Refusal | null {

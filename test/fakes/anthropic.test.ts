@@ -231,6 +231,24 @@ describe("fake Anthropic server refuses what the real API refuses", () => {
     ).toContain("text content blocks must be non-empty");
   });
 
+  it("two tools of one name", async () => {
+    fake = await startFakeAnthropic();
+    const tool = { name: "fake__echo", input_schema: { type: "object" as const } };
+    const error = await clientFor(fake)
+      .messages.create({
+        model: "claude-test",
+        max_tokens: 10,
+        tools: [tool, { name: "read", input_schema: { type: "object" } }, tool],
+        messages: [{ role: "user", content: "hi" }],
+      })
+      .catch((thrown: InstanceType<typeof Anthropic.APIError>) => thrown);
+    expect(error).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((error as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+      error: { type: "invalid_request_error", message: "tools: Tool names must be unique." },
+    });
+    expect(fake.refused).toHaveLength(1);
+  });
+
   it("accepts a well-formed tool exchange", async () => {
     fake = await startFakeAnthropic();
     const message = await clientFor(fake).messages.create({

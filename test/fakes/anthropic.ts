@@ -11,7 +11,7 @@
  * `/v1/messages` refuses, except a prompt over the limit, and is recorded in `counts`.
  *
  * A request the real API would refuse (see anthropic-rules.ts: tool pairs, alternating
- * roles, empty content) is answered with the API's 400 and its error text, recorded in
+ * roles, empty content, two tools of one name) is answered with the API's 400 and its error text, recorded in
  * `refused` instead of `requests`, and consumes no scripted reply.
  *
  * Prompt caching is modelled as the API does it (see anthropic-cache.ts: breakpoints,
@@ -37,7 +37,7 @@ import {
 import type { AddressInfo } from "node:net";
 import { createBatchRoutes, type FakeBatches, type FakeBatchResult } from "./anthropic-batches.js";
 import { cacheControlRefusal, FakePromptCache, promptBlocks } from "./anthropic-cache.js";
-import { refusalOf } from "./anthropic-rules.js";
+import { refusalOf, toolsRefusal } from "./anthropic-rules.js";
 
 /** A tool call the fake model makes. */
 export interface FakeToolUse {
@@ -300,7 +300,10 @@ export async function startFakeAnthropic(
     const request: RecordedRequest = { method: req.method, path, headers: req.headers, body };
     const limit = counting ? undefined : options.promptTokenLimit;
     const refusal =
-      refusalOf(body.messages ?? []) ?? cacheControlRefusal(body) ?? tooLong(body, limit);
+      refusalOf(body.messages ?? []) ??
+      toolsRefusal(body.tools) ??
+      cacheControlRefusal(body) ??
+      tooLong(body, limit);
     if (refusal !== null) {
       refused.push({ ...request, refusal });
       sendError(res, 400, refusal);

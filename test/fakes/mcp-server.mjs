@@ -8,13 +8,20 @@
  *
  * Tools: echo {text}, refuse {} (an isError result), crash {} (SIGKILLs itself mid-call),
  * hang {} (never answers), env {name} (one variable of its environment), add_tool {name}
- * (registers a tool, which sends notifications/tools/list_changed), pid {} (its pid).
+ * (registers a tool, which sends notifications/tools/list_changed), pid {} (its pid),
+ * flood_list_changed {count} (sends notifications/tools/list_changed `count` times, then
+ * answers).
+ *
+ * Misbehaving listings, as servers in the wild have them (the calls still work):
+ * `--endless-pages` lists one tool per page with a `nextCursor` that never ends,
+ * `--duplicate-tools` lists `echo` twice, `--hang-listing` never answers `tools/list`.
  */
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
 const argv = process.argv.slice(2);
@@ -58,7 +65,43 @@ function createFakeServer() {
       return text(`added ${added}`);
     },
   );
+  server.registerTool(
+    "flood_list_changed",
+    { description: "Says its tools changed, many times", inputSchema: { count: z.number() } },
+    async ({ count }) => {
+      for (let sent = 0; sent < count; sent += 1) server.sendToolListChanged();
+      return text(`sent ${count}`);
+    },
+  );
+  misbehaveWhenListing(server);
   return server;
+}
+
+const ECHO_LISTING = {
+  name: "echo",
+  description: "Says the text back",
+  inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+};
+const PID_LISTING = { name: "pid", description: "The process id", inputSchema: { type: "object" } };
+
+/** Replaces the SDK's answer to tools/list when a misbehaving mode is on. */
+function misbehaveWhenListing(server) {
+  const answer = (handler) => server.server.setRequestHandler(ListToolsRequestSchema, handler);
+  if (argv.includes("--endless-pages")) {
+    answer(({ params }) => {
+      const page = Number(params?.cursor ?? 0);
+      return {
+        tools: [{ name: `page_${page}`, inputSchema: { type: "object" } }],
+        nextCursor: String(page + 1),
+      };
+    });
+  } else if (argv.includes("--duplicate-tools")) {
+    answer(() => ({
+      tools: [ECHO_LISTING, { ...ECHO_LISTING, description: "A second echo" }, PID_LISTING],
+    }));
+  } else if (argv.includes("--hang-listing")) {
+    answer(() => new Promise(() => {}));
+  }
 }
 
 if (argv.includes("--http")) {

@@ -8,11 +8,19 @@
  * one before, so a server that never starts is reported once, not on every use.
  * `stop()` closes the session (killing a stdio server's process group) and makes it
  * `stopped` for good.
+ *
+ * Tools are listed on first use, within the limits of `listing.ts`; a listing that breaks
+ * them fails like a start, closing the session. `notifications/tools/list_changed` marks
+ * the list stale: the next use lists again, but at most once per {@link RELIST_INTERVAL_MS}
+ * (a server that says so in a loop is not listed in a loop), and the notifications are
+ * logged as one line when the first comes and one with their count at the next listing.
+ * What a listing found wrong (a duplicate name, a policy naming no tool) is logged once.
  */
 import { RECONNECT_BACKOFF, retryDelayMs } from "../../base/backoff.js";
 import type { Logger } from "../../base/log.js";
 import { redactSecrets } from "../../base/redact.js";
 import { type McpServerConfig, mcpServerSecrets } from "../../config/index.js";
+import { LISTING_LIMITS, type ListingLimits, listServerTools } from "./listing.js";
 import type { McpCallResult, McpEndpoint, McpListedTool, McpSession } from "./sdk-session.js";
 
 /** What a server is doing, as `picklebot mcp list` shows it. */
@@ -20,6 +28,9 @@ export type McpServerState = "idle" | "connecting" | "ready" | "failed" | "stopp
 
 /** How long starting a server and MCP's handshake may take. */
 const CONNECT_TIMEOUT_MS = 30_000;
+
+/** Least time between two listings of a server that keeps saying its tools changed. */
+export const RELIST_INTERVAL_MS = 10_000;
 
 /** What a connection needs besides its settings. */
 export interface McpConnectionOptions {
@@ -30,6 +41,13 @@ export interface McpConnectionOptions {
   log: Logger;
   /** Milliseconds since an epoch. (Default: Date.now) */
   now?: () => number;
+  /** Bounds of one listing of the tools. (Default: {@link LISTING_LIMITS}) */
+  listingLimits?: ListingLimits;
+  /**
+   * What is wrong with names the owner wrote for this server's tools, given the names it
+   * lists (approvals, include, exclude naming no tool). (Default: nothing is checked)
+   */
+  checkToolNames?: (listed: readonly string[]) => string[];
 }
 
 /** The SDK-facing module, imported on the first connect of any server. */
@@ -42,7 +60,19 @@ export class McpConnection {
   readonly #options: McpConnectionOptions;
   #state: McpServerState = "idle";
   #session: Promise<McpSession> | undefined;
+  /** The session {@link #session} resolved to, while it is the current one. */
+  #openSession: McpSession | undefined;
   #tools: McpListedTool[] | undefined;
+  /** The listing in progress, shared by every use that needs it. */
+  #listing: { session: McpSession; tools: Promise<McpListedTool[]> } | undefined;
+  /** When the last listing started, for {@link RELIST_INTERVAL_MS}. */
+  #listedAt = 0;
+  /** `list_changed` notifications since the last listing started. */
+  #changes = 0;
+  /** What the last listing found wrong, for `doctor`. */
+  #warnings: string[] = [];
+  /** Warnings already logged, so each is logged once. */
+  readonly #loggedWarnings = new Set<string>();
   #lastError: string | undefined;
   #failures = 0;
   #retryAt = 0;
@@ -71,19 +101,26 @@ export class McpConnection {
     return this.#tools;
   }
 
+  /** What the last listing found wrong: duplicate names, names of the owner's that match none. */
+  get warnings(): readonly string[] {
+    return this.#warnings;
+  }
+
   /**
    * The server's tools after its `include` and `exclude` lists, listed again after the
-   * server said they changed.
+   * server said they changed (at most once per {@link RELIST_INTERVAL_MS}).
    *
    * @throws Error saying why the server cannot be used now.
    */
   async listTools(): Promise<McpListedTool[]> {
     const session = await this.#connect();
-    if (this.#tools === undefined) {
-      const listed = await session.listTools().catch((thrown) => this.#fail(thrown));
-      this.#tools = listed.filter((tool) => this.#offers(tool.name));
-    }
-    return this.#tools;
+    if (this.#listing?.session === session) return this.#listing.tools;
+    if (this.#tools !== undefined && !this.#relistDue()) return this.#tools;
+    const tools = this.#list(session);
+    this.#listing = { session, tools };
+    return tools.finally(() => {
+      if (this.#listing?.tools === tools) this.#listing = undefined;
+    });
   }
 
   /** Calls `tool`; a call that outlives `call_timeout_ms` or `signal` fails. */
@@ -106,11 +143,59 @@ export class McpConnection {
     this.#state = "stopped";
     const session = this.#session;
     this.#session = undefined;
+    this.#openSession = undefined;
     await session?.then((open) => open.close()).catch(() => {});
   }
 
   #now(): number {
     return (this.#options.now ?? Date.now)();
+  }
+
+  #relistDue(): boolean {
+    return this.#changes > 0 && this.#now() - this.#listedAt >= RELIST_INTERVAL_MS;
+  }
+
+  async #list(session: McpSession): Promise<McpListedTool[]> {
+    const changes = this.#changes;
+    this.#changes = 0;
+    this.#listedAt = this.#now();
+    const limits = this.#options.listingLimits ?? LISTING_LIMITS;
+    let listing: Awaited<ReturnType<typeof listServerTools>>;
+    try {
+      listing = await listServerTools(session, this.name, limits);
+    } catch (thrown) {
+      return this.#abandon(session, thrown);
+    }
+    if (changes > 0) {
+      this.#options.log.info(
+        { mcpServer: this.name, notifications: changes, tools: listing.tools.length },
+        "MCP server's tools listed again after it said they changed",
+      );
+    }
+    const names = listing.tools.map((tool) => tool.name);
+    this.#warnings = [...listing.warnings, ...(this.#options.checkToolNames?.(names) ?? [])];
+    this.#logNew(this.#warnings);
+    const offered = listing.tools.filter((tool) => this.#offers(tool.name));
+    if (session === this.#openSession) this.#tools = offered;
+    return offered;
+  }
+
+  /** A server that cannot list its tools is of no use: it is closed and fails like a start. */
+  async #abandon(session: McpSession, thrown: unknown): Promise<never> {
+    if (session === this.#openSession) {
+      this.#session = undefined;
+      this.#openSession = undefined;
+    }
+    await session.close().catch(() => {});
+    return this.#fail(thrown, "cannot be used");
+  }
+
+  #logNew(warnings: readonly string[]): void {
+    for (const warning of warnings) {
+      if (this.#loggedWarnings.has(warning)) continue;
+      this.#loggedWarnings.add(warning);
+      this.#options.log.warn({ mcpServer: this.name }, warning);
+    }
   }
 
   #offers(tool: string): boolean {
@@ -132,6 +217,7 @@ export class McpConnection {
     }
     this.#state = "connecting";
     this.#tools = undefined;
+    this.#changes = 0;
     const session = this.#open();
     this.#session = session;
     return session;
@@ -143,7 +229,10 @@ export class McpConnection {
       const { openMcpSession } = await loadSdk();
       const session = await openMcpSession(
         this.#options.endpoint(),
-        { onClosed: () => this.#dropped(generation), onToolsChanged: () => this.#toolsChanged() },
+        {
+          onClosed: () => this.#dropped(generation),
+          onToolsChanged: () => this.#toolsChanged(generation),
+        },
         CONNECT_TIMEOUT_MS,
       );
       if (this.#state === "stopped") {
@@ -151,6 +240,7 @@ export class McpConnection {
         throw new Error(`MCP server "${this.name}" was stopped`);
       }
       this.#state = "ready";
+      this.#openSession = session;
       this.#readyAt = this.#now();
       this.#lastError = undefined;
       return session;
@@ -164,11 +254,15 @@ export class McpConnection {
   #dropped(generation: number): void {
     if (this.#state === "stopped" || generation !== this.#generation) return;
     this.#session = undefined;
+    this.#openSession = undefined;
     this.#record("lost its connection (the server crashed or went away)");
   }
 
-  #toolsChanged(): void {
-    this.#tools = undefined;
+  /** Marks the list stale; only the first notification since the last listing is logged. */
+  #toolsChanged(generation: number): void {
+    if (generation !== this.#generation) return;
+    this.#changes += 1;
+    if (this.#changes > 1) return;
     this.#options.log.info({ mcpServer: this.name }, "MCP server's tool list changed");
   }
 

@@ -5,7 +5,7 @@
  * what the Anthropic API refuses.
  */
 import { hashedCode } from "../../base/short-code.js";
-import { MCP_SERVER_NAME_PATTERN } from "../../config/index.js";
+import { closestMatch, MCP_SERVER_NAME_PATTERN } from "../../config/index.js";
 
 /** What prefixes an MCP entry of an agent's tool list. */
 export const MCP_PREFIX = "mcp:";
@@ -88,23 +88,42 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * The `mcp:` entries of an agent's tool list that name no configured server, as one
- * error naming the agent's file and the fix; null when all are known.
+ * The `mcp:` entries of an agent's tool list and approvals that name no configured server,
+ * as one error naming the agent's file, each entry (with the closest configured name) and
+ * the fix; null when all are known.
  */
 export function unknownMcpServersProblem(
-  agent: { source: string; tools: readonly string[] },
+  agent: { source: string; tools: readonly string[]; approvals: Readonly<Record<string, unknown>> },
   configured: readonly string[],
 ): string | null {
-  const unknown = agent.tools.filter((entry) => {
-    const selector = parseMcpSelector(entry);
-    if (selector === null || selector.server === EVERY_MCP_SERVER) return false;
-    return !configured.includes(selector.server);
-  });
-  if (unknown.length === 0) return null;
+  const problems = [
+    unknownServersIn("tools", agent.tools, configured),
+    unknownServersIn("approvals", Object.keys(agent.approvals), configured),
+  ].filter((problem) => problem !== null);
+  if (problems.length === 0) return null;
   const known = configured.length > 0 ? configured.join(", ") : "none";
   return (
-    `${agent.source}: tools: ${unknown.map((entry) => `"${entry}"`).join(", ")} ` +
-    `name${unknown.length === 1 ? "s" : ""} no server of mcp_servers in picklebot.yaml ` +
-    `(configured: ${known}); add the server there or remove the entry`
+    `${agent.source}: ${problems.join("; ")} (configured: ${known}); ` +
+    "add the server there or correct the entry"
+  );
+}
+
+function unknownServersIn(
+  field: string,
+  entries: readonly string[],
+  configured: readonly string[],
+): string | null {
+  const unknown = entries.flatMap((entry) => {
+    const selector = parseMcpSelector(entry);
+    if (selector === null || selector.server === EVERY_MCP_SERVER) return [];
+    if (configured.includes(selector.server)) return [];
+    const match = closestMatch(selector.server, configured);
+    const rest = entry.slice(`${MCP_PREFIX}${selector.server}`.length);
+    return [`"${entry}"${match ? ` (did you mean "${MCP_PREFIX}${match}${rest}"?)` : ""}`];
+  });
+  if (unknown.length === 0) return null;
+  return (
+    `${field}: ${unknown.join(", ")} name${unknown.length === 1 ? "s" : ""} ` +
+    "no server of mcp_servers in picklebot.yaml"
   );
 }

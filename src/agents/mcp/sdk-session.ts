@@ -28,9 +28,16 @@ export type McpEndpoint =
   | { kind: "stdio"; launch: StdioLaunch }
   | { kind: "http"; url: string; headers: Record<string, string> };
 
+/** One page of a server's tool list; `nextCursor` asks for the next one. */
+export interface McpToolPage {
+  tools: McpListedTool[];
+  nextCursor?: string | undefined;
+}
+
 /** An open connection to one server. */
 export interface McpSession {
-  listTools(): Promise<McpListedTool[]>;
+  /** The page of the tool list after `cursor` (undefined: the first page); fails after `timeoutMs`. */
+  listToolsPage(cursor: string | undefined, timeoutMs: number): Promise<McpToolPage>;
   callTool(
     name: string,
     input: Record<string, unknown>,
@@ -81,15 +88,10 @@ export async function openMcpSession(
   connected = true;
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => events.onToolsChanged());
   return {
-    async listTools() {
-      const tools: McpListedTool[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await client.listTools(cursor === undefined ? {} : { cursor });
-        tools.push(...page.tools);
-        cursor = page.nextCursor;
-      } while (cursor !== undefined);
-      return tools;
+    async listToolsPage(cursor, timeoutMs) {
+      const params = cursor === undefined ? {} : { cursor };
+      const page = await client.listTools(params, { timeout: timeoutMs });
+      return { tools: page.tools, nextCursor: page.nextCursor };
     },
     async callTool(name, input, { timeoutMs, signal }) {
       const result = await client.callTool({ name, arguments: input }, undefined, {

@@ -2,14 +2,21 @@
  * The MCP servers of a workspace (`mcp_servers:` of picklebot.yaml): one
  * {@link McpConnection} per server, the tools an agent's `mcp:` entries name, a reload of
  * the map while the server runs, and a check of every server for `picklebot mcp list` and
- * `doctor`.
+ * `doctor`, with what its listing found wrong (duplicate names, the owner's names of
+ * tools it does not have).
  */
 import { ToolError, toError } from "../../base/errors.js";
 import { type Logger, silentLogger } from "../../base/log.js";
-import { type Config, isStdioServer, type McpServerConfig } from "../../config/index.js";
+import {
+  type Config,
+  configFileOf,
+  isStdioServer,
+  type McpServerConfig,
+} from "../../config/index.js";
 import type { Tool } from "../../ports/index.js";
 import { McpConnection, type McpServerState } from "./connection.js";
 import { mcpEndpoint, type StdioSurroundings } from "./endpoint.js";
+import type { ListingLimits } from "./listing.js";
 import {
   cleanInputSchema,
   EVERY_MCP_SERVER,
@@ -17,6 +24,12 @@ import {
   mcpToolName,
   parseMcpSelector,
 } from "./names.js";
+import {
+  type AgentNames,
+  type McpToolReference,
+  mcpToolReferences,
+  unknownToolWarnings,
+} from "./references.js";
 import type { McpListedTool } from "./sdk-session.js";
 
 /** What {@link McpServers} is built with. */
@@ -29,6 +42,14 @@ export interface McpServersOptions {
   log?: Logger;
   /** Milliseconds since an epoch, for the reconnect backoff. (Default: Date.now) */
   now?: () => number;
+  /** Bounds of one listing of a server's tools. (Default: `LISTING_LIMITS` of listing.ts) */
+  listingLimits?: ListingLimits;
+  /**
+   * The owner's names of servers' tools (approvals, agents' tools, include, exclude), as
+   * they are now: each that names no tool is warned about once the server lists its tools.
+   * (Default: none)
+   */
+  toolReferences?: () => readonly McpToolReference[];
 }
 
 /** One server as `picklebot mcp list` shows it. */
@@ -40,19 +61,21 @@ export interface McpServerReport {
   tools: string[];
   /** Why it cannot be used, when it cannot. */
   error?: string;
+  /** What its last listing found wrong (a duplicate name, an entry naming no tool), if anything. */
+  warnings?: string[];
 }
 
 /** The servers of a workspace, each connected on first use. */
 export class McpServers {
-  readonly #surroundings: StdioSurroundings;
+  readonly #options: McpServersOptions;
   readonly #log: Logger;
-  readonly #now: (() => number) | undefined;
   readonly #connections = new Map<string, McpConnection>();
+  /** Name clashes between servers already logged, so each is logged once. */
+  readonly #loggedClashes = new Set<string>();
 
   constructor(options: McpServersOptions) {
-    this.#surroundings = options.surroundings;
+    this.#options = options;
     this.#log = options.log ?? silentLogger();
-    this.#now = options.now;
     this.reconfigure(options.servers);
   }
 
@@ -76,19 +99,24 @@ export class McpServers {
       stopping.push(connection.stop());
     }
     for (const [name, config] of Object.entries(servers)) {
-      if (this.#connections.has(name)) continue;
-      this.#connections.set(
-        name,
-        new McpConnection({
-          name,
-          config,
-          endpoint: () => mcpEndpoint(name, config, this.#surroundings),
-          log: this.#log,
-          ...(this.#now ? { now: this.#now } : {}),
-        }),
-      );
+      if (!this.#connections.has(name)) this.#connections.set(name, this.#connection(name, config));
     }
     return Promise.all(stopping).then(() => {});
+  }
+
+  #connection(name: string, config: McpServerConfig): McpConnection {
+    const { surroundings, now, listingLimits, toolReferences } = this.#options;
+    return new McpConnection({
+      name,
+      config,
+      endpoint: () => mcpEndpoint(name, config, surroundings),
+      log: this.#log,
+      ...(now ? { now } : {}),
+      ...(listingLimits ? { listingLimits } : {}),
+      ...(toolReferences
+        ? { checkToolNames: (listed) => unknownToolWarnings(name, listed, toolReferences()) }
+        : {}),
+    });
   }
 
   /**
@@ -109,7 +137,30 @@ export class McpServers {
     const tools = await Promise.all(
       [...byServer].map(([server, chosen]) => this.#serverTools(server, chosen)),
     );
-    return tools.flat();
+    return this.#onePerName(tools.flat());
+  }
+
+  /**
+   * The tools with each model-facing name once, the first kept: two servers can make one
+   * name (`a_` with `b` and `a` with `_b` are both `a___b`), which the model API refuses.
+   * Each such clash is logged once.
+   */
+  #onePerName(tools: readonly Tool[]): Tool[] {
+    const kept = new Map<string, Tool>();
+    for (const tool of tools) {
+      const first = kept.get(tool.spec.name);
+      if (first === undefined) {
+        kept.set(tool.spec.name, tool);
+        continue;
+      }
+      const clash =
+        `MCP tools ${first.policyNames?.[0]} and ${tool.policyNames?.[0]} are both named ` +
+        `"${tool.spec.name}" for the model; picklebot offers the first (rename one server)`;
+      if (this.#loggedClashes.has(clash)) continue;
+      this.#loggedClashes.add(clash);
+      this.#log.warn({ tool: tool.spec.name }, clash);
+    }
+    return [...kept.values()];
   }
 
   async #serverTools(server: string, chosen: McpSelector[]): Promise<Tool[]> {
@@ -189,26 +240,43 @@ function reportOf(
   listed: readonly McpListedTool[],
   error?: string,
 ): McpServerReport {
+  const { warnings } = connection;
   return {
     name: connection.name,
     transport: isStdioServer(connection.config) ? "stdio" : "http",
     state: connection.state,
     tools: listed.map((tool) => mcpToolName(connection.name, tool.name)),
     ...(error === undefined ? {} : { error }),
+    ...(warnings.length === 0 ? {} : { warnings: [...warnings] }),
   };
 }
+
+/** What {@link mcpServersOf} may give the servers besides the workspace's settings. */
+export type McpServersExtras = Pick<McpServersOptions, "log" | "toolReferences">;
 
 /** The MCP servers of a workspace's `mcp_servers` (none started until first used). */
 export function mcpServersOf(
   workspace: string,
   config: Pick<Config, "tools" | "history" | "mcp_servers">,
-  log?: Logger,
+  extras: McpServersExtras = {},
 ): McpServers {
   return new McpServers({
     servers: config.mcp_servers,
     surroundings: stdioSurroundings(workspace, config),
-    ...(log ? { log } : {}),
+    ...extras,
   });
+}
+
+/**
+ * The owner's names of MCP tools in the workspace: picklebot.yaml (`config`, read from
+ * its file in `workspace`) and the agents' AGENT.md files.
+ */
+export function workspaceToolReferences(
+  workspace: string,
+  config: Pick<Config, "approvals" | "mcp_servers">,
+  agents: Iterable<AgentNames>,
+): McpToolReference[] {
+  return mcpToolReferences(config, agents, configFileOf(workspace));
 }
 
 /** What stdio servers of a workspace share, from its picklebot.yaml. */
@@ -225,23 +293,29 @@ export interface McpServerCheck {
   ok: boolean;
   /** `3 tools` when ok, else why not. */
   detail: string;
+  /** What its listing found wrong (duplicate names, the owner's names of no tool). */
+  warnings: string[];
 }
 
 /**
  * Connects to each configured server, lists its tools and stops it again: one line per
- * server, for `doctor`. Never throws for a server's failure.
+ * server, for `doctor`, with the names of picklebot.yaml and `agents` that name none of
+ * its tools. Never throws for a server's failure.
  */
 export async function checkMcpServers(
   workspace: string,
-  config: Pick<Config, "tools" | "history" | "mcp_servers">,
+  config: Pick<Config, "tools" | "history" | "mcp_servers" | "approvals">,
+  agents: Iterable<AgentNames> = [],
 ): Promise<McpServerCheck[]> {
-  const registry = mcpServersOf(workspace, config);
+  const references = workspaceToolReferences(workspace, config, agents);
+  const registry = mcpServersOf(workspace, config, { toolReferences: () => references });
   try {
     const reports = await registry.report();
     return reports.map((report) => ({
       server: report.name,
       ok: report.error === undefined,
       detail: report.error ?? `${report.tools.length} tool${report.tools.length === 1 ? "" : "s"}`,
+      warnings: report.warnings ?? [],
     }));
   } finally {
     await registry.stop();

@@ -78,13 +78,26 @@ interface ToolEntry {
   create(options: ToolboxOptions): Tool;
   /** The input field a call shows after the tool's name, and what joins them (`bash: ls`). */
   shows: { field: string; joiner: " " | ": " };
+  /**
+   * It writes the file its `path` names: an approvals entry for {@link FILE_WRITES_POLICY}
+   * rules it too, unless the policy has an entry of its own name. (Default: false)
+   */
+  writesFiles?: true;
 }
 
 /** Every tool, by the name AGENT.md lists it under. */
 export const TOOLS = {
   read: { create: () => createReadTool(), shows: { field: "path", joiner: " " } },
-  write: { create: () => createWriteTool(), shows: { field: "path", joiner: " " } },
-  edit: { create: () => createEditTool(), shows: { field: "path", joiner: " " } },
+  write: {
+    create: () => createWriteTool(),
+    shows: { field: "path", joiner: " " },
+    writesFiles: true,
+  },
+  edit: {
+    create: () => createEditTool(),
+    shows: { field: "path", joiner: " " },
+    writesFiles: true,
+  },
   bash: {
     create: ({ bashTimeoutMs, bashSandbox }) =>
       createBashTool({ timeoutMs: bashTimeoutMs, sandbox: bashSandbox }),
@@ -119,6 +132,23 @@ export type ToolName = keyof typeof TOOLS;
 /** Every tool name, in registry order. */
 export const TOOL_NAMES = Object.keys(TOOLS) as ToolName[];
 
+/**
+ * The approvals entry that rules every tool that writes files (`write: ask` asks before an
+ * `edit` too): docs/decisions/write-policy-covers-edits.md.
+ */
+export const FILE_WRITES_POLICY: ToolName = "write";
+
+/** The tools that write the file their `path` names (write, edit). */
+export const FILE_WRITING_TOOLS: readonly ToolName[] = TOOL_NAMES.filter(
+  (name) => "writesFiles" in TOOLS[name],
+);
+
+/** The approvals entries that rule a tool, most specific first (Tool.policyNames). */
+function policyNamesOf(name: ToolName): string[] {
+  const writes = FILE_WRITING_TOOLS.includes(name) && name !== FILE_WRITES_POLICY;
+  return writes ? [name, FILE_WRITES_POLICY] : [name];
+}
+
 /** The tools of an agent whose AGENT.md lists none. */
 export const DEFAULT_TOOLS: readonly ToolName[] = ["read", "write", "edit", "web_fetch"];
 
@@ -140,7 +170,7 @@ export function createToolbox(names: string[], options: ToolboxOptions = {}): To
     if (!isToolName(name)) {
       throw new UserError(`unknown tool "${name}"; use one of: ${TOOL_NAMES.join(", ")}`);
     }
-    return TOOLS[name].create(options);
+    return { ...TOOLS[name].create(options), policyNames: policyNamesOf(name) };
   });
 }
 
