@@ -192,7 +192,7 @@ describe("subagent: a task handed to another agent through the queue", () => {
     await core.waitForJob(child?.id as string, (job) => job.state === "running");
     core.clock.advance(61_000);
     await core.waitForJob(parent.id, isDone);
-    const stopped = await core.waitForJob(child?.id as string, (job) => job.state === "failed");
+    const stopped = await core.waitForJob(child?.id as string, (job) => job.state === "stopped");
     expect(stopped.lastError).toBe("stopped by the user");
     const [result] = resultsIn(await stored(parent));
     expect(result).toMatchObject({ is_error: true });
@@ -211,8 +211,8 @@ describe("subagent: a task handed to another agent through the queue", () => {
     const [child] = await childrenOf(parent);
     await core.waitForJob(child?.id as string, (job) => job.state === "running");
     core.platform.push({ text: "/stop" });
-    await core.waitForJob(parent.id, (job) => job.state === "failed");
-    await core.waitForJob(child?.id as string, (job) => job.state === "failed");
+    await core.waitForJob(parent.id, (job) => job.state === "stopped");
+    await core.waitForJob(child?.id as string, (job) => job.state === "stopped");
     const [result] = resultsIn(await stored(parent));
     expect(result).toMatchObject({
       is_error: true,

@@ -43,7 +43,9 @@ describe("the jobs page", () => {
     harness = await openDashboard();
     const response = await page("/jobs?state=stuck");
     expect(response.status).toBe(400);
-    expect(response.html).toContain("state must be one of queued, running, waiting, failed, done");
+    expect(response.html).toContain(
+      "state must be one of queued, running, waiting, failed, stopped, done",
+    );
   });
 
   it("serves the list as a fragment for live refreshes", async () => {
