@@ -265,10 +265,10 @@ export class AgentWorker implements Worker {
         return "retry";
       }
       case "fail":
-        await this.#end(job, reply, decision);
+        await this.#end(job, reply, { ...decision, stopped: false });
         return "failed";
       case "stop":
-        await this.#end(job, reply, { ...decision, ending: "stopped by the user" });
+        await this.#end(job, reply, { ...decision, ending: "stopped by the user", stopped: true });
         return "stopped";
       default: {
         const never: never = decision;
@@ -322,18 +322,18 @@ export class AgentWorker implements Worker {
   async #end(
     job: ClaimedJob,
     reply: ReplyStream | null,
-    decision: { error: string; ending: TurnEnding; notice: string },
+    end: { error: string; ending: TurnEnding; notice: string; stopped: boolean },
   ): Promise<void> {
     const { failJob, logger } = this.#options;
-    const stopped = decision.ending === "stopped by the user";
-    const closing = await this.#closing(job, decision.ending);
-    if (!(await failJob(job, decision.error, closing, { stopped }))) {
+    const { error, ending, notice, stopped } = end;
+    const closing = await this.#closing(job, ending);
+    if (!(await failJob(job, error, closing, { stopped }))) {
       logger.warn({ job: job.id }, `job ${stopped ? "stopped" : "failed"} after its lock was lost`);
     }
     if (stopped) await this.#stopSubagents(job);
     // No reply stream means its frontend failed to open: there is nowhere to tell.
     await reply
-      ?.fail(decision.notice)
+      ?.fail(notice)
       .catch((failure) =>
         logger.warn({ job: job.id, error: toError(failure).message }, "could not report a failure"),
       );

@@ -249,7 +249,9 @@ function JobPage(props: { job: Job; turn: JobTurn; subagents: Job[]; notice: str
           <dt>state</dt>
           <dd>
             <JobStateBadge job={job} />
-            {job.stopRequested ? <span class="muted"> (stop requested)</span> : null}
+            {job.stopRequested && job.state !== "stopped" ? (
+              <span class="muted"> (stop requested)</span>
+            ) : null}
           </dd>
           <dt>agent</dt>
           <dd>{job.agentId}</dd>

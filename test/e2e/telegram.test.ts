@@ -253,6 +253,9 @@ describe("Telegram chat", () => {
     expect(await cli("jobs")).toMatch(new RegExp(`${stopped?.id}\\s+stopped\\s`));
     expect(await cli("jobs", "--state", "failed")).toContain("no failed jobs");
     expect(await cli("jobs", "show", stopped?.id ?? "")).toMatch(/^state\s+stopped$/m);
+    const retry = await runCli(["jobs", "retry", stopped?.id ?? "", "--workspace", ws.dir]);
+    expect(retry.code).toBe(1);
+    expect(retry.stderr).toContain(`job ${stopped?.id} is stopped; a stopped job is not run again`);
     const metrics = async () => (await fetch(`${server.httpUrl}/metrics`)).text();
     expect(await metrics()).toContain('picklebot_jobs_processed_total{outcome="stopped"} 1');
     expect(await metrics()).not.toContain('picklebot_jobs_processed_total{outcome="failed"}');
