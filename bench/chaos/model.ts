@@ -18,6 +18,7 @@ import {
   callTag,
   type JobKind,
   jobOfText,
+  jobTagsOfText,
   type ModelCall,
   researchOfText,
   researchText,
@@ -261,7 +262,15 @@ function describeCall(request: RecordedRequest, number: number): ModelCall {
       return { number, ...tags, kind: "text", step, agent: "researcher" };
     }
     const job = jobOfText(text);
-    return { number, jobTag: job?.tag ?? "?", kind: job?.kind ?? "text", step, agent: "pickle" };
+    const askedTags = jobTagsOfText(text);
+    return {
+      number,
+      jobTag: job?.tag ?? "?",
+      kind: job?.kind ?? "text",
+      step,
+      agent: "pickle",
+      askedTags,
+    };
   }
   return {
     number,

@@ -2,6 +2,8 @@
  * The turns of a chaos run as stored in history, and the check every turn gets: its shape,
  * the job it names, and no model call for a step whose reply was already stored.
  */
+import { STOPPED_NOTE } from "../../src/agents/context-builder.js";
+import { VISIBLE_STATE } from "../../src/storage/job-row.js";
 import type { openWorkspaceDb } from "../../test/helpers/server.js";
 import { callOfText, jobOfText, type ModelCall, researchOfText } from "./workload.js";
 
@@ -17,11 +19,12 @@ export interface JobRow {
   agent_id: string;
 }
 
-/** Reads every job's row. */
+/** Reads every job's row, with its state as shown (`waiting`, `stopped`: see job-row.ts). */
 export function readJobRows(db: ReturnType<typeof openWorkspaceDb>): JobRow[] {
   return db
     .prepare(
-      `SELECT id, state, attempts, last_error, parent_id, session_key, session_id, agent_id
+      `SELECT id, ${VISIBLE_STATE} AS state, attempts, last_error, parent_id, session_key,
+         session_id, agent_id
        FROM jobs`,
     )
     .all() as JobRow[];
@@ -35,6 +38,12 @@ export const TOOL_TURN = "user:text assistant:tool_use user:tool_result assistan
  * (Or with no turn at all: ended before its message was stored.)
  */
 export const ENDED_UNFINISHED = ["user:text", "user:text assistant:tool_use user:tool_result"];
+/**
+ * Stopped by the person: closed with the stop (the reply seen so far and the note), during
+ * the first model call or the tool call (its result then says it was stopped) or the reply.
+ * (Or with no turn at all: stopped before its message was stored.)
+ */
+export const STOPPED_TURNS = ["user:text assistant:text", TOOL_TURN];
 
 /** A stored message: its text blocks joined (others as `[type]`), and its blocks. */
 export interface StoredMessage {
@@ -119,6 +128,8 @@ export interface TurnOwner {
   id: string;
   /** Whether the job ended done (its turn must then be whole). */
   done: boolean;
+  /** Whether the person stopped it (its turn must then end with the stop). (Default: false) */
+  stopped?: boolean;
   /** The shapes its turn may have once done. */
   shape: string;
 }
@@ -142,9 +153,12 @@ export function checkTurnOf(
     return;
   }
   const shape = turn.messages.map((message) => `${message.role}:${kindOf(message)}`).join(" ");
-  const expected = done ? [owner.shape] : ENDED_UNFINISHED;
+  const expected = done ? [owner.shape] : owner.stopped ? STOPPED_TURNS : ENDED_UNFINISHED;
   if (!expected.includes(shape)) {
     violations.push(`job ${tag}: turn is [${shape}], not [${expected.join("] or [")}]`);
+  }
+  if (owner.stopped && !turn.messages.at(-1)?.text.endsWith(STOPPED_NOTE)) {
+    violations.push(`job ${tag}: stopped, but its turn does not end with "${STOPPED_NOTE}"`);
   }
   if (turn.messages[0]?.jobId !== id) {
     violations.push(`job ${tag}: its user message carries job id ${turn.messages[0]?.jobId}`);

@@ -1,9 +1,11 @@
 /**
  * The checks at the end of a chaos run, on the workspace database and the model's call log:
  *
- * - every enqueued job ended as its kind may end (done; a stop job stopped by the user; a
- *   fail job failed), and its turn is in history exactly once, complete or closed: a turn
- *   that ended unfinished never leaves a tool call without its result;
+ * - every enqueued job ended as its kind may end (done; a stop job stopped by the user,
+ *   shown as stopped; a fail job failed), and its turn is in history exactly once,
+ *   complete or closed: a turn that ended unfinished never leaves a tool call without its
+ *   result, and a stopped one ends with the stop;
+ * - no model request asks a stopped job's request again (with a later message);
  * - no session holds a user message twice, nor two compaction or prune points with nothing
  *   between (a turn compacted twice);
  * - no model call was made for a step of a turn whose reply was already stored;
@@ -76,10 +78,12 @@ export function verifyRun(
     const storedCalls = new Set<number>();
     for (const job of jobs) {
       const done = states.get(job.id) === "done";
+      const stopped = states.get(job.id) === "stopped";
       const shape = usesTool(job.kind) ? TOOL_TURN : REPLY;
-      const owner = { tag: job.tag, id: job.id, done, shape };
+      const owner = { tag: job.tag, id: job.id, done, stopped, shape };
       checkTurnOf(owner, turns.get(job.tag), calls, storedCalls, violations);
     }
+    checkStoppedNotAskedAgain(jobs, states, calls, violations);
     checkSessionOrder(jobs, turns, violations);
     const subagents = { jobs, children, turns, calls, storedCalls, violations };
     for (const [ending, count] of checkSubagents(subagents)) endings.set(ending, count);
@@ -134,11 +138,35 @@ function checkJobStates(
   return states;
 }
 
-/** A fail job always fails; a stop job is done, or failed because the user stopped it. */
+/** A fail job always fails; a stop job is done, or stopped by the user. */
 function mayEndAs(kind: JobKind, row: JobRow): boolean {
   if (kind === "fail") return row.state === "failed";
-  if (kind === "stop" && row.state === "failed") return row.last_error === STOPPED;
+  if (kind === "stop" && row.state === "stopped") return row.last_error === STOPPED;
   return row.state === "done";
+}
+
+/**
+ * A stopped job's request is never sent again as one still to answer: no request's newest
+ * user message names a stopped job besides the job it is for.
+ */
+function checkStoppedNotAskedAgain(
+  jobs: EnqueuedJob[],
+  states: Map<string, string>,
+  calls: ModelCall[],
+  violations: string[],
+): void {
+  const stopped = new Set(
+    jobs.filter((job) => states.get(job.id) === "stopped").map((job) => job.tag),
+  );
+  for (const call of calls) {
+    for (const tag of call.askedTags ?? []) {
+      if (tag !== call.jobTag && stopped.has(tag)) {
+        violations.push(
+          `model call #${call.number} for job ${call.jobTag} asked the stopped job ${tag} again`,
+        );
+      }
+    }
+  }
 }
 
 /** Chat jobs of one session key must be stored in one session, in enqueue order. */

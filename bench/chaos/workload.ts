@@ -28,6 +28,8 @@ export interface ModelCall {
   parentTag?: string;
   /** A delegate's continuation: the text of each tool result it was sent, in order. */
   results?: string[];
+  /** Every job its newest user message names (more than one: messages sent as one). */
+  askedTags?: string[];
 }
 
 /** The agents of the chaos workspace. */
@@ -39,7 +41,7 @@ export type ChaosAgent = "pickle" | "researcher";
  *   tool  a `read` of a small file, then a reply
  *   big   a `read` of a file far larger than a tool result may be, then a reply
  *   stop  a slow `bash` command, during which the run sends `/stop` to its Telegram chat:
- *         done, or failed "stopped by the user" with its tool call answered
+ *         done, or stopped by the user: its tool call answered, its turn ended with the stop
  *   fail  a `read`, then the model refuses the follow-up (400) on the job's only attempt:
  *         failed, and the chat's next message is still a valid request
  *   delegate  one or two `subagent` calls to the researcher, which the server runs as child
@@ -116,6 +118,11 @@ export function jobText(tag: string, kind: JobKind): string {
 export function jobOfText(text: string): { tag: string; kind: JobKind } | null {
   const match = [...text.matchAll(JOB_TEXT)].at(-1);
   return match?.[1] ? { tag: match[1], kind: (match[2] as JobKind | undefined) ?? "text" } : null;
+}
+
+/** Every job a user message names, in order (messages of several turns sent as one). */
+export function jobTagsOfText(text: string): string[] {
+  return [...text.matchAll(JOB_TEXT)].flatMap((match) => (match[1] ? [match[1]] : []));
 }
 
 /**

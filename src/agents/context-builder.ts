@@ -40,17 +40,39 @@ export function unfinishedToolResult(id: string, ending: TurnEnding): ToolResult
   };
 }
 
+/** What ends the agent's side of a turn the person stopped, as the model reads it next time. */
+export const STOPPED_NOTE = "[stopped by the user]";
+
 /**
- * What closes a turn that ends unfinished, given its last stored message: when the agent
- * was waiting on tool calls, one user message with an `is_error` result for each, so the
- * history stays a valid request and the next message continues from it. Nothing when the
- * turn holds no open call (a user message without an answer is valid history).
+ * What closes a turn that ends unfinished, given its last stored message:
+ *
+ *   - when the agent was waiting on tool calls, one user message with an `is_error`
+ *     result for each, so the history stays a valid request;
+ *   - when the person stopped it, then an assistant message: the text the model call in
+ *     progress had streamed (`unsavedText`, what the person saw; only when the turn's last
+ *     stored message is the user's) followed by {@link STOPPED_NOTE}. The next message then
+ *     starts a turn of its own, instead of joining the stopped request as one the model
+ *     has still to answer (consecutive user messages are sent as one).
+ *
+ * Nothing when the turn holds no open call and was not stopped (a user message without
+ * an answer is valid history: the next message is sent with it), or its reply is stored.
  */
-export function closingMessages(last: ChatMessage | undefined, ending: TurnEnding): ChatMessage[] {
-  if (last?.role !== "assistant") return [];
-  const calls = toolUsesOf(last);
-  if (calls.length === 0) return [];
-  return [{ role: "user", content: calls.map((call) => unfinishedToolResult(call.id, ending)) }];
+export function closingMessages(
+  last: ChatMessage | undefined,
+  ending: TurnEnding,
+  unsavedText = "",
+): ChatMessage[] {
+  if (last === undefined) return [];
+  const calls = last.role === "assistant" ? toolUsesOf(last) : [];
+  if (last.role === "assistant" && calls.length === 0) return [];
+  const results: ChatMessage[] =
+    calls.length === 0
+      ? []
+      : [{ role: "user", content: calls.map((call) => unfinishedToolResult(call.id, ending)) }];
+  if (ending !== "stopped by the user") return results;
+  const seen = calls.length === 0 ? unsavedText.trimEnd() : "";
+  const text = seen === "" ? STOPPED_NOTE : `${seen}\n\n${STOPPED_NOTE}`;
+  return [...results, { role: "assistant", content: [{ type: "text", text }] }];
 }
 
 /**

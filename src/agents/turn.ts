@@ -16,17 +16,24 @@
  *   3. the run (AgentRunner.run)   ─► "answered" with the reply, or whatever it threw
  *                                     (a park, a tool's job end, a stop, a failure)
  *   4. ended unfinished?           ─► the caller decides whether the turn is over (the
- *                                     terminal at once; the worker only when the job fails
+ *                                     terminal at once; the worker only when the job ends
  *                                     for good, not when it is retried) and closes it with
  *                                     {@link TurnDriver.closing}: an `is_error` result for
  *                                     every call left open, saying why, so the session's
- *                                     next request is valid.
+ *                                     next request is valid; a turn the person stopped
+ *                                     also gets the reply they saw so far and the stop
+ *                                     (see `closingMessages`), so the next turn starts
+ *                                     after it instead of answering the stopped request.
+ *
+ * How far a turn got is kept in the caller's {@link TurnProgress}: whether its message is
+ * in the session (before that, there is nothing to close) and the text the model call in
+ * progress has streamed but not yet stored.
  */
 import { CancelledError, TimeoutError, toError } from "../base/errors.js";
 import type { ChatMessage, HistoryStore, TurnClosing } from "../ports/index.js";
 import type { CompactionResult } from "./compaction.js";
 import { closingMessages, type TurnEnding } from "./context-builder.js";
-import type { TurnResult } from "./loop.js";
+import type { TurnEvents, TurnResult } from "./loop.js";
 import type { AgentRunner, RunRequest } from "./runner.js";
 
 /** What a {@link TurnDriver} is built from. */
@@ -56,6 +63,24 @@ export interface TurnRequest extends RunRequest {
    * requests. (Default: nobody)
    */
   onCompactionFailed?: (error: Error) => void;
+  /**
+   * Where the driver records how far the turn got, for {@link TurnDriver.closing}.
+   * (Default: not kept)
+   */
+  progress?: TurnProgress;
+}
+
+/** How far a turn got, as {@link TurnDriver.drive} records it. */
+export interface TurnProgress {
+  /** The turn's message is in the session (a job past its checkpoint starts so). */
+  started: boolean;
+  /** What the model call in progress has streamed so far, not stored yet. */
+  unsavedText: string;
+}
+
+/** The progress of a turn not driven yet; `started` when its message is stored already. */
+export function newTurnProgress(started = false): TurnProgress {
+  return { started, unsavedText: "" };
 }
 
 /** How a driven turn came back (a turn that failed throws instead). */
@@ -79,7 +104,9 @@ export class TurnDriver {
    * the caller closes with {@link closing} once it knows the turn is over.
    */
   async drive(request: TurnRequest): Promise<TurnOutcome> {
-    const { message, append, onCompacted, onCompactionFailed, ...run } = request;
+    const { message, append, onCompacted, onCompactionFailed, progress: kept, ...run } = request;
+    const progress = kept ?? newTurnProgress();
+    if (!message) progress.started = true;
     run.signal.throwIfAborted();
     if (message) {
       await this.#compactFirst(run, onCompacted, onCompactionFailed);
@@ -87,23 +114,31 @@ export class TurnDriver {
         ? await append(message)
         : await this.#options.history.append(run.sessionId, message).then(() => true);
       if (!added) return { status: "lost" };
+      progress.started = true;
     }
-    return { status: "answered", result: await this.#options.runner.run(run) };
+    const events = recordingUnsavedText(run.events, progress);
+    return { status: "answered", result: await this.#options.runner.run({ ...run, events }) };
   }
 
   /**
-   * What closes the session's unfinished turn: the messages answering its open tool calls
-   * with why they have no result, or null when nothing is open.
+   * What closes the session's unfinished turn (see `closingMessages`): results for its
+   * open tool calls saying why they have none and, for a stop, the reply so far and the
+   * stop; null when nothing is left to close (or the turn never started).
    */
-  async closing(sessionId: string, ending: TurnEnding): Promise<TurnClosing | null> {
+  async closing(
+    sessionId: string,
+    ending: TurnEnding,
+    progress: TurnProgress,
+  ): Promise<TurnClosing | null> {
+    if (!progress.started) return null;
     const last = (await this.#options.history.loadContext(sessionId, 1)).at(-1);
-    const messages = closingMessages(last, ending);
+    const messages = closingMessages(last, ending, progress.unsavedText);
     return messages.length > 0 ? { sessionId, messages } : null;
   }
 
   /** Closes the session's unfinished turn by appending {@link closing}'s messages. */
-  async close(sessionId: string, ending: TurnEnding): Promise<void> {
-    const closing = await this.closing(sessionId, ending);
+  async close(sessionId: string, ending: TurnEnding, progress: TurnProgress): Promise<void> {
+    const closing = await this.closing(sessionId, ending, progress);
     for (const message of closing?.messages ?? []) {
       await this.#options.history.append(sessionId, message);
     }
@@ -142,4 +177,32 @@ export function turnEndingOf(stopReason: unknown): TurnEnding {
   if (stopReason instanceof CancelledError) return "stopped by the user";
   if (stopReason instanceof TimeoutError) return "timed out";
   return "interrupted";
+}
+
+/**
+ * The turn's events, also keeping in `progress` the text of the model call in progress
+ * that the caller was shown: it starts empty with each call and is stored with the
+ * call's reply. A caller that shows no text (no `onText`) keeps the model call unstreamed.
+ */
+function recordingUnsavedText(
+  events: TurnEvents | undefined,
+  progress: TurnProgress,
+): TurnEvents | undefined {
+  const onText = events?.onText;
+  if (!onText) return events;
+  return {
+    ...events,
+    onModelCall: (model) => {
+      progress.unsavedText = "";
+      events.onModelCall?.(model);
+    },
+    onText: (delta) => {
+      progress.unsavedText += delta;
+      onText(delta);
+    },
+    onModelReply: (model, usage) => {
+      progress.unsavedText = "";
+      events.onModelReply?.(model, usage);
+    },
+  };
 }

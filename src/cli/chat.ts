@@ -13,7 +13,7 @@ import type { ApprovalQuestion } from "../agents/approval-gate.js";
 import { approvalIdFor } from "../agents/approval-policy.js";
 import { describeCompaction } from "../agents/compaction.js";
 import type { AgentRunner } from "../agents/runner.js";
-import { TurnDriver, turnEndingOf } from "../agents/turn.js";
+import { newTurnProgress, TurnDriver, turnEndingOf } from "../agents/turn.js";
 import { CancelledError, JobEnded, ToolError, toError, UserError } from "../base/errors.js";
 import { printable } from "../base/printable.js";
 import { consoleSessionKey } from "../base/session-key.js";
@@ -151,12 +151,14 @@ class TerminalChat {
     const { signal } = this.#reply;
     const stream = new ReplyPrinter(this.#tty, runner.agent(this.#agentId).name);
     this.#printer = stream;
+    const progress = newTurnProgress();
     try {
       const turn = await this.#turns.drive({
         agentId: this.#agentId,
         sessionId: session.id,
         sessionKey: session.key,
         signal,
+        progress,
         events: stream.events(),
         message: { role: "user", content: [{ type: "text", text }] },
         onCompacted: (compacted) =>
@@ -169,7 +171,8 @@ class TerminalChat {
       if (turn.status === "answered") stream.finish(turn.result.text, turn.result.usage);
     } catch (thrown) {
       if (thrown instanceof JobEnded) return this.#ended(stream, thrown);
-      await this.#turns.close(session.id, turnEndingOf(signal.aborted ? signal.reason : undefined));
+      const ending = turnEndingOf(signal.aborted ? signal.reason : undefined);
+      await this.#turns.close(session.id, ending, progress);
       stream.fail(signal.aborted ? "stopped" : toError(thrown).message);
       if (!signal.aborted) this.failures += 1;
     } finally {

@@ -153,7 +153,8 @@ function detailOf(event: PicklebotEvent): string {
     case "job.checkpointed":
     case "job.parked":
     case "job.done":
-    case "job.failed": {
+    case "job.failed":
+    case "job.stopped": {
       const wait = event.waitingFor ? ` waiting for ${event.waitingFor}` : "";
       const retry = event.retrying ? " (will retry)" : "";
       const error = event.error ? `: ${event.error}` : "";

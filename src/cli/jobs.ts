@@ -4,13 +4,11 @@ import { type JobTurn, readTranscript, turnOfJob } from "../agents/transcript.js
 import { formatReplyTarget } from "../base/chat-address.js";
 import { describeJobState, UserError } from "../base/errors.js";
 import { truncate } from "../base/printable.js";
-import { type Job, type JobState, RESUME_MARKER } from "../ports/index.js";
+import { JOB_STATES, type Job, type JobState, RESUME_MARKER } from "../ports/index.js";
 import { acquireWorkspaceLock, type WorkspaceLock } from "../storage/workspace-lock.js";
 import { openWorkspace, type WorkspaceContext } from "./context.js";
 import { formatTime, parseLimit, printJson, printLine, printTable } from "./output.js";
 import { printIndented } from "./transcript-print.js";
-
-const STATES: JobState[] = ["queued", "running", "waiting", "failed", "done"];
 
 /**
  * Requeues a job marked running when no server can be running it: in SQLite mode, when
@@ -44,7 +42,7 @@ export function jobsCommand(): Command {
     .description(
       "list jobs in the queue (newest first); see also: jobs show, jobs retry, jobs cancel",
     )
-    .option("--state <state>", `only jobs in this state (${STATES.join(" | ")})`, parseState)
+    .option("--state <state>", `only jobs in this state (${JOB_STATES.join(" | ")})`, parseState)
     .option("--limit <n>", "at most this many jobs (default: 50)", parseLimit)
     .option("--json", "print JSON for scripts")
     .action(
@@ -121,11 +119,7 @@ export function jobsCommand(): Command {
           job.state === "running"
             ? await requeueOrphan(context, job)
             : await context.storage.queue.retryFailed(id);
-        if (!requeued) {
-          throw new UserError(
-            `job ${id} is ${job.state}; only failed jobs, and running jobs no server runs, can be retried`,
-          );
-        }
+        if (!requeued) throw new UserError(notRetried(job));
         if (json) return printJson(await context.storage.queue.get(id));
         printLine(`requeued job ${id}; a running server picks it up`);
       } finally {
@@ -156,6 +150,15 @@ export function jobsCommand(): Command {
       }
     });
   return jobs;
+}
+
+/** Why `jobs retry` leaves a job as it is. */
+function notRetried(job: Job): string {
+  const why =
+    job.state === "stopped"
+      ? "a stopped job is not run again: send its message again (for a cron: picklebot cron run <id>)"
+      : "only failed jobs, and running jobs no server runs, can be retried";
+  return `job ${job.id} is ${job.state}; ${why}`;
 }
 
 function printJob(job: Job, subagents: Job[], turn: JobTurn): void {
@@ -189,6 +192,6 @@ function printJob(job: Job, subagents: Job[], turn: JobTurn): void {
 }
 
 function parseState(value: string): JobState {
-  if ((STATES as string[]).includes(value)) return value as JobState;
-  throw new InvalidArgumentError(`expected one of ${STATES.join(", ")}`);
+  if ((JOB_STATES as readonly string[]).includes(value)) return value as JobState;
+  throw new InvalidArgumentError(`expected one of ${JOB_STATES.join(", ")}`);
 }

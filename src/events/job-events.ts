@@ -33,12 +33,13 @@ export class JobEventPublisher {
 
   /**
    * The event that says how an attempt ended: `done` and `discarded` are `job.done`,
-   * `failed` and `retry` are `job.failed`; `interrupted` (it runs again) and `parked`
-   * (published when it parks) add none.
+   * `failed` and `retry` are `job.failed`, `stopped` is `job.stopped`; `interrupted` (it
+   * runs again) and `parked` (published when it parks) add none.
    */
   outcome(job: ClaimedJob, outcome: JobOutcome, error: string | undefined): void {
     if (outcome === "done" || outcome === "discarded") this.job("job.done", job);
     else if (outcome === "failed") this.job("job.failed", job, { error });
+    else if (outcome === "stopped") this.job("job.stopped", job, { error });
     else if (outcome === "retry") this.job("job.failed", job, { error, retrying: true });
   }
 

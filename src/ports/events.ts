@@ -30,13 +30,17 @@ export interface JobEvent extends EventBase {
     | "job.checkpointed"
     | "job.parked"
     | "job.done"
-    | "job.failed";
+    | "job.failed"
+    | "job.stopped";
   jobId: string;
   agentId: string;
   sessionKey: string;
   /** Attempts started so far. */
   attempts: number;
-  /** The error, on `job.failed` (and on a retry: `job.failed` with `retrying: true`). */
+  /**
+   * The error, on `job.failed` (and on a retry: `job.failed` with `retrying: true`) and
+   * `job.stopped`.
+   */
   error?: string;
   /** On `job.failed`: the job will run again. */
   retrying?: boolean;
@@ -120,6 +124,7 @@ export const EVENT_TYPES = [
   "job.parked",
   "job.done",
   "job.failed",
+  "job.stopped",
   "model.started",
   "model.ended",
   "tool.started",

@@ -24,13 +24,27 @@ export type ChatReplyTarget = {
 }[ChatPlatformKind];
 
 /**
- * `queued` (due or scheduled), `running` (claimed), `waiting` (parked: see
- * {@link JobQueue.park}), `done`, `failed` (gave up).
+ * Every job state, in the order lists show them: `queued` (due or scheduled), `running`
+ * (claimed), `waiting` (parked: see {@link JobQueue.park}), `failed` (gave up), `stopped`
+ * (the person stopped it: `/stop`, `jobs cancel`, the dashboard's Cancel), `done`.
  */
-export type JobState = "queued" | "running" | "waiting" | "done" | "failed";
+export const JOB_STATES = ["queued", "running", "waiting", "failed", "stopped", "done"] as const;
+
+/** A job's state (see {@link JOB_STATES}). */
+export type JobState = (typeof JOB_STATES)[number];
+
+/** The states a job ends in: it does not run again (unless `jobs retry` requeues a failed one). */
+export const FINAL_JOB_STATES: readonly JobState[] = ["failed", "stopped", "done"];
 
 /** How a job attempt ended, the `outcome` label of `picklebot_jobs_processed_total`. */
-export type JobOutcome = "done" | "retry" | "failed" | "interrupted" | "parked" | "discarded";
+export type JobOutcome =
+  | "done"
+  | "retry"
+  | "failed"
+  | "stopped"
+  | "interrupted"
+  | "parked"
+  | "discarded";
 
 /**
  * What a parked job waits for. It is woken (due at once) when that happens, and runs at
@@ -141,7 +155,7 @@ export interface Job {
   parentId: string | null;
   /**
    * `/stop` or `jobs cancel` asked to stop it while it was not running: the next run
-   * ends it as stopped by the user instead of going on.
+   * ends it as stopped by the user instead of going on. True on every `stopped` job.
    */
   stopRequested: boolean;
   /**
@@ -153,6 +167,14 @@ export interface Job {
   batch: boolean;
   /** The batch step it sent last (see {@link JobQueue.recordBatchStep}), or null. */
   batchStep: BatchStep | null;
+}
+
+/** How {@link JobQueue.fail} records a failed attempt. */
+export interface FailOptions {
+  /** On a requeue: the service failed, not the job; the attempt is given back. (Default: false) */
+  transient?: boolean;
+  /** On the end (`retryAt` null): the person stopped the job; it ends `stopped`. (Default: false) */
+  stopped?: boolean;
 }
 
 /** How a job parks (see {@link JobQueue.park}). */
@@ -190,15 +212,16 @@ export interface JobQueue {
   /** Marks the job done. */
   complete(job: ClaimedJob): Promise<boolean>;
   /**
-   * Records the error; requeues at `retryAt` (epoch ms), or fails the job when null. A
-   * requeue with `transient` (the service was down, not the job at fault) gives the
-   * attempt back: `attempts` counts real failures only, the error history has them all.
+   * Records the error; requeues at `retryAt` (epoch ms), or ends the job when null:
+   * `failed`, or `stopped` with `stopped` (the person stopped it). A requeue with
+   * `transient` (the service was down, not the job at fault) gives the attempt back:
+   * `attempts` counts real failures only, the error history has them all.
    */
   fail(
     job: ClaimedJob,
     error: string,
     retryAt: number | null,
-    options?: { transient?: boolean },
+    options?: FailOptions,
   ): Promise<boolean>;
   /**
    * Parks a running job without holding a worker: it is `waiting` for `wait`, its line
@@ -242,7 +265,10 @@ export interface JobAdmin {
   list(options?: JobFilter): Promise<Job[]>;
   /** Number of jobs in each state. */
   counts(): Promise<Record<JobState, number>>;
-  /** Requeues a failed job with a fresh attempt budget; false when it is not failed. */
+  /**
+   * Requeues a failed job with a fresh attempt budget; false when it is not failed (a
+   * stopped job is not retried: its turn was closed where the person stopped it).
+   */
   retryFailed(id: string): Promise<boolean>;
   /**
    * Asks a queued or waiting job to stop: it is due at once and its next run ends it as
@@ -257,7 +283,7 @@ export interface JobAdmin {
    */
   requeueRunning(options?: { id?: string }): Promise<number>;
   /**
-   * Deletes up to `batch` done or failed jobs last changed before `cutoff` (epoch ms), in
+   * Deletes up to `batch` done, failed or stopped jobs last changed before `cutoff` (epoch ms), in
    * one short statement, and returns how many; the retention worker calls it in a loop.
    * (Default batch: {@link PRUNE_BATCH})
    */

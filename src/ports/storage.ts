@@ -30,15 +30,17 @@ export interface TurnClosing {
 }
 
 /**
- * Fails a job for good (its last attempt failed, or the user stopped it) and appends
- * `closing` to its session, in one transaction where the backend allows it, so a stopped
- * or failed turn never leaves a tool call without its result. Resolves false when the
- * job's lock was lost (another process owns it now; nothing is written).
+ * Ends a job for good, `failed` (its last attempt failed) or `stopped` (with `stopped`:
+ * the person stopped it), and appends `closing` to its session, in one transaction where
+ * the backend allows it, so a stopped or failed turn never leaves a tool call without its
+ * result. Resolves false when the job's lock was lost (another process owns it now;
+ * nothing is written).
  */
 export type FailJob = (
   job: ClaimedJob,
   error: string,
   closing: TurnClosing | null,
+  options?: { stopped?: boolean },
 ) => Promise<boolean>;
 
 /** What several processes sharing one storage need beyond the stores (distributed mode). */

@@ -20,8 +20,9 @@
  * own `job_timeout_s`; `run` resolves when the pool is idle.
  */
 import PQueue from "p-queue";
+import type { TurnEnding } from "../agents/context-builder.js";
 import type { AgentRunner } from "../agents/runner.js";
-import { TurnDriver } from "../agents/turn.js";
+import { newTurnProgress, TurnDriver } from "../agents/turn.js";
 import { deadline } from "../base/deadline.js";
 import { CancelledError, describeWait, type ParkRequest, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
@@ -41,11 +42,12 @@ import type {
   JobQueue,
   JobWait,
   ReplyStream,
+  TurnClosing,
   Worker,
 } from "../ports/index.js";
 import { noEvents } from "../ports/index.js";
-import { JobAttempts } from "./job-attempt.js";
-import { type Attempt, decideOutcome, type JobDecision } from "./job-outcome.js";
+import { type AttemptProgress, JobAttempts } from "./job-attempt.js";
+import { type Attempt, decideOutcome } from "./job-outcome.js";
 import { JobWaits } from "./job-waits.js";
 import type { ServerMetrics } from "./metrics.js";
 
@@ -107,8 +109,8 @@ export interface AgentWorkerOptions {
 interface ActiveJob {
   job: ClaimedJob;
   stop: AbortController;
-  /** The job's session, once known: where its turn is closed if it ends unfinished. */
-  sessionId: string | null;
+  /** How far its attempt got: where and how its turn is closed if it ends unfinished. */
+  progress: AttemptProgress;
 }
 
 /** Runs agent jobs from the queue. */
@@ -190,7 +192,8 @@ export class AgentWorker implements Worker {
     const { clock, metrics, jobTimeoutMs } = this.#options;
     const started = clock.now();
     const stop = new AbortController();
-    const active: ActiveJob = { job, stop, sessionId: job.sessionId };
+    const progress = { sessionId: job.sessionId, turn: newTurnProgress(job.checkpointed) };
+    const active: ActiveJob = { job, stop, progress };
     this.#active.set(job.id, active);
     metrics.jobsInFlight.inc();
     const { signal, clear } = deadline(stop.signal, jobTimeoutMs);
@@ -201,10 +204,7 @@ export class AgentWorker implements Worker {
     this.#publish.job("job.started", job);
     try {
       reply = this.#options.frontends.openReply(job.replyTo, { jobId: job.id });
-      const onSession = (sessionId: string) => {
-        active.sessionId = sessionId;
-      };
-      const attempt = await this.#attempts.attempt(job, reply, signal, onSession);
+      const attempt = await this.#attempts.attempt(job, reply, signal, progress);
       outcome = await this.#apply(job, reply, attempt);
     } catch (thrown) {
       error = toError(signal.aborted ? signal.reason : thrown).message;
@@ -265,8 +265,11 @@ export class AgentWorker implements Worker {
         return "retry";
       }
       case "fail":
-        await this.#fail(job, reply, decision);
+        await this.#end(job, reply, { ...decision, stopped: false });
         return "failed";
+      case "stop":
+        await this.#end(job, reply, { ...decision, ending: "stopped by the user", stopped: true });
+        return "stopped";
       default: {
         const never: never = decision;
         throw new Error(`unknown job decision ${JSON.stringify(never)}`);
@@ -310,28 +313,37 @@ export class AgentWorker implements Worker {
   }
 
   /**
-   * Fails the job for good and, in the same transaction, answers the tool calls its turn
-   * left open, so the session's next message is a valid request and the model sees why
-   * the calls have no results. A stopped job's subagents stop too; the person is told.
+   * Ends the job for good, failed or stopped, and, in the same transaction, closes its
+   * unfinished turn: the tool calls it left open are answered, so the session's next
+   * message is a valid request and the model sees why the calls have no results; a stop
+   * also keeps the reply the person saw and the stop (agents/turn.ts). A stopped job's
+   * subagents stop too; the person is told.
    */
-  async #fail(
+  async #end(
     job: ClaimedJob,
     reply: ReplyStream | null,
-    decision: Extract<JobDecision, { kind: "fail" }>,
+    end: { error: string; ending: TurnEnding; notice: string; stopped: boolean },
   ): Promise<void> {
     const { failJob, logger } = this.#options;
-    const sessionId = this.#active.get(job.id)?.sessionId ?? null;
-    const closing = sessionId ? await this.#turns.closing(sessionId, decision.ending) : null;
-    if (!(await failJob(job, decision.error, closing))) {
-      logger.warn({ job: job.id }, "job failed after its lock was lost");
+    const { error, ending, notice, stopped } = end;
+    const closing = await this.#closing(job, ending);
+    if (!(await failJob(job, error, closing, { stopped }))) {
+      logger.warn({ job: job.id }, `job ${stopped ? "stopped" : "failed"} after its lock was lost`);
     }
-    if (decision.stopSubagents) await this.#stopSubagents(job);
+    if (stopped) await this.#stopSubagents(job);
     // No reply stream means its frontend failed to open: there is nowhere to tell.
     await reply
-      ?.fail(decision.notice)
+      ?.fail(notice)
       .catch((failure) =>
         logger.warn({ job: job.id, error: toError(failure).message }, "could not report a failure"),
       );
+  }
+
+  /** What closes the running job's unfinished turn, or null (see TurnDriver.closing). */
+  async #closing(job: ClaimedJob, ending: TurnEnding): Promise<TurnClosing | null> {
+    const progress = this.#active.get(job.id)?.progress;
+    if (!progress?.sessionId) return null;
+    return this.#turns.closing(progress.sessionId, ending, progress.turn);
   }
 
   /**

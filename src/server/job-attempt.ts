@@ -16,7 +16,7 @@ import { type BatchJob, LostBatchLock } from "../agents/batch-provider.js";
 import { describeCompaction } from "../agents/compaction.js";
 import { formatContextUsage } from "../agents/context-budget.js";
 import type { AgentRunner } from "../agents/runner.js";
-import type { TurnDriver, TurnRequest } from "../agents/turn.js";
+import type { TurnDriver, TurnProgress, TurnRequest } from "../agents/turn.js";
 import { PicklebotError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import type { CallEvent, JobEventPublisher } from "../events/job-events.js";
@@ -47,6 +47,14 @@ export interface JobAttemptsOptions {
   publish: JobEventPublisher;
 }
 
+/** How far an attempt got: what the worker needs to close its turn if it ends unfinished. */
+export interface AttemptProgress {
+  /** The job's session, once known: where its turn is closed. */
+  sessionId: string | null;
+  /** How far its turn got (agents/turn.ts). */
+  turn: TurnProgress;
+}
+
 /** Runs attempts at agent jobs (see the file header). */
 export class JobAttempts {
   readonly #deps: JobAttemptsOptions;
@@ -56,15 +64,15 @@ export class JobAttempts {
   }
 
   /**
-   * Runs one attempt at the job (see the file header); `onSession` learns the job's
-   * session as soon as it is known (where its turn is closed if it ends unfinished).
-   * Throws what ended the attempt otherwise, for the outcome policy to judge.
+   * Runs one attempt at the job (see the file header), keeping in `progress` how far it
+   * got (where its turn is closed if it ends unfinished). Throws what ended the attempt
+   * otherwise, for the outcome policy to judge.
    */
   async attempt(
     job: ClaimedJob,
     reply: ReplyStream,
     signal: AbortSignal,
-    onSession: (sessionId: string) => void,
+    progress: AttemptProgress,
   ): Promise<Attempt> {
     const { metrics, turns } = this.#deps;
     if (job.attempts > job.maxAttempts) {
@@ -79,8 +87,9 @@ export class JobAttempts {
     reply.typing();
     const session = await this.#sessionFor(job);
     if (job.task === "compact") return this.#compactNow(job, session.id, reply, signal);
-    onSession(session.id);
-    const turn = await turns.drive(this.#turnRequest(job, session.id, reply, signal));
+    progress.sessionId = session.id;
+    const request = this.#turnRequest(job, session.id, reply, signal);
+    const turn = await turns.drive({ ...request, progress: progress.turn });
     if (turn.status === "lost") return { kind: "lost" };
     const { result } = turn;
     metrics.countTokens({ agentId: job.agentId, model: result.model, usage: result.usage });

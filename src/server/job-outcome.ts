@@ -15,12 +15,15 @@
  *     the service is down (model 429/5xx/529 or network, the database unavailable),
  *     for less than `outage_budget_s` so far ─► ride it out: requeued, the attempt given
  *                                              back, "still trying" said once
+ *   stopped by the user (`/stop`, `jobs cancel`, the dashboard's Cancel)
+ *                                          ─► stop: ends `stopped`, its turn closed where
+ *                                              the person stopped it, "Stopped." said, its
+ *                                              subagents stopped too
  *   a timeout, or any retryable failure
  *   with attempts left                     ─► retry with backoff (retry-after wins if longer)
- *   anything else (a permanent failure, attempts spent, stopped by the user)
+ *   anything else (a permanent failure, attempts spent)
  *                                          ─► fail for good, closing the unfinished turn;
- *                                              the person is told ("Stopped." for a stop,
- *                                              and its subagents are stopped too)
+ *                                              the person is told
  */
 import type { TurnEnding } from "../agents/context-builder.js";
 import { turnEndingOf } from "../agents/turn.js";
@@ -90,11 +93,16 @@ export type JobDecision =
   | { kind: "ride-out"; error: string; retryAt: number; outageFailures: number }
   /** Requeue the job at `retryAt`; the attempt counts. */
   | { kind: "retry"; error: string; retryAt: number }
+  /** Fail the job for good, closing its unfinished turn with `ending`, and tell the person `notice`. */
+  | { kind: "fail"; error: string; ending: TurnEnding; notice: string }
   /**
-   * Fail the job for good, closing its unfinished turn with `ending`, and tell the person
-   * `notice`. `stopSubagents`: it was stopped, so its subagent jobs stop too.
+   * End the job as stopped by the person, closing its turn where they stopped it (see
+   * `closingMessages`), stop its subagent jobs, and tell them `notice`.
    */
-  | { kind: "fail"; error: string; ending: TurnEnding; notice: string; stopSubagents: boolean };
+  | { kind: "stop"; error: string; notice: string };
+
+/** What the person is told when their job stopped. */
+export const STOPPED_NOTICE = "Stopped.";
 
 /** Decides what becomes of a job after its attempt (see the file header). */
 export function decideOutcome(
@@ -151,8 +159,9 @@ function decideFailure(
   const error = toError(thrown);
   const timedOut = stopped && error instanceof TimeoutError;
   const stoppedByUser = stopped && error instanceof CancelledError;
+  if (stoppedByUser) return { kind: "stop", error: error.message, notice: STOPPED_NOTICE };
   const message = timedOut ? `timed out after ${policy.jobTimeoutMs / 1000} s` : error.message;
-  if (!stoppedByUser && (timedOut || isRetryable(error))) {
+  if (timedOut || isRetryable(error)) {
     const options = { retryAfterMs: retryAfterMsOf(error), ...random(policy) };
     const retryAt = nextAttemptAt(job, policy.now, options);
     if (retryAt !== null) return { kind: "retry", error: message, retryAt };
@@ -161,8 +170,7 @@ function decideFailure(
     kind: "fail",
     error: message,
     ending: stopped ? turnEndingOf(error) : "interrupted",
-    notice: stoppedByUser ? "Stopped." : failureNotice(job, chatNoticeOf(error) ?? message),
-    stopSubagents: stoppedByUser,
+    notice: failureNotice(job, chatNoticeOf(error) ?? message),
   };
 }
 

@@ -4,7 +4,7 @@
  * says. The AgentWorker asks right after it parks a job (the wait may have ended while the
  * job still ran, which woke nothing) and, at start, of every parked job.
  */
-import type { JobAdmin, JobQueue, JobWait } from "../ports/index.js";
+import { FINAL_JOB_STATES, type JobAdmin, type JobQueue, type JobWait } from "../ports/index.js";
 
 /** Parked jobs looked at once, at start, for a wait that ended unseen. */
 const PARKED_SWEEP_LIMIT = 10_000;
@@ -32,7 +32,7 @@ export class JobWaits {
     if (wait.kind !== "children") return (await this.#options.waitSettled?.(wait)) ?? false;
     for (const id of wait.jobIds) {
       const child = await this.#options.queue.get(id);
-      if (!child || child.state === "done" || child.state === "failed") return true;
+      if (!child || FINAL_JOB_STATES.includes(child.state)) return true;
     }
     return false;
   }

@@ -65,6 +65,7 @@ async function outcomeOf(child: Job, options: QueueSubagentsOptions): Promise<st
   if (child.state === "failed") {
     throw new ToolError(`${what} failed: ${child.lastError ?? "no error recorded"}`);
   }
+  if (child.state === "stopped") throw new ToolError(`${what} was stopped before it finished`);
   const deadline = child.createdAt + options.timeoutMs;
   if (options.clock.now() < deadline) {
     throw new ParkRequest({ kind: "children", jobIds: [child.id] }, deadline);

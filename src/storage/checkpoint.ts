@@ -17,8 +17,8 @@ export function sequentialCheckpoint(history: HistoryStore, queue: JobQueue): Ch
  * context builder answers as "interrupted" when it builds the next request.
  */
 export function sequentialFailJob(history: HistoryStore, queue: JobQueue): FailJob {
-  return async (job, error, closing) => {
-    if (!(await queue.fail(job, error, null))) return false;
+  return async (job, error, closing, options = {}) => {
+    if (!(await queue.fail(job, error, null, options))) return false;
     if (!closing) return true;
     for (const message of closing.messages) await history.append(closing.sessionId, message);
     return true;

@@ -61,15 +61,19 @@ export interface ParsedRow {
   problem: string | null;
 }
 
-const STATES = new Set<string>(["queued", "running", "done", "failed"]);
+/** The states a row stores (see {@link VISIBLE_STATE} for the others). */
+const STORED_STATES = new Set<string>(["queued", "running", "done", "failed"]);
 
 /**
- * A job's state as shown (SQL of both backends): a parked job is stored as `queued`, due
- * at its deadline, with `waiting_for` set, so the claim needs no rule of its own; it
- * shows as `waiting`.
+ * A job's state as shown (SQL of both backends). Two states are stored as others, so the
+ * claim, the line rule (a finished job frees its session's next one), retention and the
+ * row policies need no rule of their own: a parked job is stored as `queued`, due at its
+ * deadline, with `waiting_for` set, and shows as `waiting`; a job the person stopped is
+ * stored as `failed` with `stop_requested` set, and shows as `stopped`
+ * (docs/decisions/stopped-jobs.md).
  */
-export const VISIBLE_STATE =
-  "(CASE WHEN state = 'queued' AND waiting_for IS NOT NULL THEN 'waiting' ELSE state END)";
+export const VISIBLE_STATE = `(CASE WHEN state = 'queued' AND waiting_for IS NOT NULL THEN 'waiting'
+    WHEN state = 'failed' AND stop_requested = TRUE THEN 'stopped' ELSE state END)`;
 const SILENT: ReplyTarget = { kind: "silent" };
 
 /**
@@ -95,11 +99,7 @@ export function parseJobRow(row: JobRow): ParsedRow {
     task: row.task === "compact" ? "compact" : "turn",
     mode: row.mode === "job" ? "job" : "chat",
     replyTo: replyTo ?? SILENT,
-    state: (STATES.has(row.state)
-      ? row.state === "queued" && row.waiting_for !== null
-        ? "waiting"
-        : row.state
-      : "failed") as JobState,
+    state: visibleState(row),
     attempts: row.attempts,
     maxAttempts: row.max_attempts,
     runAt: row.run_at,
@@ -117,6 +117,14 @@ export function parseJobRow(row: JobRow): ParsedRow {
     batchStep: parseBatchStep(row.batch_step),
   };
   return { job, problem };
+}
+
+/** A row's state as shown: {@link VISIBLE_STATE}; `failed` for a state no job has. */
+function visibleState(row: JobRow): JobState {
+  if (!STORED_STATES.has(row.state)) return "failed";
+  if (row.state === "queued" && row.waiting_for !== null) return "waiting";
+  if (row.state === "failed" && row.stop_requested) return "stopped";
+  return row.state as JobState;
 }
 
 /** The batch step of a row; null when there is none or the column holds something else. */

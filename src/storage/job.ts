@@ -56,7 +56,7 @@ export class LockTokens {
 
 /** Job counts with every state at zero. */
 export function emptyCounts(): Record<JobState, number> {
-  return { queued: 0, running: 0, waiting: 0, done: 0, failed: 0 };
+  return { queued: 0, running: 0, waiting: 0, done: 0, failed: 0, stopped: 0 };
 }
 
 /** True when `value` is a {@link JobWait}. */

@@ -17,6 +17,7 @@ import { formatTime } from "../base/time-zone.js";
 import type { DashboardEnv } from "../http/env.js";
 import { Notice } from "../http/layout.js";
 import {
+  JOB_STATES,
   type Job,
   type JobAdmin,
   type JobState,
@@ -27,7 +28,6 @@ import { ActionForm, type Column, JobStateBadge, ListTable } from "./components.
 import { renderMarkdown } from "./markdown.js";
 import { noticeOf, redirectWithNotice } from "./sections/ui.js";
 
-const STATES: JobState[] = ["queued", "running", "waiting", "failed", "done"];
 /** Jobs a list page shows. */
 const PAGE_SIZE = 50;
 /** Jobs scanned for an agent filter (the queue filters state and chat itself). */
@@ -111,7 +111,11 @@ async function act(
 
 async function retry(job: Job, { jobs }: JobsSource): Promise<Outcome> {
   if (await jobs.retryFailed(job.id)) return { done: "requeued with a fresh attempt budget" };
-  return { refused: `job ${job.id} is ${job.state}; only failed jobs can be retried` };
+  const why =
+    job.state === "stopped"
+      ? "a stopped job is not run again: send its message again"
+      : "only failed jobs can be retried";
+  return { refused: `job ${job.id} is ${job.state}; ${why}` };
 }
 
 async function cancel(job: Job, { jobs, stopper }: JobsSource): Promise<Outcome> {
@@ -128,9 +132,9 @@ async function cancel(job: Job, { jobs, stopper }: JobsSource): Promise<Outcome>
 
 function readQuery(c: Context<DashboardEnv>): JobQuery | Response {
   const state = c.req.query("state") || undefined;
-  if (state !== undefined && !(STATES as string[]).includes(state)) {
+  if (state !== undefined && !(JOB_STATES as readonly string[]).includes(state)) {
     return c.text(
-      `400 bad request: state must be one of ${STATES.join(", ")}; found "${state}"\n`,
+      `400 bad request: state must be one of ${JOB_STATES.join(", ")}; found "${state}"\n`,
       400,
     );
   }
@@ -170,7 +174,7 @@ function Filters(props: { query: JobQuery }) {
         State
         <select name="state">
           <option value="">any</option>
-          {STATES.map((state) => (
+          {JOB_STATES.map((state) => (
             <option value={state} selected={query.state === state}>
               {state}
             </option>
@@ -245,7 +249,9 @@ function JobPage(props: { job: Job; turn: JobTurn; subagents: Job[]; notice: str
           <dt>state</dt>
           <dd>
             <JobStateBadge job={job} />
-            {job.stopRequested ? <span class="muted"> (stop requested)</span> : null}
+            {job.stopRequested && job.state !== "stopped" ? (
+              <span class="muted"> (stop requested)</span>
+            ) : null}
           </dd>
           <dt>agent</dt>
           <dd>{job.agentId}</dd>

@@ -7,7 +7,7 @@ import { Hono } from "hono";
 import { formatTime } from "../base/time-zone.js";
 import type { CronRow } from "../cron/describe.js";
 import type { DashboardEnv } from "../http/env.js";
-import type { Clock, JobAdmin, JobState } from "../ports/index.js";
+import { type Clock, JOB_STATES, type JobAdmin, type JobState } from "../ports/index.js";
 import type { ClusterStatus } from "../storage/cluster-status.js";
 
 /** The window "throughput" counts over. */
@@ -75,7 +75,6 @@ async function Panel(source: OverviewSource) {
 }
 
 function Queue(props: { queue: Record<JobState, number>; healthy: boolean; reasons: string[] }) {
-  const states: JobState[] = ["queued", "running", "waiting", "failed", "done"];
   return (
     <section class="card" id="queue">
       <h2>Queue</h2>
@@ -85,7 +84,7 @@ function Queue(props: { queue: Record<JobState, number>; healthy: boolean; reaso
           : `unhealthy: ${props.reasons.join("; ") || "a worker restarts or a bus is down"}`}
       </p>
       <dl>
-        {states.map((state) => (
+        {JOB_STATES.map((state) => (
           <>
             <dt>
               <a href={`/jobs?state=${state}`}>{state}</a>
@@ -100,11 +99,12 @@ function Queue(props: { queue: Record<JobState, number>; healthy: boolean; reaso
   );
 }
 
-/** Jobs done and failed in one slice of the last hour. */
+/** Jobs done, failed and stopped in one slice of the last hour. */
 interface Bar {
   from: number;
   done: number;
   failed: number;
+  stopped: number;
 }
 
 async function lastHour(jobs: JobAdmin, now: number): Promise<Bar[]> {
@@ -114,8 +114,9 @@ async function lastHour(jobs: JobAdmin, now: number): Promise<Bar[]> {
     from: start + i * width,
     done: 0,
     failed: 0,
+    stopped: 0,
   }));
-  for (const state of ["done", "failed"] as const) {
+  for (const state of ["done", "failed", "stopped"] as const) {
     for (const job of await jobs.list({ state, limit: THROUGHPUT_SCAN })) {
       const bar = bars[Math.floor((job.updatedAt - start) / width)];
       if (bar) bar[state] += 1;
@@ -127,12 +128,14 @@ async function lastHour(jobs: JobAdmin, now: number): Promise<Bar[]> {
 function Throughput(props: { bars: Bar[] }) {
   const done = props.bars.reduce((sum, bar) => sum + bar.done, 0);
   const failed = props.bars.reduce((sum, bar) => sum + bar.failed, 0);
+  const stopped = props.bars.reduce((sum, bar) => sum + bar.stopped, 0);
   return (
     <section class="card" id="throughput">
       <h2>Last hour</h2>
       <p>
         <span class="good">{done} done</span>,{" "}
         <span class={failed ? "bad" : ""}>{failed} failed</span>
+        {stopped ? <span class="state-stopped">, {stopped} stopped</span> : null}
       </p>
       <dl>
         {props.bars.map((bar) => (
@@ -140,6 +143,7 @@ function Throughput(props: { bars: Bar[] }) {
             <dt class="muted">{formatTime(bar.from).slice(11, 16)}</dt>
             <dd>
               {bar.done} done{bar.failed ? `, ${bar.failed} failed` : ""}
+              {bar.stopped ? `, ${bar.stopped} stopped` : ""}
             </dd>
           </>
         ))}

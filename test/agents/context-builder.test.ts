@@ -4,6 +4,7 @@ import {
   closingMessages,
   prunedOutputNote,
   prunePoint,
+  STOPPED_NOTE,
   unfinishedToolResult,
 } from "../../src/agents/context-builder.js";
 import type { ChatMessage, ContentBlock } from "../../src/ports/index.js";
@@ -105,22 +106,33 @@ describe("buildRequestMessages", () => {
     expect(request).toEqual([user(text("first"), text("second"))]);
   });
 
-  it("keeps the closing results of a stopped turn first when the next message follows", () => {
-    const closed = closingMessages(assistant(call("t1"), call("t2")), "stopped by the user");
+  it("sends the next message after a stopped turn as a turn of its own, not with the stopped request", () => {
+    const stoppedInCall = [user(text("run both")), assistant(call("t1"), call("t2"))];
+    const closedInCall = closingMessages(stoppedInCall.at(-1), "stopped by the user");
     const request = buildRequestMessages([
-      user(text("run both")),
-      assistant(call("t1"), call("t2")),
-      ...closed,
+      ...stoppedInCall,
+      ...closedInCall,
       user(text("never mind")),
     ]);
-    expect(request.at(-1)).toEqual(
+    expect(request.slice(2)).toEqual([
       user(
         unfinishedToolResult("t1", "stopped by the user"),
         unfinishedToolResult("t2", "stopped by the user"),
-        text("never mind"),
       ),
-    );
+      assistant(text(STOPPED_NOTE)),
+      user(text("never mind")),
+    ]);
     expect(refusalOf(request)).toBeNull();
+
+    const stoppedInText = [user(text("tell me a story"))];
+    const closedInText = closingMessages(stoppedInText[0], "stopped by the user", "Once upon");
+    expect(
+      buildRequestMessages([...stoppedInText, ...closedInText, user(text("a short one"))]),
+    ).toEqual([
+      user(text("tell me a story")),
+      assistant(text(`Once upon\n\n${STOPPED_NOTE}`)),
+      user(text("a short one")),
+    ]);
   });
 
   it("drops empty text blocks, empty messages and results that answer no call", () => {
@@ -184,5 +196,25 @@ describe("closingMessages", () => {
     expect(closingMessages(user(text("hi")), "interrupted")).toEqual([]);
     expect(closingMessages(assistant(text("done")), "interrupted")).toEqual([]);
     expect(closingMessages(undefined, "interrupted")).toEqual([]);
+  });
+
+  it("ends a stopped turn with the reply the person saw so far and the stop", () => {
+    expect(closingMessages(user(text("hi")), "stopped by the user", "Hel  \n")).toEqual([
+      assistant(text(`Hel\n\n${STOPPED_NOTE}`)),
+    ]);
+    expect(closingMessages(user(text("hi")), "stopped by the user", " ")).toEqual([
+      assistant(text(STOPPED_NOTE)),
+    ]);
+  });
+
+  it("after the open calls of a stopped turn, the stop alone: the text before the calls is stored", () => {
+    expect(closingMessages(assistant(text("Reading."), call("t1")), "stopped by the user")).toEqual(
+      [user(unfinishedToolResult("t1", "stopped by the user")), assistant(text(STOPPED_NOTE))],
+    );
+  });
+
+  it("adds nothing to a stopped turn whose reply is stored already, or to an empty session", () => {
+    expect(closingMessages(assistant(text("done")), "stopped by the user", "done")).toEqual([]);
+    expect(closingMessages(undefined, "stopped by the user", "x")).toEqual([]);
   });
 });

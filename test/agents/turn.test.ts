@@ -8,7 +8,12 @@ import { describe, expect, it } from "vitest";
 import type { CompactionResult } from "../../src/agents/compaction.js";
 import type { TurnResult } from "../../src/agents/loop.js";
 import type { RunRequest } from "../../src/agents/runner.js";
-import { TurnDriver, type TurnRequest, turnEndingOf } from "../../src/agents/turn.js";
+import {
+  newTurnProgress,
+  TurnDriver,
+  type TurnRequest,
+  turnEndingOf,
+} from "../../src/agents/turn.js";
 import { CancelledError, ModelError, TimeoutError } from "../../src/base/errors.js";
 import { zeroUsage } from "../../src/base/usage.js";
 import type { ChatMessage } from "../../src/ports/index.js";
@@ -29,7 +34,12 @@ const openCall: ChatMessage = {
 };
 
 /** A driver over a session in memory whose runner records each step. */
-function driver(options: { compact?: () => Promise<CompactionResult | null> } = {}) {
+function driver(
+  options: {
+    compact?: () => Promise<CompactionResult | null>;
+    run?: (request: RunRequest) => Promise<TurnResult>;
+  } = {},
+) {
   const steps: string[] = [];
   const stored: ChatMessage[] = [];
   const turns = new TurnDriver({
@@ -40,6 +50,7 @@ function driver(options: { compact?: () => Promise<CompactionResult | null> } = 
       },
       run: async (request: RunRequest) => {
         steps.push(`run ${stored.length}`);
+        if (options.run) return options.run(request);
         request.events?.onText?.("Brine.");
         return ANSWER;
       },
@@ -159,17 +170,66 @@ describe("TurnDriver.closing and close", () => {
         },
       ],
     };
-    expect(await turns.closing("s1", "timed out")).toEqual(closing);
-    await turns.close("s1", "timed out");
+    const progress = newTurnProgress(true);
+    expect(await turns.closing("s1", "timed out", progress)).toEqual(closing);
+    await turns.close("s1", "timed out", progress);
     expect(stored.at(-1)).toEqual(closing.messages[0]);
   });
 
   it("has nothing to close when no call is open", async () => {
     const { turns, stored, steps } = driver();
     stored.push(hello);
-    expect(await turns.closing("s1", "interrupted")).toBeNull();
-    await turns.close("s1", "interrupted");
+    expect(await turns.closing("s1", "interrupted", newTurnProgress(true))).toBeNull();
+    await turns.close("s1", "interrupted", newTurnProgress(true));
     expect(steps).toEqual([]);
+  });
+
+  it("has nothing to close for a turn whose message never joined the session", async () => {
+    const { turns, stored } = driver();
+    stored.push(hello, openCall);
+    expect(await turns.closing("s1", "stopped by the user", newTurnProgress())).toBeNull();
+  });
+
+  it("closes a stopped turn with the text its model call had streamed, and the stop", async () => {
+    const stop = new AbortController();
+    const { turns, stored, request } = driver({
+      run: async (run) => {
+        run.events?.onModelCall?.("m");
+        run.events?.onText?.("Once upon");
+        stop.abort(new CancelledError("stopped by the user"));
+        throw stop.signal.reason;
+      },
+    });
+    const progress = newTurnProgress();
+    const shown: string[] = [];
+    const events = { onText: (delta: string) => shown.push(delta) };
+    await expect(
+      turns.drive(request({ message: hello, signal: stop.signal, progress, events })),
+    ).rejects.toThrow("stopped by the user");
+    expect(shown).toEqual(["Once upon"]);
+    expect(progress).toEqual({ started: true, unsavedText: "Once upon" });
+    await turns.close("s1", "stopped by the user", progress);
+    expect(stored).toEqual([
+      hello,
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "Once upon\n\n[stopped by the user]" }],
+      },
+    ]);
+  });
+
+  it("forgets the streamed text once the model call answered: it is stored with the reply", async () => {
+    const { turns, request } = driver({
+      run: async (run) => {
+        run.events?.onModelCall?.("m");
+        run.events?.onText?.("Reading.");
+        run.events?.onModelReply?.("m", zeroUsage());
+        return ANSWER;
+      },
+    });
+    const progress = newTurnProgress();
+    await turns.drive(request({ message: hello, progress, events: { onText: () => {} } }));
+    expect(progress).toEqual({ started: true, unsavedText: "" });
   });
 });
 

@@ -393,6 +393,30 @@ describe("picklebot chat (interactive, on a terminal)", () => {
     expect(sentTexts(1)).toEqual(["are you there?"]);
   });
 
+  it("Ctrl+C keeps the reply shown so far and the stop: the next message starts a turn of its own", async () => {
+    const held = new Promise<void>(() => {});
+    fake.script({
+      text: "Once upon a time there was a pickle",
+      chunks: 4,
+      pauseAfterChunks: 1,
+      resume: held,
+    });
+    const chat = terminalChat();
+    await chat.shows("you ›");
+    chat.type("tell me a very long story\n");
+    await chat.shows("Once");
+    chat.type("\x03");
+    await chat.shows("error: stopped");
+    chat.type("a short one then\n");
+    await chat.shows("ok");
+    chat.type("/exit\n");
+    expect(await chat.exited).toBe(0);
+    expect(fake.refused).toEqual([]);
+    const [asked, stopped, next] = sentTexts(1);
+    expect([asked, next]).toEqual(["tell me a very long story", "a short one then"]);
+    expect(stopped).toMatch(/^Once.*\n\n\[stopped by the user\]$/s);
+  });
+
   it("Ctrl+C during a tool call closes the turn: the next message of the session is answered", async () => {
     ws.write(
       "agents/pickle/AGENT.md",
@@ -413,10 +437,14 @@ describe("picklebot chat (interactive, on a terminal)", () => {
     chat.type("/exit\n");
     expect(await chat.exited).toBe(0);
     expect(fake.refused).toEqual([]);
-    expect(sentTexts(1)).toEqual(["run the slow thing", "tool_use", "tool_resultwhat happened?"]);
-    const closing = fake.requests[1]?.body.messages.at(-1)?.content as Array<
-      Record<string, unknown>
-    >;
+    expect(sentTexts(1)).toEqual([
+      "run the slow thing",
+      "tool_use",
+      "tool_result",
+      "[stopped by the user]",
+      "what happened?",
+    ]);
+    const closing = fake.requests[1]?.body.messages[2]?.content as Array<Record<string, unknown>>;
     expect(closing[0]).toMatchObject({
       type: "tool_result",
       tool_use_id: "toolu_1",

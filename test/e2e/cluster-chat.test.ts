@@ -212,9 +212,9 @@ describe.skipIf(skipReason !== null)("Telegram on a cluster of three picklebot s
 
     await stopTelegramReply(telegram, OWNER);
     const story = (await chatJobs())[0];
-    const stoppedOn = () => finishedOn(servers, story?.id, "failed");
+    const stoppedOn = () => finishedOn(servers, story?.id, "stopped");
     await waitFor(() => stoppedOn().length > 0, "the story job stopped");
-    expect(await producer.get(story?.id ?? "")).toMatchObject({ state: "failed", attempts: 1 });
+    expect(await producer.get(story?.id ?? "")).toMatchObject({ state: "stopped", attempts: 1 });
     expect(stoppedOn()).toHaveLength(1);
     expect(stoppedOn()[0]).not.toBe(servers[0]);
     expect(model.requests).toHaveLength(2);

@@ -268,7 +268,7 @@ describe("picklebot server", () => {
       healthy: true,
       // Alone with its SQLite storage, the server is always the leader.
       leader: true,
-      queue: { queued: 0, running: 0, waiting: 0, done: 0, failed: 0 },
+      queue: { queued: 0, running: 0, waiting: 0, done: 0, failed: 0, stopped: 0 },
     });
     const workers = [...report.workers].sort((a, b) => a.name.localeCompare(b.name));
     const running = { state: "running", restarts: 0, lastError: null, since: expect.any(Number) };
@@ -292,7 +292,14 @@ describe("picklebot server", () => {
     const status = JSON.parse(await cli("status", "--json"));
     expect(status.server).toMatchObject({ running: true, pid: server.pid });
     expect(status.server.health).toMatchObject({ healthy: true });
-    expect(status.queue).toEqual({ queued: 0, running: 0, waiting: 0, done: 1, failed: 0 });
+    expect(status.queue).toEqual({
+      queued: 0,
+      running: 0,
+      waiting: 0,
+      done: 1,
+      failed: 0,
+      stopped: 0,
+    });
     expect(status.sessions).toHaveLength(1);
 
     const text = await cli("status");

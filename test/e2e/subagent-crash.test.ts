@@ -180,9 +180,9 @@ describe("picklebot jobs cancel", () => {
     const cancelled = await runCli(["jobs", "cancel", parent.id, "--workspace", ws.dir]);
     expect(cancelled).toMatchObject({ code: 0 });
     expect(cancelled.stdout).toContain(`job ${parent.id} will stop`);
-    await waitFor(async () => (await job(parent.id)).state === "failed", "the parent stops");
+    await waitFor(async () => (await job(parent.id)).state === "stopped", "the parent stops");
     await waitFor(
-      async () => (await childrenOf(parent)).every((child) => child.state === "failed"),
+      async () => (await childrenOf(parent)).every((child) => child.state === "stopped"),
       "its children stop",
     );
     expect((await job(parent.id)).lastError).toBe("stopped by the user");
@@ -192,7 +192,7 @@ describe("picklebot jobs cancel", () => {
     const again = await runCli(["jobs", "cancel", parent.id, "--workspace", ws.dir]);
     expect(again.code).toBe(1);
     expect(again.stderr).toBe(
-      `picklebot: job ${parent.id} is failed; only queued and waiting jobs can be cancelled\n`,
+      `picklebot: job ${parent.id} is stopped; only queued and waiting jobs can be cancelled\n`,
     );
     const unknown = await runCli(["jobs", "cancel", "nope", "--workspace", ws.dir]);
     expect(unknown.stderr).toBe('picklebot: no job "nope"; list them with picklebot jobs\n');

@@ -7,7 +7,13 @@ import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job } from "../../src/ports/index.js";
 import { WELCOME_TEXT } from "../../src/storage/pairing-approval.js";
-import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
+import {
+  type FakeAnthropic,
+  lastUserText,
+  messageText,
+  requestAt,
+  startFakeAnthropic,
+} from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import {
   busWorkspace,
@@ -217,8 +223,48 @@ describe("Telegram chat", () => {
 
     await stopTelegramReply(telegram, OWNER);
     const [job] = await server.jobOutcomes((await jobs())[0]?.id ?? "", 1);
-    expect(job).toMatchObject({ outcome: "failed" });
+    expect(job).toMatchObject({ outcome: "stopped" });
     expect(model.requests).toHaveLength(1);
+  });
+
+  it("/stop is remembered: the next turn sees the partial reply and the stop, not the request again", async () => {
+    scriptHeldReply("Once upon a time a pickle set out to see the world", 4);
+    const server = await startBusServer(ws.dir, ["telegram"]);
+    say("tell me a long story");
+    await telegram.waitForCall("sendMessage", undefined, 10_000);
+    await stopTelegramReply(telegram, OWNER);
+    const [shown = ""] = telegram.messages(OWNER);
+    const partial = shown.slice(0, -"\n\nStopped.".length);
+    expect(partial).not.toBe("");
+
+    say("then a short one");
+    await telegram.waitFor(() => telegram.messages(OWNER).length === 3, 10_000);
+    expect(telegram.messages(OWNER)[2]).toBe("echo: then a short one");
+    const next = requestAt(model, 1).body.messages;
+    expect(next.map((message) => [message.role, messageText(message)])).toEqual([
+      ["user", "tell me a long story"],
+      ["assistant", `${partial}\n\n[stopped by the user]`],
+      ["user", "then a short one"],
+    ]);
+    expect(model.refused).toEqual([]);
+
+    const [, stopped] = await jobs();
+    expect(stopped).toMatchObject({ state: "stopped", lastError: "stopped by the user" });
+    expect(await cli("jobs")).toMatch(new RegExp(`${stopped?.id}\\s+stopped\\s`));
+    expect(await cli("jobs", "--state", "failed")).toContain("no failed jobs");
+    expect(await cli("jobs", "show", stopped?.id ?? "")).toMatch(/^state\s+stopped$/m);
+    const retry = await runCli(["jobs", "retry", stopped?.id ?? "", "--workspace", ws.dir]);
+    expect(retry.code).toBe(1);
+    expect(retry.stderr).toContain(`job ${stopped?.id} is stopped; a stopped job is not run again`);
+    const metrics = async () => (await fetch(`${server.httpUrl}/metrics`)).text();
+    expect(await metrics()).toContain('picklebot_jobs_processed_total{outcome="stopped"} 1');
+    expect(await metrics()).not.toContain('picklebot_jobs_processed_total{outcome="failed"}');
+    // The queue depth is refreshed every few seconds.
+    await waitFor(
+      async () => (await metrics()).includes('picklebot_queue_depth{state="stopped"} 1'),
+      "the stopped job in the queue depth",
+      20_000,
+    );
   });
 
   it("answers in a group only when mentioned or replied to, without the mention in the prompt", async () => {

@@ -73,6 +73,28 @@ function jobLifeContract(name: string, options: () => CoreOptions) {
         jobId: job.id,
       });
     });
+
+    it("publishes job.stopped, not job.failed, for a job the person stopped", async () => {
+      const hub = new EventHub({ instance: "local" });
+      core = await openCore({ ...options(), events: hub });
+      core.model.script({ hang: true });
+      core.start();
+      const job = await core.enqueue("tell me a long story");
+      await waitFor(() => core?.model.requests.length === 1, "the model call");
+      core.worker.stopSession(CHAT_KEY);
+      await waitFor(() => hub.since(0).some((event) => event.type === "job.stopped"), "the stop");
+      const ends = hub
+        .since(0)
+        .filter(
+          (event) =>
+            event.type.startsWith("job.") &&
+            event.type !== "job.started" &&
+            event.type !== "job.checkpointed",
+        );
+      expect(ends).toMatchObject([
+        { type: "job.stopped", jobId: job.id, error: "stopped by the user", attempts: 1 },
+      ]);
+    });
   });
 }
 

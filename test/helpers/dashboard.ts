@@ -58,7 +58,7 @@ export interface DashboardHarness {
   /** `app.request` with `init` as it is (no token), from `client` (default 127.0.0.1). */
   anonymous(path: string, init?: RequestInit, client?: string): Promise<Response>;
   /** A job enqueued, then (optionally) claimed and driven to `state`. */
-  job(state: "queued" | "running" | "failed" | "done", overrides?: Partial<NewJob>): Promise<Job>;
+  job(state: SettledState | "queued", overrides?: Partial<NewJob>): Promise<Job>;
   close(): Promise<void>;
 }
 
@@ -168,9 +168,12 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
   };
 }
 
+/** The states a test job is put in after its claim. */
+type SettledState = "running" | "failed" | "stopped" | "done";
+
 async function jobIn(
   storage: Storage,
-  state: "queued" | "running" | "failed" | "done",
+  state: SettledState | "queued",
   overrides: Partial<NewJob> = {},
 ): Promise<Job> {
   const job = await storage.queue.enqueue({
@@ -189,7 +192,10 @@ async function jobIn(
   return (await storage.queue.get(job.id)) ?? job;
 }
 
-async function settle(storage: Storage, job: ClaimedJob, state: "running" | "failed" | "done") {
+async function settle(storage: Storage, job: ClaimedJob, state: SettledState) {
   if (state === "failed") await storage.queue.fail(job, "the model said no", null);
+  if (state === "stopped") {
+    await storage.queue.fail(job, "stopped by the user", null, { stopped: true });
+  }
   if (state === "done") await storage.queue.complete(job);
 }

@@ -229,9 +229,47 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
         waiting: 0,
         done: 0,
         failed: 1,
+        stopped: 0,
       });
       expect((await queue.list({ state: "failed" })).map((job) => job.id)).toEqual([first.id]);
       expect(messages(await queue.claim("w", 10))).toEqual(["next"]);
+    });
+
+    it("ends a job the person stopped as stopped, not failed: listed, counted, not retried, and its session freed", async () => {
+      await queue.enqueue(chatJob("s", "long story"));
+      await queue.enqueue(chatJob("s", "next"));
+      const [running] = (await queue.claim("w", 1)) as [ClaimedJob];
+      expect(await queue.fail(running, "stopped by the user", null, { stopped: true })).toBe(true);
+      const stopped = await queue.get(running.id);
+      expect(stopped).toMatchObject({
+        state: "stopped",
+        stopRequested: true,
+        lockedBy: null,
+        lastError: "stopped by the user",
+        errors: [{ attempt: 1, message: "stopped by the user" }],
+      });
+      expect((await queue.list({ state: "stopped" })).map((job) => job.id)).toEqual([running.id]);
+      expect(await queue.list({ state: "failed" })).toEqual([]);
+      expect(await queue.counts()).toMatchObject({ stopped: 1, failed: 0, queued: 1 });
+      expect(await queue.retryFailed(running.id)).toBe(false);
+      expect(messages(await queue.claim("w", 10))).toEqual(["next"]);
+    });
+
+    it("ends a job stopped before it ran (requestStop) as stopped at its next run", async () => {
+      const job = await queue.enqueue(chatJob("s", "cancel me"));
+      expect(await queue.requestStop(job.id)).toBe(true);
+      const [claimed] = (await queue.claim("w", 1)) as [ClaimedJob];
+      await queue.fail(claimed, "stopped by the user", null, { stopped: true });
+      expect((await queue.get(job.id))?.state).toBe("stopped");
+    });
+
+    it("prunes stopped jobs past the retention like failed ones", async () => {
+      await queue.enqueue(chatJob("s", "stop me"));
+      const [claimed] = (await queue.claim("w", 1)) as [ClaimedJob];
+      await queue.fail(claimed, "stopped by the user", null, { stopped: true });
+      clock.advance(1);
+      expect(await queue.prune(clock.now())).toBe(1);
+      expect(await queue.get(claimed.id)).toBeNull();
     });
 
     it("requeues a failed job on retryFailed, with a fresh attempt budget", async () => {
@@ -388,6 +426,7 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
         waiting: 0,
         done: 1,
         failed: 0,
+        stopped: 0,
       });
       expect(await queue.get("no-such-job")).toBeNull();
     });
@@ -497,8 +536,8 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
         expect((await queue.claim("w", 1)).map((j) => j.id)).toEqual([job.id]);
       });
 
-      it("wakes the parent when a child ends, done or failed, and lists the children", async () => {
-        for (const end of ["done", "failed"] as const) {
+      it("wakes the parent when a child ends, done, failed or stopped, and lists the children", async () => {
+        for (const end of ["done", "failed", "stopped"] as const) {
           const parent = await parked(`p-${end}`, { kind: "children", jobIds: [] });
           const child = await queue.enqueue(
             chatJob(`c-${end}`, "child", { parentId: parent.id, mode: "job" }),
@@ -508,7 +547,8 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
           const [claimed] = (await queue.claim("w", 1)) as [ClaimedJob];
           expect(claimed.id).toBe(child.id);
           if (end === "done") await queue.complete(claimed);
-          else await queue.fail(claimed, "boom", null);
+          else await queue.fail(claimed, "boom", null, { stopped: end === "stopped" });
+          expect((await queue.get(child.id))?.state).toBe(end);
           expect((await queue.get(parent.id))?.state).toBe("queued");
           expect((await queue.claim("w", 1)).map((j) => j.id)).toEqual([parent.id]);
         }

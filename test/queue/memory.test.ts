@@ -19,6 +19,13 @@ describe("MemoryJobQueue", () => {
     for (const job of (await queue.claim("w", 3)) as ClaimedJob[]) await queue.complete(job);
     expect(await queue.get(ids[0] as string)).toBeNull();
     expect(await queue.get(ids[2] as string)).toMatchObject({ state: "done" });
-    expect(await queue.counts()).toEqual({ queued: 1, running: 0, waiting: 0, done: 2, failed: 0 });
+    expect(await queue.counts()).toEqual({
+      queued: 1,
+      running: 0,
+      waiting: 0,
+      done: 2,
+      failed: 0,
+      stopped: 0,
+    });
   });
 });

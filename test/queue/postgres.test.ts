@@ -101,6 +101,7 @@ describe.skipIf(skipReason !== null)("PostgresJobQueue", () => {
         waiting: 0,
         done: total,
         failed: 0,
+        stopped: 0,
       });
     });
 

@@ -150,6 +150,7 @@ describe("SqliteJobQueue", () => {
       waiting: 0,
       done: total,
       failed: 0,
+      stopped: 0,
     });
     const attempts = db.prepare("SELECT DISTINCT attempts FROM jobs").pluck().all();
     expect(attempts).toEqual([1]);

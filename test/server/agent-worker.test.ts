@@ -51,6 +51,7 @@ async function stored(sessionId: string): Promise<ChatMessage[]> {
 
 const isDone = (job: Job) => job.state === "done";
 const isFailed = (job: Job) => job.state === "failed";
+const isStopped = (job: Job) => job.state === "stopped";
 /** Requeued after a failure, with `attempts` counted (not merely still queued, unclaimed). */
 const retried = (attempts: number) => (job: Job) =>
   job.state === "queued" && job.attempts === attempts && job.errors.length > 0;
@@ -335,7 +336,7 @@ describe("AgentWorker: failures", () => {
 });
 
 describe("AgentWorker: /stop", () => {
-  it("cancels the running job of a session: failed, not retried, and the user told", async () => {
+  it("cancels the running job of a session: stopped, not retried, and the user told", async () => {
     await startCore();
     core.model.script({ hang: true });
     core.start();
@@ -343,8 +344,8 @@ describe("AgentWorker: /stop", () => {
     await waitFor(() => core.model.requests.length === 1, "the model call");
     expect(core.worker.stopSession("telegram:other")).toBe(false);
     expect(core.worker.stopSession(CHAT_KEY)).toBe(true);
-    const failed = await core.waitForJob(job.id, isFailed);
-    expect(failed.attempts).toBe(1);
+    const stopped = await core.waitForJob(job.id, isStopped);
+    expect(stopped.attempts).toBe(1);
     await waitFor(() => core.platform.texts(CHAT_ID).length === 1, "the stop notice");
     expect(core.worker.running).toEqual([]);
     expect(core.worker.stopSession(CHAT_KEY)).toBe(false);
@@ -375,30 +376,33 @@ describe("AgentWorker: a turn that ends during a tool call is closed in history"
     return messages.at(-1)?.content as Array<Record<string, unknown>>;
   }
 
-  it("/stop: the call gets a 'stopped by the user' result and the next message is answered", async () => {
+  it("/stop: the call gets a 'stopped by the user' result, the turn ends with the stop, and the next message is answered", async () => {
     await startCore({ files: BASH_AGENT });
     core.model.script(longCommand, { text: "Stopped it. Hello!" });
     core.start();
     const job = await core.enqueue("run the long thing");
     const sessionId = await waitForToolCall(job.id);
     expect(core.worker.stopSession(CHAT_KEY)).toBe(true);
-    await core.waitForJob(job.id, isFailed);
-    expect((await stored(sessionId)).at(-1)?.content).toEqual([
+    await core.waitForJob(job.id, isStopped);
+    expect((await stored(sessionId)).slice(-2)).toEqual([
       {
-        type: "tool_result",
-        tool_use_id: "toolu_1",
-        content: "This tool call did not finish: stopped by the user.",
-        is_error: true,
+        role: "user",
+        content: [
+          {
+            type: "tool_result",
+            tool_use_id: "toolu_1",
+            content: "This tool call did not finish: stopped by the user.",
+            is_error: true,
+          },
+        ],
       },
+      { role: "assistant", content: [{ type: "text", text: "[stopped by the user]" }] },
     ]);
 
     await core.waitForJob((await core.enqueue("hello?")).id, isDone);
 
     expect(core.model.refused).toEqual([]);
-    expect(lastRequestBlocks().slice(0, 2)).toMatchObject([
-      { type: "tool_result", tool_use_id: "toolu_1", is_error: true },
-      { type: "text", text: "hello?" },
-    ]);
+    expect(lastRequestBlocks()[0]).toMatchObject({ type: "text", text: "hello?" });
     await waitFor(() => core.platform.texts(CHAT_ID).at(-1) === "Stopped it. Hello!");
   });
 

@@ -64,15 +64,8 @@ const fail = (error: string, notice: string): JobDecision => ({
   error,
   ending: "interrupted",
   notice,
-  stopSubagents: false,
 });
-const stopped: JobDecision = {
-  kind: "fail",
-  error: "stopped by the user",
-  ending: "stopped by the user",
-  notice: "Stopped.",
-  stopSubagents: true,
-};
+const stopped: JobDecision = { kind: "stop", error: "stopped by the user", notice: "Stopped." };
 
 interface Row {
   what: string;
@@ -251,11 +244,10 @@ const rows: Row[] = [
       error: "timed out after 300 s",
       ending: "timed out",
       notice: "Sorry, I could not finish this after 3 attempts: timed out after 300 s",
-      stopSubagents: false,
     },
   },
   {
-    what: "stopped by the user: fail at once, say Stopped., stop its subagents",
+    what: "stopped by the user: stop at once (not failed), say Stopped., stop its subagents",
     attempt: stoppedWith(stop),
     decision: stopped,
   },

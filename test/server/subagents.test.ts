@@ -129,6 +129,27 @@ describe("subagent: a task handed to another agent through the queue", () => {
     );
   });
 
+  it("gives the parent a child that was stopped as an error result saying so, and the parent answers", async () => {
+    // The researcher never answers; its job is stopped (as `picklebot jobs cancel` or /stop would).
+    await start(["slow"], {
+      defaultReply: (request) =>
+        isResearcher(request) ? { hang: true } : model(["slow"])(request),
+    });
+    core.start();
+    const parent = await core.enqueue("Research slowly");
+    await core.waitForJob(parent.id, (job) => job.state === "waiting");
+    const [child] = await childrenOf(parent);
+    await core.waitForJob(child?.id as string, (job) => job.state === "running");
+    expect(core.worker.stopSession(child?.sessionKey as string)).toBe(true);
+    await core.waitForJob(child?.id as string, (job) => job.state === "stopped");
+    await core.waitForJob(parent.id, isDone);
+    const [result] = resultsIn(await stored(parent));
+    expect(result).toMatchObject({ is_error: true });
+    expect(result?.content).toMatch(
+      /the researcher subagent \(job \w+\) was stopped before it finished/,
+    );
+  });
+
   it("refuses an agent outside the caller's subagents list, naming the ones it may call", async () => {
     core = await openCore({
       files: {
@@ -192,7 +213,7 @@ describe("subagent: a task handed to another agent through the queue", () => {
     await core.waitForJob(child?.id as string, (job) => job.state === "running");
     core.clock.advance(61_000);
     await core.waitForJob(parent.id, isDone);
-    const stopped = await core.waitForJob(child?.id as string, (job) => job.state === "failed");
+    const stopped = await core.waitForJob(child?.id as string, (job) => job.state === "stopped");
     expect(stopped.lastError).toBe("stopped by the user");
     const [result] = resultsIn(await stored(parent));
     expect(result).toMatchObject({ is_error: true });
@@ -211,8 +232,8 @@ describe("subagent: a task handed to another agent through the queue", () => {
     const [child] = await childrenOf(parent);
     await core.waitForJob(child?.id as string, (job) => job.state === "running");
     core.platform.push({ text: "/stop" });
-    await core.waitForJob(parent.id, (job) => job.state === "failed");
-    await core.waitForJob(child?.id as string, (job) => job.state === "failed");
+    await core.waitForJob(parent.id, (job) => job.state === "stopped");
+    await core.waitForJob(child?.id as string, (job) => job.state === "stopped");
     const [result] = resultsIn(await stored(parent));
     expect(result).toMatchObject({
       is_error: true,

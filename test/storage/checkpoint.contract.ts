@@ -185,6 +185,22 @@ export function checkpointContract(
         });
       });
 
+      it("ends a job the person stopped as stopped, with its closing messages", async () => {
+        const { job, sessionId } = await claimed("read a.md");
+        await storage.checkpoint(job, sessionId, userMessage("read a.md"));
+        await storage.history.append(sessionId, toolCall);
+        const stop = closing(sessionId);
+        expect(await storage.failJob(job, "stopped by the user", stop, { stopped: true })).toBe(
+          true,
+        );
+        expect(await messagesOf(sessionId)).toEqual([
+          userMessage("read a.md"),
+          toolCall,
+          ...stop.messages,
+        ]);
+        expect((await storage.queue.get(job.id))?.state).toBe("stopped");
+      });
+
       it("fails a job that has nothing to close", async () => {
         const { job } = await claimed("hello");
         expect(await storage.failJob(job, "model refused", null)).toBe(true);

@@ -55,11 +55,14 @@ describe("the overview", () => {
     harness = await openDashboard({ files: { "crons/daily.yaml": DAILY_CRON } });
     await harness.job("failed");
     await harness.job("done");
+    await harness.job("stopped");
     await harness.job("queued");
     const html = await (await harness.request("/")).text();
     expect(html).toContain("<h1>Overview</h1>");
     expect(html).toMatch(/<dd class="state-queued" data-state="queued">1<\/dd>/);
     expect(html).toMatch(/<dd class="state-failed" data-state="failed">1<\/dd>/);
+    expect(html).toMatch(/<dd class="state-stopped" data-state="stopped">1<\/dd>/);
+    expect(html).toContain('<span class="state-stopped">, 1 stopped</span>');
     expect(html).toContain("running, 2 restarts");
     expect(html).toContain("last error: boom");
     expect(html).toMatch(/1 done<\/span>, <span class="bad">1 failed/);

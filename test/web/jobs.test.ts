@@ -39,11 +39,30 @@ describe("the jobs page", () => {
     expect((await page("/jobs?state=queued&agent=nobody")).html).toContain("no jobs match");
   });
 
+  it("shows a stopped job as stopped, not failed, with no Retry", async () => {
+    harness = await openDashboard();
+    const stopped = await harness.job("stopped");
+    const failed = await harness.job("failed");
+    const list = await page("/jobs?state=stopped");
+    expect(list.html).toContain(`data-job="${stopped.id}"`);
+    expect(list.html).not.toContain(`data-job="${failed.id}"`);
+    expect((await page("/jobs?state=failed")).html).not.toContain(`data-job="${stopped.id}"`);
+    const { html } = await page(`/jobs/${stopped.id}`);
+    expect(html).toContain('<span class="badge state-stopped" data-state="stopped">stopped</span>');
+    expect(html).not.toContain("stop requested");
+    expect(html).not.toContain(`/jobs/${stopped.id}/retry`);
+    const retried = await post(`/jobs/${stopped.id}/retry`);
+    expect(retried.status).toBe(409);
+    expect(await retried.text()).toContain("a stopped job is not run again");
+  });
+
   it("refuses an unknown state, naming the states it takes", async () => {
     harness = await openDashboard();
     const response = await page("/jobs?state=stuck");
     expect(response.status).toBe(400);
-    expect(response.html).toContain("state must be one of queued, running, waiting, failed, done");
+    expect(response.html).toContain(
+      "state must be one of queued, running, waiting, failed, stopped, done",
+    );
   });
 
   it("serves the list as a fragment for live refreshes", async () => {

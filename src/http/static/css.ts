@@ -28,7 +28,7 @@ a { color: var(--accent); }
 .cards > .card { margin: 0; }
 .card h2 { margin-top: 0; }
 h3 { font-size: 1rem; margin: 0 0 .4rem; }
-.muted { color: var(--muted); }
+.muted, .state-stopped { color: var(--muted); }
 .state-failed, .state-disabled, .state-broken, .state-revoked, .bad, .error { color: var(--bad); }
 .state-running, .state-waiting, .state-queued, .state-pending, .warn { color: var(--warn); }
 .state-done, .state-scheduled, .state-loaded, .state-connected, .good { color: var(--accent); }

@@ -17,6 +17,8 @@ import {
   type ClaimedJob,
   type Clock,
   DEFAULT_MAX_ATTEMPTS,
+  type FailOptions,
+  FINAL_JOB_STATES,
   JOB_LIST_LIMIT,
   type Job,
   type JobAdmin,
@@ -186,14 +188,18 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     job: ClaimedJob,
     error: string,
     retryAt: number | null,
-    options: { transient?: boolean } = {},
+    options: FailOptions = {},
   ): Promise<boolean> {
     const stored = this.#fenced(job);
     if (!stored) return false;
     this.#recordError(stored, error);
     if (retryAt !== null && options.transient) stored.attempts -= 1;
-    if (retryAt === null) this.#finish(stored, "failed");
-    else this.#requeue(stored, retryAt);
+    if (retryAt !== null) this.#requeue(stored, retryAt);
+    else if (!options.stopped) this.#finish(stored, "failed");
+    else {
+      stored.stopRequested = true;
+      this.#finish(stored, "stopped");
+    }
     return true;
   }
 
@@ -298,7 +304,7 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
     let pruned = 0;
     for (const job of this.#jobs.values()) {
       if (pruned >= batch) break;
-      if ((job.state === "done" || job.state === "failed") && job.updatedAt < cutoff) {
+      if (FINAL_JOB_STATES.includes(job.state) && job.updatedAt < cutoff) {
         this.#forget(job);
         pruned += 1;
       }
@@ -366,7 +372,7 @@ export class MemoryJobQueue implements JobQueue, JobAdmin {
   }
 
   /** A running job ends: its line moves on to the next job, if any. */
-  #finish(job: StoredJob, state: "done" | "failed"): void {
+  #finish(job: StoredJob, state: "done" | "failed" | "stopped"): void {
     this.#leaveRunning(job, state);
     const line = job.line as SessionLine;
     job.line = null;

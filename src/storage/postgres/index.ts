@@ -13,6 +13,7 @@ import type {
   ClaimedJob,
   Clock,
   FailJob,
+  FailOptions,
   JobAdmin,
   JobQueue,
   Storage,
@@ -111,16 +112,21 @@ function postgresFailJob(
 ): FailJob {
   // Safe to repeat after a lost connection: the job's update is fenced by its lock token,
   // so a repeat after a commit finds the lock gone and rolls its appends back.
-  const failJob = (job: ClaimedJob, error: string, closing: TurnClosing | null) =>
+  const failJob = (
+    job: ClaimedJob,
+    error: string,
+    closing: TurnClosing | null,
+    options: FailOptions,
+  ) =>
     inTransaction(pool, async (client) => {
-      if (!(await queue.failOn(client, job, error, null))) throw new LockLost();
+      if (!(await queue.failOn(client, job, error, null, options))) throw new LockLost();
       if (!closing) return true;
       for (const message of closing.messages)
         await history.appendOn(client, closing.sessionId, message, {});
       return true;
     });
-  return (job, error, closing) =>
-    retryOnDisconnect(() => failJob(job, error, closing)).catch((thrown: unknown) => {
+  return (job, error, closing, options = {}) =>
+    retryOnDisconnect(() => failJob(job, error, closing, options)).catch((thrown: unknown) => {
       if (thrown instanceof LockLost) return false;
       throw thrown;
     });

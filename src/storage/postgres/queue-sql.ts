@@ -144,10 +144,11 @@ export const PG = {
   retry: `UPDATE jobs SET state = 'queued', run_at = $5, last_error = $3,
       errors = ${appendError("$4", "$3")}, attempts = attempts - $6, ${UNLOCK}, updated_at = $4
     WHERE ${FENCE}`,
-  // $1 id, $2 token, $3 error, $4 now.
+  // $1 id, $2 token, $3 error, $4 now, $5 stopped (a stopped job is stored as failed with
+  // stop_requested set: see job-row.ts).
   fail: `WITH failed AS (
       UPDATE jobs SET state = 'failed', last_error = $3, errors = ${appendError("$4", "$3")},
-        ${UNLOCK}, updated_at = $4
+        stop_requested = $5, ${UNLOCK}, updated_at = $4
       WHERE ${FENCE}
       RETURNING session_key, seq, parent_id),
     ${WAKE_PARENTS("failed", "$4")}
@@ -182,7 +183,7 @@ export const PG = {
   // $1 id, $2 now. A retried job goes to the back of its session's line.
   retryFailed: `UPDATE jobs SET state = 'queued', attempts = 0, run_at = $2, updated_at = $2,
       seq = nextval(pg_get_serial_sequence('jobs', 'seq'))
-    WHERE id = $1 AND state = 'failed'
+    WHERE id = $1 AND state = 'failed' AND NOT stop_requested
     RETURNING pg_notify('${JOBS_CHANNEL}', '') AS notified`,
   // $1 now.
   nextDueAt: "SELECT min(run_at) AS at FROM jobs WHERE state = 'queued' AND run_at > $1",

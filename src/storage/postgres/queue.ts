@@ -24,6 +24,7 @@ import {
   type ClaimedJob,
   type Clock,
   DEFAULT_MAX_ATTEMPTS,
+  type FailOptions,
   JOB_LIST_LIMIT,
   type Job,
   type JobAdmin,
@@ -202,7 +203,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
     job: ClaimedJob,
     error: string,
     retryAt: number | null,
-    options: { transient?: boolean } = {},
+    options: FailOptions = {},
   ): Promise<boolean> {
     return retryOnDisconnect(() => this.failOn(this.#pool, job, error, retryAt, options));
   }
@@ -213,12 +214,12 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
     job: ClaimedJob,
     error: string,
     retryAt: number | null,
-    options: { transient?: boolean } = {},
+    options: FailOptions = {},
   ): Promise<boolean> {
     const fence = [job.id, job.lockToken, error, this.#clock.now()];
     const result =
       retryAt === null
-        ? await client.query(PG.fail, fence)
+        ? await client.query(PG.fail, [...fence, options.stopped === true])
         : await client.query(PG.retry, [...fence, retryAt, options.transient ? 1 : 0]);
     if ((result.rowCount ?? 0) === 0) return false;
     if (retryAt === null) this.#signal.notify();

@@ -11,6 +11,7 @@ import type {
   ClaimedJob,
   Clock,
   FailJob,
+  FailOptions,
   Storage,
   TurnClosing,
 } from "../../ports/index.js";
@@ -96,14 +97,16 @@ function sqliteCheckpoint(
 
 /** History and queue share the database: failing a job and closing its turn is one transaction. */
 function sqliteFailJob(db: Database, history: SqliteHistoryStore, queue: SqliteJobQueue): FailJob {
-  const failJob = db.transaction((job: ClaimedJob, error: string, closing: TurnClosing | null) => {
-    if (!queue.failSync(job, error, null)) throw new LockLost();
-    if (!closing) return;
-    for (const message of closing.messages) history.appendSync(closing.sessionId, message);
-  });
-  return async (job, error, closing) => {
+  const failJob = db.transaction(
+    (job: ClaimedJob, error: string, closing: TurnClosing | null, options: FailOptions) => {
+      if (!queue.failSync(job, error, null, options)) throw new LockLost();
+      if (!closing) return;
+      for (const message of closing.messages) history.appendSync(closing.sessionId, message);
+    },
+  );
+  return async (job, error, closing, options = {}) => {
     try {
-      failJob.immediate(job, error, closing);
+      failJob.immediate(job, error, closing, options);
       return true;
     } catch (thrown) {
       if (thrown instanceof LockLost) return false;

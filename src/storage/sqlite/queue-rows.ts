@@ -62,8 +62,9 @@ export const SQL = {
   retry: `UPDATE jobs SET state = 'queued', run_at = @retryAt, last_error = @error,
       errors = ${APPEND_ERROR}, attempts = attempts - @refund, ${UNLOCK}, updated_at = @now
     WHERE ${FENCE}`,
+  // A stopped job is stored as failed with stop_requested set (see job-row.ts).
   fail: `UPDATE jobs SET state = 'failed', last_error = @error, errors = ${APPEND_ERROR},
-      ${UNLOCK}, updated_at = @now
+      stop_requested = @stopped, ${UNLOCK}, updated_at = @now
     WHERE ${FENCE}`,
   // The attempt is given back: parking is no failure.
   park: `UPDATE jobs SET state = 'queued', run_at = @until, waiting_for = @wait, tool_results = @results,
@@ -86,7 +87,7 @@ export const SQL = {
   // A retried job goes to the back of its session's line, keeping the line's shape.
   retryFailed: `UPDATE jobs SET state = 'queued', attempts = 0, run_at = @now, updated_at = @now,
       seq = (SELECT max(seq) + 1 FROM jobs)
-    WHERE id = @id AND state = 'failed'`,
+    WHERE id = @id AND state = 'failed' AND stop_requested = 0`,
   nextDueAt: "SELECT min(run_at) FROM jobs WHERE state = 'queued' AND run_at > ?",
   list: `SELECT * FROM jobs
     WHERE (@state IS NULL OR ${VISIBLE_STATE} = @state) AND (@parentId IS NULL OR parent_id = @parentId)

@@ -23,6 +23,7 @@ import {
   type ClaimedJob,
   type Clock,
   DEFAULT_MAX_ATTEMPTS,
+  type FailOptions,
   JOB_LIST_LIMIT,
   type Job,
   type JobAdmin,
@@ -175,7 +176,7 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
     job: ClaimedJob,
     error: string,
     retryAt: number | null,
-    options: { transient?: boolean } = {},
+    options: FailOptions = {},
   ): Promise<boolean> {
     return this.failSync(job, error, retryAt, options);
   }
@@ -185,15 +186,15 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
     job: ClaimedJob,
     error: string,
     retryAt: number | null,
-    options: { transient?: boolean } = {},
+    options: FailOptions = {},
   ): boolean {
     this.#flushCompletions();
     const now = this.#clock.now();
     const fence = { id: job.id, token: job.lockToken, error, now };
-    const statement = retryAt === null ? this.#sql.fail : this.#sql.retry;
-    const refund = options.transient ? 1 : 0;
     const changed =
-      statement.run(retryAt === null ? fence : { ...fence, retryAt, refund }).changes > 0;
+      retryAt === null
+        ? this.#sql.fail.run({ ...fence, stopped: options.stopped ? 1 : 0 }).changes > 0
+        : this.#sql.retry.run({ ...fence, retryAt, refund: options.transient ? 1 : 0 }).changes > 0;
     if (!changed) return false;
     if (retryAt === null) this.#ended(job.id, now);
     else this.#signal.wakeAt(retryAt);
