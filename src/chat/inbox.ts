@@ -3,7 +3,7 @@
  *
  *   sender allowed (allowed_user_ids or paired)? ── no ─► logged; at most once an hour a
  *      │                                              refusal with their id and a code
- *      yes
+ *      yes ─► known secrets in its text replaced by [redacted] (before anything is stored)
  *      ├─ /new, /status, /usage, /stop, /agent, /start, /help, or no text ─► answered here, no job
  *      │  (the commands are commands.ts's, on this chat as their ChatContext)
  *      └─ anything else (and /compact) ─► one chat job for the chat's agent (chat-agents.ts),
@@ -67,6 +67,11 @@ export interface ChatInboxOptions {
   pricing: { prices: PriceTable; timezone: string };
   clock: Clock;
   logger: Logger;
+  /**
+   * Takes known secrets out of a message's text before it is stored or queued
+   * (`secretValues(config)`). (Default: the text as it is)
+   */
+  redact?: (text: string) => string;
 }
 
 /** Turns accepted messages into jobs and answers chat commands. */
@@ -120,8 +125,9 @@ export class ChatInbox {
    * confirm the message and hands it over again. Other failures are logged and told to
    * the sender.
    */
-  async handle(message: IncomingChatMessage): Promise<void> {
-    const { logger } = this.#options;
+  async handle(received: IncomingChatMessage): Promise<void> {
+    const { logger, redact } = this.#options;
+    const message = redact ? { ...received, text: redact(received.text) } : received;
     try {
       if (!(await this.#isAllowed(message))) return await this.#refuse(message);
       const typed = parseChatCommand(message.text);

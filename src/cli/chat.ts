@@ -9,7 +9,8 @@
  *
  * The chat commands are the chats' own (src/chat/commands.ts, on this chat as their
  * ChatContext), those that make sense here, with `/sessions` and `/exit`; any other
- * `/word` is refused with the list, never sent to the model.
+ * `/word` is refused with the list, never sent to the model. Known secrets typed in a
+ * message are replaced by [redacted] before it is stored or sent.
  */
 import { userInfo } from "node:os";
 import { createInterface, type Interface } from "node:readline";
@@ -22,6 +23,7 @@ import { TurnDriver, turnEndingOf } from "../agents/turn.js";
 import { systemClock } from "../base/clock.js";
 import { CancelledError, JobEnded, ToolError, toError, UserError } from "../base/errors.js";
 import { printable } from "../base/printable.js";
+import { secretRedactor } from "../base/redact.js";
 import { consoleSessionKey } from "../base/session-key.js";
 import { chatAgentDirectory } from "../chat/agents.js";
 import {
@@ -31,6 +33,7 @@ import {
   describeChatCommand,
   parseChatCommand,
 } from "../chat/commands.js";
+import { secretValues } from "../config/index.js";
 import type { JobAdmin, Session } from "../ports/index.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
 import { BOLD, DIM, RESET, ReplyPrinter } from "./reply-printer.js";
@@ -91,6 +94,8 @@ class TerminalChat {
   readonly #commands: ChatCommandSet<ChatContext>;
   /** This chat, as the chat commands see it. */
   readonly #chat: ChatContext;
+  /** Takes the configured secrets out of a message before it is stored or sent. */
+  readonly #redact: (text: string) => string;
   /** `/exit` was typed. */
   #leaving = false;
 
@@ -106,6 +111,7 @@ class TerminalChat {
     this.#lines = createInterface({ input: process.stdin, output: process.stdout, terminal: tty });
     const terminal = tty ? { input: process.stdin, output: process.stdout } : null;
     this.#input = new TerminalInput(this.#lines, terminal);
+    this.#redact = secretRedactor(secretValues(context.config));
     this.#chat = this.#chatContext();
     this.#commands = this.#commandSet();
   }
@@ -201,7 +207,7 @@ class TerminalChat {
   /** A chat command (or the refusal of an unknown one), else a message for the agent. */
   async #handle(text: string): Promise<void> {
     const typed = parseChatCommand(text);
-    if (!typed) return this.#send(text);
+    if (!typed) return this.#send(this.#redact(text));
     const command = this.#commands.find(typed.name);
     if (!command) return this.#complain(this.#commands.refusal(typed.name));
     try {

@@ -9,7 +9,8 @@ import type { AgentDefinition } from "../agents/definition.js";
 import type { McpServers } from "../agents/mcp/servers.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
-import { type Config, configFileSetting } from "../config/index.js";
+import { secretRedactor } from "../base/redact.js";
+import { type Config, configFileSetting, secretValues } from "../config/index.js";
 import { loadWorkspaceCrons } from "../cron/admin.js";
 import { describeCrons } from "../cron/describe.js";
 import type { EventHub } from "../events/hub.js";
@@ -117,6 +118,7 @@ function serverDashboard(parts: ServerHttpParts, access: HttpAccess) {
       queue,
       agents: parts.claimedAgents,
       replies: parts.webReplies,
+      redact: secretRedactor(secretValues(config)),
     },
     more: ownerSections({
       workspace,

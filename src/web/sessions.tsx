@@ -3,7 +3,8 @@
  * messages land; and a chat box that talks to an agent from the browser. A web chat is a
  * session of its own (key `web:<agent>:<id>`): its messages are queued as chat jobs like
  * any chat's, so they survive a restart, and their replies stay in the session (nothing
- * is sent to a chat platform).
+ * is sent to a chat platform). Known secrets typed into a message are replaced by
+ * [redacted] before it is queued.
  */
 import { randomBytes } from "node:crypto";
 import { type Context, Hono } from "hono";
@@ -40,6 +41,11 @@ export interface SessionsSource {
   agents: () => readonly string[];
   /** Replies being written in this process, streamed to the page. (Default: not streamed) */
   replies?: WebReplies;
+  /**
+   * Takes known secrets out of a message before it is queued (`secretValues(config)`).
+   * (Default: the text as it is)
+   */
+  redact?: (text: string) => string;
 }
 
 /** The sessions section. */
@@ -63,10 +69,18 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
       { title: "Sessions" },
     );
   });
+  const redact = source.redact ?? ((text: string) => text);
+  /** The message a form sent: its lines end in "\n" (a browser sends "\r\n"), no secret in it. */
+  const messageOf = (form: Record<string, unknown>) =>
+    redact(
+      String(form.message ?? "")
+        .replace(/\r\n?/g, "\n")
+        .trim(),
+    );
   app.post("/new", async (c) => {
     const form = await c.req.parseBody();
     const agentId = String(form.agent ?? "");
-    const message = String(form.message ?? "").trim();
+    const message = messageOf(form);
     const agents = source.agents();
     if (!agents.includes(agentId)) {
       return refuse(c, `no agent "${agentId}"; pick one of ${agents.join(", ")}`);
@@ -127,7 +141,7 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
     if (!isWebSessionKey(session.key)) {
       return refuse(c, "only web chats take messages here; answer other chats where they happen");
     }
-    const message = String((await c.req.parseBody()).message ?? "").trim();
+    const message = messageOf(await c.req.parseBody());
     if (message === "") return refuse(c, "the message is empty; write something to send");
     await enqueueChat(source.queue, session, message);
     if (c.req.header("hx-request")) return c.html((await Transcript({ source, session })).html);

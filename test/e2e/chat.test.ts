@@ -21,7 +21,12 @@ import {
   RESEARCHER_AGENT,
 } from "../helpers/subagents.js";
 import { waitFor } from "../helpers/wait.js";
-import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+import {
+  fakeModelConfig,
+  filesUnder,
+  makeWorkspace,
+  type TempWorkspace,
+} from "../helpers/workspace.js";
 
 let fake: FakeAnthropic;
 let ws: TempWorkspace;
@@ -357,6 +362,20 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
     expect(result.stderr).toContain("/stop is not a command here");
     expect(result.stderr).toContain("Ctrl+C stops a reply in progress.");
     expect(result.code).toBe(1);
+  });
+
+  it("replaces a configured secret typed in a message before it is stored or sent", async () => {
+    const secret = "sk-ant-typed-into-the-terminal-0123";
+    ws.write(".env", `PB_MODEL_CREDENTIAL=${secret}\n`);
+    ws.write(
+      "picklebot.yaml",
+      fakeModelConfig(fake.url).replace("test-key", `\${PB_MODEL_CREDENTIAL}`),
+    );
+    fake.script((request) => ({ text: `you said: ${lastUserText(request)}` }));
+    const result = await chat(`my key is ${secret}, keep it\n`);
+    expect(result.stdout).toBe("you said: my key is [redacted], keep it\n");
+    expect(JSON.stringify(fake.requests.map((request) => request.body))).not.toContain(secret);
+    expect(filesUnder(join(ws.dir, "history"))).not.toContain(secret);
   });
 
   it("reports an unknown session id in one sentence", async () => {
