@@ -40,7 +40,7 @@ export interface ServerHttpParts {
   health: () => Promise<HealthReport & HealthView>;
   events: EventHub;
   metrics: ServerMetrics;
-  /** Stops a session's running job wherever it runs (the Cancel button). */
+  /** Stops a session's running job wherever it runs (the Cancel and Stop buttons). */
   stopper: SessionStopper;
   webReplies: WebReplies;
   mcp: McpServers | null;
@@ -118,6 +118,7 @@ function serverDashboard(parts: ServerHttpParts, access: HttpAccess) {
       queue,
       agents: parts.claimedAgents,
       replies: parts.webReplies,
+      stopper: parts.stopper,
       redact: secretRedactor(secretValues(config)),
     },
     more: ownerSections({
