@@ -16,8 +16,9 @@ import {
   type CompactionResult,
   compactSession,
   contextSize,
+  describeCompaction,
 } from "./compaction.js";
-import { contextWindowOf } from "./context-budget.js";
+import { contextWindowOf, formatContextUsage } from "./context-budget.js";
 import { recordControlPlaneWrite } from "./control-plane-log.js";
 import {
   type AgentDefinition,
@@ -145,6 +146,19 @@ export class AgentRunner {
     options: { force?: boolean } = {},
   ): Promise<CompactionResult | null> {
     return compactSession(request.sessionId, this.#compaction(request), options);
+  }
+
+  /**
+   * `/compact`: compacts the session now, whatever its size; with what it did in one
+   * sentence for the person who asked (the chats and the terminal say the same).
+   */
+  async compactNow(
+    request: Pick<RunRequest, "agentId" | "sessionId" | "signal" | "jobId">,
+  ): Promise<{ compacted: CompactionResult | null; report: string }> {
+    const compacted = await this.compact(request, { force: true });
+    if (compacted) return { compacted, report: `Compacted: ${describeCompaction(compacted)}.` };
+    const usage = await this.contextUsage(request.agentId, request.sessionId);
+    return { compacted, report: `Nothing to compact yet; ${formatContextUsage(usage)}.` };
   }
 
   /**

@@ -1,5 +1,5 @@
 /**
- * Which agent a chat talks to, and `/agent`:
+ * Which agent a chat talks to:
  *
  *   bound by picklebot.yaml (`bindings`)? ── yes ─► that agent, always; `/agent NAME` refuses
  *      │ no
@@ -61,11 +61,11 @@ export function chatAgentDirectory(
 /** A chat's agent, and where that comes from. */
 export interface ChatAgent {
   agentId: string;
-  /** Index in `bindings` of the entry that pins the chat, or null when none does. */
-  binding: number | null;
+  /** The picklebot.yaml entry that pins the chat to it (`bindings[0]`), or null when none does. */
+  pinnedBy: string | null;
 }
 
-/** Answers "which agent?" for chats, and switches them (`/agent NAME`). */
+/** Answers "which agent?" for chats (`/agent` itself is a chat command: commands.ts). */
 export class ChatAgents {
   readonly #directory: ChatAgentDirectory;
   readonly #history: HistoryStore;
@@ -77,61 +77,13 @@ export class ChatAgents {
 
   /** The agent the chat's next message goes to. */
   async current(chat: ChatAddress): Promise<ChatAgent> {
-    const binding = this.#bindingOf(chat);
-    if (binding !== null) return { agentId: this.#bindingAt(binding).agent, binding };
-    const session = await this.#history.currentSession(chatSessionKey(chat));
-    return { agentId: this.#chosenAgent(session), binding: null };
-  }
-
-  /** `/agent`: every agent, the chat's current one marked. */
-  async list(chat: ChatAddress): Promise<string> {
-    const { agentId, binding } = await this.current(chat);
-    const lines = this.#directory.agents.map(
-      (agent) =>
-        `${agent.id === agentId ? "▸" : "•"} ${agent.id}: ${agent.name}, ${agent.description}`,
-    );
-    const footer =
-      binding === null
-        ? "Switch with /agent NAME (starts a new conversation)."
-        : `This chat is pinned to ${agentId} by ${bindingKey(binding)} in picklebot.yaml.`;
-    return [`Agents (this chat: ${agentId}):`, ...lines, footer].join("\n");
-  }
-
-  /**
-   * `/agent NAME`: starts a new session of the chat with that agent, unless the chat is
-   * bound or the name is unknown. Returns the answer for the chat.
-   */
-  async switchTo(chat: ChatAddress, name: string): Promise<string> {
-    const binding = this.#bindingOf(chat);
-    if (binding !== null) {
-      const pinned = this.#bindingAt(binding).agent;
-      return `This chat is pinned to ${pinned} by ${bindingKey(binding)} in picklebot.yaml; edit that entry to change its agent.`;
-    }
-    const agent = this.#directory.agents.find(
-      (candidate) => candidate.id.toLowerCase() === name.toLowerCase(),
-    );
-    if (!agent) {
-      const ids = this.#directory.agents.map((candidate) => candidate.id).join(", ");
-      return `There is no agent "${name}". Agents: ${ids}. Send /agent to see what each does.`;
-    }
-    const session = await this.#history.createSession({
-      key: chatSessionKey(chat),
-      agentId: agent.id,
-    });
-    return `Switched to ${agent.id} (${agent.name}), in a new conversation (${session.id}).`;
-  }
-
-  #bindingOf(chat: ChatAddress): number | null {
     const index = this.#directory.bindings.findIndex(
       (binding) => binding.chat.platform === chat.platform && binding.chat.chatId === chat.chatId,
     );
-    return index < 0 ? null : index;
-  }
-
-  #bindingAt(index: number): ChatBinding {
     const binding = this.#directory.bindings[index];
-    if (!binding) throw new RangeError(`no binding at ${index}`);
-    return binding;
+    if (binding) return { agentId: binding.agent, pinnedBy: `bindings[${index}]` };
+    const session = await this.#history.currentSession(chatSessionKey(chat));
+    return { agentId: this.#chosenAgent(session), pinnedBy: null };
   }
 
   /** The current session's agent while it still exists; otherwise the default. */
@@ -139,9 +91,4 @@ export class ChatAgents {
     const known = this.#directory.agents.some((agent) => agent.id === session?.agentId);
     return session && known ? session.agentId : this.#directory.defaultAgentId;
   }
-}
-
-/** `bindings[0]`: the key of an entry, as error messages name it. */
-function bindingKey(index: number): string {
-  return `bindings[${index}]`;
 }

@@ -3,22 +3,21 @@
  *
  *   sender allowed (allowed_user_ids or paired)? ── no ─► logged; at most once an hour a
  *      │                                              refusal with their id and a code
- *      yes
+ *      yes ─► known secrets in its text replaced by [redacted] (before anything is stored)
  *      ├─ /new, /status, /usage, /stop, /agent, /start, /help, or no text ─► answered here, no job
+ *      │  (the commands are commands.ts's, on this chat as their ChatContext)
  *      └─ anything else (and /compact) ─► one chat job for the chat's agent (chat-agents.ts),
  *                          session key `<platform>:<chat id>`, dedupe key
  *                          `<platform>:<message id>` (a redelivered update adds nothing)
  */
 
-import { formatContextUsage } from "../agents/context-budget.js";
 import type { PriceTable } from "../agents/prices.js";
-import { formatUsd, spendNow, summarizeUsage } from "../agents/usage-report.js";
+import { stopSessionReply } from "../agents/session-stop.js";
 import { chatReplyTarget } from "../base/chat-address.js";
 import { StorageUnavailableError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { chatSessionKey } from "../base/session-key.js";
 import {
-  CHAT_COMMANDS,
   type ChatCommandName,
   type ChatPlatformKind,
   type Clock,
@@ -29,9 +28,19 @@ import {
   type JobTask,
   PAIRING_CODE_TTL_MS,
   type PairingStore,
+  type Session,
   type UsageLedger,
 } from "../ports/index.js";
-import { type ChatAgentDirectory, ChatAgents } from "./agents.js";
+import { type ChatAgent, type ChatAgentDirectory, ChatAgents } from "./agents.js";
+import {
+  ChatCommandSet,
+  type ChatCommandSpec,
+  type ChatContext,
+  type ConversationQueue,
+  commonCommands,
+  describeChatCommand,
+  parseChatCommand,
+} from "./commands.js";
 
 /** The answer to a stranger in a group: no code, no id, where to ask instead. */
 export const GROUP_REFUSAL =
@@ -58,55 +67,56 @@ export interface ChatInboxOptions {
   pricing: { prices: PriceTable; timezone: string };
   clock: Clock;
   logger: Logger;
+  /**
+   * Takes known secrets out of a message's text before it is stored or queued
+   * (`secretValues(config)`). (Default: the text as it is)
+   */
+  redact?: (text: string) => string;
 }
-
-const HELP = [
-  "Send me a message and I will answer. Commands:",
-  ...CHAT_COMMANDS.map(({ command, description }) => `/${command}: ${description}`),
-].join("\n");
 
 /** Turns accepted messages into jobs and answers chat commands. */
 export class ChatInbox {
   readonly #options: ChatInboxOptions;
-  /** Each command's answer, or null when a job it queued answers in the chat. */
-  readonly #commands: Record<
-    ChatCommandName,
-    (message: IncomingChatMessage, argument: string) => Promise<string | null>
-  >;
+  readonly #commands: ChatCommandSet<InboxChat>;
   readonly #agents: ChatAgents;
 
   constructor(options: ChatInboxOptions) {
     this.#options = options;
     this.#agents = new ChatAgents(options.agents, options.history);
-    this.#commands = {
-      new: (message) => this.#newSession(message),
-      status: (message) => this.#status(message),
-      usage: (message) => this.#usage(message),
-      stop: (message) => this.#stop(chatSessionKey(message)),
-      compact: async (message) => {
-        await this.#enqueue(message, "compact");
-        return null;
-      },
-      agent: (message, name) =>
-        name === "" ? this.#agents.list(message) : this.#agents.switchTo(message, name),
-      start: async () => HELP,
-      help: async () => HELP,
-    };
+    const common = commonCommands(options);
+    const own = (
+      name: "compact" | "stop",
+      run: (chat: InboxChat) => Promise<void>,
+    ): ChatCommandSpec<InboxChat> => ({ description: describeChatCommand(name), run });
+    const commands = {
+      new: common.new,
+      status: common.status,
+      usage: common.usage,
+      // The job it queues answers in the chat.
+      compact: own("compact", (chat) => this.#enqueue(chat.message, "compact")),
+      stop: own("stop", (chat) => this.#stop(chat)),
+      agent: common.agent,
+    } satisfies Record<Exclude<ChatCommandName, "help" | "start">, ChatCommandSpec<InboxChat>>;
+    this.#commands = new ChatCommandSet(commands, {
+      intro: "Send me a message and I will answer. Commands:",
+      aliases: { start: "help" },
+    });
   }
 
   /**
    * `/stop`: aborts the chat's running job, or stops its job that waits (for a subagent,
    * an approval, a time); the subagents of either are stopped with it.
    */
-  async #stop(sessionKey: string): Promise<string> {
+  async #stop(chat: InboxChat): Promise<void> {
     const { queue, stopSession } = this.#options;
-    if (await stopSession(sessionKey)) return "Stopping the reply in progress.";
-    const waiting = await queue.list({ sessionKey, state: "waiting" });
-    let stopped = 0;
-    for (const job of waiting) if (await queue.requestStop(job.id)) stopped += 1;
-    return stopped > 0
-      ? "Stopping the reply that was waiting."
-      : "Nothing is running in this chat.";
+    const stopper = { stop: stopSession };
+    const outcome = await stopSessionReply(chat.key, { stopper, queue });
+    const answers = {
+      running: "Stopping the reply in progress.",
+      waiting: "Stopping the reply that was waiting.",
+      nothing: "Nothing is running in this chat.",
+    } as const;
+    await chat.reply(answers[outcome]);
   }
 
   /**
@@ -115,20 +125,23 @@ export class ChatInbox {
    * confirm the message and hands it over again. Other failures are logged and told to
    * the sender.
    */
-  async handle(message: IncomingChatMessage): Promise<void> {
-    const { logger } = this.#options;
+  async handle(received: IncomingChatMessage): Promise<void> {
+    const { logger, redact } = this.#options;
+    const message = redact ? { ...received, text: redact(received.text) } : received;
     try {
       if (!(await this.#isAllowed(message))) return await this.#refuse(message);
-      const [, command, argument = ""] =
-        /^\/(\w+)(?:@\S*)?(?:\s+([\s\S]*))?$/.exec(message.text.trim()) ?? [];
-      const run = command === undefined ? undefined : this.#command(command);
-      if (run) {
-        const answer = await run(message, argument.trim());
-        // null: the command's job answers in the chat (e.g. /compact).
-        return answer === null ? undefined : await this.#options.answer(message, answer);
+      const typed = parseChatCommand(message.text);
+      const command = typed && this.#commands.find(typed.name);
+      if (typed && command) {
+        return await command.run(
+          new InboxChat(message, this.#agents, this.#options),
+          typed.argument,
+        );
       }
       // A bare mention ("@bot") leaves no text: the model would refuse an empty message.
-      if (message.text.trim() === "") return await this.#options.answer(message, HELP);
+      if (message.text.trim() === "") {
+        return await this.#options.answer(message, this.#commands.help);
+      }
       await this.#enqueue(message);
     } catch (thrown) {
       const error = toError(thrown);
@@ -145,11 +158,6 @@ export class ChatInbox {
         .answer(message, "Sorry, I could not take that message; please send it again.")
         .catch(() => undefined);
     }
-  }
-
-  #command(name: string) {
-    const key = name.toLowerCase();
-    return Object.hasOwn(this.#commands, key) ? this.#commands[key as ChatCommandName] : undefined;
   }
 
   async #isAllowed(message: IncomingChatMessage): Promise<boolean> {
@@ -190,50 +198,47 @@ export class ChatInbox {
     });
     logger.info({ job: job.id, session: sessionKey, user: message.userId }, "chat message queued");
   }
+}
 
-  async #newSession(message: IncomingChatMessage): Promise<string> {
-    const { history } = this.#options;
-    const { agentId } = await this.#agents.current(message);
-    const session = await history.createSession({ key: chatSessionKey(message), agentId });
-    return `Started a new conversation (${session.id}). Earlier messages are kept but no longer sent to the agent.`;
+/** A chat message's conversation, as the chat commands see it. */
+class InboxChat implements ChatContext {
+  /** The chat's session key, `<platform>:<chat id>`. */
+  readonly key: string;
+  readonly message: IncomingChatMessage;
+  readonly #agents: ChatAgents;
+  readonly #options: ChatInboxOptions;
+
+  constructor(message: IncomingChatMessage, agents: ChatAgents, options: ChatInboxOptions) {
+    this.message = message;
+    this.key = chatSessionKey(message);
+    this.#agents = agents;
+    this.#options = options;
   }
 
-  async #status(message: IncomingChatMessage): Promise<string> {
-    const { history, queue } = this.#options;
-    const { agentId, binding } = await this.#agents.current(message);
-    const key = chatSessionKey(message);
-    const current = await history.currentSession(key);
-    // A session of another agent is not continued: the next message starts a new one.
-    const session = current?.agentId === agentId ? current : null;
-    const size = session
-      ? `${session.messageCount} messages, ${formatContextUsage(await this.#options.contextUsage(session.agentId, session.id))}; ${session.usage.input + session.usage.output} tokens used in all`
-      : "none yet";
-    const running = (await queue.list({ state: "running", limit: 1000 })).some(
-      (job) => job.sessionKey === key,
-    );
-    const waiting = (await queue.list({ state: "queued", limit: 1000 })).filter(
-      (job) => job.sessionKey === key,
-    ).length;
-    const queueLine = `${running ? "a reply is running" : "nothing running"}, ${waiting} waiting`;
-    const pinned = binding === null ? "" : ` (pinned by bindings[${binding}])`;
-    return [`Agent: ${agentId}${pinned}`, `Conversation: ${size}`, `Queue: ${queueLine}`].join(
-      "\n",
-    );
+  agent(): Promise<ChatAgent> {
+    return this.#agents.current(this.message);
   }
 
-  /** `/usage`: the chat's current session, and today's and this month's cost in all. */
-  async #usage(message: IncomingChatMessage): Promise<string> {
-    const { history, usage, pricing, clock } = this.#options;
-    const session = await history.currentSession(chatSessionKey(message));
-    const spend = await spendNow(usage, { now: clock.now(), ...pricing });
-    const everywhere = `Today: ${formatUsd(spend.todayUsd)}; this month: ${formatUsd(spend.monthUsd)} (every chat and cron)`;
-    if (!session) return `This conversation: no model calls yet\n${everywhere}`;
-    const calls = await usage.calls({ since: 0, sessionId: session.id });
-    const { total } = summarizeUsage(calls, { by: "session", ...pricing });
-    const tokens = `${total.input} in, ${total.output} out, ${total.cacheRead} read from the cache, ${total.cacheWrite} written to it`;
-    return [
-      `This conversation: ${total.calls} model calls, ${formatUsd(total.costUsd)} (${tokens})`,
-      everywhere,
-    ].join("\n");
+  /** The chat's current session, unless it is another agent's: the next message starts a new one. */
+  async session(): Promise<Session | null> {
+    const { agentId } = await this.agent();
+    const current = await this.#options.history.currentSession(this.key);
+    return current?.agentId === agentId ? current : null;
+  }
+
+  startSession(agentId: string): Promise<Session> {
+    return this.#options.history.createSession({ key: this.key, agentId });
+  }
+
+  reply(text: string): Promise<void> {
+    return this.#options.answer(this.message, text);
+  }
+
+  async queue(): Promise<ConversationQueue> {
+    const { queue } = this.#options;
+    const jobsOf = (state: "running" | "queued") =>
+      queue.list({ sessionKey: this.key, state, limit: 1000 });
+    const [running, queued] = await Promise.all([jobsOf("running"), jobsOf("queued")]);
+    return { running: running.length > 0, waiting: queued.length };
   }
 }

@@ -64,6 +64,8 @@ export interface MessageBusWorkerOptions {
   /** Model calls and their pricing (`/usage`). */
   usage: ChatInboxOptions["usage"];
   pricing: ChatInboxOptions["pricing"];
+  /** Takes known secrets out of a message's text before it is queued. (Default: none) */
+  redact?: ChatInboxOptions["redact"];
   clock: Clock;
   logger: Logger;
 }

@@ -14,7 +14,8 @@
  * worker opens a reply on the chat Frontend).
  */
 import type { Logger } from "../base/log.js";
-import { allowedUserIds, type Config } from "../config/index.js";
+import { secretRedactor } from "../base/redact.js";
+import { allowedUserIds, type Config, secretValues } from "../config/index.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type {
   ChatPlatform,
@@ -106,6 +107,7 @@ export class ChatWing {
       contextUsage: (agentId, sessionId) => controls.contextUsage(agentId, sessionId),
       usage: storage.usage,
       pricing: { prices: config.llm.prices, timezone: config.timezone },
+      redact: secretRedactor(secretValues(config)),
       clock,
       logger: logger.child({ worker: "bus" }),
     });

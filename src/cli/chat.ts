@@ -2,9 +2,15 @@
  * `picklebot chat`: a conversation in the terminal.
  *
  * On a TTY the reply streams as it is generated, tool calls show as one dim line each,
- * Ctrl+C stops the reply in progress and Ctrl+D (or /exit) leaves. When stdin is not a
- * TTY every line is one message and only the plain replies go to stdout (tool lines and
- * errors go to stderr), so the command can be scripted; it exits 1 if a message failed.
+ * Ctrl+C stops the reply in progress and Ctrl+D (or /exit) leaves; a paste of several
+ * lines is one message (terminal-input.ts). When stdin is not a TTY every line is one
+ * message and only the plain replies go to stdout (tool lines and errors go to stderr),
+ * so the command can be scripted; it exits 1 if a message failed.
+ *
+ * The chat commands are the chats' own (src/chat/commands.ts, on this chat as their
+ * ChatContext), those that make sense here, with `/sessions` and `/exit`; any other
+ * `/word` is refused with the list, never sent to the model. Known secrets typed in a
+ * message are replaced by [redacted] before it is stored or sent.
  */
 import { userInfo } from "node:os";
 import { createInterface, type Interface } from "node:readline";
@@ -14,23 +20,24 @@ import { approvalIdFor } from "../agents/approval-policy.js";
 import { describeCompaction } from "../agents/compaction.js";
 import type { AgentRunner } from "../agents/runner.js";
 import { newTurnProgress, TurnDriver, turnEndingOf } from "../agents/turn.js";
+import { systemClock } from "../base/clock.js";
 import { CancelledError, JobEnded, ToolError, toError, UserError } from "../base/errors.js";
 import { printable } from "../base/printable.js";
+import { secretRedactor } from "../base/redact.js";
 import { consoleSessionKey } from "../base/session-key.js";
-import type { JobAdmin, Session, TokenUsage } from "../ports/index.js";
+import { chatAgentDirectory } from "../chat/agents.js";
+import {
+  ChatCommandSet,
+  type ChatContext,
+  commonCommands,
+  describeChatCommand,
+  parseChatCommand,
+} from "../chat/commands.js";
+import { secretValues } from "../config/index.js";
+import type { JobAdmin, Session } from "../ports/index.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
-
-const DIM = "\x1b[2m";
-const BOLD = "\x1b[1m";
-const RED = "\x1b[31m";
-const RESET = "\x1b[0m";
-
-const HELP_TEXT = [
-  "/new       start a new session",
-  "/sessions  list recent sessions",
-  "/exit      leave (or Ctrl+D)",
-  "Ctrl+C stops a reply in progress.",
-].join("\n");
+import { BOLD, DIM, RESET, ReplyPrinter } from "./reply-printer.js";
+import { TerminalInput } from "./terminal-input.js";
 
 /** The `chat` command. */
 export function chatCommand(): Command {
@@ -82,8 +89,15 @@ class TerminalChat {
   readonly #turns: TurnDriver;
   readonly #tty: boolean;
   readonly #lines: Interface;
-  /** The input's lines: the chat's messages, and the answers to approval questions. */
-  readonly #input: AsyncIterator<string>;
+  /** The chat's messages, and the answers to approval questions. */
+  readonly #input: TerminalInput;
+  readonly #commands: ChatCommandSet<ChatContext>;
+  /** This chat, as the chat commands see it. */
+  readonly #chat: ChatContext;
+  /** Takes the configured secrets out of a message before it is stored or sent. */
+  readonly #redact: (text: string) => string;
+  /** `/exit` was typed. */
+  #leaving = false;
 
   constructor(context: WorkspaceContext, tty: boolean) {
     this.#context = context;
@@ -95,7 +109,60 @@ class TerminalChat {
     this.#turns = new TurnDriver({ runner: this.#runner, history: context.storage.history });
     this.#tty = tty;
     this.#lines = createInterface({ input: process.stdin, output: process.stdout, terminal: tty });
-    this.#input = this.#lines[Symbol.asyncIterator]();
+    const terminal = tty ? { input: process.stdin, output: process.stdout } : null;
+    this.#input = new TerminalInput(this.#lines, terminal);
+    this.#redact = secretRedactor(secretValues(context.config));
+    this.#chat = this.#chatContext();
+    this.#commands = this.#commandSet();
+  }
+
+  /** The commands of the terminal: the chats' that make sense here, and its own. */
+  #commandSet(): ChatCommandSet<ChatContext> {
+    const { config, agents, brokenAgents, storage } = this.#context;
+    const common = commonCommands({
+      agents: chatAgentDirectory(config, agents, brokenAgents),
+      contextUsage: (agentId, sessionId) => this.#runner.contextUsage(agentId, sessionId),
+      usage: storage.usage,
+      pricing: { prices: config.llm.prices, timezone: config.timezone },
+      clock: systemClock,
+    });
+    return new ChatCommandSet(
+      {
+        new: common.new,
+        status: common.status,
+        usage: common.usage,
+        compact: { description: describeChatCommand("compact"), run: () => this.#compact() },
+        agent: common.agent,
+        sessions: {
+          description: "List recent sessions (resume one with picklebot chat --session ID)",
+          run: () => this.#listSessions(),
+        },
+        exit: {
+          description: "Leave (or Ctrl+D)",
+          run: async () => {
+            this.#leaving = true;
+          },
+        },
+      },
+      {
+        intro: "Type a message for the agent, or a command:",
+        aliases: { quit: "exit" },
+        notes: ["Ctrl+C stops a reply in progress."],
+      },
+    );
+  }
+
+  /** This chat as a {@link ChatContext}: one session at a time, nothing queued. */
+  #chatContext(): ChatContext {
+    return {
+      agent: async () => ({ agentId: this.#agentId, pinnedBy: null }),
+      // As stored now: its message count and usage have grown since it was opened.
+      session: async () =>
+        this.#session && this.#context.storage.history.getSession(this.#session.id),
+      startSession: (agentId) => this.#createSession(agentId),
+      reply: async (text) => this.#say(`${printable(text, { multiline: true })}\n`),
+      queue: async () => null,
+    };
   }
 
   /** Picks the agent and, with `--session`, the stored session to resume. */
@@ -127,21 +194,52 @@ class TerminalChat {
   async loop(): Promise<void> {
     this.#lines.on("SIGINT", () => this.#interrupt());
     this.#prompt();
-    for (let line = await this.#nextLine(); line !== null; line = await this.#nextLine()) {
+    for (let line = await this.#input.next(); line !== null; line = await this.#input.next()) {
       const text = line.trim();
-      if (text === "/exit" || text === "/quit") break;
       if (text) await this.#handle(text);
+      if (this.#leaving) break;
       this.#prompt();
     }
-    this.#lines.close();
+    this.#input.close();
     if (this.#tty) this.#say("\n");
   }
 
+  /** A chat command (or the refusal of an unknown one), else a message for the agent. */
   async #handle(text: string): Promise<void> {
-    if (text === "/new") return this.#newSession();
-    if (text === "/sessions") return this.#listSessions();
-    if (text === "/help") return this.#say(`${HELP_TEXT}\n`);
-    await this.#send(text);
+    const typed = parseChatCommand(text);
+    if (!typed) return this.#send(this.#redact(text));
+    const command = this.#commands.find(typed.name);
+    if (!command) return this.#complain(this.#commands.refusal(typed.name));
+    try {
+      await command.run(this.#chat, typed.argument);
+    } catch (thrown) {
+      this.#complain(`error: ${toError(thrown).message}`);
+    }
+  }
+
+  /** What went wrong with a command: on stderr when scripted, where it counts as a failure. */
+  #complain(text: string): void {
+    const line = `${printable(text, { multiline: true })}\n`;
+    if (this.#tty) {
+      this.#say(line);
+      return;
+    }
+    process.stderr.write(line);
+    this.failures += 1;
+  }
+
+  /** `/compact`: summarises the session now (Ctrl+C stops it), and says what it did. */
+  async #compact(): Promise<void> {
+    const session = this.#session;
+    if (!session) return this.#chat.reply("Nothing to compact yet; this conversation is empty.");
+    this.#reply = new AbortController();
+    try {
+      const request = { agentId: session.agentId, sessionId: session.id };
+      const { report } = await this.#runner.compactNow({ ...request, signal: this.#reply.signal });
+      await this.#chat.reply(report);
+    } finally {
+      this.#reply = null;
+    }
   }
 
   async #send(text: string): Promise<void> {
@@ -202,18 +300,13 @@ class TerminalChat {
     return "posted to the terminal";
   }
 
-  async #createSession(): Promise<Session> {
+  /** A new session of this terminal with `agentId` (refused for an unknown or broken agent). */
+  async #createSession(agentId = this.#agentId): Promise<Session> {
+    this.#runner.agent(agentId);
     const key = consoleSessionKey(userInfo().username);
-    this.#session = await this.#context.storage.history.createSession({
-      key,
-      agentId: this.#agentId,
-    });
+    this.#session = await this.#context.storage.history.createSession({ key, agentId });
+    this.#agentId = agentId;
     return this.#session;
-  }
-
-  async #newSession(): Promise<void> {
-    this.#session = null;
-    this.#say(`${this.#tty ? DIM : ""}started a new session${this.#tty ? RESET : ""}\n`);
   }
 
   async #listSessions(): Promise<void> {
@@ -247,12 +340,6 @@ class TerminalChat {
     process.stdout.write(text);
   }
 
-  /** The next line typed (or piped), or null at the end of input. */
-  async #nextLine(): Promise<string | null> {
-    const next = await this.#input.next();
-    return next.done ? null : next.value;
-  }
-
   /**
    * Asks at the terminal about a call the approval policy marks `ask`: y (once), a
    * (always: stored, as a chat's "Always allow" is), anything else or the end of input
@@ -265,7 +352,7 @@ class TerminalChat {
     (this.#tty ? process.stdout : process.stderr).write(
       this.#tty ? `\n${BOLD}${ask}${RESET}` : ask,
     );
-    const answer = (await this.#nextLine())?.trim().toLowerCase() ?? "";
+    const answer = (await this.#input.next())?.trim().toLowerCase() ?? "";
     if (answer === "a" || answer === "always") {
       await this.#grant(question);
       return;
@@ -294,79 +381,4 @@ class TerminalChat {
     });
     await approvals.answer(id, "always", `console (${userInfo().username})`, now);
   }
-}
-
-/** Prints one reply: streamed with decorations on a TTY, plain text otherwise. */
-class ReplyPrinter {
-  #streamed = "";
-  #atLineStart = true;
-  readonly #tty: boolean;
-  readonly #name: string;
-
-  constructor(tty: boolean, agentName: string) {
-    this.#tty = tty;
-    this.#name = agentName;
-  }
-
-  events() {
-    return {
-      onModelCall: () => {
-        if (this.#tty && this.#atLineStart)
-          this.#write(`${BOLD}${this.#name.toLowerCase()} ›${RESET} `);
-      },
-      onText: (delta: string) => {
-        this.#streamed += delta;
-        if (this.#tty) this.#write(printable(delta, { multiline: true }));
-      },
-      onToolCall: (_call: unknown, summary: string) => {
-        if (!this.#tty) {
-          process.stderr.write(`· ${printable(summary)}\n`);
-          return;
-        }
-        if (!this.#atLineStart) this.#write("\n");
-        this.#write(`${DIM}  ↳ ${printable(summary)}${RESET}\n`);
-      },
-    };
-  }
-
-  /** A message the agent posted with `post_message`, apart from the reply. */
-  post(posted: string): void {
-    const text = printable(posted, { multiline: true });
-    if (!this.#tty) {
-      this.#write(`post: ${text}\n`);
-      return;
-    }
-    if (!this.#atLineStart) this.#write("\n");
-    this.#write(`${BOLD}${this.#name.toLowerCase()} posted:${RESET} ${text}\n`);
-  }
-
-  finish(reply: string, usage: TokenUsage): void {
-    const text = printable(reply, { multiline: true });
-    if (!this.#tty) {
-      this.#write(`${text}\n`);
-      return;
-    }
-    // A reply found finished in history (a resumed turn) streamed nothing: print it whole.
-    if (!this.#streamed.trim()) this.#write(text);
-    this.#write(`\n${DIM}${formatUsage(usage)}${RESET}\n`);
-  }
-
-  fail(message: string): void {
-    if (this.#tty && !this.#atLineStart) this.#write("\n");
-    const line = `error: ${printable(message, { multiline: true })}\n`;
-    if (this.#tty) this.#write(`${RED}${line}${RESET}`);
-    else process.stderr.write(line);
-  }
-
-  #write(text: string): void {
-    if (text.length === 0) return;
-    process.stdout.write(text);
-    this.#atLineStart = text.endsWith("\n");
-  }
-}
-
-function formatUsage(usage: TokenUsage): string {
-  const k = (n: number) => (n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n));
-  const cached = usage.cacheRead > 0 ? `, ${k(usage.cacheRead)} cached` : "";
-  return `(${k(usage.input)} in / ${k(usage.output)} out${cached})`;
 }

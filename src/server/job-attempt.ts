@@ -13,8 +13,6 @@
  * What becomes of the job then is the outcome policy's (job-outcome.ts) to decide.
  */
 import { type BatchJob, LostBatchLock } from "../agents/batch-provider.js";
-import { describeCompaction } from "../agents/compaction.js";
-import { formatContextUsage } from "../agents/context-budget.js";
 import type { AgentRunner } from "../agents/runner.js";
 import type { TurnDriver, TurnProgress, TurnRequest } from "../agents/turn.js";
 import { PicklebotError } from "../base/errors.js";
@@ -188,14 +186,9 @@ export class JobAttempts {
   ): Promise<Attempt> {
     const { runner, metrics } = this.#deps;
     const request = { agentId: job.agentId, sessionId, signal, jobId: job.id };
-    const compacted = await runner.compact(request, { force: true });
+    const { compacted, report } = await runner.compactNow(request);
     if (compacted) metrics.countTokens({ agentId: job.agentId, ...compacted });
-    const usage = formatContextUsage(await runner.contextUsage(job.agentId, sessionId));
-    await reply.finish(
-      compacted
-        ? `Compacted: ${describeCompaction(compacted)}.`
-        : `Nothing to compact yet; ${usage}.`,
-    );
+    await reply.finish(report);
     return { kind: "answered" };
   }
 

@@ -9,7 +9,8 @@ import type { AgentDefinition } from "../agents/definition.js";
 import type { McpServers } from "../agents/mcp/servers.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
-import { type Config, configFileSetting } from "../config/index.js";
+import { secretRedactor } from "../base/redact.js";
+import { type Config, configFileSetting, secretValues } from "../config/index.js";
 import { loadWorkspaceCrons } from "../cron/admin.js";
 import { describeCrons } from "../cron/describe.js";
 import type { EventHub } from "../events/hub.js";
@@ -39,7 +40,7 @@ export interface ServerHttpParts {
   health: () => Promise<HealthReport & HealthView>;
   events: EventHub;
   metrics: ServerMetrics;
-  /** Stops a session's running job wherever it runs (the Cancel button). */
+  /** Stops a session's running job wherever it runs (the Cancel and Stop buttons). */
   stopper: SessionStopper;
   webReplies: WebReplies;
   mcp: McpServers | null;
@@ -114,6 +115,8 @@ function serverDashboard(parts: ServerHttpParts, access: HttpAccess) {
       queue,
       agents: parts.claimedAgents,
       replies: parts.webReplies,
+      stopper: parts.stopper,
+      redact: secretRedactor(secretValues(config)),
     },
     more: ownerSections({
       workspace,

@@ -3,15 +3,19 @@
  * messages land; and a chat box that talks to an agent from the browser. A web chat is a
  * session of its own (key `web:<agent>:<id>`): its messages are queued as chat jobs like
  * any chat's, so they survive a restart, and their replies stay in the session (nothing
- * is sent to a chat platform).
+ * is sent to a chat platform). While a reply is written its Stop button stops it as `/stop`
+ * does in a chat (agents/session-stop.ts); in the chat box Enter sends, Shift+Enter adds a
+ * line. Known secrets typed into a message are replaced by [redacted] before it is queued.
  */
 import { randomBytes } from "node:crypto";
 import { type Context, Hono } from "hono";
+import type { Child } from "hono/jsx";
 import { streamSSE } from "hono/streaming";
+import { stopSessionReply } from "../agents/session-stop.js";
 import { buildTranscript } from "../agents/transcript.js";
 import { isWebSessionKey, webSessionKey } from "../base/session-key.js";
 import { formatTime } from "../base/time-zone.js";
-import type { DashboardEnv } from "../http/env.js";
+import { CSRF_FIELD, type DashboardEnv } from "../http/env.js";
 import { Notice } from "../http/layout.js";
 import type {
   HistoryStore,
@@ -19,6 +23,7 @@ import type {
   JobAdmin,
   JobQueue,
   Session,
+  SessionStopper,
   UsageLedger,
 } from "../ports/index.js";
 import { type Column, ListTable, PostForm } from "./components.js";
@@ -40,6 +45,13 @@ export interface SessionsSource {
   agents: () => readonly string[];
   /** Replies being written in this process, streamed to the page. (Default: not streamed) */
   replies?: WebReplies;
+  /** Stops a session's running job wherever it runs (the Stop button, as `/stop`). */
+  stopper: SessionStopper;
+  /**
+   * Takes known secrets out of a message before it is queued (`secretValues(config)`).
+   * (Default: the text as it is)
+   */
+  redact?: (text: string) => string;
 }
 
 /** The sessions section. */
@@ -63,10 +75,18 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
       { title: "Sessions" },
     );
   });
+  const redact = source.redact ?? ((text: string) => text);
+  /** The message a form sent: its lines end in "\n" (a browser sends "\r\n"), no secret in it. */
+  const messageOf = (form: Record<string, unknown>) =>
+    redact(
+      String(form.message ?? "")
+        .replace(/\r\n?/g, "\n")
+        .trim(),
+    );
   app.post("/new", async (c) => {
     const form = await c.req.parseBody();
     const agentId = String(form.agent ?? "");
-    const message = String(form.message ?? "").trim();
+    const message = messageOf(form);
     const agents = source.agents();
     if (!agents.includes(agentId)) {
       return refuse(c, `no agent "${agentId}"; pick one of ${agents.join(", ")}`);
@@ -82,7 +102,7 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
     if (!session) return noSession(c);
     return c.render(
       <>
-        {(await Transcript({ source, session })).html}
+        {(await Transcript({ source, session, stop: stopControls(c, session) })).html}
         <ChatBox session={session} />
       </>,
       { title: session.title ?? `Session ${session.id}` },
@@ -95,7 +115,8 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
     // Unchanged since the page's copy: no swap (an open tool card stays open), and no
     // transcript read.
     if (c.req.query("seen") === transcriptVersion(session, pending)) return c.body(null, 204);
-    return c.html((await Transcript({ source, session, pending })).html);
+    const stop = stopControls(c, session);
+    return c.html((await Transcript({ source, session, pending, stop })).html);
   });
   app.get("/:id/stream", async (c) => {
     const jobId = c.req.query("job") ?? "";
@@ -127,13 +148,35 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
     if (!isWebSessionKey(session.key)) {
       return refuse(c, "only web chats take messages here; answer other chats where they happen");
     }
-    const message = String((await c.req.parseBody()).message ?? "").trim();
+    const message = messageOf(await c.req.parseBody());
     if (message === "") return refuse(c, "the message is empty; write something to send");
     await enqueueChat(source.queue, session, message);
-    if (c.req.header("hx-request")) return c.html((await Transcript({ source, session })).html);
-    return c.redirect(`/sessions/${session.id}`, 303);
+    return showSession(c, source, session);
+  });
+  app.post("/:id/stop", async (c) => {
+    const session = await source.history.getSession(c.req.param("id"));
+    if (!session) return noSession(c);
+    await stopSessionReply(session.key, source);
+    return showSession(c, source, session);
   });
   return app;
+}
+
+/** After a POST: the transcript for htmx to swap in, or the session's page. */
+async function showSession(c: Context<DashboardEnv>, source: SessionsSource, session: Session) {
+  if (!c.req.header("hx-request")) return c.redirect(`/sessions/${session.id}`, 303);
+  const stop = stopControls(c, session);
+  return c.html((await Transcript({ source, session, stop })).html);
+}
+
+/** The Stop button of a reply being written; none in read-only mode. */
+function stopControls(
+  c: Context<DashboardEnv>,
+  session: Session,
+): ((job: Job) => Child) | undefined {
+  if (c.get("readOnly")) return undefined;
+  const csrf = c.get("csrfToken");
+  return (job) => (job.state === "running" ? <StopButton session={session} csrf={csrf} /> : null);
 }
 
 function refuse(c: Context<DashboardEnv>, text: string) {
@@ -178,7 +221,12 @@ function transcriptVersion(session: Session, pending: Job[]): string {
 }
 
 /** The transcript panel and a version of what it shows, for the refresh to skip no-ops. */
-async function Transcript(props: { source: SessionsSource; session: Session; pending?: Job[] }) {
+async function Transcript(props: {
+  source: SessionsSource;
+  session: Session;
+  pending?: Job[];
+  stop?: ((job: Job) => Child) | undefined;
+}) {
   const { source, session } = props;
   const [messages, calls, pending] = await Promise.all([
     source.history.messages(session.id),
@@ -201,6 +249,7 @@ async function Transcript(props: { source: SessionsSource; session: Session; pen
         streamOf={
           source.replies ? (job) => `/sessions/${session.id}/stream?job=${job.id}` : undefined
         }
+        controlsOf={props.stop}
       />
     </div>
   );
@@ -254,10 +303,7 @@ function NewChat(props: { agents: readonly string[] }) {
           ))}
         </select>
       </label>
-      <label>
-        Message
-        <textarea name="message" required />
-      </label>
+      <MessageField />
       <button type="submit" class="primary">
         Start chat
       </button>
@@ -281,13 +327,48 @@ function ChatBox(props: { session: Session }) {
       title="Send a message"
       htmx={{ target: "#transcript" }}
     >
-      <label>
-        Message
-        <textarea name="message" required />
-      </label>
+      <MessageField />
       <button type="submit" class="primary">
         Send
       </button>
     </PostForm>
+  );
+}
+
+/** A message to send: Enter sends it, Shift+Enter adds a line (the live script, live.ts). */
+function MessageField() {
+  return (
+    <label>
+      Message
+      <textarea
+        name="message"
+        required
+        data-enter-sends=""
+        placeholder="Enter sends; Shift+Enter starts a new line"
+      />
+    </label>
+  );
+}
+
+/**
+ * Stops the reply being written, as `/stop` does in a chat: posts with the CSRF token,
+ * and swaps the transcript with the answer (a plain POST without the script).
+ */
+function StopButton(props: { session: Session; csrf: string }) {
+  const action = `/sessions/${props.session.id}/stop`;
+  return (
+    <form
+      method="post"
+      action={action}
+      class="actions"
+      hx-post={action}
+      hx-target="#transcript"
+      hx-swap="outerHTML"
+    >
+      <input type="hidden" name={CSRF_FIELD} value={props.csrf} />
+      <button type="submit" class="danger">
+        Stop
+      </button>
+    </form>
   );
 }

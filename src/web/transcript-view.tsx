@@ -3,6 +3,7 @@
  * expand, compaction summaries marked, each turn with its time and model call.
  */
 import { raw } from "hono/html";
+import type { Child } from "hono/jsx";
 import type { TranscriptCall, TranscriptEntry, TranscriptToolCall } from "../agents/transcript.js";
 import { assertNever } from "../base/assert-never.js";
 import { truncate } from "../base/printable.js";
@@ -15,12 +16,14 @@ const INPUT_SUMMARY = 80;
 
 /**
  * Every entry, then the jobs of the session's key not finished yet; `streamOf` names where
- * a job's reply streams while it is written (the live script fills it in).
+ * a job's reply streams while it is written (the live script fills it in), `controlsOf`
+ * what a pending job offers (the Stop of a reply being written).
  */
 export function TranscriptView(props: {
   entries: TranscriptEntry[];
   pending: Job[];
   streamOf?: ((job: Job) => string) | undefined;
+  controlsOf?: ((job: Job) => Child) | undefined;
 }) {
   return (
     <>
@@ -37,6 +40,7 @@ export function TranscriptView(props: {
           </div>
           {job.checkpointed ? null : raw(renderMarkdown(job.message))}
           {props.streamOf ? <div class="reply" data-stream={props.streamOf(job)} /> : null}
+          {props.controlsOf?.(job) ?? null}
         </div>
       ))}
     </>

@@ -21,7 +21,12 @@ import {
   RESEARCHER_AGENT,
 } from "../helpers/subagents.js";
 import { waitFor } from "../helpers/wait.js";
-import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+import {
+  fakeModelConfig,
+  filesUnder,
+  makeWorkspace,
+  type TempWorkspace,
+} from "../helpers/workspace.js";
 
 let fake: FakeAnthropic;
 let ws: TempWorkspace;
@@ -334,6 +339,70 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
     expect(fake.requests).toHaveLength(requests);
   });
 
+  it("answers /usage, /status and /agent itself: no model request, nothing billed", async () => {
+    fake.script({ text: "Hello." });
+    const result = await chat("hi\n/usage\n/status\n/agent\n");
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(fake.requests).toHaveLength(1);
+    const [reply, usage, everywhere, agent, conversation, agents] = result.stdout.split("\n");
+    expect(reply).toBe("Hello.");
+    expect(usage).toMatch(/^This conversation: 1 model calls, \$[\d.]+ \(\d+ in, \d+ out, /);
+    expect(everywhere).toMatch(/^Today: \$[\d.]+; this month: \$[\d.]+ \(every chat and cron\)$/);
+    expect(agent).toBe("Agent: pickle");
+    expect(conversation).toMatch(/^Conversation: 2 messages, context ~\d+k of \d+k tokens/);
+    expect(agents).toBe("Agents (this chat: pickle):");
+    expect(result.stdout).not.toContain("Queue:");
+  });
+
+  it("/compact summarises the conversation now, in one summary call, and says so", async () => {
+    fake.script({ text: "Hello." }, { text: "SUMMARY: the user said hi." });
+    const result = await chat("hi\n/compact\n");
+    expect(result.stderr).toBe("");
+    expect(result.stdout).toMatch(
+      /^Hello\.\nCompacted: 2 messages summarised, context ~\d+k → ~\d+k tokens\.\n$/,
+    );
+    expect(fake.requests).toHaveLength(2);
+    expect(JSON.stringify(fake.requests[1]?.body.system)).toContain("You compress a conversation");
+  });
+
+  it("refuses an unknown /word with the list of its commands, and sends nothing to the model", async () => {
+    const result = await chat("/foo bar\n/stop\n");
+    expect(fake.requests).toHaveLength(0);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toContain("/foo is not a command here; nothing was sent to the agent.\n");
+    for (const command of [
+      "new",
+      "status",
+      "usage",
+      "compact",
+      "agent",
+      "sessions",
+      "help",
+      "exit",
+    ]) {
+      expect(result.stderr).toContain(`\n/${command}: `);
+    }
+    // /stop is a chat's: here Ctrl+C stops a reply.
+    expect(result.stderr).toContain("/stop is not a command here");
+    expect(result.stderr).toContain("Ctrl+C stops a reply in progress.");
+    expect(result.code).toBe(1);
+  });
+
+  it("replaces a configured secret typed in a message before it is stored or sent", async () => {
+    const secret = "sk-ant-typed-into-the-terminal-0123";
+    ws.write(".env", `PB_MODEL_CREDENTIAL=${secret}\n`);
+    ws.write(
+      "picklebot.yaml",
+      fakeModelConfig(fake.url).replace("test-key", `\${PB_MODEL_CREDENTIAL}`),
+    );
+    fake.script((request) => ({ text: `you said: ${lastUserText(request)}` }));
+    const result = await chat(`my key is ${secret}, keep it\n`);
+    expect(result.stdout).toBe("you said: my key is [redacted], keep it\n");
+    expect(JSON.stringify(fake.requests.map((request) => request.body))).not.toContain(secret);
+    expect(filesUnder(join(ws.dir, "history"))).not.toContain(secret);
+  });
+
   it("reports an unknown session id in one sentence", async () => {
     const result = await chat("", ["--session", "s_nope"]);
     expect(result.stderr).toMatch(/^picklebot: no session "s_nope"/);
@@ -375,6 +444,35 @@ describe("picklebot chat (interactive, on a terminal)", () => {
     expect(code).toBe(0);
   });
 
+  it("sends a paste of three lines as one message, in one request", async () => {
+    fake.script((request) => ({ text: `got ${lastUserText(request).split("\n").length} lines` }));
+    const chat = terminalChat();
+    await chat.shows("you ›");
+    // A paste reaches the program in one read, as this one write does.
+    chat.type("first line\nsecond line\nthird line\n");
+    await chat.shows("got 3 lines");
+    chat.type("/exit\n");
+    expect(await chat.exited).toBe(0);
+    expect(fake.requests).toHaveLength(1);
+    expect(sentTexts(0)).toEqual(["first line\nsecond line\nthird line"]);
+  });
+
+  it("takes a bracketed paste that ends mid-line as one message with the line Enter ends", async () => {
+    fake.script((request) => ({ text: `got ${lastUserText(request).split("\n").length} lines` }));
+    const chat = terminalChat();
+    await chat.shows("you ›");
+    chat.type("\x1b[200~alpha\nbeta\ngam\x1b[201~");
+    chat.type("ma\r");
+    await chat.shows("got 3 lines");
+    chat.type("/exit\n");
+    expect(await chat.exited).toBe(0);
+    expect(fake.requests).toHaveLength(1);
+    expect(sentTexts(0)).toEqual(["alpha\nbeta\ngamma"]);
+    // The terminal was asked to mark pastes, and to stop at the end.
+    expect(chat.screen()).toContain("\x1b[?2004h");
+    expect(chat.screen()).toContain("\x1b[?2004l");
+  });
+
   it("Ctrl+C stops the reply in progress but not the program, and /new starts a session", async () => {
     fake.script({ hang: true }, { text: "still here" });
     const chat = terminalChat();
@@ -384,7 +482,7 @@ describe("picklebot chat (interactive, on a terminal)", () => {
     chat.type("\x03");
     await chat.shows("error: stopped");
     chat.type("/new\n");
-    await chat.shows("started a new session");
+    await chat.shows("Started a new conversation");
     chat.type("are you there?\n");
     await chat.shows("still here");
     chat.type("/exit\n");

@@ -2,14 +2,20 @@
  * The dashboard in a real browser: headless Chromium against `picklebot server` run as a
  * child process on a temp workspace, its model a fake Anthropic API on loopback. Every
  * page is screenshotted to test-output/screenshots/; with PICKLEBOT_DOCS_SCREENSHOTS=1 the
- * overview and session pictures are also written to docs/ for the README.
+ * overview and session pictures are also written to docs/ for the README. A web chat is
+ * sent with Enter and its reply stopped with its Stop button.
  */
 import { copyFileSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import {
+  type FakeAnthropic,
+  lastUserText,
+  requestAt,
+  startFakeAnthropic,
+} from "../fakes/anthropic.js";
 import { browserForFile, browserSkipReason, screenshot } from "../helpers/browser.js";
 import { enqueueJob, killAllServers, startServer } from "../helpers/server.js";
 import { hangGuard } from "../helpers/wait.js";
@@ -221,6 +227,63 @@ describe.skipIf(skip !== null)("a web chat in the browser", () => {
     expect(await page.locator('textarea[name="message"]').inputValue()).toBe("");
     expect(await page.evaluate("window.__sameDocument")).toBe(true);
     await screenshot(page, "web-chat");
+    await page.close();
+  });
+});
+
+describe.skipIf(skip !== null)("a web chat's keys and Stop button", () => {
+  it("sends with Enter (Shift+Enter adds a line), and Stop ends the reply being written", async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const whole = "Brine is salty water, and here is much more about it.";
+    fake.script(
+      { text: whole, chunks: 4, pauseAfterChunks: 1, resume: held },
+      { text: "You are welcome." },
+    );
+    const server = await startServer(ws.dir);
+    const page = await browser.page();
+    await page.goto(`${server.httpUrl}/sessions`);
+    await page.locator('textarea[name="message"]').click();
+    await page.keyboard.type("What is brine?");
+    await page.keyboard.press("Shift+Enter");
+    await page.keyboard.type("In short.");
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/\/sessions\/s_/);
+    await page.evaluate("window.__sameDocument = true");
+    // The model is held after its first words: the reply is being written.
+    const partial = page.locator("#transcript .reply");
+    await expect.poll(() => partial.textContent(), { timeout: 15_000 }).not.toBe("");
+    expect(lastUserText(requestAt(fake, 0))).toBe("What is brine?\nIn short.");
+    const stop = page.getByRole("button", { name: "Stop" });
+    await stop.click({ timeout: 15_000 });
+
+    const outcome = await server.waitForLog(
+      (line) => typeof line.outcome === "string" && String(line.session).startsWith("web:"),
+      15_000,
+    );
+    await expect
+      .poll(() => page.locator("#transcript").textContent(), { timeout: 15_000 })
+      .not.toContain("the agent is working on it");
+    expect(await stop.count()).toBe(0);
+    release();
+    expect(await page.locator("#transcript").textContent()).not.toContain(whole);
+    expect(fake.requests).toHaveLength(1);
+    const job = await page.context().request.get(`${server.httpUrl}/jobs/${outcome.job}`);
+    const jobPage = await job.text();
+    expect(jobPage).toMatch(/data-state="(failed|stopped|cancelled)"/);
+    expect(jobPage).toContain("stopped by the user");
+
+    // Enter in the chat box sends too, in place (htmx), and empties the box.
+    await page.locator('textarea[name="message"]').click();
+    await page.keyboard.type("Thanks.");
+    await page.keyboard.press("Enter");
+    await expect
+      .poll(() => page.locator("#transcript").textContent(), { timeout: 15_000 })
+      .toContain("You are welcome.");
+    expect(await page.locator('textarea[name="message"]').inputValue()).toBe("");
+    expect(await page.evaluate("window.__sameDocument")).toBe(true);
     await page.close();
   });
 });

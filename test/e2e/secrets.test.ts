@@ -5,16 +5,22 @@
  * it, `bash` printing it raw and in base64), and the model quotes it in `post_message`
  * and in its streamed reply: the chat, the stored history (every byte of `history/`), the
  * model's requests and the server's log never hold it, and `bash` does not inherit `.env`.
+ * A secret the person types into a chat (Telegram, the web chat) is replaced before the
+ * message is queued: no byte of `history/` and no request to the model holds it.
  */
-import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { REDACTED } from "../../src/base/redact.js";
-import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import {
+  type FakeAnthropic,
+  lastUserText,
+  type RecordedRequest,
+  startFakeAnthropic,
+} from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { startBusServer } from "../helpers/bus.js";
 import { killAllServers } from "../helpers/server.js";
-import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+import { filesUnder, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const OWNER = 4242;
 const TOKEN = "555000111:AAF-e2e-secret-bot-token";
@@ -56,15 +62,6 @@ afterEach(async () => {
   await model.close();
   ws.remove();
 });
-
-/** Every file under `dir`, as one text (binary files too: SQLite stores text as is). */
-function filesUnder(dir: string): string {
-  return fs
-    .readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => fs.readFileSync(path.join(entry.parentPath, entry.name), "latin1"))
-    .join("\n");
-}
 
 describe("secrets from .env", () => {
   it("never reach the chat, history, the model's requests or the log; bash does not inherit them", async () => {
@@ -109,5 +106,42 @@ describe("secrets from .env", () => {
     expect(bashResult).toContain("PATH=");
     expect(bashResult).not.toContain("PB_CHAT_CREDENTIAL");
     expect(bashResult).not.toContain("PB_MODEL_CREDENTIAL");
+  });
+});
+
+describe("secrets typed into a chat", () => {
+  it("are replaced before the message is queued, stored or sent to the model: Telegram and the web chat", async () => {
+    const echo = (request: RecordedRequest) => ({ text: `you said: ${lastUserText(request)}` });
+    model.script(echo, echo);
+    const server = await startBusServer(ws.dir, ["telegram"]);
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: `my token: ${TOKEN}, keep it` });
+    await telegram.waitFor(
+      () => telegram.messages(OWNER).at(-1) === `you said: my token: ${REDACTED}, keep it`,
+      15_000,
+    );
+
+    const sessions = await (await fetch(`${server.httpUrl}/sessions`)).text();
+    const csrf = sessions.match(/name="_csrf" value="([^"]+)"/)?.[1] ?? "";
+    const message = `and the key: ${API_KEY}`;
+    const body = new URLSearchParams({ _csrf: csrf, agent: "pickle", message });
+    const sent = await fetch(`${server.httpUrl}/sessions/new`, {
+      method: "POST",
+      body,
+      redirect: "manual",
+    });
+    expect(sent.status).toBe(303);
+    await server.waitForLog(
+      (line) => line.outcome === "done" && String(line.session).startsWith("web:"),
+      15_000,
+    );
+
+    const requests = JSON.stringify(model.requests.map((request) => request.body));
+    expect(requests).toContain(`my token: ${REDACTED}, keep it`);
+    expect(requests).toContain(`and the key: ${REDACTED}`);
+    const history = filesUnder(path.join(ws.dir, "history"));
+    for (const secret of [TOKEN, API_KEY]) {
+      expect(requests.includes(secret), `the model's requests hold ${secret}`).toBe(false);
+      expect(history.includes(secret), `history/ holds ${secret}`).toBe(false);
+    }
   });
 });

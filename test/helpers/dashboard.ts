@@ -45,7 +45,7 @@ export interface DashboardHarness {
   app: Hono;
   /** The `silent` frontend whose replies the session pages stream. */
   replies: WebReplies;
-  /** Session keys the Cancel of a running job asked to stop. */
+  /** Session keys the Cancel of a running job (or a web chat's Stop) asked to stop. */
   stopped: string[];
   /** What a generated token's announcement printed. */
   announced: string[];
@@ -109,6 +109,12 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
     historyPath: config.history.path,
     announce: (text) => announced.push(text),
   });
+  const stopper = {
+    stop: async (key: string) => {
+      stopped.push(key);
+      return true;
+    },
+  };
   const dashboard = composeDashboard({
     access,
     readOnly: config.http.read_only,
@@ -123,12 +129,7 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
     jobs: {
       jobs: storage.queue,
       transcripts: storage,
-      stopper: {
-        stop: async (key) => {
-          stopped.push(key);
-          return true;
-        },
-      },
+      stopper,
     },
     sessions: {
       history: storage.history,
@@ -136,6 +137,7 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
       queue: storage.queue,
       agents: () => ["pickle", "scout"],
       replies,
+      stopper,
     },
   });
   const app = httpApp({

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
@@ -30,4 +30,12 @@ export function makeWorkspace(files: Record<string, string> = {}): TempWorkspace
 /** A picklebot.yaml that points the model at a fake Anthropic server. */
 export function fakeModelConfig(baseUrl: string, extra = ""): string {
   return `llm:\n  api_key: test-key\n  base_url: ${baseUrl}\n  timeout_s: 20\nhttp:\n  port: 0\n${extra}`;
+}
+
+/** Every file under `dir`, as one text (binary files too: SQLite stores text as is). */
+export function filesUnder(dir: string): string {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => readFileSync(join(entry.parentPath, entry.name), "latin1"))
+    .join("\n");
 }

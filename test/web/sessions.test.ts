@@ -171,6 +171,61 @@ describe("the web chat", () => {
   });
 });
 
+describe("the Stop of a reply being written", () => {
+  async function webSession(key: string) {
+    return harness.storage.history.createSession({ key, agentId: "pickle" });
+  }
+
+  it("shows while the session's job runs, and stops it through the session stopper as /stop does", async () => {
+    harness = await openDashboard();
+    const csrf = await csrfTokenOf(harness);
+    const session = await webSession("web:pickle:5");
+    const idle = await (await harness.request(`/sessions/${session.id}`)).text();
+    expect(idle).not.toContain(`/sessions/${session.id}/stop`);
+    await harness.job("running", { sessionKey: session.key, sessionId: session.id });
+    const page = await (await harness.request(`/sessions/${session.id}`)).text();
+    expect(page).toContain(`hx-post="/sessions/${session.id}/stop"`);
+    const stopForm = page.slice(page.indexOf(`action="/sessions/${session.id}/stop"`));
+    expect(stopForm).toMatch(/^[^<]*>\s*<input type="hidden" name="_csrf" value="[\w-]+"/);
+    expect(stopForm).toMatch(/^[\s\S]*?<button type="submit" class="danger">Stop<\/button>/);
+
+    const plain = await harness.request(`/sessions/${session.id}/stop`, form({}, csrf));
+    expect(plain.status).toBe(303);
+    expect(plain.headers.get("location")).toBe(`/sessions/${session.id}`);
+    const htmx = await harness.request(
+      `/sessions/${session.id}/stop`,
+      form({}, csrf, { "hx-request": "true" }),
+    );
+    expect(await htmx.text()).toContain('id="transcript"');
+    expect(harness.stopped).toEqual([session.key, session.key]);
+  });
+
+  it("is refused without the CSRF token, and not shown on a read-only dashboard", async () => {
+    harness = await openDashboard();
+    const session = await webSession("web:pickle:6");
+    await harness.job("running", { sessionKey: session.key, sessionId: session.id });
+    const forged = await harness.request(`/sessions/${session.id}/stop`, form({}, "forged"));
+    expect(forged.status).toBe(403);
+    expect(harness.stopped).toEqual([]);
+    await harness.close();
+
+    harness = await openDashboard({ readOnly: true });
+    const readOnly = await webSession("web:pickle:7");
+    await harness.job("running", { sessionKey: readOnly.key, sessionId: readOnly.id });
+    const page = await (await harness.request(`/sessions/${readOnly.id}`)).text();
+    expect(page).toContain("the agent is working on it");
+    expect(page).not.toContain(`/sessions/${readOnly.id}/stop`);
+  });
+
+  it("marks the chat box's message for Enter to send it", async () => {
+    harness = await openDashboard();
+    const session = await webSession("web:pickle:8");
+    const page = await (await harness.request(`/sessions/${session.id}`)).text();
+    expect(page).toMatch(/<textarea name="message" required="" data-enter-sends=""/);
+    expect(await (await harness.request("/sessions")).text()).toContain("data-enter-sends");
+  });
+});
+
 describe("a reply's stream", () => {
   it("sends the text so far, each change and the end, as Server-Sent Events", async () => {
     harness = await openDashboard();

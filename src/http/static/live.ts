@@ -6,6 +6,9 @@
  * An element with `data-stream` shows the text of a reply as it is written (plain text,
  * never HTML), from that URL's Server-Sent Events. A form with `data-reset-on-success`
  * empties itself once htmx has posted it (here, not in `hx-on`: the pages' CSP allows no eval).
+ * In a textarea with `data-enter-sends`, Enter sends its form (as its submit button would,
+ * so the form's checks and htmx apply) and Shift+Enter adds a line; Enter that confirms an
+ * input method's composition (Japanese, Chinese…) does neither.
  */
 import { EVENT_TYPES } from "../../ports/index.js";
 
@@ -40,6 +43,13 @@ export const DASHBOARD_JS = `
     });
   }
   document.addEventListener("htmx:load", function (e) { connectStreams(e.detail.elt); });
+  document.addEventListener("keydown", function (e) {
+    var box = e.target;
+    if (e.key !== "Enter" || e.shiftKey || e.isComposing || e.keyCode === 229) return;
+    if (!box.matches || !box.matches("textarea[data-enter-sends]") || !box.form) return;
+    e.preventDefault();
+    box.form.requestSubmit();
+  });
   document.addEventListener("htmx:afterRequest", function (e) {
     var form = e.detail.elt;
     if (e.detail.successful && form.hasAttribute("data-reset-on-success")) form.reset();
