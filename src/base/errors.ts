@@ -20,6 +20,12 @@ export interface PicklebotErrorOptions {
    * the owner should see (the server's paths, a file's contents). (Default: the message)
    */
   chatNotice?: string;
+  /**
+   * A service refused a credential of picklebot.yaml (a bot token, the model API key):
+   * nothing it does works until the owner replaces it, and the message says how.
+   * (Default: false)
+   */
+  credentialRefused?: boolean;
 }
 
 /** Base class: a failure with a message a person can act on. */
@@ -28,6 +34,8 @@ export class PicklebotError extends Error {
   readonly context: ErrorContext;
   /** What a chat user is told instead of the message, if not the message itself. */
   readonly chatNotice: string | undefined;
+  /** A service refused a credential; the message says what to do. */
+  readonly credentialRefused: boolean;
 
   constructor(message: string, options: PicklebotErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -35,6 +43,7 @@ export class PicklebotError extends Error {
     this.retryable = options.retryable ?? false;
     this.context = options.context ?? {};
     this.chatNotice = options.chatNotice;
+    this.credentialRefused = options.credentialRefused ?? false;
   }
 }
 
@@ -65,10 +74,11 @@ export class ModelError extends PicklebotError {
 }
 
 /**
- * A chat platform (Telegram, Discord) refused or failed a send, edit or typing call, or
- * the sending or answering of buttons.
+ * A chat platform (Telegram, Discord) refused or failed a login, a send, edit or typing
+ * call, or the sending or answering of buttons.
  * `retryable` is true for 429, 5xx and network errors; `formatRejected` for a text the
- * platform could not parse as Markdown (resend it as plain text).
+ * platform could not parse as Markdown (resend it as plain text); `credentialRefused` for
+ * a bot token the platform refused.
  */
 export class ChatPlatformError extends PicklebotError {
   /** Seconds the platform asked us to wait (429 `retry_after`), if it said. */

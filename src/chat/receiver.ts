@@ -74,6 +74,8 @@ export interface MessageBusWorkerOptions {
 export interface BusConnection {
   platform: ChatPlatformKind;
   state: ChatPlatformState;
+  /** Why the platform refuses the login, with the owner's fix (see `ChatPlatform.refusal`). */
+  refusal?: string;
 }
 
 /** The chat bus: Telegram, Discord. */
@@ -88,10 +90,9 @@ export class MessageBusWorker implements Worker {
 
   /** Each platform's connection state. */
   connections(): BusConnection[] {
-    return this.#live.map((platform) => ({
-      platform: platform.kind,
-      state: platform.state,
-    }));
+    return this.#live.map(({ kind, state, refusal }) =>
+      refusal === null ? { platform: kind, state } : { platform: kind, state, refusal },
+    );
   }
 
   async run(signal: AbortSignal): Promise<void> {

@@ -6,7 +6,13 @@
 import { checkMcpServers as connectToEachMcpServer } from "../agents/mcp/servers.js";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { toError } from "../base/errors.js";
-import type { Config, LlmConfig, ModelProviderKind } from "../config/index.js";
+import {
+  type Config,
+  CREDENTIAL_SERVICES,
+  type CredentialService,
+  type LlmConfig,
+  type ModelProviderKind,
+} from "../config/index.js";
 import type { ChatPlatformKind } from "../ports/index.js";
 import { type CheckResult, type DoctorCheck, needsConfig, result } from "./doctor-checks.js";
 
@@ -21,13 +27,10 @@ const ANTHROPIC_VERSION = "2023-06-01";
 
 const OFFLINE = "not checked (--offline)";
 
-/** A service as doctor names it: what an accepted and a refused credential mean. */
-interface Service {
-  name: string;
+/** A service as doctor names it: its credential and fix, what an accepted one means. */
+interface Service extends CredentialService {
   /** Said when the credential is accepted. */
   ok: string;
-  /** The fix, when the credential is refused. */
-  refused: string;
   /** The setting that points at the service, when it cannot be reached. */
   where: string;
 }
@@ -72,8 +75,8 @@ function judge(check: string, answer: Answer, service: Service): CheckResult {
     return result(
       check,
       "fail",
-      `${service.name} refused the credential (HTTP ${answer.status})`,
-      service.refused,
+      `${service.name} refused ${service.credential} (HTTP ${answer.status})`,
+      service.fix,
     );
   }
   return result(
@@ -124,10 +127,8 @@ async function checkAnthropicKey(
     "anthropic-version": ANTHROPIC_VERSION,
   });
   return judge("model key", answer, {
-    name: "the Anthropic API",
+    ...CREDENTIAL_SERVICES.anthropic,
     ok: `accepted by ${baseUrl ?? ANTHROPIC_API}`,
-    refused:
-      "create a key at https://console.anthropic.com/settings/keys and put it in ANTHROPIC_API_KEY (workspace .env)",
     where: "llm.base_url in picklebot.yaml",
   });
 }
@@ -147,10 +148,8 @@ const chatTokenChecks = {
       headers: {},
     }),
     service: {
-      name: "Telegram",
+      ...CREDENTIAL_SERVICES.telegram,
       ok: "the bot token is valid (getMe)",
-      refused:
-        "the token is wrong or was revoked: ask @BotFather for the bot's token and put it in TELEGRAM_BOT_TOKEN",
       where: "telegram.api_root in picklebot.yaml",
     },
   },
@@ -160,10 +159,8 @@ const chatTokenChecks = {
       headers: { authorization: `Bot ${token}` },
     }),
     service: {
-      name: "Discord",
+      ...CREDENTIAL_SERVICES.discord,
       ok: "the bot token is valid (GET /users/@me)",
-      refused:
-        "the token is wrong or was reset: copy the bot's token from the Discord developer portal (Bot tab) into DISCORD_BOT_TOKEN",
       where: "discord.api_base in picklebot.yaml",
     },
   },

@@ -170,9 +170,11 @@ function printServer(status: Status): void {
     `server     ${server.running ? `running (pid ${server.pid})` : "not running (start it with picklebot server)"}`,
   );
   const health = server.health as {
+    unhealthy?: string[];
     workers?: { name: string; state: string; restarts: number }[];
     buses?: { platform: string; state: string }[];
   } | null;
+  for (const reason of health?.unhealthy ?? []) printLine(`  unhealthy  ${reason}`);
   for (const worker of health?.workers ?? []) {
     printLine(`  worker   ${worker.name}: ${worker.state}, ${worker.restarts} restarts`);
   }

@@ -12,6 +12,13 @@ export {
   type PolicyTools,
   type ToolApproval,
 } from "./approvals.js";
+export { changedKeys } from "./changes.js";
+export {
+  CREDENTIAL_SERVICES,
+  type CredentialService,
+  type CredentialServiceKind,
+  credentialRefused,
+} from "./credentials.js";
 export { formatKeyPath, userErrorFromIssues } from "./issues.js";
 export {
   CONFIG_FILE_NAME,

@@ -153,6 +153,12 @@ export interface ChatPlatform {
   /** The connection's state, for `/healthz` and `status`. */
   readonly state: ChatPlatformState;
   /**
+   * While the platform refuses the login for a reason only the owner can fix (a bot token
+   * refused, a privileged intent not enabled): why, with the fix, for `/healthz` and
+   * `status`; the login is tried again with backoff meanwhile. Null otherwise.
+   */
+  readonly refusal: string | null;
+  /**
    * Connects and passes every accepted message to `onMessage`, which resolves once the
    * message is durably handled (its job or its answer stored; it never waits for an agent
    * or a send). A platform that can hand a message over again (Telegram) confirms it only

@@ -1,9 +1,17 @@
 /**
- * The workspace's MCP servers while the server runs: built from `mcp_servers` at start,
- * and taken again from picklebot.yaml whenever the file changes (hot reload), without a
- * restart and without touching running jobs: removed and changed servers are stopped,
- * new ones start on first use. A picklebot.yaml that no longer loads is logged and the
- * servers stay as they were.
+ * The workspace's MCP servers while the server runs, and what becomes of an edit of
+ * picklebot.yaml. The servers are built from `mcp_servers` at start; whenever the file
+ * changes it is loaded again and compared, key by key, with what the server runs:
+ *
+ *   mcp_servers changed ─► taken at once (hot reload), without touching running jobs:
+ *                          removed and changed servers are stopped, new ones start on
+ *                          first use
+ *   any other key       ─► named in the log as needing a restart (the server keeps running
+ *                          with the value it started with), at each edit until restarted
+ *   does not load       ─► logged; everything stays as it was
+ *
+ * One line per edit, e.g. "picklebot.yaml changed: telegram.bot_token, http.port need a
+ * restart; mcp_servers reloaded". Keys only, never values (they may be secrets).
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -12,10 +20,13 @@ import { type McpServers, mcpServersOf } from "../agents/mcp/servers.js";
 import { toError } from "../base/errors.js";
 import { type FolderWatch, watchFolder } from "../base/folder-watch.js";
 import type { Logger } from "../base/log.js";
-import { type Config, configFileOf, loadConfig } from "../config/index.js";
+import { type Config, changedKeys, configFileOf, loadConfig } from "../config/index.js";
 
 /** Quiet time after the last file event before picklebot.yaml is read again. */
 const RELOAD_DEBOUNCE_MS = 200;
+
+/** The one section a running server takes from an edited picklebot.yaml. */
+const RELOADED_KEY = "mcp_servers";
 
 /** The MCP servers of a running server, and the watch that reloads them. */
 export interface McpRuntime {
@@ -42,10 +53,12 @@ export interface McpRuntimeOptions {
 export function startMcpRuntime(options: McpRuntimeOptions): McpRuntime {
   const { workspace, logger } = options;
   const file = configFileOf(workspace);
-  let config = options.config;
-  const servers = mcpServersOf(workspace, config, {
+  const name = path.basename(file);
+  /** What the server runs: the config it started with, and the MCP servers last taken. */
+  let running = options.config;
+  const servers = mcpServersOf(workspace, running, {
     log: logger,
-    toolReferences: () => mcpToolReferences(config, options.agents?.() ?? [], file),
+    toolReferences: () => mcpToolReferences(running, options.agents?.() ?? [], file),
   });
   let lastText = readText(file);
   const reload = (): void => {
@@ -58,21 +71,27 @@ export function startMcpRuntime(options: McpRuntimeOptions): McpRuntime {
     } catch (thrown) {
       logger.error(
         { error: toError(thrown).message },
-        `${path.basename(file)} changed but does not load; MCP servers stay as they were`,
+        `${name} changed but does not load; everything stays as it was`,
       );
       return;
     }
-    config = next;
-    void servers
-      .reconfigure(next.mcp_servers)
-      .then(() =>
-        logger.info({ servers: servers.names }, "MCP servers reloaded from picklebot.yaml"),
+    const changed = changedKeys(running, next);
+    const restart = changed.filter((key) => !isReloaded(key));
+    const reloaded = changed.length > restart.length;
+    running = { ...running, mcp_servers: next.mcp_servers };
+    const told = { restart, ...(reloaded ? { servers: Object.keys(next.mcp_servers) } : {}) };
+    const tell = () =>
+      logger[restart.length > 0 ? "warn" : "info"](
+        told,
+        `${name} changed: ${describeChanges(restart, reloaded)}`,
       );
+    if (reloaded) void servers.reconfigure(next.mcp_servers).then(tell);
+    else tell();
   };
   const watch: FolderWatch = watchFolder(workspace, RELOAD_DEBOUNCE_MS, reload, (error: Error) =>
     logger.warn(
       { error: error.message },
-      "cannot watch picklebot.yaml; MCP servers reload on restart only",
+      `cannot watch ${name}; MCP servers reload on restart only`,
     ),
   );
   return {
@@ -82,6 +101,21 @@ export function startMcpRuntime(options: McpRuntimeOptions): McpRuntime {
       await servers.stop();
     },
   };
+}
+
+function isReloaded(key: string): boolean {
+  return key === RELOADED_KEY || key.startsWith(`${RELOADED_KEY}.`);
+}
+
+/** "telegram.bot_token, http.port need a restart; mcp_servers reloaded", and shorter. */
+function describeChanges(restart: string[], reloaded: boolean): string {
+  const parts = [
+    ...(restart.length === 0
+      ? []
+      : [`${restart.join(", ")} ${restart.length === 1 ? "needs" : "need"} a restart`]),
+    ...(reloaded ? [`${RELOADED_KEY} reloaded`] : []),
+  ];
+  return parts.length === 0 ? "no setting changed" : parts.join("; ");
 }
 
 function readText(file: string): string | null {

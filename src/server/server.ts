@@ -20,13 +20,16 @@
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { definedAgentIds } from "../agents/definition.js";
+import { watchModelKey } from "../agents/model-key-watch.js";
 import { describeBashSandbox } from "../agents/tools/index.js";
 import { systemClock } from "../base/clock.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { packageInfo } from "../base/package-info.js";
+import { Refusal } from "../base/refusal.js";
 import { type ChatAgentDirectory, chatAgentDirectory } from "../chat/agents.js";
 import { loadPlatformFactory } from "../chat/platforms.js";
+import type { BusConnection } from "../chat/receiver.js";
 import { ChatWing } from "../chat/wing.js";
 import { jobRetentionHours, runnablePlatforms } from "../config/index.js";
 import { CronWorker } from "../cron/worker.js";
@@ -112,6 +115,8 @@ export class PicklebotServer {
   readonly #watch: FileIdentityWatch | null;
   /** Why the storage can no longer be trusted (its files vanished), once it happened. */
   #lostReason: string | null = null;
+  /** The model API's refusal of the key, while the last call was refused. */
+  readonly #modelKey: Refusal;
   #onLost: (error: UserError) => void = () => {};
   /**
    * Settles when the database or the lock file this process opened is deleted or replaced
@@ -125,7 +130,8 @@ export class PicklebotServer {
 
   private constructor(options: ServerOptions, { lock, storage, platforms }: Opened) {
     const { workspace, config, logger } = options;
-    this.#options = options;
+    this.#modelKey = new Refusal(logger);
+    this.#options = { ...options, provider: watchModelKey(options.provider, this.#modelKey) };
     this.metrics = new ServerMetrics({ prices: config.llm.prices });
     this.#clock = options.clock ?? systemClock;
     this.#lock = lock;
@@ -444,7 +450,7 @@ export class PicklebotServer {
   }
 
   /** Why the server is not healthy, one sentence each; empty when it is. */
-  #unhealthyReasons(buses: ReadonlyArray<{ platform: string; state: string }>): string[] {
+  #unhealthyReasons(buses: readonly BusConnection[]): string[] {
     const { config, brokenAgents } = this.#options;
     const defaultBroken = brokenAgents?.get(config.default_agent);
     return [
@@ -455,10 +461,11 @@ export class PicklebotServer {
         .map((worker) => `worker ${worker.name} is ${worker.state}`),
       ...buses
         .filter((bus) => bus.state !== "connected")
-        .map((bus) => `${bus.platform} is ${bus.state}`),
+        .map((bus) => bus.refusal ?? `${bus.platform} is ${bus.state}`),
       ...(defaultBroken === undefined
         ? []
         : [`the default agent "${config.default_agent}" is broken: ${defaultBroken.message}`]),
+      ...(this.#modelKey.current === null ? [] : [this.#modelKey.current]),
     ];
   }
 

@@ -25,7 +25,8 @@ export interface HealthView {
   /** Why it is not healthy, one sentence each (absent when healthy). */
   unhealthy?: string[];
   workers: Array<{ name: string; state: string; restarts: number; lastError: string | null }>;
-  buses: Array<{ platform: string; state: string }>;
+  /** `refusal`: why the platform refuses the login, with the fix (also in `unhealthy`). */
+  buses: Array<{ platform: string; state: string; refusal?: string }>;
   queue: Record<JobState, number>;
 }
 
@@ -182,7 +183,9 @@ function Buses(props: { buses: HealthView["buses"] }) {
           {props.buses.map((bus) => (
             <>
               <dt>{bus.platform}</dt>
-              <dd class={bus.state === "connected" ? "good" : "bad"}>{bus.state}</dd>
+              <dd class={bus.state === "connected" ? "good" : "bad"} title={bus.refusal}>
+                {bus.refusal === undefined ? bus.state : `${bus.state}, login refused`}
+              </dd>
             </>
           ))}
         </dl>

@@ -309,17 +309,24 @@ describe("DiscordPlatform errors", () => {
     expect(fake.messages(fake.guildChannelId)).toEqual(["again"]);
   });
 
-  it("keeps retrying a wrong token, logging the key to fix but never the token", async () => {
-    fake = await startFakeDiscord();
+  it("keeps retrying a wrong token, logging once what to fix but never the token", async () => {
+    const discord = await startFakeDiscord();
+    fake = discord;
     const token = "MTAwMDAwMDAwMDAwMDAwMDAx.Wrong0.this-token-is-secret";
     const { logger, lines } = recordingLogger();
     platform = new DiscordPlatform({ token, apiBase: fake.restRoot, logger, reconnectBaseMs: 1 });
 
     const started = platform.start(async () => {});
-    await waitFor(() => couldNotConnect(lines).length >= 2, "two failed logins were logged");
+    await waitFor(() => discord.callsTo("GET /gateway/bot").length >= 3, "three refused logins");
 
     expect(platform.state).toBe("connecting");
-    expect(couldNotConnect(lines)[0]?.error).toMatch(/discord\.bot_token/);
+    expect(couldNotConnect(lines)).toEqual([
+      expect.objectContaining({
+        level: 50,
+        error: expect.stringContaining("Discord refused the bot token (HTTP 401, TokenInvalid)"),
+      }),
+    ]);
+    expect(couldNotConnect(lines)[0]?.error).toContain("into DISCORD_BOT_TOKEN");
     await platform.stop();
     await started;
     expect(platform.state).toBe("stopped");

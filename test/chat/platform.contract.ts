@@ -19,6 +19,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ChatPlatformError } from "../../src/base/errors.js";
+import { CREDENTIAL_SERVICES } from "../../src/config/index.js";
 import {
   type ChatPlatform,
   type Choice,
@@ -221,7 +222,7 @@ export function chatPlatformContract(
         await waitFor(() => listening.platform.state === "connected", "connected again");
       });
 
-      it("keeps trying a refused token with backoff, connecting, until stop; never logs the token", async () => {
+      it("keeps trying a refused token with backoff until stop, telling the refusal and its fix once, never the token", async () => {
         const { logger, lines } = recordingLogger();
         const platform = adapter({ token: h.wrongToken, logger });
         let resolved = false;
@@ -230,13 +231,15 @@ export function chatPlatformContract(
           .then(() => {
             resolved = true;
           });
-        await waitFor(() => h.logins() >= 2, "a second login after the refusal");
+        await waitFor(() => h.logins() >= 4, "three logins after the refusal");
         expect(platform.state).toBe("connecting");
+        expect(platform.refusal).toContain(CREDENTIAL_SERVICES[h.kind].fix);
         expect(resolved).toBe(false);
         await platform.stop();
         await starting;
         expect(platform.state).toBe("stopped");
-        expect(lines.length).toBeGreaterThan(0);
+        const errors = lines.filter((line) => line.level >= 50);
+        expect(errors).toEqual([expect.objectContaining({ error: platform.refusal })]);
         expect(JSON.stringify(lines)).not.toContain(h.wrongToken);
       });
     });

@@ -160,12 +160,12 @@ describe("picklebot doctor", () => {
       expect(code).toBe(1);
       expect(line("telegram")[0]).toMatchObject({
         status: "fail",
-        detail: "Telegram refused the credential (HTTP 401)",
+        detail: "Telegram refused the bot token (HTTP 401)",
         fix: expect.stringContaining("@BotFather"),
       });
       expect(line("discord")[0]).toMatchObject({
         status: "fail",
-        detail: "Discord refused the credential (HTTP 401)",
+        detail: "Discord refused the bot token (HTTP 401)",
       });
       expect(stdout).not.toContain("AAF-revoked-telegram");
       expect(stdout).not.toContain("revoked.discord.token");

@@ -172,7 +172,7 @@ describe("MCP tools end to end", () => {
       "picklebot.yaml",
       fakeModelConfig(model.url, base + mcpYaml({ web: { url: http.url } })),
     );
-    await server.waitForLog("MCP servers reloaded from picklebot.yaml");
+    await server.waitForLog("picklebot.yaml changed: mcp_servers reloaded");
     telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "two" });
     await telegram.waitFor(() => telegram.messages(OWNER).includes("answer: web: two"));
   });
@@ -199,7 +199,7 @@ describe("MCP tools end to end", () => {
 
     const servers = { local: stdioFake({}, ["--name", "local"]), web: { url: http.url } };
     ws.write("picklebot.yaml", fakeModelConfig(model.url, base + mcpYaml(servers)));
-    await server.waitForLog("MCP servers reloaded from picklebot.yaml");
+    await server.waitForLog("picklebot.yaml changed: mcp_servers reloaded");
     release();
     await telegram.waitFor(() => telegram.messages(OWNER).includes("answered across the reload"));
 

@@ -13,6 +13,7 @@ import {
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
 import { runCli } from "../helpers/cli.js";
+import { EDITOR_SAVES } from "../helpers/editors.js";
 import {
   type ClusterDatabase,
   clusterYaml,
@@ -210,6 +211,38 @@ describe("agents reloaded while the server runs", () => {
       brokenAgents: { id: string }[];
     };
     expect(health.brokenAgents.map((agent) => agent.id)).toEqual(["chef"]);
+  });
+
+  it("sees every save of an AGENT.md and a SKILL.md, by every editor, again and again", async () => {
+    const agent = ws.write("agents/chef/AGENT.md", agentFile("Chef", "You are Chef, version 0."));
+    const skill = ws.write("skills/brine/SKILL.md", skillFile("brine", "Brine, version 0.", "x"));
+    const server = await startServer(ws.dir);
+    // A reload after the save that names the file (a slow save may show a half-saved
+    // state first: the agent broken, the skill gone; then it is added back).
+    const namedAfter = (seenBefore: number, keys: string[], name: string) => () =>
+      server
+        .linesMatching(RELOADED)
+        .slice(seenBefore)
+        .some((line) => keys.some((key) => (line[key] as string[]).includes(name)));
+    let version = 0;
+    for (const [editor, save] of Object.entries(EDITOR_SAVES)) {
+      for (let round = 1; round <= 3; round += 1) {
+        version += 1;
+        const seenBefore = server.linesMatching(RELOADED).length;
+        save(agent, agentFile("Chef", `You are Chef, version ${version}.`));
+        save(skill, skillFile("brine", `Brine, version ${version}.`, "x"));
+        await waitFor(
+          namedAfter(seenBefore, ["changed", "added"], "chef"),
+          `${editor} ${round}: chef`,
+        );
+        await waitFor(namedAfter(seenBefore, ["skills"], "brine"), `${editor} ${round}: brine`);
+      }
+    }
+    fake.script({ text: "hi" });
+    await runJob(server, "chef");
+    const system = systemOf(requestAt(fake, 0));
+    expect(system).toContain(`You are Chef, version ${version}.`);
+    expect(system).toContain(`- brine: Brine, version ${version}.`);
   });
 
   it("lets a running turn finish with the definition it started with", async () => {

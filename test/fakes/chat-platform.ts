@@ -102,6 +102,8 @@ export class FakeChatPlatform implements ChatPlatform {
   readonly kind: ChatPlatformKind;
   readonly maxMessageLength: number;
   state: ChatPlatformState = "stopped";
+  /** Never refused: it has no login. */
+  readonly refusal = null;
   /** Every call, oldest first. */
   readonly calls: PlatformCall[] = [];
   /** When true, every Markdown send or edit fails with a format refusal. */

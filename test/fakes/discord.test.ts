@@ -12,6 +12,7 @@ import {
   Routes,
 } from "discord.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
 import { type FakeDiscord, startFakeDiscord } from "./discord.js";
 
 const INTENTS = [
@@ -229,5 +230,31 @@ describe("fake Discord REST and gateway with the real discord.js client", () => 
 
   it("rejects a wrong token at login", async () => {
     await expect(client.login("wrong.token.value")).rejects.toMatchObject({ code: "TokenInvalid" });
+  });
+});
+
+describe("fake Discord refuses a wrong bot token as Discord does", () => {
+  let fake: FakeDiscord;
+  beforeEach(async () => {
+    fake = await startFakeDiscord();
+  });
+  afterEach(async () => {
+    await fake.close();
+  });
+
+  it("answers a REST call with 401 and Discord's body", async () => {
+    const response = await fetch(`${fake.restRoot}/v10/users/@me`, {
+      headers: { authorization: "Bot wrong.token.value" },
+    });
+    expect(response.status).toBe(401);
+    expect(await response.json()).toEqual({ message: "401: Unauthorized", code: 0 });
+  });
+
+  it("closes the gateway on an IDENTIFY with a wrong token: 4004, Authentication failed.", async () => {
+    const socket = new WebSocket(`${fake.gatewayUrl}/?v=10&encoding=json`);
+    await once(socket, "message"); // HELLO
+    socket.send(JSON.stringify({ op: 2, d: { token: "wrong.token.value", intents: 0 } }));
+    const [code, reason] = (await once(socket, "close")) as [number, Buffer];
+    expect([code, String(reason)]).toEqual([4004, "Authentication failed."]);
   });
 });

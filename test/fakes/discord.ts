@@ -100,6 +100,13 @@ export type DiscordFailure =
 /** Gateway close codes after which discord.js gives up, see {@link FakeDiscord.closeNextIdentify}. */
 export type UnrecoverableCloseCode = 4004 | 4013 | 4014;
 
+/** The reason Discord's gateway gives with each close code (Discord's gateway docs). */
+const CLOSE_REASONS: Record<UnrecoverableCloseCode, string> = {
+  4004: "Authentication failed.",
+  4013: "Invalid intent(s).",
+  4014: "Disallowed intent(s).",
+};
+
 /** One REST request the client made, in arrival order. */
 export interface DiscordCall {
   /** HTTP method, upper case. */
@@ -545,22 +552,23 @@ export class FakeDiscord {
     );
   }
 
+  /** The close Discord answers an IDENTIFY with: a wrong token, a disallowed intent. */
+  private refusalOf(identify: Record<string, unknown>): UnrecoverableCloseCode | undefined {
+    if (identify.token !== this.token) return 4004;
+    const intents = Number(identify.intents);
+    if (!this.messageContentIntentEnabled && intents & MESSAGE_CONTENT_INTENT) return 4014;
+    return undefined;
+  }
+
   private identify(
     socket: WebSocket,
     identify: Record<string, unknown>,
   ): GatewaySession | undefined {
     this.identifies.push(identify);
     const injectedClose = this.identifyCloses.shift();
-    if (injectedClose !== undefined) {
-      socket.close(injectedClose, "fake gateway: injected close");
-      return undefined;
-    }
-    if (identify.token !== this.token) {
-      socket.close(4004, "Authentication failed.");
-      return undefined;
-    }
-    if (!this.messageContentIntentEnabled && Number(identify.intents) & MESSAGE_CONTENT_INTENT) {
-      socket.close(4014, "Disallowed intent(s).");
+    const close = injectedClose ?? this.refusalOf(identify);
+    if (close !== undefined) {
+      socket.close(close, CLOSE_REASONS[close]);
       return undefined;
     }
     const session: GatewaySession = {

@@ -212,6 +212,16 @@ describe("fake Telegram Bot API with the real telegraf client", () => {
     ]);
   });
 
+  it("answers a wrong token with the Bot API's 401 body", async () => {
+    const response = await fetch(`${fake.apiRoot}/bot1:wrong/getMe`);
+    expect(response.status).toBe(401);
+    expect(await response.json()).toEqual({
+      ok: false,
+      error_code: 401,
+      description: "Unauthorized",
+    });
+  });
+
   it("refuses a wrong token with 401 Unauthorized", async () => {
     const stranger = new Telegraf("1:wrong", { telegram: { apiRoot: fake.apiRoot } });
 

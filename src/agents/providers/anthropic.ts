@@ -31,6 +31,7 @@ import { assertNever } from "../../base/assert-never.js";
 import { abortedError, ModelError, toError } from "../../base/errors.js";
 import { redactSecrets } from "../../base/redact.js";
 import { oneHourWrites } from "../../base/usage.js";
+import { credentialRefused } from "../../config/index.js";
 import {
   DEFAULT_MODEL_TIMEOUT_MS,
   type ModelProvider,
@@ -395,14 +396,17 @@ function fromApiError(error: APIError, apiKey: string): ModelError {
   const type = error.type ?? "error";
   const detail = redactSecrets(error.apiMessage ?? error.message, [apiKey]);
   const where = status === undefined ? "in its stream" : `with status ${status}`;
-  let message = `The Anthropic API answered ${where} (${type}): ${detail}`;
-  if (status === 401) message += " Check ANTHROPIC_API_KEY or llm.api_key in picklebot.yaml.";
+  const refused = status === 401;
+  const message = refused
+    ? credentialRefused("anthropic", `status 401, ${type}: ${detail}`)
+    : `The Anthropic API answered ${where} (${type}): ${detail}`;
   const retryable =
     status === undefined ? !PERMANENT_ERROR_TYPES.has(type) : isRetryableStatus(status);
   const retryAfterS = retryAfterSeconds(error.headers);
   return new ModelError(message, {
     cause: error,
     retryable,
+    credentialRefused: refused,
     ...(status === undefined ? {} : { status }),
     ...(retryAfterS === undefined ? {} : { retryAfterS }),
     context: { status, type, requestId: error.requestID ?? undefined },

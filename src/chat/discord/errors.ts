@@ -6,6 +6,10 @@
 import { DiscordAPIError, HTTPError, RateLimitError } from "discord.js";
 import { ChatPlatformError, toError } from "../../base/errors.js";
 import { redactError } from "../../base/redact.js";
+import { credentialRefused } from "../../config/index.js";
+
+/** The bot token refused: what the gateway closes with (4004), or a REST 401. */
+const TOKEN_REFUSED_CLOSE = 4004;
 
 /**
  * Gateway closes after which discord.js gives up: the close code, the error @discordjs/ws
@@ -13,9 +17,9 @@ import { redactError } from "../../base/redact.js";
  */
 const UNRECOVERABLE_CLOSES = [
   {
-    code: 4004,
+    code: TOKEN_REFUSED_CLOSE,
     error: "Authentication failed",
-    fix: "Discord rejected the bot token; check discord.bot_token (DISCORD_BOT_TOKEN)",
+    fix: credentialRefused("discord", "gateway close 4004, Authentication failed"),
   },
   {
     code: 4013,
@@ -31,12 +35,16 @@ const UNRECOVERABLE_CLOSES = [
   },
 ] as const;
 
-/** The owner's fix for an unrecoverable gateway close, by close code or login error. */
-export function unrecoverableFix(match: { code?: unknown; message?: string }): string | undefined {
-  const close = UNRECOVERABLE_CLOSES.find(
+/** An unrecoverable gateway close, by close code or login error. */
+function unrecoverableClose(match: { code?: unknown; message?: string }) {
+  return UNRECOVERABLE_CLOSES.find(
     (entry) => entry.code === match.code || entry.error === match.message,
   );
-  return close?.fix;
+}
+
+/** The owner's fix for an unrecoverable gateway close, by close code or login error. */
+export function unrecoverableFix(match: { code?: unknown; message?: string }): string | undefined {
+  return unrecoverableClose(match)?.fix;
 }
 
 /** The error, or a copy whose message and stack no longer contain the bot token. */
@@ -73,10 +81,14 @@ export function requestError(thrown: unknown, failure: RequestFailure): ChatPlat
   }
   if (thrown instanceof DiscordAPIError || thrown instanceof HTTPError) {
     const code = thrown instanceof DiscordAPIError ? `, code ${thrown.code}` : "";
-    return new ChatPlatformError(`${prefix}: ${cause.message} (HTTP ${thrown.status}${code})`, {
+    const answer = `${cause.message} (HTTP ${thrown.status}${code})`;
+    const refused = thrown.status === 401;
+    const reason = refused ? credentialRefused("discord", answer) : answer;
+    return new ChatPlatformError(`${prefix}: ${reason}`, {
       cause,
       context,
       retryable: thrown.status >= 500,
+      credentialRefused: refused,
     });
   }
   // No send, edit or typing carries a signal: an abort is the REST client's own timeout.
@@ -87,20 +99,25 @@ export function requestError(thrown: unknown, failure: RequestFailure): ChatPlat
   return new ChatPlatformError(`${prefix}: ${reason}`, { cause, context, retryable: true });
 }
 
-/** A failed login: a refused token or intent is final and says what to fix. */
+/**
+ * A failed login: a refused token (discord.js's TokenInvalid after a REST 401, or the
+ * gateway's close 4004) or intent is final and says what to fix.
+ */
 export function loginError(thrown: unknown, token: string): ChatPlatformError {
   const cause = scrubError(thrown, token);
   const code = (thrown as { code?: unknown }).code;
   if (code === "TokenInvalid") {
-    return new ChatPlatformError(
-      "Discord rejected the bot token; check discord.bot_token (DISCORD_BOT_TOKEN) in picklebot.yaml",
-      { cause, context: { platform: "discord", key: "discord.bot_token" } },
-    );
+    return new ChatPlatformError(credentialRefused("discord", "HTTP 401, TokenInvalid"), {
+      cause,
+      context: { platform: "discord", key: "discord.bot_token" },
+      credentialRefused: true,
+    });
   }
-  const closeHint = unrecoverableFix({ code, message: cause.message });
-  return new ChatPlatformError(`Discord: could not connect: ${closeHint ?? cause.message}`, {
+  const close = unrecoverableClose({ code, message: cause.message });
+  return new ChatPlatformError(`Discord: could not connect: ${close?.fix ?? cause.message}`, {
     cause,
     context: { platform: "discord" },
-    retryable: closeHint === undefined,
+    retryable: close === undefined,
+    credentialRefused: close?.code === TOKEN_REFUSED_CLOSE,
   });
 }

@@ -61,6 +61,7 @@ import {
   type TextFormat,
 } from "../../ports/index.js";
 import { checkChoices } from "../choices.js";
+import { ConnectFailures } from "../connect-failures.js";
 import { acknowledgement, choiceComponents, PressTokens, toIncomingChoice } from "./choices.js";
 import { loginError, requestError, scrubError, unrecoverableFix } from "./errors.js";
 
@@ -176,6 +177,7 @@ export class DiscordPlatform implements ChatPlatform {
   readonly #pressTokens = new PressTokens();
   #state: ChatPlatformState = "stopped";
   #abort = new AbortController();
+  readonly #failures: ConnectFailures;
 
   constructor(options: DiscordPlatformOptions) {
     checkNumberOptions("DiscordPlatform", options, {
@@ -185,6 +187,7 @@ export class DiscordPlatform implements ChatPlatform {
     this.#token = options.token;
     this.#channelIds = new Set(options.channelIds ?? []);
     this.#logger = options.logger ?? silentLogger();
+    this.#failures = new ConnectFailures(this.#logger);
     this.#reconnectBaseMs = options.reconnectBaseMs ?? RECONNECT_BACKOFF.baseMs;
     this.#callTimeoutMs = options.callTimeoutMs ?? DEFAULT_DISCORD_CALL_TIMEOUT_MS;
     this.#restOptions = restOptions(options.apiBase ?? DEFAULT_API_BASE, this.#callTimeoutMs);
@@ -194,6 +197,10 @@ export class DiscordPlatform implements ChatPlatform {
   /** The connection's state, for `/healthz` and `status`. */
   get state(): ChatPlatformState {
     return this.#state;
+  }
+
+  get refusal(): string | null {
+    return this.#failures.refusal;
   }
 
   /**
@@ -298,7 +305,9 @@ export class DiscordPlatform implements ChatPlatform {
           await this.#discard(gateway.client);
           throw loginError(error, this.#token);
         }
-        if (!signal.aborted) this.#state = "connected";
+        if (signal.aborted) return;
+        this.#state = "connected";
+        this.#failures.connected();
       },
       {
         signal,
@@ -306,9 +315,8 @@ export class DiscordPlatform implements ChatPlatform {
         retryAfterMs: (error) =>
           error instanceof ChatPlatformError ? (error.retryAfterS ?? 0) * 1000 : 0,
         onFailure: (error, { retryInMs }) => {
-          const level = error instanceof ChatPlatformError && !error.retryable ? "error" : "warn";
-          const message = this.#errorText(error);
-          this.#logger[level]({ error: message, retryInMs }, "discord: could not connect");
+          const clean = error instanceof ChatPlatformError ? error : scrubError(error, this.#token);
+          this.#failures.failed(clean, "discord: could not connect", retryInMs);
         },
       },
     );

@@ -36,6 +36,7 @@ import { ChatPlatformError, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import { checkNumberOptions } from "../../base/options.js";
 import { redactSecrets } from "../../base/redact.js";
+import { credentialRefused } from "../../config/index.js";
 import {
   CHAT_COMMANDS,
   type ChatCommand,
@@ -48,6 +49,7 @@ import {
   type TextFormat,
 } from "../../ports/index.js";
 import { checkChoices } from "../choices.js";
+import { ConnectFailures } from "../connect-failures.js";
 import { toTelegramMarkdownV2 } from "./markdown.js";
 
 /** Options of {@link TelegramPlatform}. */
@@ -87,6 +89,7 @@ export class TelegramPlatform implements ChatPlatform {
   readonly #options: TelegramPlatformOptions;
   readonly #bot: Telegraf;
   readonly #abort = new AbortController();
+  readonly #failures: ConnectFailures;
   #state: ChatPlatformState = "stopped";
   #offset = 0;
   #polling: Promise<void> | null = null;
@@ -99,6 +102,7 @@ export class TelegramPlatform implements ChatPlatform {
       callTimeoutMs: "positive",
     });
     this.#options = options;
+    this.#failures = new ConnectFailures(options.logger);
     this.#bot = new Telegraf(options.token, {
       telegram: options.apiRoot ? { apiRoot: options.apiRoot } : {},
     });
@@ -106,6 +110,10 @@ export class TelegramPlatform implements ChatPlatform {
 
   get state(): ChatPlatformState {
     return this.#state;
+  }
+
+  get refusal(): string | null {
+    return this.#failures.refusal;
   }
 
   async start(
@@ -204,6 +212,7 @@ export class TelegramPlatform implements ChatPlatform {
       this.#bot.botInfo = await this.#call("getMe", {});
       await this.#call("deleteWebhook", {});
       this.#state = "connected";
+      this.#failures.connected();
       this.#options.logger.info({ bot: this.#bot.botInfo.username }, "telegram connected");
     }, this.#backoff("telegram: could not connect"));
   }
@@ -242,6 +251,7 @@ export class TelegramPlatform implements ChatPlatform {
           reconnecting = false;
           healthy();
           this.#state = "connected";
+          this.#failures.connected();
           await this.#handle(updates);
         }
       },
@@ -287,7 +297,7 @@ export class TelegramPlatform implements ChatPlatform {
         : { baseMs: this.#options.reconnectBaseMs }),
       retryAfterMs: (error) => (this.#scrub(error).retryAfterS ?? 0) * 1000,
       onFailure: (error, { retryInMs }) => {
-        this.#options.logger.warn({ error: this.#scrub(error).message, retryInMs }, what);
+        this.#failures.failed(this.#scrub(error), what, retryInMs);
       },
     };
   }
@@ -325,8 +335,12 @@ export class TelegramPlatform implements ChatPlatform {
     const clean = (text: string) => redactSecrets(text, [token]);
     if (thrown instanceof TelegramError) {
       const description = clean(thrown.description);
-      return new ChatPlatformError(`telegram: ${thrown.code} ${description}`, {
+      const answer = `${thrown.code} ${description}`;
+      const refused = thrown.code === 401;
+      const message = refused ? credentialRefused("telegram", answer) : `telegram: ${answer}`;
+      return new ChatPlatformError(message, {
         retryable: thrown.code === 429 || thrown.code >= 500,
+        credentialRefused: refused,
         retryAfterS: thrown.parameters?.retry_after,
         formatRejected: thrown.code === 400 && PARSE_ERROR.test(description),
         context: { status: thrown.code },
