@@ -243,8 +243,7 @@ describe.skipIf(skip !== null)("a web chat's keys and Stop button", () => {
       { text: "You are welcome." },
     );
     const server = await startServer(ws.dir);
-    const page = await browser.page();
-    await page.goto(`${server.httpUrl}/sessions`);
+    const page = await browser.ownerPage(server, "/sessions");
     await page.locator('textarea[name="message"]').click();
     await page.keyboard.type("What is brine?");
     await page.keyboard.press("Shift+Enter");

@@ -54,7 +54,7 @@ function configWith(key: string, sections: string): string {
 }
 
 async function healthOf(server: ServerProcess): Promise<{ status: number; unhealthy: string[] }> {
-  const response = await fetch(`${server.httpUrl}/healthz`);
+  const response = await server.fetch("/healthz");
   const body = (await response.json()) as { unhealthy?: string[] };
   return { status: response.status, unhealthy: body.unhealthy ?? [] };
 }
@@ -98,7 +98,7 @@ describe("a bot token the platform refuses", () => {
       status: 503,
       unhealthy: [telegramRefusal, discordRefusal],
     });
-    const overview = await (await fetch(`${server.httpUrl}/`)).text();
+    const overview = await (await server.fetch("/")).text();
     expect(overview).toContain("Telegram refused the bot token (401 Unauthorized); ");
     expect(overview).toContain("into DISCORD_BOT_TOKEN");
     const status = await statusText();

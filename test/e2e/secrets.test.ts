@@ -120,11 +120,11 @@ describe("secrets typed into a chat", () => {
       15_000,
     );
 
-    const sessions = await (await fetch(`${server.httpUrl}/sessions`)).text();
+    const sessions = await (await server.fetch("/sessions")).text();
     const csrf = sessions.match(/name="_csrf" value="([^"]+)"/)?.[1] ?? "";
     const message = `and the key: ${API_KEY}`;
     const body = new URLSearchParams({ _csrf: csrf, agent: "pickle", message });
-    const sent = await fetch(`${server.httpUrl}/sessions/new`, {
+    const sent = await server.fetch("/sessions/new", {
       method: "POST",
       body,
       redirect: "manual",

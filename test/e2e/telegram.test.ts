@@ -256,7 +256,7 @@ describe("Telegram chat", () => {
     const retry = await runCli(["jobs", "retry", stopped?.id ?? "", "--workspace", ws.dir]);
     expect(retry.code).toBe(1);
     expect(retry.stderr).toContain(`job ${stopped?.id} is stopped; a stopped job is not run again`);
-    const metrics = async () => (await fetch(`${server.httpUrl}/metrics`)).text();
+    const metrics = async () => (await server.fetch("/metrics")).text();
     expect(await metrics()).toContain('picklebot_jobs_processed_total{outcome="stopped"} 1');
     expect(await metrics()).not.toContain('picklebot_jobs_processed_total{outcome="failed"}');
     // The queue depth is refreshed every few seconds.
