@@ -6,6 +6,7 @@ import { Command, CommanderError } from "commander";
 import { StorageUnavailableError, toError, UsageError, UserError } from "../base/errors.js";
 import { packageInfo } from "../base/package-info.js";
 import { printable } from "../base/printable.js";
+import { holdYoungGeneration } from "../base/young-generation.js";
 
 /**
  * The sub-commands, in the order `--help` lists them. Each module is imported only when
@@ -13,7 +14,11 @@ import { printable } from "../base/printable.js";
  * command loads only the libraries it uses (test/structure/lazy-imports.test.ts).
  */
 const COMMANDS = {
-  server: async () => (await import("./server.js")).serverCommand(),
+  server: async () => {
+    // Before the server's modules load: see src/base/young-generation.ts.
+    holdYoungGeneration();
+    return (await import("./server.js")).serverCommand();
+  },
   chat: async () => (await import("./chat.js")).chatCommand(),
   cron: async () => (await import("./cron.js")).cronCommand(),
   jobs: async () => (await import("./jobs.js")).jobsCommand(),

@@ -11,6 +11,7 @@ import type { LoadedSkills } from "../agents/skills.js";
 import { unpricedModels, unpricedWarning } from "../agents/unpriced.js";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { createLogger, type Logger } from "../base/log.js";
+import { releaseYoungGeneration } from "../base/young-generation.js";
 import { type Config, enabledPlatforms, secretValues } from "../config/index.js";
 import { clientToken, localBaseUrl, loginLink } from "../http/token-file.js";
 import type { PicklebotServer } from "../server/server.js";
@@ -44,6 +45,7 @@ export function serverCommand(): Command {
       // Loaded here, not at the top: the other commands need none of the server's libraries.
       const { PicklebotServer } = await import("../server/server.js");
       const server = await PicklebotServer.start({ ...loaded, logger });
+      releaseYoungGeneration();
       await printSummary(loaded, server, logger);
       printLoginLink(loaded, server);
       const lost = await Promise.race([untilSignalled(logger).then(() => null), server.lost]);
