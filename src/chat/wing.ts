@@ -78,6 +78,7 @@ export class ChatWing {
     this.senders = new ChatSenders({
       platforms: options.platforms?.() ?? [],
       outbox: options.storage.outbox,
+      historyPath: options.config.history.path,
       frontends: options.frontends,
       holder: options.holder,
       clock: options.clock,
