@@ -23,7 +23,7 @@ export function fileSizeProblem(
   if (bytes === 0) return `"${name}" is empty; ${platform} refuses empty files`;
   const limit = CHAT_PLATFORMS[platform].maxFileBytes;
   if (bytes <= limit) return undefined;
-  return `"${name}" is ${formatFileSize(bytes)}, over ${platform}'s limit of ${formatFileSize(limit)} per file; send a smaller file (compress or split it)`;
+  return `"${name}" is ${bytes} bytes (${formatFileSize(bytes)}), over ${platform}'s limit of ${limit} bytes (${formatFileSize(limit)}) per file; send a smaller file (compress or split it)`;
 }
 
 /**

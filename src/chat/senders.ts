@@ -232,9 +232,12 @@ export class ChatSenders {
         const key = formatOutboxKey({ kind: "file", jobId, digest });
         const delivered = await this.postFile(chat.platform, chat.chatId, file, key);
         const where = formatChatAddress(chat);
-        return delivered
-          ? `sent ${file.name} to ${where}`
-          : `queued ${file.name} for ${where}; the platform did not confirm it yet and it will be retried`;
+        if (delivered) return `sent ${file.name} to ${where}`;
+        const entry = await this.#options.outbox.get(key);
+        if (entry?.state === "failed") {
+          throw new ToolError(`send_file: ${where} refused ${file.name}: ${entry.lastError}`);
+        }
+        return `queued ${file.name} for ${where}; the platform did not confirm it yet and it will be retried`;
       },
     };
   }
