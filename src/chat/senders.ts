@@ -38,6 +38,7 @@ import { OutboxDelivery } from "./delivery.js";
 import { fileSizeProblem } from "./files.js";
 import { ChatFrontend } from "./frontend.js";
 import { OutboxFiles } from "./outbox-files.js";
+import type { SpokenReplies } from "./speech.js";
 
 /** How long closing waits for replies already being delivered. */
 const CLOSE_GRACE_MS = 3000;
@@ -59,6 +60,8 @@ export interface ChatSendersOptions {
   editIntervalMs?: number;
   /** Where delivered and refused replies are reported. (Default: nowhere) */
   events?: EventSink;
+  /** Which agents' replies are also spoken, and by what. (Default: none) */
+  speech?: SpokenReplies;
   /**
    * Other processes share the outbox (PostgreSQL mode): a reply to a platform not enabled
    * here goes to the outbox for one that has it. Otherwise such a reply falls back to the
@@ -101,6 +104,8 @@ export class ChatSenders {
           clock,
           logger: platformLogger,
           editIntervalMs,
+          files: this.#files,
+          ...(options.speech ? { speech: options.speech } : {}),
         }),
       );
       this.#senders.set(platform.kind, { platform, delivery });
