@@ -3,7 +3,7 @@
  * the in-memory chat platform. What reaches the chat, and every refusal the model is told.
  */
 import { createHash } from "node:crypto";
-import { truncateSync } from "node:fs";
+import { readdirSync, rmSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { RunRequest } from "../../src/agents/runner.js";
@@ -119,6 +119,26 @@ describe("send_file", () => {
       sha256("%PDF-1.4 report"),
     ]);
     expect((await storage.outbox.summary()).pending).toBe(0);
+  });
+
+  it("keeps an entry whose stored copy is gone as failed, saying so, instead of retrying it", async () => {
+    platform.failNext("sendFile", serverError());
+    await tool().run({ path: "reports/q3.pdf" }, context());
+    const copies = join(ws.dir, "history", "outbox-files");
+    for (const name of readdirSync(copies)) rmSync(join(copies, name));
+    clock.advance(60_000);
+    const loop = new AbortController();
+    const running = senders.deliveries()[0]?.run(loop.signal);
+    await waitFor(
+      async () => (await storage.outbox.summary()).failed === 1,
+      "the entry is kept as failed",
+      10_000,
+    );
+    loop.abort();
+    await running;
+    expect(platform.succeeded("sendFile")).toEqual([]);
+    const failed = lines.find((line) => line.msg === "reply refused by the platform; not retried");
+    expect(String(failed?.error)).toMatch(/the stored copy of "q3\.pdf" .* cannot be read/);
   });
 
   it("tells the model when the platform refuses the file for good, and logs why", async () => {
