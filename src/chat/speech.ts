@@ -15,6 +15,19 @@ export type TextToSpeechConfig = NonNullable<Config["text_to_speech"]>;
 /** Longest text the OpenAI speech endpoint takes in one request (its `input` limit). */
 export const MAX_SPOKEN_CHARACTERS = 4096;
 
+/**
+ * The text as it should be read aloud: Markdown marks left out (emphasis, code ticks,
+ * heading and quote marks), a link as its text, a code block as its lines.
+ */
+export function spokenText(markdown: string): string {
+  return markdown
+    .replace(/```[^\n]*\n?/g, "")
+    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")
+    .replace(/^\s{0,3}(#{1,6}|>)\s*/gm, "")
+    .replace(/(\*\*|__|\*|`|~~)/g, "")
+    .trim();
+}
+
 /** A failed synthesis, with a message that says why and never shows the key. */
 export class SpeechError extends Error {}
 
