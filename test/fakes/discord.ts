@@ -22,6 +22,10 @@
  * INTERACTION_CREATE; `POST /interactions/:id/:token/callback` (no bot token needed, as on
  * Discord) takes one response within 3 s by the fake's clock, see `discord-interactions.ts`.
  *
+ * Files: a message's multipart attachments are kept with their name, size, SHA-256 and
+ * type (`filesOf`); more than 25 MiB in one request is refused with 413, code 40005
+ * "Request entity too large", as Discord does for a server without boosts.
+ *
  * Faults a test can inject: a REST failure (`failNext`), a REST request left unanswered
  * until `close()` (`hangNext`), and an IDENTIFY closed with an unrecoverable code
  * (`closeNextIdentify`). `openGatewayConnections` counts the gateway sockets still open,

@@ -20,6 +20,11 @@
  * queues a callback_query update; `answerCallbackQuery` takes each query once, within 15 s
  * by the fake's clock (`telegram-buttons.ts`). `getUpdates` honours `allowed_updates`: an
  * update of a kind the bot did not ask for is never handed out.
+ *
+ * Files: `sendPhoto`, `sendDocument` and `sendVoice` take a multipart upload and keep its
+ * name, size, SHA-256 and caption (`filesOf`); an empty file is refused with 400 "file must
+ * be non-empty", a photo over 10 MB or any file over 50 MB with 413 "Request Entity Too
+ * Large", a caption over 1,024 characters with 400, as the Bot API does.
  */
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
