@@ -53,6 +53,16 @@ export class Inspector {
     return (counts.queued ?? 0) + (counts.running ?? 0);
   }
 
+  /** Files (`send_file` entries) waiting in the outbox for a delivery. */
+  pendingFiles(): number {
+    const row = this.#db
+      .prepare(
+        "SELECT COUNT(*) AS n FROM outbox WHERE dedupe_key LIKE 'file:%' AND state = 'pending'",
+      )
+      .get() as { n: number };
+    return row.n;
+  }
+
   /** The crash window of every job left running (call after the server died). */
   crashWindows(): CrashWindow[] {
     const running = this.#db

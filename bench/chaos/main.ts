@@ -42,9 +42,13 @@ import {
 } from "./model.js";
 import { Random } from "./random.js";
 import { type JobLogs, verifyRun } from "./verify.js";
+import { verifyMedia } from "./verify-media.js";
 import {
   CHAOS_MAX_ATTEMPTS,
   type EnqueuedJob,
+  MEDIA_CHAT_ID,
+  MEDIA_CONTENT,
+  MEDIA_FILE,
   type ModelCall,
   Producer,
   STOP_CHAT_USER,
@@ -64,12 +68,13 @@ const KILL_MODES: ReadonlyArray<readonly [KillMode, number]> = [
 
 /**
  * The chaos agent: `read` for tool jobs, `bash` for the slow command of stop jobs,
- * `subagent` for delegate jobs, which call the researcher, the MCP server for mcp jobs.
+ * `subagent` for delegate jobs, which call the researcher, the MCP server for mcp jobs,
+ * `send_file` for media jobs.
  */
 const CHAOS_AGENT = `---
 name: Pickle
 description: The chaos run's agent
-tools: [read, write, bash, subagent, "mcp:${CHAOS_MCP_SERVER}"]
+tools: [read, write, bash, subagent, send_file, "mcp:${CHAOS_MCP_SERVER}"]
 subagents: [${RESEARCHER_ID}]
 approvals:
   write:
@@ -154,6 +159,8 @@ interface Tally {
   parkedKills: number;
   parkedAtKills: number;
   logs: JobLogs;
+  /** Epoch ms of each SIGKILL, as the fake Telegram's call times count. */
+  killedAt: number[];
   violations: string[];
 }
 
@@ -191,7 +198,9 @@ export async function main(argv: string[]): Promise<number> {
     [`agents/${RESEARCHER_ID}/AGENT.md`]: RESEARCHER_AGENT,
     "notes.txt": "The chaos run reads this file as its tool call.\n",
     "big.txt": BIG_FILE,
+    [MEDIA_FILE]: MEDIA_CONTENT,
   });
+  telegram.openChat(MEDIA_CHAT_ID);
   producer = new Producer(ws.dir, random);
   const answerer = new Answerer(ws.dir, random);
   let batchEnder: NodeJS.Timeout | null = null;
@@ -205,6 +214,7 @@ export async function main(argv: string[]): Promise<number> {
     parkedKills: 0,
     parkedAtKills: 0,
     logs: { done: new Map(), parked: new Map() },
+    killedAt: [],
     violations: [],
   };
   const begin = performance.now();
@@ -245,6 +255,11 @@ export async function main(argv: string[]): Promise<number> {
     for (const id of new Set(twice)) tally.violations.push(`batch item ${id} was submitted twice`);
     console.log(`batches: ${items.length} items submitted through the Message Batches API`);
     const verdict = verifyRun(ws.dir, producer.jobs, model.calls, tally.logs);
+    const media = verifyMedia(ws.dir, producer.jobs, telegram, tally.killedAt);
+    for (const violation of media.violations) tally.violations.push(violation);
+    console.log(
+      `media: ${media.sent} files sent once, ${media.windowCopies} sent again in the window after a kill, ${media.waiting} still waiting in the outbox`,
+    );
     const db = openWorkspaceDb(ws.dir);
     try {
       const approvals = checkApprovals(db, producer.jobs, model.calls, answerer, tally.violations);
@@ -308,6 +323,7 @@ async function runCycle(context: CycleContext): Promise<string> {
     return "did not start";
   });
   await server.kill();
+  tally.killedAt.push(performance.timeOrigin + performance.now());
   await stopFollowing();
   const upMs = Math.round(performance.now() - started);
   model.dropPending();
@@ -485,6 +501,8 @@ async function drain(ws: TempWorkspace, inspector: Inspector, tally: Tally): Pro
         `${left} jobs still unfinished, none finished in the last ${DRAIN_STALL_MS / 1000} s`,
       );
     }
+    // Files a killed server left in the outbox go out from this one's retry loop.
+    while (inspector.pendingFiles() > 0 && Date.now() < deadline) await sleep(100);
     server.signal("SIGTERM");
     const exit = await server.exited;
     if (exit.code !== 0) {

@@ -19,6 +19,7 @@ import {
   type JobKind,
   jobOfText,
   jobTagsOfText,
+  MEDIA_FILE,
   type ModelCall,
   researchOfText,
   researchText,
@@ -169,6 +170,7 @@ export class ChaosModel {
   #toolCalls(call: ModelCall): FakeToolUse[] {
     if (call.kind === "text") return [];
     if (call.kind === "approve") return [approvedWrite(call)];
+    if (call.kind === "media") return [mediaSend(call)];
     if (call.kind !== "delegate") return [TOOL_CALLS[call.kind]];
     const count = this.#random.chance(0.5) ? 1 : 2;
     return Array.from({ length: count }, (_, index) => {
@@ -209,7 +211,10 @@ export const RESEARCHER_ID = "researcher";
 export const RESEARCHER_PROMPT = "You research chaos tasks.";
 
 /** The tool call of each kind of job that makes one (a delegate's are drawn per call). */
-const TOOL_CALLS: Record<Exclude<JobKind, "text" | "delegate" | "approve">, FakeToolUse> = {
+const TOOL_CALLS: Record<
+  Exclude<JobKind, "text" | "delegate" | "approve" | "media">,
+  FakeToolUse
+> = {
   tool: { name: "read", input: { path: "notes.txt" } },
   batch: { name: "read", input: { path: "notes.txt" } },
   big: { name: "read", input: { path: "big.txt" } },
@@ -228,6 +233,11 @@ function approvedWrite(call: ModelCall): FakeToolUse {
     name: "write",
     input: { path: `approved/${call.jobTag}.txt`, content: call.jobTag },
   };
+}
+
+/** A media job's call: `send_file` of the media file, captioned with the job's tag. */
+function mediaSend(call: ModelCall): FakeToolUse {
+  return { name: "send_file", input: { path: MEDIA_FILE, caption: call.jobTag } };
 }
 
 /** The tool_use id of the approve call made by model call `number`. */

@@ -48,6 +48,8 @@ export type ChaosAgent = "pickle" | "researcher";
  *         jobs while this one is parked; woken when they end, it replies from their answers
  *   mcp   a call to a tool of a stdio MCP server (the tests' fake, started on first use by
  *         each server), then a reply
+ *   media a `send_file` of a workspace file into the media chat (Telegram), captioned with
+ *         the job's tag, then a reply: the file must arrive exactly once
  */
 export type JobKind =
   | "text"
@@ -58,7 +60,8 @@ export type JobKind =
   | "delegate"
   | "approve"
   | "batch"
-  | "mcp";
+  | "mcp"
+  | "media";
 
 /** Whether a job of this kind makes a tool call. */
 export function usesTool(kind: JobKind): boolean {
@@ -93,6 +96,7 @@ const KIND_SHARES: ReadonlyArray<readonly [JobKind, number]> = [
   ["approve", 5],
   ["batch", 4],
   ["mcp", 5],
+  ["media", 6],
 ];
 
 /** Makes chat sessions grow, so they are compacted again and again during a run. */
@@ -102,7 +106,15 @@ const PADDING = "Some context for the agent to keep in mind, as a person would g
 export const STOP_CHAT_IDS = [9001, 9002] as const;
 export const STOP_CHAT_USER = 4242;
 
-const JOB_TEXT = /\bchaos job (j\d+)(?: \[(tool|big|stop|fail|delegate|approve|batch|mcp)\])?/g;
+/** The Telegram chat the media jobs send their file into (their cron's deliver_to). */
+export const MEDIA_CHAT_ID = 9101;
+
+/** The file every media job sends, and its content. */
+export const MEDIA_FILE = "media/chart.pdf";
+export const MEDIA_CONTENT = "%PDF-1.4\nA chart a media chaos job sends.\n";
+
+const JOB_TEXT =
+  /\bchaos job (j\d+)(?: \[(tool|big|stop|fail|delegate|approve|batch|mcp|media)\])?/g;
 const RESEARCH_TEXT = /\bchaos research (r\d+\.\d+) for (j\d+)\b/g;
 const CALL_TEXT = /\bcall #(\d+)\b/;
 
@@ -239,6 +251,7 @@ export class Producer {
   /** Any other job: a chat message (printed to the console) or a cron-like job. */
   #otherJob(tag: string): NewJob {
     const kind = this.#random.pick(KIND_SHARES);
+    if (kind === "media") return this.#mediaJob(tag);
     const chat = this.#random.chance(CHAT_SHARE);
     return {
       agentId: "pickle",
@@ -250,6 +263,17 @@ export class Producer {
       ...(kind === "batch" ? { batch: true } : {}),
       // The model refuses a fail job's follow-up, so its only attempt is its last.
       maxAttempts: kind === "fail" ? 1 : undefined,
+    };
+  }
+
+  /** A media job: a cron-like job delivering to the media chat, as a cron's deliver_to. */
+  #mediaJob(tag: string): NewJob {
+    return {
+      agentId: "pickle",
+      sessionKey: `chaos:job:${tag}`,
+      message: jobText(tag, "media"),
+      mode: "job",
+      replyTo: { kind: "telegram", chatId: String(MEDIA_CHAT_ID) },
     };
   }
 

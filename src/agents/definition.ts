@@ -51,6 +51,11 @@ export interface AgentDefinition {
   /** Its spending limits (front matter `budget`), besides the workspace's. (Default: none) */
   budget?: BudgetLimits;
   /**
+   * Its chat replies are also sent as voice messages (front matter `voice_replies`), with
+   * picklebot.yaml's `text_to_speech`. (Default: off)
+   */
+  voiceReplies?: "always";
+  /**
    * Whether its `bash` may open network connections (front matter `bash: {network}`).
    * (Default: picklebot.yaml `tools.bash.network`)
    */
@@ -121,6 +126,7 @@ const frontMatterSchema = z.strictObject({
   approvals: approvalPolicySchema(POLICY_TOOLS).optional(),
   budget: budgetLimitsSchema().optional(),
   bash: z.strictObject({ network: z.boolean().optional() }).optional(),
+  voice_replies: z.enum(["off", "always"]).optional(),
   web_fetch: z
     .strictObject({
       allow_domains: z
@@ -293,6 +299,7 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
     approvals: fields.approvals ?? {},
     ...(fields.budget === undefined ? {} : { budget: fields.budget }),
     ...(fields.bash?.network === undefined ? {} : { bashNetwork: fields.bash.network }),
+    ...(fields.voice_replies === "always" ? { voiceReplies: "always" as const } : {}),
     ...(fields.web_fetch === undefined
       ? {}
       : { webFetch: { allowDomains: [...new Set(fields.web_fetch.allow_domains)] } }),

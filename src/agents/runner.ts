@@ -33,6 +33,7 @@ import type { SkillDefinition } from "./skill-file.js";
 import { type LoadedSkills, NO_SKILLS, skillListing, skillsOfAgent } from "./skills.js";
 import {
   createToolbox,
+  type FileSender,
   type MessagePoster,
   type SubagentDelegate,
   type SubagentOptions,
@@ -62,6 +63,11 @@ export interface AgentRunnerOptions {
    * server), the terminal (`picklebot chat`), or nowhere (undefined: the tool says so).
    */
   postMessage: (request: RunRequest) => MessagePoster | undefined;
+  /**
+   * Where `send_file` sends during a turn: the job's chat through the outbox (the server),
+   * or nowhere (undefined: the tool says so). (Default: nowhere)
+   */
+  sendFile?: (request: RunRequest) => FileSender | undefined;
   /**
    * How `subagent` runs a task: as a child job through the queue (the server), or in
    * place (`picklebot chat`). (Default: the tool says it cannot)
@@ -264,6 +270,7 @@ export class AgentRunner {
             fetchPrivateAddresses: config.tools.web_fetch.allow_private_addresses,
             ...(agent.webFetch ? { fetchAllowDomains: agent.webFetch.allowDomains } : {}),
             postMessage: this.#options.postMessage(request),
+            sendFile: this.#options.sendFile?.(request),
             subagents: this.#subagents(agent),
             skills,
           },

@@ -6,6 +6,10 @@
  * - `reply:<uuid>`: a reply of no job (sent once, never resumed).
  * - `post:<job id>:<digest>`: a `post_message` of a job, once per text (the first 16 hex
  *   digits of the text's SHA-256).
+ * - `file:<job id>:<digest>`: a `send_file` of a job, once per tool call and caption (16
+ *   hex digits of their SHA-256); its text is a stored file's description
+ *   (src/chat/outbox-files.ts), not a message.
+ * - `voice:<job id>`: a job's reply spoken (text to speech), a file entry like `file:`.
  * - `bus:<platform>:<message id>`: the chat's answer to a message (a command, a refusal).
  * - `budget:<scope>:<period>:<period start ms>:<reached|warning>`: a budget notice, once
  *   per budget, period and level (`scope` is `the workspace` or `agent <id>`).
@@ -19,6 +23,8 @@ export type OutboxKey =
   | { kind: "job"; jobId: string }
   | { kind: "reply"; id: string }
   | { kind: "post"; jobId: string; digest: string }
+  | { kind: "file"; jobId: string; digest: string }
+  | { kind: "voice"; jobId: string }
   | { kind: "bus"; platform: ChatPlatformKind; messageId: string }
   | { kind: "paired"; platform: ChatPlatformKind; userId: string; approvedAt: number }
   | {
@@ -37,7 +43,10 @@ export function formatOutboxKey(key: OutboxKey): string {
     case "reply":
       return `reply:${key.id}`;
     case "post":
-      return `post:${key.jobId}:${key.digest}`;
+    case "file":
+      return `${key.kind}:${key.jobId}:${key.digest}`;
+    case "voice":
+      return `voice:${key.jobId}`;
     case "bus":
       return `bus:${key.platform}:${key.messageId}`;
     case "paired":
@@ -57,12 +66,14 @@ export function parseOutboxKey(text: string): OutboxKey | null {
   const [kind, ...parts] = text.split(":");
   switch (kind) {
     case "job":
+    case "voice":
     case "reply": {
       const [id, extra] = parts;
       if (id === undefined || extra !== undefined || !PART.test(id)) return null;
-      return kind === "job" ? { kind, jobId: id } : { kind, id };
+      return kind === "reply" ? { kind, id } : { kind, jobId: id };
     }
-    case "post": {
+    case "post":
+    case "file": {
       const [jobId, digest, extra] = parts;
       if (!jobId || !digest || extra !== undefined) return null;
       return { kind, jobId, digest };
@@ -98,8 +109,14 @@ function parseBudgetKey(parts: string[]): OutboxKey | null {
   return { kind: "budget", scope, period, periodStart: Number(start), level };
 }
 
-/** The job whose reply or post an entry holds, or null for any other entry. */
+/** The job whose reply, post, file or voice an entry holds, or null for any other entry. */
 export function jobIdOfOutboxKey(text: string): string | null {
   const key = parseOutboxKey(text);
-  return key?.kind === "job" || key?.kind === "post" ? key.jobId : null;
+  return key && "jobId" in key ? key.jobId : null;
+}
+
+/** Whether the entry of this key holds a stored file (`file:`, `voice:`), not a text. */
+export function isFileOutboxKey(text: string): boolean {
+  const kind = parseOutboxKey(text)?.kind;
+  return kind === "file" || kind === "voice";
 }

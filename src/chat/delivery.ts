@@ -3,6 +3,8 @@
  *
  *   deliver(entry): split the text ─► edit the parts a stream already showed, send the
  *                   rest (each new message id stored at once) ─► delivered
+ *                   a file entry (`file:`, `voice:` keys): its stored copy sent as one
+ *                   message, unless its message id is already stored ─► delivered
  *                   a 429 / 5xx / network error ─► retried at backoff (or retry_after)
  *                   any other refusal ─► failed, kept with its error
  *   run(signal):    every `pollMs` (or on wake) delivers the due entries, oldest first;
@@ -22,7 +24,7 @@ import { retryDelayMs } from "../base/backoff.js";
 import { ChatPlatformError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
-import { jobIdOfOutboxKey } from "../base/outbox-key.js";
+import { isFileOutboxKey, jobIdOfOutboxKey } from "../base/outbox-key.js";
 import { Wakeup } from "../base/wakeup.js";
 import {
   type ChatPlatform,
@@ -35,12 +37,15 @@ import {
   type SentChatMessage,
   type Worker,
 } from "../ports/index.js";
+import type { OutboxFiles } from "./outbox-files.js";
 import { splitMessage } from "./split.js";
 
 /** Options of {@link OutboxDelivery}. */
 export interface OutboxDeliveryOptions {
   platform: ChatPlatform;
   outbox: OutboxStore;
+  /** The stored copies the file entries send. */
+  files: OutboxFiles;
   /** This process's instance id: the holder of the delivery leases it takes. */
   holder: string;
   clock: Clock;
@@ -188,7 +193,8 @@ export class OutboxDelivery implements Worker {
     try {
       const wait = this.heldUntil(entry.chatId) - this.#options.clock.now();
       if (wait > 0) await sleep(wait, undefined, { ref: false });
-      await this.#sendParts(entry, text, shown);
+      if (isFileOutboxKey(entry.dedupeKey)) await this.#sendFile(entry, text);
+      else await this.#sendParts(entry, text, shown);
       await this.#options.outbox.markDelivered(entry.id, this.#options.clock.now());
       this.#publish("message.delivered", entry);
       return true;
@@ -234,6 +240,22 @@ export class OutboxDelivery implements Worker {
       // Stored before the next part: a retry after a crash edits this one, not resends it.
       await outbox.setMessageIds(entry.id, ids, clock.now());
     }
+  }
+
+  /**
+   * Sends a file entry's stored copy as one message, with the same idempotency key on
+   * every attempt; an entry whose message id is stored was sent already.
+   */
+  async #sendFile(entry: OutboxEntry, text: string): Promise<void> {
+    if (entry.messageIds.length > 0) return;
+    const { platform, outbox, files, clock } = this.#options;
+    const file = await files.load(text);
+    const sent = await platform.sendFile(
+      entry.chatId,
+      file,
+      messageKey(entry.dedupeKey, 0, file.sha256),
+    );
+    await outbox.setMessageIds(entry.id, [sent.messageId], clock.now());
   }
 
   /** Edits a part shown while streaming; false when that message is gone (send a new one). */

@@ -14,6 +14,8 @@
  *               and resolves: the job is done. Delivery starts at once (after a stream
  *               call in flight, whose message it edits) without the job waiting for
  *               it; a failed or hung delivery is retried by the outbox loop.
+ *               When the agent's replies are spoken (speech.ts), the text is then
+ *               synthesised and stored as a voice entry of the outbox, once per job.
  */
 
 import { randomUUID } from "node:crypto";
@@ -29,11 +31,14 @@ import type {
   Frontend,
   OutboxAddress,
   OutboxStore,
+  OutgoingFile,
   ReplyContext,
   ReplyStream,
   ReplyTarget,
 } from "../ports/index.js";
 import { editFormatted, messageKey, type OutboxDelivery, sendFormatted } from "./delivery.js";
+import type { OutboxFiles } from "./outbox-files.js";
+import type { SpokenReplies } from "./speech.js";
 import { splitMessage } from "./split.js";
 
 /** Options of {@link ChatFrontend}. */
@@ -47,6 +52,10 @@ export interface ChatFrontendOptions {
   editIntervalMs?: number;
   /** How often "typing…" is repeated while the agent works. (Default: 4000 ms) */
   typingIntervalMs?: number;
+  /** Where spoken replies keep their audio. (Default: no spoken replies) */
+  files?: OutboxFiles;
+  /** Which agents' replies are spoken, and by what. (Default: none) */
+  speech?: SpokenReplies;
 }
 
 /** Text sent when a reply ends with no text at all (the agent only used tools). */
@@ -80,7 +89,8 @@ export class ChatFrontend implements Frontend {
   }
 
   openReply(target: ReplyTarget, context: ReplyContext = {}): ReplyStream {
-    return new ChatReply(this.#options, replyAddress(this.kind, target, context), this.#lastEditAt);
+    const address = replyAddress(this.kind, target, context);
+    return new ChatReply(this.#options, address, this.#lastEditAt, context);
   }
 }
 
@@ -125,14 +135,17 @@ class ChatReply implements ReplyStream {
   #lastActivity = 0;
   #streamStopped = false;
   #finished = false;
+  readonly #context: ReplyContext;
 
   constructor(
     options: ChatFrontendOptions,
     address: OutboxAddress,
     lastEditAt: Map<string, number>,
+    context: ReplyContext,
   ) {
     this.#options = options;
     this.#address = address;
+    this.#context = context;
     this.#lastEditAt = lastEditAt;
   }
 
@@ -159,8 +172,9 @@ class ChatReply implements ReplyStream {
     this.typing();
   }
 
-  finish(text: string): Promise<void> {
-    return this.#deliver(finalText(text));
+  async finish(text: string): Promise<void> {
+    await this.#deliver(finalText(text));
+    await this.#speak(text);
   }
 
   fail(message: string): Promise<void> {
@@ -178,6 +192,40 @@ class ChatReply implements ReplyStream {
     const { outbox, delivery, clock } = this.#options;
     const entry = await outbox.submit(this.#address, text, clock.now());
     delivery.deliverAfter(entry, this.#flushing, () => this.#shown);
+  }
+
+  /**
+   * Stores the reply spoken as the job's voice entry and starts its delivery, when the
+   * agent's replies are spoken; a job whose voice entry exists (a resumed one) adds
+   * nothing. A failed synthesis is logged: the text reply is sent without it.
+   */
+  async #speak(text: string): Promise<void> {
+    const { speech, files, outbox, delivery, clock, logger } = this.#options;
+    const { jobId, agentId } = this.#context;
+    if (!speech || !files || !jobId || !agentId || text.trim() === "") return;
+    if (!speech.wanted(agentId)) return;
+    const dedupeKey = formatOutboxKey({ kind: "voice", jobId });
+    if ((await outbox.get(dedupeKey)) !== null) return;
+    let audio: Buffer;
+    try {
+      audio = await speech.tts.speak(text);
+    } catch (error) {
+      logger.warn(
+        { job: jobId, chat: this.#address.chatId, error: toError(error).message },
+        "spoken reply not made; the text reply is sent without it",
+      );
+      return;
+    }
+    const voice: OutgoingFile = {
+      kind: "voice",
+      name: "reply.ogg",
+      mediaType: "audio/ogg",
+      content: audio,
+    };
+    const described = await files.store(voice);
+    const address = { ...this.#address, dedupeKey };
+    const entry = await outbox.submit(address, described, clock.now());
+    delivery.deliverAfter(entry, this.#flushing, () => []);
   }
 
   #schedule(): void {

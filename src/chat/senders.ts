@@ -14,7 +14,7 @@
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { RunRequest } from "../agents/runner.js";
-import type { MessagePoster } from "../agents/tools/index.js";
+import type { FileSender, MessagePoster } from "../agents/tools/index.js";
 import {
   CHAT_ADDRESS_FORMS,
   CHAT_PLATFORM_KINDS,
@@ -31,10 +31,14 @@ import type {
   Clock,
   EventSink,
   OutboxStore,
+  OutgoingFile,
 } from "../ports/index.js";
 import { DeferredChatFrontend } from "./deferred.js";
 import { OutboxDelivery } from "./delivery.js";
+import { fileSizeProblem } from "./files.js";
 import { ChatFrontend } from "./frontend.js";
+import { OutboxFiles } from "./outbox-files.js";
+import type { SpokenReplies } from "./speech.js";
 
 /** How long closing waits for replies already being delivered. */
 const CLOSE_GRACE_MS = 3000;
@@ -44,6 +48,8 @@ export interface ChatSendersOptions {
   /** One unstarted platform per enabled platform (none: every post waits in the outbox). */
   platforms: ChatPlatform[];
   outbox: OutboxStore;
+  /** The absolute `history.path`: file entries keep their copies below it. */
+  historyPath: string;
   /** Where the chat frontends are registered for the AgentWorker. */
   frontends: FrontendRegistry;
   /** This process's instance id: the holder of its delivery leases. */
@@ -54,6 +60,8 @@ export interface ChatSendersOptions {
   editIntervalMs?: number;
   /** Where delivered and refused replies are reported. (Default: nowhere) */
   events?: EventSink;
+  /** Which agents' replies are also spoken, and by what. (Default: none) */
+  speech?: SpokenReplies;
   /**
    * Other processes share the outbox (PostgreSQL mode): a reply to a platform not enabled
    * here goes to the outbox for one that has it. Otherwise such a reply falls back to the
@@ -71,15 +79,18 @@ interface Sender {
 export class ChatSenders {
   readonly #options: ChatSendersOptions;
   readonly #senders = new Map<ChatPlatformKind, Sender>();
+  readonly #files: OutboxFiles;
 
   constructor(options: ChatSendersOptions) {
     this.#options = options;
+    this.#files = new OutboxFiles(options.historyPath);
     const { outbox, frontends, holder, clock, logger, editIntervalMs } = options;
     for (const platform of options.platforms) {
       const platformLogger = logger.child({ platform: platform.kind });
       const delivery = new OutboxDelivery({
         platform,
         outbox,
+        files: this.#files,
         holder,
         clock,
         logger: platformLogger,
@@ -93,6 +104,8 @@ export class ChatSenders {
           clock,
           logger: platformLogger,
           editIntervalMs,
+          files: this.#files,
+          ...(options.speech ? { speech: options.speech } : {}),
         }),
       );
       this.#senders.set(platform.kind, { platform, delivery });
@@ -181,6 +194,56 @@ export class ChatSenders {
       return delivered
         ? `posted to ${where}`
         : `queued for ${where}; the platform did not confirm it yet and it will be retried`;
+    };
+  }
+
+  /**
+   * Puts a file for a chat in the outbox (its bytes copied under the history folder first)
+   * and delivers it now if its platform is enabled; true once the platform confirmed it.
+   */
+  async postFile(
+    platform: ChatPlatformKind,
+    chatId: string,
+    file: OutgoingFile,
+    dedupeKey: string,
+  ): Promise<boolean> {
+    const described = await this.#files.store(file);
+    return this.post(platform, chatId, described, dedupeKey);
+  }
+
+  /**
+   * `send_file` of a job's turn: into the chat its reply target names, through the outbox,
+   * once per tool call (a resumed job runs a call with its id again: it adds nothing, even
+   * when the file changed meanwhile); undefined for a turn that is not a job's.
+   */
+  fileSender({ replyTo: target, jobId }: RunRequest): FileSender | undefined {
+    if (!target || !jobId) return undefined;
+    const chat = chatAddressOf(target);
+    const noChat = () =>
+      new ToolError(
+        `send_file: this job has no chat to send to; give its cron a deliver_to (${CHAT_ADDRESS_FORMS})`,
+      );
+    return {
+      refusal: (name, bytes) => (chat ? fileSizeProblem(chat.platform, name, bytes) : undefined),
+      send: async (file, callId) => {
+        if (!chat) throw noChat();
+        // Without a call id (never in a job's turn), once per content, name and caption.
+        const identity = callId ?? Buffer.concat([file.content, Buffer.from(file.name)]);
+        const digest = createHash("sha256")
+          .update(identity)
+          .update(`\n${file.caption ?? ""}`)
+          .digest("hex")
+          .slice(0, 16);
+        const key = formatOutboxKey({ kind: "file", jobId, digest });
+        const delivered = await this.postFile(chat.platform, chat.chatId, file, key);
+        const where = formatChatAddress(chat);
+        if (delivered) return `sent ${file.name} to ${where}`;
+        const entry = await this.#options.outbox.get(key);
+        if (entry?.state === "failed") {
+          throw new ToolError(`send_file: ${where} refused ${file.name}: ${entry.lastError}`);
+        }
+        return `queued ${file.name} for ${where}; the platform did not confirm it yet and it will be retried`;
+      },
     };
   }
 

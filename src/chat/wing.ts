@@ -30,6 +30,7 @@ import type {
 import type { ChatAgentDirectory } from "./agents.js";
 import { type BusConnection, MessageBusWorker } from "./receiver.js";
 import { ChatSenders } from "./senders.js";
+import { type SpokenReplies, TextToSpeech } from "./speech.js";
 
 /** Options of {@link ChatWing}. */
 export interface ChatWingOptions {
@@ -42,6 +43,11 @@ export interface ChatWingOptions {
   frontends: FrontendRegistry;
   /** The agents chats may talk to, read anew at each use (agents come and go on reload). */
   agents: ChatAgentDirectory;
+  /**
+   * Whether an agent's replies are also spoken (its `voice_replies`), asked at each reply;
+   * spoken only with `text_to_speech` configured. (Default: none)
+   */
+  voiceReplies?: (agentId: string) => boolean;
   /** This process's instance id: the holder of its delivery leases. */
   holder: string;
   /**
@@ -78,12 +84,14 @@ export class ChatWing {
     this.senders = new ChatSenders({
       platforms: options.platforms?.() ?? [],
       outbox: options.storage.outbox,
+      historyPath: options.config.history.path,
       frontends: options.frontends,
       holder: options.holder,
       clock: options.clock,
       logger: options.logger.child({ worker: "chat" }),
       events: options.events,
       sharedOutbox: options.sharedOutbox ?? false,
+      ...spokenReplies(options),
     });
   }
 
@@ -123,4 +131,12 @@ export class ChatWing {
   close(): Promise<void> {
     return this.senders.close();
   }
+}
+
+/** The spoken replies of the senders: none without `text_to_speech` or `voiceReplies`. */
+function spokenReplies({ config, voiceReplies }: ChatWingOptions): {
+  speech?: SpokenReplies;
+} {
+  if (!config.text_to_speech || !voiceReplies) return {};
+  return { speech: { wanted: voiceReplies, tts: new TextToSpeech(config.text_to_speech) } };
 }

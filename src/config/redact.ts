@@ -22,6 +22,14 @@ export function redactConfig(config: Config): Config {
     llm: { ...config.llm, api_key: presence(config.llm.api_key) },
     queue: { ...config.queue, url: presence(config.queue.url) },
     http: { ...config.http, token: presence(config.http.token) },
+    ...(config.text_to_speech === undefined
+      ? {}
+      : {
+          text_to_speech: {
+            ...config.text_to_speech,
+            api_key: presence(config.text_to_speech.api_key),
+          },
+        }),
     ...Object.fromEntries(
       CHAT_PLATFORM_KINDS.map((kind) => [
         kind,
@@ -56,6 +64,7 @@ export function secretValues(config: Config): string[] {
     config.queue.url === undefined ? undefined : passwordOfUrl(config.queue.url),
     ...Object.values(config.mcp_servers).flatMap(mcpServerSecrets),
     config.http.token,
+    config.text_to_speech?.api_key,
   ];
   return values.filter((value): value is string => value !== undefined && value !== "");
 }

@@ -106,6 +106,8 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       budget: workspaceBudgetSchema(),
       /** MCP servers whose tools agents may list as `mcp:<name>`. */
       mcp_servers: mcpServersSchema(),
+      /** Spoken replies (agents with `voice_replies`); absent: none. */
+      text_to_speech: textToSpeechSchema().optional(),
     })
     .superRefine((config, ctx) => {
       if (context.agentIds) checkBoundAgents(config, new Set(context.agentIds), ctx);
@@ -352,6 +354,22 @@ function skillsSchema() {
       ).default(8000),
     })
     .prefault({});
+}
+
+/**
+ * `text_to_speech`: an OpenAI-compatible `/audio/speech` endpoint that speaks the replies
+ * of agents with `voice_replies` (docs/guides/chat-platforms.md, "Spoken replies").
+ */
+function textToSpeechSchema() {
+  return z.strictObject({
+    /** The API root the endpoint is below, with its version: `<base_url>/audio/speech`. */
+    base_url: httpUrl().default("https://api.openai.com/v1"),
+    api_key: z.string().min(1),
+    model: z.string().min(1).default("gpt-4o-mini-tts"),
+    voice: z.string().min(1).default("alloy"),
+    /** How long one synthesis may take before it is abandoned. */
+    timeout_s: fromText(z.number().positive()).default(60),
+  });
 }
 
 /** `tools`: settings of the agents' tools. */

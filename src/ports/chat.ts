@@ -16,9 +16,38 @@
  * the compiler refuses a platform missing from either.
  */
 export const CHAT_PLATFORMS = {
-  telegram: { chatId: /^(-?\d+|@\w+)$/, chatIdHint: "<chat_id>" },
-  discord: { chatId: /^\d+$/, chatIdHint: "<channel_id>" },
+  telegram: { chatId: /^(-?\d+|@\w+)$/, chatIdHint: "<chat_id>", maxFileBytes: 50_000_000 },
+  discord: { chatId: /^\d+$/, chatIdHint: "<channel_id>", maxFileBytes: 25 * 1024 * 1024 },
 } as const;
+
+/**
+ * Largest photo Telegram's `sendPhoto` takes (10 MB); a larger image goes as a document,
+ * up to {@link CHAT_PLATFORMS}' `maxFileBytes` (the Bot API's 50 MB upload limit; Discord's
+ * default attachment limit is 25 MiB).
+ */
+export const TELEGRAM_MAX_PHOTO_BYTES = 10_000_000;
+
+/** Longest caption of a file, in UTF-16 code units (Telegram's limit; Discord's is 2000). */
+export const MAX_FILE_CAPTION_LENGTH = 1024;
+
+/**
+ * How a file is shown: `photo` an image shown inline (Telegram `sendPhoto`; on Discord any
+ * attachment), `voice` a voice message (Telegram `sendVoice`, OGG/Opus; Discord an audio
+ * attachment), `document` any other file (Telegram `sendDocument`).
+ */
+export type OutgoingFileKind = "photo" | "document" | "voice";
+
+/** A file to send with {@link ChatPlatform.sendFile}. */
+export interface OutgoingFile {
+  kind: OutgoingFileKind;
+  /** The file name the chat shows, without folders. */
+  name: string;
+  /** Its media type, e.g. `application/pdf`. */
+  mediaType: string;
+  content: Buffer;
+  /** A text shown with it, at most {@link MAX_FILE_CAPTION_LENGTH}; plain text. */
+  caption?: string;
+}
 
 /** One of {@link CHAT_PLATFORMS}. */
 export type ChatPlatformKind = keyof typeof CHAT_PLATFORMS;
@@ -209,6 +238,12 @@ export interface ChatPlatform {
   edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void>;
   /** Shows the typing indicator for a few seconds. */
   typing(chatId: string): Promise<void>;
+  /**
+   * Sends a file as a new message (multipart upload); `key` as in {@link send}. An empty
+   * file, or one over the platform's limit ({@link CHAT_PLATFORMS}' `maxFileBytes`), throws
+   * a {@link ChatPlatformError} that is not retryable, before anything is sent.
+   */
+  sendFile(chatId: string, file: OutgoingFile, key?: string): Promise<SentChatMessage>;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -27,6 +27,8 @@ export interface ReplyContext {
    * after a crash) continues the first one, and its final text is delivered once.
    */
   jobId?: string;
+  /** The agent whose reply it is (a chat frontend speaks the replies of some agents). */
+  agentId?: string;
 }
 
 /** A place where a person reads an agent's replies. */

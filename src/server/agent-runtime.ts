@@ -141,6 +141,7 @@ export class AgentRuntime {
       provider,
       clock,
       postMessage: (request) => senders.poster(request),
+      sendFile: (request) => senders.fileSender(request),
       delegate: queueSubagents({
         queue,
         history: storage.history,

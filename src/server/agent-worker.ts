@@ -203,7 +203,10 @@ export class AgentWorker implements Worker {
     let error: string | undefined;
     this.#publish.job("job.started", job);
     try {
-      reply = this.#options.frontends.openReply(job.replyTo, { jobId: job.id });
+      reply = this.#options.frontends.openReply(job.replyTo, {
+        jobId: job.id,
+        agentId: job.agentId,
+      });
       const attempt = await this.#attempts.attempt(job, reply, signal, progress);
       outcome = await this.#apply(job, reply, attempt);
     } catch (thrown) {

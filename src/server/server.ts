@@ -158,6 +158,7 @@ export class PicklebotServer {
       queue: this.#queue,
       frontends: this.frontends,
       agents: this.#chatAgents(),
+      voiceReplies: (agentId) => options.agents.get(agentId)?.voiceReplies === "always",
       holder: this.#instance.id,
       sharedOutbox: storage.cluster !== null,
       clock: this.#clock,

@@ -121,6 +121,11 @@ describe("outbox keys", () => {
       { kind: "post", jobId: "mwwcllfh00018eym1g81", digest: "0123456789abcdef" },
       "post:mwwcllfh00018eym1g81:0123456789abcdef",
     ],
+    [
+      { kind: "file", jobId: "mwwcllfh00018eym1g81", digest: "0123456789abcdef" },
+      "file:mwwcllfh00018eym1g81:0123456789abcdef",
+    ],
+    [{ kind: "voice", jobId: "mwwcllfh00018eym1g81" }, "voice:mwwcllfh00018eym1g81"],
     [{ kind: "bus", platform: "telegram", messageId: "1234" }, "bus:telegram:1234"],
     [
       {
@@ -150,6 +155,8 @@ describe("outbox keys", () => {
   it("names the job of a reply or a post, and no job for the others", () => {
     expect(jobIdOfOutboxKey("job:j1")).toBe("j1");
     expect(jobIdOfOutboxKey("post:j1:0123456789abcdef")).toBe("j1");
+    expect(jobIdOfOutboxKey("file:j1:0123456789abcdef")).toBe("j1");
+    expect(jobIdOfOutboxKey("voice:j1")).toBe("j1");
     expect(jobIdOfOutboxKey("bus:discord:99")).toBeNull();
     expect(jobIdOfOutboxKey("reply:abc")).toBeNull();
     expect(jobIdOfOutboxKey("budget:the workspace:day:1:reached")).toBeNull();
@@ -164,6 +171,9 @@ describe("outbox keys", () => {
     "post:j1",
     "post::abc",
     "post:j1:abc:extra",
+    "file:j1",
+    "voice:",
+    "voice:j1:extra",
     "bus:slack:1",
     "bus:telegram:",
     "bus:telegram",

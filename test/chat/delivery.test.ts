@@ -13,6 +13,7 @@ import { systemClock } from "../../src/base/clock.js";
 import { silentLogger } from "../../src/base/log.js";
 import { OutboxDelivery } from "../../src/chat/delivery.js";
 import { DiscordPlatform } from "../../src/chat/discord/platform.js";
+import { OutboxFiles } from "../../src/chat/outbox-files.js";
 import { TelegramPlatform } from "../../src/chat/telegram/platform.js";
 import { type ChatPlatform, DELIVERY_LEASE_MS, type OutboxStore } from "../../src/ports/index.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
@@ -58,6 +59,7 @@ describe("OutboxDelivery across processes", () => {
     const delivery = new OutboxDelivery({
       platform,
       outbox,
+      files: new OutboxFiles(join(dir, "history")),
       holder,
       clock,
       logger: silentLogger(),
@@ -129,6 +131,7 @@ describe("OutboxDelivery as a supervised loop", () => {
     const delivery = new OutboxDelivery({
       platform,
       outbox,
+      files: new OutboxFiles(join(dir, "history")),
       holder: "leader",
       clock,
       logger,
@@ -198,6 +201,7 @@ describe("OutboxDelivery after a send whose message id was lost", () => {
     const delivery = new OutboxDelivery({
       platform,
       outbox,
+      files: new OutboxFiles(join(dir, "history")),
       holder: "node-a",
       clock,
       logger: silentLogger(),

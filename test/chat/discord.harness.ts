@@ -112,6 +112,16 @@ export async function discordHarness(): Promise<ChatPlatformHarness> {
             : { pressId: interactionId, notice };
         }),
     sendAttempts: () => fake.callsTo(ROUTES.send).length,
+    files: (chatId) =>
+      fake.filesOf(chatId).map((file) => ({
+        messageId: file.messageId,
+        name: file.filename,
+        size: file.size,
+        sha256: file.sha256,
+        caption: file.content,
+      })),
+    fileAttempts: () =>
+      fake.callsTo(ROUTES.send).filter((call) => Array.isArray(call.body?.files)).length,
     connections: () => fake.openGatewayConnections,
     logins: () => fake.callsTo("GET /gateway/bot").length,
 

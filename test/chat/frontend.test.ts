@@ -3,11 +3,13 @@
  * delivered to the in-memory chat platform, through the SQLite outbox of a temp workspace,
  * on the test clock.
  */
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/base/log.js";
 import { DeferredChatFrontend } from "../../src/chat/deferred.js";
 import { OutboxDelivery } from "../../src/chat/delivery.js";
 import { ChatFrontend } from "../../src/chat/frontend.js";
+import { OutboxFiles } from "../../src/chat/outbox-files.js";
 import type { ReplyTarget, Storage } from "../../src/ports/index.js";
 import { openStorage } from "../../src/storage/index.js";
 import { FakeChatPlatform, rateLimited, refused, serverError } from "../fakes/chat-platform.js";
@@ -59,6 +61,7 @@ beforeEach(async () => {
   delivery = new OutboxDelivery({
     platform,
     outbox: storage.outbox,
+    files: new OutboxFiles(join(ws.dir, "history")),
     holder: "test",
     clock,
     logger: silentLogger(),

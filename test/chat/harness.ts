@@ -59,6 +59,17 @@ export interface ShownMessage {
   buttons: { id: string; label: string }[][];
 }
 
+/** A file the bot sent, as the chat shows it. */
+export interface ShownFile {
+  messageId: string;
+  name: string;
+  size: number;
+  /** SHA-256 of the bytes the platform received, hex. */
+  sha256: string;
+  /** The text shown with it ("" for none). */
+  caption: string;
+}
+
 /** An answer to a press the platform accepted. */
 export interface PressAnswer {
   pressId: string;
@@ -110,6 +121,10 @@ export interface ChatPlatformHarness {
   answers(): PressAnswer[];
   /** Requests that would create a message, refused ones included. */
   sendAttempts(): number;
+  /** The files the bot sent to a chat, oldest first. */
+  files(chatId: string): ShownFile[];
+  /** Requests that would send a file, refused ones included. */
+  fileAttempts(): number;
   /** Connections an adapter holds open to receive (held polls, gateway sockets). */
   connections(): number;
   /** Attempts to log in (the first call of a start) the fake has seen. */

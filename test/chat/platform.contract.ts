@@ -17,10 +17,12 @@
  * the service refuses, with its status codes and error texts), a harness here built on it,
  * and a one-line test file calling {@link chatPlatformContract} with the harness factory.
  */
+import { createHash } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ChatPlatformError } from "../../src/base/errors.js";
 import { CREDENTIAL_SERVICES } from "../../src/config/index.js";
 import {
+  CHAT_PLATFORMS,
   type ChatPlatform,
   type Choice,
   type IncomingChatMessage,
@@ -72,6 +74,18 @@ const CHOICES: Choice[] = [
   { id: "always", label: "Always allow" },
   { id: "deny", label: "Deny", style: "danger" },
 ];
+
+/** A file as `send_file` sends one; the test gives the content. */
+const REPORT = {
+  kind: "document",
+  name: "report.pdf",
+  mediaType: "application/pdf",
+  caption: "The report",
+} as const;
+
+function sha256(content: Buffer): string {
+  return createHash("sha256").update(content).digest("hex");
+}
 
 /** The error `call` rejects with, which must be a ChatPlatformError. */
 async function failure(call: Promise<unknown>): Promise<ChatPlatformError> {
@@ -407,6 +421,59 @@ export function chatPlatformContract(
         await platform.edit(h.groupChat, messageId, "Done", "plain");
         await platform.edit(h.groupChat, messageId, "Done", "plain");
         expect(h.shown(h.groupChat)).toEqual([{ messageId, text: "Done", buttons: [] }]);
+      });
+
+      it("sends a file with a caption, the bytes unchanged, answering with the message's id", async () => {
+        const platform = adapter();
+        const content = Buffer.from("%PDF-1.4 a small report\n");
+        const sent = await platform.sendFile(h.groupChat, { ...REPORT, content }, KEY);
+        expect(h.files(h.groupChat)).toEqual([
+          {
+            messageId: sent.messageId,
+            name: "report.pdf",
+            size: content.length,
+            sha256: sha256(content),
+            caption: "The report",
+          },
+        ]);
+      });
+
+      it("sends an image, and a voice message, into a direct chat", async () => {
+        const platform = adapter();
+        const chat = h.directChat(h.alice);
+        const image = Buffer.from("\x89PNG\r\n\x1a\n a tiny image");
+        const voice = Buffer.from("OggS an opus voice message");
+        await platform.sendFile(chat, {
+          kind: "photo",
+          name: "chart.png",
+          mediaType: "image/png",
+          content: image,
+        });
+        await platform.sendFile(chat, {
+          kind: "voice",
+          name: "reply.ogg",
+          mediaType: "audio/ogg",
+          content: voice,
+        });
+        expect(h.files(chat).map((file) => [file.name, file.sha256])).toEqual([
+          ["chart.png", sha256(image)],
+          ["reply.ogg", sha256(voice)],
+        ]);
+      });
+
+      it("refuses an empty file and one over the platform's limit for good, saying why, before anything is sent", async () => {
+        const platform = adapter();
+        const limit = CHAT_PLATFORMS[platform.kind].maxFileBytes;
+        const empty = await failure(
+          platform.sendFile(h.groupChat, { ...REPORT, content: Buffer.alloc(0) }),
+        );
+        const huge = await failure(
+          platform.sendFile(h.groupChat, { ...REPORT, content: Buffer.alloc(limit + 1) }),
+        );
+        expect([empty.retryable, huge.retryable]).toEqual([false, false]);
+        expect(empty.message).toMatch(/"report\.pdf" is empty/);
+        expect(huge.message).toMatch(/over .* limit/);
+        expect(h.fileAttempts()).toBe(0);
       });
 
       it("shows the typing indicator", async () => {

@@ -97,6 +97,16 @@ export async function telegramHarness(): Promise<ChatPlatformHarness> {
           text === undefined ? { pressId: queryId } : { pressId: queryId, notice: text },
         ),
     sendAttempts: () => fake.callsOf("sendMessage").length,
+    files: (chatId) =>
+      fake.filesOf(Number(chatId)).map((file) => ({
+        messageId: String(file.messageId),
+        name: file.filename,
+        size: file.size,
+        sha256: file.sha256,
+        caption: file.caption ?? "",
+      })),
+    fileAttempts: () =>
+      ["sendPhoto", "sendDocument", "sendVoice"].flatMap((method) => fake.callsOf(method)).length,
     connections: () => fake.heldPolls,
     logins: () => fake.callsOf("getMe").length,
 

@@ -13,8 +13,10 @@
  *   platform.texts("42");                       // what chat 42 shows now
  *   await platform.pressButton({ messageId: "1", choiceId: "allow" }); // reaches onChoice
  */
+import { createHash } from "node:crypto";
 import { ChatPlatformError } from "../../src/base/errors.js";
 import { checkChoices } from "../../src/chat/choices.js";
+import { checkOutgoingFile } from "../../src/chat/files.js";
 import type {
   ChatPlatform,
   ChatPlatformKind,
@@ -22,12 +24,30 @@ import type {
   Choice,
   IncomingChatMessage,
   IncomingChoice,
+  OutgoingFile,
+  OutgoingFileKind,
   SentChatMessage,
   TextFormat,
 } from "../../src/ports/index.js";
 
 /** The methods a test can watch and fail. */
-export type PlatformMethod = "send" | "sendChoices" | "acknowledgeChoice" | "edit" | "typing";
+export type PlatformMethod =
+  | "send"
+  | "sendChoices"
+  | "acknowledgeChoice"
+  | "edit"
+  | "typing"
+  | "sendFile";
+
+/** A file a chat shows: what was sent, without its bytes. */
+export interface ShownFile {
+  kind: OutgoingFileKind;
+  name: string;
+  mediaType: string;
+  size: number;
+  /** SHA-256 of the content, hex. */
+  sha256: string;
+}
 
 /** A press to simulate, see {@link FakeChatPlatform.pressButton}; the rest has defaults. */
 export type ButtonPress = Pick<IncomingChoice, "messageId" | "choiceId"> &
@@ -46,6 +66,8 @@ export interface PlatformCall {
   choices?: readonly Choice[];
   /** The press answered (acknowledgeChoice). */
   pressId?: string;
+  /** The file sent (sendFile); `text` is its caption. */
+  file?: ShownFile;
   /** The error thrown, or null when the call succeeded. */
   error: ChatPlatformError | null;
 }
@@ -57,6 +79,8 @@ export interface ShownMessage {
   format: TextFormat;
   /** Its buttons; absent when it has none (never had, or an edit removed them). */
   choices?: readonly Choice[];
+  /** The file it carries (sendFile; `text` is the caption). */
+  file?: ShownFile;
 }
 
 /** Options of {@link FakeChatPlatform}. */
@@ -115,6 +139,7 @@ export class FakeChatPlatform implements ChatPlatform {
     acknowledgeChoice: [],
     edit: [],
     typing: [],
+    sendFile: [],
   };
   #onMessage: ((message: IncomingChatMessage) => Promise<void>) | null = null;
   #onChoice: ((press: IncomingChoice) => Promise<void>) | null = null;
@@ -193,6 +218,25 @@ export class FakeChatPlatform implements ChatPlatform {
   async typing(chatId: string): Promise<void> {
     this.#failIfTold("typing", { chatId });
     this.calls.push({ method: "typing", chatId, error: null });
+  }
+
+  /** Refuses files as the real adapters do (the shared check), before any failure. */
+  async sendFile(chatId: string, file: OutgoingFile): Promise<SentChatMessage> {
+    checkOutgoingFile(this.kind, file);
+    const shown: ShownFile = {
+      kind: file.kind,
+      name: file.name,
+      mediaType: file.mediaType,
+      size: file.content.length,
+      sha256: createHash("sha256").update(file.content).digest("hex"),
+    };
+    const message = { chatId, text: file.caption ?? "", format: "plain" as const, file: shown };
+    await this.#hung.get(chatId);
+    this.#failIfTold("sendFile", message);
+    const messageId = String(this.#nextMessageId++);
+    this.#chat(chatId).push({ messageId, text: message.text, format: "plain", file: shown });
+    this.calls.push({ method: "sendFile", ...message, messageId, error: null });
+    return { messageId };
   }
 
   /**

@@ -22,12 +22,16 @@
  * INTERACTION_CREATE; `POST /interactions/:id/:token/callback` (no bot token needed, as on
  * Discord) takes one response within 3 s by the fake's clock, see `discord-interactions.ts`.
  *
+ * Files: a message's multipart attachments are kept with their name, size, SHA-256 and
+ * type (`filesOf`); more than 25 MiB in one request is refused with 413, code 40005
+ * "Request entity too large", as Discord does for a server without boosts.
+ *
  * Faults a test can inject: a REST failure (`failNext`), a REST request left unanswered
  * until `close()` (`hangNext`), and an IDENTIFY closed with an unrecoverable code
  * (`closeNextIdentify`). `openGatewayConnections` counts the gateway sockets still open,
  * identified or not, so a test can see a client that was dropped but not closed.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { APIMessage, APIUser } from "discord.js";
@@ -120,6 +124,27 @@ export interface DiscordCall {
   /** HTTP status the fake answered; 0 for a request it never answered (`hangNext`). */
   status: number;
 }
+
+/** A file part of a multipart request, as the fake read it. */
+export interface UploadedAttachment {
+  /** The form field, `files[0]`. */
+  name: string;
+  filename: string;
+  size: number;
+  /** SHA-256 of the bytes, hex. */
+  sha256: string;
+  contentType: string;
+}
+
+/** A message of the bot carrying a file, see {@link FakeDiscord.filesOf}. */
+export interface BotAttachment extends UploadedAttachment {
+  messageId: string;
+  /** The message's text (the caption). */
+  content: string;
+}
+
+/** Discord's default upload limit per request: 25 MiB (more with boosts and Nitro). */
+const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
 
 interface GatewaySession {
   id: string;
@@ -391,6 +416,18 @@ export class FakeDiscord {
       content: m.content,
       components: (m.components as ActionRow[] | undefined) ?? [],
     }));
+  }
+
+  /** The bot's messages in a channel that carry files, one row per file, oldest first. */
+  filesOf(channelId: string): BotAttachment[] {
+    const messages = [...(this.channels.get(channelId)?.botMessages.values() ?? [])];
+    return messages.flatMap((message) =>
+      ((message as { uploads?: UploadedAttachment[] }).uploads ?? []).map((file) => ({
+        ...file,
+        messageId: message.id,
+        content: message.content,
+      })),
+    );
   }
 
   /** REST calls matching a route pattern such as "POST /channels/:id/messages". */
@@ -812,6 +849,7 @@ export class FakeDiscord {
 
   private createMessage(state: ChannelState, body: Record<string, unknown>): APIMessage {
     const content = checkContent(body);
+    const uploads = checkUploads(body.files);
     // enforce_nonce: a nonce seen before returns the message it created (Discord keeps
     // nonces a few minutes; the fake keeps them for its life).
     checkNonce(body.nonce);
@@ -828,6 +866,17 @@ export class FakeDiscord {
     const stored = typeof guildId === "string" ? { ...message, guild_id: guildId } : message;
     if (Array.isArray(body.embeds)) stored.embeds = body.embeds;
     if (body.components !== undefined) stored.components = checkComponents(body.components);
+    if (uploads.length > 0) {
+      stored.attachments = uploads.map((file, index) => ({
+        id: `${stored.id}${index}`,
+        filename: file.filename,
+        size: file.size,
+        url: `${this.restRoot}/attachments/${file.sha256}`,
+        proxy_url: `${this.restRoot}/attachments/${file.sha256}`,
+        content_type: file.contentType,
+      }));
+      Object.assign(stored, { uploads });
+    }
     const reference = body.message_reference as { message_id?: string } | undefined;
     if (reference?.message_id) {
       Object.assign(stored, {
@@ -868,6 +917,16 @@ function checkContent(body: Record<string, unknown>): string {
     throw invalidFormBody(["content"], "BASE_TYPE_MAX_LENGTH", message);
   }
   return content;
+}
+
+/** The files of a new message; over Discord's upload limit, 413 with code 40005. */
+function checkUploads(files: unknown): UploadedAttachment[] {
+  const uploads = Array.isArray(files) ? (files as UploadedAttachment[]) : [];
+  const total = uploads.reduce((sum, file) => sum + file.size, 0);
+  if (total > MAX_UPLOAD_BYTES) {
+    throw new RestFailure(413, { message: "Request entity too large", code: 40005 });
+  }
+  return uploads;
 }
 
 /** A nonce is an integer or a string of at most 25 characters, as Discord documents. */
@@ -924,7 +983,7 @@ async function readBody(request: IncomingMessage): Promise<Record<string, unknow
 
 /** discord.js sends files as multipart: `payload_json` plus `files[n]` parts. */
 function readMultipart(body: Buffer, boundary: string): Record<string, unknown> {
-  const files: { name: string; filename: string; size: number }[] = [];
+  const files: UploadedAttachment[] = [];
   let payload: Record<string, unknown> = {};
   for (const part of body.toString("latin1").split(`--${boundary}`)) {
     const split = part.indexOf("\r\n\r\n");
@@ -933,8 +992,11 @@ function readMultipart(body: Buffer, boundary: string): Record<string, unknown> 
     const content = Buffer.from(part.slice(split + 4).replace(/\r\n$/, ""), "latin1");
     const name = /name="([^"]*)"/.exec(headers)?.[1] ?? "";
     const filename = /filename="([^"]*)"/.exec(headers)?.[1];
-    if (filename !== undefined) files.push({ name, filename, size: content.length });
-    else if (name === "payload_json") payload = JSON.parse(content.toString("utf8"));
+    const contentType = /content-type:\s*([^\r\n]+)/i.exec(headers)?.[1] ?? "";
+    if (filename !== undefined) {
+      const sha256 = createHash("sha256").update(content).digest("hex");
+      files.push({ name, filename, size: content.length, sha256, contentType });
+    } else if (name === "payload_json") payload = JSON.parse(content.toString("utf8"));
   }
   return { ...payload, files };
 }

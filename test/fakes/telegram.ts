@@ -20,7 +20,13 @@
  * queues a callback_query update; `answerCallbackQuery` takes each query once, within 15 s
  * by the fake's clock (`telegram-buttons.ts`). `getUpdates` honours `allowed_updates`: an
  * update of a kind the bot did not ask for is never handed out.
+ *
+ * Files: `sendPhoto`, `sendDocument` and `sendVoice` take a multipart upload and keep its
+ * name, size, SHA-256 and caption (`filesOf`); an empty file is refused with 400 "file must
+ * be non-empty", a photo over 10 MB or any file over 50 MB with 413 "Request Entity Too
+ * Large", a caption over 1,024 characters with 400, as the Bot API does.
  */
+import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type {
@@ -123,7 +129,33 @@ interface ChatState {
   chat: UserChat;
   nextMessageId: number;
   botMessages: Map<number, TextMessage>;
+  /** Files the bot sent (sendPhoto, sendDocument, sendVoice), in order. */
+  botFiles: BotFile[];
 }
+
+/** A file part of a multipart request, as the fake read it. */
+export interface UploadedFile {
+  filename: string;
+  size: number;
+  /** SHA-256 of the bytes, hex. */
+  sha256: string;
+}
+
+/** A file the bot sent to a chat, see {@link FakeTelegram.filesOf}. */
+export interface BotFile extends UploadedFile {
+  messageId: number;
+  /** How it was sent. */
+  method: "sendPhoto" | "sendDocument" | "sendVoice";
+  caption?: string;
+}
+
+/** The field each file method takes its upload in. */
+const FILE_FIELDS = { sendphoto: "photo", senddocument: "document", sendvoice: "voice" } as const;
+/** The Bot API's upload limits: 10 MB for a photo, 50 MB for any other file. */
+const MAX_PHOTO_BYTES = 10_000_000;
+const MAX_UPLOAD_BYTES = 50_000_000;
+/** Telegram's longest caption, counted like a text. */
+const MAX_CAPTION_LENGTH = 1024;
 
 interface HeldPoll {
   offset: number;
@@ -253,7 +285,7 @@ export class FakeTelegram {
       chatType === "private"
         ? { id: chatId, type: "private", first_name: `User ${chatId}` }
         : { id: chatId, type: chatType, title: `Test group ${chatId}` };
-    this.chats.set(chatId, { chat, nextMessageId: 1, botMessages: new Map() });
+    this.chats.set(chatId, { chat, nextMessageId: 1, botMessages: new Map(), botFiles: [] });
     return chat;
   }
 
@@ -355,6 +387,11 @@ export class FakeTelegram {
   botMessagesOf(chatId: number): { messageId: number; text: string }[] {
     const messages = this.chats.get(chatId)?.botMessages.values() ?? [];
     return [...messages].map((message) => ({ messageId: message.message_id, text: message.text }));
+  }
+
+  /** The files the bot sent to a chat, in order (refused ones are not among them). */
+  filesOf(chatId: number): BotFile[] {
+    return [...(this.chats.get(chatId)?.botFiles ?? [])];
   }
 
   /** Calls of one method, in order. */
@@ -463,6 +500,10 @@ export class FakeTelegram {
         };
       case "sendmessage":
         return this.sendMessage(params);
+      case "sendphoto":
+      case "senddocument":
+      case "sendvoice":
+        return this.sendFile(method.toLowerCase() as keyof typeof FILE_FIELDS, params);
       case "editmessagetext":
         return this.editMessageText(params);
       case "deletemessage":
@@ -502,6 +543,44 @@ export class FakeTelegram {
     };
     state.botMessages.set(message.message_id, message);
     return message;
+  }
+
+  /**
+   * A file upload, refused as the Bot API refuses it: no file, an empty one ("file must be
+   * non-empty"), one over the upload limit (413 "Request Entity Too Large"), a caption
+   * over 1024 characters. Answers a message with the file's id, not its bytes.
+   */
+  private sendFile(method: keyof typeof FILE_FIELDS, params: Params): Message {
+    const state = this.chatState(params.chat_id);
+    const field = FILE_FIELDS[method];
+    const upload = params[field] as UploadedFile | string | undefined;
+    if (typeof upload !== "object") {
+      throw new ApiFailure(400, `Bad Request: there is no ${field} in the request`);
+    }
+    if (upload.size === 0) throw new ApiFailure(400, "Bad Request: file must be non-empty");
+    const limit = field === "photo" ? MAX_PHOTO_BYTES : MAX_UPLOAD_BYTES;
+    if (upload.size > limit) throw new ApiFailure(413, "Request Entity Too Large");
+    const caption = typeof params.caption === "string" ? params.caption : undefined;
+    if (caption !== undefined && caption.length > MAX_CAPTION_LENGTH) {
+      throw new ApiFailure(400, "Bad Request: message caption is too long");
+    }
+    const messageId = state.nextMessageId++;
+    const name = `send${field[0]?.toUpperCase()}${field.slice(1)}` as BotFile["method"];
+    state.botFiles.push({
+      ...upload,
+      messageId,
+      method: name,
+      ...(caption ? { caption } : {}),
+    });
+    const file = { file_id: upload.sha256, file_unique_id: upload.sha256.slice(0, 16) };
+    return {
+      message_id: messageId,
+      from: this.botUser,
+      chat: state.chat,
+      date: Math.floor(Date.now() / 1000),
+      ...(caption ? { caption } : {}),
+      [field]: field === "photo" ? [{ ...file, width: 1, height: 1 }] : file,
+    } as unknown as Message;
   }
 
   private editMessageText(params: Params): TextMessage {
@@ -640,6 +719,10 @@ function isTextMessage(result: unknown): result is TextMessage {
   return typeof result === "object" && result !== null && "message_id" in result;
 }
 
+function sha256Of(content: Buffer): string {
+  return createHash("sha256").update(content).digest("hex");
+}
+
 function epochNow(): number {
   return performance.timeOrigin + performance.now();
 }
@@ -669,7 +752,7 @@ async function readParams(request: IncomingMessage, url: URL): Promise<Params> {
   return boundary ? { ...params, ...readMultipart(body, boundary) } : params;
 }
 
-/** Text fields as strings; file parts as `{ filename, size }`. */
+/** Text fields as strings; file parts as {@link UploadedFile}. */
 function readMultipart(body: Buffer, boundary: string): Params {
   const params: Params = {};
   for (const part of body.toString("latin1").split(`--${boundary}`)) {
@@ -681,7 +764,9 @@ function readMultipart(body: Buffer, boundary: string): Params {
     const filename = /filename="([^"]*)"/.exec(headers)?.[1];
     if (name === undefined) continue;
     params[name] =
-      filename === undefined ? content.toString("utf8") : { filename, size: content.length };
+      filename === undefined
+        ? content.toString("utf8")
+        : { filename, size: content.length, sha256: sha256Of(content) };
   }
   return params;
 }

@@ -163,6 +163,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
   const senders = new ChatSenders({
     platforms: [platform],
     outbox: storage.outbox,
+    historyPath: config.history.path,
     frontends,
     holder: "test",
     clock,

@@ -30,6 +30,7 @@ import { createEditTool } from "./edit.js";
 import { createPostMessageTool, type MessagePoster } from "./post-message.js";
 import { createReadTool } from "./read.js";
 import type { BashSandboxOptions } from "./sandbox.js";
+import { createSendFileTool, type FileSender } from "./send-file.js";
 import { createSkillTool } from "./skill.js";
 import { createSubagentTool, type SubagentOptions } from "./subagent.js";
 import { createWebFetchTool } from "./web-fetch.js";
@@ -43,6 +44,7 @@ export {
   describeBashSandbox,
   type SandboxKind,
 } from "./sandbox.js";
+export type { FileSender } from "./send-file.js";
 export type { SubagentDelegate, SubagentOptions, SubagentTask } from "./subagent.js";
 export { resolveInWorkspace } from "./workspace-path.js";
 
@@ -66,6 +68,11 @@ export interface ToolboxOptions {
    * terminal (`picklebot chat`). (Default: nowhere; the tool tells the model so)
    */
   postMessage?: MessagePoster;
+  /**
+   * Where `send_file` sends: the job's chat, through the outbox (the server). (Default:
+   * nowhere; the tool tells the model so)
+   */
+  sendFile?: FileSender;
   /** How `subagent` hands tasks on, and to whom. (Default: nowhere; the tool says so) */
   subagents?: SubagentOptions;
   /** The skills `skill` loads: the agent's (skills.ts). (Default: none; the tool says so) */
@@ -115,6 +122,10 @@ export const TOOLS = {
   post_message: {
     create: ({ postMessage }) => createPostMessageTool(postMessage ?? postingUnavailable),
     shows: { field: "text", joiner: ": " },
+  },
+  send_file: {
+    create: ({ sendFile }) => createSendFileTool(sendFile),
+    shows: { field: "path", joiner: " " },
   },
   subagent: {
     create: ({ subagents }) => createSubagentTool(subagents ?? delegationUnavailable),

@@ -57,11 +57,13 @@ import {
   DEFAULT_DISCORD_CALL_TIMEOUT_MS,
   type IncomingChatMessage,
   type IncomingChoice,
+  type OutgoingFile,
   type SentChatMessage,
   type TextFormat,
 } from "../../ports/index.js";
 import { checkChoices } from "../choices.js";
 import { ConnectFailures } from "../connect-failures.js";
+import { checkOutgoingFile } from "../files.js";
 import { acknowledgement, choiceComponents, PressTokens, toIncomingChoice } from "./choices.js";
 import { loginError, requestError, scrubError, unrecoverableFix } from "./errors.js";
 
@@ -276,6 +278,23 @@ export class DiscordPlatform implements ChatPlatform {
   /** Shows "typing…" in a channel for about ten seconds. */
   async typing(chatId: string): Promise<void> {
     await this.#request("show typing", chatId, () => this.#rest.post(Routes.channelTyping(chatId)));
+  }
+
+  /**
+   * Posts a message with the file as its one attachment (multipart upload), the caption
+   * as plain text; a voice message goes as an audio attachment.
+   */
+  async sendFile(chatId: string, file: OutgoingFile, key?: string): Promise<SentChatMessage> {
+    checkOutgoingFile(this.kind, file);
+    const body = {
+      ...this.#messageBody(file.caption ?? "", "plain", key),
+      attachments: [{ id: 0, filename: file.name }],
+    };
+    const files = [{ name: file.name, data: file.content, contentType: file.mediaType }];
+    const created = await this.#request("send a file", chatId, () =>
+      this.#rest.post(Routes.channelMessages(chatId), { body, files }),
+    );
+    return { messageId: (created as { id: string }).id };
   }
 
   /** The body of a new message; `key` makes a repeated send return the first message. */

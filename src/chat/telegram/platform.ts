@@ -45,11 +45,14 @@ import {
   type Choice,
   type IncomingChatMessage,
   type IncomingChoice,
+  type OutgoingFile,
   type SentChatMessage,
+  TELEGRAM_MAX_PHOTO_BYTES,
   type TextFormat,
 } from "../../ports/index.js";
 import { checkChoices } from "../choices.js";
 import { ConnectFailures } from "../connect-failures.js";
+import { checkOutgoingFile } from "../files.js";
 import { toTelegramMarkdownV2 } from "./markdown.js";
 
 /** Options of {@link TelegramPlatform}. */
@@ -189,6 +192,29 @@ export class TelegramPlatform implements ChatPlatform {
 
   async typing(chatId: string): Promise<void> {
     await this.#call("sendChatAction", { chat_id: chatId, action: "typing" });
+  }
+
+  /**
+   * sendVoice for a voice message, sendPhoto for an image within Telegram's photo limit,
+   * sendDocument otherwise (a multipart upload each); the caption is plain text. The call
+   * may take a second per MB beyond the usual timeout: an upload is slow on a slow link.
+   */
+  async sendFile(chatId: string, file: OutgoingFile): Promise<SentChatMessage> {
+    checkOutgoingFile(this.kind, file);
+    const upload = { source: file.content, filename: file.name };
+    const caption = file.caption ? { caption: file.caption } : {};
+    const heldS = Math.ceil(file.content.length / 1_000_000);
+    const sent =
+      file.kind === "voice"
+        ? await this.#call("sendVoice", { chat_id: chatId, voice: upload, ...caption }, { heldS })
+        : file.kind === "photo" && file.content.length <= TELEGRAM_MAX_PHOTO_BYTES
+          ? await this.#call("sendPhoto", { chat_id: chatId, photo: upload, ...caption }, { heldS })
+          : await this.#call(
+              "sendDocument",
+              { chat_id: chatId, document: upload, ...caption },
+              { heldS },
+            );
+    return { messageId: String(sent.message_id) };
   }
 
   async #sendMessage(

@@ -1,0 +1,43 @@
+/**
+ * The rules every platform's files follow, checked once before a file is sent (and by
+ * `send_file` before it is stored), so a file no platform would take fails the same way
+ * everywhere and never reaches the network: not empty, within the platform's limit.
+ */
+import { ChatPlatformError } from "../base/errors.js";
+import { CHAT_PLATFORMS, type ChatPlatformKind } from "../ports/index.js";
+
+/** `12.3 MB`: a size for a person, in decimal megabytes as the platforms state theirs. */
+export function formatFileSize(bytes: number): string {
+  return `${(bytes / 1_000_000).toFixed(1)} MB`;
+}
+
+/**
+ * Why `platform` would refuse a file of `bytes` bytes named `name`, with what to do, or
+ * undefined when it takes it.
+ */
+export function fileSizeProblem(
+  platform: ChatPlatformKind,
+  name: string,
+  bytes: number,
+): string | undefined {
+  if (bytes === 0) return `"${name}" is empty; ${platform} refuses empty files`;
+  const limit = CHAT_PLATFORMS[platform].maxFileBytes;
+  if (bytes <= limit) return undefined;
+  return `"${name}" is ${bytes} bytes (${formatFileSize(bytes)}), over ${platform}'s limit of ${limit} bytes (${formatFileSize(limit)}) per file; send a smaller file (compress or split it)`;
+}
+
+/**
+ * Throws a {@link ChatPlatformError} (not retryable) when `platform` would refuse the
+ * file: empty, or over its limit.
+ */
+export function checkOutgoingFile(
+  platform: ChatPlatformKind,
+  file: { name: string; content: Buffer },
+): void {
+  const problem = fileSizeProblem(platform, file.name, file.content.length);
+  if (problem !== undefined) {
+    throw new ChatPlatformError(`${platform}: cannot send a file: ${problem}`, {
+      context: { platform },
+    });
+  }
+}
