@@ -478,31 +478,22 @@ function countLogs(server: ServerProcess, tally: Tally): void {
   }
 }
 
-/** A last server finishes every job, then stops on SIGTERM, which must exit 0. */
 /** How long the last server's drain may go without a job finishing before it counts as stuck. */
 const DRAIN_STALL_MS = 120_000;
 
+/** A last server finishes every job, then stops on SIGTERM, which must exit 0. */
 async function drain(ws: TempWorkspace, inspector: Inspector, tally: Tally): Promise<void> {
   const server = spawnServer(ws);
   try {
     await server.waitForLog(STARTED, 20_000);
-    // A busy host leaves a longer backlog, drained more slowly: what fails is a drain that
-    // stops moving, not one that takes long.
-    let left = inspector.unfinished();
-    let movedAt = Date.now();
-    while (left > 0 && Date.now() - movedAt < DRAIN_STALL_MS) {
-      await sleep(100);
-      const now = inspector.unfinished();
-      if (now < left) movedAt = Date.now();
-      left = now;
-    }
+    const left = await untilNoneLeft(() => inspector.unfinished());
     if (left > 0) {
       tally.violations.push(
         `${left} jobs still unfinished, none finished in the last ${DRAIN_STALL_MS / 1000} s`,
       );
     }
     // Files a killed server left in the outbox go out from this one's retry loop.
-    while (inspector.pendingFiles() > 0 && Date.now() < deadline) await sleep(100);
+    await untilNoneLeft(() => inspector.pendingFiles());
     server.signal("SIGTERM");
     const exit = await server.exited;
     if (exit.code !== 0) {
@@ -514,6 +505,23 @@ async function drain(ws: TempWorkspace, inspector: Inspector, tally: Tally): Pro
     await server.kill();
     countLogs(server, tally);
   }
+}
+
+/**
+ * Waits until `left()` is 0; returns what is left once it has not gone down for
+ * {@link DRAIN_STALL_MS}. A busy host leaves a longer backlog, drained more slowly: what
+ * fails is a drain that stops moving, not one that takes long.
+ */
+async function untilNoneLeft(left: () => number): Promise<number> {
+  let last = left();
+  let movedAt = Date.now();
+  while (last > 0 && Date.now() - movedAt < DRAIN_STALL_MS) {
+    await sleep(100);
+    const now = left();
+    if (now < last) movedAt = Date.now();
+    last = now;
+  }
+  return last;
 }
 
 /**
