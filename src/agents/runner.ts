@@ -33,6 +33,7 @@ import type { SkillDefinition } from "./skill-file.js";
 import { type LoadedSkills, NO_SKILLS, skillListing, skillsOfAgent } from "./skills.js";
 import {
   createToolbox,
+  searchBackendOf,
   type MessagePoster,
   type SubagentDelegate,
   type SubagentOptions,
@@ -262,6 +263,10 @@ export class AgentRunner {
               historyPath: config.history.path,
             },
             fetchPrivateAddresses: config.tools.web_fetch.allow_private_addresses,
+            webSearch: {
+              backend: searchBackendOf(config.tools.web_search),
+              maxPerTurn: config.tools.web_search.max_per_turn,
+            },
             ...(agent.webFetch ? { fetchAllowDomains: agent.webFetch.allowDomains } : {}),
             postMessage: this.#options.postMessage(request),
             subagents: this.#subagents(agent),

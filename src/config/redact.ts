@@ -56,6 +56,7 @@ export function secretValues(config: Config): string[] {
     config.queue.url === undefined ? undefined : passwordOfUrl(config.queue.url),
     ...Object.values(config.mcp_servers).flatMap(mcpServerSecrets),
     config.http.token,
+    config.tools.web_search.api_key,
   ];
   return values.filter((value): value is string => value !== undefined && value !== "");
 }
