@@ -33,10 +33,10 @@ import type { SkillDefinition } from "./skill-file.js";
 import { type LoadedSkills, NO_SKILLS, skillListing, skillsOfAgent } from "./skills.js";
 import {
   createToolbox,
-  searchBackendOf,
   type MessagePoster,
   type SubagentDelegate,
   type SubagentOptions,
+  searchBackendOf,
 } from "./tools/index.js";
 
 /** What {@link AgentRunner} is built from. */

@@ -391,10 +391,7 @@ function webSearchSchema(env: Environment) {
   return z
     .strictObject({
       /** anthropic (the API's server-side search), searxng or brave; absent: no search. */
-      backend: z
-        .enum(WEB_SEARCH_BACKENDS)
-        .describe('"anthropic", "searxng" or "brave"')
-        .optional(),
+      backend: z.enum(WEB_SEARCH_BACKENDS).describe('"anthropic", "searxng" or "brave"').optional(),
       /** The SearXNG instance's root (http://127.0.0.1:8888); for brave, its API's root. */
       base_url: httpUrl().optional(),
       /** The Brave Search API key (X-Subscription-Token); default: $BRAVE_API_KEY. */
