@@ -4,7 +4,8 @@ import { createBraveBackend } from "../../src/agents/tools/search-backends.js";
 import { UNTRUSTED_NOTE } from "../../src/agents/tools/web-fetch.js";
 import {
   createWebSearchTool,
-  searchBackendOf,
+  type TurnSearchContext,
+  turnSearchOf,
   type WebSearchSettings,
 } from "../../src/agents/tools/web-search.js";
 import { ToolRetry } from "../../src/base/errors.js";
@@ -55,9 +56,12 @@ function settings(fields: Partial<WebSearchSettings>): WebSearchSettings {
   return { max_per_turn: 5, timeout_s: 15, api_key: undefined, ...fields };
 }
 
-function searchTool(fields: Partial<WebSearchSettings>) {
-  const search = settings(fields);
-  return createWebSearchTool({ backend: searchBackendOf(search), maxPerTurn: search.max_per_turn });
+const ANTHROPIC_ALLOWED: TurnSearchContext = { anthropicModel: true, policy: "allow" };
+
+function searchTool(fields: Partial<WebSearchSettings>, context = ANTHROPIC_ALLOWED) {
+  const { tool } = turnSearchOf(settings(fields), context);
+  if (tool === null) throw new Error("the model API searches: there is no tool");
+  return createWebSearchTool(tool);
 }
 
 describe("web_search on SearXNG", () => {
@@ -189,6 +193,30 @@ describe("web_search without a backend", () => {
     const tool = searchTool({});
     await expect(tool.run({ query: "pool" }, temp.context())).rejects.toThrow(
       "web_search: no search backend is configured; the owner sets tools.web_search.backend in picklebot.yaml",
+    );
+  });
+});
+
+describe("web_search with the anthropic backend", () => {
+  it("is the model API's server tool when the model is on Anthropic and the policy allows it", () => {
+    const search = turnSearchOf(
+      settings({ backend: "anthropic", max_per_turn: 3 }),
+      ANTHROPIC_ALLOWED,
+    );
+    expect(search).toEqual({ tool: null, serverTools: [{ kind: "web_search", maxUses: 3 }] });
+  });
+
+  it("stays a tool that says why when the policy asks, so the gate can ask", async () => {
+    const tool = searchTool({ backend: "anthropic" }, { anthropicModel: true, policy: "ask" });
+    await expect(tool.run({ query: "pool" }, temp.context())).rejects.toThrow(
+      "an approvals policy of ask cannot apply; the owner allows web_search or picks searxng or brave",
+    );
+  });
+
+  it("tells the model the backend needs an Anthropic model", async () => {
+    const tool = searchTool({ backend: "anthropic" }, { anthropicModel: false, policy: "allow" });
+    await expect(tool.run({ query: "pool" }, temp.context())).rejects.toThrow(
+      "which only an Anthropic model can use",
     );
   });
 });

@@ -45,7 +45,7 @@ export {
   type SandboxKind,
 } from "./sandbox.js";
 export type { SubagentDelegate, SubagentOptions, SubagentTask } from "./subagent.js";
-export { searchBackendOf } from "./web-search.js";
+export { type TurnSearch, turnSearchOf } from "./web-search.js";
 export { resolveInWorkspace } from "./workspace-path.js";
 
 /** What the tools of one turn are built with. */

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { assertNever } from "../../base/assert-never.js";
 import { ToolError } from "../../base/errors.js";
 import type { Config } from "../../config/index.js";
-import type { Tool } from "../../ports/index.js";
+import type { ServerToolSpec, Tool } from "../../ports/index.js";
 import { defineTool } from "./define-tool.js";
 import {
   createBraveBackend,
@@ -99,12 +99,54 @@ export const NO_SEARCH_BACKEND: WebSearchToolOptions["backend"] = {
     `picklebot.yaml (anthropic, searxng or brave, see ${WEB_SEARCH_GUIDE})`,
 };
 
+/** How a turn searches the web: a tool picklebot runs, or the model API's own. */
+export interface TurnSearch {
+  /** The `web_search` tool of the turn, when picklebot runs it. */
+  tool: WebSearchToolOptions | null;
+  /** The model API's search, offered in each request instead of the tool. */
+  serverTools: ServerToolSpec[];
+}
+
+/** What decides a turn's search besides picklebot.yaml. */
+export interface TurnSearchContext {
+  /** The agent's model is on Anthropic (`llm.provider`), whose API can search itself. */
+  anthropicModel: boolean;
+  /** What the approval policy says of a `web_search` call for this agent. */
+  policy: "allow" | "ask" | "deny";
+}
+
 /**
- * The engine `web_search` asks, from picklebot.yaml; for `anthropic`, the model API runs
- * the search itself (the runner sends its server tool instead of this one), so a call
- * that reaches here is on a provider without it.
+ * How a turn searches, from picklebot.yaml `tools.web_search`. With `backend: anthropic`,
+ * an Anthropic model and a policy that allows searching, the API runs the searches (its
+ * server tool, `max_per_turn` uses per call); a policy of `ask` or `deny` keeps the tool,
+ * so the approval gate asks or refuses as for any tool, and the tool then says why it
+ * cannot search (docs/decisions/anthropic-search-and-approvals.md).
  */
-export function searchBackendOf(
+export function turnSearchOf(
+  settings: WebSearchSettings,
+  context: TurnSearchContext,
+  fetchSearch?: typeof fetch,
+): TurnSearch {
+  const { backend, max_per_turn: maxPerTurn } = settings;
+  if (backend !== "anthropic") {
+    const engine = engineOf(backend, settings, fetchSearch);
+    return { tool: { backend: engine, maxPerTurn }, serverTools: [] };
+  }
+  if (context.anthropicModel && context.policy === "allow") {
+    return { tool: null, serverTools: [{ kind: "web_search", maxUses: maxPerTurn }] };
+  }
+  const unavailable = context.anthropicModel
+    ? "tools.web_search.backend is anthropic, where the model API runs each search without " +
+      "waiting for an approval, so an approvals policy of ask cannot apply; the owner " +
+      "allows web_search or picks searxng or brave"
+    : "tools.web_search.backend is anthropic, which only an Anthropic model can use; the " +
+      "owner sets it to searxng or brave for this model";
+  return { tool: { backend: { unavailable }, maxPerTurn }, serverTools: [] };
+}
+
+/** The engine of a backend picklebot asks over HTTP. */
+function engineOf(
+  backend: "searxng" | "brave" | undefined,
   settings: WebSearchSettings,
   fetchSearch?: typeof fetch,
 ): WebSearchToolOptions["backend"] {
@@ -112,7 +154,7 @@ export function searchBackendOf(
     timeoutMs: settings.timeout_s * 1000,
     ...(fetchSearch ? { fetch: fetchSearch } : {}),
   };
-  switch (settings.backend) {
+  switch (backend) {
     case undefined:
       return NO_SEARCH_BACKEND;
     case "searxng":
@@ -126,13 +168,7 @@ export function searchBackendOf(
             ...http,
             ...(settings.base_url === undefined ? {} : { baseUrl: settings.base_url }),
           });
-    case "anthropic":
-      return {
-        unavailable:
-          "tools.web_search.backend is anthropic, which only an Anthropic model can use; " +
-          "the owner sets it to searxng or brave for this model",
-      };
     default:
-      return assertNever(settings.backend, "web search backend");
+      return assertNever(backend, "web search backend");
   }
 }
