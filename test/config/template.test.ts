@@ -25,6 +25,7 @@ const ENV = {
   PICKLEBOT_HTTP_TOKEN: "a-token-of-sixteen-or-more",
   GITHUB_TOKEN: "ghp_test",
   FILES_TOKEN: "files-test",
+  BRAVE_API_KEY: "brave-test",
 };
 
 /** Keys the template names only in its prose, with the reason. */
