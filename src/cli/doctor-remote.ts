@@ -269,12 +269,8 @@ export const checkWebSearch: DoctorCheck = async ({ config, offline, fetch: fetc
   if (offline) return result("web search", "skip", `SearXNG at ${baseUrl}; ${OFFLINE}`);
   const searxng = createSearxngBackend(baseUrl, { timeoutMs: REQUEST_TIMEOUT_MS, fetch: fetcher });
   try {
-    const found = await searxng.search("picklebot", 1, new AbortController().signal);
-    return result(
-      "web search",
-      "ok",
-      `SearXNG at ${baseUrl} answers searches in JSON`,
-    );
+    await searxng.search("picklebot", 1, new AbortController().signal);
+    return result("web search", "ok", `SearXNG at ${baseUrl} answers searches in JSON`);
   } catch (thrown) {
     const fix = "fix the instance or tools.web_search.base_url; web_search fails until then";
     return result("web search", "fail", toError(thrown).message, fix);
