@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { runToolCalls } from "../../src/agents/tools/index.js";
+import { gateTools } from "../../src/agents/approval-gate.js";
+import { createToolbox, runToolCalls } from "../../src/agents/tools/index.js";
 import { createBraveBackend } from "../../src/agents/tools/search-backends.js";
 import { UNTRUSTED_NOTE } from "../../src/agents/tools/web-fetch.js";
 import {
@@ -218,5 +219,24 @@ describe("web_search with the anthropic backend", () => {
     await expect(tool.run({ query: "pool" }, temp.context())).rejects.toThrow(
       "which only an Anthropic model can use",
     );
+  });
+});
+
+describe("web_search under the approvals policy", () => {
+  it("is refused by a deny entry before any search is sent", async () => {
+    const search = turnSearchOf(settings({ backend: "searxng", base_url: searxng.url }), {
+      anthropicModel: true,
+      policy: "deny",
+    });
+    const [tool] = gateTools(
+      createToolbox(["web_search"], search.tool ? { webSearch: search.tool } : {}),
+      { web_search: "deny" },
+      undefined,
+    );
+    const asked = searxng.queries.length;
+    await expect(tool?.run({ query: "pool" }, temp.context())).rejects.toThrow(
+      "web_search: the owner's approvals policy refuses this call (web_search: deny)",
+    );
+    expect(searxng.queries.length).toBe(asked);
   });
 });
