@@ -89,6 +89,9 @@ function blockChars(block: RequestContentBlock): number {
     case "tool_use":
     case "tool_result":
       return JSON.stringify(block).length;
+    case "server_tool_use":
+    case "server_tool_result":
+      return JSON.stringify(block.raw).length;
     default:
       return assertNever(block, "request block");
   }

@@ -128,6 +128,9 @@ function prunedBlock(block: ContentBlock): ContentBlock {
     case "compaction":
     case "prune":
     case "job_end":
+    // The API's own result goes back as it came, or not at all: it is never shortened.
+    case "server_tool_use":
+    case "server_tool_result":
       return block;
     default:
       return assertNever(block, "content block");
@@ -164,6 +167,9 @@ function isValidIn(role: RequestMessage["role"], block: RequestContentBlock): bo
       return role === "assistant";
     case "tool_result":
       return role === "user";
+    case "server_tool_use":
+    case "server_tool_result":
+      return role === "assistant";
     default:
       return assertNever(block, "request block");
   }
@@ -183,6 +189,8 @@ function requestBlock(block: ContentBlock): RequestContentBlock[] {
     case "text":
     case "tool_use":
     case "tool_result":
+    case "server_tool_use":
+    case "server_tool_result":
       return [block];
     case "compaction":
       return [{ type: "text", text: summaryNote(block.summary) }];

@@ -26,6 +26,7 @@ import type {
   JobEndBlock,
   ModelProvider,
   RequestMessage,
+  ServerToolSpec,
   TokenUsage,
   Tool,
   ToolContext,
@@ -70,6 +71,8 @@ export interface TurnOptions {
   model: string;
   maxTokens: number;
   tools: Tool[];
+  /** Tools the model API runs itself, offered in every call of the turn. (Default: none) */
+  serverTools?: ServerToolSpec[];
   /** Passed to every tool run; its signal also aborts the model call. */
   toolContext: ToolContext;
   /** Messages sent to the model per call (`history.max_messages`). */
@@ -169,6 +172,7 @@ async function callModel(options: TurnOptions, history: ChatMessage[], budget: R
       currentTime: options.currentTime,
       messages,
       tools: options.tools.map((tool) => tool.spec),
+      ...(options.serverTools?.length ? { serverTools: options.serverTools } : {}),
       maxTokens: options.maxTokens,
       signal: options.toolContext.signal,
       onText: stream && ((delta) => stream.write(delta)),

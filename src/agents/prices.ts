@@ -88,12 +88,19 @@ export function unpricedFix(model: string): string {
   );
 }
 
+/**
+ * The price of one web search the API runs (Anthropic's server tool): $10 per 1,000
+ * searches, whatever the model, and with no batch discount.
+ */
+export const WEB_SEARCH_PRICE = 0.01;
+
 /** The price of a cache write with the 1-hour lifetime: twice the input price. */
 export const ONE_HOUR_WRITE_FACTOR = 2;
 
 /**
  * What one call cost in USD at `price`; half for a batch call. Cache writes with the
- * 1-hour lifetime cost {@link ONE_HOUR_WRITE_FACTOR} × input, the others `cache_write`.
+ * 1-hour lifetime cost {@link ONE_HOUR_WRITE_FACTOR} × input, the others `cache_write`;
+ * each web search the API ran {@link WEB_SEARCH_PRICE}.
  */
 export function costOf(usage: TokenUsage, price: ModelPrice, batch = false): number {
   const oneHour = usage.cacheWrite1h ?? 0;
@@ -103,5 +110,6 @@ export function costOf(usage: TokenUsage, price: ModelPrice, batch = false): num
     usage.cacheRead * price.cache_read +
     (usage.cacheWrite - oneHour) * price.cache_write +
     oneHour * price.input * ONE_HOUR_WRITE_FACTOR;
-  return (perMillion / 1_000_000) * (batch ? BATCH_DISCOUNT : 1);
+  const searches = (usage.webSearches ?? 0) * WEB_SEARCH_PRICE;
+  return (perMillion / 1_000_000) * (batch ? BATCH_DISCOUNT : 1) + searches;
 }

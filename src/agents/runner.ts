@@ -9,7 +9,7 @@ import type {
   ToolResultBlock,
 } from "../ports/index.js";
 import { type ApprovalAsker, gateTools } from "./approval-gate.js";
-import { agentPolicy } from "./approval-policy.js";
+import { agentPolicy, decide } from "./approval-policy.js";
 import { type BatchJob, createBatchProvider, hasBatches } from "./batch-provider.js";
 import {
   type CompactionOptions,
@@ -37,6 +37,8 @@ import {
   type MessagePoster,
   type SubagentDelegate,
   type SubagentOptions,
+  type TurnSearch,
+  turnSearchOf,
 } from "./tools/index.js";
 
 /** What {@link AgentRunner} is built from. */
@@ -239,6 +241,36 @@ export class AgentRunner {
     return createBatchProvider({ provider, job: request.batch, maxSteps, clock });
   }
 
+  /**
+   * The built-in tools of the agent's turn (the `skill` tool when it has skills), before
+   * the approval gate; without `web_search` when the model API searches itself.
+   */
+  #toolsOf(
+    agent: AgentDefinition,
+    request: RunRequest,
+    skills: readonly SkillDefinition[],
+    search: TurnSearch,
+  ): Tool[] {
+    const { config } = this.#options;
+    const names = agent.tools.filter(
+      (name) => isBuiltInTool(name) && !(name === "web_search" && search.tool === null),
+    );
+    return createToolbox(skills.length > 0 ? [...names, "skill"] : names, {
+      bashSandbox: {
+        kind: config.tools.bash.sandbox,
+        network: agent.bashNetwork ?? config.tools.bash.network,
+        historyPath: config.history.path,
+      },
+      fetchPrivateAddresses: config.tools.web_fetch.allow_private_addresses,
+      ...(agent.webFetch ? { fetchAllowDomains: agent.webFetch.allowDomains } : {}),
+      ...(search.tool ? { webSearch: search.tool } : {}),
+      postMessage: this.#options.postMessage(request),
+      sendFile: this.#options.sendFile?.(request),
+      subagents: this.#subagents(agent),
+      skills,
+    });
+  }
+
   /** Runs or resumes the turn at the end of the session. */
   async run(request: RunRequest): Promise<TurnResult> {
     const { workspace, config, history, clock } = this.#options;
@@ -247,6 +279,11 @@ export class AgentRunner {
     const now = new Date(clock.now());
     const skills = this.#skillsOf(agent);
     const listing = skillListing(skills, workspace, config.skills.max_listing_chars);
+    const policy = agentPolicy(config.approvals.policy, agent.approvals);
+    const search = turnSearchOf(config.tools.web_search, {
+      anthropicModel: config.llm.provider === "anthropic",
+      policy: decide(policy, "web_search", {}).action,
+    });
     return runTurn({
       sessionId: request.sessionId,
       history,
@@ -257,28 +294,12 @@ export class AgentRunner {
       model: modelOf(agent, config),
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
       tools: gateTools(
-        createToolbox(
-          skills.length > 0
-            ? [...agent.tools.filter(isBuiltInTool), "skill"]
-            : agent.tools.filter(isBuiltInTool),
-          {
-            bashSandbox: {
-              kind: config.tools.bash.sandbox,
-              network: agent.bashNetwork ?? config.tools.bash.network,
-              historyPath: config.history.path,
-            },
-            fetchPrivateAddresses: config.tools.web_fetch.allow_private_addresses,
-            ...(agent.webFetch ? { fetchAllowDomains: agent.webFetch.allowDomains } : {}),
-            postMessage: this.#options.postMessage(request),
-            sendFile: this.#options.sendFile?.(request),
-            subagents: this.#subagents(agent),
-            skills,
-          },
-        ).concat(mcpTools),
-        agentPolicy(config.approvals.policy, agent.approvals),
+        this.#toolsOf(agent, request, skills, search).concat(mcpTools),
+        policy,
         this.#options.approvals?.(request),
         (write) => recordControlPlaneWrite(config.history.path, { at: clock.now(), ...write }),
       ),
+      serverTools: search.serverTools,
       toolContext: {
         workspace,
         signal: request.signal,

@@ -153,6 +153,15 @@ function readBlocks(
       case "tool_result":
         answer(open.get(block.tool_use_id), block);
         break;
+      case "server_tool_use":
+        read.toolCalls.push(openCall(block.id, block.name, block.input));
+        break;
+      case "server_tool_result":
+        answer(
+          read.toolCalls.find((call) => call.id === block.tool_use_id),
+          block,
+        );
+        break;
       case "compaction": {
         const { summary, replaces } = block;
         const call = takeCall(message);
@@ -203,7 +212,10 @@ function openCall(id: string, name: string, input: unknown): TranscriptToolCall 
   return { id, name, input, result: null, resultChars: 0, isError: false };
 }
 
-function answer(call: TranscriptToolCall | undefined, block: ToolResultBlock) {
+function answer(
+  call: TranscriptToolCall | undefined,
+  block: Pick<ToolResultBlock, "content" | "is_error">,
+) {
   if (!call) return;
   call.resultChars = block.content.length;
   call.result =

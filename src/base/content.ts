@@ -18,6 +18,8 @@ export function isConversationBlock(block: ContentBlock): boolean {
       return true;
     case "tool_use":
     case "tool_result":
+    case "server_tool_use":
+    case "server_tool_result":
     case "compaction":
     case "prune":
     case "job_end":

@@ -17,7 +17,13 @@ export function addUsage(total: TokenUsage, more: TokenUsage): TokenUsage {
     cacheRead: total.cacheRead + more.cacheRead,
     cacheWrite: total.cacheWrite + more.cacheWrite,
     ...oneHourWrites((total.cacheWrite1h ?? 0) + (more.cacheWrite1h ?? 0)),
+    ...webSearches((total.webSearches ?? 0) + (more.webSearches ?? 0)),
   };
+}
+
+/** `webSearches` when there are any: a call that searched nothing does not name them. */
+export function webSearches(count: number | null | undefined): Pick<TokenUsage, "webSearches"> {
+  return count ? { webSearches: count } : {};
 }
 
 /** `cacheWrite1h` when there are any: a record without 1-hour writes does not name them. */

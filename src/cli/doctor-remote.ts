@@ -1,9 +1,11 @@
 /**
  * The checks of `picklebot doctor` that ask a service: the model API, Telegram, Discord
- * (each one cheap, authenticated request, none with `--offline`), the MCP servers and
- * PostgreSQL.
+ * (each one cheap, authenticated request, none with `--offline`), the SearXNG of
+ * `web_search` (one search), the MCP servers and PostgreSQL.
  */
 import { checkMcpServers as connectToEachMcpServer } from "../agents/mcp/servers.js";
+import { createSearxngBackend } from "../agents/tools/search-backends.js";
+import { assertNever } from "../base/assert-never.js";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { toError } from "../base/errors.js";
 import {
@@ -242,4 +244,35 @@ export const checkMcpServers: DoctorCheck = async ({ workspace, config, offline,
       ),
     ),
   ]);
+};
+
+/**
+ * Where `web_search` searches: one search on a SearXNG (its JSON format on, its address
+ * right); Brave's key is not sent, since a search there uses the plan's quota.
+ */
+export const checkWebSearch: DoctorCheck = async ({ config, offline, fetch: fetcher }) => {
+  if (!config) return needsConfig("web search");
+  const settings = config.tools.web_search;
+  switch (settings.backend) {
+    case undefined:
+      return result("web search", "skip", "no tools.web_search.backend: web_search says so");
+    case "anthropic":
+      return result("web search", "ok", "the model API searches (anthropic), $10 per 1,000");
+    case "brave":
+      return result("web search", "ok", "Brave Search key present; not sent (a search uses quota)");
+    case "searxng":
+      break;
+    default:
+      return assertNever(settings.backend, "web search backend");
+  }
+  const baseUrl = settings.base_url ?? "";
+  if (offline) return result("web search", "skip", `SearXNG at ${baseUrl}; ${OFFLINE}`);
+  const searxng = createSearxngBackend(baseUrl, { timeoutMs: REQUEST_TIMEOUT_MS, fetch: fetcher });
+  try {
+    await searxng.search("picklebot", 1, new AbortController().signal);
+    return result("web search", "ok", `SearXNG at ${baseUrl} answers searches in JSON`);
+  } catch (thrown) {
+    const fix = "fix the instance or tools.web_search.base_url; web_search fails until then";
+    return result("web search", "fail", toError(thrown).message, fix);
+  }
 };

@@ -41,6 +41,7 @@ import {
   checkMcpServers,
   checkModelKey,
   checkPostgres,
+  checkWebSearch,
 } from "./doctor-remote.js";
 import { printable, printJson } from "./output.js";
 
@@ -55,6 +56,7 @@ export const DOCTOR_CHECKS: readonly DoctorCheck[] = [
   ...chatPlatformChecks,
   checkCrons,
   checkSandbox,
+  checkWebSearch,
   checkMcpServers,
   checkPostgres,
 ];

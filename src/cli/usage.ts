@@ -40,9 +40,11 @@ export function usageCommand(): Command {
           timezone: config.timezone,
         });
         if (options.json) return printJson({ since, by: options.by, ...report });
+        const searched = (report.total.webSearches ?? 0) > 0;
+        const counts = ["calls", "input", "output", "cache read", "cache write"];
         printTable(
-          [options.by, "calls", "input", "output", "cache read", "cache write", "usd"],
-          [...report.lines, report.total].map(cellsOf),
+          [options.by, ...counts, ...(searched ? ["web searches"] : []), "usd"],
+          [...report.lines, report.total].map((line) => cellsOf(line, searched)),
         );
         if (report.unpriced.length > 0) {
           printLine(
@@ -65,7 +67,9 @@ function checkSince(value: string): string {
   }
 }
 
-function cellsOf(line: UsageLine): string[] {
+/** A line's cells; its web searches too when the report has any (a column of its own). */
+function cellsOf(line: UsageLine, searched: boolean): string[] {
   const counts = [line.calls, line.input, line.output, line.cacheRead, line.cacheWrite];
+  if (searched) counts.push(line.webSearches ?? 0);
   return [line.key, ...counts.map(String), formatUsd(line.costUsd)];
 }

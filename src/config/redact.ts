@@ -65,6 +65,7 @@ export function secretValues(config: Config): string[] {
     ...Object.values(config.mcp_servers).flatMap(mcpServerSecrets),
     config.http.token,
     config.text_to_speech?.api_key,
+    config.tools.web_search.api_key,
   ];
   return values.filter((value): value is string => value !== undefined && value !== "");
 }

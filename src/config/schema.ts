@@ -99,7 +99,7 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       history: historySchema(context.workspace),
       ...chatPlatformSections(context.env),
       http: httpSchema(),
-      tools: toolsSchema(),
+      tools: toolsSchema(context.env),
       skills: skillsSchema(),
       bindings: bindingsSchema(),
       approvals: approvalsSchema(context.tools),
@@ -373,7 +373,7 @@ function textToSpeechSchema() {
 }
 
 /** `tools`: settings of the agents' tools. */
-function toolsSchema() {
+function toolsSchema(env: Environment) {
   return z
     .strictObject({
       bash: z
@@ -396,6 +396,43 @@ function toolsSchema() {
           allow_private_addresses: flag().default(false),
         })
         .prefault({}),
+      web_search: webSearchSchema(env),
+    })
+    .prefault({});
+}
+
+/** The backends `tools.web_search.backend` names (src/agents/tools/web-search.ts). */
+export const WEB_SEARCH_BACKENDS = ["anthropic", "searxng", "brave"] as const;
+
+/** `tools.web_search`: where `web_search` searches (docs/guides/tools-and-skills.md, "web_search"). */
+function webSearchSchema(env: Environment) {
+  return z
+    .strictObject({
+      /** anthropic (the API's server-side search), searxng or brave; absent: no search. */
+      backend: z.enum(WEB_SEARCH_BACKENDS).describe('"anthropic", "searxng" or "brave"').optional(),
+      /** The SearXNG instance's root (http://127.0.0.1:8888); for brave, its API's root. */
+      base_url: httpUrl().optional(),
+      /** The Brave Search API key (X-Subscription-Token); default: $BRAVE_API_KEY. */
+      api_key: secret(env, "BRAVE_API_KEY"),
+      /** Searches one turn may run; the rest are refused with a message to the model. */
+      max_per_turn: fromText(z.int().min(1).max(50)).default(5),
+      /** Time one search may take before it is retried. */
+      timeout_s: fromText(z.number().positive()).default(15),
+    })
+    .superRefine((search, ctx) => {
+      const missing =
+        search.backend === "searxng" && search.base_url === undefined
+          ? { key: "base_url", fix: "set it to your SearXNG's root, e.g. http://127.0.0.1:8888" }
+          : search.backend === "brave" && search.api_key === undefined
+            ? { key: "api_key", fix: "set BRAVE_API_KEY in the environment or the workspace .env" }
+            : null;
+      if (missing === null) return;
+      ctx.addIssue({
+        code: "custom",
+        path: [missing.key],
+        message: `required when tools.web_search.backend is ${search.backend}; ${missing.fix}`,
+        params: { standalone: true } satisfies CustomIssueParams,
+      });
     })
     .prefault({});
 }

@@ -23,6 +23,35 @@ export interface ToolResultBlock {
 }
 
 /**
+ * A tool call the model API ran on its side (a server tool, such as Anthropic's web
+ * search), stored in the assistant message with its result. Picklebot runs nothing for
+ * it; `raw` is sent back to the provider that wrote it exactly as it came.
+ */
+export interface ServerToolUseBlock {
+  type: "server_tool_use";
+  id: string;
+  name: string;
+  input: unknown;
+  /** The provider (`llm.provider`) that wrote `raw`. */
+  provider: string;
+  /** The block as that provider's API wrote it: what is sent back to it. */
+  raw: Record<string, unknown>;
+}
+
+/** The result of a {@link ServerToolUseBlock}, in the same assistant message. */
+export interface ServerToolResultBlock {
+  type: "server_tool_result";
+  tool_use_id: string;
+  /** The result for people and other providers: what was found, as text. */
+  content: string;
+  is_error?: boolean;
+  /** The provider (`llm.provider`) that wrote `raw`. */
+  provider: string;
+  /** The block as that provider's API wrote it: what is sent back to it. */
+  raw: Record<string, unknown>;
+}
+
+/**
  * Where compaction cut a session (stored only, never sent as it is): every later request
  * starts here, with `summary` standing in for the turns before it. Those turns stay
  * stored in full, so a transcript can still be read.
@@ -64,7 +93,19 @@ export interface JobEndBlock {
  * own; every place that converts, sizes or renders a block then fails to compile until it
  * handles the new kind (see the `switch`es ending in `assertNever`).
  */
-export type RequestContentBlock = TextBlock | ToolUseBlock | ToolResultBlock;
+export type RequestContentBlock =
+  | TextBlock
+  | ToolUseBlock
+  | ToolResultBlock
+  | ServerToolUseBlock
+  | ServerToolResultBlock;
+
+/** What a model's reply holds: text, tool calls, and the calls the API ran itself. */
+export type ReplyContentBlock =
+  | TextBlock
+  | ToolUseBlock
+  | ServerToolUseBlock
+  | ServerToolResultBlock;
 
 /** A marker picklebot stores in a session for itself: never sent as it is. */
 export type MarkerBlock = CompactionBlock | PrunePointBlock | JobEndBlock;
@@ -98,6 +139,8 @@ export interface TokenUsage {
    * 5-minute kind. (Default: 0)
    */
   cacheWrite1h?: number;
+  /** Web searches the API ran for the call (a server tool), priced per search. (Default: 0) */
+  webSearches?: number;
 }
 
 /** The model call that produced a message, as the usage ledger records it with its tokens. */

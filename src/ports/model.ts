@@ -1,5 +1,5 @@
 /** The ModelProvider port: one language model behind an API. */
-import type { RequestMessage, TextBlock, TokenUsage, ToolUseBlock } from "./messages.js";
+import type { ReplyContentBlock, RequestMessage, TokenUsage } from "./messages.js";
 
 /** A tool as the model sees it. */
 export interface ToolSpec {
@@ -9,12 +9,23 @@ export interface ToolSpec {
   input_schema: Record<string, unknown>;
 }
 
+/**
+ * A tool the model API runs on its side, offered beside the request's `tools`: web
+ * search, with at most `maxUses` searches in one call. A provider without it ignores it.
+ */
+export interface ServerToolSpec {
+  kind: "web_search";
+  maxUses: number;
+}
+
 /** One call to the model. */
 export interface ModelRequest {
   model: string;
   system: string;
   messages: RequestMessage[];
   tools: ToolSpec[];
+  /** Tools the API runs itself, offered after `tools`. (Default: none) */
+  serverTools?: ServerToolSpec[];
   maxTokens: number;
   /**
    * The current time, shown to the model after the newest message's cache breakpoint,
@@ -29,7 +40,7 @@ export interface ModelRequest {
 
 /** What the model answered. */
 export interface ModelReply {
-  content: Array<TextBlock | ToolUseBlock>;
+  content: ReplyContentBlock[];
   /** `end_turn`, `tool_use`, `max_tokens`, `stop_sequence`, `refusal`, … */
   stopReason: string;
   usage: TokenUsage;
@@ -43,7 +54,7 @@ export const DEFAULT_MODEL_TIMEOUT_MS = 600_000;
 /** What a token count needs of a request. */
 export type TokenCountRequest = Pick<
   ModelRequest,
-  "model" | "system" | "messages" | "tools" | "signal"
+  "model" | "system" | "messages" | "tools" | "serverTools" | "signal"
 >;
 
 /** How one request of an ended batch came out. */

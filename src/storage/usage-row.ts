@@ -1,5 +1,5 @@
 /** The `usage` table's rows (the same columns in SQLite and PostgreSQL). */
-import { oneHourWrites } from "../base/usage.js";
+import { oneHourWrites, webSearches } from "../base/usage.js";
 import type { ModelCall, TokenUsage, UsageQuery, UsageRecord } from "../ports/index.js";
 
 /** A row of the `usage` table; `batch` is 0/1 in SQLite, a boolean in PostgreSQL. */
@@ -15,6 +15,7 @@ export interface UsageRow {
   cache_read_tokens: number;
   cache_write_tokens: number;
   cache_write_1h_tokens: number;
+  web_searches: number;
   created_at: number;
 }
 
@@ -32,6 +33,7 @@ export function usageColumns(usage: TokenUsage, call: ModelCall | undefined) {
     usage.cacheRead,
     usage.cacheWrite,
     usage.cacheWrite1h ?? 0,
+    usage.webSearches ?? 0,
   ] as const;
 }
 
@@ -50,6 +52,7 @@ export function usageFromRow(row: UsageRow): UsageRecord {
     cacheRead: Number(row.cache_read_tokens),
     cacheWrite: Number(row.cache_write_tokens),
     ...oneHourWrites(Number(row.cache_write_1h_tokens)),
+    ...webSearches(Number(row.web_searches)),
   };
 }
 

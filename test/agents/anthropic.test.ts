@@ -269,3 +269,74 @@ describe("Anthropic provider: cancellation", () => {
     expect(error).not.toBeInstanceOf(ModelError);
   });
 });
+
+describe("web search, the API's server tool", () => {
+  const searchReply = {
+    text: "It opens at 7.",
+    webSearch: {
+      query: "pool hours",
+      results: [{ title: "Pool", url: "https://pool.example/", page_age: "2 days ago" }],
+    },
+  };
+
+  it("is offered after the tools, with the breakpoint, and its blocks and searches come back", async () => {
+    fake.script(searchReply);
+    const serverTools = [{ kind: "web_search" as const, maxUses: 4 }];
+    const reply = await provider().complete(request({ tools: [READ_TOOL], serverTools }));
+    expect(requestAt(fake, 0).body.tools).toEqual([
+      expect.objectContaining({ name: "read" }),
+      {
+        type: "web_search_20250305",
+        name: "web_search",
+        max_uses: 4,
+        cache_control: { type: "ephemeral", ttl: "1h" },
+      },
+    ]);
+    expect(reply.usage.webSearches).toBe(1);
+    const [use, result, text] = reply.content;
+    expect(use).toMatchObject({
+      type: "server_tool_use",
+      name: "web_search",
+      input: { query: "pool hours" },
+      provider: "anthropic",
+    });
+    expect(result).toMatchObject({
+      type: "server_tool_result",
+      tool_use_id: (use as { id: string }).id,
+      content: "Pool https://pool.example/",
+      provider: "anthropic",
+    });
+    expect(text).toEqual({ type: "text", text: "It opens at 7." });
+  });
+
+  it("sends its blocks back as they came; another provider's as text", async () => {
+    fake.script(searchReply);
+    const serverTools = [{ kind: "web_search" as const, maxUses: 4 }];
+    const asked = request({ serverTools });
+    const first = await provider().complete(asked);
+    const followUp: RequestMessage[] = [
+      ...asked.messages,
+      { role: "assistant", content: first.content },
+      { role: "user", content: [{ type: "text", text: "thanks" }] },
+    ];
+    await provider().complete(request({ serverTools, messages: followUp }));
+    expect(fake.refused).toEqual([]);
+    const sentBack = requestAt(fake, 1).body.messages[1]?.content as Array<Record<string, unknown>>;
+    expect(sentBack.slice(0, 2)).toEqual(
+      first.content.slice(0, 2).map((block) => ("raw" in block ? block.raw : null)),
+    );
+
+    const foreign = first.content.map((block) =>
+      "raw" in block ? { ...block, provider: "another" } : block,
+    );
+    const moved: RequestMessage[] = [
+      followUp[0] as RequestMessage,
+      { role: "assistant", content: foreign },
+      followUp[2] as RequestMessage,
+    ];
+    await provider().complete(request({ messages: moved }));
+    const asText = requestAt(fake, 2).body.messages[1]?.content as Array<Record<string, unknown>>;
+    expect(asText.map((block) => block.type)).toEqual(["text", "text", "text"]);
+    expect(asText[1]?.text).toBe("Pool https://pool.example/");
+  });
+});

@@ -73,6 +73,25 @@ describe("budgets", () => {
     expect(texts().filter((text) => text.startsWith("Budget reached"))).toHaveLength(1);
   });
 
+  it("counts the web searches the model API ran, at $0.01 each", async () => {
+    await start({ budget: { daily_usd: 0.05 } });
+    const searches = {
+      input_tokens: 10,
+      output_tokens: 10,
+      server_tool_use: { web_search_requests: 6 },
+    };
+    core.model.script(
+      { toolUses: [{ name: "read", input: { path: "notes.md" } }], usage: searches },
+      { text: "never sent" },
+    );
+    const job = await core.enqueue("look it up");
+    await core.waitForJob(job.id, (j: Job) => j.state === "waiting");
+    expect(core.model.requests).toHaveLength(1);
+    await waitFor(() =>
+      texts().some((text) => text.startsWith("Budget reached: the workspace spent $0.06")),
+    );
+  });
+
   it("warns once at 80% of the workspace's monthly budget", async () => {
     await start({ budget: { monthly_usd: 3.5 } });
     core.model.script({ text: "one", usage: THREE_DOLLARS }, { text: "two" }, { text: "three" });

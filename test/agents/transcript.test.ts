@@ -116,3 +116,48 @@ describe("buildTranscript", () => {
     });
   });
 });
+
+describe("a web search the model API ran", () => {
+  it("shows as a web_search call answered in the same message, with what it found", () => {
+    const raw = { type: "server_tool_use" };
+    const searched: StoredMessage[] = [
+      { role: "user", at: 1_000, jobId: "j_1", content: [{ type: "text", text: "pool?" }] },
+      {
+        role: "assistant",
+        at: 2_000,
+        jobId: null,
+        content: [
+          {
+            type: "server_tool_use",
+            id: "srv_1",
+            name: "web_search",
+            input: { query: "pool hours" },
+            provider: "anthropic",
+            raw,
+          },
+          {
+            type: "server_tool_result",
+            tool_use_id: "srv_1",
+            content: "Pool https://pool.example/",
+            provider: "anthropic",
+            raw,
+          },
+          { type: "text", text: "It opens at 7." },
+        ],
+      },
+    ];
+    const transcript = buildTranscript(session, searched, []);
+    expect(transcript.entries[1]).toMatchObject({
+      kind: "assistant",
+      text: "It opens at 7.",
+      toolCalls: [
+        {
+          name: "web_search",
+          input: { query: "pool hours" },
+          result: "Pool https://pool.example/",
+          isError: false,
+        },
+      ],
+    });
+  });
+});

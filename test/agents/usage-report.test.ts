@@ -104,3 +104,12 @@ describe("cache writes with the 1-hour lifetime", () => {
     expect(costOf(usage, price, true)).toBeCloseTo(6.75, 10);
   });
 });
+
+describe("web searches the model API ran", () => {
+  it("cost $10 per 1,000, on top of the tokens, without the batch discount", () => {
+    const price = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
+    const usage = { input: 1_000_000, output: 0, cacheRead: 0, cacheWrite: 0, webSearches: 4 };
+    expect(costOf(usage, price)).toBeCloseTo(3.04, 10);
+    expect(costOf(usage, price, true)).toBeCloseTo(1.54, 10);
+  });
+});

@@ -334,9 +334,35 @@ describe("loadConfig", () => {
     expect(loadConfig(workspace, {}).tools).toEqual({
       bash: { sandbox: "bwrap", network: false },
       web_fetch: { allow_private_addresses: false },
+      web_search: { max_per_turn: 5, timeout_s: 15 },
     });
     writeConfig("tools:\n  bash:\n    sandbox: none\n    network: true\n");
     expect(loadConfig(workspace, {}).tools.bash).toEqual({ sandbox: "none", network: true });
+  });
+
+  it("reads tools.web_search, with BRAVE_API_KEY as the default key", () => {
+    writeConfig("tools:\n  web_search:\n    backend: brave\n    max_per_turn: 2\n");
+    expect(loadConfig(workspace, { BRAVE_API_KEY: "brave-env" }).tools.web_search).toEqual({
+      backend: "brave",
+      api_key: "brave-env",
+      max_per_turn: 2,
+      timeout_s: 15,
+    });
+  });
+
+  it("refuses a web_search backend without what it needs, or one it does not know", () => {
+    writeConfig("tools:\n  web_search:\n    backend: searxng\n");
+    expect(loadError().message).toContain(
+      "tools.web_search.base_url: required when tools.web_search.backend is searxng; set it to your SearXNG's root, e.g. http://127.0.0.1:8888",
+    );
+    writeConfig("tools:\n  web_search:\n    backend: brave\n");
+    expect(loadError().message).toContain(
+      "tools.web_search.api_key: required when tools.web_search.backend is brave; set BRAVE_API_KEY in the environment or the workspace .env",
+    );
+    writeConfig("tools:\n  web_search:\n    backend: google\n");
+    expect(loadError().message).toContain(
+      'tools.web_search.backend: expected "anthropic", "searxng" or "brave", found "google"',
+    );
   });
 
   it("names the allowed sandboxes and refuses an unknown tools.bash key", () => {

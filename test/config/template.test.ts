@@ -26,6 +26,7 @@ const ENV = {
   GITHUB_TOKEN: "ghp_test",
   FILES_TOKEN: "files-test",
   OPENAI_API_KEY: "sk-test",
+  BRAVE_API_KEY: "brave-test",
 };
 
 /** Keys the template names only in its prose, with the reason. */

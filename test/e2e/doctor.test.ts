@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeDiscord, startFakeDiscord } from "../fakes/discord.js";
 import { stdioFake } from "../fakes/mcp.js";
+import { startFakeSearxng } from "../fakes/search-engines.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { runCli } from "../helpers/cli.js";
 import { createTestDatabase, postgresSkipReason, type TestDatabase } from "../helpers/postgres.js";
@@ -334,6 +335,30 @@ describe("picklebot doctor", () => {
       fix: expect.stringContaining("install bubblewrap"),
     });
     expect(code).toBe(0);
+  });
+
+  it("searches the SearXNG of web_search once, and fails when its JSON format is off", async () => {
+    const closed = await startFakeSearxng({ jsonEnabled: false });
+    const open = await startFakeSearxng();
+    try {
+      const searxng = (url: string) =>
+        replaceSection("tools", `  web_search:\n    backend: searxng\n    base_url: ${url}\n`);
+      searxng(closed.url);
+      const refused = await doctor();
+      expect(refused.line("web search")[0]).toMatchObject({
+        status: "fail",
+        detail: expect.stringContaining("enable it in the instance's settings.yml"),
+      });
+      expect(refused.code).toBe(1);
+
+      searxng(open.url);
+      const accepted = await doctor();
+      expect(accepted.line("web search")[0]).toMatchObject({ status: "ok" });
+      expect(open.queries).toHaveLength(1);
+      expect(accepted.code).toBe(0);
+    } finally {
+      await Promise.all([closed.close(), open.close()]);
+    }
   });
 
   it("lists each MCP server's tools, and fails the line of one that does not start", async () => {

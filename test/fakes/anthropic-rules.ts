@@ -10,6 +10,9 @@
  *   - every `tool_use` answered by a `tool_result` in the very next message, and every
  *     `tool_result` answering a `tool_use` of the message just before
  *   - no two tools of one name
+ *   - every `server_tool_use` followed, in the same message, by its
+ *     `web_search_tool_result`, and that result exactly as the API returned it
+ *     (`serverResultsRefusal`, given the results the fake sent)
  */
 /** A message as a request carries it (content blocks are read as plain objects). */
 interface Message {
@@ -100,5 +103,47 @@ function idsOf(message: Message | undefined, type: string, field: string): Set<s
     blocksOf(message)
       .filter((block) => block.type === type)
       .map((block) => String(block[field])),
+  );
+}
+
+/**
+ * Why the API refuses the web searches in `messages`: a `server_tool_use` without its
+ * result after it in the same message, or a result that is not the one the API returned
+ * (`sent`: each result's JSON by its `tool_use_id`; `cache_control` aside). Null if none.
+ */
+export function serverResultsRefusal(
+  messages: readonly Message[],
+  sent: ReadonlyMap<string, string>,
+): Refusal | null {
+  for (const [index, message] of messages.entries()) {
+    const blocks = blocksOf(message);
+    for (const [position, block] of blocks.entries()) {
+      const where = `messages.${index}.content.${position}`;
+      if (block.type === "server_tool_use") {
+        const answered = blocks
+          .slice(position + 1)
+          .some(
+            (later) => later.type === "web_search_tool_result" && later.tool_use_id === block.id,
+          );
+        if (!answered) {
+          return `${where}: \`server_tool_use\` block with id \`${String(block.id)}\` was found without a corresponding \`web_search_tool_result\` block`;
+        }
+      }
+      if (block.type !== "web_search_tool_result") continue;
+      const { cache_control: _mark, ...result } = block;
+      if (sent.get(String(block.tool_use_id)) !== canonicalJson(result)) {
+        return `${where}: the \`web_search_tool_result\` block is not the one the API returned (its content must be passed back unchanged)`;
+      }
+    }
+  }
+  return null;
+}
+
+/** JSON with every object's keys sorted: equal for equal values, whatever the key order. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) =>
+    inner !== null && typeof inner === "object" && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => a.localeCompare(b)))
+      : inner,
   );
 }

@@ -278,3 +278,76 @@ describe("fake Anthropic server with a context window", () => {
     expect(fake.refused).toHaveLength(1);
   });
 });
+
+describe("fake Anthropic server: web search, the API's server tool", () => {
+  const WEB_SEARCH = { type: "web_search_20250305", name: "web_search", max_uses: 2 } as const;
+  const searchReply = {
+    text: "It opens at 7.",
+    webSearch: { query: "pool", results: [{ title: "Pool", url: "https://pool.example/" }] },
+  };
+
+  async function searched(client: Anthropic) {
+    return client.messages
+      .stream({
+        model: "claude-test",
+        max_tokens: 100,
+        tools: [WEB_SEARCH],
+        messages: [{ role: "user", content: "when does the pool open?" }],
+      })
+      .finalMessage();
+  }
+
+  it("streams server_tool_use, web_search_tool_result and the text, and counts the search", async () => {
+    fake = await startFakeAnthropic();
+    fake.script(searchReply);
+    const message = await searched(clientFor(fake));
+    expect(message.content.map((block) => block.type)).toEqual([
+      "server_tool_use",
+      "web_search_tool_result",
+      "text",
+    ]);
+    expect(message.content[0]).toMatchObject({ name: "web_search", input: { query: "pool" } });
+    expect(message.usage.server_tool_use).toEqual({ web_search_requests: 1 });
+  });
+
+  it("takes the blocks back as they came, and refuses a result that was changed or left out", async () => {
+    fake = await startFakeAnthropic();
+    fake.script(searchReply);
+    const client = clientFor(fake);
+    const message = await searched(client);
+    const followUp = (content: Anthropic.ContentBlockParam[]) =>
+      client.messages.create({
+        model: "claude-test",
+        max_tokens: 100,
+        tools: [WEB_SEARCH],
+        messages: [
+          { role: "user", content: "when does the pool open?" },
+          { role: "assistant", content },
+          { role: "user", content: "thanks" },
+        ],
+      });
+    const blocks = message.content as unknown as Anthropic.ContentBlockParam[];
+    await expect(followUp(blocks)).resolves.toBeDefined();
+    const [use, result, text] = blocks as [
+      Anthropic.ServerToolUseBlockParam,
+      Anthropic.WebSearchToolResultBlockParam,
+      Anthropic.TextBlockParam,
+    ];
+    const changed = { ...result, content: [] };
+    await expect(followUp([use, changed, text])).rejects.toThrow(
+      "the `web_search_tool_result` block is not the one the API returned",
+    );
+    await expect(followUp([use, text])).rejects.toThrow(
+      "was found without a corresponding `web_search_tool_result` block",
+    );
+  });
+
+  it("refuses to answer with a search when the request offers no web_search tool", async () => {
+    fake = await startFakeAnthropic();
+    fake.script(searchReply);
+    await expect(ask(clientFor(fake), "when does the pool open?")).rejects.toThrow(
+      "offers no web_search_20250305 tool",
+    );
+    expect(fake.unusedReplies).toBe(1);
+  });
+});

@@ -23,6 +23,13 @@
  * a block boundary, with one written before (`cache_read_input_tokens`). Tokens between
  * that prefix and the last breakpoint are `cache_creation_input_tokens`.
  *
+ * Web search, the API's server tool: a reply scripted with `webSearch` answers as the API
+ * does when it searched before writing its text: a `server_tool_use` block, then a
+ * `web_search_tool_result` (titles, URLs, page ages and opaque `encrypted_content`), then
+ * the text, with `usage.server_tool_use.web_search_requests`. A request that offers no
+ * `web_search_20250305` tool cannot be answered so (a 400, recorded in `refused`), and a
+ * later request must send those two blocks back as they came, together (anthropic-rules.ts).
+ *
  * `/v1/messages/batches` (see anthropic-batches.ts) answers batch items from the same
  * script, with the same usage and cache figures, once the test ends the batch; batch
  * items are not recorded in `requests`, which counts `/v1/messages` calls only.
@@ -37,7 +44,7 @@ import {
 import type { AddressInfo } from "node:net";
 import { createBatchRoutes, type FakeBatches, type FakeBatchResult } from "./anthropic-batches.js";
 import { cacheControlRefusal, FakePromptCache, promptBlocks } from "./anthropic-cache.js";
-import { refusalOf, toolsRefusal } from "./anthropic-rules.js";
+import { canonicalJson, refusalOf, serverResultsRefusal, toolsRefusal } from "./anthropic-rules.js";
 
 /** A tool call the fake model makes. */
 export interface FakeToolUse {
@@ -59,6 +66,16 @@ export interface FakeUsage {
   cache_read_input_tokens: number;
   cache_creation_input_tokens: number;
   cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
+  /** Tools the API ran itself (set when the reply searched the web). */
+  server_tool_use?: { web_search_requests: number };
+}
+
+/** A page the fake's web search finds. */
+export interface FakeWebResult {
+  title: string;
+  url: string;
+  /** (Default: null) */
+  page_age?: string;
 }
 
 /** Replaces some of the estimated token counts. */
@@ -83,6 +100,8 @@ export interface FakeTextReply extends Delayed, WithUsage, Pausable {
   chunkDelayMs?: number;
   /** (Default: `end_turn`) */
   stopReason?: string;
+  /** The API searched the web for `query` before the text, and found `results`. (Default: no search) */
+  webSearch?: { query: string; results: FakeWebResult[] };
 }
 
 /** Tool calls, optionally after some text (which is where a pause happens); stop reason `tool_use`. */
@@ -248,7 +267,7 @@ export async function startFakeAnthropic(
   const refused: RefusedRequest[] = [];
   const counts: RecordedRequest[] = [];
   const defaultReply = options.defaultReply ?? { text: "ok" };
-  const counter = { messages: 0, toolUses: 0 };
+  const counter: FakeCounter = { messages: 0, toolUses: 0, searchResults: new Map() };
   const promptCache = new FakePromptCache(options.now);
   const batchRoutes = createBatchRoutes((params) => {
     const source = queue.shift() ?? defaultReply;
@@ -301,6 +320,7 @@ export async function startFakeAnthropic(
     const limit = counting ? undefined : options.promptTokenLimit;
     const refusal =
       refusalOf(body.messages ?? []) ??
+      serverResultsRefusal(body.messages ?? [], counter.searchResults) ??
       toolsRefusal(body.tools) ??
       cacheControlRefusal(body) ??
       tooLong(body, limit);
@@ -318,6 +338,14 @@ export async function startFakeAnthropic(
     requests.push(request);
     const source = queue.shift() ?? defaultReply;
     const reply = typeof source === "function" ? source(request) : source;
+    const searchRefusal = webSearchRefusal(reply, body);
+    if (searchRefusal !== null) {
+      requests.pop();
+      queue.unshift(source);
+      refused.push({ ...request, refusal: searchRefusal });
+      sendError(res, 400, searchRefusal);
+      return;
+    }
     if (reply.delayMs) await sleepUnlessClosed(reply.delayMs, res);
     if (res.destroyed) return;
     counter.messages += 1;
@@ -357,7 +385,7 @@ function answer(
   body: FakeMessagesBody,
   res: ServerResponse,
   messageId: string,
-  counter: { toolUses: number },
+  counter: FakeCounter,
   promptCache: FakePromptCache,
 ): MessagePlan | null {
   if ("hang" in reply) return null;
@@ -382,7 +410,7 @@ function batchItemResult(
   reply: FakeReply,
   body: FakeMessagesBody,
   messageId: string,
-  counter: { toolUses: number },
+  counter: FakeCounter,
   promptCache: FakePromptCache,
 ): FakeBatchResult {
   if ("error" in reply || "hang" in reply || "cutAfterChunks" in reply || "streamError" in reply) {
@@ -400,6 +428,14 @@ function batchItemResult(
   return { type: "succeeded", message: wholeMessage(plan) };
 }
 
+/** What the fake counts across requests, and the search results it returned, by id. */
+interface FakeCounter {
+  messages: number;
+  toolUses: number;
+  /** Each `web_search_tool_result` sent, as canonical JSON, by its `tool_use_id`. */
+  searchResults: Map<string, string>;
+}
+
 /** What the fake will send: blocks with their pieces, and how it ends. */
 interface MessagePlan {
   id: string;
@@ -407,6 +443,7 @@ interface MessagePlan {
   blocks: Array<
     | { kind: "text"; pieces: string[] }
     | { kind: "tool_use"; id: string; name: string; input: unknown; pieces: string[] }
+    | { kind: "server"; block: Record<string, unknown> }
   >;
   stopReason: string;
   usage: FakeUsage;
@@ -424,7 +461,7 @@ function planMessage(
   reply: FakeTextReply | FakeToolReply | FakeCutReply | FakeStreamErrorReply,
   body: FakeMessagesBody,
   messageId: string,
-  counter: { toolUses: number },
+  counter: FakeCounter,
   promptCache: FakePromptCache,
 ): MessagePlan {
   const blocks: MessagePlan["blocks"] = [];
@@ -456,12 +493,22 @@ function planMessage(
     }
   } else {
     stopReason = reply.stopReason ?? "end_turn";
+    if (reply.webSearch) blocks.push(...webSearchBlocks(reply.webSearch, counter));
     blocks.push({ kind: "text", pieces: splitInto(reply.text, reply.chunks ?? 3) });
   }
-  const outputChars = blocks.reduce((sum, block) => sum + block.pieces.join("").length, 0);
+  const outputChars = blocks.reduce(
+    (sum, block) => sum + ("pieces" in block ? block.pieces.join("").length : 0),
+    0,
+  );
   const scripted = "usage" in reply ? reply.usage : undefined;
   const output_tokens = Math.max(1, Math.ceil(outputChars / 4));
-  const usage = { ...promptCache.use(body), output_tokens, ...scripted };
+  const searched = "webSearch" in reply && reply.webSearch !== undefined;
+  const usage: FakeUsage = {
+    ...promptCache.use(body),
+    output_tokens,
+    ...(searched ? { server_tool_use: { web_search_requests: 1 } } : {}),
+    ...scripted,
+  };
   const message = {
     id: messageId,
     type: "message",
@@ -488,6 +535,40 @@ function planMessage(
     pause,
     chunkDelayMs,
   };
+}
+
+/** The two blocks of a web search the API ran: its call and its result. */
+function webSearchBlocks(
+  search: { query: string; results: FakeWebResult[] },
+  counter: FakeCounter,
+): MessagePlan["blocks"] {
+  counter.toolUses += 1;
+  const id = `srvtoolu_fake_${counter.toolUses}`;
+  const content = search.results.map((result) => ({
+    type: "web_search_result",
+    title: result.title,
+    url: result.url,
+    encrypted_content: Buffer.from(`${id} ${result.url}`).toString("base64"),
+    page_age: result.page_age ?? null,
+  }));
+  const result = { type: "web_search_tool_result", tool_use_id: id, content };
+  counter.searchResults.set(id, canonicalJson(result));
+  return [
+    {
+      kind: "server",
+      block: { type: "server_tool_use", id, name: "web_search", input: { query: search.query } },
+    },
+    { kind: "server", block: result },
+  ];
+}
+
+/** Why a reply that searches the web cannot answer `body`, or null. */
+function webSearchRefusal(reply: FakeReply, body: FakeMessagesBody): string | null {
+  if (!("webSearch" in reply) || reply.webSearch === undefined) return null;
+  const offered = (body.tools ?? []).some((tool) => tool.type === "web_search_20250305");
+  return offered
+    ? null
+    : "fake: the reply was scripted to search the web, but the request offers no web_search_20250305 tool";
 }
 
 /** The API's refusal of a prompt over the model's context window, or null. */
@@ -533,6 +614,16 @@ async function streamMessage(plan: MessagePlan, res: ServerResponse): Promise<vo
         endCut(plan, res);
         return;
       }
+    } else if (block.kind === "server") {
+      const { input, ...start } = block.block;
+      send("content_block_start", {
+        index,
+        content_block: input === undefined ? start : { ...start, input: {} },
+      });
+      if (input !== undefined) {
+        const delta = { type: "input_json_delta", partial_json: JSON.stringify(input) };
+        send("content_block_delta", { index, delta });
+      }
     } else {
       const start = { type: "tool_use", id: block.id, name: block.name, input: {} };
       send("content_block_start", { index, content_block: start });
@@ -563,11 +654,11 @@ function endCut(plan: MessagePlan, res: ServerResponse): void {
 }
 
 function wholeMessage(plan: MessagePlan): Record<string, unknown> {
-  const content = plan.blocks.map((block) =>
-    block.kind === "text"
-      ? { type: "text", text: block.pieces.join("") }
-      : { type: "tool_use", id: block.id, name: block.name, input: block.input },
-  );
+  const content = plan.blocks.map((block) => {
+    if (block.kind === "text") return { type: "text", text: block.pieces.join("") };
+    if (block.kind === "server") return block.block;
+    return { type: "tool_use", id: block.id, name: block.name, input: block.input };
+  });
   return { ...plan.message, content, stop_reason: plan.stopReason, usage: plan.usage };
 }
 

@@ -296,7 +296,7 @@ export function historyContract(name: string, makeStore: HistoryFactory): void {
       await store.append(chat.id, userText("hi"), { jobId: "job-1" });
       clock.advance(1000);
       const call = { model: "claude-sonnet-4-5", jobId: "job-1" };
-      const oneHourWrite = { ...usage(100, 20, 5, 3), cacheWrite1h: 2 };
+      const oneHourWrite = { ...usage(100, 20, 5, 3), cacheWrite1h: 2, webSearches: 3 };
       await store.append(chat.id, toolCalls("t1"), { usage: oneHourWrite, call });
       await store.append(chat.id, toolResults("t1"));
       clock.advance(1000);

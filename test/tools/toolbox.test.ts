@@ -61,7 +61,7 @@ describe("createToolbox", () => {
   it("refuses an unknown tool name, listing the known ones", () => {
     expect(() => createToolbox(["read", "shell"])).toThrow(UserError);
     expect(() => createToolbox(["shell"])).toThrow(
-      'unknown tool "shell"; use one of: read, write, edit, bash, web_fetch, post_message',
+      'unknown tool "shell"; use one of: read, write, edit, bash, web_fetch, web_search, post_message',
     );
   });
 });

@@ -30,19 +30,21 @@ import type { APIError } from "@anthropic-ai/sdk";
 import { assertNever } from "../../base/assert-never.js";
 import { abortedError, ModelError, toError } from "../../base/errors.js";
 import { redactSecrets } from "../../base/redact.js";
-import { oneHourWrites } from "../../base/usage.js";
+import { oneHourWrites, webSearches } from "../../base/usage.js";
 import { credentialRefused } from "../../config/index.js";
 import {
   DEFAULT_MODEL_TIMEOUT_MS,
   type ModelProvider,
   type ModelReply,
   type ModelRequest,
+  type ReplyContentBlock,
   type RequestContentBlock,
   type RequestMessage,
-  type TextBlock,
+  type ServerToolResultBlock,
+  type ServerToolSpec,
+  type ServerToolUseBlock,
   type TokenCountRequest,
   type ToolSpec,
-  type ToolUseBlock,
 } from "../../ports/index.js";
 import { createAnthropicBatches } from "./anthropic-batches.js";
 
@@ -72,6 +74,9 @@ export interface AnthropicProviderOptions {
 
 /** A prompt-cache lifetime the API offers. */
 export type PromptCacheTtl = "5m" | "1h";
+
+/** This provider's name in the blocks it writes (`llm.provider`). */
+const PROVIDER = "anthropic";
 
 /** The message of the ModelError thrown when no API key is configured. */
 export const MISSING_API_KEY_MESSAGE =
@@ -236,7 +241,9 @@ function toCountParams(
       ? {}
       : { system: [{ type: "text", text: request.system, cache_control: prefixCache }] }),
     messages: request.messages.map(toMessageParam),
-    ...(request.tools.length === 0 ? {} : { tools: toTools(request.tools, prefixCache) }),
+    ...(request.tools.length === 0 && (request.serverTools ?? []).length === 0
+      ? {}
+      : { tools: toTools(request.tools, request.serverTools ?? [], prefixCache) }),
   };
 }
 
@@ -294,21 +301,54 @@ function toBlockParam(block: RequestContentBlock): Anthropic.ContentBlockParam {
         content: block.content,
         ...(block.is_error === undefined ? {} : { is_error: block.is_error }),
       };
+    case "server_tool_use":
+    case "server_tool_result":
+      return serverBlockParam(block);
     default:
       return assertNever(block, "request block");
   }
 }
 
+/**
+ * A block the API wrote while running a server tool, sent back as it came. One written
+ * by another provider (the agent's model changed) goes as text: this API cannot read it.
+ */
+function serverBlockParam(
+  block: ServerToolUseBlock | ServerToolResultBlock,
+): Anthropic.ContentBlockParam {
+  if (block.provider === PROVIDER) return block.raw as unknown as Anthropic.ContentBlockParam;
+  return block.type === "server_tool_use"
+    ? { type: "text", text: `(${block.name} ${JSON.stringify(block.input)})` }
+    : { type: "text", text: block.content };
+}
+
+/** The request's tools, then its server tools, the last one carrying the breakpoint. */
 function toTools(
   tools: ToolSpec[],
+  serverTools: readonly ServerToolSpec[],
   cacheControl: Anthropic.CacheControlEphemeral,
-): Anthropic.Tool[] {
-  return tools.map((tool, index) => ({
-    name: tool.name,
-    description: tool.description,
-    input_schema: { ...tool.input_schema, type: "object" },
-    ...(index === tools.length - 1 ? { cache_control: cacheControl } : {}),
-  }));
+): Anthropic.ToolUnion[] {
+  const all: Anthropic.ToolUnion[] = [
+    ...tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      input_schema: { ...tool.input_schema, type: "object" as const },
+    })),
+    ...serverTools.map(toServerTool),
+  ];
+  return all.map((tool, index) =>
+    index === all.length - 1 ? { ...tool, cache_control: cacheControl } : tool,
+  );
+}
+
+/** A server tool as this API offers it. */
+function toServerTool(spec: ServerToolSpec): Anthropic.ToolUnion {
+  switch (spec.kind) {
+    case "web_search":
+      return { type: "web_search_20250305", name: "web_search", max_uses: spec.maxUses };
+    default:
+      return assertNever(spec.kind, "server tool");
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -321,13 +361,7 @@ function toModelReply(message: Anthropic.Message): ModelReply {
       retryable: true,
     });
   }
-  const content: Array<TextBlock | ToolUseBlock> = [];
-  for (const block of message.content) {
-    if (block.type === "text") content.push({ type: "text", text: block.text });
-    if (block.type === "tool_use") {
-      content.push({ type: "tool_use", id: block.id, name: block.name, input: block.input ?? {} });
-    }
-  }
+  const content = message.content.flatMap(toReplyBlock);
   const usage = message.usage;
   return {
     content,
@@ -338,8 +372,50 @@ function toModelReply(message: Anthropic.Message): ModelReply {
       cacheRead: usage.cache_read_input_tokens ?? 0,
       cacheWrite: usage.cache_creation_input_tokens ?? 0,
       ...oneHourWrites(usage.cache_creation?.ephemeral_1h_input_tokens),
+      ...webSearches(usage.server_tool_use?.web_search_requests),
     },
   };
+}
+
+/**
+ * One block of the API's reply as ours: text, tool calls, and the web search the API ran
+ * (kept whole in `raw`, to be sent back as it came); other kinds are dropped.
+ */
+function toReplyBlock(block: Anthropic.ContentBlock): ReplyContentBlock[] {
+  const raw = block as unknown as Record<string, unknown>;
+  switch (block.type) {
+    case "text":
+      return [{ type: "text", text: block.text }];
+    case "tool_use":
+      return [{ type: "tool_use", id: block.id, name: block.name, input: block.input ?? {} }];
+    case "server_tool_use": {
+      const { id, name, input } = block;
+      return [{ type: "server_tool_use", id, name, input: input ?? {}, provider: PROVIDER, raw }];
+    }
+    case "web_search_tool_result":
+      return [
+        {
+          ...searchResultText(block.content),
+          type: "server_tool_result",
+          tool_use_id: block.tool_use_id,
+          provider: PROVIDER,
+          raw,
+        },
+      ];
+    default:
+      return [];
+  }
+}
+
+/** A web search's result as text: each page's title and URL, or the API's error code. */
+function searchResultText(
+  content: Anthropic.WebSearchToolResultBlockContent,
+): Pick<ServerToolResultBlock, "content" | "is_error"> {
+  if (!Array.isArray(content)) {
+    return { content: `web search failed: ${content.error_code}`, is_error: true };
+  }
+  const lines = content.map((result) => `${result.title} ${result.url}`);
+  return { content: lines.length > 0 ? lines.join("\n") : "web search found nothing" };
 }
 
 // ---------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ import { createSendFileTool, type FileSender } from "./send-file.js";
 import { createSkillTool } from "./skill.js";
 import { createSubagentTool, type SubagentOptions } from "./subagent.js";
 import { createWebFetchTool } from "./web-fetch.js";
+import { createWebSearchTool, NO_SEARCH_BACKEND, type WebSearchToolOptions } from "./web-search.js";
 import { createWriteTool } from "./write.js";
 
 export { defineTool } from "./define-tool.js";
@@ -46,6 +47,7 @@ export {
 } from "./sandbox.js";
 export type { FileSender } from "./send-file.js";
 export type { SubagentDelegate, SubagentOptions, SubagentTask } from "./subagent.js";
+export { type TurnSearch, turnSearchOf } from "./web-search.js";
 export { resolveInWorkspace } from "./workspace-path.js";
 
 /** What the tools of one turn are built with. */
@@ -75,6 +77,11 @@ export interface ToolboxOptions {
   sendFile?: FileSender;
   /** How `subagent` hands tasks on, and to whom. (Default: nowhere; the tool says so) */
   subagents?: SubagentOptions;
+  /**
+   * The engine `web_search` asks and its limit per turn (picklebot.yaml
+   * `tools.web_search`). (Default: none; the tool says no backend is configured)
+   */
+  webSearch?: WebSearchToolOptions;
   /** The skills `skill` loads: the agent's (skills.ts). (Default: none; the tool says so) */
   skills?: readonly SkillDefinition[];
 }
@@ -118,6 +125,10 @@ export const TOOLS = {
         allowDomains: fetchAllowDomains,
       }),
     shows: { field: "url", joiner: " " },
+  },
+  web_search: {
+    create: ({ webSearch }) => createWebSearchTool(webSearch ?? { backend: NO_SEARCH_BACKEND }),
+    shows: { field: "query", joiner: ": " },
   },
   post_message: {
     create: ({ postMessage }) => createPostMessageTool(postMessage ?? postingUnavailable),

@@ -87,7 +87,7 @@ export function createWebFetchTool(options: WebFetchToolOptions = {}): Tool {
       const { signal, clear } = deadline(context.signal, timeoutMs);
       try {
         const response = await getPublic(target, { ...network, signal });
-        return wrapUntrusted(response.url, await readText(response, maxBytes));
+        return wrapUntrusted(response.url.href, await readText(response, maxBytes));
       } catch (thrown) {
         if (thrown instanceof ToolError) throw thrown;
         if (context.signal.aborted) {
@@ -114,11 +114,14 @@ function parseHttpUrl(url: string): URL {
   return checkedScheme(parsed);
 }
 
-/** The page's text inside a marker the model is told to treat as data. */
-function wrapUntrusted(url: URL, text: string): string {
-  const source = url.href.replaceAll('"', "%22");
+/**
+ * Text from the web inside a marker the model is told to treat as data; `source` (a URL,
+ * or what was searched) names where it came from.
+ */
+export function wrapUntrusted(source: string, text: string): string {
+  const where = source.replaceAll('"', "%22");
   const body = text.replaceAll("</untrusted-content", "<\\/untrusted-content");
-  return `${UNTRUSTED_NOTE}\n<untrusted-content source="${source}">\n${body}\n</untrusted-content>`;
+  return `${UNTRUSTED_NOTE}\n<untrusted-content source="${where}">\n${body}\n</untrusted-content>`;
 }
 
 async function readText(response: PublicResponse, maxBytes: number): Promise<string> {

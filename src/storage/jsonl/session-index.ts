@@ -11,7 +11,7 @@
  */
 
 import { z } from "zod";
-import { addUsage, oneHourWrites, zeroUsage } from "../../base/usage.js";
+import { addUsage, oneHourWrites, webSearches, zeroUsage } from "../../base/usage.js";
 import type { Session, TokenUsage } from "../../ports/index.js";
 import { isSafeSessionId } from "../session.js";
 import { appendLine, readLinesFrom } from "./lines.js";
@@ -23,6 +23,7 @@ export const diskUsageSchema = z.object({
   cache_read: z.number(),
   cache_write: z.number(),
   cache_write_1h: z.number().optional(),
+  web_searches: z.number().optional(),
 });
 
 const indexEventSchema = z.discriminatedUnion("event", [
@@ -56,6 +57,7 @@ export function toDiskUsage(usage: TokenUsage): DiskUsage {
     cache_read: usage.cacheRead,
     cache_write: usage.cacheWrite,
     ...(usage.cacheWrite1h ? { cache_write_1h: usage.cacheWrite1h } : {}),
+    ...(usage.webSearches ? { web_searches: usage.webSearches } : {}),
   };
 }
 
@@ -139,6 +141,7 @@ export function fromDiskUsage(usage: DiskUsage): TokenUsage {
     cacheRead: usage.cache_read,
     cacheWrite: usage.cache_write,
     ...oneHourWrites(usage.cache_write_1h),
+    ...webSearches(usage.web_searches),
   };
 }
 

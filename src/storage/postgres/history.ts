@@ -66,9 +66,9 @@ const SQL = {
     ledger AS (
       INSERT INTO usage (session_id, seq, agent_id, session_key, job_id, model, batch,
         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-        cache_write_1h_tokens, created_at)
+        cache_write_1h_tokens, web_searches, created_at)
       SELECT inserted.session_id, inserted.seq, s.agent_id, s.key, $13, $14, $15,
-        $8, $9, $10, $11, $16, $6
+        $8, $9, $10, $11, $16, $17, $6
       FROM inserted, s WHERE $12::boolean),
     updated AS (
       UPDATE sessions SET title = COALESCE(title, $7), updated_at = $6,
@@ -188,6 +188,7 @@ export class PostgresHistoryStore implements HistoryStore, UsageLedger {
       options.usage !== undefined,
       ...usageColumns(usage, options.call).slice(0, 3),
       usage.cacheWrite1h ?? 0,
+      usage.webSearches ?? 0,
     ];
     const result = await client.query<{ found: number; appended: number }>(SQL.append, params);
     const row = result.rows[0];
