@@ -45,6 +45,7 @@ import {
   type ToolUseBlock,
 } from "../../ports/index.js";
 import { createAnthropicBatches } from "./anthropic-batches.js";
+import { describeCause, isRetryableStatus, retryAfterSeconds } from "./http-failure.js";
 
 /** Options of {@link createAnthropicProvider}. */
 export interface AnthropicProviderOptions {
@@ -411,24 +412,4 @@ function fromApiError(error: APIError, apiKey: string): ModelError {
     ...(retryAfterS === undefined ? {} : { retryAfterS }),
     context: { status, type, requestId: error.requestID ?? undefined },
   });
-}
-
-function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 409 || status === 429 || status >= 500;
-}
-
-function retryAfterSeconds(headers: Headers | undefined): number | undefined {
-  const value = headers?.get("retry-after");
-  if (value == null || value.trim() === "") return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1000));
-}
-
-/** The innermost cause, e.g. `connect ECONNREFUSED 127.0.0.1:9` under undici's "fetch failed". */
-function describeCause(error: Error): string {
-  let innermost: Error = error;
-  while (innermost.cause instanceof Error) innermost = innermost.cause;
-  return innermost.message.replace(/\.$/, "");
 }

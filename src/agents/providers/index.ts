@@ -12,12 +12,27 @@
 import type { LlmConfig, ModelProviderKind } from "../../config/index.js";
 import type { ModelProvider } from "../../ports/index.js";
 import { createAnthropicProvider } from "./anthropic.js";
+import { createOpenAiCompatibleProvider } from "./openai-compatible.js";
 
 /** How the registry makes one kind of provider. */
 export interface ModelProviderEntry {
   /** The provider `llm` configures (its key, endpoint, timeout, cache lifetime). */
   create(llm: LlmConfig): ModelProvider;
+  /**
+   * Features of picklebot that are off with this provider, as `doctor` and
+   * docs/guides/models.md name them: nothing is sent for them.
+   */
+  featuresOff: readonly string[];
 }
+
+/** What only Anthropic's API has (docs/guides/models.md, "What only Anthropic has"). */
+const ANTHROPIC_ONLY = [
+  "prompt-cache breakpoints (the endpoint caches prompt prefixes by itself, if it does)",
+  "the Batch API (batch: true crons run as normal calls, at the full price)",
+  "count_tokens (request sizes are estimated)",
+  "PDF document blocks",
+  "server-side tools",
+] as const;
 
 /** Every provider `llm.provider` can name. */
 export const modelProviders = {
@@ -29,6 +44,16 @@ export const modelProviders = {
         timeoutMs: llm.timeout_s * 1000,
         prefixCacheTtl: llm.prompt_cache_ttl,
       }),
+    featuresOff: [],
+  },
+  "openai-compatible": {
+    create: (llm) =>
+      createOpenAiCompatibleProvider({
+        apiKey: llm.api_key,
+        baseURL: llm.base_url,
+        timeoutMs: llm.timeout_s * 1000,
+      }),
+    featuresOff: ANTHROPIC_ONLY,
   },
 } satisfies Record<ModelProviderKind, ModelProviderEntry>;
 
