@@ -226,6 +226,8 @@ async function streamReply(
       if (filter) filter.write(delta);
       else guarded?.(delta);
       if (listenerError) break;
+      // Chunks already received are read without waiting: an abort must stop them too.
+      request.signal?.throwIfAborted();
     }
     if (listenerError) throw listenerError.thrown;
     return finish(assembler, toolNames, filter);
