@@ -147,7 +147,10 @@ export class AgentRunner {
     request: Pick<RunRequest, "agentId" | "sessionId" | "signal" | "jobId">,
     options: { force?: boolean } = {},
   ): Promise<CompactionResult | null> {
-    await this.#lookUpWindow(modelOf(this.agent(request.agentId), this.#options.config), request.signal);
+    await this.#lookUpWindow(
+      modelOf(this.agent(request.agentId), this.#options.config),
+      request.signal,
+    );
     return compactSession(request.sessionId, this.#compaction(request), options);
   }
 

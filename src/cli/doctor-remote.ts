@@ -5,10 +5,10 @@
  */
 import { checkMcpServers as connectToEachMcpServer } from "../agents/mcp/servers.js";
 import { modelProviders } from "../agents/providers/index.js";
-import { OPENAI_BASE_URL } from "../agents/providers/openai-compatible.js";
+import { ENV_REFERENCE, OPENAI_BASE_URL } from "../agents/providers/openai-compatible.js";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
-import { isLocalEndpoint } from "../base/local-endpoint.js";
 import { toError } from "../base/errors.js";
+import { isLocalEndpoint } from "../base/local-endpoint.js";
 import {
   type Config,
   CREDENTIAL_SERVICES,
@@ -139,7 +139,7 @@ async function checkOpenAiCompatibleKey(
       "model key",
       "fail",
       `no API key for the hosted endpoint ${baseUrl}: llm.api_key is unset in picklebot.yaml`,
-      "set llm.api_key: ${OPENROUTER_API_KEY} (the variable your key is in) and put the key in the workspace's .env",
+      `set llm.api_key: ${ENV_REFERENCE} (the variable your key is in) and put the key in the workspace's .env`,
     );
   }
   const keyWords = llm.api_key ? "key present" : "no key (a local server needs none)";
@@ -152,7 +152,12 @@ async function checkOpenAiCompatibleKey(
     where: "llm.base_url in picklebot.yaml (it usually ends in /v1)",
   };
   if ("problem" in listed) {
-    return result("model key", "fail", `${baseUrl}/models ${listed.problem}`, `check ${service.where}`);
+    return result(
+      "model key",
+      "fail",
+      `${baseUrl}/models ${listed.problem}`,
+      `check ${service.where}`,
+    );
   }
   if (!("ids" in listed)) return judge("model key", listed, service);
   if (listed.ids.includes(llm.model)) return judge("model key", { status: 200 }, service);
@@ -190,7 +195,8 @@ async function listModels(
     return { problem: "answered with a web page, not the OpenAI API" };
   }
   const body = (await response.json().catch(() => undefined)) as { data?: unknown } | undefined;
-  if (!Array.isArray(body?.data)) return { problem: "answered with something other than a model list" };
+  if (!Array.isArray(body?.data))
+    return { problem: "answered with something other than a model list" };
   return { ids: body.data.map((entry: { id?: unknown }) => String(entry?.id)) };
 }
 

@@ -58,7 +58,13 @@ export async function openAiProviderFixture(): Promise<ProviderFixture> {
 function toFakeReply(answer: ScriptedAnswer): FakeOpenAiReply {
   if ("failure" in answer) {
     const { failure, message, retryAfterS } = answer;
-    return { error: { status: STATUS[failure], message, ...(retryAfterS === undefined ? {} : { retryAfterS }) } };
+    return {
+      error: {
+        status: STATUS[failure],
+        message,
+        ...(retryAfterS === undefined ? {} : { retryAfterS }),
+      },
+    };
   }
   if ("toolCall" in answer) return { text: answer.text, toolCalls: [answer.toolCall] };
   if ("overloadedAfterChunks" in answer) {
@@ -75,7 +81,12 @@ function toFakeReply(answer: ScriptedAnswer): FakeOpenAiReply {
     ...(chunks === undefined ? {} : { chunks }),
     ...(usage === undefined
       ? {}
-      : { usage: { prompt_tokens: usage.input + usage.cacheRead, completion_tokens: usage.output, cached_tokens: usage.cacheRead } }),
+      : {
+          usage: {
+            prompt_tokens: usage.input + usage.cacheRead,
+            completion_tokens: usage.output,
+            cached_tokens: usage.cacheRead,
+          },
+        }),
   };
 }
-

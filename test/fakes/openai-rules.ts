@@ -21,17 +21,28 @@ const KNOWN_FIELDS = new Set([
 ]);
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool"]);
-const MESSAGE_FIELDS = new Set(["role", "content", "name", "tool_calls", "tool_call_id", "refusal"]);
+const MESSAGE_FIELDS = new Set([
+  "role",
+  "content",
+  "name",
+  "tool_calls",
+  "tool_call_id",
+  "refusal",
+]);
 const PART_TYPES = new Set(["text", "image_url", "input_audio", "file"]);
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** The 400 the API answers `body` with, or null when it takes it. */
 export function chatRefusal(body: FakeChatBody): ApiErrorBody | null {
   for (const field of Object.keys(body)) {
-    if (!KNOWN_FIELDS.has(field)) return invalid(`Unrecognized request argument supplied: ${field}`);
+    if (!KNOWN_FIELDS.has(field))
+      return invalid(`Unrecognized request argument supplied: ${field}`);
   }
   if (!Array.isArray(body.messages) || body.messages.length === 0) {
-    return invalid("Invalid 'messages': empty array. Expected an array with minimum length 1.", "messages");
+    return invalid(
+      "Invalid 'messages': empty array. Expected an array with minimum length 1.",
+      "messages",
+    );
   }
   return messagesRefusal(body.messages) ?? toolsRefusal(body.tools);
 }
@@ -48,7 +59,8 @@ function messagesRefusal(messages: FakeChatMessage[]): ApiErrorBody | null {
       );
     }
     for (const field of Object.keys(message)) {
-      if (!MESSAGE_FIELDS.has(field)) return invalid(`Unrecognized request argument supplied: ${at}.${field}`);
+      if (!MESSAGE_FIELDS.has(field))
+        return invalid(`Unrecognized request argument supplied: ${at}.${field}`);
     }
     const parts = partsRefusal(message, at);
     if (parts) return parts;
@@ -68,9 +80,19 @@ function messagesRefusal(messages: FakeChatMessage[]): ApiErrorBody | null {
         `${at}.role`,
       );
     }
-    open = message.role === "assistant" && message.tool_calls?.length ? new Set(message.tool_calls.map((call) => call.id)) : null;
-    if (message.role === "assistant" && !message.tool_calls?.length && (message.content ?? "") === "") {
-      return invalid(`Invalid value for '${at}.content': expected a string or an array, got an empty assistant message.`, `${at}.content`);
+    open =
+      message.role === "assistant" && message.tool_calls?.length
+        ? new Set(message.tool_calls.map((call) => call.id))
+        : null;
+    if (
+      message.role === "assistant" &&
+      !message.tool_calls?.length &&
+      (message.content ?? "") === ""
+    ) {
+      return invalid(
+        `Invalid value for '${at}.content': expected a string or an array, got an empty assistant message.`,
+        `${at}.content`,
+      );
     }
   }
   return null;
@@ -87,11 +109,17 @@ function partsRefusal(message: FakeChatMessage, at: string): ApiErrorBody | null
       );
     }
     if (type === "image_url" && message.role !== "user") {
-      return invalid(`Image URLs are only allowed for messages with role 'user', but this message with role '${message.role}' contains an image URL.`, `${at}.content[${index}]`);
+      return invalid(
+        `Image URLs are only allowed for messages with role 'user', but this message with role '${message.role}' contains an image URL.`,
+        `${at}.content[${index}]`,
+      );
     }
     const url = (part.image_url as { url?: unknown } | undefined)?.url;
     if (type === "image_url" && !/^(https?:|data:image\/[a-z]+;base64,)/.test(String(url))) {
-      return invalid("Invalid image URL: expected a URL or a data URL (data:image/png;base64,...).", `${at}.content[${index}].image_url.url`);
+      return invalid(
+        "Invalid image URL: expected a URL or a data URL (data:image/png;base64,...).",
+        `${at}.content[${index}].image_url.url`,
+      );
     }
   }
   return null;
@@ -100,14 +128,23 @@ function partsRefusal(message: FakeChatMessage, at: string): ApiErrorBody | null
 function toolsRefusal(tools: FakeChatBody["tools"]): ApiErrorBody | null {
   for (const [index, tool] of (tools ?? []).entries()) {
     if (tool.type !== "function") {
-      return invalid(`Invalid value: '${tool.type}'. Supported values are: 'function' and 'custom'.`, `tools[${index}].type`);
+      return invalid(
+        `Invalid value: '${tool.type}'. Supported values are: 'function' and 'custom'.`,
+        `tools[${index}].type`,
+      );
     }
     const name = tool.function?.name ?? "";
     if (!TOOL_NAME.test(name)) {
-      return invalid(`Invalid 'tools[${index}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`, `tools[${index}].function.name`);
+      return invalid(
+        `Invalid 'tools[${index}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+        `tools[${index}].function.name`,
+      );
     }
     const schema = tool.function.parameters as { type?: unknown } | undefined;
-    if (schema !== undefined && (typeof schema !== "object" || schema === null || schema.type !== "object")) {
+    if (
+      schema !== undefined &&
+      (typeof schema !== "object" || schema === null || schema.type !== "object")
+    ) {
       return invalid(
         `Invalid schema for function '${name}': schema must be a JSON Schema of 'type: "object"', got 'type: "${String(schema?.type)}"'.`,
         `tools[${index}].function.parameters`,

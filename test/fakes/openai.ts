@@ -108,7 +108,10 @@ export interface FakeChatBody {
   max_tokens?: number;
   max_completion_tokens?: number;
   messages: FakeChatMessage[];
-  tools?: Array<{ type: string; function: { name: string; description?: string; parameters?: unknown } }>;
+  tools?: Array<{
+    type: string;
+    function: { name: string; description?: string; parameters?: unknown };
+  }>;
   [field: string]: unknown;
 }
 
@@ -189,7 +192,8 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     }
     if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
       sendError(res, 401, {
-        message: "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.",
+        message:
+          "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.",
         type: "invalid_request_error",
         code: "invalid_api_key",
       });
@@ -201,14 +205,21 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
       return;
     }
     if (req.method !== "POST" || path !== "/v1/chat/completions") {
-      sendError(res, 404, { message: `Unknown request URL: ${req.method} ${path}.`, type: "invalid_request_error", code: "unknown_url" });
+      sendError(res, 404, {
+        message: `Unknown request URL: ${req.method} ${path}.`,
+        type: "invalid_request_error",
+        code: "unknown_url",
+      });
       return;
     }
     let body: FakeChatBody;
     try {
       body = JSON.parse(raw) as FakeChatBody;
     } catch {
-      sendError(res, 400, { message: "We could not parse the JSON body of your request.", type: "invalid_request_error" });
+      sendError(res, 400, {
+        message: "We could not parse the JSON body of your request.",
+        type: "invalid_request_error",
+      });
       return;
     }
     const request: RecordedChatRequest = { headers: req.headers, body };
@@ -227,7 +238,11 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
 
   const server = createServer((req, res) => {
     void handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendError(res, 500, { message: `fake server failed: ${String(error)}`, type: "server_error" });
+      if (!res.headersSent)
+        sendError(res, 500, {
+          message: `fake server failed: ${String(error)}`,
+          type: "server_error",
+        });
       else res.destroy();
     });
   });
@@ -295,36 +310,62 @@ async function answer(
   }
   if ("error" in reply) {
     const { status, message, retryAfterS, type, code } = reply.error;
-    sendError(res, status, { message, type: type ?? ERROR_TYPES[status] ?? "server_error", ...(code ? { code } : {}) }, retryAfterS);
+    sendError(
+      res,
+      status,
+      { message, type: type ?? ERROR_TYPES[status] ?? "server_error", ...(code ? { code } : {}) },
+      retryAfterS,
+    );
     return;
   }
   if (body.stream !== true) {
-    sendError(res, 400, { message: "The fake answers streamed requests only.", type: "invalid_request_error" });
+    sendError(res, 400, {
+      message: "The fake answers streamed requests only.",
+      type: "invalid_request_error",
+    });
     return;
   }
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
-    sse(res, { id, object: "chat.completion.chunk", created: 1_700_000_000, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }] });
+    sse(res, {
+      id,
+      object: "chat.completion.chunk",
+      created: 1_700_000_000,
+      model: body.model,
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    });
   chunk({ role: "assistant", content: "" });
   if ("cutAfterChunks" in reply) {
-    for (const piece of split(reply.text, reply.cutAfterChunks + 1).slice(0, reply.cutAfterChunks)) chunk({ content: piece });
+    for (const piece of split(reply.text, reply.cutAfterChunks + 1).slice(0, reply.cutAfterChunks))
+      chunk({ content: piece });
     await flushed(res);
     res.destroy();
     return;
   }
   if ("streamError" in reply) {
-    for (const piece of split(reply.text, reply.afterChunks + 1).slice(0, reply.afterChunks)) chunk({ content: piece });
+    for (const piece of split(reply.text, reply.afterChunks + 1).slice(0, reply.afterChunks))
+      chunk({ content: piece });
     const { message, type, code } = reply.streamError;
     sse(res, { error: { message, type: type ?? "server_error", ...(code ? { code } : {}) } });
     res.end(DONE);
     return;
   }
   for (const piece of split(reply.text, reply.chunks ?? 3)) chunk({ content: piece });
-  const calls = (reply.toolCalls ?? []).map((call) => ({ ...call, id: call.id ?? `call_fake_${++counter.calls}` }));
+  const calls = (reply.toolCalls ?? []).map((call) => ({
+    ...call,
+    id: call.id ?? `call_fake_${++counter.calls}`,
+  }));
   streamToolCalls(calls, chunk);
   chunk({}, reply.finishReason ?? (calls.length > 0 ? "tool_calls" : "stop"));
   if (body.stream_options?.include_usage === true) {
-    sse(res, { id, object: "chat.completion.chunk", created: 1_700_000_000, model: body.model, choices: [], usage: usageOf(reply, body) });
+    sse(res, {
+      id,
+      object: "chat.completion.chunk",
+      created: 1_700_000_000,
+      model: body.model,
+      choices: [],
+      usage: usageOf(reply, body),
+    });
   }
   res.end(DONE);
 }
@@ -335,9 +376,13 @@ function streamToolCalls(
   chunk: (delta: Record<string, unknown>) => void,
 ): void {
   const pieces = calls.map((call) => split(JSON.stringify(call.input), 2));
-  calls.forEach((call, index) =>
-    chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }),
-  );
+  for (const [index, call] of calls.entries()) {
+    chunk({
+      tool_calls: [
+        { index, id: call.id, type: "function", function: { name: call.name, arguments: "" } },
+      ],
+    });
+  }
   for (let part = 0; part < 2; part++) {
     pieces.forEach((parts, index) => {
       const text = parts[part];
@@ -393,19 +438,32 @@ function sse(res: ServerResponse, data: unknown): void {
   res.write(`data: ${JSON.stringify(data)}\n\n`);
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   res.writeHead(status, { "content-type": "application/json", ...headers });
   res.end(JSON.stringify(body));
 }
 
-function sendError(res: ServerResponse, status: number, error: ApiErrorBody, retryAfterS?: number): void {
-  const headers: Record<string, string> = retryAfterS === undefined ? {} : { "retry-after": String(retryAfterS) };
+function sendError(
+  res: ServerResponse,
+  status: number,
+  error: ApiErrorBody,
+  retryAfterS?: number,
+): void {
+  const headers: Record<string, string> =
+    retryAfterS === undefined ? {} : { "retry-after": String(retryAfterS) };
   sendJson(res, status, { error: { param: null, code: null, ...error } }, headers);
 }
 
 function sendHtml(res: ServerResponse, status: number): void {
   res.writeHead(status, { "content-type": "text/html; charset=utf-8" });
-  res.end(`<!DOCTYPE html><html><head><title>${status}</title></head><body><h1>${status === 200 ? "Open WebUI" : "502 Bad Gateway"}</h1></body></html>`);
+  res.end(
+    `<!DOCTYPE html><html><head><title>${status}</title></head><body><h1>${status === 200 ? "Open WebUI" : "502 Bad Gateway"}</h1></body></html>`,
+  );
 }
 
 function flushed(res: ServerResponse): Promise<void> {

@@ -20,6 +20,7 @@
 import type OpenAI from "openai";
 import type { APIError } from "openai";
 import { abortedError, ModelError, toError } from "../../base/errors.js";
+import { isLocalEndpoint } from "../../base/local-endpoint.js";
 import { redactSecrets } from "../../base/redact.js";
 import { credentialRefused } from "../../config/index.js";
 import {
@@ -29,7 +30,6 @@ import {
   type ModelRequest,
 } from "../../ports/index.js";
 import { describeCause, isRetryableStatus, retryAfterSeconds } from "./http-failure.js";
-import { isLocalEndpoint } from "../../base/local-endpoint.js";
 import { ReplyAssembler, toChatMessages, toChatTools } from "./openai-messages.js";
 import { repairTextToolCalls, TextToolCallFilter } from "./text-tool-calls.js";
 
@@ -141,11 +141,14 @@ export function contextWindowOfListed(entry: object): number | undefined {
   return undefined;
 }
 
+/** How picklebot.yaml names a key kept in the environment, as the messages show it. */
+export const ENV_REFERENCE = "$" + "{OPENROUTER_API_KEY}";
+
 /** The message of the ModelError of a hosted endpoint without an API key. */
-export function missingKeyMessage(baseURL: string): string {
+function missingKeyMessage(baseURL: string): string {
   return (
     `No API key for the model endpoint ${baseURL}: set llm.api_key in picklebot.yaml ` +
-    "(e.g. api_key: ${OPENROUTER_API_KEY}, with the key in the workspace .env); " +
+    `(e.g. api_key: ${ENV_REFERENCE}, with the key in the workspace .env); ` +
     "only a server on this machine or the local network goes without one."
   );
 }
@@ -183,7 +186,9 @@ export function toChatParams(
     model: request.model,
     messages: toChatMessages(request),
     ...(request.tools.length === 0 ? {} : { tools: toChatTools(request.tools) }),
-    ...(official ? { max_completion_tokens: request.maxTokens } : { max_tokens: request.maxTokens }),
+    ...(official
+      ? { max_completion_tokens: request.maxTokens }
+      : { max_tokens: request.maxTokens }),
     stream: true,
     stream_options: { include_usage: true },
   };
@@ -198,7 +203,9 @@ async function streamReply(
   const toolNames = new Set(request.tools.map((tool) => tool.name));
   let listenerError: { thrown: unknown } | undefined;
   const controller = new AbortController();
-  const signal = request.signal ? AbortSignal.any([request.signal, controller.signal]) : controller.signal;
+  const signal = request.signal
+    ? AbortSignal.any([request.signal, controller.signal])
+    : controller.signal;
   const onText = request.onText;
   const guarded =
     onText &&
@@ -289,14 +296,20 @@ function toModelError(thrown: unknown, sdk: Sdk, context: FailureContext): Error
   if (thrown instanceof ModelError) return thrown;
   const where = `the model endpoint ${context.baseURL}`;
   if (thrown instanceof sdk.APIConnectionTimeoutError) {
-    return new ModelError(`${capitalised(where)} did not answer within ${context.timeoutMs / 1000} s.`, {
-      cause: thrown,
-      retryable: true,
-    });
+    return new ModelError(
+      `${capitalised(where)} did not answer within ${context.timeoutMs / 1000} s.`,
+      {
+        cause: thrown,
+        retryable: true,
+      },
+    );
   }
   if (thrown instanceof sdk.APIConnectionError) {
     const reason = redactSecrets(describeCause(thrown), [context.apiKey]);
-    return new ModelError(`Could not reach ${where}: ${reason}.`, { cause: thrown, retryable: true });
+    return new ModelError(`Could not reach ${where}: ${reason}.`, {
+      cause: thrown,
+      retryable: true,
+    });
   }
   if (thrown instanceof sdk.APIError) return fromApiError(thrown, context);
   const error = toError(thrown);

@@ -37,7 +37,8 @@ type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
 export function toChatMessages(
   request: Pick<ModelRequest, "system" | "messages" | "currentTime">,
 ): ChatMessage[] {
-  const chat: ChatMessage[] = request.system === "" ? [] : [{ role: "system", content: request.system }];
+  const chat: ChatMessage[] =
+    request.system === "" ? [] : [{ role: "system", content: request.system }];
   for (const message of request.messages) {
     if (message.role === "assistant") chat.push(toAssistantMessage(message.content));
     else chat.push(...toUserMessages(message.content));
@@ -47,7 +48,9 @@ export function toChatMessages(
 }
 
 /** The tools as functions whose parameters are their input schema. */
-export function toChatTools(tools: readonly ToolSpec[]): OpenAI.Chat.Completions.ChatCompletionFunctionTool[] {
+export function toChatTools(
+  tools: readonly ToolSpec[],
+): OpenAI.Chat.Completions.ChatCompletionFunctionTool[] {
   return tools.map((tool) => ({
     type: "function",
     function: {
@@ -195,9 +198,10 @@ export class ReplyAssembler {
       });
     }
     const calls = [...this.#calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
-    const content: Array<TextBlock | ToolUseBlock> = [];
-    if (this.#text !== "") content.push({ type: "text", text: this.#text });
-    calls.forEach((call, position) => content.push(toToolUse(call, position)));
+    const content: Array<TextBlock | ToolUseBlock> = [
+      ...(this.#text === "" ? [] : [{ type: "text" as const, text: this.#text }]),
+      ...calls.map(toToolUse),
+    ];
     // Some servers (Ollama) end a reply holding tool calls with `stop`.
     const stopReason = calls.length > 0 ? "tool_use" : (STOP_REASONS[this.#finish] ?? this.#finish);
     return { content, stopReason, usage: toTokenUsage(this.#usage) };

@@ -34,10 +34,7 @@ const FENCED = /^```(?:json)?\s*([\s\S]*?)\s*```$/;
  * The tool calls `text` holds, when it holds some and each names one of `tools`;
  * null otherwise (the text stays a text reply).
  */
-export function repairTextToolCalls(
-  text: string,
-  tools: ReadonlySet<string>,
-): RepairedText | null {
+export function repairTextToolCalls(text: string, tools: ReadonlySet<string>): RepairedText | null {
   if (tools.size === 0) return null;
   if (text.includes(OPEN_TAG)) {
     const bodies = [...text.matchAll(TAGGED)].map((match) => match[1] ?? "");
