@@ -180,7 +180,12 @@ describe("bad input on an OpenAI-compatible endpoint", () => {
     );
 
     ws.write("picklebot.yaml", config());
-    expect((await cli("doctor")).stdout).toMatch(
+    ws.write("crons/nightly.yaml", 'schedule: "0 3 * * *"\nprompt: Sum up.\nbatch: true\n');
+    const doctor = await cli("doctor");
+    expect(doctor.stdout).toMatch(
+      /WARN\s+crons\s+nightly set batch: true, but llm.provider openai-compatible has no batch API: they run as normal calls, at the full price/,
+    );
+    expect(doctor.stdout).toMatch(
       /ok\s+model key\s+no key \(a local server needs none\); .* lists qwen2\.5:7b/,
     );
   });

@@ -100,6 +100,11 @@ export type FakeOpenAiReply =
   | FakeOpenAiStreamErrorReply
   | FakeOpenAiHangReply;
 
+/** A reply, or a function that picks one from the request (e.g. from the tool results sent). */
+export type FakeOpenAiReplySource =
+  | FakeOpenAiReply
+  | ((request: RecordedChatRequest) => FakeOpenAiReply);
+
 /** A chat request body as the fake reads it. */
 export interface FakeChatBody {
   model: string;
@@ -150,7 +155,7 @@ export interface FakeOpenAiOptions {
   /** What `/v1/models` lists. (Default: `fake-model`) */
   models?: FakeListedModel[];
   /** Answer when the script is empty. (Default: `{ text: "ok" }`) */
-  defaultReply?: FakeOpenAiReply | ((request: RecordedChatRequest) => FakeOpenAiReply);
+  defaultReply?: FakeOpenAiReplySource;
   /**
    * The model's context window: a prompt (estimated at 4 characters a token) whose
    * tokens and `max_tokens` pass it is refused with the API's `context_length_exceeded`.
@@ -169,7 +174,7 @@ export interface FakeOpenAi {
   /** `/v1/models` requests answered. */
   readonly modelListings: number;
   /** Appends replies; each chat request takes the next. */
-  script(...replies: FakeOpenAiReply[]): void;
+  script(...replies: FakeOpenAiReplySource[]): void;
   close(): Promise<void>;
 }
 
@@ -177,7 +182,7 @@ const DONE = "data: [DONE]\n\n";
 
 /** Starts a fake OpenAI-compatible API on 127.0.0.1 with a free port. */
 export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<FakeOpenAi> {
-  const queue: FakeOpenAiReply[] = [];
+  const queue: FakeOpenAiReplySource[] = [];
   const requests: RecordedChatRequest[] = [];
   const refused: RefusedChatRequest[] = [];
   const counter = { completions: 0, calls: 0, listings: 0 };

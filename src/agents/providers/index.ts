@@ -9,10 +9,11 @@
  * loads the workspace, most of which never call the model. The adapter imports its SDK
  * on its first call (see anthropic.ts).
  */
+import { isLocalEndpoint } from "../../base/local-endpoint.js";
 import type { LlmConfig, ModelProviderKind } from "../../config/index.js";
 import type { ModelProvider } from "../../ports/index.js";
 import { createAnthropicProvider } from "./anthropic.js";
-import { createOpenAiCompatibleProvider } from "./openai-compatible.js";
+import { createOpenAiCompatibleProvider, OPENAI_BASE_URL } from "./openai-compatible.js";
 
 /** How the registry makes one kind of provider. */
 export interface ModelProviderEntry {
@@ -23,6 +24,11 @@ export interface ModelProviderEntry {
    * docs/guides/models.md name them: nothing is sent for them.
    */
   featuresOff: readonly string[];
+  /**
+   * What the server logs at start when `llm` has no key and this provider needs one;
+   * null when it needs none (a local server).
+   */
+  missingKey(llm: LlmConfig): string | null;
 }
 
 /** What only Anthropic's API has (docs/guides/models.md, "What only Anthropic has"). */
@@ -45,6 +51,10 @@ export const modelProviders = {
         prefixCacheTtl: llm.prompt_cache_ttl,
       }),
     featuresOff: [],
+    missingKey: (llm) =>
+      llm.api_key
+        ? null
+        : "no model API key: set ANTHROPIC_API_KEY (or llm.api_key in picklebot.yaml); jobs fail until one is set",
   },
   "openai-compatible": {
     create: (llm) =>
@@ -54,6 +64,11 @@ export const modelProviders = {
         timeoutMs: llm.timeout_s * 1000,
       }),
     featuresOff: ANTHROPIC_ONLY,
+    missingKey: (llm) => {
+      const baseUrl = llm.base_url ?? OPENAI_BASE_URL;
+      if (llm.api_key || isLocalEndpoint(baseUrl)) return null;
+      return `no model API key for ${baseUrl}: set llm.api_key in picklebot.yaml; jobs fail until one is set`;
+    },
   },
 } satisfies Record<ModelProviderKind, ModelProviderEntry>;
 
