@@ -32,10 +32,11 @@ const CONTEXT_WINDOWS: ReadonlyArray<readonly [prefix: string, tokens: number]> 
   ["claude-sonnet-4", 200_000],
   ["claude-haiku-4", 200_000],
   ["claude-3", 200_000],
-  // OpenAI's own API (https://platform.openai.com/docs/models), whose model list says none.
+  // OpenAI's own API (https://platform.openai.com/docs/models), whose model list says
+  // none: the prompt's limit (gpt-5's window of 400k holds 272k of prompt).
   ["gpt-4o", 128_000],
   ["gpt-4.1", 1_047_576],
-  ["gpt-5", 400_000],
+  ["gpt-5", 272_000],
   ["o3", 200_000],
   ["o4-mini", 200_000],
 ];
