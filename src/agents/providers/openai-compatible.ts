@@ -116,6 +116,9 @@ export function createOpenAiCompatibleProvider(
  */
 export const DEFAULT_CONTEXT_WINDOW = 32_768;
 
+/** The longest wait for the model list, which the first turn of a model waits for. */
+const MODEL_LIST_TIMEOUT_MS = 10_000;
+
 /** The fields a model list entry gives its window in: OpenRouter and Together, Groq, vLLM, LM Studio. */
 const WINDOW_FIELDS = ["context_length", "context_window", "max_model_len", "max_context_length"];
 
@@ -125,7 +128,14 @@ async function listedContextWindow(
   model: string,
   signal: AbortSignal | undefined,
 ): Promise<number | undefined> {
-  for await (const entry of client.models.list({ signal })) {
+  // A turn waits for this answer: an endpoint that does not give it soon gives none.
+  const deadline = AbortSignal.timeout(MODEL_LIST_TIMEOUT_MS);
+  const options = {
+    signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
+    maxRetries: 0,
+    timeout: MODEL_LIST_TIMEOUT_MS,
+  };
+  for await (const entry of client.models.list(options)) {
     if (entry.id === model) return contextWindowOfListed(entry);
   }
   return undefined;
