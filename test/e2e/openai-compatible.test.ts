@@ -1,11 +1,13 @@
 /**
- * An agent on `llm.provider: openai-compatible`: `picklebot chat`, `sessions`, `usage`
- * and `doctor` as child processes on a temp workspace, against the fake OpenAI-compatible
- * API on 127.0.0.1 (a local server: no key, free unless `llm.prices` prices it).
+ * An agent on `llm.provider: openai-compatible`: `picklebot chat`, `sessions`, `usage`,
+ * `doctor` and the dashboard of `picklebot server`, as child processes on a temp
+ * workspace, against the fake OpenAI-compatible API on 127.0.0.1 (a local server: no key,
+ * free unless `llm.prices` prices it).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeOpenAi, type RecordedChatRequest, startFakeOpenAi } from "../fakes/openai.js";
 import { runCli } from "../helpers/cli.js";
+import { killAllServers, startServer } from "../helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const MODEL = "qwen2.5:7b";
@@ -28,6 +30,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  await killAllServers();
   await fake.close();
   ws.remove();
 });
@@ -91,6 +94,15 @@ describe("an agent on an OpenAI-compatible endpoint", () => {
     );
     expect(transcript.stdout).toContain('→ tool read {"path":"notes/a.md"}');
     expect(transcript.stdout).toContain('→ tool read {"path":"notes/b.md"}');
+    const server = await startServer(ws.dir);
+    const page = await (await server.fetch(`/sessions/${session?.id}`)).text();
+    expect(page).toContain(MODEL);
+    const usagePage = await (await server.fetch("/usage")).text();
+    expect(usagePage).toContain(`$${cost.toFixed(4)}`);
+    // A local server needs no key: the server does not warn of a missing one.
+    expect(server.logs.map((line) => line.msg)).not.toContainEqual(
+      expect.stringMatching(/^no model API key/),
+    );
   });
 
   it("counts a model on a local server as free, not as unpriced", async () => {
