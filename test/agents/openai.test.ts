@@ -12,7 +12,7 @@ import {
 } from "../../src/agents/providers/openai-compatible.js";
 import type { ModelRequest, RequestMessage, ToolSpec } from "../../src/ports/index.js";
 import { type FakeOpenAi, type FakeOpenAiOptions, startFakeOpenAi } from "../fakes/openai.js";
-import { modelErrorOf } from "../helpers/failure.js";
+import { failureOf, modelErrorOf } from "../helpers/failure.js";
 
 const READ: ToolSpec = {
   name: "read",
@@ -231,6 +231,23 @@ describe("the OpenAI-compatible adapter", () => {
     expect(counts?.tokens).toBeGreaterThan(300);
   });
 
+  it("reports a refused key as a credential refusal naming llm.api_key", async () => {
+    const api = await fakeApi({ apiKey: "sk-right" });
+
+    const error = await modelErrorOf(
+      createOpenAiCompatibleProvider({
+        baseURL: api.url,
+        apiKey: "sk-wrong",
+        maxRetries: 0,
+      }).complete(request()),
+    );
+
+    expect(error.credentialRefused).toBe(true);
+    expect(error.message).toContain("The model endpoint refused the API key (status 401");
+    expect(error.message).toContain("check llm.api_key in picklebot.yaml");
+    expect(error.message).not.toContain("sk-wrong");
+  });
+
   it("takes the context window from the endpoint's model list, else the stated default", async () => {
     const api = await fakeApi({
       models: [{ id: "listed", contextLength: 16_384 }, { id: "bare" }],
@@ -245,6 +262,24 @@ describe("the OpenAI-compatible adapter", () => {
 });
 
 describe("tool calls a local model writes as text", () => {
+  it("rethrows an error the listener throws on held-back text, unchanged", async () => {
+    const api = await fakeApi();
+    api.script({ text: '{"not": "a call"}' });
+    const broken = new Error("frontend exploded");
+
+    const error = await failureOf(
+      createOpenAiCompatibleProvider({ baseURL: api.url }).complete(
+        request({
+          onText: () => {
+            throw broken;
+          },
+        }),
+      ),
+    );
+
+    expect(error).toBe(broken);
+  });
+
   it("repairs <tool_call> tags naming a known tool into tool calls, and does not stream the tags", async () => {
     const api = await fakeApi();
     api.script({

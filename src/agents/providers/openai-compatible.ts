@@ -247,7 +247,11 @@ async function streamReply(
       request.signal?.throwIfAborted();
     }
     if (listenerError) throw listenerError.thrown;
-    return finish(assembler, toolNames, filter);
+    const reply = finish(assembler, toolNames, filter);
+    // The held-back text reaches the listener only now (TypeScript cannot see the callback set it).
+    const late = listenerError as { thrown: unknown } | undefined;
+    if (late) throw late.thrown;
+    return reply;
   } catch (thrown) {
     if (listenerError) throw listenerError.thrown;
     throw toModelError(thrown, sdk, { ...endpoint, signal: request.signal, connected });
