@@ -84,16 +84,6 @@ function messagesRefusal(messages: FakeChatMessage[]): ApiErrorBody | null {
       message.role === "assistant" && message.tool_calls?.length
         ? new Set(message.tool_calls.map((call) => call.id))
         : null;
-    if (
-      message.role === "assistant" &&
-      !message.tool_calls?.length &&
-      (message.content ?? "") === ""
-    ) {
-      return invalid(
-        `Invalid value for '${at}.content': expected a string or an array, got an empty assistant message.`,
-        `${at}.content`,
-      );
-    }
   }
   return null;
 }
