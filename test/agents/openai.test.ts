@@ -124,6 +124,29 @@ describe("the OpenAI-compatible adapter", () => {
     ]);
   });
 
+  it("tells apart parallel calls that all come at index 0, each whole (as some Ollama versions send them)", async () => {
+    const api = await fakeApi();
+    api.script({
+      text: "",
+      wholeCallsAtIndexZero: true,
+      finishReason: "stop",
+      toolCalls: [
+        { id: "call_1", name: "read", input: { path: "a.md" } },
+        { id: "call_2", name: "read", input: { path: "b.md" } },
+      ],
+    });
+
+    const reply = await createOpenAiCompatibleProvider({ baseURL: api.url }).complete(request());
+
+    expect(reply).toMatchObject({
+      stopReason: "tool_use",
+      content: [
+        { type: "tool_use", id: "call_1", name: "read", input: { path: "a.md" } },
+        { type: "tool_use", id: "call_2", name: "read", input: { path: "b.md" } },
+      ],
+    });
+  });
+
   it("sends the tools as functions, max_tokens to an endpoint that is not OpenAI's, and nothing of Anthropic's", async () => {
     const api = await fakeApi();
     await createOpenAiCompatibleProvider({ baseURL: api.url, maxRetries: 0 }).complete(request());

@@ -51,6 +51,8 @@ export interface FakeOpenAiTextReply {
   /** Text deltas the text is split into. (Default: 3, or fewer for short text) */
   chunks?: number;
   toolCalls?: FakeOpenAiToolCall[];
+  /** Each call whole in one chunk, all at index 0, as some Ollama versions stream them. (Default: false) */
+  wholeCallsAtIndexZero?: boolean;
   /** (Default: `tool_calls` with tool calls, else `stop`; Ollama says `stop` for both) */
   finishReason?: string;
   usage?: Partial<FakeOpenAiUsage>;
@@ -360,7 +362,8 @@ async function answer(
     ...call,
     id: call.id ?? `call_fake_${++counter.calls}`,
   }));
-  streamToolCalls(calls, chunk);
+  if (reply.wholeCallsAtIndexZero) streamWholeCalls(calls, chunk);
+  else streamToolCalls(calls, chunk);
   chunk({}, reply.finishReason ?? (calls.length > 0 ? "tool_calls" : "stop"));
   if (body.stream_options?.include_usage === true) {
     sse(res, {
@@ -373,6 +376,17 @@ async function answer(
     });
   }
   res.end(DONE);
+}
+
+/** Each call in one chunk, at index 0. */
+function streamWholeCalls(
+  calls: Array<FakeOpenAiToolCall & { id: string }>,
+  chunk: (delta: Record<string, unknown>) => void,
+): void {
+  for (const call of calls) {
+    const called = { name: call.name, arguments: JSON.stringify(call.input) };
+    chunk({ tool_calls: [{ index: 0, id: call.id, type: "function", function: called }] });
+  }
 }
 
 /** Each call's id and name, then its arguments in two pieces, the calls' pieces interleaved. */

@@ -12,8 +12,7 @@
  *   current time      a text part after everything else, so the cached prefix holds.
  *
  * A reply streams as chunks: text deltas, and tool calls whose `arguments` arrive in
- * pieces, told apart by `index` (parallel calls interleave); {@link ReplyAssembler} puts
- * them together.
+ * pieces, told apart by `index`; {@link ReplyAssembler} puts them together.
  */
 import type OpenAI from "openai";
 import { assertNever } from "../../base/assert-never.js";
@@ -144,6 +143,8 @@ const STOP_REASONS: Record<string, string> = {
 
 /** A tool call as its chunks built it so far. */
 interface PartialCall {
+  /** Its `index` in the stream. */
+  index: number;
   id: string;
   name: string;
   arguments: string;
@@ -152,7 +153,8 @@ interface PartialCall {
 /** Puts a streamed reply together, chunk by chunk. */
 export class ReplyAssembler {
   #text = "";
-  readonly #calls = new Map<number, PartialCall>();
+  /** The calls in the order they started. */
+  readonly #calls: PartialCall[] = [];
   #finish: string | null = null;
   #usage: OpenAI.CompletionUsage | undefined;
 
@@ -171,9 +173,15 @@ export class ReplyAssembler {
   }
 
   #addCall(delta: OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall): void {
-    const known = this.#calls.get(delta.index);
-    if (!known) {
-      this.#calls.set(delta.index, {
+    const index = delta.index ?? this.#calls.length;
+    const known = this.#calls.findLast((call) => call.index === index);
+    // A new index, or a new id at a known index (some Ollama versions give every call
+    // index 0), starts a call; a piece without an id continues the call of its index.
+    const starts =
+      known === undefined || (Boolean(delta.id) && known.id !== "" && delta.id !== known.id);
+    if (starts) {
+      this.#calls.push({
+        index,
         id: delta.id ?? "",
         name: delta.function?.name ?? "",
         arguments: delta.function?.arguments ?? "",
@@ -197,7 +205,7 @@ export class ReplyAssembler {
         retryable: true,
       });
     }
-    const calls = [...this.#calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
+    const calls = this.#calls;
     const content: Array<TextBlock | ToolUseBlock> = [
       ...(this.#text === "" ? [] : [{ type: "text" as const, text: this.#text }]),
       ...calls.map(toToolUse),
