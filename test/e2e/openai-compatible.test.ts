@@ -152,6 +152,15 @@ describe("bad input on an OpenAI-compatible endpoint", () => {
     expect(result.stderr).toContain("http:// or https:// URL");
   });
 
+  it("tells of a hosted endpoint without a key in the chat, naming llm.api_key, without sending anything", async () => {
+    ws.write("picklebot.yaml", config().replace(fake.url, "https://openrouter.ai/api/v1"));
+
+    const chat = await runCli(["chat", "--workspace", ws.dir], { input: "hi\n" });
+
+    expect(chat.stderr).toContain("No API key for the model endpoint https://openrouter.ai/api/v1");
+    expect(chat.stderr).toContain("set llm.api_key in picklebot.yaml");
+  });
+
   it("tells of a base URL without /v1 (a web page answers) in the chat, naming llm.base_url", async () => {
     ws.write("picklebot.yaml", config().replace(fake.url, fake.root));
 
