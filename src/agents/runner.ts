@@ -221,7 +221,8 @@ export class AgentRunner {
     const { provider, config } = this.#options;
     if (!provider.contextWindow || this.#providerWindows.has(model)) return;
     if (config.llm.context_window !== undefined || hasKnownContextWindow(model)) return;
-    this.#providerWindows.set(model, await provider.contextWindow(model, signal));
+    const window = await provider.contextWindow(model, signal);
+    if (!signal?.aborted) this.#providerWindows.set(model, window);
   }
 
   /**

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { promptTooLong } from "../../src/agents/context-budget.js";
 import {
   createOpenAiCompatibleProvider,
-  DEFAULT_CONTEXT_WINDOW,
+  UNLISTED_CONTEXT_WINDOW,
 } from "../../src/agents/providers/openai-compatible.js";
 import type { ModelRequest, RequestMessage, ToolSpec } from "../../src/ports/index.js";
 import { type FakeOpenAi, type FakeOpenAiOptions, startFakeOpenAi } from "../fakes/openai.js";
@@ -278,7 +278,7 @@ describe("the OpenAI-compatible adapter", () => {
     const provider = createOpenAiCompatibleProvider({ baseURL: api.url });
 
     expect(await provider.contextWindow?.("listed")).toBe(16_384);
-    expect(await provider.contextWindow?.("bare")).toBe(DEFAULT_CONTEXT_WINDOW);
+    expect(await provider.contextWindow?.("bare")).toBe(UNLISTED_CONTEXT_WINDOW);
     expect(await provider.contextWindow?.("listed")).toBe(16_384);
     expect(api.modelListings).toBe(2);
   });

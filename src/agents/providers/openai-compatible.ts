@@ -100,8 +100,12 @@ export function createOpenAiCompatibleProvider(
       if (!window) {
         window = connect()
           .then(({ client }) => listedContextWindow(client, model, signal))
-          .catch(() => undefined)
-          .then((listed) => listed ?? DEFAULT_CONTEXT_WINDOW);
+          .catch(() => {
+            // A cancelled turn's lookup is not the endpoint's answer: ask again next time.
+            if (signal?.aborted) windows.delete(model);
+            return undefined;
+          })
+          .then((listed) => listed ?? UNLISTED_CONTEXT_WINDOW);
         windows.set(model, window);
       }
       return window;
@@ -114,7 +118,7 @@ export function createOpenAiCompatibleProvider(
  * OpenAI's own list do not): what most local models are run with, so that compaction
  * comes before a server cuts the prompt. Set `llm.context_window` for the real one.
  */
-export const DEFAULT_CONTEXT_WINDOW = 32_768;
+export const UNLISTED_CONTEXT_WINDOW = 32_768;
 
 /** The longest wait for the model list, which the first turn of a model waits for. */
 const MODEL_LIST_TIMEOUT_MS = 10_000;
