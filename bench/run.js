@@ -8,6 +8,7 @@ import { runCostBench } from "./cost.js";
 import { runFootprintBench } from "./footprint.js";
 import { runOrphanBench } from "./orphans.js";
 import { runPostgresBench } from "./postgres.js";
+import { runProvidersBench } from "./providers.js";
 import { runQueueBench } from "./queue.js";
 import { runSkillsBench } from "./skills.js";
 
@@ -40,6 +41,11 @@ console.log(
 console.log(orphans.markdown);
 const postgres = await runPostgresBench({});
 console.log(`\n${postgres.markdown}`);
+const providers = await runProvidersBench();
+console.log(
+  "\n## Model adapters: own time per request and time to first token (`bench/providers.js`)\n",
+);
+console.log(providers.markdown);
 const skills = await runSkillsBench();
 console.log("\n## Skills: loading agents and skills, and the listing's size (`bench/skills.js`)\n");
 console.log(skills.markdown);

@@ -26,12 +26,19 @@ import type {
 /** The window of a model this table does not know. */
 export const DEFAULT_CONTEXT_WINDOW = 200_000;
 
-/** Context windows of the Claude models, by model-name prefix (longest match wins). */
+/** Context windows of well-known models, by model-name prefix (longest match wins). */
 const CONTEXT_WINDOWS: ReadonlyArray<readonly [prefix: string, tokens: number]> = [
   ["claude-opus-4", 200_000],
   ["claude-sonnet-4", 200_000],
   ["claude-haiku-4", 200_000],
   ["claude-3", 200_000],
+  // OpenAI's own API (https://platform.openai.com/docs/models), whose model list says
+  // none: the prompt's limit (gpt-5's window of 400k holds 272k of prompt).
+  ["gpt-4o", 128_000],
+  ["gpt-4.1", 1_047_576],
+  ["gpt-5", 272_000],
+  ["o3", 200_000],
+  ["o4-mini", 200_000],
 ];
 
 /** Share of the window a request is fitted under (Claude Code compacts at about 83%). */
@@ -53,13 +60,25 @@ export function toolResultMaxChars(contextWindow: number): number {
   return Math.floor(contextWindow * TOOL_RESULT_SHARE * CHARS_PER_TOKEN);
 }
 
-/** The context window of `model`: `override` (`llm.context_window`), the table, or the default. */
-export function contextWindowOf(model: string, override?: number): number {
+/**
+ * The context window of `model`: `override` (`llm.context_window`), the table, the
+ * `provider`'s (its model list's), or {@link DEFAULT_CONTEXT_WINDOW}.
+ */
+export function contextWindowOf(model: string, override?: number, provider?: number): number {
   if (override !== undefined) return override;
+  return tableWindow(model) ?? provider ?? DEFAULT_CONTEXT_WINDOW;
+}
+
+/** Whether the table knows the window of `model`. */
+export function hasKnownContextWindow(model: string): boolean {
+  return tableWindow(model) !== undefined;
+}
+
+function tableWindow(model: string): number | undefined {
   const known = CONTEXT_WINDOWS.filter(([prefix]) => model.startsWith(prefix)).sort(
     (a, b) => b[0].length - a[0].length,
   );
-  return known[0]?.[1] ?? DEFAULT_CONTEXT_WINDOW;
+  return known[0]?.[1];
 }
 
 /** A rough, high token count of a text (a system prompt) or of the tools' specs. */

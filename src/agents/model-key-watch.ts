@@ -26,12 +26,13 @@ export function watchModelKey(provider: ModelProvider, refusal: Refusal): ModelP
       throw error;
     }
   };
-  const { countTokens, batches } = provider;
+  const { countTokens, batches, contextWindow } = provider;
   return {
     complete: (request) => watched(() => provider.complete(request)),
     ...(countTokens
       ? { countTokens: (request) => watched(() => countTokens.call(provider, request)) }
       : {}),
     ...(batches ? { batches } : {}),
+    ...(contextWindow ? { contextWindow: contextWindow.bind(provider) } : {}),
   };
 }

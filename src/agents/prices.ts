@@ -1,10 +1,14 @@
 /**
- * What model calls cost: Anthropic's list prices in USD per million tokens, by model id
- * prefix (`claude-sonnet-4-5-20250929` is priced as `claude-sonnet-4-5`), with the
- * workspace's `llm.prices` over them. Cache writes are the 5-minute kind (1.25 × input),
- * cache reads 0.1 × input; a batch call costs half. Checked against
- * https://platform.claude.com/docs/en/about-claude/pricing on 2026-11-25
- * (docs/guides/cost.md, "Prices").
+ * What model calls cost: list prices in USD per million tokens, by model id prefix
+ * (`claude-sonnet-4-5-20250929` is priced as `claude-sonnet-4-5`), with the workspace's
+ * `llm.prices` over them; a batch call costs half (docs/guides/cost.md, "Prices").
+ *
+ * Anthropic's: cache writes are the 5-minute kind (1.25 × input), cache reads 0.1 ×
+ * input; checked against https://platform.claude.com/docs/en/about-claude/pricing on
+ * 2026-11-25. OpenAI's (`openai-compatible` on OpenAI's own API): cache reads at the
+ * cached-input rate, no write premium; those of https://platform.openai.com/docs/pricing
+ * as pages quoting it in 2026 gave them (the page itself was not reachable from here:
+ * check it before relying on them).
  */
 import type { TokenUsage } from "../ports/index.js";
 
@@ -24,6 +28,11 @@ function listPrice(input: number, output: number): ModelPrice {
   return { input, output, cache_read: input * 0.1, cache_write: input * 1.25 };
 }
 
+/** An OpenAI model's price: cached input at its own rate, no write premium. */
+function openAiPrice(input: number, output: number, cachedInput: number): ModelPrice {
+  return { input, output, cache_read: cachedInput, cache_write: input };
+}
+
 /** The built-in table (see the file header for its date). */
 export const LIST_PRICES: PriceTable = {
   "claude-opus-4": listPrice(15, 75),
@@ -37,6 +46,17 @@ export const LIST_PRICES: PriceTable = {
   "claude-3-7-sonnet": listPrice(3, 15),
   "claude-haiku-4-5": listPrice(1, 5),
   "claude-3-5-haiku": listPrice(0.8, 4),
+  "gpt-4o": openAiPrice(2.5, 10, 1.25),
+  "gpt-4o-mini": openAiPrice(0.15, 0.6, 0.075),
+  "gpt-4.1": openAiPrice(2, 8, 0.5),
+  "gpt-4.1-mini": openAiPrice(0.4, 1.6, 0.1),
+  "gpt-4.1-nano": openAiPrice(0.1, 0.4, 0.025),
+  "gpt-5": openAiPrice(1.25, 10, 0.125),
+  "gpt-5-mini": openAiPrice(0.25, 2, 0.025),
+  "gpt-5-nano": openAiPrice(0.05, 0.4, 0.005),
+  o3: openAiPrice(2, 8, 0.5),
+  "o3-mini": openAiPrice(1.1, 4.4, 0.55),
+  "o4-mini": openAiPrice(1.1, 4.4, 0.275),
 };
 
 /** The share of the list price a batch call pays. */

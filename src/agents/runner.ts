@@ -18,7 +18,7 @@ import {
   contextSize,
   describeCompaction,
 } from "./compaction.js";
-import { contextWindowOf, formatContextUsage } from "./context-budget.js";
+import { contextWindowOf, formatContextUsage, hasKnownContextWindow } from "./context-budget.js";
 import { recordControlPlaneWrite } from "./control-plane-log.js";
 import {
   type AgentDefinition,
@@ -131,6 +131,8 @@ export class AgentRunner {
   readonly #options: AgentRunnerOptions;
   /** Windows the API named in "prompt is too long" refusals, by model: smaller than the table's. */
   readonly #learnedWindows = new Map<string, number>();
+  /** Windows the provider reported for models the table does not know, by model. */
+  readonly #providerWindows = new Map<string, number>();
 
   constructor(options: AgentRunnerOptions) {
     this.#options = options;
@@ -149,10 +151,14 @@ export class AgentRunner {
    * Compacts the session (see compaction.ts) when its next turn would pass
    * COMPACT_BEFORE of the agent's window, or whenever `force` is set; null when it did not.
    */
-  compact(
+  async compact(
     request: Pick<RunRequest, "agentId" | "sessionId" | "signal" | "jobId">,
     options: { force?: boolean } = {},
   ): Promise<CompactionResult | null> {
+    await this.#lookUpWindow(
+      modelOf(this.agent(request.agentId), this.#options.config),
+      request.signal,
+    );
     return compactSession(request.sessionId, this.#compaction(request), options);
   }
 
@@ -181,6 +187,7 @@ export class AgentRunner {
     const { history, config, agents } = this.#options;
     const tokens = await contextSize(history, sessionId, config.history.max_messages);
     const model = modelOf(agents.get(agentId), config);
+    await this.#lookUpWindow(model);
     return { tokens, window: this.#windowOf(model) };
   }
 
@@ -203,10 +210,27 @@ export class AgentRunner {
     return this.#windowOf(modelOf(agent, this.#options.config));
   }
 
-  /** The window of `model`: the table's (or `llm.context_window`), or a smaller one learned. */
+  /**
+   * The window of `model`: `llm.context_window`, else the table's, else the provider's
+   * (its model list's or its default; see {@link #lookUpWindow}), else the table's
+   * default; or a smaller one learned from a refusal.
+   */
   #windowOf(model: string): number {
-    const known = contextWindowOf(model, this.#options.config.llm.context_window);
+    const listed = this.#providerWindows.get(model);
+    const known = contextWindowOf(model, this.#options.config.llm.context_window, listed);
     return Math.min(known, this.#learnedWindows.get(model) ?? known);
+  }
+
+  /**
+   * Asks the provider, once per model, for the window of a model that neither
+   * `llm.context_window` nor the table knows (an OpenAI-compatible endpoint's model list).
+   */
+  async #lookUpWindow(model: string, signal?: AbortSignal): Promise<void> {
+    const { provider, config } = this.#options;
+    if (!provider.contextWindow || this.#providerWindows.has(model)) return;
+    if (config.llm.context_window !== undefined || hasKnownContextWindow(model)) return;
+    const window = await provider.contextWindow(model, signal);
+    if (!signal?.aborted) this.#providerWindows.set(model, window);
   }
 
   /**
@@ -275,6 +299,7 @@ export class AgentRunner {
   async run(request: RunRequest): Promise<TurnResult> {
     const { workspace, config, history, clock } = this.#options;
     const agent = this.agent(request.agentId);
+    await this.#lookUpWindow(modelOf(agent, config), request.signal);
     const mcpTools = (await this.#options.mcp?.toolsFor(agent.tools)) ?? [];
     const now = new Date(clock.now());
     const skills = this.#skillsOf(agent);

@@ -3,7 +3,7 @@
  * converting it (is this a new turn? does it hold anything the user said?). Each answer
  * is an exhaustive switch, so a new block kind must be placed here before it compiles.
  */
-import type { ContentBlock } from "../ports/index.js";
+import type { ContentBlock, ServerToolResultBlock, ServerToolUseBlock } from "../ports/index.js";
 import { assertNever } from "./assert-never.js";
 
 /**
@@ -27,4 +27,14 @@ export function isConversationBlock(block: ContentBlock): boolean {
     default:
       return assertNever(block, "content block");
   }
+}
+
+/**
+ * A block a model API wrote while running a server tool, as text: what another provider
+ * reads (it cannot take the first one's blocks) and what transcripts show.
+ */
+export function serverBlockText(block: ServerToolUseBlock | ServerToolResultBlock): string {
+  return block.type === "server_tool_use"
+    ? `(${block.name} ${JSON.stringify(block.input)})`
+    : block.content;
 }

@@ -9,12 +9,14 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import type { AgentDefinition } from "../agents/definition.js";
 import { unpricedFix } from "../agents/prices.js";
+import { createModelProvider } from "../agents/providers/index.js";
 import { BWRAP_HELP, probeBubblewrap } from "../agents/tools/sandbox.js";
 import { unpricedModels, unpricedProblem } from "../agents/unpriced.js";
 import { toError, type UserError } from "../base/errors.js";
 import { PACKAGE_ROOT, packageInfo } from "../base/package-info.js";
 import type { Config } from "../config/index.js";
 import { cronDirOf } from "../cron/admin.js";
+import type { CronDefinition } from "../cron/definition.js";
 import { DATABASE_FILE } from "../storage/index.js";
 import { loadCrons } from "./cron.js";
 
@@ -219,12 +221,33 @@ export const checkCrons: DoctorCheck = async (context) => {
   const { workspace, config } = context;
   if (!workspace || !config) return needsConfig("crons");
   const { crons, errors } = loadCrons({ ...context, workspace, config });
-  if (errors.length === 0)
+  const batchless = batchCronsWithoutBatches(crons, config);
+  if (errors.length === 0 && batchless.length === 0)
     return result("crons", "ok", `${crons.length} valid in ${cronDirOf(workspace)}`);
-  return errors.map((error) =>
-    result("crons", "fail", error.message, "fix the file; the cron does not run until then"),
-  );
+  return [
+    ...errors.map((error) =>
+      result("crons", "fail", error.message, "fix the file; the cron does not run until then"),
+    ),
+    ...batchless,
+  ];
 };
+
+/**
+ * A warning for the crons that ask for the batch API (`batch: true`) when the provider
+ * has none: they run as normal calls, at the full price.
+ */
+function batchCronsWithoutBatches(crons: readonly CronDefinition[], config: Config): CheckResult[] {
+  const batched = crons.filter((cron) => cron.batch).map((cron) => cron.id);
+  if (batched.length === 0 || createModelProvider(config.llm).batches) return [];
+  return [
+    result(
+      "crons",
+      "warn",
+      `${batched.join(", ")} set batch: true, but llm.provider ${config.llm.provider} has no batch API: they run as normal calls, at the full price`,
+      'remove batch: true from those crons (docs/guides/models.md, "What only Anthropic has")',
+    ),
+  ];
+}
 
 export const checkSandbox: DoctorCheck = async ({ config }) => {
   if (!config) return needsConfig("bash sandbox");

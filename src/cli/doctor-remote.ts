@@ -4,10 +4,13 @@
  * `web_search` (one search), the MCP servers and PostgreSQL.
  */
 import { checkMcpServers as connectToEachMcpServer } from "../agents/mcp/servers.js";
+import { modelProviders } from "../agents/providers/index.js";
+import { ENV_REFERENCE, OPENAI_BASE_URL } from "../agents/providers/openai-compatible.js";
 import { createSearxngBackend } from "../agents/tools/search-backends.js";
 import { assertNever } from "../base/assert-never.js";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { toError } from "../base/errors.js";
+import { isLocalEndpoint } from "../base/local-endpoint.js";
 import {
   type Config,
   CREDENTIAL_SERVICES,
@@ -53,10 +56,15 @@ async function get(
     await response.body?.cancel();
     return { status: response.status };
   } catch (thrown) {
-    const error = toError(thrown);
-    const cause = error.cause instanceof Error ? ` (${error.cause.message})` : "";
-    return { unreachable: `${error.message}${cause}` };
+    return unreachable(thrown);
   }
+}
+
+/** Why a request got no answer, with the cause under fetch's own words. */
+function unreachable(thrown: unknown): Answer {
+  const error = toError(thrown);
+  const cause = error.cause instanceof Error ? ` (${error.cause.message})` : "";
+  return { unreachable: `${error.message}${cause}` };
 }
 
 /**
@@ -99,13 +107,100 @@ type ModelKeyCheck = (
 /** How each provider's key is checked: one entry per `llm.provider` value. */
 const modelKeyChecks = {
   anthropic: checkAnthropicKey,
+  "openai-compatible": checkOpenAiCompatibleKey,
 } satisfies Record<ModelProviderKind, ModelKeyCheck>;
 
+/** The model key line, then the features the provider turns off, when it turns some off. */
 export const checkModelKey: DoctorCheck = async ({ config, offline, fetch: fetcher }) => {
   if (!config) return needsConfig("model key");
   const check: ModelKeyCheck = modelKeyChecks[config.llm.provider];
-  return check(config.llm, offline, fetcher);
+  const key = await check(config.llm, offline, fetcher);
+  const off = modelProviders[config.llm.provider].featuresOff;
+  if (off.length === 0) return key;
+  const features = result(
+    "model features",
+    "ok",
+    `${config.llm.provider} turns off what only Anthropic's API has: ${off.join("; ")}`,
+  );
+  return [key, features];
 };
+
+/**
+ * An OpenAI-compatible endpoint: a hosted one needs a key; `/models` must answer with
+ * JSON (a web page means a base URL without its `/v1`) and list `llm.model`.
+ */
+async function checkOpenAiCompatibleKey(
+  llm: LlmConfig,
+  offline: boolean,
+  fetcher: typeof fetch,
+): Promise<CheckResult> {
+  const baseUrl = (llm.base_url ?? OPENAI_BASE_URL).replace(/\/+$/, "");
+  const local = isLocalEndpoint(baseUrl);
+  if (!llm.api_key && !local) {
+    return result(
+      "model key",
+      "fail",
+      `no API key for the hosted endpoint ${baseUrl}: llm.api_key is unset in picklebot.yaml`,
+      `set llm.api_key: ${ENV_REFERENCE} (the variable your key is in) and put the key in the workspace's .env`,
+    );
+  }
+  const keyWords = llm.api_key ? "key present" : "no key (a local server needs none)";
+  if (offline) return result("model key", "skip", `${keyWords}; ${OFFLINE}`);
+  const listed = await listModels(fetcher, `${baseUrl}/models`, llm.api_key);
+  const service: Service = {
+    ...CREDENTIAL_SERVICES["openai-compatible"],
+    name: `the model endpoint ${baseUrl}`,
+    ok: `${keyWords}; ${baseUrl} lists ${llm.model}`,
+    where: "llm.base_url in picklebot.yaml (it usually ends in /v1)",
+  };
+  if ("problem" in listed) {
+    return result(
+      "model key",
+      "fail",
+      `${baseUrl}/models ${listed.problem}`,
+      `check ${service.where}`,
+    );
+  }
+  if (!("ids" in listed)) return judge("model key", listed, service);
+  if (listed.ids.includes(llm.model)) return judge("model key", { status: 200 }, service);
+  const shown = listed.ids.slice(0, 10).join(", ") || "no models";
+  return result(
+    "model key",
+    "fail",
+    `llm.model ${llm.model} is not in the endpoint's /v1/models list (it lists ${shown}${listed.ids.length > 10 ? ", …" : ""})`,
+    "set llm.model in picklebot.yaml to one of them (for Ollama: ollama pull the model first)",
+  );
+}
+
+/** The model ids a `/models` answer lists, or the answer that is not such a list. */
+async function listModels(
+  fetcher: typeof fetch,
+  url: string,
+  apiKey: string | undefined,
+): Promise<Answer | { ids: string[] } | { problem: string }> {
+  let response: Response;
+  try {
+    response = await fetcher(url, {
+      headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+  } catch (thrown) {
+    return unreachable(thrown);
+  }
+  if (response.status < 200 || response.status >= 300) {
+    await response.body?.cancel();
+    return { status: response.status };
+  }
+  const type = response.headers.get("content-type") ?? "";
+  if (type.includes("text/html")) {
+    await response.body?.cancel();
+    return { problem: "answered with a web page, not the OpenAI API" };
+  }
+  const body = (await response.json().catch(() => undefined)) as { data?: unknown } | undefined;
+  if (!Array.isArray(body?.data))
+    return { problem: "answered with something other than a model list" };
+  return { ids: body.data.map((entry: { id?: unknown }) => String(entry?.id)) };
+}
 
 async function checkAnthropicKey(
   llm: LlmConfig,

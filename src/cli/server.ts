@@ -7,6 +7,7 @@
  * reason, without waiting for running jobs (they could only write into the lost file).
  */
 import { Command, InvalidArgumentError } from "commander";
+import { modelProviders } from "../agents/providers/index.js";
 import type { LoadedSkills } from "../agents/skills.js";
 import { unpricedModels, unpricedWarning } from "../agents/unpriced.js";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
@@ -126,11 +127,8 @@ async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, lo
     http: server.httpAddress ? `http://${server.httpAddress} (${httpRoutes(config)})` : "disabled",
   };
   logger.info(summary, "picklebot server started");
-  if (!config.llm.api_key) {
-    logger.warn(
-      "no model API key: set ANTHROPIC_API_KEY (or llm.api_key in picklebot.yaml); jobs fail until one is set",
-    );
-  }
+  const missingKey = modelProviders[config.llm.provider].missingKey(config.llm);
+  if (missingKey) logger.warn(missingKey);
 }
 
 /**

@@ -23,6 +23,11 @@ export const CREDENTIAL_SERVICES = {
     credential: "the API key",
     fix: "create a key at https://console.anthropic.com/settings/keys and put it in ANTHROPIC_API_KEY (workspace .env)",
   },
+  "openai-compatible": {
+    name: "the model endpoint",
+    credential: "the API key",
+    fix: "check llm.api_key in picklebot.yaml: it must be a key of the endpoint llm.base_url names (docs/guides/models.md)",
+  },
   telegram: {
     name: "Telegram",
     credential: "the bot token",

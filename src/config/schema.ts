@@ -5,6 +5,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { CHAT_ADDRESS_FORMS, type ChatAddress, parseChatAddress } from "../base/chat-address.js";
+import { isLocalEndpoint } from "../base/local-endpoint.js";
 import { hostTimeZone } from "../base/time-zone.js";
 import {
   type ChatPlatformKind,
@@ -145,7 +146,7 @@ export type Config = z.output<ReturnType<typeof buildConfigSchema>>;
  * The values `llm.provider` takes: one per entry of the model-provider registry
  * (src/agents/providers/index.ts), which must list each of them.
  */
-export const MODEL_PROVIDER_KINDS = ["anthropic"] as const;
+export const MODEL_PROVIDER_KINDS = ["anthropic", "openai-compatible"] as const;
 
 /** The `llm` section of the validated configuration. */
 export type LlmConfig = Config["llm"];
@@ -158,8 +159,12 @@ function llmSchema(env: Environment) {
     .strictObject({
       provider: z.enum(MODEL_PROVIDER_KINDS).default("anthropic"),
       model: z.string().min(1).default("claude-sonnet-4-6"),
-      /** Absent is allowed: the model call reports a missing key when it is made. */
-      api_key: secret(env, "ANTHROPIC_API_KEY"),
+      /**
+       * Absent is allowed: the model call reports a missing key when it is made (a local
+       * OpenAI-compatible server needs none). The default depends on the provider: see
+       * {@link defaultApiKey}.
+       */
+      api_key: z.string().optional(),
       base_url: httpUrl().optional(),
       max_tokens: fromText(z.int().min(1)).default(4096),
       /** Tokens the model takes in one request. (Default: the model's, from a table) */
@@ -177,7 +182,43 @@ function llmSchema(env: Environment) {
       /** First wait between two polls of pending batches; it doubles while none ends, to 10 min. */
       batch_poll_s: fromText(z.number().positive()).default(30),
     })
+    .transform((llm) => localModelFree({ ...llm, api_key: llm.api_key || defaultApiKey(llm, env) }))
     .prefault({});
+}
+
+/**
+ * The key of an `llm` section that sets none: `ANTHROPIC_API_KEY` for Anthropic,
+ * `OPENAI_API_KEY` for OpenAI's own API (`openai-compatible` without a `base_url`), and
+ * none for any other endpoint, so a key is never sent where it was not meant to go.
+ */
+function defaultApiKey(
+  llm: { provider: (typeof MODEL_PROVIDER_KINDS)[number]; base_url?: string | undefined },
+  env: Environment,
+): string | undefined {
+  if (llm.provider === "anthropic") return env.ANTHROPIC_API_KEY || undefined;
+  return llm.base_url === undefined ? env.OPENAI_API_KEY || undefined : undefined;
+}
+
+/**
+ * The section with a price of 0 for its model when the model runs on this machine or
+ * the local network (an OpenAI-compatible `base_url` such as Ollama's), unless
+ * `llm.prices` prices it: usage reports and budgets then count it as free, not unpriced.
+ */
+function localModelFree<
+  T extends {
+    provider: string;
+    model: string;
+    base_url?: string | undefined;
+    prices: Record<string, z.output<ReturnType<typeof modelPriceSchema>>>;
+  },
+>(llm: T): T {
+  const local =
+    llm.provider === "openai-compatible" &&
+    llm.base_url !== undefined &&
+    isLocalEndpoint(llm.base_url);
+  if (!local || llm.prices[llm.model] !== undefined) return llm;
+  const free = { input: 0, output: 0, cache_read: 0, cache_write: 0 };
+  return { ...llm, prices: { ...llm.prices, [llm.model]: free } };
 }
 
 /** One model's `llm.prices` entry: every rate in USD per million tokens. */

@@ -102,4 +102,10 @@ export interface ModelProvider {
   countTokens?(request: TokenCountRequest): Promise<number>;
   /** Its batch API; absent when it has none. */
   batches?: ModelBatches;
+  /**
+   * The context window of `model` for a model the built-in table does not know: as the
+   * endpoint's model list reports it, else the provider's stated default. Never fails
+   * (an endpoint that cannot be asked gives the default). Absent: the table's default.
+   */
+  contextWindow?(model: string, signal?: AbortSignal): Promise<number>;
 }

@@ -3,7 +3,11 @@
  * kinds of today that is exactly their JSON, as the API receives it.
  */
 import { describe, expect, it } from "vitest";
-import { estimateMessageTokens } from "../../src/agents/context-budget.js";
+import {
+  contextWindowOf,
+  DEFAULT_CONTEXT_WINDOW,
+  estimateMessageTokens,
+} from "../../src/agents/context-budget.js";
 import type { RequestMessage } from "../../src/ports/index.js";
 
 const conversation: RequestMessage[] = [
@@ -36,5 +40,14 @@ describe("estimateMessageTokens", () => {
   it("counts a message without blocks", () => {
     const messages: RequestMessage[] = [{ role: "user", content: [] }];
     expect(estimateMessageTokens(messages)).toBe(Math.ceil(JSON.stringify(messages).length / 3));
+  });
+});
+
+describe("contextWindowOf", () => {
+  it("takes llm.context_window, else the table, else the provider's, else the default", () => {
+    expect(contextWindowOf("qwen2.5:7b", 8192, 16_384)).toBe(8192);
+    expect(contextWindowOf("gpt-4o-mini", undefined, 16_384)).toBe(128_000);
+    expect(contextWindowOf("qwen2.5:7b", undefined, 16_384)).toBe(16_384);
+    expect(contextWindowOf("qwen2.5:7b")).toBe(DEFAULT_CONTEXT_WINDOW);
   });
 });

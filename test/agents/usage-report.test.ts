@@ -37,6 +37,20 @@ describe("prices", () => {
     expect(priceOf("gpt-9")).toBeUndefined();
   });
 
+  it("prices OpenAI's well-known models, dated ones by their prefix, cached input at its rate", () => {
+    expect(priceOf("gpt-4o-2024-08-06")).toEqual({
+      input: 2.5,
+      output: 10,
+      cache_read: 1.25,
+      cache_write: 2.5,
+    });
+    expect(priceOf("gpt-4o-mini")?.input).toBe(0.15);
+    expect(priceOf("gpt-4.1-mini-2025-04-14")?.output).toBe(1.6);
+    expect(priceOf("gpt-5-nano")?.cache_read).toBe(0.005);
+    expect(priceOf("o3-mini")?.input).toBe(1.1);
+    expect(priceOf("qwen2.5:7b")).toBeUndefined();
+  });
+
   it("takes llm.prices over the table, for a prefix too", () => {
     const cheap = { input: 0.5, output: 1, cache_read: 0, cache_write: 0 };
     expect(priceOf("claude-sonnet-4-5-20250929", { "claude-sonnet-4-5": cheap })).toBe(cheap);

@@ -1,8 +1,8 @@
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { blockedAddressKind } from "../../src/agents/tools/web-address.js";
 import { createWebFetchTool, UNTRUSTED_NOTE } from "../../src/agents/tools/web-fetch.js";
+import { blockedAddressKind } from "../../src/base/ip-address.js";
 import { createTempWorkspace, type TempWorkspace } from "./workspace.js";
 
 const PAGE = `<!doctype html><html><head><title>T</title><style>p { color: red }</style>

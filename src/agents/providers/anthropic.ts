@@ -28,6 +28,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { APIError } from "@anthropic-ai/sdk";
 import { assertNever } from "../../base/assert-never.js";
+import { serverBlockText } from "../../base/content.js";
 import { abortedError, ModelError, toError } from "../../base/errors.js";
 import { redactSecrets } from "../../base/redact.js";
 import { oneHourWrites, webSearches } from "../../base/usage.js";
@@ -47,6 +48,7 @@ import {
   type ToolSpec,
 } from "../../ports/index.js";
 import { createAnthropicBatches } from "./anthropic-batches.js";
+import { describeCause, isRetryableStatus, retryAfterSeconds } from "./http-failure.js";
 
 /** Options of {@link createAnthropicProvider}. */
 export interface AnthropicProviderOptions {
@@ -317,9 +319,7 @@ function serverBlockParam(
   block: ServerToolUseBlock | ServerToolResultBlock,
 ): Anthropic.ContentBlockParam {
   if (block.provider === PROVIDER) return block.raw as unknown as Anthropic.ContentBlockParam;
-  return block.type === "server_tool_use"
-    ? { type: "text", text: `(${block.name} ${JSON.stringify(block.input)})` }
-    : { type: "text", text: block.content };
+  return { type: "text", text: serverBlockText(block) };
 }
 
 /** The request's tools, then its server tools, the last one carrying the breakpoint. */
@@ -487,24 +487,4 @@ function fromApiError(error: APIError, apiKey: string): ModelError {
     ...(retryAfterS === undefined ? {} : { retryAfterS }),
     context: { status, type, requestId: error.requestID ?? undefined },
   });
-}
-
-function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 409 || status === 429 || status >= 500;
-}
-
-function retryAfterSeconds(headers: Headers | undefined): number | undefined {
-  const value = headers?.get("retry-after");
-  if (value == null || value.trim() === "") return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1000));
-}
-
-/** The innermost cause, e.g. `connect ECONNREFUSED 127.0.0.1:9` under undici's "fetch failed". */
-function describeCause(error: Error): string {
-  let innermost: Error = error;
-  while (innermost.cause instanceof Error) innermost = innermost.cause;
-  return innermost.message.replace(/\.$/, "");
 }

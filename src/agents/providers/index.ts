@@ -9,15 +9,36 @@
  * loads the workspace, most of which never call the model. The adapter imports its SDK
  * on its first call (see anthropic.ts).
  */
+import { isLocalEndpoint } from "../../base/local-endpoint.js";
 import type { LlmConfig, ModelProviderKind } from "../../config/index.js";
 import type { ModelProvider } from "../../ports/index.js";
 import { createAnthropicProvider } from "./anthropic.js";
+import { createOpenAiCompatibleProvider, OPENAI_BASE_URL } from "./openai-compatible.js";
 
 /** How the registry makes one kind of provider. */
 export interface ModelProviderEntry {
   /** The provider `llm` configures (its key, endpoint, timeout, cache lifetime). */
   create(llm: LlmConfig): ModelProvider;
+  /**
+   * Features of picklebot that are off with this provider, as `doctor` and
+   * docs/guides/models.md name them: nothing is sent for them.
+   */
+  featuresOff: readonly string[];
+  /**
+   * What the server logs at start when `llm` has no key and this provider needs one;
+   * null when it needs none (a local server).
+   */
+  missingKey(llm: LlmConfig): string | null;
 }
+
+/** What only Anthropic's API has (docs/guides/models.md, "What only Anthropic has"). */
+const ANTHROPIC_ONLY = [
+  "prompt-cache breakpoints (the endpoint caches prompt prefixes by itself, if it does)",
+  "the Batch API (batch: true crons run as normal calls, at the full price)",
+  "count_tokens (request sizes are estimated)",
+  "PDF document blocks",
+  "server-side tools",
+] as const;
 
 /** Every provider `llm.provider` can name. */
 export const modelProviders = {
@@ -29,6 +50,25 @@ export const modelProviders = {
         timeoutMs: llm.timeout_s * 1000,
         prefixCacheTtl: llm.prompt_cache_ttl,
       }),
+    featuresOff: [],
+    missingKey: (llm) =>
+      llm.api_key
+        ? null
+        : "no model API key: set ANTHROPIC_API_KEY (or llm.api_key in picklebot.yaml); jobs fail until one is set",
+  },
+  "openai-compatible": {
+    create: (llm) =>
+      createOpenAiCompatibleProvider({
+        apiKey: llm.api_key,
+        baseURL: llm.base_url,
+        timeoutMs: llm.timeout_s * 1000,
+      }),
+    featuresOff: ANTHROPIC_ONLY,
+    missingKey: (llm) => {
+      const baseUrl = llm.base_url ?? OPENAI_BASE_URL;
+      if (llm.api_key || isLocalEndpoint(baseUrl)) return null;
+      return `no model API key for ${baseUrl}: set llm.api_key in picklebot.yaml; jobs fail until one is set`;
+    },
   },
 } satisfies Record<ModelProviderKind, ModelProviderEntry>;
 

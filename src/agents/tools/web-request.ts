@@ -16,7 +16,8 @@ import type { Readable } from "node:stream";
 import zlib from "node:zlib";
 import { ToolError } from "../../base/errors.js";
 import { bareHostname } from "../../base/host.js";
-import { blockedAddressKind, type HostResolver, type ResolvedAddress } from "./web-address.js";
+import { blockedAddressKind } from "../../base/ip-address.js";
+import type { HostResolver, ResolvedAddress } from "./web-address.js";
 
 /** How {@link getPublic} reaches hosts. */
 export interface PublicRequestOptions {
