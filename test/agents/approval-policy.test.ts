@@ -198,7 +198,7 @@ describe("approvals in AGENT.md", () => {
 
   it("takes path rules only on file tools, and only globs inside the workspace", () => {
     expect(agentError('approvals:\n  bash: {"**": ask}')).toContain(
-      "approvals.bash: must be allow, ask or deny (path globs are for read, write, edit only); found a mapping.",
+      "approvals.bash: must be allow, ask or deny (path globs are for read, write, edit, send_file only); found a mapping.",
     );
     expect(agentError('approvals:\n  read: {"/etc/**": ask}')).toContain(
       "approvals.read./etc/**: is an absolute path",
