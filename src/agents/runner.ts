@@ -3,7 +3,10 @@ import { type Config, secretValues } from "../config/index.js";
 import type {
   Clock,
   HistoryStore,
+  JobSender,
+  MemoryStore,
   ModelProvider,
+  RecallStore,
   ReplyTarget,
   Tool,
   ToolResultBlock,
@@ -21,12 +24,15 @@ import { contextWindowOf } from "./context-budget.js";
 import { recordControlPlaneWrite } from "./control-plane-log.js";
 import {
   type AgentDefinition,
+  formatLocalDate,
   formatLocalTime,
   renderSystemPrompt,
   resolveAgent,
 } from "./definition.js";
 import { runTurn, type TurnEvents, type TurnResult } from "./loop.js";
 import { parseMcpSelector } from "./mcp/names.js";
+import { type RunMemory, runMemoryOf } from "./memory/conversation.js";
+import { sessionSnapshot } from "./memory/prompt.js";
 import type { SkillDefinition } from "./skill-file.js";
 import { type LoadedSkills, NO_SKILLS, skillListing, skillsOfAgent } from "./skills.js";
 import {
@@ -34,6 +40,7 @@ import {
   type MessagePoster,
   type SubagentDelegate,
   type SubagentOptions,
+  type ToolboxOptions,
 } from "./tools/index.js";
 
 /** What {@link AgentRunner} is built from. */
@@ -81,6 +88,11 @@ export interface AgentRunnerOptions {
    * `mcp_servers`). (Default: none; such entries give no tools)
    */
   mcp?: McpToolSource;
+  /**
+   * The agents' memory and the sessions' snapshots (the storage's). (Default: none;
+   * turns run without memory)
+   */
+  memoryStores?: { memory: MemoryStore; recall: RecallStore };
 }
 
 /** True for a tool-list entry of a built-in tool, false for an `mcp:` entry. */
@@ -104,6 +116,11 @@ export interface RunRequest {
   jobId?: string;
   /** Where the job's reply goes (post_message posts there). */
   replyTo?: ReplyTarget;
+  /**
+   * Who sent the message the turn answers (a chat job's `sender`): whose memory it
+   * reads and writes. (Default: the owner for the terminal and the dashboard, else nobody)
+   */
+  sender?: JobSender | null;
   /** Results of calls that finished before the job parked (`Job.toolResults`). */
   finishedResults?: readonly ToolResultBlock[];
   /**
@@ -139,11 +156,14 @@ export class AgentRunner {
    * Compacts the session (see compaction.ts) when its next turn would pass
    * COMPACT_BEFORE of the agent's window, or whenever `force` is set; null when it did not.
    */
-  compact(
+  async compact(
     request: Pick<RunRequest, "agentId" | "sessionId" | "signal" | "jobId">,
     options: { force?: boolean } = {},
   ): Promise<CompactionResult | null> {
-    return compactSession(request.sessionId, this.#compaction(request), options);
+    const compacted = await compactSession(request.sessionId, this.#compaction(request), options);
+    // The summary starts the session afresh: its next turn takes a new memory snapshot.
+    if (compacted) await this.#options.memoryStores?.recall.retake(request.sessionId);
+    return compacted;
   }
 
   /**
@@ -218,6 +238,61 @@ export class AgentRunner {
     return createBatchProvider({ provider, job: request.batch, maxSteps, clock });
   }
 
+  /** The run's memory (whose it reads and writes), or null when it runs without. */
+  async #memoryOf(agent: AgentDefinition, request: RunRequest): Promise<RunMemory | null> {
+    const stores = this.#options.memoryStores;
+    if (!stores) return null;
+    return runMemoryOf(
+      {
+        agent,
+        sessionKey: request.sessionKey,
+        ...(request.sender === undefined ? {} : { sender: request.sender }),
+        ...(request.replyTo === undefined ? {} : { replyTo: request.replyTo }),
+      },
+      stores,
+    );
+  }
+
+  /** The memory section of the session's system prompt: its snapshot (see memory/prompt.ts). */
+  async #memorySection(memory: RunMemory | null, request: RunRequest, now: Date): Promise<string> {
+    const stores = this.#options.memoryStores;
+    if (!memory || !stores) return "";
+    const { sessionId, sessionKey } = request;
+    const timezone = this.#options.config.timezone;
+    const snapshot = await sessionSnapshot(
+      memory,
+      { sessionId, sessionKey, now, timezone },
+      stores,
+    );
+    return snapshot === "" ? "" : `\n\n${snapshot}`;
+  }
+
+  /** The memory tools of a run and what they are built with (none without memory). */
+  #memoryTools(memory: RunMemory | null, request: RunRequest) {
+    const stores = this.#options.memoryStores;
+    const { config, history, clock } = this.#options;
+    const names: string[] = [];
+    const options: Pick<ToolboxOptions, "memory" | "recall"> = {};
+    if (!memory || !stores) return { names, options };
+    if (memory.writable) {
+      names.push("memory");
+      const secrets = secretValues(config);
+      options.memory = {
+        store: stores.memory,
+        run: memory,
+        sessionId: request.sessionId,
+        clock,
+        secrets,
+      };
+    }
+    if (memory.recall) {
+      names.push("session_search", "session_read");
+      const formatDate = (at: number) => formatLocalDate(new Date(at), config.timezone);
+      options.recall = { recall: stores.recall, history, scope: memory.recall, formatDate };
+    }
+    return { names, options };
+  }
+
   /** Runs or resumes the turn at the end of the session. */
   async run(request: RunRequest): Promise<TurnResult> {
     const { workspace, config, history, clock } = this.#options;
@@ -226,21 +301,28 @@ export class AgentRunner {
     const now = new Date(clock.now());
     const skills = this.#skillsOf(agent);
     const listing = skillListing(skills, workspace, config.skills.max_listing_chars);
+    const memory = await this.#memoryOf(agent, request);
+    const memoryTools = this.#memoryTools(memory, request);
     return runTurn({
       sessionId: request.sessionId,
       history,
       provider: this.#providerFor(request),
       system:
-        renderSystemPrompt(agent, { workspace, now, timezone: config.timezone }) + listing.text,
+        renderSystemPrompt(agent, { workspace, now, timezone: config.timezone }) +
+        listing.text +
+        (await this.#memorySection(memory, request, now)),
       currentTime: formatLocalTime(now, config.timezone),
       model: agent.model ?? config.llm.model,
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
       tools: gateTools(
         createToolbox(
-          skills.length > 0
-            ? [...agent.tools.filter(isBuiltInTool), "skill"]
-            : agent.tools.filter(isBuiltInTool),
+          [
+            ...agent.tools.filter(isBuiltInTool),
+            ...(skills.length > 0 ? ["skill"] : []),
+            ...memoryTools.names,
+          ],
           {
+            ...memoryTools.options,
             bashSandbox: {
               kind: config.tools.bash.sandbox,
               network: agent.bashNetwork ?? config.tools.bash.network,

@@ -28,6 +28,13 @@ export function memoryText(entries: readonly string[]): string {
   return entries.join(`\n${ENTRY_SEPARATOR}\n`);
 }
 
+/** Characters of a text as a person counts them (code points, not UTF-16 units). */
+export function memoryChars(text: string): number {
+  let count = 0;
+  for (const _ of text) count += 1;
+  return count;
+}
+
 /** True when `entry` holds a line that would split it into two entries. */
 export function holdsSeparatorLine(entry: string): boolean {
   return SEPARATOR_LINE.test(entry.replace(/\r\n?/g, "\n"));

@@ -7,7 +7,8 @@
  *      ├─ /new, /status, /usage, /stop, /agent, /start, /help, or no text ─► answered here, no job
  *      └─ anything else (and /compact) ─► one chat job for the chat's agent (chat-agents.ts),
  *                          session key `<platform>:<chat id>`, dedupe key
- *                          `<platform>:<message id>` (a redelivered update adds nothing)
+ *                          `<platform>:<message id>` (a redelivered update adds nothing),
+ *                          sender `<platform>:<user id>` (whose memory it reads and writes)
  */
 
 import { formatContextUsage } from "../agents/context-budget.js";
@@ -16,6 +17,7 @@ import { formatUsd, spendNow, summarizeUsage } from "../agents/usage-report.js";
 import { chatReplyTarget } from "../base/chat-address.js";
 import { StorageUnavailableError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
+import { chatPersonKey } from "../base/person-key.js";
 import { chatSessionKey } from "../base/session-key.js";
 import {
   CHAT_COMMANDS,
@@ -187,6 +189,7 @@ export class ChatInbox {
       mode: "chat",
       replyTo: chatReplyTarget(message),
       dedupeKey: `${message.platform}:${message.messageId}`,
+      sender: { person: chatPersonKey(message.platform, message.userId), direct: message.direct },
     });
     logger.info({ job: job.id, session: sessionKey, user: message.userId }, "chat message queued");
   }

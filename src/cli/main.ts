@@ -23,6 +23,7 @@ const COMMANDS = {
   events: async () => (await import("./events.js")).eventsCommand(),
   pairing: async () => (await import("./pairing.js")).pairingCommand(),
   approvals: async () => (await import("./approvals.js")).approvalsCommand(),
+  memory: async () => (await import("./memory.js")).memoryCommand(),
   cluster: async () => (await import("./cluster.js")).clusterCommand(),
   doctor: async () => (await import("./doctor.js")).doctorCommand(),
   backup: async () => (await import("./backup.js")).backupCommand(),

@@ -90,8 +90,7 @@ export class PostgresMemoryStore implements MemoryStore {
         const scope = await resolve(client, target.scope);
         await client.query(LOCK_MEMORY, [target.agentId, scope]);
         const done = callKey && (await client.query<MemoryChangeRow>(SQL.changeOfCall, callKey));
-        if (done && done.rows[0])
-          return { status: "repeated", change: changeFromRow(done.rows[0]) };
+        if (done?.rows[0]) return { status: "repeated", change: changeFromRow(done.rows[0]) };
         const result = edit((await readMemory(client, target.agentId, scope)).text);
         if ("refused" in result) return { status: "refused", reason: result.refused };
         await write(client, target.agentId, scope, result.text, origin.at);
