@@ -4,7 +4,7 @@
 import { cpus, totalmem } from "node:os";
 import { runBusBench } from "./bus.js";
 import { runConversationBench } from "./conversation.js";
-import { runCostBench } from "./cost.js";
+import { runCostBench, runMemoryCostBench } from "./cost.js";
 import { runFootprintBench } from "./footprint.js";
 import { runOrphanBench } from "./orphans.js";
 import { runPostgresBench } from "./postgres.js";
@@ -33,6 +33,9 @@ console.log(
   "\n## Cost and prompt-cache share, before and after the cache placement (`bench/cost.js`)\n",
 );
 console.log(cost.markdown);
+const memoryCost = await runMemoryCostBench();
+console.log("\n## Cost and prompt-cache share, memory off and on (`bench/cost.js`)\n");
+console.log(memoryCost.markdown);
 const orphans = await runOrphanBench({ runs: 20 });
 console.log(
   "\n## Orphan recovery after kill -9: spawn to the first orphan's model call (`bench/orphans.js`)\n",

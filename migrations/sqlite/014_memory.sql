@@ -73,29 +73,76 @@ ALTER TABLE jobs ADD COLUMN sender TEXT;
 
 -- session_search: the text blocks of every stored message (what the person and the agent
 -- said; not tool calls, tool outputs or summaries), with the message's session and seq
--- (its key; a message's rowid is not stable across VACUUM). Filled by the trigger in the
--- statement that stores the message, so in its transaction. Messages are never deleted;
--- should one be, its index row matches no message and is never shown.
+-- (its key; a message's rowid is not stable across VACUUM), and `scope`: tokens naming
+-- the message's agent and session key (k), its session (s) and, once known, its agent and
+-- person (p), each the hex of the value between a letter and a 0 (one token, which the
+-- tokenizer keeps whole and the stemmer leaves alone). A search matches its words AND its
+-- scope's token, so the full-text index itself keeps to one person's (or one chat's)
+-- messages with one agent, and ranks only those. Filled by triggers in the statement that
+-- stores the message (or the session's person), so in its transaction. Messages are never
+-- deleted; should one be, its index row matches no message and is never shown.
 CREATE VIRTUAL TABLE messages_search USING fts5 (
   text,
+  scope,
   session_id UNINDEXED,
   seq UNINDEXED,
   tokenize = 'porter unicode61 remove_diacritics 2'
 );
 
+-- The scope tokens of each session's messages.
+CREATE VIEW messages_search_scope AS
+SELECT s.id AS session_id,
+  'k' || hex(s.agent_id || char(10) || s.key) || '0 s' || hex(s.id) || '0'
+    || COALESCE(' p' || hex(s.agent_id || char(10) || sm.person) || '0', '') AS scope
+FROM sessions s LEFT JOIN session_memory sm ON sm.session_id = s.id;
+
 CREATE TRIGGER messages_search_insert AFTER INSERT ON messages
 WHEN json_valid(new.content)
 BEGIN
-  INSERT INTO messages_search (text, session_id, seq)
-  SELECT group_concat(json_extract(value, '$.text'), char(10)), new.session_id, new.seq
+  INSERT INTO messages_search (text, scope, session_id, seq)
+  SELECT group_concat(json_extract(value, '$.text'), char(10)),
+    (SELECT scope FROM messages_search_scope WHERE session_id = new.session_id),
+    new.session_id, new.seq
   FROM json_each(new.content)
   WHERE json_extract(value, '$.type') = 'text'
   HAVING count(*) > 0;
 END;
 
--- Messages stored before this migration.
-INSERT INTO messages_search (text, session_id, seq)
-SELECT group_concat(json_extract(value, '$.text'), char(10)), messages.session_id, messages.seq
-FROM messages, json_each(messages.content)
-WHERE json_valid(messages.content) AND json_extract(value, '$.type') = 'text'
-GROUP BY messages.session_id, messages.seq;
+-- Messages stored before this migration (their sessions' people are known from above).
+INSERT INTO messages_search (text, scope, session_id, seq)
+SELECT group_concat(json_extract(block.value, '$.text'), char(10)), scope.scope,
+  m.session_id, m.seq
+FROM messages m JOIN messages_search_scope scope ON scope.session_id = m.session_id,
+  json_each(m.content) block
+WHERE json_valid(m.content) AND json_extract(block.value, '$.type') = 'text'
+GROUP BY m.session_id, m.seq;
+
+-- A session's person becomes known (at its first turn, after its first message is
+-- stored): its messages are indexed again with the person's token.
+CREATE TRIGGER session_memory_person_insert AFTER INSERT ON session_memory
+WHEN new.person IS NOT NULL
+BEGIN
+  DELETE FROM messages_search WHERE messages_search MATCH 'scope : s' || hex(new.session_id) || '0';
+  INSERT INTO messages_search (text, scope, session_id, seq)
+  SELECT group_concat(json_extract(block.value, '$.text'), char(10)),
+    (SELECT scope FROM messages_search_scope WHERE session_id = new.session_id),
+    m.session_id, m.seq
+  FROM messages m, json_each(m.content) block
+  WHERE m.session_id = new.session_id AND json_valid(m.content)
+    AND json_extract(block.value, '$.type') = 'text'
+  GROUP BY m.seq;
+END;
+
+CREATE TRIGGER session_memory_person_update AFTER UPDATE OF person ON session_memory
+WHEN old.person IS NULL AND new.person IS NOT NULL
+BEGIN
+  DELETE FROM messages_search WHERE messages_search MATCH 'scope : s' || hex(new.session_id) || '0';
+  INSERT INTO messages_search (text, scope, session_id, seq)
+  SELECT group_concat(json_extract(block.value, '$.text'), char(10)),
+    (SELECT scope FROM messages_search_scope WHERE session_id = new.session_id),
+    m.session_id, m.seq
+  FROM messages m, json_each(m.content) block
+  WHERE m.session_id = new.session_id AND json_valid(m.content)
+    AND json_extract(block.value, '$.type') = 'text'
+  GROUP BY m.seq;
+END;

@@ -25,6 +25,13 @@ export const CHANGE_LIST_LIMIT = 50;
 /** Hits a search returns when the caller names no limit. */
 export const SEARCH_LIMIT_DEFAULT = 5;
 
+/**
+ * Matches of a search that are ranked: its newest this many. A word in nearly every
+ * message then costs a search no more than a rare one, and what was said lately about it
+ * comes first; messages holding every word of the query are looked for first.
+ */
+export const SEARCH_RANK_WINDOW = 200;
+
 /** A row of `memories`. */
 export interface MemoryRow {
   agent_id: string;

@@ -40,6 +40,7 @@ import {
   recordParams,
   type SearchHitRow,
   type SessionMemoryRow,
+  SEARCH_RANK_WINDOW,
   searchLimit,
   searchWords,
   sessionMemoryFromRow,
@@ -239,37 +240,62 @@ export class PostgresRecallStore implements RecallStore {
 
   async search(query: SearchQuery): Promise<SearchHit[]> {
     const words = searchWords(query.text);
-    if (words.length === 0) return [];
     const persons = personsOf(query.scope);
-    const { rows } = await queryRetrying<SearchHitRow>(this.#pool, SEARCH, [
-      words.join(" | "),
-      query.scope.agentId,
-      persons,
-      persons ? null : (query.scope as { sessionKey: string }).sessionKey,
-      searchLimit(query.limit),
-    ]);
-    return rows.map(hitFromRow);
+    if (words.length === 0 || persons?.length === 0) return [];
+    const limit = searchLimit(query.limit);
+    const whose = persons ?? (query.scope as { sessionKey: string }).sessionKey;
+    const sql = persons ? SEARCH_PERSONS : SEARCH_SESSION_KEY;
+    const anyWord = words.join(" | ");
+    const best = async (match: string) =>
+      (
+        await queryRetrying<SearchHitRow>(this.#pool, sql, [
+          match,
+          query.scope.agentId,
+          whose,
+          limit,
+          SEARCH_RANK_WINDOW,
+          anyWord,
+        ])
+      ).rows;
+    const hits = words.length > 1 ? await best(words.join(" & ")) : [];
+    if (hits.length < limit) {
+      const found = new Set(hits.map((hit) => `${hit.session_id}/${hit.seq}`));
+      for (const hit of await best(anyWord)) {
+        if (hits.length < limit && !found.has(`${hit.session_id}/${hit.seq}`)) hits.push(hit);
+      }
+    }
+    return hits.map(hitFromRow);
   }
 }
 
 /**
- * $1 the words joined by `|` (any of them), $2 agent, $3 person keys or null, $4 session
- * key or null, $5 limit. The best matches are picked first through the GIN index; only
- * they get a headline, which reads their text again.
+ * A search whose scope is `whose` (a condition on `sm`, the session's memory record, with
+ * $3): $1 the words joined by `&` (every one) or `|` (any), $2 agent, $4 limit, $5 the rank
+ * window ({@link SEARCH_RANK_WINDOW}), $6 the words to mark in the headline. The query is
+ * written out (not in a CTE) so the planner sees how common the words are: it walks the
+ * newest messages (`messages_created`) for a common word and the GIN index for a rare
+ * one. Only the newest matches are ranked, and only the best get a headline, which reads
+ * their text again.
  */
-const SEARCH = `WITH q AS (SELECT to_tsquery('english', $1) AS query),
-  hits AS (
-    SELECT m.session_id, sm.session_key, m.seq, m.role, m.created_at, m.content,
-      ts_rank(m.search, q.query) AS rank
-    FROM q, messages m JOIN session_memory sm ON sm.session_id = m.session_id
-    WHERE m.search @@ q.query AND sm.agent_id = $2
-      AND (CASE WHEN $3::text[] IS NULL THEN sm.session_key = $4 ELSE sm.person = ANY ($3) END)
-    ORDER BY rank DESC, m.created_at DESC
-    LIMIT $5)
+function searchSql(whose: string): string {
+  return `WITH recent AS (
+    SELECT m.session_id, sm.session_key, m.seq, m.role, m.created_at, m.content, m.search
+    FROM session_memory sm JOIN messages m ON m.session_id = sm.session_id
+    WHERE m.search @@ to_tsquery('english', $1) AND sm.agent_id = $2 AND ${whose}
+    ORDER BY m.created_at DESC, m.seq DESC
+    LIMIT $5),
+  best AS (
+    SELECT *, ts_rank(search, to_tsquery('english', $1)) AS rank FROM recent
+    ORDER BY rank DESC, created_at DESC, seq DESC
+    LIMIT $4)
   SELECT session_id, session_key, seq, role, created_at,
     ts_headline('english',
       (SELECT string_agg(value #>> '{}', E'\\n') FROM jsonb_array_elements(
         jsonb_path_query_array(content::jsonb, '$[*] ? (@.type == "text").text'))),
-      q.query, 'StartSel=[, StopSel=], MinWords=15, MaxWords=35') AS snippet
-  FROM hits, q
-  ORDER BY rank DESC, created_at DESC`;
+      to_tsquery('english', $6), 'StartSel=[, StopSel=], MinWords=15, MaxWords=35') AS snippet
+  FROM best
+  ORDER BY rank DESC, created_at DESC, seq DESC`;
+}
+
+const SEARCH_PERSONS = searchSql("sm.person = ANY ($3::text[])");
+const SEARCH_SESSION_KEY = searchSql("sm.session_key = $3");

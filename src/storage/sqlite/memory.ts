@@ -14,6 +14,7 @@ import type {
   MemoryStore,
   MemoryUpdateResult,
   PersonLink,
+  RecallScope,
   RecallStore,
   SearchHit,
   SearchQuery,
@@ -39,6 +40,7 @@ import {
   recordParams,
   type SearchHitRow,
   type SessionMemoryRow,
+  SEARCH_RANK_WINDOW,
   searchLimit,
   searchWords,
   sessionMemoryFromRow,
@@ -219,27 +221,80 @@ export class SqliteRecallStore implements RecallStore {
       );
     }
     const words = searchWords(query.text);
-    if (words.length === 0) return [];
     const persons = personsOf(query.scope);
-    const rows = this.#db
-      .prepare<unknown[], SearchHitRow>(
-        `SELECT m.session_id, sm.session_key, m.seq, m.role, m.created_at,
-           snippet(messages_search, 0, '[', ']', '…', 24) AS snippet
-         FROM messages_search
-         JOIN messages m ON m.session_id = messages_search.session_id
-           AND m.seq = messages_search.seq
-         JOIN session_memory sm ON sm.session_id = m.session_id
-         WHERE messages_search MATCH ? AND sm.agent_id = ? AND ${
-           persons ? "sm.person IN (SELECT value FROM json_each(?))" : "sm.session_key = ?"
-         }
-         ORDER BY rank, m.created_at DESC LIMIT ?`,
-      )
-      .all(
-        words.map((word) => `"${word}"`).join(" OR "),
-        query.scope.agentId,
-        persons ? JSON.stringify(persons) : (query.scope as { sessionKey: string }).sessionKey,
-        searchLimit(query.limit),
-      );
-    return rows.map(hitFromRow);
+    if (words.length === 0 || persons?.length === 0) return [];
+    const limit = searchLimit(query.limit);
+    const whose = scopeExpression(query.scope);
+    const anyWord = `text : (${quoted(words).join(" OR ")}) AND scope : (${whose})`;
+    const everyWord = `text : (${quoted(words).join(" AND ")}) AND scope : (${whose})`;
+    const best = words.length > 1 ? this.#best(everyWord, limit) : [];
+    for (const id of best.length < limit ? this.#best(anyWord, limit) : []) {
+      if (best.length < limit && !best.includes(id)) best.push(id);
+    }
+    const hit = this.#db.prepare<unknown[], SearchHitRow>(
+      `SELECT m.session_id, sm.session_key, m.seq, m.role, m.created_at, found.snippet
+       FROM (SELECT session_id, seq, snippet(messages_search, 0, '[', ']', '…', 24) AS snippet
+             FROM messages_search
+             -- A JavaScript number binds as a real, which FTS5 does not look a rowid up by.
+             WHERE messages_search MATCH @match AND rowid = CAST(@id AS INTEGER)) found
+       JOIN messages m ON m.session_id = found.session_id AND m.seq = found.seq
+       JOIN session_memory sm ON sm.session_id = m.session_id
+       WHERE sm.agent_id = @agentId AND ${
+           persons
+             ? "sm.person IN (SELECT value FROM json_each(@persons))"
+             : "sm.session_key = @sessionKey"
+         }`,
+    );
+    const scope = {
+      agentId: query.scope.agentId,
+      persons: persons ? JSON.stringify(persons) : null,
+      sessionKey: persons ? null : (query.scope as { sessionKey: string }).sessionKey,
+    };
+    return best.flatMap((id) => {
+      const row = hit.get({ match: anyWord, id, ...scope });
+      return row ? [hitFromRow(row)] : [];
+    });
   }
+
+  /**
+   * The index rows of the `limit` best matches of `match` among its newest
+   * {@link SEARCH_RANK_WINDOW} (bm25 over the text; the newer first on a tie): the index
+   * walks its matches newest first and stops, so a word in every message costs no more
+   * than a rare one.
+   */
+  #best(match: string, limit: number): number[] {
+    return this.#db
+      .prepare<[string, number, number], { id: number }>(
+        `SELECT id FROM (
+           SELECT rowid AS id, bm25(messages_search, 1.0, 0.0) AS score
+           FROM messages_search WHERE messages_search MATCH ? ORDER BY rowid DESC LIMIT ?)
+         ORDER BY score, id DESC LIMIT ?`,
+      )
+      .all(match, SEARCH_RANK_WINDOW, limit)
+      .map((row) => row.id);
+  }
+}
+
+/** Each word as an FTS5 string (a word holds letters, digits and `_` only). */
+function quoted(words: readonly string[]): string[] {
+  return words.map((word) => `"${word}"`);
+}
+
+/**
+ * The scope's tokens in an FTS5 query (see migration 014): the agent with one of the
+ * persons, or with the session key, so the index itself keeps to the scope's messages.
+ */
+function scopeExpression(scope: RecallScope): string {
+  const persons = personsOf(scope);
+  return persons
+    ? persons.map((person) => scopeToken("p", scope.agentId, person)).join(" OR ")
+    : scopeToken("k", scope.agentId, (scope as { sessionKey: string }).sessionKey);
+}
+
+/**
+ * One scope token: a letter, the UTF-8 of the agent and the value (a line feed between)
+ * in hex, and a 0, as migration 014 writes them.
+ */
+function scopeToken(kind: "k" | "p", agentId: string, value: string): string {
+  return `${kind}${Buffer.from(`${agentId}\n${value}`, "utf8").toString("hex").toUpperCase()}0`;
 }
