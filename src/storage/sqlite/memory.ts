@@ -38,9 +38,9 @@ import {
   type PersonLinkRow,
   personsOf,
   recordParams,
+  SEARCH_RANK_WINDOW,
   type SearchHitRow,
   type SessionMemoryRow,
-  SEARCH_RANK_WINDOW,
   searchLimit,
   searchWords,
   sessionMemoryFromRow,
@@ -240,10 +240,10 @@ export class SqliteRecallStore implements RecallStore {
        JOIN messages m ON m.session_id = found.session_id AND m.seq = found.seq
        JOIN session_memory sm ON sm.session_id = m.session_id
        WHERE sm.agent_id = @agentId AND ${
-           persons
-             ? "sm.person IN (SELECT value FROM json_each(@persons))"
-             : "sm.session_key = @sessionKey"
-         }`,
+         persons
+           ? "sm.person IN (SELECT value FROM json_each(@persons))"
+           : "sm.session_key = @sessionKey"
+       }`,
     );
     const scope = {
       agentId: query.scope.agentId,
