@@ -9,6 +9,7 @@ import { runFootprintBench } from "./footprint.js";
 import { runOrphanBench } from "./orphans.js";
 import { runPostgresBench } from "./postgres.js";
 import { runQueueBench } from "./queue.js";
+import { runSessionSearchBench } from "./session-search.js";
 import { runSkillsBench } from "./skills.js";
 
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
@@ -43,6 +44,9 @@ console.log(
 console.log(orphans.markdown);
 const postgres = await runPostgresBench({});
 console.log(`\n${postgres.markdown}`);
+const search = await runSessionSearchBench();
+console.log("\n## session_search over 100,000 messages on SQLite (`bench/session-search.js`)\n");
+console.log(search.markdown);
 const skills = await runSkillsBench();
 console.log("\n## Skills: loading agents and skills, and the listing's size (`bench/skills.js`)\n");
 console.log(skills.markdown);
