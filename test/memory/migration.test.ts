@@ -137,33 +137,31 @@ describe("SQLite: a database of the release before memory", () => {
 
 const skipReason = await postgresSkipReason();
 
-describe.skipIf(skipReason !== null)(
-  "PostgreSQL: a database at migration 015, before memory",
-  () => {
-    let database: TestDatabase;
-    let pool: pg.Pool;
+describe.skipIf(skipReason !== null)("PostgreSQL: a database of the release before memory", () => {
+  const previous = memoryMigration("postgres") - 1;
+  let database: TestDatabase;
+  let pool: pg.Pool;
 
-    beforeAll(async () => {
-      database = await createTestDatabase("memory_migration");
-      await database.query(
-        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
-      );
-      for (const migration of migrationsUpTo("postgres", previous)) {
-        await database.query(migration.sql);
-        await database.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [
-          migration.version,
-          migration.name,
-        ]);
-      }
-      await database.query(rows("postgres"));
-      pool = await openPostgres({ url: database.url, poolSize: 2 });
-    });
+  beforeAll(async () => {
+    database = await createTestDatabase("memory_migration");
+    await database.query(
+      "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
+    );
+    for (const migration of migrationsUpTo("postgres", previous)) {
+      await database.query(migration.sql);
+      await database.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [
+        migration.version,
+        migration.name,
+      ]);
+    }
+    await database.query(rows("postgres"));
+    pool = await openPostgres({ url: database.url, poolSize: 2 });
+  });
 
-    afterAll(async () => {
-      await pool?.end();
-      await database?.drop();
-    });
+  afterAll(async () => {
+    await pool?.end();
+    await database?.drop();
+  });
 
-    searchesWhatWasStoredBefore(() => new PostgresRecallStore({ pool }));
-  },
-);
+  searchesWhatWasStoredBefore(() => new PostgresRecallStore({ pool }));
+});
