@@ -14,6 +14,12 @@
 // given), and `after`, the current one. USD at list price (Sonnet 4.x, per MTok): input
 // $3, 5-min cache write $3.75, 1-h cache write $6, cache read $0.30, output $15.
 //
+// Memory (issue 28): the 50-turn chat of the owner (`console:`) with the shipped agent
+// runs again with memory off and on. On, the agent's notes and the owner's memory start
+// nearly full (2,100 and 1,300 characters: in the system prompt, with the memory tools),
+// and every seventh turn asks the model to remember something, which it saves with the
+// `memory` tool (the session's snapshot, and so its prompt, stays as it was).
+//
 // Usage: npm run build && node bench/cost.js
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -87,8 +93,71 @@ export async function runCostBench() {
   return { rows, markdown: table };
 }
 
+/**
+ * The 50-turn chat of the owner with memory off and on (see the header); resolves the rows
+ * and a markdown table.
+ */
+export async function runMemoryCostBench() {
+  const { anthropic } = await loadFakes(["anthropic"]);
+  const rows = [];
+  for (const memory of [false, true]) {
+    const run = (ctx) => chat(ctx, { turns: 50, key: "console:bench", remember: true });
+    const totals = await measure(anthropic, {
+      placement: "after",
+      run,
+      shape: "50-turn chat",
+      prompt: SHIPPED_AGENT,
+      memory,
+    });
+    rows.push({ memory: memory ? "on, nearly full" : "off", ...totals });
+  }
+  const markdown = markdownTable(
+    [
+      "memory",
+      "requests",
+      "input (uncached)",
+      "cache write 5m / 1h",
+      "cache read",
+      "cache-read share",
+      "USD",
+    ],
+    rows.map((row) => [
+      row.memory,
+      String(row.requests),
+      row.input.toLocaleString("en-US"),
+      `${row.write5m.toLocaleString("en-US")} / ${row.write1h.toLocaleString("en-US")}`,
+      row.read.toLocaleString("en-US"),
+      `${(100 * row.share).toFixed(1)}%`,
+      `$${row.usd.toFixed(4)}`,
+    ]),
+  );
+  return { rows, markdown };
+}
+
+/** Text of about `chars` characters made of short facts, one entry each (memory's format). */
+function facts(chars, about) {
+  const entries = [];
+  for (let n = 1; entries.join("\n§\n").length < chars - 60; n++) {
+    entries.push(`${about} fact ${n}: prefers dill, keeps jars in the cellar.`);
+  }
+  return entries.join("\n§\n");
+}
+
+/** Fills the agent's notes and the owner's memory nearly to their default budgets. */
+async function fillMemory(storage) {
+  for (const [scope, text] of [
+    ["agent", facts(2_100, "Workspace")],
+    ["owner", facts(1_300, "Owner")],
+  ]) {
+    await storage.memory.update({ agentId: "pickle", scope }, { by: "bench", at: 0 }, () => ({
+      text,
+      change: { action: "edit", entry: null, previous: null },
+    }));
+  }
+}
+
 /** One shape with one placement, in a fresh workspace: the summed usage the fake answered. */
-async function measure(anthropic, { placement, run, shape, prompt }) {
+async function measure(anthropic, { placement, run, shape, prompt, memory = false }) {
   const clock = { now: Date.parse("2026-11-25T08:00:00Z") };
   const fake = await anthropic.startFakeAnthropic({ defaultReply: answer, now: () => clock.now });
   const workspace = mkdtempSync(join(tmpdir(), "picklebot-cost-"));
@@ -123,7 +192,9 @@ async function measure(anthropic, { placement, run, shape, prompt }) {
     }),
     clock: { now: () => clock.now },
     postMessage: () => undefined,
+    ...(memory ? { memoryStores: storage } : {}),
   });
+  if (memory) await fillMemory(storage);
   try {
     await run({ runner, history: storage.history, clock });
   } finally {
@@ -134,20 +205,28 @@ async function measure(anthropic, { placement, run, shape, prompt }) {
   return totalsOf(fake.requests);
 }
 
-/** A chat: one user message per turn, every third asking for a file. */
-async function chat({ runner, history, clock }, { turns, compacts = false }) {
-  const session = await history.createSession({ key: "bench:chat", agentId: "pickle" });
-  const request = { agentId: "pickle", sessionId: session.id, sessionKey: "bench:chat" };
+/**
+ * A chat: one user message per turn, every third asking for a file; with `remember`, every
+ * seventh asks to remember something instead.
+ */
+async function chat(
+  { runner, history, clock },
+  { turns, compacts = false, key = "bench:chat", remember = false },
+) {
+  const session = await history.createSession({ key, agentId: "pickle" });
+  const request = { agentId: "pickle", sessionId: session.id, sessionKey: key };
   for (let turn = 1; turn <= turns; turn++) {
     clock.now += turn === 26 ? 30 * MINUTE : 2 * MINUTE;
     const signal = new AbortController().signal;
     if (compacts) await runner.compact({ ...request, signal });
     const text =
-      turn % 10 === 0
-        ? `turn ${turn}: please read notes.md in full, all sections at once`
-        : turn % 3 === 0
-          ? `turn ${turn}: please read notes.md and tell me what to buy`
-          : `turn ${turn}: ${"what else should I know about pickling cucumbers? ".repeat(3)}`;
+      remember && turn % 7 === 0
+        ? `turn ${turn}: remember that batch ${turn} used ${turn} grams of dill`
+        : turn % 10 === 0
+          ? `turn ${turn}: please read notes.md in full, all sections at once`
+          : turn % 3 === 0
+            ? `turn ${turn}: please read notes.md and tell me what to buy`
+            : `turn ${turn}: ${"what else should I know about pickling cucumbers? ".repeat(3)}`;
     await history.append(session.id, { role: "user", content: [{ type: "text", text }] });
     await runner.run({ ...request, signal });
   }
@@ -185,6 +264,14 @@ function answer(request) {
   const last = request.body.messages.at(-1);
   const blocks = Array.isArray(last?.content) ? last.content : [];
   const answered = blocks.some((block) => block.type === "tool_result");
+  const said = blocks.map((block) => String(block.text ?? "")).join(" ");
+  const remember = /remember that (.*)/.exec(said)?.[1];
+  const hasMemory = (request.body.tools ?? []).some((tool) => tool.name === "memory");
+  if (remember && !answered) {
+    if (!hasMemory) return { text: "I will keep that in mind for this conversation." };
+    const input = { action: "add", about: "person", text: `The owner said: ${remember}.` };
+    return { toolUses: [{ name: "memory", input }] };
+  }
   const wantsFile = blocks.some(
     (block) => block.type === "text" && String(block.text).includes("read notes.md"),
   );
@@ -245,4 +332,6 @@ export function totalsOf(requests) {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { markdown } = await runCostBench();
   console.log(markdown);
+  console.log(`\nMemory off and on, 50-turn chat of the owner (after placement):\n`);
+  console.log((await runMemoryCostBench()).markdown);
 }

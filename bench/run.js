@@ -4,12 +4,13 @@
 import { cpus, totalmem } from "node:os";
 import { runBusBench } from "./bus.js";
 import { runConversationBench } from "./conversation.js";
-import { runCostBench } from "./cost.js";
+import { runCostBench, runMemoryCostBench } from "./cost.js";
 import { runFootprintBench } from "./footprint.js";
 import { runOrphanBench } from "./orphans.js";
 import { runPostgresBench } from "./postgres.js";
 import { runProvidersBench } from "./providers.js";
 import { runQueueBench } from "./queue.js";
+import { runSessionSearchBench } from "./session-search.js";
 import { runSkillsBench } from "./skills.js";
 
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
@@ -34,6 +35,9 @@ console.log(
   "\n## Cost and prompt-cache share, before and after the cache placement (`bench/cost.js`)\n",
 );
 console.log(cost.markdown);
+const memoryCost = await runMemoryCostBench();
+console.log("\n## Cost and prompt-cache share, memory off and on (`bench/cost.js`)\n");
+console.log(memoryCost.markdown);
 const orphans = await runOrphanBench({ runs: 20 });
 console.log(
   "\n## Orphan recovery after kill -9: spawn to the first orphan's model call (`bench/orphans.js`)\n",
@@ -46,6 +50,9 @@ console.log(
   "\n## Model adapters: own time per request and time to first token (`bench/providers.js`)\n",
 );
 console.log(providers.markdown);
+const search = await runSessionSearchBench();
+console.log("\n## session_search over 100,000 messages on SQLite (`bench/session-search.js`)\n");
+console.log(search.markdown);
 const skills = await runSkillsBench();
 console.log("\n## Skills: loading agents and skills, and the listing's size (`bench/skills.js`)\n");
 console.log(skills.markdown);

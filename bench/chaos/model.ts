@@ -21,6 +21,7 @@ import {
   jobTagsOfText,
   MEDIA_FILE,
   type ModelCall,
+  rememberedFact,
   researchOfText,
   researchText,
   subagentCallId,
@@ -171,6 +172,7 @@ export class ChaosModel {
     if (call.kind === "text") return [];
     if (call.kind === "approve") return [approvedWrite(call)];
     if (call.kind === "media") return [mediaSend(call)];
+    if (call.kind === "remember") return [rememberCall(call)];
     if (call.kind !== "delegate") return [TOOL_CALLS[call.kind]];
     const count = this.#random.chance(0.5) ? 1 : 2;
     return Array.from({ length: count }, (_, index) => {
@@ -212,7 +214,7 @@ export const RESEARCHER_PROMPT = "You research chaos tasks.";
 
 /** The tool call of each kind of job that makes one (a delegate's are drawn per call). */
 const TOOL_CALLS: Record<
-  Exclude<JobKind, "text" | "delegate" | "approve" | "media">,
+  Exclude<JobKind, "text" | "delegate" | "approve" | "media" | "remember">,
   FakeToolUse
 > = {
   tool: { name: "read", input: { path: "notes.txt" } },
@@ -221,7 +223,16 @@ const TOOL_CALLS: Record<
   fail: { name: "read", input: { path: "notes.txt" } },
   stop: { name: "bash", input: { command: `sleep ${STOP_JOB_COMMAND_S}` } },
   mcp: { name: `${CHAOS_MCP_SERVER}__echo`, input: { text: "chaos" } },
+  recall: { name: "session_search", input: { query: "chaos job say something short" } },
 };
+
+/** A remember job's call: saves its fact about the person who sent it. */
+function rememberCall(call: ModelCall): FakeToolUse {
+  return {
+    name: "memory",
+    input: { action: "add", about: "person", text: rememberedFact(call.jobTag) },
+  };
+}
 
 /**
  * An approve job's call: a `write` under `approved/`, which the chaos agent's policy

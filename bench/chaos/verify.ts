@@ -11,7 +11,8 @@
  * - no model call was made for a step of a turn whose reply was already stored;
  * - the turns of a chat session are in the order their jobs were enqueued;
  * - no job was reported done twice;
- * - the child jobs of the delegate jobs' subagent calls check out (verify-subagents.ts).
+ * - the child jobs of the delegate jobs' subagent calls check out (verify-subagents.ts);
+ * - memory calls wrote each entry once, and searches answered (verify-memory.ts).
  */
 import { openWorkspaceDb } from "../../test/helpers/server.js";
 import { SUMMARY_TAG } from "./model.js";
@@ -24,6 +25,7 @@ import {
   type StoredTurn,
   TOOL_TURN,
 } from "./turns.js";
+import { checkMemory } from "./verify-memory.js";
 import { checkSubagents, countParking, type ParkingLogs } from "./verify-subagents.js";
 import { type EnqueuedJob, type JobKind, type ModelCall, usesTool } from "./workload.js";
 
@@ -88,6 +90,9 @@ export function verifyRun(
     const subagents = { jobs, children, turns, calls, storedCalls, violations };
     for (const [ending, count] of checkSubagents(subagents)) endings.set(ending, count);
     for (const [ending, count] of countParking(jobs, calls, logs)) endings.set(ending, count);
+    for (const [ending, count] of checkMemory(db, jobs, states, violations)) {
+      endings.set(ending, count);
+    }
     for (const [id, count] of logs.done) {
       if (count > 1) violations.push(`job ${id} was reported done ${count} times`);
     }

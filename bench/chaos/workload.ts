@@ -50,6 +50,10 @@ export type ChaosAgent = "pickle" | "researcher";
  *         each server), then a reply
  *   media a `send_file` of a workspace file into the media chat (Telegram), captioned with
  *         the job's tag, then a reply: the file must arrive exactly once
+ *   remember  a `memory` call saving the fact "chaos fact <tag>." about its sender (a
+ *         person of its own: see {@link rememberPerson}), then a reply
+ *   recall  a `session_search` of the owner's earlier conversations (a chat job the owner
+ *         sent), then a reply
  */
 export type JobKind =
   | "text"
@@ -61,7 +65,9 @@ export type JobKind =
   | "approve"
   | "batch"
   | "mcp"
-  | "media";
+  | "media"
+  | "remember"
+  | "recall";
 
 /** Whether a job of this kind makes a tool call. */
 export function usesTool(kind: JobKind): boolean {
@@ -97,6 +103,8 @@ const KIND_SHARES: ReadonlyArray<readonly [JobKind, number]> = [
   ["batch", 4],
   ["mcp", 5],
   ["media", 6],
+  ["remember", 5],
+  ["recall", 4],
 ];
 
 /** Makes chat sessions grow, so they are compacted again and again during a run. */
@@ -114,7 +122,7 @@ export const MEDIA_FILE = "media/chart.pdf";
 export const MEDIA_CONTENT = "%PDF-1.4\nA chart a media chaos job sends.\n";
 
 const JOB_TEXT =
-  /\bchaos job (j\d+)(?: \[(tool|big|stop|fail|delegate|approve|batch|mcp|media)\])?/g;
+  /\bchaos job (j\d+)(?: \[(tool|big|stop|fail|delegate|approve|batch|mcp|media|remember|recall)\])?/g;
 const RESEARCH_TEXT = /\bchaos research (r\d+\.\d+) for (j\d+)\b/g;
 const CALL_TEXT = /\bcall #(\d+)\b/;
 
@@ -168,6 +176,19 @@ export function callIdOfSessionKey(sessionKey: string): string {
 export function researchOfCallId(callId: string): string | null {
   const match = /^toolu_chaos_(r\d+)_(\d+)$/.exec(callId);
   return match ? `${match[1]}.${match[2]}` : null;
+}
+
+/**
+ * The person a remember job's message comes from, one per job (in a group: so their
+ * memory is written, never shown), so each memory holds at most its one fact.
+ */
+export function rememberPerson(tag: string): string {
+  return `telegram:${1_000_000 + Number(tag.slice(1))}`;
+}
+
+/** The fact a remember job saves. */
+export function rememberedFact(tag: string): string {
+  return `chaos fact ${tag}.`;
 }
 
 /** How the fake names a model call inside the reply it produced. */
@@ -248,12 +269,23 @@ export class Producer {
     };
   }
 
-  /** Any other job: a chat message (printed to the console) or a cron-like job. */
+  /**
+   * Any other job: a chat message (printed to the console) or a cron-like job. A recall
+   * job is a chat message of the owner's (whose earlier conversations it searches); a
+   * remember job's sender is a person of its own.
+   */
   #otherJob(tag: string): NewJob {
     const kind = this.#random.pick(KIND_SHARES);
     if (kind === "media") return this.#mediaJob(tag);
-    const chat = this.#random.chance(CHAT_SHARE);
+    const chat = kind === "recall" || this.#random.chance(CHAT_SHARE);
+    const sender =
+      kind === "remember"
+        ? { person: rememberPerson(tag), direct: false }
+        : kind === "recall"
+          ? { person: "owner", direct: true }
+          : null;
     return {
+      ...(sender ? { sender } : {}),
       agentId: "pickle",
       sessionKey: chat ? `chaos:chat:${this.#random.integer(CHAT_SESSIONS)}` : `chaos:job:${tag}`,
       message: jobText(tag, kind),

@@ -15,6 +15,7 @@ import { didYouMean } from "../config/suggest.js";
 import { POLICY_TOOLS } from "./approval-policy.js";
 import { parseFrontMatterFile, readFolderFile } from "./front-matter.js";
 import { mcpSelectorProblem, parseMcpSelector } from "./mcp/names.js";
+import { type AgentMemory, DEFAULT_MEMORY, MAX_MEMORY_CHARS } from "./memory/settings.js";
 import { SKILL_NAME_PATTERN, SKILL_NAME_RULE } from "./skill-file.js";
 import { DEFAULT_TOOLS, isToolName, TOOL_NAMES } from "./tools/index.js";
 
@@ -70,6 +71,11 @@ export interface AgentDefinition {
    * every skill of `skills/` and of `agents/<id>/skills/`)
    */
   skills?: string[];
+  /**
+   * Its memory (front matter `memory`): its notes and what it knows about each person,
+   * with their budgets; null when `memory: false`. (Default: on, {@link DEFAULT_MEMORY})
+   */
+  memory: AgentMemory | null;
   /** The system prompt, before {@link renderSystemPrompt} substitutes placeholders. */
   prompt: string;
   /** Absolute path of the AGENT.md it came from, or `built-in`. */
@@ -102,7 +108,8 @@ const BUILT_IN_PROMPT = `You are Pickle, a helpful personal assistant.
 Answer clearly and briefly, and ask when a request is ambiguous.
 Your workspace is {{workspace}}; file paths are relative to it.
 Today is {{now}}; the newest message ends with the current time.
-Use your tools when a task needs them, and say so when you are unsure.`;
+Use your tools when a task needs them, and say so when you are unsure.
+Save what the person will want you to remember later with the memory tool.`;
 
 /** A host name: labels of letters, digits and `-`, joined by dots. */
 const DOMAIN_PATTERN =
@@ -127,6 +134,7 @@ const frontMatterSchema = z.strictObject({
   budget: budgetLimitsSchema().optional(),
   bash: z.strictObject({ network: z.boolean().optional() }).optional(),
   voice_replies: z.enum(["off", "always"]).optional(),
+  memory: z.union([z.boolean(), memorySchema()]).optional(),
   web_fetch: z
     .strictObject({
       allow_domains: z
@@ -139,6 +147,36 @@ const frontMatterSchema = z.strictObject({
     })
     .optional(),
 });
+
+/** A memory budget: a whole number of characters, from 100 to {@link MAX_MEMORY_CHARS}. */
+function memoryChars() {
+  return z
+    .int()
+    .min(100)
+    .max(MAX_MEMORY_CHARS)
+    .describe(`a whole number of characters from 100 to ${MAX_MEMORY_CHARS}`)
+    .optional();
+}
+
+/** Front matter `memory: {agent_chars, person_chars, read_only}`. */
+function memorySchema() {
+  return z.strictObject({
+    agent_chars: memoryChars(),
+    person_chars: memoryChars(),
+    read_only: z.boolean().optional(),
+  });
+}
+
+/** The memory an AGENT.md's `memory` field gives: absent or true the default, false none. */
+function agentMemory(field: z.output<ReturnType<typeof memorySchema>> | boolean | undefined) {
+  if (field === false) return null;
+  if (field === undefined || field === true) return { ...DEFAULT_MEMORY };
+  return {
+    agentChars: field.agent_chars ?? DEFAULT_MEMORY.agentChars,
+    personChars: field.person_chars ?? DEFAULT_MEMORY.personChars,
+    readOnly: field.read_only ?? DEFAULT_MEMORY.readOnly,
+  };
+}
 
 /**
  * Loads every `agents/<id>/AGENT.md` of the workspace. A broken definition becomes an
@@ -216,6 +254,7 @@ export function builtInAgent(id: string): AgentDefinition {
     description: "General assistant",
     tools: [...DEFAULT_TOOLS],
     approvals: {},
+    memory: { ...DEFAULT_MEMORY },
     prompt: BUILT_IN_PROMPT,
     source: "built-in",
   };
@@ -276,7 +315,7 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
   const { fields: raw, body: prompt } = parseFrontMatterFile(
     text,
     file,
-    "name, description, optional model, max_tokens, tools, subagents, skills",
+    "name, description, optional model, max_tokens, tools, subagents, skills, memory",
   );
   const result = frontMatterSchema.safeParse(raw, { reportInput: true });
   if (!result.success) throw userErrorFromIssues(file, result.error.issues, frontMatterSchema);
@@ -297,6 +336,7 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
     ...(fields.subagents === undefined ? {} : { subagents: [...new Set(fields.subagents)] }),
     ...(fields.skills === undefined ? {} : { skills: [...new Set(fields.skills)] }),
     approvals: fields.approvals ?? {},
+    memory: agentMemory(fields.memory),
     ...(fields.budget === undefined ? {} : { budget: fields.budget }),
     ...(fields.bash?.network === undefined ? {} : { bashNetwork: fields.bash.network }),
     ...(fields.voice_replies === "always" ? { voiceReplies: "always" as const } : {}),

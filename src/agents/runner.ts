@@ -3,7 +3,10 @@ import { type Config, secretValues } from "../config/index.js";
 import type {
   Clock,
   HistoryStore,
+  JobSender,
+  MemoryStore,
   ModelProvider,
+  RecallStore,
   ReplyTarget,
   Tool,
   ToolResultBlock,
@@ -22,6 +25,7 @@ import { contextWindowOf, formatContextUsage, hasKnownContextWindow } from "./co
 import { recordControlPlaneWrite } from "./control-plane-log.js";
 import {
   type AgentDefinition,
+  formatLocalDate,
   formatLocalTime,
   modelOf,
   renderSystemPrompt,
@@ -29,6 +33,8 @@ import {
 } from "./definition.js";
 import { runTurn, type TurnEvents, type TurnResult } from "./loop.js";
 import { parseMcpSelector } from "./mcp/names.js";
+import { type RunMemory, runMemoryOf } from "./memory/conversation.js";
+import { sessionSnapshot } from "./memory/prompt.js";
 import type { SkillDefinition } from "./skill-file.js";
 import { type LoadedSkills, NO_SKILLS, skillListing, skillsOfAgent } from "./skills.js";
 import {
@@ -37,6 +43,7 @@ import {
   type MessagePoster,
   type SubagentDelegate,
   type SubagentOptions,
+  type ToolboxOptions,
   type TurnSearch,
   turnSearchOf,
 } from "./tools/index.js";
@@ -91,6 +98,11 @@ export interface AgentRunnerOptions {
    * `mcp_servers`). (Default: none; such entries give no tools)
    */
   mcp?: McpToolSource;
+  /**
+   * The agents' memory and the sessions' snapshots (the storage's). (Default: none;
+   * turns run without memory)
+   */
+  memoryStores?: { memory: MemoryStore; recall: RecallStore };
 }
 
 /** True for a tool-list entry of a built-in tool, false for an `mcp:` entry. */
@@ -114,6 +126,11 @@ export interface RunRequest {
   jobId?: string;
   /** Where the job's reply goes (post_message posts there). */
   replyTo?: ReplyTarget;
+  /**
+   * Who sent the message the turn answers (a chat job's `sender`): whose memory it
+   * reads and writes. (Default: the owner for the terminal and the dashboard, else nobody)
+   */
+  sender?: JobSender | null;
   /** Results of calls that finished before the job parked (`Job.toolResults`). */
   finishedResults?: readonly ToolResultBlock[];
   /**
@@ -127,6 +144,12 @@ export interface RunRequest {
  * Runs turns of any agent: resolves the agent, renders its prompt, builds its tools and
  * hands everything to the agent loop. Shared by `picklebot chat` and the AgentWorker.
  */
+/** The memory tools of a run, and what they are built with. */
+interface RunMemoryTools {
+  names: string[];
+  options: Pick<ToolboxOptions, "memory" | "recall">;
+}
+
 export class AgentRunner {
   readonly #options: AgentRunnerOptions;
   /** Windows the API named in "prompt is too long" refusals, by model: smaller than the table's. */
@@ -159,7 +182,10 @@ export class AgentRunner {
       modelOf(this.agent(request.agentId), this.#options.config),
       request.signal,
     );
-    return compactSession(request.sessionId, this.#compaction(request), options);
+    const compacted = await compactSession(request.sessionId, this.#compaction(request), options);
+    // The summary starts the session afresh: its next turn takes a new memory snapshot.
+    if (compacted) await this.#options.memoryStores?.recall.retake(request.sessionId);
+    return compacted;
   }
 
   /**
@@ -274,12 +300,15 @@ export class AgentRunner {
     request: RunRequest,
     skills: readonly SkillDefinition[],
     search: TurnSearch,
+    memoryTools: RunMemoryTools,
   ): Tool[] {
     const { config } = this.#options;
     const names = agent.tools.filter(
       (name) => isBuiltInTool(name) && !(name === "web_search" && search.tool === null),
     );
-    return createToolbox(skills.length > 0 ? [...names, "skill"] : names, {
+    const withSkills = skills.length > 0 ? [...names, "skill"] : names;
+    return createToolbox([...withSkills, ...memoryTools.names], {
+      ...memoryTools.options,
       bashSandbox: {
         kind: config.tools.bash.sandbox,
         network: agent.bashNetwork ?? config.tools.bash.network,
@@ -293,6 +322,61 @@ export class AgentRunner {
       subagents: this.#subagents(agent),
       skills,
     });
+  }
+
+  /** The run's memory (whose it reads and writes), or null when it runs without. */
+  async #memoryOf(agent: AgentDefinition, request: RunRequest): Promise<RunMemory | null> {
+    const stores = this.#options.memoryStores;
+    if (!stores) return null;
+    return runMemoryOf(
+      {
+        agent,
+        sessionKey: request.sessionKey,
+        ...(request.sender === undefined ? {} : { sender: request.sender }),
+        ...(request.replyTo === undefined ? {} : { replyTo: request.replyTo }),
+      },
+      stores,
+    );
+  }
+
+  /** The memory section of the session's system prompt: its snapshot (see memory/prompt.ts). */
+  async #memorySection(memory: RunMemory | null, request: RunRequest, now: Date): Promise<string> {
+    const stores = this.#options.memoryStores;
+    if (!memory || !stores) return "";
+    const { sessionId, sessionKey } = request;
+    const timezone = this.#options.config.timezone;
+    const snapshot = await sessionSnapshot(
+      memory,
+      { sessionId, sessionKey, now, timezone },
+      stores,
+    );
+    return snapshot === "" ? "" : `\n\n${snapshot}`;
+  }
+
+  /** The memory tools of a run and what they are built with (none without memory). */
+  #memoryTools(memory: RunMemory | null, request: RunRequest): RunMemoryTools {
+    const stores = this.#options.memoryStores;
+    const { config, history, clock } = this.#options;
+    const names: string[] = [];
+    const options: RunMemoryTools["options"] = {};
+    if (!memory || !stores) return { names, options };
+    if (memory.writable) {
+      names.push("memory");
+      const secrets = secretValues(config);
+      options.memory = {
+        store: stores.memory,
+        run: memory,
+        sessionId: request.sessionId,
+        clock,
+        secrets,
+      };
+    }
+    if (memory.recall) {
+      names.push("session_search", "session_read");
+      const formatDate = (at: number) => formatLocalDate(new Date(at), config.timezone);
+      options.recall = { recall: stores.recall, history, scope: memory.recall, formatDate };
+    }
+    return { names, options };
   }
 
   /** Runs or resumes the turn at the end of the session. */
@@ -309,17 +393,21 @@ export class AgentRunner {
       anthropicModel: config.llm.provider === "anthropic",
       policy: decide(policy, "web_search", {}).action,
     });
+    const memory = await this.#memoryOf(agent, request);
+    const memoryTools = this.#memoryTools(memory, request);
     return runTurn({
       sessionId: request.sessionId,
       history,
       provider: this.#providerFor(request),
       system:
-        renderSystemPrompt(agent, { workspace, now, timezone: config.timezone }) + listing.text,
+        renderSystemPrompt(agent, { workspace, now, timezone: config.timezone }) +
+        listing.text +
+        (await this.#memorySection(memory, request, now)),
       currentTime: formatLocalTime(now, config.timezone),
       model: modelOf(agent, config),
       maxTokens: agent.maxTokens ?? config.llm.max_tokens,
       tools: gateTools(
-        this.#toolsOf(agent, request, skills, search).concat(mcpTools),
+        this.#toolsOf(agent, request, skills, search, memoryTools).concat(mcpTools),
         policy,
         this.#options.approvals?.(request),
         (write) => recordControlPlaneWrite(config.history.path, { at: clock.now(), ...write }),

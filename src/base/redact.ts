@@ -146,3 +146,44 @@ export function redactError(error: Error, secrets: Iterable<string | undefined> 
   copy.stack = stack;
   return copy;
 }
+
+/**
+ * Shapes of credentials, for text that must never hold one (a memory entry): what each
+ * looks like, and its name for the refusal. The password of a URL is one of them.
+ */
+const SECRET_SHAPES: readonly { what: string; pattern: RegExp }[] = [
+  { what: "an API key (sk-…)", pattern: /\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}/ },
+  { what: "a GitHub token", pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{40,})/ },
+  { what: "a Slack token", pattern: /\bxox[abpors]-[A-Za-z0-9-]{10,}/ },
+  { what: "an AWS access key", pattern: /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/ },
+  { what: "a Google API key", pattern: /\bAIza[A-Za-z0-9_-]{35}/ },
+  { what: "a Telegram bot token", pattern: /\b\d{6,12}:[A-Za-z0-9_-]{35}\b/ },
+  { what: "a private key", pattern: /-----BEGIN [A-Z ]*PRIVATE KEY-----/ },
+  { what: "a JSON web token", pattern: /\beyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,}/ },
+  { what: "a bearer token", pattern: /\bbearer\s+[\w.~+/-]{20,}/i },
+  { what: "the password of a URL", pattern: new RegExp(URL_PASSWORD.source, "i") },
+  {
+    what: "a password, key or token written after its name",
+    pattern:
+      /\b(?:password|passwd|pwd|passphrase|secret|api[ _-]?key|token|pin)\s*(?:is|=|:)\s*(?=\S*[\d\W_])\S{6,}/i,
+  },
+  {
+    what: "a long random-looking string (a key or token)",
+    pattern: /(?<![\w/+-])(?=[\w+/-]*\d)(?=[\w+/-]*[a-z])(?=[\w+/-]*[A-Z])[\w+/-]{32,}/,
+  },
+  { what: `a value already replaced by ${REDACTED}`, pattern: /\[redacted\]/i },
+];
+
+/**
+ * What in `text` looks like a secret (a credential's shape, or one of `secrets` in any
+ * of its forms), named for a person or a model to act on; null when nothing does.
+ */
+export function secretShapeIn(
+  text: string,
+  secrets: Iterable<string | undefined> = [],
+): string | null {
+  if ([...secrets].flatMap(secretForms).some((form) => text.includes(form))) {
+    return "a secret of this workspace's configuration";
+  }
+  return SECRET_SHAPES.find(({ pattern }) => pattern.test(text))?.what ?? null;
+}

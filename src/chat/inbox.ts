@@ -8,7 +8,8 @@
  *      │  (the commands are commands.ts's, on this chat as their ChatContext)
  *      └─ anything else (and /compact) ─► one chat job for the chat's agent (chat-agents.ts),
  *                          session key `<platform>:<chat id>`, dedupe key
- *                          `<platform>:<message id>` (a redelivered update adds nothing)
+ *                          `<platform>:<message id>` (a redelivered update adds nothing),
+ *                          sender `<platform>:<user id>` (whose memory it reads and writes)
  */
 
 import type { PriceTable } from "../agents/prices.js";
@@ -16,6 +17,7 @@ import { stopSessionReply } from "../agents/session-stop.js";
 import { chatReplyTarget } from "../base/chat-address.js";
 import { StorageUnavailableError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
+import { chatPersonKey } from "../base/person-key.js";
 import { chatSessionKey } from "../base/session-key.js";
 import {
   type ChatCommandName,
@@ -195,6 +197,7 @@ export class ChatInbox {
       mode: "chat",
       replyTo: chatReplyTarget(message),
       dedupeKey: `${message.platform}:${message.messageId}`,
+      sender: { person: chatPersonKey(message.platform, message.userId), direct: message.direct },
     });
     logger.info({ job: job.id, session: sessionKey, user: message.userId }, "chat message queued");
   }

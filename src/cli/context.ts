@@ -160,6 +160,7 @@ export function runnerFor(
     delegate: inPlaceSubagents(context.storage.history, () => runner),
     approvals,
     mcp: context.mcp,
+    memoryStores: context.storage,
   });
   return runner;
 }

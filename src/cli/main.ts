@@ -29,6 +29,7 @@ const COMMANDS = {
   dashboard: async () => (await import("./dashboard.js")).dashboardCommand(),
   pairing: async () => (await import("./pairing.js")).pairingCommand(),
   approvals: async () => (await import("./approvals.js")).approvalsCommand(),
+  memory: async () => (await import("./memory.js")).memoryCommand(),
   cluster: async () => (await import("./cluster.js")).clusterCommand(),
   doctor: async () => (await import("./doctor.js")).doctorCommand(),
   backup: async () => (await import("./backup.js")).backupCommand(),

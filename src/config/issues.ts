@@ -168,9 +168,15 @@ function schemaAt(schema: Schema, path: Path): Schema | undefined {
   return current;
 }
 
+/** The keys of an object schema, or of the object among a union's options (`false | {…}`). */
 function objectShape(schema: Schema | undefined): Record<string, Schema> | undefined {
   if (schema === undefined) return undefined;
-  const def = unwrap(schema)._zod.def as { type: string; shape?: Record<string, Schema> };
+  const def = unwrap(schema)._zod.def as {
+    type: string;
+    shape?: Record<string, Schema>;
+    options?: Schema[];
+  };
+  if (def.type === "union") return def.options?.map(objectShape).find(Boolean);
   return def.type === "object" ? def.shape : undefined;
 }
 

@@ -26,11 +26,14 @@
  *   **leader**, runs the crons and the chat bus's receiving side.
  * - **Approval**: the owner's consent to one tool call an agent's policy asks about.
  * - **Usage ledger**: every model call's tokens, model and job, stored with its message.
+ * - **Memory**: what an agent keeps between sessions: its notes, and what it knows about
+ *   each person it talks to (a **person key**: `telegram:<user id>`, `discord:<user id>`,
+ *   `owner`); see `memory.ts`.
  *
  * Files: `messages` (conversation content), `history`, `queue`, `storage` (a backend's
  * stores and the checkpoint), `model`, `tool`, `frontend`, `chat` (platforms, outbox,
  * pairing), `approval` (tool-call approvals), `cron`, `cluster`, `runtime` (clock, worker), `usage` (the ledger), `events` (the
- * stream of state changes).
+ * stream of state changes), `memory` (memories, and the search over past sessions).
  */
 export * from "./approval.js";
 export * from "./chat.js";
@@ -39,6 +42,7 @@ export * from "./cron.js";
 export * from "./events.js";
 export * from "./frontend.js";
 export * from "./history.js";
+export * from "./memory.js";
 export * from "./messages.js";
 export * from "./model.js";
 export * from "./queue.js";

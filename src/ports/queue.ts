@@ -87,6 +87,17 @@ export interface JobAttemptError {
   message: string;
 }
 
+/**
+ * Who sent the message a chat job answers: their person key (`telegram:<user id>`, see
+ * `src/base/person-key.ts`), and whether the chat is theirs alone with the bot (a private
+ * chat, a DM) rather than a group. Their memory is written under that key; it is shown
+ * only in a conversation that is theirs alone.
+ */
+export interface JobSender {
+  person: string;
+  direct: boolean;
+}
+
 /** Attempts a job gets when its producer names none (the default of `workers.max_attempts`). */
 export const DEFAULT_MAX_ATTEMPTS = 5;
 
@@ -115,6 +126,8 @@ export interface NewJob {
   parentId?: string;
   /** Send its model calls through the Message Batches API (a `batch: true` cron). (Default: false) */
   batch?: boolean;
+  /** Who sent its message (a chat's job). (Default: nobody: a cron, a subagent) */
+  sender?: JobSender | null;
 }
 
 /**
@@ -167,6 +180,8 @@ export interface Job {
   batch: boolean;
   /** The batch step it sent last (see {@link JobQueue.recordBatchStep}), or null. */
   batchStep: BatchStep | null;
+  /** Who sent its message (see {@link NewJob.sender}), or null. */
+  sender: JobSender | null;
 }
 
 /** How {@link JobQueue.fail} records a failed attempt. */

@@ -8,6 +8,7 @@ import type { ClusterStore, StopRelay } from "./cluster.js";
 import type { CronStateStore } from "./cron.js";
 import type { EventRelay } from "./events.js";
 import type { HistoryStore } from "./history.js";
+import type { MemoryStore, RecallStore } from "./memory.js";
 import type { ChatMessage } from "./messages.js";
 import type { ClaimedJob, JobAdmin, JobQueue } from "./queue.js";
 import type { UsageLedger } from "./usage.js";
@@ -69,6 +70,10 @@ export interface Storage {
   pairing: PairingStore;
   /** Tool calls waiting for the owner's consent, and the "always allow" grants. */
   approvals: ApprovalStore;
+  /** The agents' notes and what they know about each person. */
+  memory: MemoryStore;
+  /** Who each session is with, its memory snapshot, and the search over past sessions. */
+  recall: RecallStore;
   /** The processes sharing this storage, or null when it belongs to one process. */
   cluster: Cluster | null;
   /** Closes the queue, the history store and the database. */

@@ -151,6 +151,7 @@ export class AgentRuntime {
       }),
       approvals: (request) => this.desk.asker(request),
       budget: (request) => budget.checker(request),
+      memoryStores: storage,
       ...(mcp ? { mcp } : {}),
     });
   }

@@ -115,6 +115,7 @@ export class JobAttempts {
       signal,
       jobId: job.id,
       replyTo: job.replyTo,
+      sender: job.sender,
       finishedResults: job.toolResults,
       ...(job.batch ? { batch: this.#batchJob(job) } : {}),
       ...(job.checkpointed

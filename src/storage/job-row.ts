@@ -7,11 +7,12 @@ import type {
   ClaimedJob,
   Job,
   JobAttemptError,
+  JobSender,
   JobState,
   ReplyTarget,
   ToolResultBlock,
 } from "../ports/index.js";
-import { isBatchStep, isJobWait, readReplyTarget } from "./job.js";
+import { isBatchStep, isJobSender, isJobWait, readReplyTarget } from "./job.js";
 
 /** Largest number of jobs one claim takes. */
 export const MAX_CLAIM = 1000;
@@ -52,6 +53,8 @@ export interface JobRow {
   batch: number | boolean;
   /** JSON of the job's BatchStep, or null. */
   batch_step: string | null;
+  /** JSON of the job's JobSender, or null. */
+  sender: string | null;
 }
 
 /** A row read back: the job, and what is wrong with the row if it was edited badly. */
@@ -115,6 +118,7 @@ export function parseJobRow(row: JobRow): ParsedRow {
     toolResults: parseToolResults(row.tool_results),
     batch: Boolean(row.batch),
     batchStep: parseBatchStep(row.batch_step),
+    sender: parseSender(row.sender),
   };
   return { job, problem };
 }
@@ -131,6 +135,12 @@ function visibleState(row: JobRow): JobState {
 function parseBatchStep(text: string | null): BatchStep | null {
   const parsed = text === null ? null : parseJson(text);
   return isBatchStep(parsed) ? parsed : null;
+}
+
+/** The sender of a row; null when there is none or the column holds something else. */
+function parseSender(text: string | null): JobSender | null {
+  const parsed = text === null ? null : parseJson(text);
+  return isJobSender(parsed) ? parsed : null;
 }
 
 /** The kept tool results of a row; nothing when the column holds something else. */

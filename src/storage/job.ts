@@ -5,7 +5,15 @@
 import { randomBytes } from "node:crypto";
 import { isChatPlatform } from "../base/chat-address.js";
 import { UserError } from "../base/errors.js";
-import type { BatchStep, Job, JobState, JobWait, NewJob, ReplyTarget } from "../ports/index.js";
+import type {
+  BatchStep,
+  Job,
+  JobSender,
+  JobState,
+  JobWait,
+  NewJob,
+  ReplyTarget,
+} from "../ports/index.js";
 
 /** The error recorded for an attempt that was running when its process stopped. */
 export const INTERRUPTED_MESSAGE = "interrupted: the process stopped while the job was running";
@@ -130,6 +138,7 @@ export function queuedJob(
     toolResults: [],
     batch: newJob.batch ?? false,
     batchStep: null,
+    sender: newJob.sender ? { ...newJob.sender } : null,
   };
 }
 
@@ -144,6 +153,13 @@ export function isBatchStep(value: unknown): value is BatchStep {
     typeof step.steps === "number" &&
     typeof step.fallback === "boolean"
   );
+}
+
+/** True when `value` is a {@link JobSender}. */
+export function isJobSender(value: unknown): value is JobSender {
+  if (typeof value !== "object" || value === null) return false;
+  const sender = value as Record<string, unknown>;
+  return isNonEmptyString(sender.person) && typeof sender.direct === "boolean";
 }
 
 /** Throws a {@link UserError} naming the first field of `job` that is not valid. */
@@ -183,6 +199,9 @@ function newJobProblem(job: NewJob): string | null {
   }
   if (job.parentId !== undefined && !isNonEmptyString(job.parentId)) {
     return `parentId must be a non-empty string when given, found ${show(job.parentId)}`;
+  }
+  if (job.sender != null && !isJobSender(job.sender)) {
+    return `sender must be {person, direct} or null, found ${show(job.sender)}`;
   }
   return null;
 }

@@ -3,11 +3,13 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
+  builtInAgent,
   formatLocalTime,
   loadAgents,
   renderSystemPrompt,
   resolveAgent,
 } from "../../src/agents/definition.js";
+import { DEFAULT_MEMORY } from "../../src/agents/memory/settings.js";
 import { DEFAULT_TOOLS } from "../../src/agents/tools/index.js";
 
 let workspace: string;
@@ -58,6 +60,7 @@ describe("loadAgents", () => {
       maxTokens: 2048,
       tools: ["read", "bash", "post_message"],
       approvals: {},
+      memory: DEFAULT_MEMORY,
       prompt: "You write.\n\nWell.",
       source: file,
     });
@@ -69,6 +72,43 @@ describe("loadAgents", () => {
     const { agents } = loadAgents(workspace);
     expect(agents.get("online")?.bashNetwork).toBe(true);
     expect(agents.get("plain")?.bashNetwork).toBeUndefined();
+  });
+
+  it("reads memory: off, on with the default budgets, or with its own", () => {
+    writeAgent("off", agentText("name: Off\ndescription: Forgets\nmemory: false"));
+    writeAgent("on", agentText("name: On\ndescription: Remembers\nmemory: true"));
+    writeAgent("plain", agentText("name: Plain\ndescription: Plain agent"));
+    writeAgent(
+      "small",
+      agentText("name: Small\ndescription: Terse\nmemory: {agent_chars: 500, read_only: true}"),
+    );
+    const { agents, errors } = loadAgents(workspace);
+    expect(errors).toEqual([]);
+    expect(agents.get("off")?.memory).toBeNull();
+    expect(agents.get("on")?.memory).toEqual(DEFAULT_MEMORY);
+    expect(agents.get("plain")?.memory).toEqual(DEFAULT_MEMORY);
+    expect(agents.get("small")?.memory).toEqual({
+      agentChars: 500,
+      personChars: DEFAULT_MEMORY.personChars,
+      readOnly: true,
+    });
+    expect(builtInAgent("pickle").memory).toEqual(DEFAULT_MEMORY);
+  });
+
+  it("names a bad memory field and what it takes", () => {
+    const file = writeAgent(
+      "bad",
+      agentText("name: Bad\ndescription: Bad\nmemory: {person_chars: 50, forget: true}"),
+    );
+    const { errors } = loadAgents(workspace);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.message).toContain(file);
+    expect(errors[0]?.message).toMatch(
+      /memory\.person_chars: expected a whole number of characters from 100 to 20000, found 50/,
+    );
+    expect(errors[0]?.message).toContain(
+      "memory.forget: unknown key; rename or remove it (known keys under memory: agent_chars, person_chars, read_only)",
+    );
   });
 
   it("gives an agent without a tools field the default tools", () => {
@@ -95,7 +135,7 @@ describe("loadAgents", () => {
     expect([...agents.keys()]).toEqual(["good"]);
     expect(errors.map((error) => error.message)).toEqual([
       `${file}: missing YAML front matter; start the file with a line "---", then the fields ` +
-        '(name, description, optional model, max_tokens, tools, subagents, skills), then another "---" line.',
+        '(name, description, optional model, max_tokens, tools, subagents, skills, memory), then another "---" line.',
     ]);
   });
 
@@ -114,7 +154,8 @@ describe("loadAgents", () => {
     const file = writeAgent("bad", agentText("name: Bad\ndescription: x\ntools: [read, bsh]"));
     expect(onlyError()).toBe(
       `${file}: tools: unknown tool "bsh"; did you mean "bash"? (allowed: read, write, edit, ` +
-        "bash, web_fetch, web_search, post_message, send_file, subagent, skill, or mcp:<server> for an MCP server's tools); " +
+        "bash, web_fetch, web_search, post_message, send_file, subagent, skill, memory, session_search, session_read, " +
+        "or mcp:<server> for an MCP server's tools); " +
         "fix or remove it.",
     );
   });

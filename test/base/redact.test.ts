@@ -7,6 +7,7 @@ import {
   redactSecrets,
   redactStrings,
   SecretStreamRedactor,
+  secretShapeIn,
 } from "../../src/base/redact.js";
 import { redactUrl } from "../../src/storage/postgres/database.js";
 
@@ -102,5 +103,40 @@ describe("createLogger with secrets", () => {
     logger.info({ output: `bash printed ${TOKEN}` }, `reply was ${TOKEN}`);
     expect(written).toContain(REDACTED);
     expect(written).not.toContain(TOKEN);
+  });
+});
+
+describe("secretShapeIn", () => {
+  it("names what looks like a credential", () => {
+    const secrets = [
+      "key sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345",
+      "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+      "AKIAABCDEFGHIJKLMNOP",
+      "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1",
+      "password: hunter22",
+      "the api key = abc123xyz",
+      "my token is aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF",
+      "postgres://bot:pw@db/picklebot",
+      "-----BEGIN OPENSSH PRIVATE KEY-----",
+      "it was [redacted]",
+    ];
+    for (const text of secrets) expect(secretShapeIn(text), text).not.toBeNull();
+    expect(secretShapeIn("ghp_abcdefghijklmnopqrstuvwxyz0123456789")).toBe("a GitHub token");
+    expect(secretShapeIn("use hunter2hunter2 there", ["hunter2hunter2"])).toBe(
+      "a secret of this workspace's configuration",
+    );
+  });
+
+  it("lets ordinary facts through, the words password and token included", () => {
+    const facts = [
+      "My cat is called Miso",
+      "The token is expired",
+      "Dentist appointment on Tuesday at 10:30",
+      "Commit 3f2a9c1d4b5e6f708192a3b4c5d6e7f8091a2b3c fixed it",
+      "Prefers https://example.com/some/long-path-name-here",
+      "The password is in the blue notebook",
+      "Uses TypeScript_and_JavaScript_and_Rust_for_projects",
+    ];
+    for (const text of facts) expect(secretShapeIn(text), text).toBeNull();
   });
 });

@@ -118,9 +118,13 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
     expect(result.stdout).toBe("post: Halfway there.\ntool said (ok): posted to the terminal\n");
     expect(result.stderr).toContain("· post_message: Halfway there.");
     expect(result.code).toBe(0);
+    // Its listed tools, then the memory tools every agent with memory gets.
     expect(fake.requests[0]?.body.tools?.map((tool) => tool.name)).toEqual([
       "read",
       "post_message",
+      "memory",
+      "session_search",
+      "session_read",
     ]);
   });
 

@@ -208,6 +208,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     }),
     approvals: (request) => desk.asker(request),
     budget: (request) => budget.checker(request),
+    memoryStores: storage,
   });
   const workerOptions: AgentWorkerOptions = {
     workerId: "worker-a",

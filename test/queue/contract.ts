@@ -469,6 +469,18 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
       });
     });
 
+    it("stores who sent a chat job's message, and refuses a sender of the wrong shape", async () => {
+      const sender = { person: "telegram:1001", direct: false };
+      const job = await queue.enqueue(chatJob("a", "hello", { sender }));
+      expect(job.sender).toEqual(sender);
+      expect(await queue.get(job.id)).toMatchObject({ sender });
+      const [claimed] = (await queue.claim("w", 1)) as [ClaimedJob];
+      expect(claimed.sender).toEqual(sender);
+      expect((await queue.enqueue(chatJob("b", "cron"))).sender).toBeNull();
+      const bad = { person: "", direct: "yes" } as unknown as NewJob["sender"];
+      await expect(queue.enqueue(chatJob("c", "x", { sender: bad }))).rejects.toThrow(/sender/);
+    });
+
     describe("parked jobs", () => {
       const HOUR = 3_600_000;
 

@@ -529,17 +529,19 @@ const compactions = () => core.lines.filter((line) => line.msg === "session comp
 
 describe("AgentWorker: compaction", () => {
   it("leaves old tool outputs out first, without a model call, keeping the last two turns' outputs and every raw message", async () => {
-    const sessionId = await readBigTimes(12);
+    const sessionId = await readBigTimes(16);
     expect(core.model.refused).toEqual([]);
     expect(core.model.requests.filter(isSummaryCall)).toEqual([]);
     const prunes = compactions();
     expect(prunes.length).toBeGreaterThan(0);
     expect(prunes.every((line) => line.how === "pruned")).toBe(true);
-    // Nothing was deleted: 12 turns of 4 messages, and the prune points.
-    expect(storedCount(sessionId)).toBe(12 * 4 + prunes.length);
+    // Nothing was deleted: 16 turns of 4 messages, and the prune points.
+    expect(storedCount(sessionId)).toBe(16 * 4 + prunes.length);
+    // Requests after a prune point send older outputs as notes (how many older turns still
+    // fit the window, the last request's among them, depends on the tools' sizes).
+    const isNote = (text: string) => text.startsWith("[output left out to save context");
+    expect(core.model.requests.some((request) => toolResultsOf(request).some(isNote))).toBe(true);
     const results = toolResultsOf(requestAt(core.model, core.model.requests.length - 1));
-    const pruned = results.filter((text) => text.startsWith("[output left out to save context"));
-    expect(pruned.length).toBeGreaterThan(0);
     // The turns just before the last prune point, and those after it, keep their outputs.
     expect(results.slice(-2).every((text) => text.startsWith("Pickling notes"))).toBe(true);
   });

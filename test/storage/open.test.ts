@@ -133,9 +133,12 @@ describe("openStorage: a database from before the checkpointed column (migration
       db.exec(
         `DROP TABLE approval_requests; DROP TABLE approval_grants; DROP INDEX jobs_parent;
         DROP TABLE pairing_replacements; DROP TABLE usage;
+        DROP TRIGGER messages_search_insert; DROP VIEW messages_search_scope;
+        DROP TABLE memories; DROP TABLE memory_changes; DROP TABLE person_links;
+        DROP TABLE session_memory; DROP TABLE messages_search;
         ${[
           ...["waiting_for", "parent_id", "tool_results", "stop_requested", "checkpointed"],
-          ...["task", "batch", "batch_step"],
+          ...["task", "batch", "batch_step", "sender"],
         ]
           .map((column) => `ALTER TABLE jobs DROP COLUMN ${column};`)
           .join(" ")}

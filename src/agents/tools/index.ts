@@ -27,10 +27,16 @@ import type {
 import type { SkillDefinition } from "../skill-file.js";
 import { createBashTool } from "./bash.js";
 import { createEditTool } from "./edit.js";
+import { createMemoryTool, type MemoryToolOptions } from "./memory.js";
 import { createPostMessageTool, type MessagePoster } from "./post-message.js";
 import { createReadTool } from "./read.js";
 import type { BashSandboxOptions } from "./sandbox.js";
 import { createSendFileTool, type FileSender } from "./send-file.js";
+import {
+  createSessionReadTool,
+  createSessionSearchTool,
+  type RecallToolOptions,
+} from "./session-search.js";
 import { createSkillTool } from "./skill.js";
 import { createSubagentTool, type SubagentOptions } from "./subagent.js";
 import { createWebFetchTool } from "./web-fetch.js";
@@ -38,6 +44,7 @@ import { createWebSearchTool, NO_SEARCH_BACKEND, type WebSearchToolOptions } fro
 import { createWriteTool } from "./write.js";
 
 export { defineTool } from "./define-tool.js";
+export type { MemoryToolOptions } from "./memory.js";
 export type { MessagePoster } from "./post-message.js";
 export { CONTROL_PLANE_FOLDERS } from "./protected-paths.js";
 export {
@@ -46,6 +53,7 @@ export {
   type SandboxKind,
 } from "./sandbox.js";
 export type { FileSender } from "./send-file.js";
+export type { RecallToolOptions } from "./session-search.js";
 export type { SubagentDelegate, SubagentOptions, SubagentTask } from "./subagent.js";
 export { type TurnSearch, turnSearchOf } from "./web-search.js";
 export { resolveInWorkspace } from "./workspace-path.js";
@@ -84,6 +92,13 @@ export interface ToolboxOptions {
   webSearch?: WebSearchToolOptions;
   /** The skills `skill` loads: the agent's (skills.ts). (Default: none; the tool says so) */
   skills?: readonly SkillDefinition[];
+  /** What `memory` writes, for whom. (Default: nothing; the tool says memory is off) */
+  memory?: MemoryToolOptions;
+  /**
+   * What `session_search` and `session_read` read. (Default: nothing; the tools say
+   * there is nothing to search)
+   */
+  recall?: RecallToolOptions;
 }
 
 /** One registered tool. */
@@ -146,6 +161,20 @@ export const TOOLS = {
     create: ({ skills }) => createSkillTool(skills ?? []),
     shows: { field: "name", joiner: " " },
   },
+  memory: {
+    create: ({ memory }) => (memory ? createMemoryTool(memory) : unavailable("memory", MEMORY_OFF)),
+    shows: { field: "action", joiner: " " },
+  },
+  session_search: {
+    create: ({ recall }) =>
+      recall ? createSessionSearchTool(recall) : unavailable("session_search", NOTHING_TO_SEARCH),
+    shows: { field: "query", joiner: ": " },
+  },
+  session_read: {
+    create: ({ recall }) =>
+      recall ? createSessionReadTool(recall) : unavailable("session_read", NOTHING_TO_SEARCH),
+    shows: { field: "session_id", joiner: " " },
+  },
 } satisfies Record<string, ToolEntry>;
 
 /** The name of a registered tool. */
@@ -204,6 +233,25 @@ const delegationUnavailable: SubagentOptions = {
     throw new ToolError("subagent: this conversation cannot hand tasks to other agents");
   },
 };
+
+const MEMORY_OFF =
+  "memory is off or read-only in this conversation (the agent's `memory` setting, a scheduled job or a task from another agent); nothing was saved";
+const NOTHING_TO_SEARCH =
+  "this conversation has no earlier conversations to search (memory is off, or it is with no one person)";
+
+/** A tool of a turn that cannot use it: every call is refused with `why`. */
+function unavailable(name: string, why: string): Tool {
+  return {
+    spec: {
+      name,
+      description: `Not available here: ${why}.`,
+      input_schema: { type: "object", properties: {} },
+    },
+    run: async () => {
+      throw new ToolError(`${name}: ${why}`);
+    },
+  };
+}
 
 /** The poster of a turn that has nowhere to post. */
 const postingUnavailable: MessagePoster = async () => {

@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL driver (distributed mode): history, cron state, chat outbox, pairings,
- * approvals and the cluster tables in the database of `queue.url`, through one pool; the
+ * approvals, memory and the cluster tables in the database of `queue.url`, through one pool; the
  * queue too unless `queue.backend` is `memory` or `sqlite` (then a single process, and
  * only `sqlite` opens the local database file).
  */
@@ -29,6 +29,7 @@ import { PostgresCronStateStore } from "./cron-state.js";
 import { connectionConfig, inTransaction, openPostgres, retryOnDisconnect } from "./database.js";
 import { PostgresEventRelay } from "./event-relay.js";
 import { PostgresHistoryStore } from "./history.js";
+import { PostgresMemoryStore, PostgresRecallStore } from "./memory.js";
 import { PostgresOutboxStore } from "./outbox.js";
 import { PostgresPairingStore } from "./pairing.js";
 import { PostgresJobQueue } from "./queue.js";
@@ -62,6 +63,8 @@ export async function openPostgresStorage(config: Config, clock: Clock): Promise
     outbox: new PostgresOutboxStore({ pool }),
     pairing: new PostgresPairingStore({ pool }),
     approvals: new PostgresApprovalStore({ pool }),
+    memory: new PostgresMemoryStore({ pool }),
+    recall: new PostgresRecallStore({ pool }),
     checkpoint: postgresQueue
       ? postgresCheckpoint(pool, history, postgresQueue)
       : sequentialCheckpoint(history, queue),

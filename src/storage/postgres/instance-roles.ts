@@ -30,6 +30,10 @@ export const INSTANCE_GRANTS = {
   pairing_replacements: "SELECT, INSERT, DELETE",
   approval_requests: "SELECT, INSERT, UPDATE",
   approval_grants: "SELECT, INSERT, UPDATE, DELETE",
+  memories: "SELECT, INSERT, UPDATE, DELETE",
+  memory_changes: "SELECT, INSERT",
+  person_links: "SELECT, INSERT, DELETE",
+  session_memory: "SELECT, INSERT, UPDATE",
   schema_migrations: "SELECT",
   instance_roles: "SELECT",
 } as const satisfies Record<string, string>;

@@ -22,6 +22,7 @@ import { SqliteApprovalStore } from "./approvals.js";
 import { SqliteCronStateStore } from "./cron-state.js";
 import { type Database, openDatabase } from "./database.js";
 import { SqliteHistoryStore } from "./history.js";
+import { SqliteMemoryStore, SqliteRecallStore } from "./memory.js";
 import { SqliteOutboxStore } from "./outbox.js";
 import { SqlitePairingStore } from "./pairing.js";
 import { SqliteJobQueue } from "./queue.js";
@@ -64,6 +65,8 @@ export function openSqliteStorage(config: Config, clock: Clock): Storage {
     outbox: new SqliteOutboxStore({ db }),
     pairing: new SqlitePairingStore({ db }),
     approvals: new SqliteApprovalStore({ db }),
+    memory: new SqliteMemoryStore({ db }),
+    recall: new SqliteRecallStore({ db, searchable: sqliteHistory !== null }),
     cluster: null,
     async close() {
       await queue.close();

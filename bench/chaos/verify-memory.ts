@@ -1,0 +1,128 @@
+/**
+ * The memory checks of a chaos run (issue 28): a `memory` call run again after a kill
+ * never writes its entry twice, nor answers as if the entry were someone else's:
+ *
+ * - each remember job's fact is in its sender's memory at most once, and recorded as one
+ *   change at most; exactly once each when the job is done;
+ * - no `memory` result says the fact was "already saved" (what a call that ran again
+ *   without its first change found would answer), and a done job's call answered "Saved";
+ * - a done recall job's `session_search` answered without an error.
+ */
+import type { openWorkspaceDb } from "../../test/helpers/server.js";
+import { type EnqueuedJob, jobOfText, rememberedFact, rememberPerson } from "./workload.js";
+
+type Database = ReturnType<typeof openWorkspaceDb>;
+
+/** One tool call as stored: the job whose turn made it, and its result. */
+interface StoredCall {
+  name: string;
+  input: Record<string, unknown>;
+  /** The job the assistant message that made the call answers (the fake names it). */
+  jobTag: string | null;
+  result: { content: string; isError: boolean } | null;
+}
+
+/** Runs the memory checks; returns the counts of how the calls ended, for the summary. */
+export function checkMemory(
+  db: Database,
+  jobs: EnqueuedJob[],
+  states: ReadonlyMap<string, string>,
+  violations: string[],
+): Map<string, number> {
+  const calls = storedCalls(db);
+  const endings = new Map<string, number>();
+  const count = (ending: string) => endings.set(ending, (endings.get(ending) ?? 0) + 1);
+  for (const job of jobs) {
+    const done = states.get(job.id) === "done";
+    if (job.kind === "remember") checkRemember(db, job, done, calls, violations, count);
+    if (job.kind === "recall" && done) {
+      const results = calls.filter((c) => c.name === "session_search" && c.jobTag === job.tag);
+      if (!results.some((call) => call.result && !call.result.isError)) {
+        violations.push(`recall job ${job.tag}: no session_search answered without an error`);
+      } else count("recall searched");
+    }
+  }
+  return endings;
+}
+
+function checkRemember(
+  db: Database,
+  job: EnqueuedJob,
+  done: boolean,
+  calls: StoredCall[],
+  violations: string[],
+  count: (ending: string) => void,
+): void {
+  const fact = rememberedFact(job.tag);
+  const scope = rememberPerson(job.tag);
+  const text = (
+    db.prepare("SELECT text FROM memories WHERE agent_id = 'pickle' AND scope = ?").get(scope) as
+      | { text: string }
+      | undefined
+  )?.text;
+  const entries = text === undefined ? 0 : text.split(fact).length - 1;
+  const changes = db
+    .prepare("SELECT count(*) FROM memory_changes WHERE scope = ? AND entry = ?")
+    .pluck()
+    .get(scope, fact) as number;
+  const expected = done ? "exactly once" : "at most once";
+  if (entries > 1 || (done && entries !== 1)) {
+    violations.push(
+      `remember job ${job.tag}: its fact is in memory ${entries} times, not ${expected}`,
+    );
+  }
+  if (changes > 1 || (done && changes !== 1)) {
+    violations.push(`remember job ${job.tag}: ${changes} changes recorded, not ${expected}`);
+  }
+  const results = calls
+    .filter((call) => call.name === "memory" && call.input.text === fact && call.result)
+    .map((call) => call.result as NonNullable<StoredCall["result"]>);
+  for (const result of results) {
+    if (result.content.includes("already saved")) {
+      violations.push(
+        `remember job ${job.tag}: a memory call ran again and wrote or refused anew: ${result.content}`,
+      );
+    }
+  }
+  if (done && !results.some((result) => result.content.startsWith("Saved to"))) {
+    violations.push(`remember job ${job.tag} is done, but no memory call of it answered "Saved"`);
+  }
+  if (done) count("remember saved once");
+  if (results.some((result) => result.content.includes("had done it already"))) {
+    count("remember call run again, answered from its change");
+  }
+}
+
+/** Every `memory` and `session_search` call stored in history, with its result. */
+function storedCalls(db: Database): StoredCall[] {
+  const rows = db
+    .prepare("SELECT content FROM messages ORDER BY session_id, seq")
+    .pluck()
+    .all() as string[];
+  const byId = new Map<string, StoredCall>();
+  for (const row of rows) {
+    const blocks = JSON.parse(row) as Record<string, unknown>[];
+    const text = blocks.map((block) => (block.type === "text" ? String(block.text) : "")).join("");
+    for (const block of blocks) {
+      if (
+        block.type === "tool_use" &&
+        (block.name === "memory" || block.name === "session_search")
+      ) {
+        byId.set(String(block.id), {
+          name: String(block.name),
+          input: block.input as Record<string, unknown>,
+          jobTag: answeredTag(text),
+          result: null,
+        });
+      }
+      const call = block.type === "tool_result" ? byId.get(String(block.tool_use_id)) : undefined;
+      if (call) call.result = { content: String(block.content), isError: block.is_error === true };
+    }
+  }
+  return [...byId.values()];
+}
+
+/** The job an assistant message of the fake answers ("call #N answers j12"), or null. */
+function answeredTag(text: string): string | null {
+  return /\banswers (j\d+)\b/.exec(text)?.[1] ?? jobOfText(text)?.tag ?? null;
+}
