@@ -59,6 +59,9 @@ function workspaceSearchingWith(webSearch: string): void {
 const chat = (input: string) =>
   runCli(["chat", "--workspace", ws.dir, "--agent", "researcher"], { input });
 
+/** The tools every agent has while its memory is on (the default). */
+const MEMORY_TOOLS = ["memory", "session_search", "session_read"];
+
 /** The model searches, then repeats what the search gave it. */
 function scriptSearchThenEcho(): void {
   fake.script(
@@ -75,7 +78,7 @@ describe("web_search in picklebot chat", () => {
     expect(result.code).toBe(0);
     expect(result.stderr).toContain("· web_search: pool opening hours");
     const toolNames = requestAt(fake, 0).body.tools?.map((tool) => tool.name);
-    expect(toolNames).toEqual(["web_search", "web_fetch"]);
+    expect(toolNames).toEqual(["web_search", "web_fetch", ...MEMORY_TOOLS]);
     const sent = lastUserText(requestAt(fake, 1));
     expect(sent).toContain('<untrusted-content source="web search: pool opening hours">');
     expect(sent).toContain("1. Municipal pool\n   https://pool.example/hours\n   date: 2026-11-20");
@@ -125,8 +128,8 @@ describe("web_search on the anthropic backend", () => {
     expect(result.stdout).toContain("The pool opens at 7:00.");
     expect(fake.refused).toEqual([]);
     const tools = requestAt(fake, 0).body.tools ?? [];
-    expect(tools.map((tool) => tool.name)).toEqual(["web_fetch", "web_search"]);
-    expect(tools[1]).toMatchObject({
+    expect(tools.map((tool) => tool.name)).toEqual(["web_fetch", ...MEMORY_TOOLS, "web_search"]);
+    expect(tools.at(-1)).toMatchObject({
       type: "web_search_20250305",
       name: "web_search",
       max_uses: 3,

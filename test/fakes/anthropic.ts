@@ -508,6 +508,7 @@ function planMessage(
     output_tokens,
     ...(searched ? { server_tool_use: { web_search_requests: 1 } } : {}),
     ...scripted,
+    ...scriptedCacheCreation(scripted),
   };
   const message = {
     id: messageId,
@@ -775,4 +776,16 @@ function sleepUnlessClosed(ms: number, res: ServerResponse): Promise<void> {
       resolve();
     }
   });
+}
+
+/**
+ * The breakdown of a scripted `cache_creation_input_tokens` that names none: all of it
+ * 5-minute writes, so the breakdown adds up to the total as the API's does.
+ */
+function scriptedCacheCreation(
+  scripted: Partial<FakeUsage> | undefined,
+): Pick<FakeUsage, "cache_creation"> | Record<string, never> {
+  const total = scripted?.cache_creation_input_tokens;
+  if (total === undefined || scripted?.cache_creation !== undefined) return {};
+  return { cache_creation: { ephemeral_5m_input_tokens: total, ephemeral_1h_input_tokens: 0 } };
 }
