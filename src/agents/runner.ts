@@ -1,5 +1,11 @@
 import type { UserError } from "../base/errors.js";
-import { type Config, secretValues } from "../config/index.js";
+import {
+  type Config,
+  DEFAULT_MODEL_ENTRY,
+  type ModelEntry,
+  modelChain,
+  secretValues,
+} from "../config/index.js";
 import type {
   Clock,
   HistoryStore,
@@ -23,12 +29,13 @@ import { recordControlPlaneWrite } from "./control-plane-log.js";
 import {
   type AgentDefinition,
   formatLocalTime,
-  modelOf,
   renderSystemPrompt,
   resolveAgent,
 } from "./definition.js";
 import { runTurn, type TurnEvents, type TurnResult } from "./loop.js";
 import { parseMcpSelector } from "./mcp/names.js";
+import { chainProvider, fallbackNotice, ModelCooldowns } from "./model-chain.js";
+import { createModelProvider } from "./providers/index.js";
 import type { SkillDefinition } from "./skill-file.js";
 import { type LoadedSkills, NO_SKILLS, skillListing, skillsOfAgent } from "./skills.js";
 import {
@@ -55,6 +62,7 @@ export interface AgentRunnerOptions {
    */
   skills?: () => LoadedSkills;
   history: HistoryStore;
+  /** The default entry's provider (`llm:`); other named models get theirs from the registry. */
   provider: ModelProvider;
   clock: Clock;
   /**
@@ -109,6 +117,11 @@ export interface RunRequest {
   /** Results of calls that finished before the job parked (`Job.toolResults`). */
   finishedResults?: readonly ToolResultBlock[];
   /**
+   * The named model (or model id) the turn uses instead of its agent's: a cron's `model`,
+   * a chat's `/model`. (Default: the agent's)
+   */
+  model?: string;
+  /**
    * The job sends its model calls through the batch API (a `batch: true` cron); normal
    * calls when the provider has none. (Default: normal calls)
    */
@@ -123,9 +136,45 @@ export class AgentRunner {
   readonly #options: AgentRunnerOptions;
   /** Windows the API named in "prompt is too long" refusals, by model: smaller than the table's. */
   readonly #learnedWindows = new Map<string, number>();
+  /** The providers of named models other than the default, made on first use. */
+  readonly #providers = new Map<string, ModelProvider>();
+  readonly #cooldowns: ModelCooldowns;
 
   constructor(options: AgentRunnerOptions) {
     this.#options = options;
+    this.#cooldowns = new ModelCooldowns(
+      options.clock,
+      options.config.llm.fallback_cooldown_s * 1000,
+    );
+  }
+
+  /**
+   * The named models a turn of `agent` calls, in order: the request's model (a cron's, a
+   * chat's) or the agent's, then the agent's fallbacks (else that entry's own).
+   */
+  modelChain(agent: Pick<AgentDefinition, "model" | "fallbacks">, model?: string): ModelEntry[] {
+    return modelChain(this.#options.config, {
+      model: model ?? agent.model,
+      fallbacks: agent.fallbacks,
+    });
+  }
+
+  /** The provider of a named model: the default entry's is the one the runner was given. */
+  #providerOf(entry: ModelEntry): ModelProvider {
+    if (entry.name === DEFAULT_MODEL_ENTRY) return this.#options.provider;
+    let provider = this.#providers.get(entry.name);
+    if (!provider) {
+      provider = createModelProvider(entry.llm);
+      this.#providers.set(entry.name, provider);
+    }
+    return provider;
+  }
+
+  /** The head of the agent's chain: the model its turns call first, with its settings. */
+  #head(agent: AgentDefinition, model?: string): { entry: ModelEntry; maxTokens: number } {
+    const [entry] = this.modelChain(agent, model);
+    if (!entry) throw new RangeError("a model chain has at least its head");
+    return { entry, maxTokens: agent.maxTokens ?? entry.llm.max_tokens };
   }
 
   /**
@@ -172,32 +221,29 @@ export class AgentRunner {
   ): Promise<{ tokens: number; window: number }> {
     const { history, config, agents } = this.#options;
     const tokens = await contextSize(history, sessionId, config.history.max_messages);
-    const model = modelOf(agents.get(agentId), config);
-    return { tokens, window: this.#windowOf(model) };
+    const [head] = this.modelChain(agents.get(agentId) ?? {});
+    return { tokens, window: head ? this.#windowOf(head) : 0 };
   }
 
   #compaction(request: Pick<RunRequest, "agentId" | "signal" | "jobId">): CompactionOptions {
-    const { history, provider, config } = this.#options;
-    const agent = this.agent(request.agentId);
+    const { history, config } = this.#options;
+    const { entry, maxTokens } = this.#head(this.agent(request.agentId));
     return {
       history,
-      provider,
-      model: modelOf(agent, config),
-      contextWindow: this.#contextWindow(agent),
-      maxTokens: agent.maxTokens ?? config.llm.max_tokens,
+      provider: this.#providerOf(entry),
+      model: entry.llm.model,
+      contextWindow: this.#windowOf(entry),
+      maxTokens,
       maxMessages: config.history.max_messages,
       signal: request.signal,
       ...(request.jobId === undefined ? {} : { jobId: request.jobId }),
     };
   }
 
-  #contextWindow(agent: AgentDefinition): number {
-    return this.#windowOf(modelOf(agent, this.#options.config));
-  }
-
-  /** The window of `model`: the table's (or `llm.context_window`), or a smaller one learned. */
-  #windowOf(model: string): number {
-    const known = contextWindowOf(model, this.#options.config.llm.context_window);
+  /** The window of an entry's model: its `context_window` or the table's, or a smaller one learned. */
+  #windowOf(entry: ModelEntry): number {
+    const { model, context_window } = entry.llm;
+    const known = contextWindowOf(model, context_window);
     return Math.min(known, this.#learnedWindows.get(model) ?? known);
   }
 
@@ -225,18 +271,41 @@ export class AgentRunner {
     return skillsOfAgent(this.#options.skills?.() ?? NO_SKILLS, agent).skills;
   }
 
-  /** The provider of a turn: through the batch API for a batch job, when there is one. */
-  #providerFor(request: RunRequest): ModelProvider {
-    const { provider, config, clock } = this.#options;
-    if (!request.batch || !hasBatches(provider)) return provider;
+  /**
+   * The provider of a turn: its chain of named models, or through the batch API of its
+   * first for a batch job, when that has one (a batch call has no fallback).
+   */
+  #providerFor(request: RunRequest, chain: readonly ModelEntry[]): ModelProvider {
+    const { config, clock } = this.#options;
+    const links = chain.map((entry) => ({
+      name: entry.name,
+      provider: this.#providerOf(entry),
+      model: entry.llm.model,
+      maxTokens: entry.llm.max_tokens,
+    }));
+    const provider = links[0]?.provider;
+    if (!request.batch || !provider || !hasBatches(provider))
+      return chainProvider(links, this.#cooldowns);
     const maxSteps = config.llm.batch_max_steps;
     return createBatchProvider({ provider, job: request.batch, maxSteps, clock });
   }
 
-  /** Runs or resumes the turn at the end of the session. */
+  /**
+   * Runs or resumes the turn at the end of the session; when a fallback answered, the
+   * reply starts with one line saying which and why.
+   */
   async run(request: RunRequest): Promise<TurnResult> {
+    const result = await this.#run(request);
+    if (!result.fallback) return result;
+    const notice = fallbackNotice(result.fallback, this.#options.config.llm.fallback_cooldown_s);
+    return { ...result, text: `${notice}\n\n${result.text}` };
+  }
+
+  async #run(request: RunRequest): Promise<TurnResult> {
     const { workspace, config, history, clock } = this.#options;
     const agent = this.agent(request.agentId);
+    const chain = this.modelChain(agent, request.model);
+    const { entry, maxTokens } = this.#head(agent, request.model);
     const mcpTools = (await this.#options.mcp?.toolsFor(agent.tools)) ?? [];
     const now = new Date(clock.now());
     const skills = this.#skillsOf(agent);
@@ -244,12 +313,12 @@ export class AgentRunner {
     return runTurn({
       sessionId: request.sessionId,
       history,
-      provider: this.#providerFor(request),
+      provider: this.#providerFor(request, chain),
       system:
         renderSystemPrompt(agent, { workspace, now, timezone: config.timezone }) + listing.text,
       currentTime: formatLocalTime(now, config.timezone),
-      model: modelOf(agent, config),
-      maxTokens: agent.maxTokens ?? config.llm.max_tokens,
+      model: entry.llm.model,
+      maxTokens,
       tools: gateTools(
         createToolbox(
           skills.length > 0
@@ -284,8 +353,8 @@ export class AgentRunner {
       beforeModelCall: this.#options.budget?.(request),
       secrets: secretValues(config),
       maxMessages: config.history.max_messages,
-      contextWindow: this.#contextWindow(agent),
-      onSmallerWindow: (tokens) => this.#learnedWindows.set(modelOf(agent, config), tokens),
+      contextWindow: this.#windowOf(entry),
+      onSmallerWindow: (tokens) => this.#learnedWindows.set(entry.llm.model, tokens),
       events: request.events,
     });
   }

@@ -15,7 +15,7 @@
  */
 import type { Logger } from "../base/log.js";
 import { secretRedactor } from "../base/redact.js";
-import { allowedUserIds, type Config, secretValues } from "../config/index.js";
+import { allowedUserIds, type Config, secretValues, workspacePrices } from "../config/index.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type {
   ChatPlatform,
@@ -106,7 +106,7 @@ export class ChatWing {
       answerChoice: (press, platform) => controls.answerChoice(press, platform),
       contextUsage: (agentId, sessionId) => controls.contextUsage(agentId, sessionId),
       usage: storage.usage,
-      pricing: { prices: config.llm.prices, timezone: config.timezone },
+      pricing: { prices: workspacePrices(config), timezone: config.timezone },
       redact: secretRedactor(secretValues(config)),
       clock,
       logger: logger.child({ worker: "bus" }),

@@ -33,7 +33,7 @@ import {
   describeChatCommand,
   parseChatCommand,
 } from "../chat/commands.js";
-import { secretValues } from "../config/index.js";
+import { secretValues, workspacePrices } from "../config/index.js";
 import type { JobAdmin, Session } from "../ports/index.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
 import { BOLD, DIM, RESET, ReplyPrinter } from "./reply-printer.js";
@@ -123,7 +123,7 @@ class TerminalChat {
       agents: chatAgentDirectory(config, agents, brokenAgents),
       contextUsage: (agentId, sessionId) => this.#runner.contextUsage(agentId, sessionId),
       usage: storage.usage,
-      pricing: { prices: config.llm.prices, timezone: config.timezone },
+      pricing: { prices: workspacePrices(config), timezone: config.timezone },
       clock: systemClock,
     });
     return new ChatCommandSet(
