@@ -95,7 +95,7 @@ describe("loadAgents", () => {
     expect([...agents.keys()]).toEqual(["good"]);
     expect(errors.map((error) => error.message)).toEqual([
       `${file}: missing YAML front matter; start the file with a line "---", then the fields ` +
-        '(name, description, optional model, max_tokens, tools, subagents, skills), then another "---" line.',
+        '(name, description, optional model, fallbacks, max_tokens, tools, subagents, skills), then another "---" line.',
     ]);
   });
 

@@ -68,9 +68,12 @@ describe("loadConfig", () => {
       timeout_s: 600,
       prices: {},
       prompt_cache_ttl: "1h",
+      fallbacks: [],
+      fallback_cooldown_s: 300,
       batch_max_steps: 5,
       batch_poll_s: 30,
     });
+    expect(config.models).toEqual({});
     expect(config.queue).toEqual({
       backend: "sqlite",
       url: undefined,
@@ -208,7 +211,7 @@ describe("loadConfig", () => {
     const file = writeConfig("llm:\n  modle: claude-sonnet-4-5\n");
     expect(loadError().message).toBe(
       `${file}: llm.modle: unknown key; did you mean "model"? ` +
-        "(known keys under llm: provider, model, api_key, base_url, max_tokens, context_window, timeout_s, prices, prompt_cache_ttl, batch_max_steps, batch_poll_s).",
+        "(known keys under llm: provider, model, api_key, base_url, max_tokens, context_window, timeout_s, prices, prompt_cache_ttl, fallbacks, fallback_cooldown_s, batch_max_steps, batch_poll_s).",
     );
   });
 
