@@ -117,8 +117,8 @@ export interface RunRequest {
   /** Results of calls that finished before the job parked (`Job.toolResults`). */
   finishedResults?: readonly ToolResultBlock[];
   /**
-   * The named model (or model id) the turn uses instead of its agent's: a cron's `model`,
-   * a chat's `/model`. (Default: the agent's)
+   * The named model (or model id) the turn uses instead of its agent's and its session's
+   * (`/model`). (Default: the session's, else the agent's)
    */
   model?: string;
   /**
@@ -157,6 +157,26 @@ export class AgentRunner {
       model: model ?? agent.model,
       fallbacks: agent.fallbacks,
     });
+  }
+
+  /**
+   * The named models a conversation of `agentId` calls, in order, with `model` (its
+   * session's `/model`, null for none): what `/model` and `/status` show.
+   */
+  modelsShown(agentId: string, model: string | null): Array<{ name: string; model: string }> {
+    const agent = this.#options.agents.get(agentId) ?? {};
+    return this.modelChain(agent, model ?? undefined).map((entry) => ({
+      name: entry.name,
+      model: entry.llm.model,
+    }));
+  }
+
+  /** The model a turn names: the request's, else its session's `/model` choice. */
+  async #chosenModel(
+    request: Pick<RunRequest, "model" | "sessionId">,
+  ): Promise<string | undefined> {
+    if (request.model !== undefined) return request.model;
+    return (await this.#options.history.getSession(request.sessionId))?.model ?? undefined;
   }
 
   /** The provider of a named model: the default entry's is the one the runner was given. */
@@ -221,7 +241,8 @@ export class AgentRunner {
   ): Promise<{ tokens: number; window: number }> {
     const { history, config, agents } = this.#options;
     const tokens = await contextSize(history, sessionId, config.history.max_messages);
-    const [head] = this.modelChain(agents.get(agentId) ?? {});
+    const model = await this.#chosenModel({ sessionId });
+    const [head] = this.modelChain(agents.get(agentId) ?? {}, model);
     return { tokens, window: head ? this.#windowOf(head) : 0 };
   }
 
@@ -304,8 +325,9 @@ export class AgentRunner {
   async #run(request: RunRequest): Promise<TurnResult> {
     const { workspace, config, history, clock } = this.#options;
     const agent = this.agent(request.agentId);
-    const chain = this.modelChain(agent, request.model);
-    const { entry, maxTokens } = this.#head(agent, request.model);
+    const model = await this.#chosenModel(request);
+    const chain = this.modelChain(agent, model);
+    const { entry, maxTokens } = this.#head(agent, model);
     const mcpTools = (await this.#options.mcp?.toolsFor(agent.tools)) ?? [];
     const now = new Date(clock.now());
     const skills = this.#skillsOf(agent);

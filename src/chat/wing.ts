@@ -15,7 +15,13 @@
  */
 import type { Logger } from "../base/log.js";
 import { secretRedactor } from "../base/redact.js";
-import { allowedUserIds, type Config, secretValues, workspacePrices } from "../config/index.js";
+import {
+  allowedUserIds,
+  type Config,
+  modelEntryNames,
+  secretValues,
+  workspacePrices,
+} from "../config/index.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type {
   ChatPlatform,
@@ -28,6 +34,7 @@ import type {
   Worker,
 } from "../ports/index.js";
 import type { ChatAgentDirectory } from "./agents.js";
+import type { ChatModels } from "./commands.js";
 import { type BusConnection, MessageBusWorker } from "./receiver.js";
 import { ChatSenders } from "./senders.js";
 
@@ -63,6 +70,8 @@ export interface ChatAgentControls {
   answerChoice(press: IncomingChoice, platform: ChatPlatform): Promise<void>;
   /** A session's size against its agent's window. */
   contextUsage(agentId: string, sessionId: string): Promise<{ tokens: number; window: number }>;
+  /** The named models a conversation calls, in order (`/model`, `/status`). */
+  chainOf: ChatModels["chainOf"];
 }
 
 /** The chat path of one server process. */
@@ -106,6 +115,10 @@ export class ChatWing {
       answerChoice: (press, platform) => controls.answerChoice(press, platform),
       contextUsage: (agentId, sessionId) => controls.contextUsage(agentId, sessionId),
       usage: storage.usage,
+      models: {
+        names: modelEntryNames(config),
+        chainOf: (agentId, model) => controls.chainOf(agentId, model),
+      },
       pricing: { prices: workspacePrices(config), timezone: config.timezone },
       redact: secretRedactor(secretValues(config)),
       clock,

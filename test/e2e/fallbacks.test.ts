@@ -107,4 +107,19 @@ describe("fallback chains", () => {
     );
     expect(primary.requests.length - toolUseCalls.length).toBe(1);
   });
+
+  it("/model NAME switches the chat to another named model, which answers its next message", async () => {
+    primaryAnswer = { text: "primary here" };
+    await startBusServer(ws.dir, ["telegram"]);
+
+    await say("/model backup");
+    expect(await nthReply(1)).toBe(
+      "This conversation now uses backup (backup-model); no fallbacks. /new goes back to the agent's model.",
+    );
+    await say("who answers?");
+    expect(await nthReply(2)).toBe("backup here");
+    expect(primary.requests).toHaveLength(0);
+    await say("/status");
+    expect(await nthReply(3)).toContain("\nLast answer: backup-model");
+  });
 });

@@ -144,7 +144,9 @@ export function historyContract(name: string, makeStore: HistoryFactory): void {
       store = await fixture.reopen();
       expect((await store.getSession(plain.id))?.model).toBe("backup");
       expect((await store.getSession(chosen.id))?.model).toBeNull();
-      await expect(store.setSessionModel("s_missing", "x")).rejects.toThrow(/not in the history store/);
+      await expect(store.setSessionModel("s_missing", "x")).rejects.toThrow(
+        /not in the history store/,
+      );
     });
 
     it("gives every session its own id", async () => {
