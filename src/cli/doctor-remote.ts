@@ -10,8 +10,12 @@ import {
   type Config,
   CREDENTIAL_SERVICES,
   type CredentialService,
+  DEFAULT_MODEL_ENTRY,
   type LlmConfig,
+  type ModelEntry,
   type ModelProviderKind,
+  modelEntry,
+  modelEntryNames,
 } from "../config/index.js";
 import type { ChatPlatformKind } from "../ports/index.js";
 import { type CheckResult, type DoctorCheck, needsConfig, result } from "./doctor-checks.js";
@@ -87,11 +91,15 @@ function judge(check: string, answer: Answer, service: Service): CheckResult {
   );
 }
 
-/** The model key check of one `llm.provider`. */
+/**
+ * The model key check of one `llm.provider`, for the entry whose keys are under
+ * `section` (`llm`, `models.haiku`).
+ */
 type ModelKeyCheck = (
   llm: LlmConfig,
   offline: boolean,
   fetcher: typeof fetch,
+  section: string,
 ) => Promise<CheckResult>;
 
 /** How each provider's key is checked: one entry per `llm.provider` value. */
@@ -99,23 +107,49 @@ const modelKeyChecks = {
   anthropic: checkAnthropicKey,
 } satisfies Record<ModelProviderKind, ModelKeyCheck>;
 
+/**
+ * Every named model's key, each with its provider's check: one line, the worst status
+ * first; with `models:` entries each part is named after its entry.
+ */
 export const checkModelKey: DoctorCheck = async ({ config, offline, fetch: fetcher }) => {
   if (!config) return needsConfig("model key");
-  const check: ModelKeyCheck = modelKeyChecks[config.llm.provider];
-  return check(config.llm, offline, fetcher);
+  const entries = modelEntryNames(config).map((name) => modelEntry(config, name) as ModelEntry);
+  const checked = await Promise.all(
+    entries.map(({ name, llm }) => {
+      const check: ModelKeyCheck = modelKeyChecks[llm.provider];
+      return check(llm, offline, fetcher, name === DEFAULT_MODEL_ENTRY ? "llm" : `models.${name}`);
+    }),
+  );
+  const [only] = checked;
+  if (only && checked.length === 1) return only;
+  return worstOfEntries(entries, checked);
 };
+
+const STATUS_ORDER: readonly CheckResult["status"][] = ["fail", "warn", "skip", "ok"];
+
+/** One result for several entries: the worst status, each entry's detail, the first fix. */
+function worstOfEntries(entries: readonly ModelEntry[], checked: CheckResult[]): CheckResult {
+  const named = checked.map((each, index) => ({ ...each, name: entries[index]?.name ?? "" }));
+  const worst = [...named].sort(
+    (a, b) => STATUS_ORDER.indexOf(a.status) - STATUS_ORDER.indexOf(b.status),
+  )[0] as (typeof named)[number];
+  const detail = named.map((each) => `${each.name}: ${each.detail}`).join("; ");
+  const fix = worst.fix === undefined ? undefined : `${worst.name}: ${worst.fix}`;
+  return result("model key", worst.status, detail, fix);
+}
 
 async function checkAnthropicKey(
   llm: LlmConfig,
   offline: boolean,
   fetcher: typeof fetch,
+  section: string,
 ): Promise<CheckResult> {
   const { api_key: apiKey, base_url: baseUrl } = llm;
   if (!apiKey) {
     return result(
       "model key",
       "fail",
-      "no Anthropic API key: llm.api_key and ANTHROPIC_API_KEY are both unset",
+      `no Anthropic API key: ${section}.api_key and ANTHROPIC_API_KEY are both unset`,
       "put ANTHROPIC_API_KEY=... in the workspace's .env, or export it",
     );
   }
@@ -129,7 +163,7 @@ async function checkAnthropicKey(
   return judge("model key", answer, {
     ...CREDENTIAL_SERVICES.anthropic,
     ok: `accepted by ${baseUrl ?? ANTHROPIC_API}`,
-    where: "llm.base_url in picklebot.yaml",
+    where: `${section}.base_url in picklebot.yaml`,
   });
 }
 

@@ -219,18 +219,26 @@ function modelsSchema() {
   const name = z
     .string()
     .regex(ID_PATTERN)
-    .refine((key) => key !== DEFAULT_MODEL_ENTRY, {
-      message: `"${DEFAULT_MODEL_ENTRY}" is the name of the llm: section; give this entry another name`,
-    })
     .describe("a model entry name (letters, digits, - and _)");
   return z.record(name, entry).default({});
 }
 
-/** Every `fallbacks:` of picklebot.yaml names an entry of `models:` (or `default`). */
+/**
+ * Every `fallbacks:` of picklebot.yaml names an entry of `models:` (or `default`), and no
+ * entry takes the name `default`.
+ */
 function checkFallbackNames(
   config: { llm: { fallbacks: string[] }; models: Record<string, { fallbacks: string[] }> },
   ctx: z.RefinementCtx,
 ): void {
+  if (Object.hasOwn(config.models, DEFAULT_MODEL_ENTRY)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["models", DEFAULT_MODEL_ENTRY],
+      message: `"${DEFAULT_MODEL_ENTRY}" is the name of the llm: section; give this entry another name`,
+      params: { standalone: true } satisfies CustomIssueParams,
+    });
+  }
   const known = [DEFAULT_MODEL_ENTRY, ...Object.keys(config.models)];
   const lists: Array<[Array<string | number>, string[]]> = [
     [["llm", "fallbacks"], config.llm.fallbacks],
