@@ -61,7 +61,7 @@ describe("loadConfig", () => {
         "  proxy:",
         "    model: some-model",
         "    base_url: http://127.0.0.1:9002",
-        "    api_key: ${PROXY_KEY}",
+        `    api_key: \${PROXY_KEY}`,
         "    fallbacks: [default, haiku]",
         "",
       ].join("\n"),
