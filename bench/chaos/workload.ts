@@ -30,6 +30,8 @@ export interface ModelCall {
   results?: string[];
   /** Every job its newest user message names (more than one: messages sent as one). */
   askedTags?: string[];
+  /** Which fake answered it: the flaky primary of fallback jobs, or the default model. */
+  via?: "flaky" | "default";
 }
 
 /** The agents of the chaos workspace. */
@@ -48,6 +50,9 @@ export type ChaosAgent = "pickle" | "researcher";
  *         jobs while this one is parked; woken when they end, it replies from their answers
  *   mcp   a call to a tool of a stdio MCP server (the tests' fake, started on first use by
  *         each server), then a reply
+ *   fallback  the flaky agent's: a `read`, then a reply, each call to its primary named
+ *         model, which answers 503 for good to half of them: those are answered by its
+ *         fallback (the default entry)
  */
 export type JobKind =
   | "text"
@@ -58,7 +63,8 @@ export type JobKind =
   | "delegate"
   | "approve"
   | "batch"
-  | "mcp";
+  | "mcp"
+  | "fallback";
 
 /** Whether a job of this kind makes a tool call. */
 export function usesTool(kind: JobKind): boolean {
@@ -93,7 +99,11 @@ const KIND_SHARES: ReadonlyArray<readonly [JobKind, number]> = [
   ["approve", 5],
   ["batch", 4],
   ["mcp", 5],
+  ["fallback", 6],
 ];
+
+/** The agent of the fallback jobs: its primary is the flaky named model. */
+export const FLAKY_AGENT_ID = "flaky";
 
 /** Makes chat sessions grow, so they are compacted again and again during a run. */
 const PADDING = "Some context for the agent to keep in mind, as a person would give it. ".repeat(3);
@@ -102,7 +112,8 @@ const PADDING = "Some context for the agent to keep in mind, as a person would g
 export const STOP_CHAT_IDS = [9001, 9002] as const;
 export const STOP_CHAT_USER = 4242;
 
-const JOB_TEXT = /\bchaos job (j\d+)(?: \[(tool|big|stop|fail|delegate|approve|batch|mcp)\])?/g;
+const JOB_TEXT =
+  /\bchaos job (j\d+)(?: \[(tool|big|stop|fail|delegate|approve|batch|mcp|fallback)\])?/g;
 const RESEARCH_TEXT = /\bchaos research (r\d+\.\d+) for (j\d+)\b/g;
 const CALL_TEXT = /\bcall #(\d+)\b/;
 
@@ -239,9 +250,10 @@ export class Producer {
   /** Any other job: a chat message (printed to the console) or a cron-like job. */
   #otherJob(tag: string): NewJob {
     const kind = this.#random.pick(KIND_SHARES);
-    const chat = this.#random.chance(CHAT_SHARE);
+    // Fallback jobs are the flaky agent's, each in a session of its own.
+    const chat = kind !== "fallback" && this.#random.chance(CHAT_SHARE);
     return {
-      agentId: "pickle",
+      agentId: kind === "fallback" ? FLAKY_AGENT_ID : "pickle",
       sessionKey: chat ? `chaos:chat:${this.#random.integer(CHAT_SESSIONS)}` : `chaos:job:${tag}`,
       message: jobText(tag, kind),
       mode: chat ? "chat" : "job",
