@@ -115,6 +115,11 @@ export interface NewJob {
   parentId?: string;
   /** Send its model calls through the Message Batches API (a `batch: true` cron). (Default: false) */
   batch?: boolean;
+  /**
+   * The named model (or model id) its turn uses instead of its agent's (a cron's `model`).
+   * (Default: the agent's)
+   */
+  model?: string;
 }
 
 /**
@@ -165,6 +170,8 @@ export interface Job {
   toolResults: ToolResultBlock[];
   /** Its model calls go through the Message Batches API (see {@link NewJob.batch}). */
   batch: boolean;
+  /** The model its turn uses instead of its agent's (see {@link NewJob.model}), or null. */
+  model: string | null;
   /** The batch step it sent last (see {@link JobQueue.recordBatchStep}), or null. */
   batchStep: BatchStep | null;
 }

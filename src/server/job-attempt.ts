@@ -117,6 +117,7 @@ export class JobAttempts {
       replyTo: job.replyTo,
       finishedResults: job.toolResults,
       ...(job.batch ? { batch: this.#batchJob(job) } : {}),
+      ...(job.model === null ? {} : { model: job.model }),
       ...(job.checkpointed
         ? {}
         : { message: { role: "user", content: [{ type: "text", text: job.message }] } }),

@@ -50,6 +50,8 @@ export interface JobRow {
   tool_results: string;
   /** 0/1 in SQLite, a boolean in PostgreSQL. */
   batch: number | boolean;
+  /** Null in rows written before the column existed. */
+  model?: string | null;
   /** JSON of the job's BatchStep, or null. */
   batch_step: string | null;
 }
@@ -115,6 +117,7 @@ export function parseJobRow(row: JobRow): ParsedRow {
     toolResults: parseToolResults(row.tool_results),
     batch: Boolean(row.batch),
     batchStep: parseBatchStep(row.batch_step),
+    model: row.model ?? null,
   };
   return { job, problem };
 }

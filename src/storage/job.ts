@@ -130,6 +130,7 @@ export function queuedJob(
     toolResults: [],
     batch: newJob.batch ?? false,
     batchStep: null,
+    model: newJob.model ?? null,
   };
 }
 

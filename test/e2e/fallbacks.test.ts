@@ -9,7 +9,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeAnthropic, type FakeReply, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { startBusServer, telegramYaml } from "../helpers/bus.js";
+import { runCli } from "../helpers/cli.js";
 import { killAllServers, openWorkspaceDb } from "../helpers/server.js";
+import { waitFor } from "../helpers/wait.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
 const OWNER = 4242;
@@ -121,5 +123,29 @@ describe("fallback chains", () => {
     expect(primary.requests).toHaveLength(0);
     await say("/status");
     expect(await nthReply(3)).toContain("\nLast answer: backup-model");
+  });
+
+  it("runs a cron on the named model it names, and refuses a cron whose model is a typo of one", async () => {
+    primaryAnswer = { text: "primary here" };
+    ws.write(
+      "crons/digest.yaml",
+      'schedule: "0 0 1 1 *"\nprompt: digest\nmodel: backup\nenabled: false\n',
+    );
+    ws.write(
+      "crons/typo.yaml",
+      'schedule: "0 0 1 1 *"\nprompt: digest\nmodel: bakup\nenabled: false\n',
+    );
+    await startBusServer(ws.dir, ["telegram"]);
+
+    const run = await runCli(["cron", "run", "digest", "--workspace", ws.dir]);
+    expect(run.code).toBe(0);
+    await waitFor(() => backup.requests.length === 1, "the cron's call to backup", 20_000);
+    expect(backup.requests[0]?.body.model).toBe("backup-model");
+    expect(primary.requests).toHaveLength(0);
+
+    const typo = await runCli(["cron", "run", "typo", "--workspace", ws.dir]);
+    expect(typo.code).not.toBe(0);
+    expect(typo.stderr).toContain("typo.yaml");
+    expect(typo.stderr).toContain('"model" "bakup" is no named model (did you mean "backup"?)');
   });
 });

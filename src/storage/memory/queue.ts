@@ -477,6 +477,7 @@ function snapshot(job: StoredJob): Job {
     toolResults: job.toolResults,
     batch: job.batch,
     batchStep: job.batchStep && { ...job.batchStep },
+    model: job.model,
   };
 }
 
