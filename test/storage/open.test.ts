@@ -135,10 +135,11 @@ describe("openStorage: a database from before the checkpointed column (migration
         DROP TABLE pairing_replacements; DROP TABLE usage;
         ${[
           ...["waiting_for", "parent_id", "tool_results", "stop_requested", "checkpointed"],
-          ...["task", "batch", "batch_step"],
+          ...["task", "batch", "batch_step", "model"],
         ]
           .map((column) => `ALTER TABLE jobs DROP COLUMN ${column};`)
           .join(" ")}
+        ALTER TABLE sessions DROP COLUMN model;
         PRAGMA user_version = 5;`,
       );
       db.close();
