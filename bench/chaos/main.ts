@@ -46,6 +46,7 @@ import { verifyMedia } from "./verify-media.js";
 import {
   CHAOS_MAX_ATTEMPTS,
   type EnqueuedJob,
+  FLAKY_AGENT_ID,
   MEDIA_CHAT_ID,
   MEDIA_CONTENT,
   MEDIA_FILE,
@@ -92,6 +93,25 @@ tools: [read]
 ${RESEARCHER_PROMPT}
 `;
 
+/**
+ * The fallback jobs' agent: its primary is the flaky named model, which fails half its
+ * calls for good; the default model answers those.
+ */
+const FLAKY_AGENT = `---
+name: Flaky
+description: The chaos run's agent whose primary model fails half the time
+model: flaky
+fallbacks: [default]
+tools: [read]
+---
+You answer chaos jobs, through whichever model answers.
+`;
+
+/** The flaky named model; a cool-down of 0 sends every call to it first. */
+function flakyModelYaml(url: string): string {
+  return `models:\n  flaky:\n    model: flaky-model\n    base_url: ${url}\n    context_window: 8000\n`;
+}
+
 /** A file far larger than one tool result may be (the big jobs read it). */
 const BIG_FILE = "A line of a big file that a big chaos job reads in full.\n".repeat(6000);
 
@@ -100,6 +120,7 @@ const BIG_FILE = "A line of a big file that a big chaos job reads in full.\n".re
  * summarised (compaction) and big tool outputs are cut, all under the kills.
  */
 const LLM_CONFIG = `  timeout_s: 20
+  fallback_cooldown_s: 0
   context_window: 8000
   max_tokens: 2048
   batch_poll_s: 0.2
@@ -193,9 +214,10 @@ export async function main(argv: string[]): Promise<number> {
   const telegramConfig = telegramYaml(telegram, { allowedUserIds: [STOP_CHAT_USER] });
   const mcpMarker = `chaos-${process.pid}-${settings.seed}`;
   const ws = makeWorkspace({
-    "picklebot.yaml": `llm:\n  api_key: test-key\n  base_url: ${model.url}\n${LLM_CONFIG}http:\n  port: 0\n${WORKSPACE_CONFIG}${mcpServersYaml(mcpMarker)}${telegramConfig}`,
+    "picklebot.yaml": `llm:\n  api_key: test-key\n  base_url: ${model.url}\n${LLM_CONFIG}http:\n  port: 0\n${flakyModelYaml(model.flakyUrl)}${WORKSPACE_CONFIG}${mcpServersYaml(mcpMarker)}${telegramConfig}`,
     "agents/pickle/AGENT.md": CHAOS_AGENT,
     [`agents/${RESEARCHER_ID}/AGENT.md`]: RESEARCHER_AGENT,
+    [`agents/${FLAKY_AGENT_ID}/AGENT.md`]: FLAKY_AGENT,
     "notes.txt": "The chaos run reads this file as its tool call.\n",
     "big.txt": BIG_FILE,
     [MEDIA_FILE]: MEDIA_CONTENT,

@@ -51,6 +51,10 @@ export class ChaosModel {
   /** Every call received, in arrival order; `number` is the index + 1. */
   readonly calls: ModelCall[] = [];
   readonly #fake: FakeAnthropic;
+  /** The flaky agent's primary: 503 for good to half its calls, else as the default. */
+  readonly #flaky: FakeAnthropic;
+  /** Requests the flaky primary answered with a 503 (the SDK's retries included). */
+  flakyRefusals = 0;
   readonly #random: Random;
   readonly #latencyMs: [number, number];
   readonly #onStopJobTool: ((call: ModelCall) => void) | undefined;
@@ -58,8 +62,9 @@ export class ChaosModel {
   /** Takes a call about to stream out of the latency schedule; false when it is not wanted. */
   #holdNext: ((pending: PendingCall) => boolean) | null = null;
 
-  private constructor(fake: FakeAnthropic, options: ChaosModelOptions) {
+  private constructor(fake: FakeAnthropic, flaky: FakeAnthropic, options: ChaosModelOptions) {
     this.#fake = fake;
+    this.#flaky = flaky;
     this.#random = options.random;
     this.#latencyMs = options.latencyMs ?? [5, 40];
     this.#onStopJobTool = options.onStopJobTool;
@@ -71,16 +76,27 @@ export class ChaosModel {
     const fake = await startFakeAnthropic({
       defaultReply: (request) => {
         if (!model) throw new Error("the chaos model is not ready");
-        return model.#answer(request);
+        return model.#answer(request, "default");
       },
     });
-    model = new ChaosModel(fake, options);
+    const flaky = await startFakeAnthropic({
+      defaultReply: (request) => {
+        if (!model) throw new Error("the chaos model is not ready");
+        return model.#answerFlaky(request);
+      },
+    });
+    model = new ChaosModel(fake, flaky, options);
     return model;
   }
 
   /** Base URL for `llm.base_url`. */
   get url(): string {
     return this.#fake.url;
+  }
+
+  /** Base URL of the flaky agent's primary named model. */
+  get flakyUrl(): string {
+    return this.#flaky.url;
   }
 
   /** Requests the fake refused as the real API would (an invalid history was sent). */
@@ -138,6 +154,7 @@ export class ChaosModel {
   async close(): Promise<void> {
     this.dropPending();
     await this.#fake.close();
+    await this.#flaky.close();
   }
 
   #hold(pending: PendingCall): { call: ModelCall; release: () => void } {
@@ -146,10 +163,20 @@ export class ChaosModel {
     return { call: pending.call, release: pending.release };
   }
 
-  #answer(request: RecordedRequest): FakeReply {
+  /** The flaky primary: a 503 to every request of a call that fails on it, else an answer. */
+  #answerFlaky(request: RecordedRequest): FakeReply {
+    this.#flaky.requests.length = 0;
+    if (failsOnFlakyPrimary(describeCall(request, 0))) {
+      this.flakyRefusals += 1;
+      return { error: { status: 503, message: "chaos: the flaky primary is down" } };
+    }
+    return this.#answer(request, "flaky");
+  }
+
+  #answer(request: RecordedRequest, via: "flaky" | "default"): FakeReply {
     // Request bodies hold whole conversations: keep none, the call log has what we need.
     this.#fake.requests.length = 0;
-    const call = describeCall(request, this.calls.length + 1);
+    const call: ModelCall = { ...describeCall(request, this.calls.length + 1), via };
     this.calls.push(call);
     if (call.jobTag === SUMMARY_TAG) {
       const summary = `${callTag(call.number)} summarises the conversation so far.`;
@@ -224,6 +251,7 @@ const TOOL_CALLS: Record<
   stop: { name: "bash", input: { command: `sleep ${STOP_JOB_COMMAND_S}` } },
   mcp: { name: `${CHAOS_MCP_SERVER}__echo`, input: { text: "chaos" } },
   recall: { name: "session_search", input: { query: "chaos job say something short" } },
+  fallback: { name: "read", input: { path: "notes.txt" } },
 };
 
 /** A remember job's call: saves its fact about the person who sent it. */
@@ -232,6 +260,15 @@ function rememberCall(call: ModelCall): FakeToolUse {
     name: "memory",
     input: { action: "add", about: "person", text: rememberedFact(call.jobTag) },
   };
+}
+
+/**
+ * Whether a fallback job's call fails for good on the flaky primary (then its fallback,
+ * the default model, answers it): half of them, by job number and step.
+ */
+export function failsOnFlakyPrimary(call: Pick<ModelCall, "kind" | "jobTag" | "step">): boolean {
+  if (call.kind !== "fallback") return false;
+  return (Number(call.jobTag.slice(1)) + call.step) % 2 === 0;
 }
 
 /**

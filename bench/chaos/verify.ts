@@ -13,9 +13,12 @@
  * - no job was reported done twice;
  * - the child jobs of the delegate jobs' subagent calls check out (verify-subagents.ts);
  * - memory calls wrote each entry once, and searches answered (verify-memory.ts).
+ * - every call of a fallback job was answered by the model it had to be (the flaky
+ *   primary, or the default model for a call the primary fails), and the usage ledger
+ *   records each stored one under the model that answered it.
  */
 import { openWorkspaceDb } from "../../test/helpers/server.js";
-import { SUMMARY_TAG } from "./model.js";
+import { failsOnFlakyPrimary, SUMMARY_TAG } from "./model.js";
 import {
   checkTurnOf,
   type JobRow,
@@ -27,7 +30,13 @@ import {
 } from "./turns.js";
 import { checkMemory } from "./verify-memory.js";
 import { checkSubagents, countParking, type ParkingLogs } from "./verify-subagents.js";
-import { type EnqueuedJob, type JobKind, type ModelCall, usesTool } from "./workload.js";
+import {
+  type EnqueuedJob,
+  FLAKY_AGENT_ID,
+  type JobKind,
+  type ModelCall,
+  usesTool,
+} from "./workload.js";
 
 /** The error of a job the user stopped. */
 const STOPPED = "stopped by the user";
@@ -86,6 +95,9 @@ export function verifyRun(
       checkTurnOf(owner, turns.get(job.tag), calls, storedCalls, violations);
     }
     checkStoppedNotAskedAgain(jobs, states, calls, violations);
+    for (const [ending, count] of checkFallbacks(db, calls, storedCalls, violations)) {
+      endings.set(ending, count);
+    }
     checkSessionOrder(jobs, turns, violations);
     const subagents = { jobs, children, turns, calls, storedCalls, violations };
     for (const [ending, count] of checkSubagents(subagents)) endings.set(ending, count);
@@ -172,6 +184,51 @@ function checkStoppedNotAskedAgain(
       }
     }
   }
+}
+
+/** The model id the flaky agent's fallback (the default entry) calls. */
+const DEFAULT_MODEL = "claude-sonnet-4-6";
+
+/**
+ * Each fallback job's call went to the model it had to, and the ledger records the
+ * stored ones under that model; returns how many stored calls each model answered.
+ */
+function checkFallbacks(
+  db: ReturnType<typeof openWorkspaceDb>,
+  calls: ModelCall[],
+  storedCalls: Set<number>,
+  violations: string[],
+): Map<string, number> {
+  const stored = new Map<string, number>([
+    ["fallback calls by flaky-model", 0],
+    [`fallback calls by ${DEFAULT_MODEL}`, 0],
+  ]);
+  for (const call of calls) {
+    if (call.kind !== "fallback") continue;
+    const expected = failsOnFlakyPrimary(call) ? "default" : "flaky";
+    if (call.via !== expected) {
+      violations.push(
+        `model call #${call.number} of fallback job ${call.jobTag} went to ${call.via}, not ${expected}`,
+      );
+    }
+    if (!storedCalls.has(call.number)) continue;
+    const model = call.via === "flaky" ? "flaky-model" : DEFAULT_MODEL;
+    const key = `fallback calls by ${model}`;
+    stored.set(key, (stored.get(key) ?? 0) + 1);
+  }
+  const ledger = db
+    .prepare("SELECT model, count(*) AS calls FROM usage WHERE agent_id = ? GROUP BY model")
+    .all(FLAKY_AGENT_ID) as Array<{ model: string; calls: number }>;
+  for (const [key, count] of stored) {
+    const model = key.slice("fallback calls by ".length);
+    const recorded = ledger.find((row) => row.model === model)?.calls ?? 0;
+    if (recorded !== count) {
+      violations.push(
+        `the ledger records ${recorded} calls of ${model} by fallback jobs, not ${count}`,
+      );
+    }
+  }
+  return stored;
 }
 
 /** Chat jobs of one session key must be stored in one session, in enqueue order. */

@@ -30,6 +30,8 @@ export interface ModelCall {
   results?: string[];
   /** Every job its newest user message names (more than one: messages sent as one). */
   askedTags?: string[];
+  /** Which fake answered it: the flaky primary of fallback jobs, or the default model. */
+  via?: "flaky" | "default";
 }
 
 /** The agents of the chaos workspace. */
@@ -54,6 +56,9 @@ export type ChaosAgent = "pickle" | "researcher";
  *         person of its own: see {@link rememberPerson}), then a reply
  *   recall  a `session_search` of the owner's earlier conversations (a chat job the owner
  *         sent), then a reply
+ *   fallback  the flaky agent's: a `read`, then a reply, each call to its primary named
+ *         model, which answers 503 for good to half of them: those are answered by its
+ *         fallback (the default entry)
  */
 export type JobKind =
   | "text"
@@ -67,7 +72,8 @@ export type JobKind =
   | "mcp"
   | "media"
   | "remember"
-  | "recall";
+  | "recall"
+  | "fallback";
 
 /** Whether a job of this kind makes a tool call. */
 export function usesTool(kind: JobKind): boolean {
@@ -105,7 +111,11 @@ const KIND_SHARES: ReadonlyArray<readonly [JobKind, number]> = [
   ["media", 6],
   ["remember", 5],
   ["recall", 4],
+  ["fallback", 6],
 ];
+
+/** The agent of the fallback jobs: its primary is the flaky named model. */
+export const FLAKY_AGENT_ID = "flaky";
 
 /** Makes chat sessions grow, so they are compacted again and again during a run. */
 const PADDING = "Some context for the agent to keep in mind, as a person would give it. ".repeat(3);
@@ -122,7 +132,7 @@ export const MEDIA_FILE = "media/chart.pdf";
 export const MEDIA_CONTENT = "%PDF-1.4\nA chart a media chaos job sends.\n";
 
 const JOB_TEXT =
-  /\bchaos job (j\d+)(?: \[(tool|big|stop|fail|delegate|approve|batch|mcp|media|remember|recall)\])?/g;
+  /\bchaos job (j\d+)(?: \[(tool|big|stop|fail|delegate|approve|batch|mcp|media|remember|recall|fallback)\])?/g;
 const RESEARCH_TEXT = /\bchaos research (r\d+\.\d+) for (j\d+)\b/g;
 const CALL_TEXT = /\bcall #(\d+)\b/;
 
@@ -277,7 +287,8 @@ export class Producer {
   #otherJob(tag: string): NewJob {
     const kind = this.#random.pick(KIND_SHARES);
     if (kind === "media") return this.#mediaJob(tag);
-    const chat = kind === "recall" || this.#random.chance(CHAT_SHARE);
+    // Fallback jobs are the flaky agent's, each in a session of its own.
+    const chat = kind === "recall" || (kind !== "fallback" && this.#random.chance(CHAT_SHARE));
     const sender =
       kind === "remember"
         ? { person: rememberPerson(tag), direct: false }
@@ -286,7 +297,7 @@ export class Producer {
           : null;
     return {
       ...(sender ? { sender } : {}),
-      agentId: "pickle",
+      agentId: kind === "fallback" ? FLAKY_AGENT_ID : "pickle",
       sessionKey: chat ? `chaos:chat:${this.#random.integer(CHAT_SESSIONS)}` : `chaos:job:${tag}`,
       message: jobText(tag, kind),
       mode: chat ? "chat" : "job",

@@ -16,7 +16,7 @@
 import { BudgetExceeded, UserError } from "../base/errors.js";
 import { formatOutboxKey } from "../base/outbox-key.js";
 import type { BudgetLimits } from "../config/budget.js";
-import type { Config } from "../config/index.js";
+import { type Config, workspacePrices } from "../config/index.js";
 import type { Clock, ReplyTarget, UsageLedger, UsageRecord } from "../ports/index.js";
 import { type AgentDefinition, modelOf } from "./definition.js";
 import { priceOf, unpricedFix } from "./prices.js";
@@ -69,7 +69,7 @@ export class BudgetGuard {
     if (limits.length === 0) return undefined;
     const { config, agents } = this.#options;
     const model = modelOf(agents.get(request.agentId), config);
-    if (!priceOf(model, config.llm.prices)) {
+    if (!priceOf(model, workspacePrices(config))) {
       return async () => {
         throw unpricedModelRefusal(request.agentId, model);
       };
@@ -203,7 +203,7 @@ async function standingsOf(
     limit,
     spentUsd: calls
       .filter((record) => record.at >= starts[limit.period] && limit.counts(record))
-      .reduce((sum, record) => sum + callCost(record, config.llm.prices), 0),
+      .reduce((sum, record) => sum + callCost(record, workspacePrices(config)), 0),
     periodStart: starts[limit.period],
     resetsAt: nextPeriod(starts[limit.period], limit.period, config.timezone),
   }));

@@ -8,13 +8,20 @@ import { z } from "zod";
 import { UserError } from "../base/errors.js";
 import { zoneFormatter } from "../base/time-zone.js";
 import { type BudgetLimits, budgetLimitsSchema } from "../config/budget.js";
-import { type ApprovalPolicy, approvalPolicySchema, type Config } from "../config/index.js";
+import {
+  type ApprovalPolicy,
+  approvalPolicySchema,
+  type Config,
+  DEFAULT_MODEL_ENTRY,
+  modelChoiceProblem,
+  modelEntry,
+} from "../config/index.js";
 import { type CustomIssueParams, userErrorFromIssues } from "../config/issues.js";
 import { ID_PATTERN } from "../config/schema.js";
 import { didYouMean } from "../config/suggest.js";
 import { POLICY_TOOLS } from "./approval-policy.js";
 import { parseFrontMatterFile, readFolderFile } from "./front-matter.js";
-import { mcpSelectorProblem, parseMcpSelector } from "./mcp/names.js";
+import { mcpSelectorProblem, parseMcpSelector, unknownMcpServersProblem } from "./mcp/names.js";
 import { type AgentMemory, DEFAULT_MEMORY, MAX_MEMORY_CHARS } from "./memory/settings.js";
 import { SKILL_NAME_PATTERN, SKILL_NAME_RULE } from "./skill-file.js";
 import { DEFAULT_TOOLS, isToolName, TOOL_NAMES } from "./tools/index.js";
@@ -30,8 +37,13 @@ export interface AgentDefinition {
   name: string;
   /** One line on what the agent is for. */
   description: string;
-  /** Overrides `llm.model` when set. */
+  /**
+   * The named model it uses (an entry of `models:`), or a model id called through the
+   * default entry. (Default: the default entry, `llm:`)
+   */
   model?: string;
+  /** Named models tried in order when its model fails. (Default: its entry's `fallbacks`) */
+  fallbacks?: string[];
   /** Overrides `llm.max_tokens` when set. */
   maxTokens?: number;
   /**
@@ -119,6 +131,7 @@ const frontMatterSchema = z.strictObject({
   name: z.string().min(1),
   description: z.string().min(1),
   model: z.string().min(1).optional(),
+  fallbacks: z.array(z.string().min(1).describe("the name of a model entry")).optional(),
   max_tokens: z.int().positive().describe("a whole number of at least 1").optional(),
   tools: z
     .preprocess(
@@ -241,9 +254,28 @@ export function brokenAgentError(id: string, error: UserError): UserError {
   );
 }
 
-/** The model an agent calls: its own `model`, else `llm.model` (an unknown agent: `llm.model`). */
+/**
+ * Why `agent` cannot run with this workspace's config, as one sentence naming its file:
+ * an `mcp:` server or a named model the config lacks; null when it can.
+ */
+export function agentConfigProblem(agent: AgentDefinition, config: Config): string | null {
+  return (
+    unknownMcpServersProblem(agent, Object.keys(config.mcp_servers)) ??
+    modelChoiceProblem(config, agent, agent.source)
+  );
+}
+
+/**
+ * The model id an agent calls first: its entry's model, or the id its `model` names, else
+ * `llm.model` (an unknown agent: `llm.model`).
+ */
 export function modelOf(agent: Pick<AgentDefinition, "model"> | undefined, config: Config): string {
-  return agent?.model ?? config.llm.model;
+  return primaryModelOf(config, agent?.model ?? DEFAULT_MODEL_ENTRY);
+}
+
+/** The model id a choice's `model` (an entry name or a model id) calls first. */
+export function primaryModelOf(config: Config, model: string): string {
+  return modelEntry(config, model)?.llm.model ?? model;
 }
 
 /** The agent used when `agents/` does not define the default agent. */
@@ -315,7 +347,7 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
   const { fields: raw, body: prompt } = parseFrontMatterFile(
     text,
     file,
-    "name, description, optional model, max_tokens, tools, subagents, skills, memory",
+    "name, description, optional model, fallbacks, max_tokens, tools, subagents, skills, memory",
   );
   const result = frontMatterSchema.safeParse(raw, { reportInput: true });
   if (!result.success) throw userErrorFromIssues(file, result.error.issues, frontMatterSchema);
@@ -331,6 +363,7 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
     name: fields.name,
     description: fields.description,
     ...(fields.model === undefined ? {} : { model: fields.model }),
+    ...(fields.fallbacks === undefined ? {} : { fallbacks: [...new Set(fields.fallbacks)] }),
     ...(fields.max_tokens === undefined ? {} : { maxTokens: fields.max_tokens }),
     tools: fields.tools ? [...new Set(fields.tools)] : [...DEFAULT_TOOLS],
     ...(fields.subagents === undefined ? {} : { subagents: [...new Set(fields.subagents)] }),

@@ -24,6 +24,7 @@ import type {
   ChatMessage,
   HistoryStore,
   JobEndBlock,
+  ModelFallback,
   ModelProvider,
   RequestMessage,
   ServerToolSpec,
@@ -111,8 +112,10 @@ export interface TurnResult {
   modelCalls: number;
   /** Tokens used by this run's model calls. */
   usage: TokenUsage;
-  /** The model those calls went to. */
+  /** The model the last of those calls went to (the turn's model when none was made). */
   model: string;
+  /** The first call of this run that a fallback answered, if one did. (Default: none) */
+  fallback?: ModelFallback;
 }
 
 const DEFAULT_MAX_MODEL_CALLS = 25;
@@ -123,6 +126,15 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
   const limit = options.maxModelCalls ?? DEFAULT_MAX_MODEL_CALLS;
   let usage = zeroUsage();
   let modelCalls = 0;
+  let model = options.model;
+  let fallback: ModelFallback | undefined;
+  const ended = (text: string): TurnResult => ({
+    text,
+    modelCalls,
+    usage,
+    model,
+    ...(fallback ? { fallback } : {}),
+  });
   const budget = new RequestBudget(options);
   for (;;) {
     toolContext.signal.throwIfAborted();
@@ -137,21 +149,21 @@ export async function runTurn(options: TurnOptions): Promise<TurnResult> {
     }
     if (last.role === "assistant") {
       const calls = toolUses(last);
-      if (calls.length === 0)
-        return { text: textOf(last), modelCalls, usage, model: options.model };
+      if (calls.length === 0) return ended(textOf(last));
       await runTools(options, calls);
       continue;
     }
     const ending = jobEndOf(last);
     if (ending) throw new JobEnded(ending);
     if (modelCalls >= limit) {
-      const text = `(stopped after ${limit} model calls in one turn)`;
-      return { text, modelCalls, usage, model: options.model };
+      return ended(`(stopped after ${limit} model calls in one turn)`);
     }
     await options.beforeModelCall?.();
     modelCalls += 1;
     const reply = await callModel(options, context, budget);
     usage = addUsage(usage, reply.usage);
+    model = reply.fallback?.model ?? options.model;
+    fallback ??= reply.fallback;
   }
 }
 
@@ -191,7 +203,9 @@ async function callModel(options: TurnOptions, history: ChatMessage[], budget: R
     reply = await request(messages);
   }
   stream?.end();
-  options.events?.onModelReply?.(options.model, reply.usage);
+  // A fallback's reply is recorded under the model that wrote it.
+  const model = reply.fallback?.model ?? options.model;
+  options.events?.onModelReply?.(model, reply.usage);
   budget.correct(messages, promptTokensOf(reply.usage));
   // The API rejects empty assistant messages, so a silent reply is stored as a marker.
   const content =
@@ -204,7 +218,7 @@ async function callModel(options: TurnOptions, history: ChatMessage[], budget: R
     {
       usage: reply.usage,
       call: {
-        model: options.model,
+        model,
         jobId: options.toolContext.jobId,
         ...(reply.batch ? { batch: true } : {}),
       },

@@ -1,5 +1,11 @@
 import type { UserError } from "../base/errors.js";
-import { type Config, secretValues } from "../config/index.js";
+import {
+  type Config,
+  DEFAULT_MODEL_ENTRY,
+  type ModelEntry,
+  modelChain,
+  secretValues,
+} from "../config/index.js";
 import type {
   Clock,
   HistoryStore,
@@ -27,7 +33,6 @@ import {
   type AgentDefinition,
   formatLocalDate,
   formatLocalTime,
-  modelOf,
   renderSystemPrompt,
   resolveAgent,
 } from "./definition.js";
@@ -35,6 +40,8 @@ import { runTurn, type TurnEvents, type TurnResult } from "./loop.js";
 import { parseMcpSelector } from "./mcp/names.js";
 import { type RunMemory, runMemoryOf } from "./memory/conversation.js";
 import { sessionSnapshot } from "./memory/prompt.js";
+import { chainProvider, fallbackNotice, ModelCooldowns } from "./model-chain.js";
+import { createModelProvider } from "./providers/index.js";
 import type { SkillDefinition } from "./skill-file.js";
 import { type LoadedSkills, NO_SKILLS, skillListing, skillsOfAgent } from "./skills.js";
 import {
@@ -65,6 +72,7 @@ export interface AgentRunnerOptions {
    */
   skills?: () => LoadedSkills;
   history: HistoryStore;
+  /** The default entry's provider (`llm:`); other named models get theirs from the registry. */
   provider: ModelProvider;
   clock: Clock;
   /**
@@ -134,6 +142,11 @@ export interface RunRequest {
   /** Results of calls that finished before the job parked (`Job.toolResults`). */
   finishedResults?: readonly ToolResultBlock[];
   /**
+   * The named model (or model id) the turn uses instead of its agent's and its session's
+   * (`/model`). (Default: the session's, else the agent's)
+   */
+  model?: string;
+  /**
    * The job sends its model calls through the batch API (a `batch: true` cron); normal
    * calls when the provider has none. (Default: normal calls)
    */
@@ -156,9 +169,65 @@ export class AgentRunner {
   readonly #learnedWindows = new Map<string, number>();
   /** Windows the provider reported for models the table does not know, by model. */
   readonly #providerWindows = new Map<string, number>();
+  /** The providers of named models other than the default, made on first use. */
+  readonly #providers = new Map<string, ModelProvider>();
+  readonly #cooldowns: ModelCooldowns;
 
   constructor(options: AgentRunnerOptions) {
     this.#options = options;
+    this.#cooldowns = new ModelCooldowns(
+      options.clock,
+      options.config.llm.fallback_cooldown_s * 1000,
+    );
+  }
+
+  /**
+   * The named models a turn of `agent` calls, in order: the request's model (a cron's, a
+   * chat's) or the agent's, then the agent's fallbacks (else that entry's own).
+   */
+  modelChain(agent: Pick<AgentDefinition, "model" | "fallbacks">, model?: string): ModelEntry[] {
+    return modelChain(this.#options.config, {
+      model: model ?? agent.model,
+      fallbacks: agent.fallbacks,
+    });
+  }
+
+  /**
+   * The named models a conversation of `agentId` calls, in order, with `model` (its
+   * session's `/model`, null for none): what `/model` and `/status` show.
+   */
+  modelsShown(agentId: string, model: string | null): Array<{ name: string; model: string }> {
+    const agent = this.#options.agents.get(agentId) ?? {};
+    return this.modelChain(agent, model ?? undefined).map((entry) => ({
+      name: entry.name,
+      model: entry.llm.model,
+    }));
+  }
+
+  /** The model a turn names: the request's, else its session's `/model` choice. */
+  async #chosenModel(
+    request: Pick<RunRequest, "model" | "sessionId">,
+  ): Promise<string | undefined> {
+    if (request.model !== undefined) return request.model;
+    return (await this.#options.history.getSession(request.sessionId))?.model ?? undefined;
+  }
+
+  /** The provider of a named model: the default entry's is the one the runner was given. */
+  #providerOf(entry: ModelEntry): ModelProvider {
+    if (entry.name === DEFAULT_MODEL_ENTRY) return this.#options.provider;
+    let provider = this.#providers.get(entry.name);
+    if (!provider) {
+      provider = createModelProvider(entry.llm);
+      this.#providers.set(entry.name, provider);
+    }
+    return provider;
+  }
+
+  /** The head of the agent's chain: the model its turns call first, with its settings. */
+  #head(agent: AgentDefinition, model?: string): { entry: ModelEntry; maxTokens: number } {
+    const [entry] = this.modelChain(agent, model);
+    if (!entry) throw new RangeError("a model chain has at least its head");
+    return { entry, maxTokens: agent.maxTokens ?? entry.llm.max_tokens };
   }
 
   /**
@@ -178,10 +247,7 @@ export class AgentRunner {
     request: Pick<RunRequest, "agentId" | "sessionId" | "signal" | "jobId">,
     options: { force?: boolean } = {},
   ): Promise<CompactionResult | null> {
-    await this.#lookUpWindow(
-      modelOf(this.agent(request.agentId), this.#options.config),
-      request.signal,
-    );
+    await this.#lookUpWindow(this.#head(this.agent(request.agentId)).entry, request.signal);
     const compacted = await compactSession(request.sessionId, this.#compaction(request), options);
     // The summary starts the session afresh: its next turn takes a new memory snapshot.
     if (compacted) await this.#options.memoryStores?.recall.retake(request.sessionId);
@@ -212,49 +278,49 @@ export class AgentRunner {
   ): Promise<{ tokens: number; window: number }> {
     const { history, config, agents } = this.#options;
     const tokens = await contextSize(history, sessionId, config.history.max_messages);
-    const model = modelOf(agents.get(agentId), config);
-    await this.#lookUpWindow(model);
-    return { tokens, window: this.#windowOf(model) };
+    const model = await this.#chosenModel({ sessionId });
+    const [head] = this.modelChain(agents.get(agentId) ?? {}, model);
+    if (!head) return { tokens, window: 0 };
+    await this.#lookUpWindow(head);
+    return { tokens, window: this.#windowOf(head) };
   }
 
   #compaction(request: Pick<RunRequest, "agentId" | "signal" | "jobId">): CompactionOptions {
-    const { history, provider, config } = this.#options;
-    const agent = this.agent(request.agentId);
+    const { history, config } = this.#options;
+    const { entry, maxTokens } = this.#head(this.agent(request.agentId));
     return {
       history,
-      provider,
-      model: modelOf(agent, config),
-      contextWindow: this.#contextWindow(agent),
-      maxTokens: agent.maxTokens ?? config.llm.max_tokens,
+      provider: this.#providerOf(entry),
+      model: entry.llm.model,
+      contextWindow: this.#windowOf(entry),
+      maxTokens,
       maxMessages: config.history.max_messages,
       signal: request.signal,
       ...(request.jobId === undefined ? {} : { jobId: request.jobId }),
     };
   }
 
-  #contextWindow(agent: AgentDefinition): number {
-    return this.#windowOf(modelOf(agent, this.#options.config));
-  }
-
   /**
-   * The window of `model`: `llm.context_window`, else the table's, else the provider's
-   * (its model list's or its default; see {@link #lookUpWindow}), else the table's
-   * default; or a smaller one learned from a refusal.
+   * The window of an entry's model: its `context_window`, else the table's, else the
+   * provider's (its model list's or its default; see {@link #lookUpWindow}), else the
+   * table's default; or a smaller one learned from a refusal.
    */
-  #windowOf(model: string): number {
+  #windowOf(entry: ModelEntry): number {
+    const { model, context_window } = entry.llm;
     const listed = this.#providerWindows.get(model);
-    const known = contextWindowOf(model, this.#options.config.llm.context_window, listed);
+    const known = contextWindowOf(model, context_window, listed);
     return Math.min(known, this.#learnedWindows.get(model) ?? known);
   }
 
   /**
-   * Asks the provider, once per model, for the window of a model that neither
-   * `llm.context_window` nor the table knows (an OpenAI-compatible endpoint's model list).
+   * Asks the entry's provider, once per model, for the window of a model that neither its
+   * `context_window` nor the table knows (an OpenAI-compatible endpoint's model list).
    */
-  async #lookUpWindow(model: string, signal?: AbortSignal): Promise<void> {
-    const { provider, config } = this.#options;
+  async #lookUpWindow(entry: ModelEntry, signal?: AbortSignal): Promise<void> {
+    const { model, context_window } = entry.llm;
+    const provider = this.#providerOf(entry);
     if (!provider.contextWindow || this.#providerWindows.has(model)) return;
-    if (config.llm.context_window !== undefined || hasKnownContextWindow(model)) return;
+    if (context_window !== undefined || hasKnownContextWindow(model)) return;
     const window = await provider.contextWindow(model, signal);
     if (!signal?.aborted) this.#providerWindows.set(model, window);
   }
@@ -283,10 +349,21 @@ export class AgentRunner {
     return skillsOfAgent(this.#options.skills?.() ?? NO_SKILLS, agent).skills;
   }
 
-  /** The provider of a turn: through the batch API for a batch job, when there is one. */
-  #providerFor(request: RunRequest): ModelProvider {
-    const { provider, config, clock } = this.#options;
-    if (!request.batch || !hasBatches(provider)) return provider;
+  /**
+   * The provider of a turn: its chain of named models, or through the batch API of its
+   * first for a batch job, when that has one (a batch call has no fallback).
+   */
+  #providerFor(request: RunRequest, chain: readonly ModelEntry[]): ModelProvider {
+    const { config, clock } = this.#options;
+    const links = chain.map((entry) => ({
+      name: entry.name,
+      provider: this.#providerOf(entry),
+      model: entry.llm.model,
+      maxTokens: entry.llm.max_tokens,
+    }));
+    const provider = links[0]?.provider;
+    if (!request.batch || !provider || !hasBatches(provider))
+      return chainProvider(links, this.#cooldowns);
     const maxSteps = config.llm.batch_max_steps;
     return createBatchProvider({ provider, job: request.batch, maxSteps, clock });
   }
@@ -379,11 +456,24 @@ export class AgentRunner {
     return { names, options };
   }
 
-  /** Runs or resumes the turn at the end of the session. */
+  /**
+   * Runs or resumes the turn at the end of the session; when a fallback answered, the
+   * reply starts with one line saying which and why.
+   */
   async run(request: RunRequest): Promise<TurnResult> {
+    const result = await this.#run(request);
+    if (!result.fallback) return result;
+    const notice = fallbackNotice(result.fallback, this.#options.config.llm.fallback_cooldown_s);
+    return { ...result, text: `${notice}\n\n${result.text}` };
+  }
+
+  async #run(request: RunRequest): Promise<TurnResult> {
     const { workspace, config, history, clock } = this.#options;
     const agent = this.agent(request.agentId);
-    await this.#lookUpWindow(modelOf(agent, config), request.signal);
+    const model = await this.#chosenModel(request);
+    const chain = this.modelChain(agent, model);
+    const { entry, maxTokens } = this.#head(agent, model);
+    await this.#lookUpWindow(entry, request.signal);
     const mcpTools = (await this.#options.mcp?.toolsFor(agent.tools)) ?? [];
     const now = new Date(clock.now());
     const skills = this.#skillsOf(agent);
@@ -398,14 +488,14 @@ export class AgentRunner {
     return runTurn({
       sessionId: request.sessionId,
       history,
-      provider: this.#providerFor(request),
+      provider: this.#providerFor(request, chain),
       system:
         renderSystemPrompt(agent, { workspace, now, timezone: config.timezone }) +
         listing.text +
         (await this.#memorySection(memory, request, now)),
       currentTime: formatLocalTime(now, config.timezone),
-      model: modelOf(agent, config),
-      maxTokens: agent.maxTokens ?? config.llm.max_tokens,
+      model: entry.llm.model,
+      maxTokens,
       tools: gateTools(
         this.#toolsOf(agent, request, skills, search, memoryTools).concat(mcpTools),
         policy,
@@ -425,8 +515,8 @@ export class AgentRunner {
       beforeModelCall: this.#options.budget?.(request),
       secrets: secretValues(config),
       maxMessages: config.history.max_messages,
-      contextWindow: this.#contextWindow(agent),
-      onSmallerWindow: (tokens) => this.#learnedWindows.set(modelOf(agent, config), tokens),
+      contextWindow: this.#windowOf(entry),
+      onSmallerWindow: (tokens) => this.#learnedWindows.set(entry.llm.model, tokens),
       events: request.events,
     });
   }

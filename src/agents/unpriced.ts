@@ -5,7 +5,7 @@
  * calls count as $0; while a budget applies to its agent they are refused (budget.ts).
  * Reported at server start, by `picklebot doctor` and on the dashboard's Usage page.
  */
-import type { Config } from "../config/index.js";
+import { type Config, workspacePrices } from "../config/index.js";
 import { budgetApplies } from "./budget.js";
 import { type AgentDefinition, builtInAgent, modelOf } from "./definition.js";
 import { priceOf, unpricedFix } from "./prices.js";
@@ -27,7 +27,7 @@ export function unpricedModels(
   const byModel = new Map<string, UnpricedModel>();
   for (const agent of agentsInUse(config, agents)) {
     const model = modelOf(agent, config);
-    if (priceOf(model, config.llm.prices)) continue;
+    if (priceOf(model, workspacePrices(config))) continue;
     const entry = byModel.get(model) ?? { model, agentIds: [], refusedAgentIds: [] };
     entry.agentIds.push(agent.id);
     if (budgetApplies(config, agent)) entry.refusedAgentIds.push(agent.id);

@@ -15,6 +15,7 @@
 import { formatContextUsage } from "../agents/context-budget.js";
 import type { PriceTable } from "../agents/prices.js";
 import { formatUsd, spendNow, summarizeUsage } from "../agents/usage-report.js";
+import { didYouMean } from "../config/index.js";
 import {
   CHAT_COMMANDS,
   type ChatCommandName,
@@ -44,6 +45,13 @@ export interface ChatContext {
   session(): Promise<Session | null>;
   /** Starts a new session of the conversation with `agentId`: the next message continues it. */
   startSession(agentId: string): Promise<Session>;
+  /**
+   * The person typing owns the bot (picklebot.yaml's `allowed_user_ids`, not a paired
+   * user; the terminal's user): `/model NAME` is theirs.
+   */
+  owner(): boolean;
+  /** Sets a session's named model (`/model NAME`), kept with the session. */
+  chooseModel(sessionId: string, model: string): Promise<void>;
   /** Answers the command in the conversation. */
   reply(text: string): Promise<void>;
   /** The conversation's jobs; null where messages are not queued (the terminal runs each at once). */
@@ -58,8 +66,21 @@ export interface ChatCommandSpec<C extends ChatContext = ChatContext> {
   run(chat: C, argument: string): Promise<void>;
 }
 
+/** The named models `/model` shows and switches to, and `/status` names. */
+export interface ChatModels {
+  /** Every entry name, `default` first. */
+  names: readonly string[];
+  /**
+   * The entries a conversation of `agentId` calls, in order, with its `/model` choice
+   * (null: none): each with its model id.
+   */
+  chainOf(agentId: string, model: string | null): ReadonlyArray<{ name: string; model: string }>;
+}
+
 /** What the commands every place shares read. */
 export interface CommonCommandsOptions {
+  /** The named models, for `/model` and `/status`. */
+  models: ChatModels;
   /** The agents `/agent` lists and switches to. */
   agents: ChatAgentDirectory;
   /** A session's size (estimated tokens of its next request) against its agent's window. */
@@ -72,7 +93,7 @@ export interface CommonCommandsOptions {
 }
 
 /** The commands every place offers. */
-export type CommonCommandName = "new" | "status" | "usage" | "agent";
+export type CommonCommandName = "new" | "status" | "usage" | "agent" | "model";
 
 /** A command typed: `/Agent@picklebot coder` is `{ name: "agent", argument: "coder" }`. */
 export interface TypedCommand {
@@ -94,7 +115,7 @@ export function describeChatCommand(name: Exclude<ChatCommandName, "start">): st
   return found.description;
 }
 
-/** `/new`, `/status`, `/usage` and `/agent`, on any {@link ChatContext}. */
+/** `/new`, `/status`, `/usage`, `/agent` and `/model`, on any {@link ChatContext}. */
 export function commonCommands(
   options: CommonCommandsOptions,
 ): Record<CommonCommandName, ChatCommandSpec> {
@@ -106,6 +127,11 @@ export function commonCommands(
       description: describeChatCommand("agent"),
       run: (chat, name) =>
         name === "" ? listAgents(chat, options.agents) : switchAgent(chat, options.agents, name),
+    },
+    model: {
+      description: describeChatCommand("model"),
+      run: (chat, name) =>
+        name === "" ? showModel(chat, options.models) : switchModel(chat, options.models, name),
     },
   };
 }
@@ -170,8 +196,11 @@ async function status(chat: ChatContext, options: CommonCommandsOptions): Promis
   const queue = await chat.queue();
   const lines = [
     `Agent: ${agentId}${pinnedBy === null ? "" : ` (pinned by ${pinnedBy})`}`,
+    `Model: ${describeChain(options.models.chainOf(agentId, session?.model ?? null))}`,
     `Conversation: ${size}`,
   ];
+  const lastModel = session && (await lastModelOf(options.usage, session.id));
+  if (lastModel) lines.push(`Last answer: ${lastModel}`);
   if (queue) {
     const running = queue.running ? "a reply is running" : "nothing running";
     lines.push(`Queue: ${running}, ${queue.waiting} waiting`);
@@ -235,5 +264,56 @@ async function switchAgent(
   const session = await chat.startSession(agent.id);
   await chat.reply(
     `Switched to ${agent.id} (${agent.name}), in a new conversation (${session.id}).`,
+  );
+}
+
+/** "backup (backup-model), then default (claude-sonnet-4-6)": a chain, head first. */
+function describeChain(chain: ReadonlyArray<{ name: string; model: string }>): string {
+  const [head, ...fallbacks] = chain.map(({ name, model }) => `${name} (${model})`);
+  const then = fallbacks.length > 0 ? `; fallbacks: ${fallbacks.join(", ")}` : "; no fallbacks";
+  return `${head ?? "none"}${then}`;
+}
+
+/** The model of the session's last call, from the usage ledger (a fallback's shows here). */
+async function lastModelOf(usage: UsageLedger, sessionId: string): Promise<string | undefined> {
+  const calls = await usage.calls({ since: 0, sessionId });
+  return calls.at(-1)?.model;
+}
+
+/** `/model`: the conversation's model and fallbacks, and the named models there are. */
+async function showModel(chat: ChatContext, models: ChatModels): Promise<void> {
+  const { agentId } = await chat.agent();
+  const chosen = (await chat.session())?.model ?? null;
+  const whose = chosen === null ? `${agentId}'s` : "chosen with /model";
+  const footer = chat.owner()
+    ? "Switch with /model NAME (for this conversation; /new goes back to the agent's)."
+    : "Only the owner can switch it.";
+  await chat.reply(
+    [
+      `Model (${whose}): ${describeChain(models.chainOf(agentId, chosen))}`,
+      `Named models: ${models.names.join(", ")}`,
+      footer,
+    ].join("\n"),
+  );
+}
+
+/**
+ * `/model NAME`: the conversation's session uses that named model from its next message
+ * on (a new session when it has none), for the owner only.
+ */
+async function switchModel(chat: ChatContext, models: ChatModels, name: string): Promise<void> {
+  if (!chat.owner()) return chat.reply("Only the owner can switch this chat's model.");
+  const entry = models.names.find((candidate) => candidate.toLowerCase() === name.toLowerCase());
+  if (entry === undefined) {
+    const suggestion = didYouMean(name, models.names);
+    return chat.reply(
+      `There is no named model "${name}"${suggestion ? ` (${suggestion})` : ""}. Named models: ${models.names.join(", ")}.`,
+    );
+  }
+  const { agentId } = await chat.agent();
+  const session = (await chat.session()) ?? (await chat.startSession(agentId));
+  await chat.chooseModel(session.id, entry);
+  await chat.reply(
+    `This conversation now uses ${describeChain(models.chainOf(agentId, entry))}. /new goes back to the agent's model.`,
   );
 }

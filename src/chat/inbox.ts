@@ -38,6 +38,7 @@ import {
   ChatCommandSet,
   type ChatCommandSpec,
   type ChatContext,
+  type ChatModels,
   type ConversationQueue,
   commonCommands,
   describeChatCommand,
@@ -65,6 +66,8 @@ export interface ChatInboxOptions {
   contextUsage: (agentId: string, sessionId: string) => Promise<{ tokens: number; window: number }>;
   /** Model calls, for `/usage`. */
   usage: UsageLedger;
+  /** The named models, for `/model` and `/status`. */
+  models: ChatModels;
   /** Pricing of `/usage`: `llm.prices`, and the zone whose calendar day is "today". */
   pricing: { prices: PriceTable; timezone: string };
   clock: Clock;
@@ -98,6 +101,7 @@ export class ChatInbox {
       compact: own("compact", (chat) => this.#enqueue(chat.message, "compact")),
       stop: own("stop", (chat) => this.#stop(chat)),
       agent: common.agent,
+      model: common.model,
     } satisfies Record<Exclude<ChatCommandName, "help" | "start">, ChatCommandSpec<InboxChat>>;
     this.#commands = new ChatCommandSet(commands, {
       intro: "Send me a message and I will answer. Commands:",
@@ -231,6 +235,14 @@ class InboxChat implements ChatContext {
 
   startSession(agentId: string): Promise<Session> {
     return this.#options.history.createSession({ key: this.key, agentId });
+  }
+
+  owner(): boolean {
+    return this.#options.allowedUserIds(this.message.platform).has(this.message.userId);
+  }
+
+  chooseModel(sessionId: string, model: string): Promise<void> {
+    return this.#options.history.setSessionModel(sessionId, model);
   }
 
   reply(text: string): Promise<void> {

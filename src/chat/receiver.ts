@@ -63,6 +63,8 @@ export interface MessageBusWorkerOptions {
   contextUsage: (agentId: string, sessionId: string) => Promise<{ tokens: number; window: number }>;
   /** Model calls and their pricing (`/usage`). */
   usage: ChatInboxOptions["usage"];
+  /** The named models, for `/model` and `/status`. */
+  models: ChatInboxOptions["models"];
   pricing: ChatInboxOptions["pricing"];
   /** Takes known secrets out of a message's text before it is queued. (Default: none) */
   redact?: ChatInboxOptions["redact"];

@@ -15,7 +15,13 @@
  */
 import type { Logger } from "../base/log.js";
 import { secretRedactor } from "../base/redact.js";
-import { allowedUserIds, type Config, secretValues } from "../config/index.js";
+import {
+  allowedUserIds,
+  type Config,
+  modelEntryNames,
+  secretValues,
+  workspacePrices,
+} from "../config/index.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type {
   ChatPlatform,
@@ -28,6 +34,7 @@ import type {
   Worker,
 } from "../ports/index.js";
 import type { ChatAgentDirectory } from "./agents.js";
+import type { ChatModels } from "./commands.js";
 import { type BusConnection, MessageBusWorker } from "./receiver.js";
 import { ChatSenders } from "./senders.js";
 import { type SpokenReplies, TextToSpeech } from "./speech.js";
@@ -69,6 +76,8 @@ export interface ChatAgentControls {
   answerChoice(press: IncomingChoice, platform: ChatPlatform): Promise<void>;
   /** A session's size against its agent's window. */
   contextUsage(agentId: string, sessionId: string): Promise<{ tokens: number; window: number }>;
+  /** The named models a conversation calls, in order (`/model`, `/status`). */
+  chainOf: ChatModels["chainOf"];
 }
 
 /** The chat path of one server process. */
@@ -114,7 +123,11 @@ export class ChatWing {
       answerChoice: (press, platform) => controls.answerChoice(press, platform),
       contextUsage: (agentId, sessionId) => controls.contextUsage(agentId, sessionId),
       usage: storage.usage,
-      pricing: { prices: config.llm.prices, timezone: config.timezone },
+      models: {
+        names: modelEntryNames(config),
+        chainOf: (agentId, model) => controls.chainOf(agentId, model),
+      },
+      pricing: { prices: workspacePrices(config), timezone: config.timezone },
       redact: secretRedactor(secretValues(config)),
       clock,
       logger: logger.child({ worker: "bus" }),

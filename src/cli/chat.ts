@@ -33,7 +33,7 @@ import {
   describeChatCommand,
   parseChatCommand,
 } from "../chat/commands.js";
-import { secretValues } from "../config/index.js";
+import { modelEntryNames, secretValues, workspacePrices } from "../config/index.js";
 import type { JobAdmin, Session } from "../ports/index.js";
 import { openWorkspace, runnerFor, type WorkspaceContext } from "./context.js";
 import { BOLD, DIM, RESET, ReplyPrinter } from "./reply-printer.js";
@@ -123,7 +123,11 @@ class TerminalChat {
       agents: chatAgentDirectory(config, agents, brokenAgents),
       contextUsage: (agentId, sessionId) => this.#runner.contextUsage(agentId, sessionId),
       usage: storage.usage,
-      pricing: { prices: config.llm.prices, timezone: config.timezone },
+      models: {
+        names: modelEntryNames(config),
+        chainOf: (agentId, model) => this.#runner.modelsShown(agentId, model),
+      },
+      pricing: { prices: workspacePrices(config), timezone: config.timezone },
       clock: systemClock,
     });
     return new ChatCommandSet(
@@ -133,6 +137,7 @@ class TerminalChat {
         usage: common.usage,
         compact: { description: describeChatCommand("compact"), run: () => this.#compact() },
         agent: common.agent,
+        model: common.model,
         sessions: {
           description: "List recent sessions (resume one with picklebot chat --session ID)",
           run: () => this.#listSessions(),
@@ -160,6 +165,9 @@ class TerminalChat {
       session: async () =>
         this.#session && this.#context.storage.history.getSession(this.#session.id),
       startSession: (agentId) => this.#createSession(agentId),
+      owner: () => true,
+      chooseModel: (sessionId, model) =>
+        this.#context.storage.history.setSessionModel(sessionId, model),
       reply: async (text) => this.#say(`${printable(text, { multiline: true })}\n`),
       queue: async () => null,
     };

@@ -2,8 +2,7 @@ import type { Command } from "commander";
 import type { ApprovalAsker } from "../agents/approval-gate.js";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { AgentCatalog } from "../agents/catalog.js";
-import { type AgentDefinition, definedAgentIds } from "../agents/definition.js";
-import { unknownMcpServersProblem } from "../agents/mcp/names.js";
+import { type AgentDefinition, agentConfigProblem, definedAgentIds } from "../agents/definition.js";
 import { type McpServers, mcpServersOf } from "../agents/mcp/servers.js";
 import { createModelProvider } from "../agents/providers/index.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
@@ -104,9 +103,7 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
     agentIds: definedAgentIds(agents, broken),
     tools: POLICY_TOOLS,
   });
-  const mcpErrors = catalog.checkAgents((agent) =>
-    unknownMcpServersProblem(agent, Object.keys(config.mcp_servers)),
-  );
+  const mcpErrors = catalog.checkAgents((agent) => agentConfigProblem(agent, config));
   const settings = {
     workspace,
     maxListingChars: config.skills.max_listing_chars,

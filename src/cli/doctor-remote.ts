@@ -15,8 +15,12 @@ import {
   type Config,
   CREDENTIAL_SERVICES,
   type CredentialService,
+  DEFAULT_MODEL_ENTRY,
   type LlmConfig,
+  type ModelEntry,
   type ModelProviderKind,
+  modelEntry,
+  modelEntryNames,
 } from "../config/index.js";
 import type { ChatPlatformKind } from "../ports/index.js";
 import { type CheckResult, type DoctorCheck, needsConfig, result } from "./doctor-checks.js";
@@ -97,11 +101,15 @@ function judge(check: string, answer: Answer, service: Service): CheckResult {
   );
 }
 
-/** The model key check of one `llm.provider`. */
+/**
+ * The model key check of one `llm.provider`, for the entry whose keys are under
+ * `section` (`llm`, `models.haiku`).
+ */
 type ModelKeyCheck = (
   llm: LlmConfig,
   offline: boolean,
   fetcher: typeof fetch,
+  section: string,
 ) => Promise<CheckResult>;
 
 /** How each provider's key is checked: one entry per `llm.provider` value. */
@@ -110,20 +118,54 @@ const modelKeyChecks = {
   "openai-compatible": checkOpenAiCompatibleKey,
 } satisfies Record<ModelProviderKind, ModelKeyCheck>;
 
-/** The model key line, then the features the provider turns off, when it turns some off. */
-export const checkModelKey: DoctorCheck = async ({ config, offline, fetch: fetcher }) => {
-  if (!config) return needsConfig("model key");
-  const check: ModelKeyCheck = modelKeyChecks[config.llm.provider];
-  const key = await check(config.llm, offline, fetcher);
-  const off = modelProviders[config.llm.provider].featuresOff;
-  if (off.length === 0) return key;
+/**
+ * Every named model's key, each with its provider's check: one line, the worst status
+ * first; with `models:` entries each part is named after its entry. Then the features
+ * the default provider turns off, when it turns some off.
+ */
+export const checkModelKey: DoctorCheck = async (context) => {
+  const keys = await checkModelKeys(context);
+  const provider = context.config?.llm.provider;
+  const off = provider === undefined ? [] : modelProviders[provider].featuresOff;
+  if (off.length === 0) return keys;
   const features = result(
     "model features",
     "ok",
-    `${config.llm.provider} turns off what only Anthropic's API has: ${off.join("; ")}`,
+    `${provider} turns off what only Anthropic's API has: ${off.join("; ")}`,
   );
-  return [key, features];
+  return [keys, features];
 };
+
+const checkModelKeys = async ({
+  config,
+  offline,
+  fetch: fetcher,
+}: Parameters<DoctorCheck>[0]): Promise<CheckResult> => {
+  if (!config) return needsConfig("model key");
+  const entries = modelEntryNames(config).map((name) => modelEntry(config, name) as ModelEntry);
+  const checked = await Promise.all(
+    entries.map(({ name, llm }) => {
+      const check: ModelKeyCheck = modelKeyChecks[llm.provider];
+      return check(llm, offline, fetcher, name === DEFAULT_MODEL_ENTRY ? "llm" : `models.${name}`);
+    }),
+  );
+  const [only] = checked;
+  if (only && checked.length === 1) return only;
+  return worstOfEntries(entries, checked);
+};
+
+const STATUS_ORDER: readonly CheckResult["status"][] = ["fail", "warn", "skip", "ok"];
+
+/** One result for several entries: the worst status, each entry's detail, the first fix. */
+function worstOfEntries(entries: readonly ModelEntry[], checked: CheckResult[]): CheckResult {
+  const named = checked.map((each, index) => ({ ...each, name: entries[index]?.name ?? "" }));
+  const worst = [...named].sort(
+    (a, b) => STATUS_ORDER.indexOf(a.status) - STATUS_ORDER.indexOf(b.status),
+  )[0] as (typeof named)[number];
+  const detail = named.map((each) => `${each.name}: ${each.detail}`).join("; ");
+  const fix = worst.fix === undefined ? undefined : `${worst.name}: ${worst.fix}`;
+  return result("model key", worst.status, detail, fix);
+}
 
 /**
  * An OpenAI-compatible endpoint: a hosted one needs a key; `/models` must answer with
@@ -133,6 +175,7 @@ async function checkOpenAiCompatibleKey(
   llm: LlmConfig,
   offline: boolean,
   fetcher: typeof fetch,
+  section = "llm",
 ): Promise<CheckResult> {
   const baseUrl = (llm.base_url ?? OPENAI_BASE_URL).replace(/\/+$/, "");
   const local = isLocalEndpoint(baseUrl);
@@ -140,8 +183,8 @@ async function checkOpenAiCompatibleKey(
     return result(
       "model key",
       "fail",
-      `no API key for the hosted endpoint ${baseUrl}: llm.api_key is unset in picklebot.yaml`,
-      `set llm.api_key: ${ENV_REFERENCE} (the variable your key is in) and put the key in the workspace's .env`,
+      `no API key for the hosted endpoint ${baseUrl}: ${section}.api_key is unset in picklebot.yaml`,
+      `set ${section}.api_key: ${ENV_REFERENCE} (the variable your key is in) and put the key in the workspace's .env`,
     );
   }
   const keyWords = llm.api_key ? "key present" : "no key (a local server needs none)";
@@ -151,7 +194,7 @@ async function checkOpenAiCompatibleKey(
     ...CREDENTIAL_SERVICES["openai-compatible"],
     name: `the model endpoint ${baseUrl}`,
     ok: `${keyWords}; ${baseUrl} lists ${llm.model}`,
-    where: "llm.base_url in picklebot.yaml (it usually ends in /v1)",
+    where: `${section}.base_url in picklebot.yaml (it usually ends in /v1)`,
   };
   if ("problem" in listed) {
     return result(
@@ -167,8 +210,8 @@ async function checkOpenAiCompatibleKey(
   return result(
     "model key",
     "fail",
-    `llm.model ${llm.model} is not in the endpoint's /v1/models list (it lists ${shown}${listed.ids.length > 10 ? ", …" : ""})`,
-    "set llm.model in picklebot.yaml to one of them (for Ollama: ollama pull the model first)",
+    `${section}.model ${llm.model} is not in the endpoint's /v1/models list (it lists ${shown}${listed.ids.length > 10 ? ", …" : ""})`,
+    `set ${section}.model in picklebot.yaml to one of them (for Ollama: ollama pull the model first)`,
   );
 }
 
@@ -206,13 +249,14 @@ async function checkAnthropicKey(
   llm: LlmConfig,
   offline: boolean,
   fetcher: typeof fetch,
+  section: string,
 ): Promise<CheckResult> {
   const { api_key: apiKey, base_url: baseUrl } = llm;
   if (!apiKey) {
     return result(
       "model key",
       "fail",
-      "no Anthropic API key: llm.api_key and ANTHROPIC_API_KEY are both unset",
+      `no Anthropic API key: ${section}.api_key and ANTHROPIC_API_KEY are both unset`,
       "put ANTHROPIC_API_KEY=... in the workspace's .env, or export it",
     );
   }
@@ -226,7 +270,7 @@ async function checkAnthropicKey(
   return judge("model key", answer, {
     ...CREDENTIAL_SERVICES.anthropic,
     ok: `accepted by ${baseUrl ?? ANTHROPIC_API}`,
-    where: "llm.base_url in picklebot.yaml",
+    where: `${section}.base_url in picklebot.yaml`,
   });
 }
 

@@ -9,8 +9,7 @@
 import { Command } from "commander";
 import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { AgentCatalog } from "../agents/catalog.js";
-import { definedAgentIds } from "../agents/definition.js";
-import { unknownMcpServersProblem } from "../agents/mcp/names.js";
+import { agentConfigProblem, definedAgentIds } from "../agents/definition.js";
 import { toError } from "../base/errors.js";
 import { redactSecrets } from "../base/redact.js";
 import {
@@ -134,9 +133,7 @@ function loadConfigInto(context: DoctorContext, workspace: string): CheckResult 
       agentIds: definedAgentIds(catalog.agents, catalog.broken),
       tools: POLICY_TOOLS,
     });
-    catalog.checkAgents((agent) =>
-      unknownMcpServersProblem(agent, Object.keys(config.mcp_servers)),
-    );
+    catalog.checkAgents((agent) => agentConfigProblem(agent, config));
     context.config = config;
     context.agents = catalog.agents;
     context.brokenAgents = catalog.broken;

@@ -7,6 +7,7 @@ import { formatContextUsage } from "../agents/context-budget.js";
 import { type ControlPlaneWrite, latestControlPlaneWrites } from "../agents/control-plane-log.js";
 import { describeBashSandbox } from "../agents/tools/index.js";
 import { formatUsd, type Spend, spendNow } from "../agents/usage-report.js";
+import { workspacePrices } from "../config/index.js";
 import type { CronRow } from "../cron/worker.js";
 import { clientToken } from "../http/token-file.js";
 import type { OutboxSummary, Session } from "../ports/index.js";
@@ -56,7 +57,7 @@ export function statusCommand(): Command {
           cost: await spendNow(storage.usage, {
             now: Date.now(),
             timezone: config.timezone,
-            prices: config.llm.prices,
+            prices: workspacePrices(config),
           }),
           outbox: await storage.outbox.summary(),
           sessions: await withContextUsage(

@@ -8,6 +8,7 @@ import {
   type UsageGrouping,
   type UsageLine,
 } from "../agents/usage-report.js";
+import { workspacePrices } from "../config/index.js";
 import { openWorkspace } from "./context.js";
 import { printJson, printLine, printTable } from "./output.js";
 
@@ -36,7 +37,7 @@ export function usageCommand(): Command {
         const records = await storage.usage.calls({ since });
         const report = summarizeUsage(records, {
           by: options.by,
-          prices: config.llm.prices,
+          prices: workspacePrices(config),
           timezone: config.timezone,
         });
         if (options.json) return printJson({ since, by: options.by, ...report });

@@ -39,13 +39,24 @@ export {
   type McpStdioServerConfig,
   mcpServerSecrets,
 } from "./mcp.js";
+export {
+  type ModelChoice,
+  type ModelEntry,
+  modelChain,
+  modelChoiceProblem,
+  modelEntry,
+  modelEntryNames,
+  workspacePrices,
+} from "./models.js";
 export { allowedUserIds, enabledPlatforms, runnablePlatforms } from "./platforms.js";
 export { redactConfig, secretValues } from "./redact.js";
 export {
   buildConfigSchema,
   type Config,
   type ConfigSchemaContext,
+  DEFAULT_FALLBACK_COOLDOWN_S,
   DEFAULT_JOB_RETENTION_H,
+  DEFAULT_MODEL_ENTRY,
   type Environment,
   ID_PATTERN,
   isValidTimeZone,

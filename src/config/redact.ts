@@ -20,6 +20,12 @@ export function redactConfig(config: Config): Config {
   return {
     ...config,
     llm: { ...config.llm, api_key: presence(config.llm.api_key) },
+    models: Object.fromEntries(
+      Object.entries(config.models).map(([name, entry]) => [
+        name,
+        entry.api_key === undefined ? entry : { ...entry, api_key: presence(entry.api_key) },
+      ]),
+    ),
     queue: { ...config.queue, url: presence(config.queue.url) },
     http: { ...config.http, token: presence(config.http.token) },
     ...(config.text_to_speech === undefined
@@ -54,12 +60,13 @@ function hideValues(values: Record<string, string>): Record<string, string> {
 
 /**
  * Every secret value the config holds, wherever it came from (picklebot.yaml, `${NAME}`,
- * `.env` or the environment): the API key, the bot tokens, the database password, `http.token` and MCP servers' env and headers.
+ * `.env` or the environment): the API keys (`llm` and `models:`), the bot tokens, the database password, `http.token` and MCP servers' env and headers.
  * These are what `redactSecrets` takes out of tool output, model replies and logs.
  */
 export function secretValues(config: Config): string[] {
   const values = [
     config.llm.api_key,
+    ...Object.values(config.models).map((entry) => entry.api_key),
     ...CHAT_PLATFORM_KINDS.map((kind) => config[kind].bot_token),
     config.queue.url === undefined ? undefined : passwordOfUrl(config.queue.url),
     ...Object.values(config.mcp_servers).flatMap(mcpServerSecrets),

@@ -22,6 +22,7 @@ import {
   type PolicyTools,
 } from "./approvals.js";
 import { workspaceBudgetSchema } from "./budget.js";
+import { fromText, httpUrl, modelPriceSchema } from "./fields.js";
 import type { CustomIssueParams } from "./issues.js";
 import { mcpServersSchema } from "./mcp.js";
 import { closestMatch, didYouMean } from "./suggest.js";
@@ -94,6 +95,8 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
         .describe('an IANA time zone such as "Europe/Berlin" or "UTC"')
         .default(hostTimeZone),
       llm: llmSchema(context.env),
+      /** Named models (docs/guides/models.md): agents, crons and chats pick one by name. */
+      models: modelsSchema(),
       queue: queueSchema(context.env),
       workers: workersSchema(),
       cluster: clusterSchema(context.env),
@@ -112,6 +115,7 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
     })
     .superRefine((config, ctx) => {
       if (context.agentIds) checkBoundAgents(config, new Set(context.agentIds), ctx);
+      checkFallbackNames(config, ctx);
       checkPolicyServers(config, ctx);
       if (config.queue.backend === "postgres" && config.history.backend !== "postgres") {
         ctx.addIssue({
@@ -177,6 +181,10 @@ function llmSchema(env: Environment) {
        * "Prompt cache").
        */
       prompt_cache_ttl: z.enum(["5m", "1h"]).default("1h"),
+      /** Named models tried in order when a call to this one fails in a way retrying will not fix soon. */
+      fallbacks: fallbackNamesSchema(),
+      /** Seconds a model that failed is skipped (its fallback answers) before it is tried again. */
+      fallback_cooldown_s: fromText(z.number().nonnegative()).default(DEFAULT_FALLBACK_COOLDOWN_S),
       /** Model steps of one batch job sent through the Message Batches API; later ones at full price. */
       batch_max_steps: fromText(z.int().min(0)).default(5),
       /** First wait between two polls of pending batches; it doubles while none ends, to 10 min. */
@@ -221,10 +229,81 @@ function localModelFree<
   return { ...llm, prices: { ...llm.prices, [llm.model]: free } };
 }
 
-/** One model's `llm.prices` entry: every rate in USD per million tokens. */
-function modelPriceSchema() {
-  const rate = fromText(z.number().nonnegative().describe("USD per million tokens, 0 or more"));
-  return z.strictObject({ input: rate, output: rate, cache_read: rate, cache_write: rate });
+/** The name `llm:` goes by among the named models: the default entry. */
+export const DEFAULT_MODEL_ENTRY = "default";
+
+/** Seconds a failed model is skipped by default (`llm.fallback_cooldown_s`). */
+export const DEFAULT_FALLBACK_COOLDOWN_S = 300;
+
+/** A list of named models (`fallbacks:`). */
+function fallbackNamesSchema() {
+  return z.array(z.string().min(1).describe("the name of a model entry")).default([]);
+}
+
+/**
+ * `models:`: named entries over `llm`'s settings. An entry without `provider` has
+ * `llm.provider`'s; with the same provider, it has `llm.api_key` and `llm.base_url`
+ * unless it sets its own (docs/guides/models.md, "Named models").
+ */
+function modelsSchema() {
+  const entry = z.strictObject({
+    provider: z.enum(MODEL_PROVIDER_KINDS).optional(),
+    model: z.string().min(1),
+    api_key: z.string().optional(),
+    base_url: httpUrl().optional(),
+    max_tokens: fromText(z.int().min(1)).optional(),
+    context_window: fromText(z.int().min(8000)).optional(),
+    timeout_s: fromText(z.number().positive()).optional(),
+    prompt_cache_ttl: z.enum(["5m", "1h"]).optional(),
+    /** USD per million tokens of this entry's model. */
+    prices: modelPriceSchema().optional(),
+    fallbacks: fallbackNamesSchema(),
+  });
+  const name = z
+    .string()
+    .regex(ID_PATTERN)
+    .describe("a model entry name (letters, digits, - and _)");
+  return z.record(name, entry).default({});
+}
+
+/**
+ * Every `fallbacks:` of picklebot.yaml names an entry of `models:` (or `default`), and no
+ * entry takes the name `default`.
+ */
+function checkFallbackNames(
+  config: { llm: { fallbacks: string[] }; models: Record<string, { fallbacks: string[] }> },
+  ctx: z.RefinementCtx,
+): void {
+  if (Object.hasOwn(config.models, DEFAULT_MODEL_ENTRY)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["models", DEFAULT_MODEL_ENTRY],
+      message: `"${DEFAULT_MODEL_ENTRY}" is the name of the llm: section; give this entry another name`,
+      params: { standalone: true } satisfies CustomIssueParams,
+    });
+  }
+  const known = [DEFAULT_MODEL_ENTRY, ...Object.keys(config.models)];
+  const lists: Array<[Array<string | number>, string[]]> = [
+    [["llm", "fallbacks"], config.llm.fallbacks],
+    ...Object.entries(config.models).map(
+      ([entry, { fallbacks }]): [Array<string | number>, string[]] => [
+        ["models", entry, "fallbacks"],
+        fallbacks,
+      ],
+    ),
+  ];
+  for (const [path, names] of lists) {
+    names.forEach((name, index) => {
+      if (known.includes(name)) return;
+      const suggestion = didYouMean(name, known);
+      ctx.addIssue({
+        code: "custom",
+        path: [...path, index],
+        message: `unknown model "${name}"${suggestion ? `; ${suggestion}` : ""} (named models: ${known.join(", ")}); name one of those or add it under models:`,
+        params: { standalone: true } satisfies CustomIssueParams,
+      });
+    });
+  }
 }
 
 function queueSchema(env: Environment) {
@@ -601,21 +680,6 @@ function snowflake(kind: string) {
       .string()
       .regex(/^\d+$/)
       .describe(`a Discord ${kind} id written as quoted digits, e.g. "80351110224678912"`),
-  );
-}
-
-function httpUrl() {
-  return z
-    .url({ protocol: /^https?$/ })
-    .describe("an http:// or https:// URL such as http://127.0.0.1:9999");
-}
-
-/** Numbers may also arrive as text, e.g. from `${PORT}`. */
-function fromText<T extends z.ZodType>(schema: T) {
-  return z.preprocess(
-    (value) =>
-      typeof value === "string" && /^\s*-?\d+(\.\d+)?\s*$/.test(value) ? Number(value) : value,
-    schema,
   );
 }
 

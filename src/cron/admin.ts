@@ -10,7 +10,7 @@ import { readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 
 import { join } from "node:path";
 import { parseDocument } from "yaml";
 import { toError, UserError } from "../base/errors.js";
-import type { Config } from "../config/index.js";
+import { type Config, modelEntryNames } from "../config/index.js";
 import { type CronDefinition, type CronDirLoad, loadCronDir } from "./definition.js";
 
 /** The `crons/` folder of `workspace`. */
@@ -31,6 +31,7 @@ export function loadWorkspaceCrons(
     agentId: config.default_agent,
     timezone: config.timezone,
     ...(agentIds ? { agentIds: [...agentIds] } : {}),
+    modelNames: modelEntryNames(config),
   });
 }
 

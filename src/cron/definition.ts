@@ -14,7 +14,7 @@ import { z } from "zod";
 import { CHAT_ADDRESS_FORMS, chatReplyTarget, parseChatAddress } from "../base/chat-address.js";
 import { toError, UserError } from "../base/errors.js";
 import { CRON_ID } from "../base/session-key.js";
-import { didYouMean, parseYaml, userErrorFromIssues } from "../config/index.js";
+import { closestMatch, didYouMean, parseYaml, userErrorFromIssues } from "../config/index.js";
 import type { ReplyTarget } from "../ports/index.js";
 
 /** A validated cron, as the CronWorker schedules it. */
@@ -27,6 +27,8 @@ export interface CronDefinition {
   schedule: string;
   /** The agent that runs the prompt. (Default: the config's `default_agent`) */
   agentId: string;
+  /** The named model (or model id) its runs use instead of the agent's. (Default: the agent's) */
+  model?: string;
   /** The message the agent receives at each occurrence. */
   prompt: string;
   /** IANA time zone name. (Default: the config's top-level `timezone`) */
@@ -60,6 +62,11 @@ export interface CronDefaults {
    * default agent is always known (it has a built-in definition).
    */
   agentIds?: readonly string[];
+  /**
+   * The named models of picklebot.yaml (`default` and `models:`). When given, a `model`
+   * within a typo of one of them (and not one) is a bad file. (Default: not checked)
+   */
+  modelNames?: readonly string[];
 }
 
 /** Result of {@link loadCronDir}: the good crons and one error per bad file. */
@@ -73,6 +80,7 @@ export interface CronDirLoad {
 const EXPECTED = {
   schedule: 'a 5-field cron expression in quotes, such as "0 8 * * *"',
   agent: "an agent id (a folder in agents/), such as pickle",
+  model: "a named model of picklebot.yaml (models:), or a model id",
   prompt: "the non-empty message the agent receives",
   timezone: "an IANA time zone name, such as Europe/Berlin",
   deliver_to: `${CHAT_ADDRESS_FORMS} (leave it out for silent)`,
@@ -85,6 +93,7 @@ const EXPECTED = {
 const cronFileSchema = z.strictObject({
   schedule: z.string().describe(EXPECTED.schedule),
   agent: z.string().trim().min(1).describe(EXPECTED.agent).optional(),
+  model: z.string().trim().min(1).describe(EXPECTED.model).optional(),
   prompt: z.string().trim().min(1).describe(EXPECTED.prompt),
   timezone: z.string().trim().min(1).describe(EXPECTED.timezone).optional(),
   deliver_to: z.string().trim().describe(EXPECTED.deliver_to).optional(),
@@ -167,6 +176,7 @@ export function parseCronDefinition(
     file,
     schedule,
     agentId: checkAgent(value.agent ?? defaults.agentId, defaults, fail),
+    ...(value.model === undefined ? {} : { model: checkModel(value.model, defaults, fail) }),
     prompt: value.prompt,
     timezone,
     deliverTo: parseDeliverTo(value.deliver_to, fail),
@@ -263,6 +273,18 @@ function checkAgent(agentId: string, defaults: CronDefaults, fail: FailWith): st
     "agent",
     `"agent" "${agentId}" is not an agent of this workspace${suggestion ? ` (${suggestion})` : ""}; ` +
       `name one of ${known.join(", ")} or create agents/${agentId}/AGENT.md`,
+  );
+}
+
+/** A `model` is a named model, or a model id that is no typo of one (see models.ts). */
+function checkModel(model: string, defaults: CronDefaults, fail: FailWith): string {
+  const names = defaults.modelNames;
+  if (!names || names.includes(model)) return model;
+  const match = closestMatch(model, names);
+  if (match === undefined) return model;
+  throw fail(
+    "model",
+    `"model" "${model}" is no named model (did you mean "${match}"?); name one of ${names.join(", ")} (models: in picklebot.yaml), or a model id`,
   );
 }
 

@@ -53,5 +53,6 @@ function cronJob(
     dedupeKey: key,
     maxAttempts,
     ...(batch ? { batch: true } : {}),
+    ...(cron.model === undefined ? {} : { model: cron.model }),
   };
 }

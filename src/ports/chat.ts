@@ -72,6 +72,10 @@ export const CHAT_COMMANDS = [
   { command: "compact", description: "Summarise the conversation so far" },
   { command: "stop", description: "Stop the reply in progress" },
   { command: "agent", description: "List the agents; /agent NAME switches this chat to one" },
+  {
+    command: "model",
+    description: "Show this chat's model and fallbacks; /model NAME switches it (owner)",
+  },
   { command: "help", description: "Show the commands" },
 ] as const satisfies readonly ChatCommand[];
 

@@ -16,6 +16,19 @@ export interface Session {
   messageCount: number;
   /** Tokens summed over every model call of the session. */
   usage: TokenUsage;
+  /**
+   * The named model the conversation uses instead of its agent's (`/model` in a chat);
+   * null for its agent's.
+   */
+  model: string | null;
+}
+
+/** What a new session starts with. */
+export interface SessionInit {
+  key: string;
+  agentId: string;
+  /** See {@link Session.model}. (Default: null) */
+  model?: string | null;
 }
 
 /** Options of {@link HistoryStore.append}. */
@@ -43,7 +56,12 @@ export interface StoredMessage extends ChatMessage {
 /** Durable store of sessions and their messages. */
 export interface HistoryStore {
   /** Creates a session for `key`, which becomes that key's current session. */
-  createSession(init: { key: string; agentId: string }): Promise<Session>;
+  createSession(init: SessionInit): Promise<Session>;
+  /**
+   * Sets the session's named model (null: its agent's again). Throws UserError when the
+   * session does not exist.
+   */
+  setSessionModel(sessionId: string, model: string | null): Promise<void>;
   /** The session with this id, or null. */
   getSession(id: string): Promise<Session | null>;
   /** The newest session of a key, or null when the key has none. */

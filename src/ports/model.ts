@@ -46,6 +46,23 @@ export interface ModelReply {
   usage: TokenUsage;
   /** It came through the Message Batches API, at the batch price. (Default: false) */
   batch?: boolean;
+  /**
+   * A fallback answered instead of the model the request named (a chain of named models):
+   * which, and why. (Default: the request's model answered)
+   */
+  fallback?: ModelFallback;
+}
+
+/** Which named model answered in place of the first, and why the first did not. */
+export interface ModelFallback {
+  /** The entry that answered. */
+  entry: string;
+  /** Its model id: the one the call is recorded under. */
+  model: string;
+  /** The entry that should have answered. */
+  from: string;
+  /** Why it did not, in a few words after its name: "is failing (503)". */
+  reason: string;
 }
 
 /** Time one model call may wait for its answer (the default of `llm.timeout_s`). */

@@ -128,6 +128,11 @@ export interface NewJob {
   batch?: boolean;
   /** Who sent its message (a chat's job). (Default: nobody: a cron, a subagent) */
   sender?: JobSender | null;
+  /**
+   * The named model (or model id) its turn uses instead of its agent's (a cron's `model`).
+   * (Default: the agent's)
+   */
+  model?: string;
 }
 
 /**
@@ -178,6 +183,8 @@ export interface Job {
   toolResults: ToolResultBlock[];
   /** Its model calls go through the Message Batches API (see {@link NewJob.batch}). */
   batch: boolean;
+  /** The model its turn uses instead of its agent's (see {@link NewJob.model}), or null. */
+  model: string | null;
   /** The batch step it sent last (see {@link JobQueue.recordBatchStep}), or null. */
   batchStep: BatchStep | null;
   /** Who sent its message (see {@link NewJob.sender}), or null. */

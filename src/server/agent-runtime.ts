@@ -98,6 +98,7 @@ export class AgentRuntime {
       stopSession: (key) => this.stopper.stop(key),
       answerChoice: (press, platform) => this.desk.answerPress(press, platform),
       contextUsage: (agentId, sessionId) => this.runner.contextUsage(agentId, sessionId),
+      chainOf: (agentId, model) => this.runner.modelsShown(agentId, model),
     };
   }
 

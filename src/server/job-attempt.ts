@@ -118,6 +118,7 @@ export class JobAttempts {
       sender: job.sender,
       finishedResults: job.toolResults,
       ...(job.batch ? { batch: this.#batchJob(job) } : {}),
+      ...(job.model === null ? {} : { model: job.model }),
       ...(job.checkpointed
         ? {}
         : { message: { role: "user", content: [{ type: "text", text: job.message }] } }),

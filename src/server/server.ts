@@ -31,7 +31,12 @@ import { type ChatAgentDirectory, chatAgentDirectory } from "../chat/agents.js";
 import { loadPlatformFactory } from "../chat/platforms.js";
 import type { BusConnection } from "../chat/receiver.js";
 import { ChatWing } from "../chat/wing.js";
-import { jobRetentionHours, runnablePlatforms } from "../config/index.js";
+import {
+  jobRetentionHours,
+  modelEntryNames,
+  runnablePlatforms,
+  workspacePrices,
+} from "../config/index.js";
 import { CronWorker } from "../cron/worker.js";
 import { announcingEnqueues } from "../events/enqueued.js";
 import { EventHub } from "../events/hub.js";
@@ -132,7 +137,7 @@ export class PicklebotServer {
     const { workspace, config, logger } = options;
     this.#modelKey = new Refusal(logger);
     this.#options = { ...options, provider: watchModelKey(options.provider, this.#modelKey) };
-    this.metrics = new ServerMetrics({ prices: config.llm.prices });
+    this.metrics = new ServerMetrics({ prices: workspacePrices(config) });
     this.#clock = options.clock ?? systemClock;
     this.#lock = lock;
     this.#storage = storage;
@@ -334,6 +339,7 @@ export class PicklebotServer {
           agentId: config.default_agent,
           timezone: config.timezone,
           agentIds: definedAgentIds(agents, brokenAgents),
+          modelNames: modelEntryNames(config),
         },
         queue: this.#queue,
         state: this.#storage.cronState,

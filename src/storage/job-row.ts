@@ -51,6 +51,8 @@ export interface JobRow {
   tool_results: string;
   /** 0/1 in SQLite, a boolean in PostgreSQL. */
   batch: number | boolean;
+  /** Null in rows written before the column existed. */
+  model?: string | null;
   /** JSON of the job's BatchStep, or null. */
   batch_step: string | null;
   /** JSON of the job's JobSender, or null. */
@@ -119,6 +121,7 @@ export function parseJobRow(row: JobRow): ParsedRow {
     batch: Boolean(row.batch),
     batchStep: parseBatchStep(row.batch_step),
     sender: parseSender(row.sender),
+    model: row.model ?? null,
   };
   return { job, problem };
 }

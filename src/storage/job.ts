@@ -139,6 +139,7 @@ export function queuedJob(
     batch: newJob.batch ?? false,
     batchStep: null,
     sender: newJob.sender ? { ...newJob.sender } : null,
+    model: newJob.model ?? null,
   };
 }
 

@@ -72,6 +72,8 @@ export interface SessionRow {
   output_tokens: number;
   cache_read_tokens: number;
   cache_write_tokens: number;
+  /** Null in rows written before the column existed. */
+  model: string | null;
 }
 
 /** Maps a `sessions` row to a {@link Session}. */
@@ -90,5 +92,6 @@ export function sessionFromRow(row: SessionRow): Session {
       cacheRead: row.cache_read_tokens,
       cacheWrite: row.cache_write_tokens,
     },
+    model: row.model ?? null,
   };
 }

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
+  agentConfigProblem,
   builtInAgent,
   formatLocalTime,
   loadAgents,
@@ -11,6 +12,7 @@ import {
 } from "../../src/agents/definition.js";
 import { DEFAULT_MEMORY } from "../../src/agents/memory/settings.js";
 import { DEFAULT_TOOLS } from "../../src/agents/tools/index.js";
+import { loadConfig } from "../../src/config/index.js";
 
 let workspace: string;
 
@@ -41,6 +43,28 @@ function onlyError(): string {
 }
 
 describe("loadAgents", () => {
+  it("refuses a model: within a typo of a named model, and an unknown fallback; a model id is fine", () => {
+    const config = loadConfig(workspace, {});
+    const withModels = {
+      ...config,
+      models: { haiku: { model: "claude-haiku-4-5", fallbacks: [] } },
+    };
+    const file = writeAgent(
+      "writer",
+      agentText("name: W\ndescription: d\nmodel: haikuu\nfallbacks: [defualt, haiku]"),
+    );
+    const [agent] = loadAgents(workspace).agents.values();
+    expect(agent && agentConfigProblem(agent, withModels)).toBe(
+      `${file}: model: "haikuu" is no named model; did you mean "haiku"?; fallbacks: unknown model "defualt" (did you mean "default"?) (named models: default, haiku); name one of those or add it under models: in picklebot.yaml`,
+    );
+    writeAgent(
+      "writer",
+      agentText("name: W\ndescription: d\nmodel: claude-opus-4-1\nfallbacks: [haiku]"),
+    );
+    const [valid] = loadAgents(workspace).agents.values();
+    expect(valid && agentConfigProblem(valid, withModels)).toBeNull();
+  });
+
   it("loads a definition with all its fields", () => {
     const file = writeAgent(
       "writer",
@@ -135,7 +159,7 @@ describe("loadAgents", () => {
     expect([...agents.keys()]).toEqual(["good"]);
     expect(errors.map((error) => error.message)).toEqual([
       `${file}: missing YAML front matter; start the file with a line "---", then the fields ` +
-        '(name, description, optional model, max_tokens, tools, subagents, skills, memory), then another "---" line.',
+        '(name, description, optional model, fallbacks, max_tokens, tools, subagents, skills, memory), then another "---" line.',
     ]);
   });
 

@@ -15,6 +15,7 @@ const session: Session = {
   updatedAt: 9_000,
   messageCount: 6,
   usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+  model: null,
 };
 
 function call(at: number, input: number, output: number): UsageRecord {

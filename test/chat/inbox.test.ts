@@ -49,6 +49,16 @@ function inbox(queue: Storage["queue"] = storage.queue): ChatInbox {
     },
     contextUsage: async () => ({ tokens: 42_000, window: 200_000 }),
     usage: storage.usage,
+    models: {
+      names: ["default", "backup"],
+      chainOf: (_agentId, model) =>
+        model === "backup"
+          ? [{ name: "backup", model: "backup-model" }]
+          : [
+              { name: "default", model: "claude-sonnet-4-6" },
+              { name: "backup", model: "backup-model" },
+            ],
+    },
     pricing: { prices: {}, timezone: "UTC" },
     clock,
     logger: recordingLogger().logger,
@@ -364,6 +374,47 @@ describe("ChatInbox: /agent and bindings", () => {
     expect(await storage.queue.list()).toMatchObject([
       { agentId: "coder", message: "after the restart" },
     ]);
+  });
+
+  it("/model shows the chat's model and fallbacks, and the named models; no job", async () => {
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/model" });
+    expect(answers[0]?.text).toBe(
+      "Model (pickle's): default (claude-sonnet-4-6); fallbacks: backup (backup-model)\n" +
+        "Named models: default, backup\n" +
+        "Switch with /model NAME (for this conversation; /new goes back to the agent's).",
+    );
+    expect(await storage.queue.list()).toEqual([]);
+  });
+
+  it("/model NAME switches the owner's conversation, kept across a restart; /new goes back", async () => {
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/model Backup" });
+    expect(answers[0]?.text).toBe(
+      "This conversation now uses backup (backup-model); no fallbacks. /new goes back to the agent's model.",
+    );
+    await storage.close();
+    storage = await openStorage(testConfig(ws.dir), clock);
+    const again = await connect(inbox());
+    await again(telegram, { userId: OWNER, chatId: "42", text: "/status" });
+    expect(answers[1]?.text).toContain("\nModel: backup (backup-model); no fallbacks\n");
+    expect((await storage.history.currentSession("telegram:42"))?.model).toBe("backup");
+    await again(telegram, { userId: OWNER, chatId: "42", text: "/new" });
+    expect((await storage.history.currentSession("telegram:42"))?.model).toBeNull();
+  });
+
+  it("/model NAME names a model it does not know, and refuses a user who is not the owner", async () => {
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/model bakup" });
+    expect(answers[0]?.text).toBe(
+      'There is no named model "bakup" (did you mean "backup"?). Named models: default, backup.',
+    );
+    await send(telegram, { userId: STRANGER, text: "let me in" });
+    const [request] = await storage.pairing.pending(clock.now());
+    await storage.pairing.approve(request?.code as string, clock.now());
+    await send(telegram, { userId: STRANGER, text: "/model backup" });
+    expect(answers.at(-1)?.text).toBe("Only the owner can switch this chat's model.");
+    expect((await storage.history.listSessions()).map((session) => session.model)).toEqual([]);
   });
 
   it("falls back to default_agent when the chat's chosen agent no longer exists", async () => {

@@ -6,9 +6,13 @@ import { UserError } from "../../src/base/errors.js";
 import {
   jobRetentionHours,
   loadConfig,
+  modelChain,
+  modelEntry,
+  modelEntryNames,
   redactConfig,
   resolveWorkspace,
   secretValues,
+  workspacePrices,
 } from "../../src/config/index.js";
 import { openWorkspaceDatabase } from "../../src/storage/sqlite/index.js";
 
@@ -42,6 +46,57 @@ function loadError(
 }
 
 describe("loadConfig", () => {
+  it("reads named models over llm's settings, and names an unknown fallback with the one meant", () => {
+    writeConfig(
+      [
+        "llm:",
+        "  api_key: main-key",
+        "  base_url: http://127.0.0.1:9001",
+        "  max_tokens: 1000",
+        "  fallbacks: [haiku]",
+        "models:",
+        "  haiku:",
+        "    model: claude-haiku-4-5",
+        "    prices: { input: 1, output: 5, cache_read: 0.1, cache_write: 1.25 }",
+        "  proxy:",
+        "    model: some-model",
+        "    base_url: http://127.0.0.1:9002",
+        `    api_key: \${PROXY_KEY}`,
+        "    fallbacks: [default, haiku]",
+        "",
+      ].join("\n"),
+    );
+    const config = loadConfig(workspace, { PROXY_KEY: "proxy-key" });
+    expect(modelEntryNames(config)).toEqual(["default", "haiku", "proxy"]);
+    expect(modelEntry(config, "haiku")?.llm).toMatchObject({
+      model: "claude-haiku-4-5",
+      api_key: "main-key",
+      base_url: "http://127.0.0.1:9001",
+      max_tokens: 1000,
+    });
+    expect(modelEntry(config, "proxy")?.llm).toMatchObject({
+      api_key: "proxy-key",
+      fallbacks: ["default", "haiku"],
+    });
+    expect(modelChain(config, {}).map((entry) => entry.name)).toEqual(["default", "haiku"]);
+    expect(modelChain(config, { model: "claude-opus-4-1" })[0]?.llm.model).toBe("claude-opus-4-1");
+    expect(workspacePrices(config)["claude-haiku-4-5"]).toEqual({
+      input: 1,
+      output: 5,
+      cache_read: 0.1,
+      cache_write: 1.25,
+    });
+    expect(secretValues(config)).toContain("proxy-key");
+    expect(JSON.stringify(redactConfig(config))).not.toContain("proxy-key");
+
+    const file = writeConfig("models:\n  haiku:\n    model: h\n    fallbacks: [haiku, defualt]\n");
+    expect(loadError().message).toBe(
+      `${file}: models.haiku.fallbacks[1]: unknown model "defualt"; did you mean "default"? (named models: default, haiku); name one of those or add it under models:.`,
+    );
+    writeConfig("models:\n  default:\n    model: h\n");
+    expect(loadError().message).toContain('"default" is the name of the llm: section');
+  });
+
   it("reads picklebot.yml next to an empty picklebot.yaml (the sandbox's placeholder), and the other way round", () => {
     fs.writeFileSync(path.join(workspace, "picklebot.yml"), "timezone: Asia/Tokyo\n");
     writeConfig("");
@@ -68,9 +123,12 @@ describe("loadConfig", () => {
       timeout_s: 600,
       prices: {},
       prompt_cache_ttl: "1h",
+      fallbacks: [],
+      fallback_cooldown_s: 300,
       batch_max_steps: 5,
       batch_poll_s: 30,
     });
+    expect(config.models).toEqual({});
     expect(config.queue).toEqual({
       backend: "sqlite",
       url: undefined,
@@ -208,7 +266,7 @@ describe("loadConfig", () => {
     const file = writeConfig("llm:\n  modle: claude-sonnet-4-5\n");
     expect(loadError().message).toBe(
       `${file}: llm.modle: unknown key; did you mean "model"? ` +
-        "(known keys under llm: provider, model, api_key, base_url, max_tokens, context_window, timeout_s, prices, prompt_cache_ttl, batch_max_steps, batch_poll_s).",
+        "(known keys under llm: provider, model, api_key, base_url, max_tokens, context_window, timeout_s, prices, prompt_cache_ttl, fallbacks, fallback_cooldown_s, batch_max_steps, batch_poll_s).",
     );
   });
 

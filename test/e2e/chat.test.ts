@@ -349,12 +349,15 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(fake.requests).toHaveLength(1);
-    const [reply, usage, everywhere, agent, conversation, agents] = result.stdout.split("\n");
+    const [reply, usage, everywhere, agent, model, conversation, last, agents] =
+      result.stdout.split("\n");
     expect(reply).toBe("Hello.");
     expect(usage).toMatch(/^This conversation: 1 model calls, \$[\d.]+ \(\d+ in, \d+ out, /);
     expect(everywhere).toMatch(/^Today: \$[\d.]+; this month: \$[\d.]+ \(every chat and cron\)$/);
     expect(agent).toBe("Agent: pickle");
+    expect(model).toBe("Model: default (claude-sonnet-4-6); no fallbacks");
     expect(conversation).toMatch(/^Conversation: 2 messages, context ~\d+k of \d+k tokens/);
+    expect(last).toBe("Last answer: claude-sonnet-4-6");
     expect(agents).toBe("Agents (this chat: pickle):");
     expect(result.stdout).not.toContain("Queue:");
   });

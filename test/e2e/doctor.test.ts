@@ -118,6 +118,24 @@ describe("picklebot doctor", () => {
     expect(model.requests).toHaveLength(0);
   });
 
+  it("checks every named model's key, and names the entry whose key is refused", async () => {
+    editConfig(
+      (yaml) =>
+        `${yaml}\nmodels:\n  haiku:\n    model: claude-haiku-4-5\n  other:\n    model: x\n    api_key: sk-ant-other-key\n`,
+    );
+
+    const { code, line, stdout } = await doctor();
+
+    expect(code).toBe(1);
+    const [check] = line("model key");
+    expect(check).toMatchObject({ status: "fail" });
+    expect(check?.detail).toMatch(
+      /^default: accepted by .*; haiku: accepted by .*; other: .*HTTP 401/,
+    );
+    expect(check?.fix).toMatch(/^other: /);
+    expect(stdout).not.toContain("sk-ant-other-key");
+  });
+
   describe("chat tokens", () => {
     let telegram: FakeTelegram;
     let discord: FakeDiscord;

@@ -20,7 +20,7 @@ import { AgentRunner } from "../../src/agents/runner.js";
 import { chatAgentDirectory } from "../../src/chat/agents.js";
 import { MessageBusWorker } from "../../src/chat/receiver.js";
 import { ChatSenders } from "../../src/chat/senders.js";
-import { type Config, secretValues } from "../../src/config/index.js";
+import { type Config, modelEntryNames, secretValues } from "../../src/config/index.js";
 import { FrontendRegistry } from "../../src/frontends/registry.js";
 import {
   type Checkpoint,
@@ -242,6 +242,10 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     answerChoice: (press, from) => desk.answerPress(press, from),
     contextUsage: (agentId, sessionId) => runner.contextUsage(agentId, sessionId),
     usage: storage.usage,
+    models: {
+      names: modelEntryNames(config),
+      chainOf: (agentId, model) => runner.modelsShown(agentId, model),
+    },
     pricing: { prices: config.llm.prices, timezone: config.timezone },
     clock,
     logger,

@@ -130,8 +130,23 @@ export function historyContract(name: string, makeStore: HistoryFactory): void {
         updatedAt: clock.now(),
         messageCount: 0,
         usage: usage(0, 0, 0, 0),
+        model: null,
       } satisfies Session);
       expect(await store.getSession(created.id)).toEqual(created);
+    });
+
+    it("keeps the named model a session is created with or set to, across a reopen", async () => {
+      const chosen = await store.createSession({ key: "k", agentId: "pickle", model: "haiku" });
+      expect(chosen.model).toBe("haiku");
+      const plain = await store.createSession({ key: "j", agentId: "pickle" });
+      await store.setSessionModel(plain.id, "backup");
+      await store.setSessionModel(chosen.id, null);
+      store = await fixture.reopen();
+      expect((await store.getSession(plain.id))?.model).toBe("backup");
+      expect((await store.getSession(chosen.id))?.model).toBeNull();
+      await expect(store.setSessionModel("s_missing", "x")).rejects.toThrow(
+        /not in the history store/,
+      );
     });
 
     it("gives every session its own id", async () => {

@@ -440,6 +440,16 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
         fallback: false,
       };
 
+      it("stores the model a job names (a cron's), null when it names none", async () => {
+        const plain = await queue.enqueue(chatJob("p", "plain"));
+        const named = await queue.enqueue(chatJob("m", "on haiku", { model: "haiku" }));
+        expect(plain.model).toBeNull();
+        expect(named.model).toBe("haiku");
+        const claimed = await queue.claim("w", 5);
+        expect(claimed.find((job) => job.sessionKey === "m")?.model).toBe("haiku");
+        expect((await queue.get(plain.id))?.model).toBeNull();
+      });
+
       it("stores the batch flag and, fenced, the batch step, kept across a park and a claim", async () => {
         const plain = await queue.enqueue(chatJob("p", "plain"));
         expect(plain).toMatchObject({ batch: false, batchStep: null });

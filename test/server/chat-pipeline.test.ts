@@ -110,7 +110,7 @@ describe("chat path in-process", () => {
     say("/status");
     const status = await waitFor(() => core.platform.texts(CHAT_ID)[1], "the status");
     expect(status).toMatch(
-      /^Agent: pickle\nConversation: 2 messages, context ~0k of 200k tokens \(0%\); \d+ tokens used in all\nQueue: nothing running, 0 waiting$/,
+      /^Agent: pickle\nModel: default \([\w.-]+\); no fallbacks\nConversation: 2 messages, context ~0k of 200k tokens \(0%\); \d+ tokens used in all\nLast answer: [\w.-]+\nQueue: nothing running, 0 waiting$/,
     );
   });
 

@@ -138,10 +138,11 @@ describe("openStorage: a database from before the checkpointed column (migration
         DROP TABLE session_memory; DROP TABLE messages_search;
         ${[
           ...["waiting_for", "parent_id", "tool_results", "stop_requested", "checkpointed"],
-          ...["task", "batch", "batch_step", "sender"],
+          ...["task", "batch", "batch_step", "sender", "model"],
         ]
           .map((column) => `ALTER TABLE jobs DROP COLUMN ${column};`)
           .join(" ")}
+        ALTER TABLE sessions DROP COLUMN model;
         PRAGMA user_version = 5;`,
       );
       db.close();

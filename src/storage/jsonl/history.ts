@@ -30,6 +30,7 @@ import {
   type HistoryStore,
   SESSION_LIST_LIMIT,
   type Session,
+  type SessionInit,
   type StoredMessage,
   type UsageLedger,
   type UsageQuery,
@@ -98,7 +99,7 @@ export class JsonlHistoryStore implements HistoryStore, UsageLedger {
     this.#newId = options.newId ?? (() => newSessionId(this.#clock.now()));
   }
 
-  async createSession(init: { key: string; agentId: string }): Promise<Session> {
+  async createSession(init: SessionInit): Promise<Session> {
     const index = this.#currentIndex();
     const id = this.#newId();
     assertSafeSessionId(id);
@@ -114,9 +115,16 @@ export class JsonlHistoryStore implements HistoryStore, UsageLedger {
       session_id: id,
       key: init.key,
       agent_id: init.agentId,
+      ...(init.model ? { model: init.model } : {}),
       at: this.#clock.now(),
     });
     return index.get(id) as Session;
+  }
+
+  async setSessionModel(sessionId: string, model: string | null): Promise<void> {
+    const index = this.#currentIndex();
+    if (!index.get(sessionId)) throw unknownSessionError(sessionId);
+    index.record({ event: "model_chosen", session_id: sessionId, model, at: this.#clock.now() });
   }
 
   async getSession(id: string): Promise<Session | null> {

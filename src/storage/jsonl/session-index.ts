@@ -32,6 +32,13 @@ const indexEventSchema = z.discriminatedUnion("event", [
     session_id: z.string().refine(isSafeSessionId),
     key: z.string(),
     agent_id: z.string(),
+    model: z.string().optional(),
+    at: z.number(),
+  }),
+  z.object({
+    event: z.literal("model_chosen"),
+    session_id: z.string(),
+    model: z.string().nullable(),
     at: z.number(),
   }),
   z.object({
@@ -120,12 +127,17 @@ export class SessionIndex {
         updatedAt: event.at,
         messageCount: 0,
         usage: zeroUsage(),
+        model: event.model ?? null,
       };
       this.#sessions.set(session.id, { session, order: this.#sessions.size });
       return;
     }
     const session = this.#sessions.get(event.session_id)?.session;
     if (session === undefined) return;
+    if (event.event === "model_chosen") {
+      session.model = event.model;
+      return;
+    }
     session.updatedAt = event.at;
     session.messageCount += 1;
     session.title ??= event.title ?? null;

@@ -478,6 +478,7 @@ function snapshot(job: StoredJob): Job {
     batch: job.batch,
     batchStep: job.batchStep && { ...job.batchStep },
     sender: job.sender && { ...job.sender },
+    model: job.model,
   };
 }
 

@@ -15,6 +15,7 @@ import {
   type HistoryStore,
   SESSION_LIST_LIMIT,
   type Session,
+  type SessionInit,
   type StoredMessage,
   type UsageLedger,
   type UsageQuery,
@@ -47,7 +48,8 @@ const SESSION_ORDER = "ORDER BY created_at DESC, seq DESC";
 
 const SQL = {
   insertSession:
-    "INSERT INTO sessions (id, key, agent_id, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)",
+    "INSERT INTO sessions (id, key, agent_id, created_at, updated_at, model) VALUES ($1, $2, $3, $4, $4, $5)",
+  updateSessionModel: "UPDATE sessions SET model = $1 WHERE id = $2",
   selectSession: "SELECT * FROM sessions WHERE id = $1",
   selectCurrentSession: `SELECT * FROM sessions WHERE key = $1 ${SESSION_ORDER} LIMIT 1`,
   selectSessions: `SELECT * FROM sessions ${SESSION_ORDER} LIMIT $1`,
@@ -114,15 +116,18 @@ export class PostgresHistoryStore implements HistoryStore, UsageLedger {
     this.#newId = options.newId ?? (() => newSessionId(this.#clock.now()));
   }
 
-  async createSession(init: { key: string; agentId: string }): Promise<Session> {
+  async createSession(init: SessionInit): Promise<Session> {
     this.#assertOpen();
     const id = this.#newId();
     assertSafeSessionId(id);
     const now = this.#clock.now();
+    const model = init.model ?? null;
     // Safe to repeat: a second insert of the same id fails on the key, not silently.
-    await this.#pool.query(SQL.insertSession, [id, init.key, init.agentId, now]);
+    await this.#pool.query(SQL.insertSession, [id, init.key, init.agentId, now, model]);
     return {
-      ...init,
+      key: init.key,
+      agentId: init.agentId,
+      model,
       id,
       title: null,
       createdAt: now,
@@ -130,6 +135,14 @@ export class PostgresHistoryStore implements HistoryStore, UsageLedger {
       messageCount: 0,
       usage: zeroUsage(),
     };
+  }
+
+  async setSessionModel(sessionId: string, model: string | null): Promise<void> {
+    this.#assertOpen();
+    const result = await retryOnDisconnect(() =>
+      this.#pool.query(SQL.updateSessionModel, [model, sessionId]),
+    );
+    if (result.rowCount === 0) throw unknownSessionError(sessionId);
   }
 
   async getSession(id: string): Promise<Session | null> {

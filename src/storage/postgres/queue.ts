@@ -131,6 +131,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
       job.parentId,
       job.batch,
       job.sender && JSON.stringify(job.sender),
+      job.model,
     ];
     const row = await retryOnDisconnect(async () => {
       const inserted = await this.#pool.query<JobRow>(prepared("enqueue", params));

@@ -16,6 +16,7 @@ import {
   type HistoryStore,
   SESSION_LIST_LIMIT,
   type Session,
+  type SessionInit,
   type StoredMessage,
   type UsageLedger,
   type UsageQuery,
@@ -86,14 +87,17 @@ export class SqliteHistoryStore implements HistoryStore, UsageLedger {
   }
 
   /** Creates a session for `key`, which becomes that key's current session. */
-  createSessionSync(init: { key: string; agentId: string }): Session {
+  createSessionSync(init: SessionInit): Session {
     this.#assertOpen();
     const id = this.#newId();
     assertSafeSessionId(id);
     const now = this.#clock.now();
-    this.#sql.insertSession.run(id, init.key, init.agentId, now, now);
+    const model = init.model ?? null;
+    this.#sql.insertSession.run(id, init.key, init.agentId, now, now, model);
     return {
-      ...init,
+      key: init.key,
+      agentId: init.agentId,
+      model,
       id,
       title: null,
       createdAt: now,
@@ -133,8 +137,14 @@ export class SqliteHistoryStore implements HistoryStore, UsageLedger {
     return this.#appendTransaction.immediate(sessionId, message, options);
   }
 
-  async createSession(init: { key: string; agentId: string }): Promise<Session> {
+  async createSession(init: SessionInit): Promise<Session> {
     return this.createSessionSync(init);
+  }
+
+  async setSessionModel(sessionId: string, model: string | null): Promise<void> {
+    this.#assertOpen();
+    if (this.#sql.updateSessionModel.run(model, sessionId).changes === 0)
+      throw unknownSessionError(sessionId);
   }
 
   async getSession(id: string): Promise<Session | null> {
@@ -250,8 +260,11 @@ type Statements = ReturnType<typeof prepareStatements>;
 /** Prepares every statement once; the tables must exist (migrations applied). */
 function prepareStatements(db: Database.Database) {
   return {
-    insertSession: db.prepare<[string, string, string, number, number]>(
-      "INSERT INTO sessions (id, key, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+    insertSession: db.prepare<[string, string, string, number, number, string | null]>(
+      "INSERT INTO sessions (id, key, agent_id, created_at, updated_at, model) VALUES (?, ?, ?, ?, ?, ?)",
+    ),
+    updateSessionModel: db.prepare<[string | null, string]>(
+      "UPDATE sessions SET model = ? WHERE id = ?",
     ),
     selectSession: db.prepare<[string], SessionRow>("SELECT * FROM sessions WHERE id = ?"),
     selectCurrentSession: db.prepare<[string], SessionRow>(

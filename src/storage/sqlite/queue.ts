@@ -126,6 +126,7 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
       parentId: job.parentId,
       batch: job.batch ? 1 : 0,
       sender: job.sender && JSON.stringify(job.sender),
+      model: job.model,
       now,
     });
     if (inserted.changes === 0) return this.#byDedupeKey(newJob.dedupeKey);

@@ -1,0 +1,151 @@
+/**
+ * Fallback chains from Telegram: `picklebot server` as a child process, the real telegraf
+ * against the fake Bot API, and two fake Anthropic servers as two named models: the
+ * default entry (`llm:`) and `backup`.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type FakeAnthropic, type FakeReply, startFakeAnthropic } from "../fakes/anthropic.js";
+import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { startBusServer, telegramYaml } from "../helpers/bus.js";
+import { runCli } from "../helpers/cli.js";
+import { killAllServers, openWorkspaceDb } from "../helpers/server.js";
+import { waitFor } from "../helpers/wait.js";
+import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
+
+const OWNER = 4242;
+const NOTICE =
+  "(Answered by backup, backup-model: default is failing (503); default is tried again on the next message.)";
+
+let primary: FakeAnthropic;
+let backup: FakeAnthropic;
+let telegram: FakeTelegram;
+let ws: TempWorkspace;
+/** The primary's answer while its script is empty: a 503 until the test brings it back. */
+let primaryAnswer: FakeReply;
+
+beforeEach(async () => {
+  primaryAnswer = { error: { status: 503 } };
+  primary = await startFakeAnthropic({ defaultReply: () => primaryAnswer });
+  backup = await startFakeAnthropic({ defaultReply: { text: "backup here" } });
+  telegram = await startFakeTelegram();
+  ws = makeWorkspace({
+    "picklebot.yaml": [
+      "llm:",
+      "  api_key: test-key",
+      `  base_url: ${primary.url}`,
+      "  timeout_s: 20",
+      "  fallbacks: [backup]",
+      "  fallback_cooldown_s: 0",
+      "models:",
+      "  backup:",
+      "    model: backup-model",
+      `    base_url: ${backup.url}`,
+      "http:",
+      "  port: 0",
+      telegramYaml(telegram, { allowedUserIds: [OWNER] }),
+    ].join("\n"),
+  });
+});
+
+afterEach(async () => {
+  await killAllServers();
+  await telegram.close();
+  await primary.close();
+  await backup.close();
+  ws.remove();
+});
+
+function say(text: string) {
+  return telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text });
+}
+
+/** Waits until the bot has sent `count` messages to the owner, and returns the last. */
+async function nthReply(count: number): Promise<string> {
+  await telegram.waitFor(() => telegram.messages(OWNER).length >= count, 20_000);
+  return telegram.messages(OWNER)[count - 1] ?? "";
+}
+
+describe("fallback chains", () => {
+  it("answers from the fallback with a one-line notice while the primary fails, then from the primary again", async () => {
+    await startBusServer(ws.dir, ["telegram"]);
+
+    await say("hello?");
+    expect(await nthReply(1)).toBe(`${NOTICE}\n\nbackup here`);
+    expect(backup.requests.map((request) => request.body.model)).toEqual(["backup-model"]);
+
+    primaryAnswer = { text: "primary is back" };
+    await say("and now?");
+    expect(await nthReply(2)).toBe("primary is back");
+    expect(backup.requests).toHaveLength(1);
+    const history = backup.requests[0]?.body.messages ?? [];
+    expect(JSON.stringify(history)).toContain("hello?");
+
+    const db = openWorkspaceDb(ws.dir);
+    const models = db.prepare("SELECT model FROM usage ORDER BY created_at, seq").pluck().all();
+    db.close();
+    expect(models).toEqual(["backup-model", "claude-sonnet-4-6"]);
+  });
+
+  it("continues a turn whose tools already ran on the fallback, without running them again", async () => {
+    ws.write(
+      "agents/pickle/AGENT.md",
+      "---\nname: Pickle\ndescription: x\ntools: [bash]\napprovals:\n  bash: allow\n---\nYou are Pickle.\n",
+    );
+    primary.script({
+      toolUses: [{ name: "bash", input: { command: "echo ran >> runs.txt" } }],
+    });
+    await startBusServer(ws.dir, ["telegram"]);
+
+    await say("note that it ran");
+    expect(await nthReply(1)).toBe(`${NOTICE}\n\nbackup here`);
+    expect(readFileSync(join(ws.dir, "runs.txt"), "utf8")).toBe("ran\n");
+    const sent = JSON.stringify(backup.requests[0]?.body.messages);
+    expect(sent).toContain('"type":"tool_use"');
+    expect(sent).toContain('"type":"tool_result"');
+    const toolUseCalls = primary.requests.filter((request) =>
+      JSON.stringify(request.body.messages).includes("tool_result"),
+    );
+    expect(primary.requests.length - toolUseCalls.length).toBe(1);
+  });
+
+  it("/model NAME switches the chat to another named model, which answers its next message", async () => {
+    primaryAnswer = { text: "primary here" };
+    await startBusServer(ws.dir, ["telegram"]);
+
+    await say("/model backup");
+    expect(await nthReply(1)).toBe(
+      "This conversation now uses backup (backup-model); no fallbacks. /new goes back to the agent's model.",
+    );
+    await say("who answers?");
+    expect(await nthReply(2)).toBe("backup here");
+    expect(primary.requests).toHaveLength(0);
+    await say("/status");
+    expect(await nthReply(3)).toContain("\nLast answer: backup-model");
+  });
+
+  it("runs a cron on the named model it names, and refuses a cron whose model is a typo of one", async () => {
+    primaryAnswer = { text: "primary here" };
+    ws.write(
+      "crons/digest.yaml",
+      'schedule: "0 0 1 1 *"\nprompt: digest\nmodel: backup\nenabled: false\n',
+    );
+    ws.write(
+      "crons/typo.yaml",
+      'schedule: "0 0 1 1 *"\nprompt: digest\nmodel: bakup\nenabled: false\n',
+    );
+    await startBusServer(ws.dir, ["telegram"]);
+
+    const run = await runCli(["cron", "run", "digest", "--workspace", ws.dir]);
+    expect(run.code).toBe(0);
+    await waitFor(() => backup.requests.length === 1, "the cron's call to backup", 20_000);
+    expect(backup.requests[0]?.body.model).toBe("backup-model");
+    expect(primary.requests).toHaveLength(0);
+
+    const typo = await runCli(["cron", "run", "typo", "--workspace", ws.dir]);
+    expect(typo.code).not.toBe(0);
+    expect(typo.stderr).toContain("typo.yaml");
+    expect(typo.stderr).toContain('"model" "bakup" is no named model (did you mean "backup"?)');
+  });
+});
