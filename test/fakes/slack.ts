@@ -308,16 +308,18 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   function injectFault(call: SlackCall, fault: SlackFault, response: ServerResponse): void {
     if ("error" in fault) {
       call.outcome = fault.error;
-      return send(response, 200, { ok: false, error: fault.error });
+      send(response, 200, { ok: false, error: fault.error });
+      return;
     }
     call.outcome = `http ${fault.status}`;
     if (fault.status === 429) {
-      return send(
+      send(
         response,
         429,
         { ok: false, error: "ratelimited" },
         { "retry-after": String(fault.retryAfterS) },
       );
+      return;
     }
     response.writeHead(502, { "content-type": "text/html" });
     response.end("<html>502 Bad Gateway</html>");
