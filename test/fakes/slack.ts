@@ -326,7 +326,11 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   }
 
   /** Runs one Web API method as Slack would. */
-  function run(method: string, token: string, body: Record<string, unknown>) {
+  function run(
+    method: string,
+    token: string,
+    body: Record<string, unknown>,
+  ): { ok: boolean; error?: string } & Record<string, unknown> {
     if (token === "") return { ok: false, error: "not_authed" };
     const isBot = token === botToken && !revoked.has(token);
     const isApp = token === appToken && !revoked.has(token);
