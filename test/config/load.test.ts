@@ -416,8 +416,8 @@ describe("loadConfig: bindings", () => {
     );
     const lines = loadError({}, { agentIds }).message.split("\n");
     expect(lines).toEqual([
-      `${file}: bindings[0].chat: expected a chat address, telegram:<chat_id> or discord:<channel_id>, such as telegram:123456789, found "slack:1"; correct it.`,
-      `${file}: bindings[1].chat: expected a chat address, telegram:<chat_id> or discord:<channel_id>, such as telegram:123456789, found "discord:general"; correct it.`,
+      `${file}: bindings[0].chat: expected a chat address, telegram:<chat_id> or discord:<channel_id> or slack:<channel_id>, such as telegram:123456789, found "slack:1"; correct it.`,
+      `${file}: bindings[1].chat: expected a chat address, telegram:<chat_id> or discord:<channel_id> or slack:<channel_id>, such as telegram:123456789, found "discord:general"; correct it.`,
     ]);
     writeConfig(
       "bindings:\n  - chat: telegram:1\n    agent: coder\n  - chat: telegram:1\n    agent: pickle\n",
