@@ -39,6 +39,9 @@ function convertProse(text: string): string {
     .join("\n");
 }
 
+/** Stands for a bold mark while single `*` become italics. */
+const BOLD = "\u0000";
+
 /** Bold, italics, strikes and links of one line, outside its `code` spans. */
 function convertInline(line: string): string {
   const parts = line.split(/(`[^`]*`)/);
@@ -46,11 +49,11 @@ function convertInline(line: string): string {
     .map((part, index) => {
       if (index % 2 === 1) return part;
       return part
-        .replace(/\*\*(.+?)\*\*|__(.+?)__/g, (_, a, b) => `\u0000${a ?? b}\u0000`)
+        .replace(/\*\*(.+?)\*\*|__(.+?)__/g, (_, a, b) => `${BOLD}${a ?? b}${BOLD}`)
         .replace(/(^|[^\w*])\*(?!\s)([^*]+?)(?<!\s)\*(?![\w*])/g, "$1_$2_")
         .replace(/~~(.+?)~~/g, "~$1~")
         .replace(/\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)/g, "<$2|$1>")
-        .replace(/\u0000/g, "*");
+        .replaceAll(BOLD, "*");
     })
     .join("");
 }
