@@ -104,6 +104,8 @@ export interface FakeSlackMessage {
   threadTs?: string;
   /** Sent by a bot: its `bot_id`. */
   botId?: string;
+  /** Not a new message: `message_changed`, `message_deleted`, … */
+  subtype?: string;
 }
 
 /** A started fake Slack; see the file header. */
@@ -441,7 +443,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       return dm;
     },
     messages: (channelId) => channels.get(channelId)?.messages ?? [],
-    write({ userId, channelId, text, threadTs, botId }) {
+    write({ userId, channelId, text, threadTs, botId, subtype }) {
       const channel = channels.get(channelId);
       if (!channel) throw new Error(`fake Slack: no channel ${channelId}`);
       const ts = nextTs();
@@ -454,6 +456,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
         ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
         ...(botId === undefined ? { client_msg_id: randomBytes(8).toString("hex") } : {}),
         ...(botId === undefined ? {} : { bot_id: botId }),
+        ...(subtype === undefined ? {} : { subtype }),
       };
       const mentioned = text.includes(`<@${botUserId}>`);
       let event: Record<string, unknown>;
