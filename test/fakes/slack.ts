@@ -73,6 +73,10 @@ export interface SlackCall {
   body: Record<string, unknown>;
   /** Slack's answer: `ok`, or the error code, or `http <status>`. */
   outcome: string;
+  /** Epoch milliseconds (fractional) when the request arrived. */
+  time: number;
+  /** The `ts` of the message a successful chat.postMessage or chat.update showed. */
+  ts?: string;
 }
 
 /** An answer to a press through its `response_url`. */
@@ -120,6 +124,8 @@ export interface FakeSlack {
   /** A public channel the bot is not in. */
   readonly foreignChannelId: string;
   readonly calls: SlackCall[];
+  /** Called with each Web API call once it is answered (the chaos run kills on it). */
+  onCall: ((call: SlackCall) => void) | null;
   readonly envelopes: SentEnvelope[];
   readonly pressResponses: PressResponse[];
   /** Adds a person (for users.info) and opens their DM with the bot; returns its id. */
@@ -285,7 +291,12 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       return answerPress(url.pathname.slice("/response/".length), body, response);
     }
     const method = url.pathname.replace(/^\/api\//, "");
-    const call: SlackCall = { method, body, outcome: "ok" };
+    const call: SlackCall = {
+      method,
+      body,
+      outcome: "ok",
+      time: performance.timeOrigin + performance.now(),
+    };
     calls.push(call);
     const hangsLeft = hangs.get(method) ?? 0;
     if (hangsLeft > 0) {
@@ -299,8 +310,10 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     const token = (request.headers.authorization ?? "").replace(/^Bearer /, "") || body.token;
     const answer = run(method, String(token ?? ""), body);
     call.outcome = answer.ok ? "ok" : String(answer.error);
+    if (answer.ok && typeof answer.ts === "string") call.ts = answer.ts;
     const headers = method === "auth.test" && answer.ok ? { "x-oauth-scopes": scopes() } : {};
     send(response, 200, answer, headers);
+    fake.onCall?.(call);
   }
 
   function scopes(): string {
@@ -426,7 +439,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     answer(200);
   }
 
-  return {
+  const fake: FakeSlack = {
+    onCall: null,
     botToken,
     appToken,
     botUserId,
@@ -522,4 +536,5 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  return fake;
 }
