@@ -327,11 +327,15 @@ function slackSchema(env: Environment) {
   return z
     .strictObject({
       enabled: flag().default(false),
-      bot_token: secret(env, "SLACK_BOT_TOKEN").pipe(
-        slackToken("xoxb-", "the Bot User OAuth Token (OAuth & Permissions)"),
+      bot_token: slackToken(
+        secret(env, "SLACK_BOT_TOKEN"),
+        "xoxb-",
+        "the Bot User OAuth Token (OAuth & Permissions)",
       ),
-      app_token: secret(env, "SLACK_APP_TOKEN").pipe(
-        slackToken("xapp-", "an app-level token with connections:write (Basic Information)"),
+      app_token: slackToken(
+        secret(env, "SLACK_APP_TOKEN"),
+        "xapp-",
+        "an app-level token with connections:write (Basic Information)",
       ),
       allowed_user_ids: z.array(userId).default([]),
       api_url: httpUrl().optional(),
@@ -343,8 +347,10 @@ function slackSchema(env: Environment) {
 }
 
 /** A Slack token of one kind: it starts with `prefix`; `what` says which token belongs here. */
-function slackToken(prefix: string, what: string) {
-  return z.string().startsWith(prefix, `must start with ${prefix}: put ${what} here`).optional();
+function slackToken(token: ReturnType<typeof secret>, prefix: string, what: string) {
+  return token.refine((value) => value === undefined || value.startsWith(prefix), {
+    message: `a token starting with ${prefix}, ${what}`,
+  });
 }
 
 function httpSchema() {
