@@ -164,7 +164,7 @@ describe("outbox keys", () => {
     "post:j1",
     "post::abc",
     "post:j1:abc:extra",
-    "bus:slack:1",
+    "bus:matrix:1",
     "bus:telegram:",
     "bus:telegram",
     "budget:the workspace:day:1:exceeded",
