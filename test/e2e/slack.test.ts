@@ -6,13 +6,14 @@
  * reconnecting.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CREDENTIAL_SERVICES } from "../../src/config/index.js";
 import { WELCOME_TEXT } from "../../src/storage/pairing-approval.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeSlack, type StoredMessage, startFakeSlack } from "../fakes/slack.js";
 import { CAREFUL_AGENT, echoHiModel } from "../helpers/approvals.js";
 import { busWorkspace, healthz, slackYaml, startBusServer } from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
-import { killAllServers } from "../helpers/server.js";
+import { killAllServers, startServer } from "../helpers/server.js";
 import { waitFor } from "../helpers/wait.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
 
@@ -174,6 +175,31 @@ describe("picklebot server with a Slack bot", () => {
       buses: [{ platform: "slack", state: "connected" }],
     });
     expect(server.transcript()).not.toContain(slack.botToken);
+    expect(server.transcript()).not.toContain(slack.appToken);
+  });
+
+  it("tells a revoked app-level token once, with doctor's fix, on /healthz, the overview and status", async () => {
+    slack.revoke(slack.appToken);
+    ws = busWorkspace(anthropic.url, slackYaml(slack, { allowedUserIds: [OWNER] }));
+    const server = await startServer(ws.dir);
+    await waitFor(() => slack.callsTo("apps.connections.open").length >= 4, "three retries");
+
+    const refusal = `Slack refused a token (app_token, apps.connections.open: invalid_auth); ${CREDENTIAL_SERVICES.slack.fix}`;
+    expect(server.linesMatching("slack: could not connect")).toEqual([
+      expect.objectContaining({ level: 50, error: refusal }),
+    ]);
+    const health = await server.fetch("/healthz");
+    expect(health.status).toBe(503);
+    expect(await health.json()).toMatchObject({
+      buses: [{ platform: "slack", state: "connecting" }],
+      unhealthy: [refusal],
+    });
+    const overview = await (await server.fetch("/")).text();
+    expect(overview).toContain("<dt>slack</dt>");
+    expect(overview).toContain("connecting, login refused");
+    expect(await cli("status")).toContain(`  unhealthy  ${refusal}\n`);
+    const doctor = await runCli(["doctor", "--json", "--workspace", ws.dir]);
+    expect(doctor.stdout).toContain(JSON.stringify(CREDENTIAL_SERVICES.slack.fix));
     expect(server.transcript()).not.toContain(slack.appToken);
   });
 
