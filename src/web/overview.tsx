@@ -173,8 +173,8 @@ function Workers(props: { workers: HealthView["workers"] }) {
   );
 }
 
-/** The platforms one may enable, as the empty list names them: "telegram, discord or slack". */
-const NO_BUS_HINT = `${CHAT_PLATFORM_KINDS.slice(0, -1).join(", ")} or ${CHAT_PLATFORM_KINDS.at(-1)}`;
+/** The platforms one may enable, as the server's start-up summary names them too. */
+const NO_BUS_HINT = CHAT_PLATFORM_KINDS.join(" or ");
 
 function Buses(props: { buses: HealthView["buses"] }) {
   return (
