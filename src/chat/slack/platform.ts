@@ -427,32 +427,31 @@ export class SlackPlatform implements ChatPlatform {
   /** Hands one envelope over; acks it once handled, so Slack sends it again otherwise. */
   async #receive(envelope: Envelope): Promise<void> {
     try {
-      const handled = await this.#handOver(envelope);
-      if (handled) await envelope.ack();
+      await this.#handOver(envelope);
+      await envelope.ack();
     } catch (error) {
       this.#logger.warn(
         { error: toError(error).message },
-        "slack: an event could not be stored; Slack sends it again",
+        "slack: an event was not stored or not acknowledged; Slack sends it again",
       );
     }
   }
 
-  /** Runs the handler an envelope is for; false when it was not stored (not acked). */
-  async #handOver({ type, body }: Envelope): Promise<boolean> {
+  /**
+   * Runs the handler an envelope is for (none: an event the bot does not read); rejects
+   * when the handler did, so the envelope is not acked.
+   */
+  async #handOver({ type, body }: Envelope): Promise<void> {
     if (type === "events_api" && body.event) {
       const message = await this.#accept(body.event);
       if (message) await this.#onMessage(message);
-      return true;
-    }
-    if (type === "interactive" && body.type === "block_actions") {
+    } else if (type === "interactive" && body.type === "block_actions") {
       const press = toIncomingChoice(body as BlockActions);
       if (press && this.#onChoice) {
         if (body.response_url) this.#pressUrls.keep(press.pressId, body.response_url);
         await this.#onChoice(press);
       }
-      return true;
     }
-    return true;
   }
 
   /** Applies the platform's rules: DMs and mentions, from people, as plain new messages. */
