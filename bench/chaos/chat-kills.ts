@@ -4,9 +4,9 @@
  * signal, recording the kill's time in the server's generation.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { FakeTelegram, TelegramCall } from "../../test/fakes/telegram.js";
 import { openWorkspaceDb, type ServerProcess } from "../../test/helpers/server.js";
 import type { Run } from "./chat.js";
+import type { ChaosCall, ChaosPlatform } from "./chat-platforms.js";
 import { type Generation, numberOf, replyText } from "./chat-verify.js";
 
 /** The log line of a server that is up. */
@@ -47,16 +47,15 @@ export async function killWhen(mode: KillMode, server: ServerProcess, run: Run):
   // Give it a moment first, or every cycle would hit the first send after recovery.
   await sleep(random.between(0, 1500));
   if (mode === "stored") return killWhenStored(run, server, generation);
-  const isSend = (call: TelegramCall) => call.method === "sendMessage" && call.status === 200;
-  const isShow = (call: TelegramCall) =>
-    (call.method === "sendMessage" || call.method === "editMessageText") && call.status === 200;
+  const isSend = (call: ChaosCall) => call.kind === "send" && call.ok;
+  const isShow = (call: ChaosCall) => call.ok;
   const which =
     mode === "accepted"
       ? isSend
       : mode === "sent"
-        ? (call: TelegramCall) => isShow(call) && showsLastPart(call, run)
+        ? (call: ChaosCall) => isShow(call) && showsLastPart(call, run)
         : isShow;
-  const call = await nextCall(run.telegram, which, 4000, () => {
+  const call = await nextCall(run.platform, which, 4000, () => {
     if (mode === "accepted") return killNow(server, generation);
     // After the answer is written: the server has it, and 0–2 ms to act on it.
     setImmediate(() => {
@@ -65,31 +64,30 @@ export async function killWhen(mode: KillMode, server: ServerProcess, run: Run):
     });
   });
   if (!call) return `no ${mode === "accepted" ? "send" : "call"} came`;
-  return `${call.method} of m${numberOf(String(call.params.text ?? "")) ?? "?"}`;
+  return `${call.kind} of m${numberOf(call.text) ?? "?"}`;
 }
 
 /** Whether a call shows the last part of its reply's final text in full. */
-function showsLastPart(call: TelegramCall, run: Run): boolean {
-  const text = String(call.params.text ?? "").replaceAll("\\", "");
-  const n = numberOf(text);
-  return n !== null && replyText(n, run.settings.seed).endsWith(text);
+function showsLastPart(call: ChaosCall, run: Run): boolean {
+  const n = numberOf(call.text);
+  return n !== null && replyText(n, run.settings.seed).endsWith(call.text);
 }
 
 /** Resolves the first call that `which` accepts (after `act` ran on it), or null on timeout. */
 function nextCall(
-  telegram: FakeTelegram,
-  which: (call: TelegramCall) => boolean,
+  platform: ChaosPlatform,
+  which: (call: ChaosCall) => boolean,
   timeoutMs: number,
-  act: (call: TelegramCall) => void,
-): Promise<TelegramCall | null> {
+  act: (call: ChaosCall) => void,
+): Promise<ChaosCall | null> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
-      telegram.onCall = null;
+      platform.onCall = null;
       resolve(null);
     }, timeoutMs);
-    telegram.onCall = (call) => {
+    platform.onCall = (call) => {
       if (!which(call)) return;
-      telegram.onCall = null;
+      platform.onCall = null;
       clearTimeout(timer);
       act(call);
       resolve(call);

@@ -1,11 +1,11 @@
 /**
- * What the chat chaos run checks, from the fake Telegram's record of every call and the
+ * What the chat chaos run checks, from the fake platform's record of every call and the
  * text each bot message shows in the end, and the outbox as the last server left it:
  *
  * - every user message got its final reply, every part of it shown in full in its chat,
- *   and its outbox entry is `delivered`;
+ *   and its outbox entry is `delivered`; the replies of a chat began in its messages' order;
  * - no part of a final reply shows in full in two messages, except a copy sent in the
- *   window docs/guides/chat-platforms.md states ("Delivery you can trust"): Telegram
+ *   window docs/guides/chat-platforms.md states ("Delivery you can trust"): the platform
  *   accepted the send and the process was killed before it stored the message id. A copy
  *   counts as such only when the process that sent it made no later call for that reply
  *   before it was killed (every later call of a reply follows the storing of the id it
@@ -15,17 +15,14 @@
  * was not stored) is a stray partial message: allowed, and counted.
  */
 import { splitMessage } from "../../src/chat/split.js";
-import type { FakeTelegram, TelegramCall } from "../../test/fakes/telegram.js";
+import type { ChaosPlatform } from "./chat-platforms.js";
 import { Random } from "./random.js";
-
-/** Telegram's longest message, as the server splits replies. */
-const TELEGRAM_MAX = 4096;
 
 /** One user message the run sent. */
 export interface SentUserMessage {
   /** 1, 2, 3…: the number in its text and in every line of its reply. */
   number: number;
-  chatId: number;
+  chatId: string;
 }
 
 /** One server process: when it was spawned and when it was SIGKILLed (null: stopped cleanly). */
@@ -45,7 +42,7 @@ export interface OutboxRowSeen {
 export interface WindowCopy {
   reply: number;
   part: number;
-  /** Milliseconds from the send reaching Telegram to the SIGKILL (negative: it was on its way). */
+  /** Milliseconds from the send reaching the platform to the SIGKILL (negative: it was on its way). */
   gapMs: number;
 }
 
@@ -72,8 +69,8 @@ export function numberOf(text: string): number | null {
 }
 
 /**
- * The final reply to message `n`: 80 to 13,000 characters (up to four Telegram messages),
- * plain words only so that Telegram shows exactly what was sent. Every line names `n`,
+ * The final reply to message `n`: 80 to 13,000 characters (up to four Telegram messages,
+ * one Slack message), plain words only so that the chat shows exactly what was sent. Every line names `n`,
  * so every part and every streamed prefix says which reply it belongs to.
  */
 export function replyText(n: number, seed: number): string {
@@ -100,7 +97,7 @@ export function replyText(n: number, seed: number): string {
 
 /** Checks the run; see the file header. */
 export function verifyChat(
-  telegram: FakeTelegram,
+  platform: ChaosPlatform,
   sent: readonly SentUserMessage[],
   outbox: readonly OutboxRowSeen[],
   generations: readonly Generation[],
@@ -119,14 +116,14 @@ export function verifyChat(
     const n = row.text === null ? null : numberOf(row.text);
     if (n !== null) entries.set(n, row);
   }
-  const byChat = new Map<number, SentUserMessage[]>();
+  const byChat = new Map<string, SentUserMessage[]>();
   for (const message of sent) {
     byChat.set(message.chatId, [...(byChat.get(message.chatId) ?? []), message]);
   }
   for (const [chatId, messages] of byChat) {
-    const shown = telegram.botMessagesOf(chatId);
+    const shown = platform.shown(chatId);
     for (const message of messages) {
-      const parts = splitMessage(replyText(message.number, seed), TELEGRAM_MAX);
+      const parts = splitMessage(replyText(message.number, seed), platform.maxMessageLength);
       verdict.parts += parts.length;
       if (parts.length > 1) verdict.multiPartReplies += 1;
       const entry = entries.get(message.number);
@@ -134,7 +131,7 @@ export function verifyChat(
       else if (entry.state !== "delivered") {
         verdict.violations.push(`m${message.number}: its reply is ${entry.state}, not delivered`);
       }
-      const context = { telegram, generations, verdict, chatId, entry };
+      const context = { platform, generations, verdict, chatId, entry };
       for (const [index, part] of parts.entries()) {
         const copies = shown.filter((bot) => bot.text === part).map((bot) => bot.messageId);
         checkPart(context, message.number, index, copies);
@@ -144,15 +141,14 @@ export function verifyChat(
         const gap = lostIdGap(context, message.number, stray.messageId);
         if (gap !== null) verdict.strayPartials.lostIdGapsMs.push(gap);
         else {
-          const stored = entry?.messageIds.includes(String(stray.messageId))
-            ? "stored"
-            : "not stored";
+          const stored = entry?.messageIds.includes(stray.messageId) ? "stored" : "not stored";
           verdict.strayPartials.otherwise.push(
             `m${message.number}: message ${stray.messageId} (${stored}) shows ${stray.text.length} of ${parts.join("").length} characters`,
           );
         }
       }
     }
+    checkOrder(verdict, chatId, shown);
     for (const bot of shown) {
       if (numberOf(bot.text) === null) {
         verdict.violations.push(`chat ${chatId}: unexpected message ${bot.text.slice(0, 120)}`);
@@ -162,15 +158,37 @@ export function verifyChat(
   return verdict;
 }
 
+/**
+ * The replies of a chat began in the order of its messages: the first message showing
+ * each reply (oldest first, as the chat lists them) goes up in number.
+ */
+function checkOrder(
+  verdict: ChatVerdict,
+  chatId: string,
+  shown: readonly { text: string }[],
+): void {
+  const firsts: number[] = [];
+  for (const bot of shown) {
+    const n = numberOf(bot.text);
+    if (n !== null && !firsts.includes(n)) firsts.push(n);
+  }
+  const outOfOrder = firsts.findIndex((n, i) => i > 0 && n < (firsts[i - 1] ?? 0));
+  if (outOfOrder > 0) {
+    verdict.violations.push(
+      `chat ${chatId}: replies out of order: m${firsts[outOfOrder]} after m${firsts[outOfOrder - 1]}`,
+    );
+  }
+}
+
 interface PartContext {
-  telegram: FakeTelegram;
+  platform: ChaosPlatform;
   generations: readonly Generation[];
   verdict: ChatVerdict;
-  chatId: number;
+  chatId: string;
   entry: OutboxRowSeen | undefined;
 }
 
-function checkPart(context: PartContext, n: number, index: number, copies: number[]): void {
+function checkPart(context: PartContext, n: number, index: number, copies: string[]): void {
   const { verdict, entry } = context;
   if (copies.length === 0) {
     verdict.violations.push(`m${n}: part ${index + 1} is not shown in full in any message`);
@@ -178,7 +196,7 @@ function checkPart(context: PartContext, n: number, index: number, copies: numbe
   }
   if (copies.length === 1) return;
   const stored = entry?.messageIds[index];
-  const extra = copies.filter((id) => String(id) !== stored);
+  const extra = copies.filter((id) => id !== stored);
   if (extra.length === copies.length) extra.shift();
   for (const messageId of extra) {
     const gapMs = lostIdGap(context, n, messageId);
@@ -197,10 +215,10 @@ function checkPart(context: PartContext, n: number, index: number, copies: numbe
  * call for reply `n` (the id cannot have been stored): the time from the send to the kill.
  * Null otherwise.
  */
-function lostIdGap(context: PartContext, n: number, messageId: number): number | null {
-  const { telegram, generations, chatId } = context;
-  const calls = telegram.sent.filter((call) => call.status === 200 && chatOf(call) === chatId);
-  const send = calls.find((call) => call.method === "sendMessage" && call.messageId === messageId);
+function lostIdGap(context: PartContext, n: number, messageId: string): number | null {
+  const { platform, generations, chatId } = context;
+  const calls = platform.calls().filter((call) => call.ok && call.chatId === chatId);
+  const send = calls.find((call) => call.kind === "send" && call.messageId === messageId);
   if (!send) return null;
   // A request sent just before the SIGKILL may reach the fake just after it was decided:
   // a call belongs to the last process started before it, up to the next one's start.
@@ -212,16 +230,7 @@ function lostIdGap(context: PartContext, n: number, messageId: number): number |
     (call) =>
       call.time > send.time &&
       call.time < nextStart &&
-      (call.messageId === messageId || numberOf(textOf(call)) === n),
+      (call.messageId === messageId || numberOf(call.text) === n),
   );
   return later ? null : killedAt - send.time;
-}
-
-function chatOf(call: TelegramCall): number {
-  return Number(call.params.chat_id);
-}
-
-/** The text a call sent, without MarkdownV2 escapes (replies are plain words). */
-function textOf(call: TelegramCall): string {
-  return String(call.params.text ?? "").replaceAll("\\", "");
 }

@@ -1,10 +1,11 @@
 /**
  * The chat chaos run: a real `picklebot server` (the built CLI) with its Telegram bus on
- * the fake Telegram, answering user messages in several chats with long streamed replies
- * from the fake Anthropic (edited while they stream, up to four Telegram messages each),
+ * the fake Telegram (or, with `--platform slack`, its Slack bus on the fake Slack),
+ * answering user messages in several chats with long streamed replies from the fake
+ * Anthropic (edited while they stream, up to four Telegram messages each),
  * is SIGKILLed `--kills` times at chosen moments and restarted after each. A last server
  * drains everything and stops on SIGTERM; then chat-verify.ts checks, from what the fake
- * Telegram shows, that every message got its whole reply and no part went out twice
+ * platform shows, that every message got its whole reply and no part went out twice
  * beyond the window docs/guides/chat-platforms.md states ("Delivery you can trust"). Exit
  * code 0 only when nothing was violated.
  *
@@ -18,7 +19,10 @@
  *   sent      0–1 ms after Telegram answered the call that showed a reply's last part
  *             in full (before the outbox marks it delivered)
  *
- * Usage: npm run chaos -- --chat [--messages 200] [--kills 40] [--chats 6] [--seed N] [--keep]
+ * (Telegram or Slack below: the platform of the run.)
+ *
+ * Usage: npm run chaos -- --chat [--platform telegram|slack] [--messages 200] [--kills 40]
+ *        [--chats 6] [--seed N] [--keep]
  */
 import { cpus } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -28,12 +32,16 @@ import {
   lastUserText,
   startFakeAnthropic,
 } from "../../test/fakes/anthropic.js";
-import { type FakeTelegram, startFakeTelegram } from "../../test/fakes/telegram.js";
-import { telegramYaml } from "../../test/helpers/bus.js";
 import { startCli } from "../../test/helpers/cli.js";
 import { openWorkspaceDb, ServerProcess } from "../../test/helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../../test/helpers/workspace.js";
 import { epochNow, KILL_MODES, type KillMode, killNow, killWhen, STARTED } from "./chat-kills.js";
+import {
+  CHAOS_PLATFORMS,
+  type ChaosPlatform,
+  type ChaosPlatformName,
+  startChaosPlatform,
+} from "./chat-platforms.js";
 import {
   type Generation,
   numberOf,
@@ -54,6 +62,7 @@ You answer at length.
 `;
 
 interface Settings {
+  platform: ChaosPlatformName;
   messages: number;
   kills: number;
   chats: number;
@@ -62,8 +71,9 @@ interface Settings {
   help: boolean;
 }
 
-const USAGE = `usage: npm run chaos -- --chat [--messages N] [--kills N] [--chats N] [--seed N] [--keep]
-  --messages  user messages sent over the fake Telegram (default: 200)
+const USAGE = `usage: npm run chaos -- --chat [--platform telegram|slack] [--messages N] [--kills N] [--chats N] [--seed N] [--keep]
+  --platform  the chat platform, on its fake (default: telegram)
+  --messages  user messages sent over the fake platform (default: 200)
   --kills     SIGKILL and restart the server this many times (default: 40)
   --chats     private chats the messages are spread over (default: 6)
   --seed      draw the same replies, kill modes and delays again (default: from the clock)
@@ -74,7 +84,7 @@ export interface Run {
   settings: Settings;
   random: Random;
   ws: TempWorkspace;
-  telegram: FakeTelegram;
+  platform: ChaosPlatform;
   model: FakeAnthropic;
   db: ReturnType<typeof openWorkspaceDb> | null;
   sent: SentUserMessage[];
@@ -102,18 +112,18 @@ export async function main(argv: string[]): Promise<number> {
   const random = new Random(settings.seed);
   const modelRandom = new Random(settings.seed + 1);
   const producerRandom = new Random(settings.seed + 2);
-  const telegram = await startFakeTelegram();
+  const platform = await startChaosPlatform(settings.platform);
   const model = await startFakeAnthropic({ defaultReply: (request) => answer(request) });
-  const chats = Array.from({ length: settings.chats }, (_, index) => 1001 + index);
+  const chats = platform.chats(settings.chats);
   const ws = makeWorkspace({
-    "picklebot.yaml": `llm:\n  api_key: test-key\n  base_url: ${model.url}\n  timeout_s: 20\nhttp:\n  port: 0\nworkers:\n  agent_concurrency: 4\n  max_attempts: 100000\n  job_timeout_s: 60\n${telegramYaml(telegram, { allowedUserIds: chats })}`,
+    "picklebot.yaml": `llm:\n  api_key: test-key\n  base_url: ${model.url}\n  timeout_s: 20\nhttp:\n  port: 0\nworkers:\n  agent_concurrency: 4\n  max_attempts: 100000\n  job_timeout_s: 60\n${platform.yaml(chats)}`,
     "agents/pickle/AGENT.md": AGENT,
   });
   const run: Run = {
     settings,
     random,
     ws,
-    telegram,
+    platform,
     model,
     db: null,
     sent: [],
@@ -134,7 +144,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const begin = performance.now();
   console.log(
-    `chaos --chat: ${settings.messages} messages in ${settings.chats} chats, ${settings.kills} kills, seed ${settings.seed}, workspace ${ws.dir}`,
+    `chaos --chat: ${platform.name}, ${settings.messages} messages in ${settings.chats} chats, ${settings.kills} kills, seed ${settings.seed}, workspace ${ws.dir}`,
   );
   const producing = produce(run, chats, producerRandom);
   try {
@@ -144,17 +154,17 @@ export async function main(argv: string[]): Promise<number> {
     }
     await producing;
     await drain(run);
-    const verdict = verifyChat(telegram, run.sent, outboxRows(run), run.generations, settings.seed);
+    const verdict = verifyChat(platform, run.sent, outboxRows(run), run.generations, settings.seed);
     run.violations.push(...verdict.violations);
     printSummary(run, verdict, (performance.now() - begin) / 1000);
     return run.violations.length === 0 ? 0 : 1;
   } finally {
     run.db?.close();
     await model.close();
-    await telegram.close();
+    await platform.close();
     if (!settings.keep && run.violations.length === 0) ws.remove();
     else {
-      const record = { generations: run.generations, sent: run.sent, calls: telegram.sent };
+      const record = { generations: run.generations, sent: run.sent, calls: platform.record() };
       ws.write("chat-chaos-record.json", JSON.stringify(record));
       console.log(`workspace kept for inspection (with chat-chaos-record.json): ${ws.dir}`);
     }
@@ -162,10 +172,10 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 /** Sends the user messages, 0.2–0.9 s apart, over the chats at random (also while down). */
-async function produce(run: Run, chats: number[], random: Random): Promise<void> {
+async function produce(run: Run, chats: string[], random: Random): Promise<void> {
   for (let n = 1; n <= run.settings.messages; n += 1) {
-    const chatId = chats[random.integer(chats.length)] ?? 1001;
-    run.telegram.sendUserMessage({ chatId, userId: chatId, text: userText(n) });
+    const chatId = chats[random.integer(chats.length)] ?? "";
+    run.platform.write(chatId, userText(n));
     run.sent.push({ number: n, chatId });
     await sleep(random.between(200, 900));
   }
@@ -241,9 +251,6 @@ function outboxRows(run: Run): OutboxRowSeen[] {
 function printSummary(run: Run, verdict: ReturnType<typeof verifyChat>, seconds: number): void {
   const list = (map: Map<string, number>) =>
     [...map].map(([name, count]) => `${name} ${count}`).join(", ") || "none";
-  const { telegram } = run;
-  const ok = (method: string) =>
-    telegram.callsOf(method).filter((call) => call.status === 200).length;
   const killCount = [...run.kills.values()].reduce((sum, count) => sum + count, 0);
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`;
   console.log("");
@@ -251,11 +258,9 @@ function printSummary(run: Run, verdict: ReturnType<typeof verifyChat>, seconds:
   console.log(`  time        ${seconds.toFixed(1)} s`);
   console.log(`  kills       ${killCount} SIGKILLs: ${list(run.kills)}`);
   console.log(
-    `  messages    ${verdict.replies} in ${run.settings.chats} chats; replies of ${verdict.parts} Telegram messages, ${verdict.multiPartReplies} replies split`,
+    `  messages    ${verdict.replies} in ${run.settings.chats} chats; replies of ${verdict.parts} ${run.platform.name} messages, ${verdict.multiPartReplies} replies split`,
   );
-  console.log(
-    `  telegram    ${ok("sendMessage")} sendMessage, ${ok("editMessageText")} editMessageText`,
-  );
+  console.log(`  ${run.platform.name.padEnd(11)} ${run.platform.summary()}`);
   const stray = verdict.strayPartials;
   const lost = stray.lostIdGapsMs.length;
   console.log(
@@ -285,6 +290,7 @@ function parseSettings(argv: string[]): Settings {
     args: argv,
     options: {
       chat: { type: "boolean", default: true },
+      platform: { type: "string", default: "telegram" },
       messages: { type: "string", default: "200" },
       kills: { type: "string", default: "40" },
       chats: { type: "string", default: "6" },
@@ -303,5 +309,17 @@ function parseSettings(argv: string[]): Settings {
     }
   }
   if (chats < 1) throw new Error("--chats must be at least 1");
-  return { messages, kills, chats, seed, keep: values.keep ?? false, help: values.help ?? false };
+  const platform = CHAOS_PLATFORMS.find((name) => name === values.platform);
+  if (platform === undefined) {
+    throw new Error(`--platform must be ${CHAOS_PLATFORMS.join(" or ")}, got ${values.platform}`);
+  }
+  return {
+    platform,
+    messages,
+    kills,
+    chats,
+    seed,
+    keep: values.keep ?? false,
+    help: values.help ?? false,
+  };
 }

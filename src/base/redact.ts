@@ -12,6 +12,8 @@ export const SECRET_KEYS: readonly string[] = [
   "apiKey",
   "bot_token",
   "botToken",
+  "app_token",
+  "appToken",
   "token",
   "authorization",
   "Authorization",

@@ -230,7 +230,11 @@ class ChatReply implements ReplyStream {
 
   #schedule(): void {
     if (this.#flushTimer) return;
-    const { clock, editIntervalMs = 1000 } = this.#options;
+    const { clock, platform } = this.#options;
+    const editIntervalMs = Math.max(
+      this.#options.editIntervalMs ?? 1000,
+      platform.editIntervalMs ?? 0,
+    );
     const now = clock.now();
     const { chatId } = this.#address;
     const lastEdit = this.#lastEditAt.get(chatId) ?? 0;

@@ -2,8 +2,8 @@
  * The chat-platform registry: how each platform of {@link CHAT_PLATFORMS} is built from its
  * `picklebot.yaml` section. The MessageBusWorker and the chat senders run what it builds.
  *
- * Each adapter is imported only when its platform is enabled: telegraf and discord.js are
- * the largest libraries picklebot has, and most commands (and most servers) need neither.
+ * Each adapter is imported only when its platform is enabled: telegraf, discord.js and the
+ * Slack clients are the largest libraries picklebot has, and most commands (and most servers) need neither.
  */
 import type { Logger } from "../base/log.js";
 import { type Config, runnablePlatforms } from "../config/index.js";
@@ -37,6 +37,19 @@ const chatPlatformAdapters = {
           apiBase: discord.api_base,
           channelIds: discord.channel_ids,
           callTimeoutMs: discord.call_timeout_s * 1000,
+          logger,
+        });
+    },
+  },
+  slack: {
+    async load({ slack }, logger) {
+      const { SlackPlatform } = await import("./slack/platform.js");
+      return () =>
+        new SlackPlatform({
+          botToken: slack.bot_token ?? "",
+          appToken: slack.app_token ?? "",
+          apiUrl: slack.api_url,
+          callTimeoutMs: slack.call_timeout_s * 1000,
           logger,
         });
     },

@@ -1,7 +1,7 @@
 /**
- * The checks of `picklebot doctor` that ask a service: the model API, Telegram, Discord
- * (each one cheap, authenticated request, none with `--offline`), the SearXNG of
- * `web_search` (one search), the MCP servers and PostgreSQL.
+ * The checks of `picklebot doctor` that ask a service: the model API, Telegram, Discord,
+ * Slack (each one or two cheap, authenticated requests, none with `--offline`), the SearXNG
+ * of `web_search` (one search), the MCP servers and PostgreSQL.
  */
 import { checkMcpServers as connectToEachMcpServer } from "../agents/mcp/servers.js";
 import { modelProviders } from "../agents/providers/index.js";
@@ -31,6 +31,7 @@ const REQUEST_TIMEOUT_MS = 10_000;
 const ANTHROPIC_API = "https://api.anthropic.com";
 const TELEGRAM_API = "https://api.telegram.org";
 const DISCORD_API = "https://discord.com/api";
+const SLACK_API = "https://slack.com/api";
 /** The Messages API version every request names (the SDK sends the same). */
 const ANTHROPIC_VERSION = "2023-06-01";
 
@@ -274,53 +275,139 @@ async function checkAnthropicKey(
   });
 }
 
-/** How one chat platform's bot token is checked: one cheap, authenticated GET. */
+/** How one chat platform's token(s) are checked, given its section's bot token. */
 interface ChatTokenCheck {
-  /** The request that only a valid token passes. */
-  request(config: Config, token: string): { url: string; headers: Record<string, string> };
-  service: Service;
+  check(
+    kind: ChatPlatformKind,
+    config: Config,
+    token: string,
+    fetcher: typeof fetch,
+  ): Promise<CheckResult>;
+}
+
+/** A check by one cheap, authenticated GET that only a valid token passes (2xx). */
+function byStatus(
+  request: (config: Config, token: string) => { url: string; headers: Record<string, string> },
+  service: Service,
+): ChatTokenCheck {
+  return {
+    async check(kind, config, token, fetcher) {
+      const { url, headers } = request(config, token);
+      return judge(kind, await get(fetcher, url, headers), service);
+    },
+  };
 }
 
 /** One entry per chat platform: a platform without one does not compile. */
 const chatTokenChecks = {
-  telegram: {
-    request: ({ telegram }, token) => ({
+  telegram: byStatus(
+    ({ telegram }, token) => ({
       url: `${apiRoot(telegram.api_root, TELEGRAM_API)}/bot${token}/getMe`,
       headers: {},
     }),
-    service: {
+    {
       ...CREDENTIAL_SERVICES.telegram,
       ok: "the bot token is valid (getMe)",
       where: "telegram.api_root in picklebot.yaml",
     },
-  },
-  discord: {
-    request: ({ discord }, token) => ({
+  ),
+  discord: byStatus(
+    ({ discord }, token) => ({
       url: `${apiRoot(discord.api_base, DISCORD_API)}/v10/users/@me`,
       headers: { authorization: `Bot ${token}` },
     }),
-    service: {
+    {
       ...CREDENTIAL_SERVICES.discord,
       ok: "the bot token is valid (GET /users/@me)",
       where: "discord.api_base in picklebot.yaml",
     },
-  },
+  ),
+  slack: { check: checkSlackTokens },
 } satisfies Record<ChatPlatformKind, ChatTokenCheck>;
 
 function apiRoot(configured: string | undefined, fallback: string): string {
   return (configured ?? fallback).replace(/\/+$/, "");
 }
 
-/** The bot token check of one chat platform, named after it. */
+/** The bot token scopes the Slack adapter uses (the app manifest in chat-platforms.md). */
+const SLACK_BOT_SCOPES = ["chat:write", "im:history", "app_mentions:read", "users:read"];
+
+/** What one Slack Web API call answered: its `ok`, `error` and granted scopes. */
+type SlackAnswer =
+  | { ok: boolean; error?: string; user?: string; scopes: string[] }
+  | { unreachable: string };
+
+async function callSlack(fetcher: typeof fetch, url: string, token: string): Promise<SlackAnswer> {
+  try {
+    const response = await fetcher(url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    if (response.status !== 200) {
+      await response.body?.cancel();
+      return { ok: false, error: `HTTP ${response.status}`, scopes: [] };
+    }
+    const body = (await response.json()) as { ok?: boolean; error?: string; user?: string };
+    const scopes = (response.headers.get("x-oauth-scopes") ?? "").split(",").filter(Boolean);
+    return { ok: body.ok === true, error: body.error, user: body.user, scopes };
+  } catch (thrown) {
+    return { unreachable: toError(thrown).message };
+  }
+}
+
+/**
+ * Slack answers a refused token with HTTP 200 and `ok: false`: the bot token by
+ * auth.test (and its scopes, from `x-oauth-scopes`), the app token by
+ * apps.connections.open (a connection URL that is never used).
+ */
+async function checkSlackTokens(
+  kind: ChatPlatformKind,
+  { slack }: Config,
+  botToken: string,
+  fetcher: typeof fetch,
+): Promise<CheckResult> {
+  const root = apiRoot(slack.api_url, SLACK_API);
+  const refused = (token: string, answer: string) =>
+    result(kind, "fail", `Slack refused the ${token} (${answer})`, CREDENTIAL_SERVICES.slack.fix);
+  const bot = await callSlack(fetcher, `${root}/auth.test`, botToken);
+  if ("unreachable" in bot) {
+    return result(
+      kind,
+      "fail",
+      `cannot reach Slack: ${bot.unreachable}`,
+      "check the network and slack.api_url in picklebot.yaml",
+    );
+  }
+  if (!bot.ok) return refused("bot token", `auth.test: ${bot.error}`);
+  const missing = SLACK_BOT_SCOPES.filter((scope) => !bot.scopes.includes(scope));
+  if (missing.length > 0) {
+    return result(
+      kind,
+      "fail",
+      `the bot token lacks the scopes ${missing.join(", ")}`,
+      "add them under OAuth & Permissions → Bot Token Scopes (or paste the manifest of docs/guides/chat-platforms.md), reinstall the app, and copy the new bot token",
+    );
+  }
+  const app = await callSlack(fetcher, `${root}/apps.connections.open`, slack.app_token ?? "");
+  if ("unreachable" in app)
+    return result(kind, "fail", `cannot reach Slack: ${app.unreachable}`, "check the network");
+  if (!app.ok) return refused("app-level token", `apps.connections.open: ${app.error}`);
+  return result(
+    kind,
+    "ok",
+    `both tokens are valid (auth.test as ${bot.user}; apps.connections.open), scopes ${SLACK_BOT_SCOPES.join(", ")}`,
+  );
+}
+
+/** The token check of one chat platform, named after it. */
 function chatTokenCheck(kind: ChatPlatformKind): DoctorCheck {
   return async ({ config, offline, fetch: fetcher }) => {
     if (!config) return needsConfig(kind);
     const { enabled, bot_token: token } = config[kind];
     if (!enabled || !token) return result(kind, "skip", "not enabled");
     if (offline) return result(kind, "skip", `token present; ${OFFLINE}`);
-    const check: ChatTokenCheck = chatTokenChecks[kind];
-    const { url, headers } = check.request(config, token);
-    return judge(kind, await get(fetcher, url, headers), check.service);
+    return chatTokenChecks[kind].check(kind, config, token, fetcher);
   };
 }
 

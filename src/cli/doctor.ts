@@ -76,7 +76,7 @@ export function doctorCommand(): Command {
       "check Node, the build, the workspace, its config, history/, disk space, API keys and " +
         "tokens, the models' prices, crons, the bash sandbox and PostgreSQL; one line each with the fix",
     )
-    .option("--offline", "skip the requests to the model API, Telegram and Discord")
+    .option("--offline", "skip the requests to the model API, Telegram, Discord and Slack")
     .option("--json", "print JSON for scripts")
     .action(async (options: { offline?: boolean; json?: boolean }, command: Command) => {
       const { workspace } = command.optsWithGlobals<{ workspace?: string }>();

@@ -77,7 +77,7 @@ function nextSteps(workspace: string): string[] {
     `Workspace ready in ${workspace}. Next steps:`,
     `  1. Put your Anthropic API key in ${path.join(shown, ".env")} (ANTHROPIC_API_KEY=...) or export ANTHROPIC_API_KEY.`,
     `  2. Chat in the terminal: picklebot chat --workspace ${shown}`,
-    `  3. Review ${path.join(shown, "picklebot.yaml")} to enable Telegram or Discord, then run: picklebot server --workspace ${shown}`,
+    `  3. Review ${path.join(shown, "picklebot.yaml")} to enable Telegram, Discord or Slack, then run: picklebot server --workspace ${shown}`,
   ];
 }
 

@@ -38,6 +38,11 @@ export const CREDENTIAL_SERVICES = {
     credential: "the bot token",
     fix: "the token is wrong or was reset: copy the bot's token from the Discord developer portal (Bot tab) into DISCORD_BOT_TOKEN",
   },
+  slack: {
+    name: "Slack",
+    credential: "a token",
+    fix: "the bot token (xoxb-) or the app-level token (xapp-) is wrong or was revoked: copy the Bot User OAuth Token (OAuth & Permissions) into SLACK_BOT_TOKEN and an app-level token with connections:write (Basic Information → App-Level Tokens) into SLACK_APP_TOKEN",
+  },
 } satisfies Record<ModelProviderKind | ChatPlatformKind, CredentialService>;
 
 /** A service of {@link CREDENTIAL_SERVICES}. */

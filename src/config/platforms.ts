@@ -8,9 +8,12 @@ export function enabledPlatforms(config: Config): ChatPlatformKind[] {
   return CHAT_PLATFORM_KINDS.filter((kind) => config[kind].enabled);
 }
 
-/** The platforms that run: enabled, with a token. */
+/** The platforms that run: enabled, with their token (Slack: both of its tokens). */
 export function runnablePlatforms(config: Config): ChatPlatformKind[] {
-  return enabledPlatforms(config).filter((kind) => Boolean(config[kind].bot_token));
+  return enabledPlatforms(config).filter(
+    (kind) =>
+      Boolean(config[kind].bot_token) && (kind !== "slack" || Boolean(config.slack.app_token)),
+  );
 }
 
 /** The user ids picklebot.yaml admits on a platform, as strings. */

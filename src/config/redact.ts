@@ -13,7 +13,7 @@ function presence(secret: string | undefined): string {
 }
 
 /**
- * A copy of `config` safe to print: API keys, bot tokens and the database URL (which
+ * A copy of `config` safe to print: API keys, bot tokens (and Slack's app token) and the database URL (which
  * may hold a password) and the dashboard's `http.token` are replaced by "[set]" or "[not set]".
  */
 export function redactConfig(config: Config): Config {
@@ -42,6 +42,12 @@ export function redactConfig(config: Config): Config {
         { ...config[kind], bot_token: presence(config[kind].bot_token) },
       ]),
     ),
+    // Slack's second token, for Socket Mode.
+    slack: {
+      ...config.slack,
+      bot_token: presence(config.slack.bot_token),
+      app_token: presence(config.slack.app_token),
+    },
     mcp_servers: Object.fromEntries(
       Object.entries(config.mcp_servers).map(([name, server]) => [
         name,
@@ -68,6 +74,7 @@ export function secretValues(config: Config): string[] {
     config.llm.api_key,
     ...Object.values(config.models).map((entry) => entry.api_key),
     ...CHAT_PLATFORM_KINDS.map((kind) => config[kind].bot_token),
+    config.slack.app_token,
     config.queue.url === undefined ? undefined : passwordOfUrl(config.queue.url),
     ...Object.values(config.mcp_servers).flatMap(mcpServerSecrets),
     config.http.token,

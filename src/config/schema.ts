@@ -13,6 +13,7 @@ import {
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_MODEL_TIMEOUT_MS,
   DEFAULT_POOL_SIZE,
+  DEFAULT_SLACK_CALL_TIMEOUT_MS,
 } from "../ports/index.js";
 import {
   type ApprovalPolicy,
@@ -405,6 +406,7 @@ function chatPlatformSections(env: Environment) {
   return {
     telegram: telegramSchema(env),
     discord: discordSchema(env),
+    slack: slackSchema(env),
   } satisfies Record<ChatPlatformKind, z.ZodType>;
 }
 
@@ -437,6 +439,40 @@ function discordSchema(env: Environment) {
     })
     .superRefine(requireTokenWhenEnabled("discord", "DISCORD_BOT_TOKEN"))
     .prefault({});
+}
+
+function slackSchema(env: Environment) {
+  const userId = z
+    .string()
+    .regex(/^[UW][A-Z0-9]{2,}$/)
+    .describe('a Slack member id such as "U012AB3CD" (profile → ⋮ → Copy member ID)');
+  return z
+    .strictObject({
+      enabled: flag().default(false),
+      bot_token: slackToken(
+        secret(env, "SLACK_BOT_TOKEN"),
+        "xoxb-",
+        "the Bot User OAuth Token (OAuth & Permissions)",
+      ),
+      app_token: slackToken(
+        secret(env, "SLACK_APP_TOKEN"),
+        "xapp-",
+        "an app-level token with connections:write (Basic Information)",
+      ),
+      allowed_user_ids: z.array(userId).default([]),
+      api_url: httpUrl().optional(),
+      call_timeout_s: fromText(z.number().positive()).default(DEFAULT_SLACK_CALL_TIMEOUT_MS / 1000),
+    })
+    .superRefine(requireTokenWhenEnabled("slack", "SLACK_BOT_TOKEN"))
+    .superRefine(requireTokenWhenEnabled("slack", "SLACK_APP_TOKEN", "app_token"))
+    .prefault({});
+}
+
+/** A Slack token of one kind: it starts with `prefix`; `what` says which token belongs here. */
+function slackToken(token: ReturnType<typeof secret>, prefix: string, what: string) {
+  return token.refine((value) => value === undefined || value.startsWith(prefix), {
+    message: `a token starting with ${prefix}, ${what}`,
+  });
 }
 
 function httpSchema() {
@@ -650,15 +686,22 @@ function checkPolicyServers(
   }
 }
 
-function requireTokenWhenEnabled(bus: string, envName: string) {
-  return (section: { enabled: boolean; bot_token?: string | undefined }, ctx: z.RefinementCtx) => {
-    if (!section.enabled || section.bot_token !== undefined) return;
+function requireTokenWhenEnabled(
+  bus: string,
+  envName: string,
+  key: "bot_token" | "app_token" = "bot_token",
+) {
+  return (
+    section: { enabled: boolean } & Partial<Record<typeof key, string | undefined>>,
+    ctx: z.RefinementCtx,
+  ) => {
+    if (!section.enabled || section[key] !== undefined) return;
     ctx.addIssue({
       code: "custom",
-      path: ["bot_token"],
+      path: [key],
       message:
         `required when ${bus}.enabled is true; set ${envName} in the environment or the ` +
-        `workspace .env, or set ${bus}.bot_token, or set ${bus}.enabled: false`,
+        `workspace .env, or set ${bus}.${key}, or set ${bus}.enabled: false`,
       params: { standalone: true } satisfies CustomIssueParams,
     });
   };

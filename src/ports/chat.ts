@@ -18,6 +18,12 @@
 export const CHAT_PLATFORMS = {
   telegram: { chatId: /^(-?\d+|@\w+)$/, chatIdHint: "<chat_id>", maxFileBytes: 50_000_000 },
   discord: { chatId: /^\d+$/, chatIdHint: "<channel_id>", maxFileBytes: 25 * 1024 * 1024 },
+  /** A conversation id (`D…` DM, `C…`/`G…` channel), or `<channel>/<thread_ts>` for a thread. */
+  slack: {
+    chatId: /^[CDG][A-Z0-9]{2,}(\/\d+\.\d+)?$/,
+    chatIdHint: "<channel_id>",
+    maxFileBytes: 1_000_000_000,
+  },
 } as const;
 
 /**
@@ -164,6 +170,12 @@ export type TextFormat = "markdown" | "plain";
  */
 export const DEFAULT_DISCORD_CALL_TIMEOUT_MS = 15_000;
 
+/**
+ * How long one Slack Web API call may go unanswered before it is abandoned as a retryable
+ * failure (`slack.call_timeout_s`).
+ */
+export const DEFAULT_SLACK_CALL_TIMEOUT_MS = 15_000;
+
 /** `connecting` (starting or reconnecting after a lost connection), `connected`, `stopped`. */
 export type ChatPlatformState = "connecting" | "connected" | "stopped";
 
@@ -183,6 +195,12 @@ export interface ChatPlatform {
   readonly kind: ChatPlatformKind;
   /** Longest text one message may hold, in UTF-16 code units (Telegram 4096, Discord 2000). */
   readonly maxMessageLength: number;
+  /**
+   * Shortest time between two streaming edits of one chat the platform tolerates (Slack's
+   * chat.update allows about 50 a minute); the core waits at least this long. (Default:
+   * the core's interval alone)
+   */
+  readonly editIntervalMs?: number;
   /** The connection's state, for `/healthz` and `status`. */
   readonly state: ChatPlatformState;
   /**

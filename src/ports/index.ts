@@ -17,7 +17,7 @@
  *   MessageBusWorker) that the supervisor starts, watches and restarts.
  * - **Frontend**: where a person sees an agent's work (console, Telegram, Discord, or
  *   nowhere: silent). A job names its frontend by a plain {@link ReplyTarget}.
- * - **Chat platform**: the bot connection to Telegram or Discord that a chat frontend
+ * - **Chat platform**: the bot connection to Telegram, Discord or Slack that a chat frontend
  *   sends through and the message bus receives from.
  * - **Checkpoint**: the moment a job's user message is written to history; from then on
  *   the job's message is {@link RESUME_MARKER} and a retry resumes from history instead of

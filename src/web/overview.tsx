@@ -4,6 +4,7 @@
  * the instances and the leader. The panel refreshes itself on every event (`/live`).
  */
 import { Hono } from "hono";
+import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { formatTime } from "../base/time-zone.js";
 import type { CronRow } from "../cron/describe.js";
 import type { DashboardEnv } from "../http/env.js";
@@ -172,12 +173,15 @@ function Workers(props: { workers: HealthView["workers"] }) {
   );
 }
 
+/** The platforms one may enable, as the server's start-up summary names them too. */
+const NO_BUS_HINT = CHAT_PLATFORM_KINDS.join(" or ");
+
 function Buses(props: { buses: HealthView["buses"] }) {
   return (
     <section class="card" id="buses">
       <h2>Chat buses</h2>
       {props.buses.length === 0 ? (
-        <p class="muted">none (enable telegram or discord in picklebot.yaml)</p>
+        <p class="muted">none (enable {NO_BUS_HINT} in picklebot.yaml)</p>
       ) : (
         <dl>
           {props.buses.map((bus) => (

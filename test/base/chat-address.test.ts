@@ -11,10 +11,11 @@ import type { CHAT_PLATFORMS, ReplyTarget } from "../../src/ports/index.js";
 import { isReplyTarget, readReplyTarget } from "../../src/storage/job.js";
 
 /** A valid chat id of each platform. */
-const SAMPLE_CHAT_IDS = { telegram: "-1001234", discord: "80351110224678912" } satisfies Record<
-  keyof typeof CHAT_PLATFORMS,
-  string
->;
+const SAMPLE_CHAT_IDS = {
+  telegram: "-1001234",
+  discord: "80351110224678912",
+  slack: "C0123ABCD/1700000000.000100",
+} satisfies Record<keyof typeof CHAT_PLATFORMS, string>;
 
 describe("chat addresses", () => {
   it.each(CHAT_PLATFORM_KINDS)("round-trips a %s address through text and reply target", (kind) => {
@@ -70,7 +71,9 @@ describe("chat addresses", () => {
   });
 
   it("names every platform's form for error messages", () => {
-    expect(CHAT_ADDRESS_FORMS).toBe("telegram:<chat_id> or discord:<channel_id>");
+    expect(CHAT_ADDRESS_FORMS).toBe(
+      "telegram:<chat_id> or discord:<channel_id> or slack:<channel_id>",
+    );
   });
 
   it.each([
@@ -86,7 +89,7 @@ describe("chat addresses", () => {
     { kind: "discord", channelId: "1" },
     { kind: "discord", chatId: 1 },
     { kind: "telegram", chatId: "" },
-    { kind: "slack", chatId: "1" },
+    { kind: "matrix", chatId: "1" },
     { kind: "toString" },
     null,
   ])("is not a reply target: %j", (value) => {

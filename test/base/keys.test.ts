@@ -174,7 +174,7 @@ describe("outbox keys", () => {
     "file:j1",
     "voice:",
     "voice:j1:extra",
-    "bus:slack:1",
+    "bus:matrix:1",
     "bus:telegram:",
     "bus:telegram",
     "budget:the workspace:day:1:exceeded",

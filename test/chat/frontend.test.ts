@@ -4,6 +4,7 @@
  * on the test clock.
  */
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/base/log.js";
 import { DeferredChatFrontend } from "../../src/chat/deferred.js";
@@ -98,6 +99,28 @@ describe("ChatFrontend: streaming", () => {
     await reply.finish("One two three four.");
     await delivery.settled();
     expect(textCalls()).toEqual(["send One", "edit One two three four."]);
+  });
+
+  it("throttles edits to the platform's own interval when it is longer (Slack's chat.update)", async () => {
+    platform = new FakeChatPlatform({ maxMessageLength: 40, editIntervalMs: 60_000 });
+    delivery = new OutboxDelivery({
+      platform,
+      outbox: storage.outbox,
+      files: new OutboxFiles(join(ws.dir, "history")),
+      holder: "test",
+      clock,
+      logger: silentLogger(),
+      pollMs: 10,
+    });
+    const reply = frontend(0).openReply(target, { jobId: "j1" });
+    reply.update("One");
+    await waitFor(() => platform.texts(CHAT).length === 1, "the first text");
+    reply.update("One two");
+    // Time for an edit the interval should hold back (a slow host only lets more through).
+    await sleep(200);
+    await reply.finish("One two three.");
+    await delivery.settled();
+    expect(textCalls()).toEqual(["send One", "edit One two three."]);
   });
 
   it("shows typing until text appears", async () => {

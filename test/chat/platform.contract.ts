@@ -45,7 +45,13 @@ export type ChatPlatformCase =
   /** A message or press whose handler rejected is handed over again. */
   | "redelivery"
   /** A send repeated with the same key returns the message the first one created. */
-  | "idempotentSend";
+  | "idempotentSend"
+  /** `typing` shows an indicator (and fails as the platform's other calls do). */
+  | "typing"
+  /** A press answered without a notice is an answer the platform receives. */
+  | "silentAnswer"
+  /** `sendFile` sends documents, images and voice, and refuses what the platform refuses. */
+  | "files";
 
 /** Options of {@link chatPlatformContract}. */
 export interface ChatPlatformContractOptions {
@@ -423,60 +429,72 @@ export function chatPlatformContract(
         expect(h.shown(h.groupChat)).toEqual([{ messageId, text: "Done", buttons: [] }]);
       });
 
-      it("sends a file with a caption, the bytes unchanged, answering with the message's id", async () => {
-        const platform = adapter();
-        const content = Buffer.from("%PDF-1.4 a small report\n");
-        const sent = await platform.sendFile(h.groupChat, { ...REPORT, content }, KEY);
-        expect(h.files(h.groupChat)).toEqual([
-          {
-            messageId: sent.messageId,
-            name: "report.pdf",
-            size: content.length,
-            sha256: sha256(content),
-            caption: "The report",
-          },
-        ]);
-      });
+      unlessOptedOut(
+        "files",
+        "sends a file with a caption, the bytes unchanged, answering with the message's id",
+        async () => {
+          const platform = adapter();
+          const content = Buffer.from("%PDF-1.4 a small report\n");
+          const sent = await platform.sendFile(h.groupChat, { ...REPORT, content }, KEY);
+          expect(h.files(h.groupChat)).toEqual([
+            {
+              messageId: sent.messageId,
+              name: "report.pdf",
+              size: content.length,
+              sha256: sha256(content),
+              caption: "The report",
+            },
+          ]);
+        },
+      );
 
-      it("sends an image, and a voice message, into a direct chat", async () => {
-        const platform = adapter();
-        const chat = h.directChat(h.alice);
-        const image = Buffer.from("\x89PNG\r\n\x1a\n a tiny image");
-        const voice = Buffer.from("OggS an opus voice message");
-        await platform.sendFile(chat, {
-          kind: "photo",
-          name: "chart.png",
-          mediaType: "image/png",
-          content: image,
-        });
-        await platform.sendFile(chat, {
-          kind: "voice",
-          name: "reply.ogg",
-          mediaType: "audio/ogg",
-          content: voice,
-        });
-        expect(h.files(chat).map((file) => [file.name, file.sha256])).toEqual([
-          ["chart.png", sha256(image)],
-          ["reply.ogg", sha256(voice)],
-        ]);
-      });
+      unlessOptedOut(
+        "files",
+        "sends an image, and a voice message, into a direct chat",
+        async () => {
+          const platform = adapter();
+          const chat = h.directChat(h.alice);
+          const image = Buffer.from("\x89PNG\r\n\x1a\n a tiny image");
+          const voice = Buffer.from("OggS an opus voice message");
+          await platform.sendFile(chat, {
+            kind: "photo",
+            name: "chart.png",
+            mediaType: "image/png",
+            content: image,
+          });
+          await platform.sendFile(chat, {
+            kind: "voice",
+            name: "reply.ogg",
+            mediaType: "audio/ogg",
+            content: voice,
+          });
+          expect(h.files(chat).map((file) => [file.name, file.sha256])).toEqual([
+            ["chart.png", sha256(image)],
+            ["reply.ogg", sha256(voice)],
+          ]);
+        },
+      );
 
-      it("refuses an empty file and one over the platform's limit for good, saying why, before anything is sent", async () => {
-        const platform = adapter();
-        const limit = CHAT_PLATFORMS[platform.kind].maxFileBytes;
-        const empty = await failure(
-          platform.sendFile(h.groupChat, { ...REPORT, content: Buffer.alloc(0) }),
-        );
-        const huge = await failure(
-          platform.sendFile(h.groupChat, { ...REPORT, content: Buffer.alloc(limit + 1) }),
-        );
-        expect([empty.retryable, huge.retryable]).toEqual([false, false]);
-        expect(empty.message).toMatch(/"report\.pdf" is empty/);
-        expect(huge.message).toMatch(/over .* limit/);
-        expect(h.fileAttempts()).toBe(0);
-      });
+      unlessOptedOut(
+        "files",
+        "refuses an empty file and one over the platform's limit for good, saying why, before anything is sent",
+        async () => {
+          const platform = adapter();
+          const limit = CHAT_PLATFORMS[platform.kind].maxFileBytes;
+          const empty = await failure(
+            platform.sendFile(h.groupChat, { ...REPORT, content: Buffer.alloc(0) }),
+          );
+          const huge = await failure(
+            platform.sendFile(h.groupChat, { ...REPORT, content: Buffer.alloc(limit + 1) }),
+          );
+          expect([empty.retryable, huge.retryable]).toEqual([false, false]);
+          expect(empty.message).toMatch(/"report\.pdf" is empty/);
+          expect(huge.message).toMatch(/over .* limit/);
+          expect(h.fileAttempts()).toBe(0);
+        },
+      );
 
-      it("shows the typing indicator", async () => {
+      unlessOptedOut("typing", "shows the typing indicator", async () => {
         const platform = adapter();
         await platform.typing(h.directChat(h.alice));
         await platform.typing(h.groupChat);
@@ -621,34 +639,36 @@ export function chatPlatformContract(
         },
       );
 
-      it("answers a press silently, or with a notice", async () => {
+      it("answers a press with a notice", async () => {
+        const listening = await started();
+        const noticed = await pressed(listening, h.groupChat, h.bob, "deny");
+        await listening.platform.acknowledgeChoice(noticed.press, "Denied");
+        expect(h.answers()).toEqual([{ pressId: noticed.pressId, notice: "Denied" }]);
+      });
+
+      unlessOptedOut("silentAnswer", "answers a press silently", async () => {
         const listening = await started();
         const silent = await pressed(listening, h.groupChat, h.alice, "once");
-        const noticed = await pressed(listening, h.groupChat, h.bob, "deny");
         await listening.platform.acknowledgeChoice(silent.press);
-        await listening.platform.acknowledgeChoice(noticed.press, "Denied");
-        expect(h.answers()).toEqual([
-          { pressId: silent.pressId },
-          { pressId: noticed.pressId, notice: "Denied" },
-        ]);
+        expect(h.answers()).toEqual([{ pressId: silent.pressId }]);
       });
 
       it("refuses for good a second answer, a late one and one to an unknown press", async () => {
         const listening = await started();
         const { platform } = listening;
         const answered = await pressed(listening, h.groupChat, h.alice, "once");
-        await platform.acknowledgeChoice(answered.press);
+        await platform.acknowledgeChoice(answered.press, "Allowed once");
         const late = await pressed(listening, h.groupChat, h.bob, "deny");
         h.expirePresses();
         const unknown = { ...answered.press, pressId: "123456789012345678" };
 
         const errors = [
-          await failure(platform.acknowledgeChoice(answered.press)),
+          await failure(platform.acknowledgeChoice(answered.press, "Allowed once")),
           await failure(platform.acknowledgeChoice(late.press, "Too late")),
           await failure(platform.acknowledgeChoice(unknown)),
         ];
         expect(errors.map((error) => error.retryable)).toEqual([false, false, false]);
-        expect(h.answers()).toEqual([{ pressId: answered.pressId }]);
+        expect(h.answers()).toEqual([{ pressId: answered.pressId, notice: "Allowed once" }]);
       });
     });
 
@@ -670,17 +690,22 @@ export function chatPlatformContract(
         expect(h.shown(h.groupChat)).toEqual([]);
       });
 
-      it("a server error (5xx) is retryable, for edit, typing and choices alike", async () => {
+      it("a server error (5xx) is retryable, for edit and choices alike", async () => {
         const platform = adapter();
         const { messageId } = await platform.send(h.groupChat, "one", "plain");
         h.failNext("edit", { status: 502 });
-        h.failNext("typing", { status: 502 });
         h.failNext("send", { status: 502 });
         const edit = await failure(platform.edit(h.groupChat, messageId, "two", "plain"));
-        const typing = await failure(platform.typing(h.groupChat));
         const choices = await failure(platform.sendChoices(h.groupChat, "?", "plain", CHOICES));
-        expect([edit.retryable, typing.retryable, choices.retryable]).toEqual([true, true, true]);
+        expect([edit.retryable, choices.retryable]).toEqual([true, true]);
         expect(h.shown(h.groupChat).map((m) => m.text)).toEqual(["one"]);
+      });
+
+      unlessOptedOut("typing", "a server error (5xx) is retryable for typing too", async () => {
+        const platform = adapter();
+        h.failNext("typing", { status: 502 });
+        const typing = await failure(platform.typing(h.groupChat));
+        expect(typing.retryable).toBe(true);
       });
 
       it("an unreachable platform is retryable, and the error never shows the token", async () => {

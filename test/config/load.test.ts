@@ -318,6 +318,20 @@ describe("loadConfig", () => {
     expect(loadConfig(workspace, { TELEGRAM_BOT_TOKEN: "1:x" }).telegram.enabled).toBe(true);
   });
 
+  it("requires both Slack tokens when Slack is enabled, each of its own kind", () => {
+    writeConfig("slack:\n  enabled: true\n");
+    expect(loadError({ SLACK_BOT_TOKEN: "xoxb-1" }).message).toContain(
+      "slack.app_token: required when slack.enabled is true; set SLACK_APP_TOKEN",
+    );
+    const swapped = loadError({ SLACK_BOT_TOKEN: "xapp-1", SLACK_APP_TOKEN: "xapp-2" }).message;
+    expect(swapped).toContain(
+      "slack.bot_token: expected a token starting with xoxb-, the Bot User OAuth Token (OAuth & Permissions), found a string (value hidden)",
+    );
+    expect(swapped).not.toContain("xapp-1");
+    const slack = loadConfig(workspace, { SLACK_BOT_TOKEN: "xoxb-1", SLACK_APP_TOKEN: "xapp-2" });
+    expect([slack.slack.bot_token, slack.slack.app_token]).toEqual(["xoxb-1", "xapp-2"]);
+  });
+
   it("requires a database URL for the postgres queue", () => {
     writeConfig("queue:\n  backend: postgres\n");
     expect(loadError().message).toContain(
@@ -500,8 +514,8 @@ describe("loadConfig: bindings", () => {
     );
     const lines = loadError({}, { agentIds }).message.split("\n");
     expect(lines).toEqual([
-      `${file}: bindings[0].chat: expected a chat address, telegram:<chat_id> or discord:<channel_id>, such as telegram:123456789, found "slack:1"; correct it.`,
-      `${file}: bindings[1].chat: expected a chat address, telegram:<chat_id> or discord:<channel_id>, such as telegram:123456789, found "discord:general"; correct it.`,
+      `${file}: bindings[0].chat: expected a chat address, telegram:<chat_id> or discord:<channel_id> or slack:<channel_id>, such as telegram:123456789, found "slack:1"; correct it.`,
+      `${file}: bindings[1].chat: expected a chat address, telegram:<chat_id> or discord:<channel_id> or slack:<channel_id>, such as telegram:123456789, found "discord:general"; correct it.`,
     ]);
     writeConfig(
       "bindings:\n  - chat: telegram:1\n    agent: coder\n  - chat: telegram:1\n    agent: pickle\n",
@@ -532,19 +546,40 @@ describe("redactConfig", () => {
     expect(JSON.stringify(shown)).not.toContain("sk-hidden");
     expect(config.llm.api_key).toBe("sk-hidden");
   });
+
+  it("hides both Slack tokens", () => {
+    const config = loadConfig(workspace, {
+      SLACK_BOT_TOKEN: "xoxb-hidden-bot",
+      SLACK_APP_TOKEN: "xapp-hidden-app",
+    });
+    const shown = redactConfig(config);
+    expect([shown.slack.bot_token, shown.slack.app_token]).toEqual(["[set]", "[set]"]);
+    expect(JSON.stringify(shown)).not.toMatch(/hidden-(bot|app)/);
+  });
 });
 
 describe("secretValues", () => {
   it("lists the API key, the bot tokens and the database password, from any source", () => {
-    fs.writeFileSync(path.join(workspace, ".env"), "DISCORD_BOT_TOKEN=discord-from-dotenv\n");
+    fs.writeFileSync(
+      path.join(workspace, ".env"),
+      "DISCORD_BOT_TOKEN=discord-from-dotenv\nSLACK_APP_TOKEN=xapp-from-dotenv\n",
+    );
     writeConfig(`telegram:\n  bot_token: \${TG}\n`);
     const config = loadConfig(workspace, {
       ANTHROPIC_API_KEY: "sk-from-env",
       TG: "123:from-interpolation",
       DATABASE_URL: "postgres://bot:p%40ss@db/pb",
+      SLACK_BOT_TOKEN: "xoxb-from-env",
     });
     expect(secretValues(config).sort()).toEqual(
-      ["123:from-interpolation", "discord-from-dotenv", "p@ss", "sk-from-env"].sort(),
+      [
+        "123:from-interpolation",
+        "discord-from-dotenv",
+        "p@ss",
+        "sk-from-env",
+        "xoxb-from-env",
+        "xapp-from-dotenv",
+      ].sort(),
     );
   });
 });

@@ -22,6 +22,8 @@ const ENV = {
   ANTHROPIC_API_KEY: "sk-ant-test",
   TELEGRAM_BOT_TOKEN: "123456789:AAE-test",
   DISCORD_BOT_TOKEN: "MTAx-test",
+  SLACK_BOT_TOKEN: "xoxb-test",
+  SLACK_APP_TOKEN: "xapp-test",
   PICKLEBOT_HTTP_TOKEN: "a-token-of-sixteen-or-more",
   GITHUB_TOKEN: "ghp_test",
   FILES_TOKEN: "files-test",

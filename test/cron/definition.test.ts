@@ -156,7 +156,7 @@ describe("loadCronFile", () => {
 
   it("rejects a bad deliver_to and non-boolean switches", () => {
     expect(errorOf('schedule: "0 8 * * *"\nprompt: hi\ndeliver_to: slack:42\n').message).toContain(
-      '"deliver_to" is "slack:42"; expected telegram:<chat_id> or discord:<channel_id>',
+      '"deliver_to" is "slack:42"; expected telegram:<chat_id> or discord:<channel_id> or slack:<channel_id>',
     );
     const enabled = errorOf('schedule: "0 8 * * *"\nprompt: hi\nenabled: "sometimes"\n');
     expect(enabled.message).toContain('enabled: expected true or false, found "sometimes"');

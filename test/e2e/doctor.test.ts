@@ -12,6 +12,7 @@ import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeDiscord, startFakeDiscord } from "../fakes/discord.js";
 import { stdioFake } from "../fakes/mcp.js";
 import { startFakeSearxng } from "../fakes/search-engines.js";
+import { startFakeSlack } from "../fakes/slack.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { runCli } from "../helpers/cli.js";
 import { createTestDatabase, postgresSkipReason, type TestDatabase } from "../helpers/postgres.js";
@@ -188,6 +189,71 @@ describe("picklebot doctor", () => {
       });
       expect(stdout).not.toContain("AAF-revoked-telegram");
       expect(stdout).not.toContain("revoked.discord.token");
+    });
+  });
+
+  describe("Slack tokens and scopes", () => {
+    /** Enables Slack against a fake with `scopes`; returns its tokens. */
+    async function enableSlack(scopes?: string[]) {
+      const slack = await startFakeSlack(scopes === undefined ? {} : { scopes });
+      replaceSection(
+        "slack",
+        `  enabled: true\n  bot_token: ${slack.botToken}\n  app_token: ${slack.appToken}\n  api_url: ${slack.apiUrl}\n`,
+      );
+      return slack;
+    }
+
+    it("accepts both tokens (auth.test, apps.connections.open) with the four scopes", async () => {
+      const slack = await enableSlack();
+      try {
+        const { code, line } = await doctor();
+        expect(line("slack")[0]).toMatchObject({
+          status: "ok",
+          detail: expect.stringContaining("chat:write, im:history, app_mentions:read, users:read"),
+        });
+        expect(code).toBe(0);
+      } finally {
+        await slack.close();
+      }
+    });
+
+    it("fails on a missing scope, then on a revoked token, naming which, never showing it", async () => {
+      const slack = await enableSlack(["chat:write", "im:history"]);
+      try {
+        const scopes = await doctor();
+        expect(scopes.line("slack")[0]).toMatchObject({
+          status: "fail",
+          detail: "the bot token lacks the scopes app_mentions:read, users:read",
+          fix: expect.stringContaining("Bot Token Scopes"),
+        });
+        slack.revoke(slack.botToken);
+        const bot = await doctor();
+        expect(bot.code).toBe(1);
+        expect(bot.line("slack")[0]).toMatchObject({
+          status: "fail",
+          detail: "Slack refused the bot token (auth.test: invalid_auth)",
+          fix: expect.stringContaining("SLACK_BOT_TOKEN"),
+        });
+        expect(bot.stdout).not.toContain(slack.botToken);
+      } finally {
+        await slack.close();
+      }
+    });
+
+    it("fails on a revoked app-level token", async () => {
+      const slack = await enableSlack();
+      try {
+        slack.revoke(slack.appToken);
+        const { line, stdout } = await doctor();
+        expect(line("slack")[0]).toMatchObject({
+          status: "fail",
+          detail: "Slack refused the app-level token (apps.connections.open: invalid_auth)",
+          fix: expect.stringContaining("SLACK_APP_TOKEN"),
+        });
+        expect(stdout).not.toContain(slack.appToken);
+      } finally {
+        await slack.close();
+      }
     });
   });
 

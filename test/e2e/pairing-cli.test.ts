@@ -118,10 +118,10 @@ describe("picklebot pairing", () => {
   });
 
   it("refuses to revoke an unknown platform or user, and points at picklebot.yaml for allowed ids", async () => {
-    const badPlatform = await pairing("revoke", "slack:123");
+    const badPlatform = await pairing("revoke", "matrix:123");
     expect(badPlatform.code).toBe(1);
     expect(badPlatform.stderr).toContain(
-      '"slack:123" names no platform; write telegram:<id>, discord:<id>',
+      '"matrix:123" names no platform; write telegram:<id>, discord:<id>, slack:<id>',
     );
 
     const unknown = await pairing("revoke", "999");

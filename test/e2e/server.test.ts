@@ -363,7 +363,7 @@ describe("picklebot server, operated from the command line", () => {
       queue: "sqlite",
       history: `sqlite (${join(ws.dir, "history")})`,
       agents: "pickle, scribe",
-      buses: "none (enable telegram or discord in picklebot.yaml)",
+      buses: "none (enable telegram or discord or slack in picklebot.yaml)",
     });
     expect(summary.crons).toMatch(
       /^daily \(scheduled, next \d{4}-\d\d-\d\d 08:00:00 [\w/+-]+\); news \(disabled, next -\)$/,

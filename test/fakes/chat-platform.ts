@@ -89,6 +89,8 @@ export interface FakeChatPlatformOptions {
   kind?: ChatPlatformKind;
   /** (Default: 4096) */
   maxMessageLength?: number;
+  /** The platform's own shortest time between two edits of a chat. (Default: none) */
+  editIntervalMs?: number;
 }
 
 /** A 429 with `retry_after`: retryable, and the chat is held that long. */
@@ -125,6 +127,7 @@ export function refused(): ChatPlatformError {
 export class FakeChatPlatform implements ChatPlatform {
   readonly kind: ChatPlatformKind;
   readonly maxMessageLength: number;
+  readonly editIntervalMs: number | undefined;
   state: ChatPlatformState = "stopped";
   /** Never refused: it has no login. */
   readonly refusal = null;
@@ -153,6 +156,7 @@ export class FakeChatPlatform implements ChatPlatform {
   constructor(options: FakeChatPlatformOptions = {}) {
     this.kind = options.kind ?? "telegram";
     this.maxMessageLength = options.maxMessageLength ?? 4096;
+    this.editIntervalMs = options.editIntervalMs;
   }
 
   async start(

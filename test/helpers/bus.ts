@@ -8,6 +8,7 @@
  */
 import type { ChatPlatformKind } from "../../src/ports/index.js";
 import type { FakeDiscord } from "../fakes/discord.js";
+import type { FakeSlack } from "../fakes/slack.js";
 import type { FakeTelegram } from "../fakes/telegram.js";
 import { type ServerProcess, type StartServerOptions, startServer } from "./server.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "./workspace.js";
@@ -32,6 +33,12 @@ export function discordYaml(
   const allowed = JSON.stringify(options.allowedUserIds ?? []);
   const channels = JSON.stringify(options.channelIds ?? []);
   return `discord:\n  enabled: true\n  bot_token: "${fake.token}"\n  api_base: ${fake.restRoot}\n  allowed_user_ids: ${allowed}\n  channel_ids: ${channels}\n`;
+}
+
+/** The `slack:` section of picklebot.yaml for a fake Slack (Web API root and Socket Mode). */
+export function slackYaml(fake: FakeSlack, options: { allowedUserIds?: string[] } = {}): string {
+  const allowed = JSON.stringify(options.allowedUserIds ?? []);
+  return `slack:\n  enabled: true\n  bot_token: "${fake.botToken}"\n  app_token: "${fake.appToken}"\n  api_url: ${fake.apiUrl}\n  allowed_user_ids: ${allowed}\n`;
 }
 
 /** A temp workspace: the fake model, plus the bus sections (`telegramYaml`, a discord one…). */

@@ -12,8 +12,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import { startFakeSlack } from "../fakes/slack.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { startBusServer, telegramYaml } from "../helpers/bus.js";
+import { slackYaml, startBusServer, telegramYaml } from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
 import { killAllServers, startServer } from "../helpers/server.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
@@ -21,7 +22,7 @@ import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/w
 const RECORDER = fileURLToPath(new URL("../fixtures/record-imports.mjs", import.meta.url));
 
 /** Libraries a command that does not use them must not load. */
-const CHAT_LIBRARIES = ["telegraf", "discord.js"];
+const CHAT_LIBRARIES = ["telegraf", "discord.js", "@slack/socket-mode", "@slack/web-api"];
 const HEAVY = [
   ...CHAT_LIBRARIES,
   "@anthropic-ai/sdk",
@@ -122,5 +123,22 @@ describe("the server loads what its config enables", () => {
     const packages = loadedPackages();
     expect(packages).toContain("telegraf");
     expect(packages).not.toContain("discord.js");
+    expect(packages).not.toContain("@slack/web-api");
+  });
+
+  it("with Slack enabled, it loads the Slack clients and no other chat library", async () => {
+    const slack = await startFakeSlack();
+    try {
+      ws.write("picklebot.yaml", fakeModelConfig(fake.url, slackYaml(slack)));
+      const server = await startBusServer(ws.dir, ["slack"], { env: recording() });
+      await server.kill();
+      const packages = loadedPackages();
+      expect(packages).toContain("@slack/socket-mode");
+      expect(packages).toContain("@slack/web-api");
+      expect(packages).not.toContain("telegraf");
+      expect(packages).not.toContain("discord.js");
+    } finally {
+      await slack.close();
+    }
   });
 });
