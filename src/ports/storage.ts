@@ -10,6 +10,7 @@ import type { EventRelay } from "./events.js";
 import type { HistoryStore } from "./history.js";
 import type { ChatMessage } from "./messages.js";
 import type { ClaimedJob, JobAdmin, JobQueue } from "./queue.js";
+import type { ScheduleStore } from "./schedule.js";
 import type { UsageLedger } from "./usage.js";
 
 /**
@@ -69,6 +70,8 @@ export interface Storage {
   pairing: PairingStore;
   /** Tool calls waiting for the owner's consent, and the "always allow" grants. */
   approvals: ApprovalStore;
+  /** Reminders and recurring tasks the agents set up in chats (the `schedule` tool). */
+  schedules: ScheduleStore;
   /** The processes sharing this storage, or null when it belongs to one process. */
   cluster: Cluster | null;
   /** Closes the queue, the history store and the database. */

@@ -32,6 +32,7 @@ import { PostgresHistoryStore } from "./history.js";
 import { PostgresOutboxStore } from "./outbox.js";
 import { PostgresPairingStore } from "./pairing.js";
 import { PostgresJobQueue } from "./queue.js";
+import { PostgresScheduleStore } from "./schedules.js";
 import { PostgresStopRelay } from "./stop-relay.js";
 
 /** Opens every store in the database of `queue.url` (migrated on first use). */
@@ -62,6 +63,7 @@ export async function openPostgresStorage(config: Config, clock: Clock): Promise
     outbox: new PostgresOutboxStore({ pool }),
     pairing: new PostgresPairingStore({ pool }),
     approvals: new PostgresApprovalStore({ pool }),
+    schedules: new PostgresScheduleStore({ pool }),
     checkpoint: postgresQueue
       ? postgresCheckpoint(pool, history, postgresQueue)
       : sequentialCheckpoint(history, queue),

@@ -25,6 +25,7 @@ import { SqliteHistoryStore } from "./history.js";
 import { SqliteOutboxStore } from "./outbox.js";
 import { SqlitePairingStore } from "./pairing.js";
 import { SqliteJobQueue } from "./queue.js";
+import { SqliteScheduleStore } from "./schedules.js";
 
 /** File name of the SQLite database inside `history.path`. */
 export const DATABASE_FILE = "picklebot.db";
@@ -64,6 +65,7 @@ export function openSqliteStorage(config: Config, clock: Clock): Storage {
     outbox: new SqliteOutboxStore({ db }),
     pairing: new SqlitePairingStore({ db }),
     approvals: new SqliteApprovalStore({ db }),
+    schedules: new SqliteScheduleStore({ db }),
     cluster: null,
     async close() {
       await queue.close();
