@@ -32,6 +32,7 @@ import { loadPlatformFactory } from "../chat/platforms.js";
 import type { BusConnection } from "../chat/receiver.js";
 import { ChatWing } from "../chat/wing.js";
 import { jobRetentionHours, runnablePlatforms } from "../config/index.js";
+import { ScheduleWorker } from "../cron/schedule-worker.js";
 import { CronWorker } from "../cron/worker.js";
 import { announcingEnqueues } from "../events/enqueued.js";
 import { EventHub } from "../events/hub.js";
@@ -340,6 +341,14 @@ export class PicklebotServer {
         logger: logger.child({ worker: "cron" }),
         maxAttempts: config.workers.max_attempts,
         events: this.events,
+      }),
+      new ScheduleWorker({
+        store: this.#storage.schedules,
+        queue: this.#queue,
+        outbox: this.#storage.outbox,
+        clock: this.#clock,
+        logger: logger.child({ worker: "schedules" }),
+        maxAttempts: config.workers.max_attempts,
       }),
     ];
     const batches = this.#options.provider.batches;
