@@ -1,6 +1,7 @@
 import type { UserError } from "../base/errors.js";
 import { type Config, secretValues } from "../config/index.js";
 import type {
+  ChatSchedules,
   Clock,
   HistoryStore,
   ModelProvider,
@@ -63,6 +64,11 @@ export interface AgentRunnerOptions {
    */
   postMessage: (request: RunRequest) => MessagePoster | undefined;
   /**
+   * The schedules `schedule` works on during a turn: the chat's, in the server; none
+   * (undefined: the tool says so) elsewhere. (Default: none)
+   */
+  schedules?: (request: RunRequest) => ChatSchedules | undefined;
+  /**
    * How `subagent` runs a task: as a child job through the queue (the server), or in
    * place (`picklebot chat`). (Default: the tool says it cannot)
    */
@@ -83,6 +89,11 @@ export interface AgentRunnerOptions {
    * `mcp_servers`). (Default: none; such entries give no tools)
    */
   mcp?: McpToolSource;
+}
+
+/** The `schedules` option of a turn's toolbox: given only when there are some. */
+function schedulesOf(schedules: ChatSchedules | undefined): { schedules?: ChatSchedules } {
+  return schedules === undefined ? {} : { schedules };
 }
 
 /** True for a tool-list entry of a built-in tool, false for an `mcp:` entry. */
@@ -264,6 +275,7 @@ export class AgentRunner {
             fetchPrivateAddresses: config.tools.web_fetch.allow_private_addresses,
             ...(agent.webFetch ? { fetchAllowDomains: agent.webFetch.allowDomains } : {}),
             postMessage: this.#options.postMessage(request),
+            ...schedulesOf(this.#options.schedules?.(request)),
             subagents: this.#subagents(agent),
             skills,
           },

@@ -390,7 +390,9 @@ function scheduleToolSchema() {
       /** Active schedules one chat may have at once. */
       max_per_chat: fromText(z.int().min(1).describe("a whole number, at least 1")).default(20),
       /** Shortest time between two runs of a recurring schedule, in minutes. */
-      min_interval_m: fromText(z.int().min(1).describe("a whole number of minutes, at least 1")).default(60),
+      min_interval_m: fromText(
+        z.int().min(1).describe("a whole number of minutes, at least 1"),
+      ).default(60),
       /** The zone of each chat's person, by chat address; others use `timezone`. */
       time_zones: z
         .record(

@@ -84,3 +84,30 @@ export interface ScheduleStore {
    */
   recordFired(id: string, occurrenceMs: number, options: { done: boolean }): Promise<boolean>;
 }
+
+/** What the `schedule` tool asks to create, in the person's words. */
+export interface ScheduleRequest {
+  /** One-shot: "in 20 minutes", "next Tuesday at 9:00", ISO 8601. */
+  when?: string;
+  /** Recurring: a cron expression or words ("every weekday at 8"). */
+  repeat?: string;
+  /** Delivered verbatim when due. */
+  message?: string;
+  /** Run as a prompt when due. */
+  task?: string;
+  /** IANA zone the person named for this one. (Default: the person's zone) */
+  timezone?: string;
+}
+
+/**
+ * The schedules of the chat a turn runs in, as the `schedule` tool uses them. Every
+ * answer is text for the model; a refusal throws a ToolError that says what to do.
+ */
+export interface ChatSchedules {
+  /** Creates a schedule; answers with its id and its time as an absolute date and zone. */
+  create(request: ScheduleRequest): Promise<string>;
+  /** The chat's active schedules, one per line. */
+  list(): Promise<string>;
+  /** Cancels one of the chat's active schedules. */
+  cancel(id: string): Promise<string>;
+}

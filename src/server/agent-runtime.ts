@@ -18,6 +18,7 @@ import type { Logger } from "../base/log.js";
 import type { ChatSenders } from "../chat/senders.js";
 import type { ChatAgentControls } from "../chat/wing.js";
 import { allowedUserIds, type Config } from "../config/index.js";
+import { chatSchedulesOfTurn } from "../cron/chat-schedules.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type {
   Clock,
@@ -141,6 +142,8 @@ export class AgentRuntime {
       provider,
       clock,
       postMessage: (request) => senders.poster(request),
+      schedules: (request) =>
+        chatSchedulesOfTurn(request, { store: storage.schedules, clock, config }),
       delegate: queueSubagents({
         queue,
         history: storage.history,

@@ -114,7 +114,7 @@ describe("loadAgents", () => {
     const file = writeAgent("bad", agentText("name: Bad\ndescription: x\ntools: [read, bsh]"));
     expect(onlyError()).toBe(
       `${file}: tools: unknown tool "bsh"; did you mean "bash"? (allowed: read, write, edit, ` +
-        "bash, web_fetch, post_message, subagent, skill, or mcp:<server> for an MCP server's tools); " +
+        "bash, web_fetch, post_message, subagent, skill, schedule, or mcp:<server> for an MCP server's tools); " +
         "fix or remove it.",
     );
   });

@@ -17,6 +17,7 @@ import {
   UserError,
 } from "../../base/errors.js";
 import type {
+  ChatSchedules,
   JobEndBlock,
   JobWait,
   Tool,
@@ -30,6 +31,7 @@ import { createEditTool } from "./edit.js";
 import { createPostMessageTool, type MessagePoster } from "./post-message.js";
 import { createReadTool } from "./read.js";
 import type { BashSandboxOptions } from "./sandbox.js";
+import { createScheduleTool } from "./schedule.js";
 import { createSkillTool } from "./skill.js";
 import { createSubagentTool, type SubagentOptions } from "./subagent.js";
 import { createWebFetchTool } from "./web-fetch.js";
@@ -68,6 +70,8 @@ export interface ToolboxOptions {
   postMessage?: MessagePoster;
   /** How `subagent` hands tasks on, and to whom. (Default: nowhere; the tool says so) */
   subagents?: SubagentOptions;
+  /** The chat's schedules `schedule` works on. (Default: none; the tool says so) */
+  schedules?: ChatSchedules;
   /** The skills `skill` loads: the agent's (skills.ts). (Default: none; the tool says so) */
   skills?: readonly SkillDefinition[];
 }
@@ -123,6 +127,10 @@ export const TOOLS = {
   skill: {
     create: ({ skills }) => createSkillTool(skills ?? []),
     shows: { field: "name", joiner: " " },
+  },
+  schedule: {
+    create: ({ schedules }) => createScheduleTool(schedules ?? schedulesUnavailable),
+    shows: { field: "action", joiner: " " },
   },
 } satisfies Record<string, ToolEntry>;
 
@@ -187,6 +195,19 @@ const delegationUnavailable: SubagentOptions = {
 const postingUnavailable: MessagePoster = async () => {
   throw new ToolError("post_message: this conversation has no chat to post to");
 };
+
+/** The schedules of a turn that has no chat's schedules to work on (`picklebot chat`). */
+const schedulesUnavailable: ChatSchedules = {
+  create: unavailableSchedules,
+  list: unavailableSchedules,
+  cancel: unavailableSchedules,
+};
+
+async function unavailableSchedules(): Promise<string> {
+  throw new ToolError(
+    "schedule: this conversation has no chat to schedule for; reminders are set in a Telegram or Discord chat with the server running",
+  );
+}
 
 /** Runs of a call after its first that a {@link ToolRetry} gets before it counts as an error. */
 export const TOOL_RETRIES = 3;
