@@ -64,6 +64,8 @@ export interface MessageBusWorkerOptions {
   /** Model calls and their pricing (`/usage`). */
   usage: ChatInboxOptions["usage"];
   pricing: ChatInboxOptions["pricing"];
+  /** The chat's reminders, for `/reminders`. (Default: none) */
+  reminders?: ChatInboxOptions["reminders"];
   /** Takes known secrets out of a message's text before it is queued. (Default: none) */
   redact?: ChatInboxOptions["redact"];
   clock: Clock;

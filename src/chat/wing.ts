@@ -19,6 +19,7 @@ import { allowedUserIds, type Config, secretValues } from "../config/index.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type {
   ChatPlatform,
+  ChatReplyTarget,
   Clock,
   EventSink,
   IncomingChoice,
@@ -53,6 +54,8 @@ export interface ChatWingOptions {
   /** The server's logger: the senders log as `worker: "chat"`, the receiver as `"bus"`. */
   logger: Logger;
   events: EventSink;
+  /** A chat's reminders, for `/reminders`. (Default: none) */
+  reminders?: (chat: ChatReplyTarget) => Promise<string>;
 }
 
 /** What the receiver asks of the agents' side: `/stop`, button answers, `/status`. */
@@ -108,6 +111,7 @@ export class ChatWing {
       usage: storage.usage,
       pricing: { prices: config.llm.prices, timezone: config.timezone },
       redact: secretRedactor(secretValues(config)),
+      ...(this.#options.reminders ? { reminders: this.#options.reminders } : {}),
       clock,
       logger: logger.child({ worker: "bus" }),
     });

@@ -92,12 +92,7 @@ export class ChatScheduleDesk implements ChatSchedules {
   }
 
   async list(): Promise<string> {
-    const { store, clock } = this.#options;
-    const active = await store.list({ chat: this.#chat(), states: ["active"] });
-    if (active.length === 0) return "This chat has no active schedules.";
-    return active
-      .map((schedule) => `${schedule.id}: ${describe(schedule, clock.now())}`)
-      .join("\n");
+    return chatScheduleListing(this.#options.store, this.#options.clock, this.#chat());
   }
 
   async cancel(id: string): Promise<string> {
@@ -149,6 +144,17 @@ function whatToDo(request: ScheduleRequest): Pick<NewSchedule, "kind" | "text"> 
     );
   }
   return message ? { kind: "message", text: message } : { kind: "task", text: task as string };
+}
+
+/** A chat's active schedules, one line each (the tool's `list`, `/reminders`). */
+export async function chatScheduleListing(
+  store: ScheduleStore,
+  clock: Clock,
+  chat: ChatReplyTarget,
+): Promise<string> {
+  const active = await store.list({ chat, states: ["active"] });
+  if (active.length === 0) return "This chat has no active schedules.";
+  return active.map((schedule) => `${schedule.id}: ${describe(schedule, clock.now())}`).join("\n");
 }
 
 /** One line about a schedule: when (absolute, with the zone), what. */

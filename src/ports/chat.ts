@@ -43,6 +43,7 @@ export const CHAT_COMMANDS = [
   { command: "compact", description: "Summarise the conversation so far" },
   { command: "stop", description: "Stop the reply in progress" },
   { command: "agent", description: "List the agents; /agent NAME switches this chat to one" },
+  { command: "reminders", description: "List this chat's reminders and recurring tasks" },
   { command: "help", description: "Show the commands" },
 ] as const satisfies readonly ChatCommand[];
 

@@ -32,6 +32,7 @@ import { loadPlatformFactory } from "../chat/platforms.js";
 import type { BusConnection } from "../chat/receiver.js";
 import { ChatWing } from "../chat/wing.js";
 import { jobRetentionHours, runnablePlatforms } from "../config/index.js";
+import { chatScheduleListing } from "../cron/chat-schedules.js";
 import { ScheduleWorker } from "../cron/schedule-worker.js";
 import { CronWorker } from "../cron/worker.js";
 import { announcingEnqueues } from "../events/enqueued.js";
@@ -164,6 +165,7 @@ export class PicklebotServer {
       clock: this.#clock,
       logger,
       events: this.events,
+      reminders: (chat) => chatScheduleListing(storage.schedules, this.#clock, chat),
     });
     this.#mcp = startMcpRuntime({
       workspace,

@@ -89,6 +89,7 @@ describe("TelegramPlatform", () => {
       "compact",
       "stop",
       "agent",
+      "reminders",
       "help",
     ]);
   });
