@@ -19,7 +19,7 @@ import type {
   ScheduleRequest,
   ScheduleStore,
 } from "../ports/index.js";
-import { nextScheduleOccurrence } from "./schedule-worker.js";
+import { nextScheduleOccurrence } from "./schedule-times.js";
 import { checkZone, minutesInWords, parseRepeat, parseWhen, shortestGapMs } from "./when.js";
 import { describeSchedule } from "./words.js";
 

@@ -2,7 +2,7 @@ import { formatReplyTarget } from "../base/chat-address.js";
 import type { Clock, CronStateStore, ScheduleKind, ScheduleStore } from "../ports/index.js";
 import type { CronDefinition } from "./definition.js";
 import { nextOccurrence } from "./schedule.js";
-import { nextScheduleOccurrence } from "./schedule-worker.js";
+import { nextScheduleOccurrence } from "./schedule-times.js";
 
 /**
  * - `scheduled`: enabled, will fire at `nextRunAt`.

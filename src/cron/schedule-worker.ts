@@ -19,7 +19,7 @@
  *
  * **What fires.** A `message` goes verbatim into the outbox for the chat (no model call);
  * a `task` is a job in a fresh session (`schedule:<id>:<occurrence ISO>`), its reply going
- * to the chat: docs/decisions/scheduled-tasks.md.
+ * to the chat: docs/decisions/scheduled-tasks.md. When each is due: schedule-times.ts.
  */
 
 import type { Logger } from "../base/log.js";
@@ -35,7 +35,7 @@ import type {
   ScheduleStore,
   Worker,
 } from "../ports/index.js";
-import { latestOccurrenceBetween, nextOccurrence } from "./schedule.js";
+import { dueOccurrence, nextScheduleOccurrence } from "./schedule-times.js";
 import type { Timers } from "./worker.js";
 
 /** Options of {@link ScheduleWorker}. */
@@ -57,27 +57,6 @@ const realTimers: Timers = {
   setTimeout: (callback, delayMs) => setTimeout(callback, delayMs),
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
-
-/** The schedule timing {@link nextOccurrence} reads: a recurring schedule's. */
-function timingOf(schedule: Schedule & { cron: string }) {
-  return { id: schedule.id, schedule: schedule.cron, timezone: schedule.timezone };
-}
-
-/** The occurrence of `schedule` due at `now` and not fired yet, or null. */
-export function dueOccurrence(schedule: Schedule, now: number): number | null {
-  if (schedule.cron === null) {
-    const at = schedule.at as number;
-    return at <= now && schedule.lastFiredAt === null ? at : null;
-  }
-  const since = schedule.lastFiredAt ?? schedule.createdAt;
-  return latestOccurrenceBetween(timingOf({ ...schedule, cron: schedule.cron }), since, now);
-}
-
-/** The next occurrence of `schedule` after `now`, or null when it has none. */
-export function nextScheduleOccurrence(schedule: Schedule, now: number): number | null {
-  if (schedule.cron === null) return schedule.lastFiredAt === null ? schedule.at : null;
-  return nextOccurrence(timingOf({ ...schedule, cron: schedule.cron }), now);
-}
 
 /** Fires the schedules of the store on time; see the file header for the rules. */
 export class ScheduleWorker implements Worker {
