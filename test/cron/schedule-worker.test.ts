@@ -119,6 +119,25 @@ describe("ScheduleWorker", () => {
     ]);
   });
 
+  it("fires a recurring reminder once on the night New York's clocks fall back, whose 01:30 happens twice", async () => {
+    clock.set("2027-11-06T12:00:00Z");
+    await handle.store.schedules.create(
+      schedule("night", {
+        cron: "30 1 * * *",
+        timezone: "America/New_York",
+        createdAt: clock.now(),
+      }),
+      10,
+    );
+    const end = Date.parse("2027-11-08T12:00:00Z");
+    while (clock.now() < end) clock.set(await worker(handle.store, 86_400_000 * 2).fireDue());
+    const fired = (await delivered()).map((line) =>
+      new Date(Number(line.split(/[: ]/)[2])).toISOString(),
+    );
+    // 01:30 EDT on Sunday (the first copy), then 01:30 EST on Monday.
+    expect(fired).toEqual(["2027-11-07T05:30:00.000Z", "2027-11-08T06:30:00.000Z"]);
+  });
+
   it("after downtime, a recurring schedule fires its latest missed occurrence once, not the backlog", async () => {
     await handle.store.schedules.create(
       schedule("daily", { cron: "0 8 * * *", createdAt: clock.now() }),
