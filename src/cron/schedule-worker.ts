@@ -98,6 +98,9 @@ export class ScheduleWorker implements Worker {
   /** Send first, record second: see "Exactly once" in the file header. */
   async #fire(schedule: Schedule, occurrence: number): Promise<void> {
     const { store, logger, clock } = this.#options;
+    // Read again just before sending: a cancel since the listing wins.
+    const current = await store.get(schedule.id);
+    if (current?.state !== "active") return;
     const sent = await this.#send(schedule, occurrence);
     const recorded = await store.recordFired(schedule.id, occurrence, {
       done: schedule.cron === null,

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ScheduleWorker } from "../../src/cron/schedule-worker.js";
-import type { NewSchedule } from "../../src/ports/index.js";
+import type { NewSchedule, ScheduleStore } from "../../src/ports/index.js";
 import { MemoryJobQueue } from "../../src/storage/memory/queue.js";
 import { SqliteOutboxStore } from "../../src/storage/sqlite/outbox.js";
 import { SqliteScheduleStore } from "../../src/storage/sqlite/schedules.js";
@@ -16,7 +16,7 @@ import { onTempDatabase, type StoreHandle } from "../helpers/stores.js";
 const CHAT = { kind: "telegram", chatId: "42" } as const;
 
 interface Stores {
-  schedules: SqliteScheduleStore;
+  schedules: ScheduleStore;
   outbox: SqliteOutboxStore;
 }
 
@@ -187,6 +187,24 @@ describe("ScheduleWorker", () => {
     await handle.store.schedules.cancel("r1", clock.now());
     clock.set(at);
     await worker().fireDue();
+    expect(await delivered()).toEqual([]);
+  });
+
+  it("a schedule cancelled after the worker listed it is not sent", async () => {
+    const at = Date.parse("2027-03-25T12:01:00Z");
+    const { schedules, outbox } = handle.store;
+    await schedules.create(schedule("r1", { at }), 10);
+    const listed = await schedules.list({ states: ["active"] });
+    await schedules.cancel("r1", clock.now());
+    const stale: ScheduleStore = {
+      create: (made, max) => schedules.create(made, max),
+      get: (id) => schedules.get(id),
+      list: async () => listed,
+      cancel: (id, now) => schedules.cancel(id, now),
+      recordFired: (id, at, options) => schedules.recordFired(id, at, options),
+    };
+    clock.set(at);
+    await worker({ schedules: stale, outbox }).fireDue();
     expect(await delivered()).toEqual([]);
   });
 
