@@ -9,6 +9,7 @@ import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/a
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { busWorkspace, startBusServer, telegramYaml } from "../helpers/bus.js";
 import { killAllServers, openWorkspaceDb } from "../helpers/server.js";
+import { waitFor } from "../helpers/wait.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
 
 const OWNER = 4242;
@@ -84,7 +85,15 @@ it("a reminder made 'in 1 minute' survives a SIGKILL and arrives once, in the ch
   expect(Number(fired.time)).toBeGreaterThanOrEqual(reminder.at);
   expect(db.prepare("SELECT state FROM schedules").get()).toEqual({ state: "done" });
 
-  // Once: another crash and start sends nothing more.
+  // Once: another crash and start sends nothing more. (The kill waits for the outbox to
+  // record the delivery: a kill between Telegram's answer and that record resends a
+  // message, the outbox's own window, which the chat chaos run covers.)
+  const delivered = db.prepare("SELECT state FROM outbox WHERE dedupe_key LIKE 'schedule:%'");
+  await waitFor(
+    () => (delivered.get() as { state: string } | undefined)?.state === "delivered",
+    "the reminder recorded as delivered",
+    10_000,
+  );
   await second.kill();
   await startBusServer(ws.dir, ["telegram"]);
   const entries = db.prepare("SELECT count(*) AS n FROM outbox WHERE dedupe_key LIKE 'schedule:%'");
