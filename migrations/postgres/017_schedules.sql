@@ -23,3 +23,13 @@ CREATE TABLE schedules (
 
 CREATE INDEX schedules_chat ON schedules (platform, chat_id, state);
 CREATE INDEX schedules_active ON schedules (state) WHERE state = 'active';
+
+-- Instance roles made before this table (instance-roles.ts INSTANCE_GRANTS): any instance
+-- creates and cancels schedules (the `schedule` tool), the leader records their fires.
+DO $$
+DECLARE r record;
+BEGIN
+  FOR r IN SELECT role FROM instance_roles LOOP
+    EXECUTE format('GRANT SELECT, INSERT, UPDATE ON schedules TO %I', r.role);
+  END LOOP;
+END $$;

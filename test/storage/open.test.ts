@@ -132,7 +132,7 @@ describe("openStorage: a database from before the checkpointed column (migration
       const db = new BetterSqlite(join(ws.dir, "history", DATABASE_FILE));
       db.exec(
         `DROP TABLE approval_requests; DROP TABLE approval_grants; DROP INDEX jobs_parent;
-        DROP TABLE pairing_replacements; DROP TABLE usage;
+        DROP TABLE pairing_replacements; DROP TABLE usage; DROP TABLE schedules;
         ${[
           ...["waiting_for", "parent_id", "tool_results", "stop_requested", "checkpointed"],
           ...["task", "batch", "batch_step"],

@@ -30,6 +30,7 @@ export const INSTANCE_GRANTS = {
   pairing_replacements: "SELECT, INSERT, DELETE",
   approval_requests: "SELECT, INSERT, UPDATE",
   approval_grants: "SELECT, INSERT, UPDATE, DELETE",
+  schedules: "SELECT, INSERT, UPDATE",
   schema_migrations: "SELECT",
   instance_roles: "SELECT",
 } as const satisfies Record<string, string>;
