@@ -41,6 +41,7 @@ import {
   SUMMARY_TAG,
 } from "./model.js";
 import { Random } from "./random.js";
+import { REMINDER_CHAT_ID, ScheduleProducer } from "./schedules.js";
 import { type JobLogs, verifyRun } from "./verify.js";
 import { verifyMedia } from "./verify-media.js";
 import {
@@ -152,6 +153,8 @@ function mcpProcessesOf(marker: string): number[] {
 }
 
 const STARTED = "picklebot server started";
+/** A one-shot reminder is set up this often during the run. */
+const REMINDER_EVERY_MS = 1500;
 const RECOVERED = "requeued jobs left running by the previous server";
 
 interface Settings {
@@ -224,6 +227,8 @@ export async function main(argv: string[]): Promise<number> {
   });
   telegram.openChat(MEDIA_CHAT_ID);
   producer = new Producer(ws.dir, random);
+  const reminders = new ScheduleProducer(ws.dir, random);
+  telegram.openChat(REMINDER_CHAT_ID);
   const answerer = new Answerer(ws.dir, random);
   let batchEnder: NodeJS.Timeout | null = null;
   const inspector = new Inspector(ws.dir);
@@ -245,6 +250,7 @@ export async function main(argv: string[]): Promise<number> {
   );
   try {
     producer.start(settings.rate);
+    await reminders.start(REMINDER_EVERY_MS);
     answerer.start();
     // The Message Batches API answers the batch jobs' steps at random moments.
     batchEnder = setInterval(() => {
@@ -267,8 +273,9 @@ export async function main(argv: string[]): Promise<number> {
       );
     }
     await producer.stop();
+    await reminders.stop();
     console.log(`draining ${inspector.unfinished()} unfinished jobs with a last server`);
-    await drain(ws, inspector, tally);
+    await drain(ws, inspector, tally, () => reminders.undelivered());
     await checkMcpProcessesGone(mcpMarker, tally);
     await checkFanoutsGone(watch, tally);
     await answerer.stop();
@@ -293,6 +300,11 @@ export async function main(argv: string[]): Promise<number> {
     // A loop, not push(...): a broken run may find more violations than a call takes arguments.
     for (const violation of verdict.violations) tally.violations.push(violation);
     for (const failure of producer.failures) tally.violations.push(`an enqueue failed: ${failure}`);
+    const fired = await reminders.verify(telegram);
+    for (const violation of fired.violations) tally.violations.push(violation);
+    console.log(
+      `reminders: ${fired.oneShots} one-shot and ${fired.recurring} recurring occurrences fired once each; ${fired.resent} deliveries shown again after a kill between send and record`,
+    );
     for (const { refusal } of model.refused.slice(0, 5)) {
       tally.violations.push(`the model API would have refused a request: ${refusal}`);
     }
@@ -311,6 +323,7 @@ export async function main(argv: string[]): Promise<number> {
   } finally {
     if (batchEnder) clearInterval(batchEnder);
     await producer.close();
+    reminders.close();
     await answerer.close();
     inspector.close();
     await model.close();
@@ -504,7 +517,12 @@ function countLogs(server: ServerProcess, tally: Tally): void {
 const DRAIN_STALL_MS = 120_000;
 
 /** A last server finishes every job, then stops on SIGTERM, which must exit 0. */
-async function drain(ws: TempWorkspace, inspector: Inspector, tally: Tally): Promise<void> {
+async function drain(
+  ws: TempWorkspace,
+  inspector: Inspector,
+  tally: Tally,
+  undeliveredReminders: () => number,
+): Promise<void> {
   const server = spawnServer(ws);
   try {
     await server.waitForLog(STARTED, 20_000);
@@ -514,8 +532,15 @@ async function drain(ws: TempWorkspace, inspector: Inspector, tally: Tally): Pro
         `${left} jobs still unfinished, none finished in the last ${DRAIN_STALL_MS / 1000} s`,
       );
     }
-    // Files a killed server left in the outbox go out from this one's retry loop.
+    // Files a killed server left in the outbox go out from this one's retry loop, and so do
+    // reminders that fell due.
     await untilNoneLeft(() => inspector.pendingFiles());
+    const reminders = await untilNoneLeft(undeliveredReminders);
+    if (reminders > 0) {
+      tally.violations.push(
+        `${reminders} due reminders still undelivered, none delivered in the last ${DRAIN_STALL_MS / 1000} s`,
+      );
+    }
     server.signal("SIGTERM");
     const exit = await server.exited;
     if (exit.code !== 0) {

@@ -7,6 +7,7 @@ import {
   secretValues,
 } from "../config/index.js";
 import type {
+  ChatSchedules,
   Clock,
   HistoryStore,
   JobSender,
@@ -86,6 +87,11 @@ export interface AgentRunnerOptions {
    */
   sendFile?: (request: RunRequest) => FileSender | undefined;
   /**
+   * The schedules `schedule` works on during a turn: the chat's, in the server; none
+   * (undefined: the tool says so) elsewhere. (Default: none)
+   */
+  schedules?: (request: RunRequest) => ChatSchedules | undefined;
+  /**
    * How `subagent` runs a task: as a child job through the queue (the server), or in
    * place (`picklebot chat`). (Default: the tool says it cannot)
    */
@@ -111,6 +117,11 @@ export interface AgentRunnerOptions {
    * turns run without memory)
    */
   memoryStores?: { memory: MemoryStore; recall: RecallStore };
+}
+
+/** The `schedules` option of a turn's toolbox: given only when there are some. */
+function schedulesOf(schedules: ChatSchedules | undefined): { schedules?: ChatSchedules } {
+  return schedules === undefined ? {} : { schedules };
 }
 
 /** True for a tool-list entry of a built-in tool, false for an `mcp:` entry. */
@@ -396,6 +407,7 @@ export class AgentRunner {
       ...(search.tool ? { webSearch: search.tool } : {}),
       postMessage: this.#options.postMessage(request),
       sendFile: this.#options.sendFile?.(request),
+      ...schedulesOf(this.#options.schedules?.(request)),
       subagents: this.#subagents(agent),
       skills,
     });

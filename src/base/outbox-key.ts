@@ -13,6 +13,7 @@
  * - `bus:<platform>:<message id>`: the chat's answer to a message (a command, a refusal).
  * - `budget:<scope>:<period>:<period start ms>:<reached|warning>`: a budget notice, once
  *   per budget, period and level (`scope` is `the workspace` or `agent <id>`).
+ * - `schedule:<schedule id>:<occurrence ms>`: a reminder's message, once per occurrence.
  * - `paired:<platform>:<user id>:<approved at ms>`: telling a person the owner let them in.
  */
 import type { ChatPlatformKind } from "../ports/index.js";
@@ -26,6 +27,7 @@ export type OutboxKey =
   | { kind: "file"; jobId: string; digest: string }
   | { kind: "voice"; jobId: string }
   | { kind: "bus"; platform: ChatPlatformKind; messageId: string }
+  | { kind: "schedule"; scheduleId: string; occurrenceMs: number }
   | { kind: "paired"; platform: ChatPlatformKind; userId: string; approvedAt: number }
   | {
       kind: "budget";
@@ -49,6 +51,8 @@ export function formatOutboxKey(key: OutboxKey): string {
       return `voice:${key.jobId}`;
     case "bus":
       return `bus:${key.platform}:${key.messageId}`;
+    case "schedule":
+      return `schedule:${key.scheduleId}:${key.occurrenceMs}`;
     case "paired":
       return `paired:${key.platform}:${key.userId}:${key.approvedAt}`;
     case "budget":
@@ -89,6 +93,12 @@ export function parseOutboxKey(text: string): OutboxKey | null {
       if (!isChatPlatform(platform) || !userId || extra !== undefined) return null;
       if (!Number.isSafeInteger(approvedAt) || String(approvedAt) !== at) return null;
       return { kind, platform, userId, approvedAt };
+    }
+    case "schedule": {
+      const [scheduleId, at, extra] = parts;
+      const occurrenceMs = Number(at);
+      if (!scheduleId || extra !== undefined || !/^\d+$/.test(at ?? "")) return null;
+      return { kind, scheduleId, occurrenceMs };
     }
     case "budget":
       return parseBudgetKey(parts);

@@ -7,6 +7,7 @@
  * - `cron:<id>:<occurrence ISO>`: one scheduled run of a cron; `cron:<id>:manual:<now ISO>`
  *   a run started by hand (`cron run`, the dashboard's Run now). Older keys may stop at
  *   `cron:<id>`.
+ * - `schedule:<id>:<occurrence ISO>`: one occurrence of a task the `schedule` tool set up.
  * - `subagent:<depth>:<parent>:<call id>`: the conversation of a subagent call, `parent`
  *   the calling job's id (or, for a turn without a job, the calling session's key).
  * - `console:<user>`: `picklebot chat`.
@@ -24,6 +25,7 @@ export type SessionKey =
       /** Which run: null in an older key that names none. */
       run: CronRun | null;
     }
+  | { kind: "schedule"; scheduleId: string; at: string }
   | { kind: "subagent"; depth: number; parent: string; callId: string }
   | { kind: "console"; user: string }
   | { kind: "web"; agentId: string; id: string };
@@ -45,6 +47,8 @@ export function formatSessionKey(key: SessionKey): string {
       if (key.run === null) return `cron:${key.cronId}`;
       return `${cronKeyPrefix(key.cronId)}${key.run.manual ? "manual:" : ""}${key.run.at}`;
     }
+    case "schedule":
+      return `schedule:${key.scheduleId}:${key.at}`;
     case "subagent":
       return `subagent:${key.depth}:${key.parent}:${key.callId}`;
     case "console":
@@ -83,6 +87,17 @@ export function cronManualKey(cronId: string, nowMs: number): string {
   return formatSessionKey({ kind: "cron", cronId, run: { manual: true, at } });
 }
 
+/** The session key of one occurrence of a scheduled task: `schedule:<id>:<occurrence ISO>`. */
+export function scheduleOccurrenceKey(scheduleId: string, occurrenceMs: number): string {
+  const at = new Date(occurrenceMs).toISOString();
+  return formatSessionKey({ kind: "schedule", scheduleId, at });
+}
+
+/** True when `text` is the key of a chat's own conversation (not a cron, schedule, subagent…). */
+export function isChatSessionKey(text: string): boolean {
+  return parseSessionKey(text)?.kind === "chat";
+}
+
 /** The session key of a chat started in the dashboard: `web:<agent>:<id>`. */
 export function webSessionKey(agentId: string, id: string): string {
   return formatSessionKey({ kind: "web", agentId, id });
@@ -116,6 +131,8 @@ export function parseSessionKey(text: string): SessionKey | null {
   switch (prefix) {
     case "cron":
       return parseCronKey(rest);
+    case "schedule":
+      return parseScheduleKey(rest);
     case "subagent":
       return parseSubagentKey(rest);
     case "console":
@@ -139,6 +156,15 @@ function parseCronKey(rest: string): SessionKey | null {
   const manual = at.startsWith("manual:");
   if (manual) at = at.slice("manual:".length);
   return at === "" ? null : { kind: "cron", cronId, run: { manual, at } };
+}
+
+/** `<id>:<at>`. */
+function parseScheduleKey(rest: string): SessionKey | null {
+  const separator = rest.indexOf(":");
+  const scheduleId = rest.slice(0, separator);
+  const at = rest.slice(separator + 1);
+  if (separator <= 0 || !CRON_ID.test(scheduleId) || at === "") return null;
+  return { kind: "schedule", scheduleId, at };
 }
 
 /** `<depth>:<parent>:<call id>`; the parent may itself be a key, with colons. */

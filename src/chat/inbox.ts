@@ -22,6 +22,7 @@ import { chatSessionKey } from "../base/session-key.js";
 import {
   type ChatCommandName,
   type ChatPlatformKind,
+  type ChatReplyTarget,
   type Clock,
   type HistoryStore,
   type IncomingChatMessage,
@@ -44,6 +45,9 @@ import {
   describeChatCommand,
   parseChatCommand,
 } from "./commands.js";
+
+/** `/reminders` in a chat with none. */
+export const NO_REMINDERS = "This chat has no active schedules.";
 
 /** The answer to a stranger in a group: no code, no id, where to ask instead. */
 export const GROUP_REFUSAL =
@@ -73,6 +77,11 @@ export interface ChatInboxOptions {
   clock: Clock;
   logger: Logger;
   /**
+   * The chat's active reminders and recurring tasks, as `/reminders` lists them.
+   * (Default: none)
+   */
+  reminders?: (chat: ChatReplyTarget) => Promise<string>;
+  /**
    * Takes known secrets out of a message's text before it is stored or queued
    * (`secretValues(config)`). (Default: the text as it is)
    */
@@ -90,7 +99,7 @@ export class ChatInbox {
     this.#agents = new ChatAgents(options.agents, options.history);
     const common = commonCommands(options);
     const own = (
-      name: "compact" | "stop",
+      name: "compact" | "stop" | "reminders",
       run: (chat: InboxChat) => Promise<void>,
     ): ChatCommandSpec<InboxChat> => ({ description: describeChatCommand(name), run });
     const commands = {
@@ -102,11 +111,19 @@ export class ChatInbox {
       stop: own("stop", (chat) => this.#stop(chat)),
       agent: common.agent,
       model: common.model,
+      reminders: own("reminders", (chat) => this.#reminders(chat)),
     } satisfies Record<Exclude<ChatCommandName, "help" | "start">, ChatCommandSpec<InboxChat>>;
     this.#commands = new ChatCommandSet(commands, {
       intro: "Send me a message and I will answer. Commands:",
       aliases: { start: "help" },
     });
+  }
+
+  /** `/reminders`: the chat's active schedules (the `schedule` tool makes them). */
+  async #reminders(chat: InboxChat): Promise<void> {
+    const { reminders } = this.#options;
+    const target = chatReplyTarget(chat.message);
+    await chat.reply(reminders ? await reminders(target) : NO_REMINDERS);
   }
 
   /**

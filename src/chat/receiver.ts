@@ -66,6 +66,8 @@ export interface MessageBusWorkerOptions {
   /** The named models, for `/model` and `/status`. */
   models: ChatInboxOptions["models"];
   pricing: ChatInboxOptions["pricing"];
+  /** The chat's reminders, for `/reminders`. (Default: none) */
+  reminders?: ChatInboxOptions["reminders"];
   /** Takes known secrets out of a message's text before it is queued. (Default: none) */
   redact?: ChatInboxOptions["redact"];
   clock: Clock;

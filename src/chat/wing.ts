@@ -25,6 +25,7 @@ import {
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type {
   ChatPlatform,
+  ChatReplyTarget,
   Clock,
   EventSink,
   IncomingChoice,
@@ -66,6 +67,8 @@ export interface ChatWingOptions {
   /** The server's logger: the senders log as `worker: "chat"`, the receiver as `"bus"`. */
   logger: Logger;
   events: EventSink;
+  /** A chat's reminders, for `/reminders`. (Default: none) */
+  reminders?: (chat: ChatReplyTarget) => Promise<string>;
 }
 
 /** What the receiver asks of the agents' side: `/stop`, button answers, `/status`. */
@@ -129,6 +132,7 @@ export class ChatWing {
       },
       pricing: { prices: workspacePrices(config), timezone: config.timezone },
       redact: secretRedactor(secretValues(config)),
+      ...(this.#options.reminders ? { reminders: this.#options.reminders } : {}),
       clock,
       logger: logger.child({ worker: "bus" }),
     });

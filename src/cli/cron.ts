@@ -6,10 +6,10 @@ import { systemClock } from "../base/clock.js";
 import { UserError } from "../base/errors.js";
 import { findCron, loadWorkspaceCrons } from "../cron/admin.js";
 import type { CronDirLoad } from "../cron/definition.js";
-import { type CronRow, describeCrons } from "../cron/describe.js";
+import { type CronRow, describeCrons, describeSchedules } from "../cron/describe.js";
 import { runCronNow } from "../cron/worker.js";
 import type { CronStateStore } from "../ports/index.js";
-import { type LoadedWorkspace, openWorkspace } from "./context.js";
+import { type LoadedWorkspace, openWorkspace, type WorkspaceContext } from "./context.js";
 import { formatTime, printable, printJson, printLine, printTable } from "./output.js";
 
 /** The `cron` command group. */
@@ -17,27 +17,38 @@ export function cronCommand(): Command {
   const cron = new Command("cron").description("list the crons of the workspace, or run one now");
   cron
     .command("list")
-    .description("list crons with their schedule and next run")
-    .option("--json", "print JSON for scripts")
-    .action(async (options: { json?: boolean }, command: Command) => {
+    .description(
+      "list crons with their schedule and next run, then the reminders agents set up in chats",
+    )
+    .option("--json", "print JSON for scripts (the crons; with --schedules, the reminders)")
+    .option("--schedules", "list only the reminders and recurring tasks set up in chats")
+    .action(async (options: { json?: boolean; schedules?: boolean }, command: Command) => {
       const context = await openWorkspace(command);
       try {
+        if (options.schedules) return await listSchedules(context, options.json === true);
         const rows = await describeCronsNow(context, context.storage.cronState);
         if (options.json) return printJson(rows);
-        if (rows.length === 0)
-          return void printLine("no crons: drop a YAML file into crons/ (see crons/example.yaml)");
-        printTable(
-          ["id", "schedule", "timezone", "agent", "next run", "last run", "deliver to", "status"],
-          rows.map((row) => [
-            row.id,
-            row.schedule,
-            row.timezone,
-            row.agent,
-            formatTime(row.nextRunAt, row.timezone),
-            formatTime(row.lastFiredAt, row.timezone),
-            row.deliverTo,
-            row.status,
-          ]),
+        listCrons(rows);
+        await listSchedules(context, false);
+      } finally {
+        await context.close();
+      }
+    });
+  cron
+    .command("cancel")
+    .description("cancel a reminder or recurring task an agent set up in a chat")
+    .argument("<id>", "schedule id, as `cron list` shows it")
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const context = await openWorkspace(command);
+      try {
+        const cancelled = await context.storage.schedules.cancel(id, systemClock.now());
+        if (cancelled === null) {
+          throw new UserError(
+            `no active schedule "${id}"; \`picklebot cron list --schedules\` shows the active ones`,
+          );
+        }
+        printLine(
+          `cancelled ${id} (${cancelled.kind} "${printable(cancelled.text)}" for ${formatReplyTarget(cancelled.chat)})`,
         );
       } finally {
         await context.close();
@@ -75,6 +86,48 @@ export function cronCommand(): Command {
       }
     });
   return cron;
+}
+
+/** The cron table, or how to add a cron when there is none. */
+function listCrons(rows: CronRow[]): void {
+  if (rows.length === 0) {
+    printLine("no crons: drop a YAML file into crons/ (see crons/example.yaml)");
+    return;
+  }
+  printTable(
+    ["id", "schedule", "timezone", "agent", "next run", "last run", "deliver to", "status"],
+    rows.map((row) => [
+      row.id,
+      row.schedule,
+      row.timezone,
+      row.agent,
+      formatTime(row.nextRunAt, row.timezone),
+      formatTime(row.lastFiredAt, row.timezone),
+      row.deliverTo,
+      row.status,
+    ]),
+  );
+}
+
+/** The active schedules agents set up in chats (nothing when there are none, but in JSON). */
+async function listSchedules(context: WorkspaceContext, json: boolean): Promise<void> {
+  const rows = await describeSchedules(context.storage.schedules, systemClock);
+  if (json) return printJson(rows);
+  if (rows.length === 0) return;
+  printLine("");
+  printLine("reminders and recurring tasks set up in chats (cancel: picklebot cron cancel <id>)");
+  printTable(
+    ["id", "chat", "created by", "what", "repeat", "next run", "last run"],
+    rows.map((row) => [
+      row.id,
+      row.chat,
+      row.createdBy,
+      `${row.kind}: ${row.text}`,
+      row.repeat ?? "once",
+      formatTime(row.nextRunAt, row.timezone),
+      formatTime(row.lastFiredAt, row.timezone),
+    ]),
+  );
 }
 
 /**

@@ -553,6 +553,7 @@ function toolsSchema(env: Environment) {
         })
         .prefault({}),
       web_search: webSearchSchema(env),
+      schedule: scheduleToolSchema(),
     })
     .prefault({});
 }
@@ -589,6 +590,30 @@ function webSearchSchema(env: Environment) {
         message: `required when tools.web_search.backend is ${search.backend}; ${missing.fix}`,
         params: { standalone: true } satisfies CustomIssueParams,
       });
+    })
+    .prefault({});
+}
+
+/** `tools.schedule`: the limits of the reminders agents set up (docs/guides/reminders.md). */
+function scheduleToolSchema() {
+  return z
+    .strictObject({
+      /** Active schedules one chat may have at once. */
+      max_per_chat: fromText(z.int().min(1).describe("a whole number, at least 1")).default(20),
+      /** Shortest time between two runs of a recurring schedule, in minutes. */
+      min_interval_m: fromText(
+        z.int().min(1).describe("a whole number of minutes, at least 1"),
+      ).default(60),
+      /** The zone of each chat's person, by chat address; others use `timezone`. */
+      time_zones: z
+        .record(
+          z.string().refine((text) => parseChatAddress(text) !== null, CHAT_ADDRESS_FORMS),
+          z
+            .string()
+            .refine(isValidTimeZone)
+            .describe('an IANA time zone such as "Europe/Berlin" or "UTC"'),
+        )
+        .default({}),
     })
     .prefault({});
 }

@@ -1,7 +1,8 @@
 import { formatReplyTarget } from "../base/chat-address.js";
-import type { Clock, CronStateStore } from "../ports/index.js";
+import type { Clock, CronStateStore, ScheduleKind, ScheduleStore } from "../ports/index.js";
 import type { CronDefinition } from "./definition.js";
 import { nextOccurrence } from "./schedule.js";
+import { nextScheduleOccurrence } from "./schedule-times.js";
 
 /**
  * - `scheduled`: enabled, will fire at `nextRunAt`.
@@ -55,4 +56,43 @@ export async function describeCrons(
     });
   }
   return rows;
+}
+
+/** One line of the schedules agents set up in chats (`cron list`, the dashboard). */
+export interface ScheduleRow {
+  id: string;
+  /** `telegram:<chat_id>`, `discord:<channel_id>`. */
+  chat: string;
+  /** Who made it (`agent <id>` for the `schedule` tool). */
+  createdBy: string;
+  agent: string;
+  kind: ScheduleKind;
+  text: string;
+  /** The cron expression of a recurring schedule, or null for a one-shot one. */
+  repeat: string | null;
+  timezone: string;
+  /** The next run, or null when none is left. */
+  nextRunAt: number | null;
+  lastFiredAt: number | null;
+}
+
+/** The active schedules of every chat, oldest first, for the owner's listings. */
+export async function describeSchedules(
+  store: ScheduleStore,
+  clock: Clock,
+): Promise<ScheduleRow[]> {
+  const now = clock.now();
+  const active = await store.list({ states: ["active"] });
+  return active.map((schedule) => ({
+    id: schedule.id,
+    chat: formatReplyTarget(schedule.chat),
+    createdBy: schedule.createdBy,
+    agent: schedule.agentId,
+    kind: schedule.kind,
+    text: schedule.text,
+    repeat: schedule.cron,
+    timezone: schedule.timezone,
+    nextRunAt: nextScheduleOccurrence(schedule, now),
+    lastFiredAt: schedule.lastFiredAt,
+  }));
 }

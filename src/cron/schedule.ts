@@ -99,6 +99,15 @@ export function latestOccurrenceBetween(
 }
 
 /**
+ * The instant the zone's clock first shows `wall` (a wall-clock time written as if it were
+ * UTC), by the same daylight-saving rules as an occurrence: inside a spring-forward gap,
+ * the first instant after it; in a repeated hour, the first copy.
+ */
+export function instantOfWallTime(wall: number, timeZone: string): number {
+  return instantsOfWallTime(wall, timeZone, false)[0] as number;
+}
+
+/**
  * The instants at which the zone's clock shows `wall` (a wall-clock time written as if it
  * were UTC): one normally, the transition instant inside a gap, the first of two in a
  * repeated hour (both when `bothCopies`).

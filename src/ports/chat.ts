@@ -82,6 +82,7 @@ export const CHAT_COMMANDS = [
     command: "model",
     description: "Show this chat's model and fallbacks; /model NAME switches it (owner)",
   },
+  { command: "reminders", description: "List this chat's reminders and recurring tasks" },
   { command: "help", description: "Show the commands" },
 ] as const satisfies readonly ChatCommand[];
 

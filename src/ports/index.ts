@@ -32,7 +32,7 @@
  *
  * Files: `messages` (conversation content), `history`, `queue`, `storage` (a backend's
  * stores and the checkpoint), `model`, `tool`, `frontend`, `chat` (platforms, outbox,
- * pairing), `approval` (tool-call approvals), `cron`, `cluster`, `runtime` (clock, worker), `usage` (the ledger), `events` (the
+ * pairing), `approval` (tool-call approvals), `cron`, `schedule` (reminders the agent sets), `cluster`, `runtime` (clock, worker), `usage` (the ledger), `events` (the
  * stream of state changes), `memory` (memories, and the search over past sessions).
  */
 export * from "./approval.js";
@@ -47,6 +47,7 @@ export * from "./messages.js";
 export * from "./model.js";
 export * from "./queue.js";
 export * from "./runtime.js";
+export * from "./schedule.js";
 export * from "./storage.js";
 export * from "./tool.js";
 export * from "./usage.js";

@@ -11,6 +11,7 @@ import type { HistoryStore } from "./history.js";
 import type { MemoryStore, RecallStore } from "./memory.js";
 import type { ChatMessage } from "./messages.js";
 import type { ClaimedJob, JobAdmin, JobQueue } from "./queue.js";
+import type { ScheduleStore } from "./schedule.js";
 import type { UsageLedger } from "./usage.js";
 
 /**
@@ -74,6 +75,8 @@ export interface Storage {
   memory: MemoryStore;
   /** Who each session is with, its memory snapshot, and the search over past sessions. */
   recall: RecallStore;
+  /** Reminders and recurring tasks the agents set up in chats (the `schedule` tool). */
+  schedules: ScheduleStore;
   /** The processes sharing this storage, or null when it belongs to one process. */
   cluster: Cluster | null;
   /** Closes the queue, the history store and the database. */

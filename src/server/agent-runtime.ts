@@ -18,6 +18,7 @@ import type { Logger } from "../base/log.js";
 import type { ChatSenders } from "../chat/senders.js";
 import type { ChatAgentControls } from "../chat/wing.js";
 import { allowedUserIds, type Config } from "../config/index.js";
+import { chatSchedulesOfTurn } from "../cron/chat-schedules.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type {
   Clock,
@@ -143,6 +144,8 @@ export class AgentRuntime {
       clock,
       postMessage: (request) => senders.poster(request),
       sendFile: (request) => senders.fileSender(request),
+      schedules: (request) =>
+        chatSchedulesOfTurn(request, { store: storage.schedules, clock, config }),
       delegate: queueSubagents({
         queue,
         history: storage.history,

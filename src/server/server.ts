@@ -37,6 +37,8 @@ import {
   runnablePlatforms,
   workspacePrices,
 } from "../config/index.js";
+import { chatScheduleListing } from "../cron/chat-schedules.js";
+import { ScheduleWorker } from "../cron/schedule-worker.js";
 import { CronWorker } from "../cron/worker.js";
 import { announcingEnqueues } from "../events/enqueued.js";
 import { EventHub } from "../events/hub.js";
@@ -169,6 +171,7 @@ export class PicklebotServer {
       clock: this.#clock,
       logger,
       events: this.events,
+      reminders: (chat) => chatScheduleListing(storage.schedules, this.#clock, chat),
     });
     this.#mcp = startMcpRuntime({
       workspace,
@@ -347,6 +350,14 @@ export class PicklebotServer {
         logger: logger.child({ worker: "cron" }),
         maxAttempts: config.workers.max_attempts,
         events: this.events,
+      }),
+      new ScheduleWorker({
+        store: this.#storage.schedules,
+        queue: this.#queue,
+        outbox: this.#storage.outbox,
+        clock: this.#clock,
+        logger: logger.child({ worker: "schedules" }),
+        maxAttempts: config.workers.max_attempts,
       }),
     ];
     const batches = this.#options.provider.batches;

@@ -57,6 +57,10 @@ describe("session keys", () => {
       "subagent:2:console:alice:call",
     ],
     [{ kind: "console", user: "alice" }, "console:alice"],
+    [
+      { kind: "schedule", scheduleId: "r7k2", at: "2026-11-27T08:00:00.000Z" },
+      "schedule:r7k2:2026-11-27T08:00:00.000Z",
+    ],
     [{ kind: "web", agentId: "pickle", id: "0a1b2c3d" }, "web:pickle:0a1b2c3d"],
   ])("round-trips %j as %s", (key, text) => {
     expect(formatSessionKey(key)).toBe(text);
@@ -127,6 +131,10 @@ describe("outbox keys", () => {
     ],
     [{ kind: "voice", jobId: "mwwcllfh00018eym1g81" }, "voice:mwwcllfh00018eym1g81"],
     [{ kind: "bus", platform: "telegram", messageId: "1234" }, "bus:telegram:1234"],
+    [
+      { kind: "schedule", scheduleId: "r7k2", occurrenceMs: 1795651200000 },
+      "schedule:r7k2:1795651200000",
+    ],
     [
       {
         kind: "budget",

@@ -4,8 +4,9 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ChatBinding } from "../../src/chat/agents.js";
-import { ChatInbox, GROUP_REFUSAL } from "../../src/chat/inbox.js";
-import type { IncomingChatMessage, Storage } from "../../src/ports/index.js";
+import { ChatInbox, type ChatInboxOptions, GROUP_REFUSAL } from "../../src/chat/inbox.js";
+import { chatScheduleListing } from "../../src/cron/chat-schedules.js";
+import type { ChatReplyTarget, IncomingChatMessage, Storage } from "../../src/ports/index.js";
 import { PAIRING_CODE_TTL_MS } from "../../src/ports/index.js";
 import { openStorage } from "../../src/storage/index.js";
 import { FakeChatPlatform } from "../fakes/chat-platform.js";
@@ -32,8 +33,12 @@ const AGENTS = [
   { id: "pickle", name: "Pickle", description: "General assistant" },
 ];
 
-function inbox(queue: Storage["queue"] = storage.queue): ChatInbox {
+function inbox(
+  queue: Storage["queue"] = storage.queue,
+  extra: Partial<ChatInboxOptions> = {},
+): ChatInbox {
   return new ChatInbox({
+    ...extra,
     allowedUserIds: (platform) =>
       new Set(platform === "telegram" ? [OWNER] : ["80351110224678912"]),
     agents: { defaultAgentId: "pickle", agents: AGENTS, bindings },
@@ -220,6 +225,34 @@ describe("ChatInbox: commands", () => {
     const current = await storage.history.currentSession("telegram:42");
     expect(current?.id).not.toBe(before.id);
     expect(answers[0]?.text).toContain(current?.id);
+    expect(await storage.queue.list()).toEqual([]);
+  });
+
+  it("/reminders lists this chat's active schedules only, with their absolute times", async () => {
+    const schedule = (id: string, chatId: string, at: number) => ({
+      id,
+      agentId: "pickle",
+      chat: { kind: "telegram" as const, chatId },
+      createdBy: "agent pickle",
+      kind: "message" as const,
+      text: `reminder ${id}`,
+      at,
+      cron: null,
+      timezone: "Europe/Berlin",
+      createdAt: clock.now(),
+    });
+    await storage.schedules.create(schedule("aaaaaa", "42", clock.now() + 3_600_000), 10);
+    await storage.schedules.create(schedule("bbbbbb", "43", clock.now() + 3_600_000), 10);
+    const reminders = (chat: ChatReplyTarget) =>
+      chatScheduleListing(storage.schedules, clock, chat);
+    const send = await connect(inbox(storage.queue, { reminders }));
+    await send(telegram, { userId: OWNER, chatId: "42", text: "/reminders" });
+    expect(answers.at(-1)).toEqual({
+      chatId: "42",
+      text: 'aaaaaa: message "reminder aaaaaa" at 2025-01-01 02:00:00 Europe/Berlin',
+    });
+    await send(telegram, { userId: OWNER, chatId: "44", text: "/reminders" });
+    expect(answers.at(-1)?.text).toBe("This chat has no active schedules.");
     expect(await storage.queue.list()).toEqual([]);
   });
 

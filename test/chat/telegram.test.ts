@@ -90,6 +90,7 @@ describe("TelegramPlatform", () => {
       "stop",
       "agent",
       "model",
+      "reminders",
       "help",
     ]);
   });

@@ -280,6 +280,7 @@ describe("picklebot server", () => {
       { name: "leader", ...running },
       { name: "queue-depth", ...running },
       { name: "retention", ...running },
+      { name: "schedules", ...running },
     ]);
   });
 

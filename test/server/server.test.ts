@@ -104,6 +104,7 @@ describe("PicklebotServer (SQLite mode)", () => {
       "leader",
       "queue-depth",
       "retention",
+      "schedules",
     ]);
   });
 

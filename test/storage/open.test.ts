@@ -132,7 +132,7 @@ describe("openStorage: a database from before the checkpointed column (migration
       const db = new BetterSqlite(join(ws.dir, "history", DATABASE_FILE));
       db.exec(
         `DROP TABLE approval_requests; DROP TABLE approval_grants; DROP INDEX jobs_parent;
-        DROP TABLE pairing_replacements; DROP TABLE usage;
+        DROP TABLE pairing_replacements; DROP TABLE usage; DROP TABLE schedules;
         DROP TRIGGER messages_search_insert; DROP VIEW messages_search_scope;
         DROP TABLE memories; DROP TABLE memory_changes; DROP TABLE person_links;
         DROP TABLE session_memory; DROP TABLE messages_search;

@@ -43,6 +43,7 @@ function client(options: { readOnly?: boolean } = {}): SectionClient {
     history: storage.history,
     clock,
     maxAttempts: 3,
+    schedules: storage.schedules,
   });
   return mountSection(section, options);
 }
@@ -189,5 +190,40 @@ describe("the Crons section", () => {
     }
     expect(await storage.queue.list()).toEqual([]);
     expect(readFileSync(`${ws.dir}/crons/news.yaml`, "utf8")).toBe(NEWS);
+  });
+
+  it("lists the reminders set in chats with chat and creator, and cancels one with its button", async () => {
+    await storage.schedules.create(
+      {
+        id: "k7m2qx",
+        agentId: "pickle",
+        chat: { kind: "telegram", chatId: "4242" },
+        createdBy: "agent pickle",
+        kind: "message",
+        text: "Call the dentist",
+        at: Date.parse("2025-01-16T08:00:00Z"),
+        cron: null,
+        timezone: "Europe/Berlin",
+        createdAt: clock.now(),
+      },
+      20,
+    );
+    const dashboard = client();
+    const page = await dashboard.get("/crons");
+    const text = textOf(page.html);
+    expect(text).toContain("Reminders set in chats");
+    expect(text).toMatch(
+      /k7m2qx telegram:4242 agent pickle message: Call the dentist once Thu 2025-01-16 09:00 CET/,
+    );
+    const done = await dashboard.submit(page, "/crons/schedules/k7m2qx/cancel", {
+      button: "Cancel",
+    });
+    expect(done.status).toBe(303);
+    const after = textOf((await dashboard.get(done.location ?? "")).html);
+    expect(after).toContain("Cancelled k7m2qx (message for telegram:4242).");
+    expect(after).toContain("None: agents with the schedule tool set them up when a chat asks.");
+    expect((await storage.schedules.get("k7m2qx"))?.state).toBe("cancelled");
+    const readOnly = await client({ readOnly: true }).post("/crons/schedules/k7m2qx/cancel");
+    expect(readOnly.status).toBe(403);
   });
 });

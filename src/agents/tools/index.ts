@@ -17,6 +17,7 @@ import {
   UserError,
 } from "../../base/errors.js";
 import type {
+  ChatSchedules,
   JobEndBlock,
   JobWait,
   Tool,
@@ -31,6 +32,7 @@ import { createMemoryTool, type MemoryToolOptions } from "./memory.js";
 import { createPostMessageTool, type MessagePoster } from "./post-message.js";
 import { createReadTool } from "./read.js";
 import type { BashSandboxOptions } from "./sandbox.js";
+import { createScheduleTool } from "./schedule.js";
 import { createSendFileTool, type FileSender } from "./send-file.js";
 import {
   createSessionReadTool,
@@ -90,6 +92,8 @@ export interface ToolboxOptions {
    * `tools.web_search`). (Default: none; the tool says no backend is configured)
    */
   webSearch?: WebSearchToolOptions;
+  /** The chat's schedules `schedule` works on. (Default: none; the tool says so) */
+  schedules?: ChatSchedules;
   /** The skills `skill` loads: the agent's (skills.ts). (Default: none; the tool says so) */
   skills?: readonly SkillDefinition[];
   /** What `memory` writes, for whom. (Default: nothing; the tool says memory is off) */
@@ -175,6 +179,10 @@ export const TOOLS = {
       recall ? createSessionReadTool(recall) : unavailable("session_read", NOTHING_TO_SEARCH),
     shows: { field: "session_id", joiner: " " },
   },
+  schedule: {
+    create: ({ schedules }) => createScheduleTool(schedules ?? schedulesUnavailable),
+    shows: { field: "action", joiner: " " },
+  },
 } satisfies Record<string, ToolEntry>;
 
 /** The name of a registered tool. */
@@ -257,6 +265,19 @@ function unavailable(name: string, why: string): Tool {
 const postingUnavailable: MessagePoster = async () => {
   throw new ToolError("post_message: this conversation has no chat to post to");
 };
+
+/** The schedules of a turn that has no chat's schedules to work on (`picklebot chat`). */
+const schedulesUnavailable: ChatSchedules = {
+  create: unavailableSchedules,
+  list: unavailableSchedules,
+  cancel: unavailableSchedules,
+};
+
+async function unavailableSchedules(): Promise<string> {
+  throw new ToolError(
+    "schedule: this conversation has no chat to schedule for; reminders are set in a Telegram or Discord chat with the server running",
+  );
+}
 
 /** Runs of a call after its first that a {@link ToolRetry} gets before it counts as an error. */
 export const TOOL_RETRIES = 3;

@@ -33,6 +33,7 @@ import { PostgresMemoryStore, PostgresRecallStore } from "./memory.js";
 import { PostgresOutboxStore } from "./outbox.js";
 import { PostgresPairingStore } from "./pairing.js";
 import { PostgresJobQueue } from "./queue.js";
+import { PostgresScheduleStore } from "./schedules.js";
 import { PostgresStopRelay } from "./stop-relay.js";
 
 /** Opens every store in the database of `queue.url` (migrated on first use). */
@@ -65,6 +66,7 @@ export async function openPostgresStorage(config: Config, clock: Clock): Promise
     approvals: new PostgresApprovalStore({ pool }),
     memory: new PostgresMemoryStore({ pool }),
     recall: new PostgresRecallStore({ pool }),
+    schedules: new PostgresScheduleStore({ pool }),
     checkpoint: postgresQueue
       ? postgresCheckpoint(pool, history, postgresQueue)
       : sequentialCheckpoint(history, queue),

@@ -34,6 +34,7 @@ export const INSTANCE_GRANTS = {
   memory_changes: "SELECT, INSERT",
   person_links: "SELECT, INSERT, DELETE",
   session_memory: "SELECT, INSERT, UPDATE",
+  schedules: "SELECT, INSERT, UPDATE",
   schema_migrations: "SELECT",
   instance_roles: "SELECT",
 } as const satisfies Record<string, string>;

@@ -26,6 +26,7 @@ import { SqliteMemoryStore, SqliteRecallStore } from "./memory.js";
 import { SqliteOutboxStore } from "./outbox.js";
 import { SqlitePairingStore } from "./pairing.js";
 import { SqliteJobQueue } from "./queue.js";
+import { SqliteScheduleStore } from "./schedules.js";
 
 /** File name of the SQLite database inside `history.path`. */
 export const DATABASE_FILE = "picklebot.db";
@@ -67,6 +68,7 @@ export function openSqliteStorage(config: Config, clock: Clock): Storage {
     approvals: new SqliteApprovalStore({ db }),
     memory: new SqliteMemoryStore({ db }),
     recall: new SqliteRecallStore({ db, searchable: sqliteHistory !== null }),
+    schedules: new SqliteScheduleStore({ db }),
     cluster: null,
     async close() {
       await queue.close();

@@ -9,14 +9,17 @@
  *   POST /:id/run      enqueue one run now ─► 303 to /:id
  *   POST /:id/enable   enabled: true in its file ─► 303 to /:id
  *   POST /:id/disable  enabled: false in its file ─► 303 to /:id
+ *   POST /schedules/:id/cancel   cancels a reminder set in a chat ─► 303 to /
  */
 import { Hono } from "hono";
 import { textOf } from "../../agents/loop.js";
+import { formatReplyTarget } from "../../base/chat-address.js";
 import { UserError } from "../../base/errors.js";
 import { truncate } from "../../base/printable.js";
 import { cronKeyPrefix } from "../../base/session-key.js";
 import { findCron, setCronEnabled } from "../../cron/admin.js";
 import type { CronDefinition, CronDirLoad } from "../../cron/definition.js";
+import { describeSchedules } from "../../cron/describe.js";
 import { type CronRow, describeCrons, runCronNow } from "../../cron/worker.js";
 import type { DashboardEnv, DashboardSection } from "../../http/env.js";
 import type {
@@ -26,8 +29,10 @@ import type {
   Job,
   JobAdmin,
   JobQueue,
+  ScheduleStore,
 } from "../../ports/index.js";
 import { CronDetail, CronList, type CronRun } from "./cron-pages.js";
+import { ScheduleList } from "./schedule-pages.js";
 import {
   notFoundPage,
   redirectWithNotice,
@@ -47,6 +52,8 @@ export interface CronsSectionDeps {
   clock: Clock;
   /** `workers.max_attempts`, given to a Run now job as the CronWorker does. */
   maxAttempts: number;
+  /** The reminders and recurring tasks agents set up in chats, listed and cancelled here. */
+  schedules: ScheduleStore;
 }
 
 /** Runs shown on a cron's own page. */
@@ -62,14 +69,26 @@ export function cronsSection(deps: CronsSectionDeps): DashboardSection {
     const load = deps.loadCrons();
     const rows = await describeCrons(load.crons, deps.state, deps.clock);
     const lastRuns = await Promise.all(rows.map((row) => lastRunsOf(deps, row.id, 1)));
+    const schedules = await describeSchedules(deps.schedules, deps.clock);
     return c.render(
-      <CronList
-        c={c}
-        crons={rows.map((row, index) => ({ row, last: lastRuns[index]?.[0] ?? null }))}
-        broken={load.errors}
-      />,
+      <>
+        <CronList
+          c={c}
+          crons={rows.map((row, index) => ({ row, last: lastRuns[index]?.[0] ?? null }))}
+          broken={load.errors}
+        />
+        <ScheduleList c={c} schedules={schedules} />
+      </>,
       { title: "Crons" },
     );
+  });
+  app.post("/schedules/:id/cancel", async (c) => {
+    const id = c.req.param("id");
+    const cancelled = await deps.schedules.cancel(id, deps.clock.now());
+    const notice = cancelled
+      ? `Cancelled ${id} (${cancelled.kind} for ${formatReplyTarget(cancelled.chat)}).`
+      : `No active reminder ${id}: it already ran or was cancelled.`;
+    return redirectWithNotice(c, "", notice);
   });
   app.get("/:id", (c) =>
     withCron(c, deps, async (cron, row) => {

@@ -63,6 +63,7 @@ export function ownerSections(options: OwnerSectionsOptions): DashboardSection[]
       history: storage.history,
       clock,
       maxAttempts: config.workers.max_attempts,
+      schedules: storage.schedules,
     }),
     agentsSection({
       loadAgents: loadAgentsNow,
