@@ -178,7 +178,7 @@ describe("loadAgents", () => {
     const file = writeAgent("bad", agentText("name: Bad\ndescription: x\ntools: [read, bsh]"));
     expect(onlyError()).toBe(
       `${file}: tools: unknown tool "bsh"; did you mean "bash"? (allowed: read, write, edit, ` +
-        "bash, web_fetch, web_search, post_message, send_file, subagent, skill, schedule, memory, session_search, session_read, " +
+        "bash, web_fetch, web_search, post_message, send_file, subagent, skill, memory, session_search, session_read, schedule, " +
         "or mcp:<server> for an MCP server's tools); " +
         "fix or remove it.",
     );

@@ -407,6 +407,7 @@ describe("loadConfig", () => {
       bash: { sandbox: "bwrap", network: false },
       web_fetch: { allow_private_addresses: false },
       web_search: { max_per_turn: 5, timeout_s: 15 },
+      schedule: { max_per_chat: 20, min_interval_m: 60, time_zones: {} },
     });
     writeConfig("tools:\n  bash:\n    sandbox: none\n    network: true\n");
     expect(loadConfig(workspace, {}).tools.bash).toEqual({ sandbox: "none", network: true });
