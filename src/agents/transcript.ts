@@ -147,6 +147,12 @@ function readBlocks(
       case "text":
         read.texts.push(block.text);
         break;
+      case "image":
+        read.texts.push(`[image ${block.media.name}, ${block.width}×${block.height} px]`);
+        break;
+      case "document":
+        read.texts.push(`[PDF ${block.media.name}, ${block.pages} pages]`);
+        break;
       case "tool_use":
         read.toolCalls.push(openCall(block.id, block.name, block.input));
         break;

@@ -8,13 +8,15 @@ import { assertNever } from "./assert-never.js";
 
 /**
  * Whether `block` is part of the conversation itself, what the user or the agent said
- * or showed (text today; an image, document or audio block would be too), rather than a
+ * or showed (text, an image, a document), rather than a
  * tool call, a tool's output or a marker stored for picklebot's own use. A user message
  * holding one starts a turn someone asked for.
  */
 export function isConversationBlock(block: ContentBlock): boolean {
   switch (block.type) {
     case "text":
+    case "image":
+    case "document":
       return true;
     case "tool_use":
     case "tool_result":

@@ -4,7 +4,8 @@
  *   sender allowed (allowed_user_ids or paired)? ── no ─► logged; at most once an hour a
  *      │                                              refusal with their id and a code
  *      yes ─► known secrets in its text replaced by [redacted] (before anything is stored)
- *      ├─ /new, /status, /usage, /stop, /agent, /start, /help, or no text ─► answered here, no job
+ *      ├─ a part it cannot read (a sticker, a location) ─► one "I can read …" answer, logged
+ *      ├─ /new, /status, /usage, /stop, /agent, /start, /help, or no text and no file ─► answered here, no job
  *      │  (the commands are commands.ts's, on this chat as their ChatContext)
  *      └─ anything else (and /compact) ─► one chat job for the chat's agent (chat-agents.ts),
  *                          session key `<platform>:<chat id>`, dedupe key
@@ -45,6 +46,9 @@ import {
 /** The answer to a stranger in a group: no code, no id, where to ask instead. */
 export const GROUP_REFUSAL =
   "Sorry, I only answer people my owner allowed. To ask for access, write to me in a private chat.";
+
+/** What every "cannot read" answer starts with: the kinds of message picklebot reads. */
+export const CAN_READ = "I can read text, photos and images, PDFs, text files and voice notes.";
 
 /** Options of {@link ChatInbox}. */
 export interface ChatInboxOptions {
@@ -138,8 +142,11 @@ export class ChatInbox {
           typed.argument,
         );
       }
+      if (message.unreadable) await this.#cannotRead(message, message.unreadable);
+      const files = message.attachments ?? [];
       // A bare mention ("@bot") leaves no text: the model would refuse an empty message.
-      if (message.text.trim() === "") {
+      if (message.text.trim() === "" && files.length === 0) {
+        if (message.unreadable) return;
         return await this.#options.answer(message, this.#commands.help);
       }
       await this.#enqueue(message);
@@ -158,6 +165,19 @@ export class ChatInbox {
         .answer(message, "Sorry, I could not take that message; please send it again.")
         .catch(() => undefined);
     }
+  }
+
+  /** One short reply saying what picklebot can read, and a log line. */
+  async #cannotRead(message: IncomingChatMessage, unreadable: string[]): Promise<void> {
+    const { platform, chatId, userId } = message;
+    const what = unreadable.join(", ");
+    this.#options.logger.info(
+      { platform, chat: chatId, user: userId, what },
+      "message part picklebot cannot read",
+    );
+    const rest =
+      message.text.trim() === "" && !message.attachments ? "" : " I read the rest of your message.";
+    await this.#options.answer(message, `${CAN_READ} I cannot read ${what}.${rest}`);
   }
 
   async #isAllowed(message: IncomingChatMessage): Promise<boolean> {
@@ -191,6 +211,7 @@ export class ChatInbox {
       sessionKey,
       sessionId: null,
       message: message.text,
+      ...(message.attachments && task === "turn" ? { attachments: message.attachments } : {}),
       task,
       mode: "chat",
       replyTo: chatReplyTarget(message),

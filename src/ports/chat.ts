@@ -49,7 +49,30 @@ export const CHAT_COMMANDS = [
 /** A command the chats answer: one of {@link CHAT_COMMANDS}, or `start`. */
 export type ChatCommandName = (typeof CHAT_COMMANDS)[number]["command"] | "start";
 
-/** A text message a person sent to the bot, already filtered by the platform's rules. */
+/**
+ * What a file a person sent is, as the platform tells it: `image` (a photo, or an image
+ * sent as a file), `voice` (a voice note), `audio` (a music or audio file), `document`
+ * (any other file). The core decides what it becomes from the kind and the media type.
+ */
+export type ChatAttachmentKind = "image" | "voice" | "audio" | "document";
+
+/** A file attached to a message, not yet downloaded (see {@link ChatPlatform.download}). */
+export interface ChatAttachment {
+  kind: ChatAttachmentKind;
+  /**
+   * What names the file on its platform, for {@link ChatPlatform.download}: Telegram's
+   * `file_id`, Discord's attachment URL. Also what a download is remembered by.
+   */
+  source: string;
+  /** The file's name; platforms give none for photos and voice notes. (Default: made up from the kind) */
+  name?: string;
+  /** The media type the platform says the file has. (Default: unknown) */
+  mimeType?: string;
+  /** Bytes, as the platform says. (Default: unknown) */
+  size?: number;
+}
+
+/** A message a person sent to the bot, already filtered by the platform's rules. */
 export interface IncomingChatMessage {
   platform: ChatPlatformKind;
   /** Telegram chat id or Discord channel id: where the reply goes, and the session key. */
@@ -58,8 +81,15 @@ export interface IncomingChatMessage {
   userId: string;
   /** The sender's display name, for logs and `pairing list`. */
   userName: string;
-  /** The text, with a leading bot mention removed. */
+  /** The text (or a file's caption), with a leading bot mention removed. */
   text: string;
+  /** Files sent with the message (photo, document, voice note…). (Default: none) */
+  attachments?: ChatAttachment[];
+  /**
+   * What the message holds that picklebot cannot read, for people ("a location", "a
+   * sticker"): the sender is told what it can read. (Default: none)
+   */
+  unreadable?: string[];
   /** True in a private chat / DM. */
   direct: boolean;
   /** Unique per platform (Telegram update id, Discord message id): dedupes redeliveries. */
@@ -209,7 +239,16 @@ export interface ChatPlatform {
   edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void>;
   /** Shows the typing indicator for a few seconds. */
   typing(chatId: string): Promise<void>;
+  /**
+   * The bytes of a file a person sent. A file the platform will not hand over (Telegram's
+   * bots download at most {@link MAX_BOT_DOWNLOAD_BYTES}) throws a {@link ChatPlatformError}
+   * that is not retryable and says why.
+   */
+  download(attachment: ChatAttachment, signal?: AbortSignal): Promise<Uint8Array>;
 }
+
+/** The largest file Telegram's Bot API lets a bot download (`getFile`): 20 MB. */
+export const MAX_BOT_DOWNLOAD_BYTES = 20 * 1024 * 1024;
 
 // ---------------------------------------------------------------------------------------
 /**

@@ -10,20 +10,24 @@
  * on its first call (see anthropic.ts).
  */
 import type { LlmConfig, ModelProviderKind } from "../../config/index.js";
-import type { ModelProvider } from "../../ports/index.js";
+import type { MediaReader, ModelProvider } from "../../ports/index.js";
 import { createAnthropicProvider } from "./anthropic.js";
 
 /** How the registry makes one kind of provider. */
 export interface ModelProviderEntry {
-  /** The provider `llm` configures (its key, endpoint, timeout, cache lifetime). */
-  create(llm: LlmConfig): ModelProvider;
+  /**
+   * The provider `llm` configures (its key, endpoint, timeout, cache lifetime), reading
+   * the files of image and document blocks with `readMedia`.
+   */
+  create(llm: LlmConfig, readMedia?: MediaReader): ModelProvider;
 }
 
 /** Every provider `llm.provider` can name. */
 export const modelProviders = {
   anthropic: {
-    create: (llm) =>
+    create: (llm, readMedia) =>
       createAnthropicProvider({
+        ...(readMedia ? { readMedia } : {}),
         apiKey: llm.api_key,
         baseURL: llm.base_url,
         timeoutMs: llm.timeout_s * 1000,
@@ -33,7 +37,7 @@ export const modelProviders = {
 } satisfies Record<ModelProviderKind, ModelProviderEntry>;
 
 /** The model provider the `llm` section names. */
-export function createModelProvider(llm: LlmConfig): ModelProvider {
+export function createModelProvider(llm: LlmConfig, readMedia?: MediaReader): ModelProvider {
   const entry: ModelProviderEntry = modelProviders[llm.provider];
-  return entry.create(llm);
+  return entry.create(llm, readMedia);
 }

@@ -130,6 +130,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
       job.task,
       job.parentId,
       job.batch,
+      JSON.stringify(job.attachments),
     ];
     const row = await retryOnDisconnect(async () => {
       const inserted = await this.#pool.query<JobRow>(prepared("enqueue", params));

@@ -125,6 +125,7 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
       task: job.task,
       parentId: job.parentId,
       batch: job.batch ? 1 : 0,
+      attachments: JSON.stringify(job.attachments),
       now,
     });
     if (inserted.changes === 0) return this.#byDedupeKey(newJob.dedupeKey);
