@@ -241,14 +241,11 @@ export interface ChatPlatform {
   typing(chatId: string): Promise<void>;
   /**
    * The bytes of a file a person sent. A file the platform will not hand over (Telegram's
-   * bots download at most {@link MAX_BOT_DOWNLOAD_BYTES}) throws a {@link ChatPlatformError}
-   * that is not retryable and says why.
+   * bots download at most 20 MB) throws a {@link ChatPlatformError} that is not retryable
+   * and says why.
    */
   download(attachment: ChatAttachment, signal?: AbortSignal): Promise<Uint8Array>;
 }
-
-/** The largest file Telegram's Bot API lets a bot download (`getFile`): 20 MB. */
-export const MAX_BOT_DOWNLOAD_BYTES = 20 * 1024 * 1024;
 
 // ---------------------------------------------------------------------------------------
 /**

@@ -3,7 +3,8 @@
  *
  * Thin on purpose: it turns updates into {@link IncomingChatMessage}s (and button presses,
  * callback queries, into {@link IncomingChoice}s), sends, edits, shows "typing…" and
- * downloads the files people send (`getFile`, then the file URL; at most 20 MB).
+ * downloads the files people send (`getFile`, then the file URL; the Bot API refuses
+ * files over 20 MB with "file is too big", which the core tells the person).
  * Allowlists, sessions, streaming, splitting and retries live in the core.
  *
  *   start(): getMe + deleteWebhook (retried) ─► connected ─► poll loop, and once, beside
@@ -48,7 +49,6 @@ import {
   type Choice,
   type IncomingChatMessage,
   type IncomingChoice,
-  MAX_BOT_DOWNLOAD_BYTES,
   type SentChatMessage,
   type TextFormat,
 } from "../../ports/index.js";
@@ -196,8 +196,6 @@ export class TelegramPlatform implements ChatPlatform {
   }
 
   async download(attachment: ChatAttachment, signal?: AbortSignal): Promise<Uint8Array> {
-    if ((attachment.size ?? 0) > MAX_BOT_DOWNLOAD_BYTES)
-      throw tooBigToDownload(attachment.size ?? 0);
     const file = await this.#call("getFile", { file_id: attachment.source }, { signal });
     if (!file.file_path)
       throw new ChatPlatformError("telegram: getFile gave no file path", { retryable: true });
@@ -391,15 +389,6 @@ function extra(format: TextFormat) {
     ...(format === "markdown" ? { parse_mode: "MarkdownV2" as const } : {}),
     link_preview_options: { is_disabled: true },
   };
-}
-
-/** The error of a file over the Bot API's download limit, in the Bot API's words. */
-function tooBigToDownload(size: number): ChatPlatformError {
-  const mb = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MB`;
-  return new ChatPlatformError(
-    `telegram: Bad Request: file is too big (${mb(size)}; bots can download at most ${mb(MAX_BOT_DOWNLOAD_BYTES)})`,
-    { retryable: false },
-  );
 }
 
 /**
