@@ -20,6 +20,14 @@ export function redactConfig(config: Config): Config {
   return {
     ...config,
     llm: { ...config.llm, api_key: presence(config.llm.api_key) },
+    ...(config.speech_to_text
+      ? {
+          speech_to_text: {
+            ...config.speech_to_text,
+            api_key: presence(config.speech_to_text.api_key),
+          },
+        }
+      : {}),
     queue: { ...config.queue, url: presence(config.queue.url) },
     http: { ...config.http, token: presence(config.http.token) },
     ...Object.fromEntries(
@@ -52,6 +60,7 @@ function hideValues(values: Record<string, string>): Record<string, string> {
 export function secretValues(config: Config): string[] {
   const values = [
     config.llm.api_key,
+    config.speech_to_text?.api_key,
     ...CHAT_PLATFORM_KINDS.map((kind) => config[kind].bot_token),
     config.queue.url === undefined ? undefined : passwordOfUrl(config.queue.url),
     ...Object.values(config.mcp_servers).flatMap(mcpServerSecrets),

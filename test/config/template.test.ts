@@ -24,6 +24,7 @@ const ENV = {
   DISCORD_BOT_TOKEN: "MTAx-test",
   PICKLEBOT_HTTP_TOKEN: "a-token-of-sixteen-or-more",
   GITHUB_TOKEN: "ghp_test",
+  OPENAI_API_KEY: "sk-test",
   FILES_TOKEN: "files-test",
 };
 

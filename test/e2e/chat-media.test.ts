@@ -61,6 +61,11 @@ function lastUserBlocks(): Array<Record<string, unknown>> {
   return message.content as Array<Record<string, unknown>>;
 }
 
+/** The base64 payload of an image or document block. */
+function dataOf(block: Record<string, unknown> | undefined): string {
+  return String((block?.source as { data?: string } | undefined)?.data);
+}
+
 describe("files sent from Telegram", () => {
   it("a photo with a caption reaches the model as an image block, at most 1568 px, and the caption", async () => {
     await start();
@@ -80,7 +85,7 @@ describe("files sent from Telegram", () => {
       type: "image",
       source: { type: "base64", media_type: "image/jpeg" },
     });
-    const sent = Buffer.from(String((image?.source as { data: string }).data), "base64");
+    const sent = Buffer.from(dataOf(image), "base64");
     const meta = await sharp(sent).metadata();
     expect([meta.width, meta.height]).toEqual([1568, 1045]);
     expect(caption).toMatchObject({ type: "text", text: "what is in this picture?" });
@@ -107,9 +112,7 @@ describe("files sent from Telegram", () => {
       title: "report.pdf",
       source: { type: "base64", media_type: "application/pdf" },
     });
-    expect(
-      Buffer.from(String((document?.source as { data: string }).data), "base64").equals(bytes),
-    ).toBe(true);
+    expect(Buffer.from(dataOf(document), "base64").equals(bytes)).toBe(true);
   });
 
   it("a voice note reaches the model as its transcript, marked as one", async () => {
