@@ -1,6 +1,6 @@
 /**
- * Photos, PDFs, voice notes and the kinds picklebot cannot read, sent from Telegram, end
- * to end: `picklebot server` as a child process against the fake Bot API (getFile and the
+ * Photos, PDFs, voice notes and the kinds picklebot cannot read, sent from Telegram (and
+ * an image and a sticker from Discord), end to end: `picklebot server` as a child process against the fake Bot API (getFile and the
  * file URL), the fake Anthropic API (which refuses the image and document blocks the real
  * one refuses) and the fake speech-to-text server.
  */
@@ -8,9 +8,10 @@ import sharp from "sharp";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CAN_READ } from "../../src/chat/inbox.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
+import { startFakeDiscord } from "../fakes/discord.js";
 import { type FakeSpeech, startFakeSpeech } from "../fakes/speech.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { busWorkspace, startBusServer, telegramYaml } from "../helpers/bus.js";
+import { busWorkspace, discordYaml, startBusServer, telegramYaml } from "../helpers/bus.js";
 import { amrAudio, pdf, photo, voiceNote } from "../helpers/media.js";
 import { killAllServers } from "../helpers/server.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
@@ -245,5 +246,49 @@ describe("files picklebot cannot read get a clear answer, and the caption its re
     expect(await replyContaining("speech_to_text")).toContain(
       "I cannot listen to voice notes yet: my owner can set speech_to_text (base_url, api_key, model) in picklebot.yaml",
     );
+  });
+});
+
+describe("files sent from Discord", () => {
+  const OWNER_ID = "400000000000000001";
+  const DM = "300000000000000001";
+
+  it("an image attachment reaches the model as an image block with the message's text; a sticker gets the 'I can read …' answer", async () => {
+    const discord = await startFakeDiscord();
+    try {
+      ws = busWorkspace(model.url, discordYaml(discord, { allowedUserIds: [OWNER_ID] }));
+      await startBusServer(ws.dir, ["discord"]);
+      const bytes = await photo(800, 600);
+      const attachments = [{ name: "cat.png", contentType: "image/jpeg", bytes }];
+      await discord.sendUserMessage({
+        channelId: DM,
+        userId: OWNER_ID,
+        content: "what is this?",
+        attachments,
+      });
+      await discord.waitFor(
+        () => discord.messages(DM).join("").includes("echo: what is this?"),
+        20_000,
+      );
+      const [image, text] = lastUserBlocks();
+      expect(image).toMatchObject({ type: "image", source: { media_type: "image/jpeg" } });
+      expect(Buffer.from(dataOf(image), "base64").equals(bytes)).toBe(true);
+      expect(text).toMatchObject({ type: "text", text: "what is this?" });
+      expect(discord.downloads).toHaveLength(1);
+
+      await discord.sendUserMessage({
+        channelId: DM,
+        userId: OWNER_ID,
+        content: "",
+        sticker: true,
+      });
+      await discord.waitFor(
+        () => discord.messages(DM).some((m) => m.includes("I cannot read a sticker.")),
+        20_000,
+      );
+    } finally {
+      await killAllServers();
+      await discord.close();
+    }
   });
 });
