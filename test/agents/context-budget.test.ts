@@ -3,7 +3,11 @@
  * kinds of today that is exactly their JSON, as the API receives it.
  */
 import { describe, expect, it } from "vitest";
-import { estimateMessageTokens } from "../../src/agents/context-budget.js";
+import {
+  estimateMessageTokens,
+  imageTokens,
+  PDF_PAGE_TOKENS,
+} from "../../src/agents/context-budget.js";
 import type { RequestMessage } from "../../src/ports/index.js";
 
 const conversation: RequestMessage[] = [
@@ -36,5 +40,27 @@ describe("estimateMessageTokens", () => {
   it("counts a message without blocks", () => {
     const messages: RequestMessage[] = [{ role: "user", content: [] }];
     expect(estimateMessageTokens(messages)).toBe(Math.ceil(JSON.stringify(messages).length / 3));
+  });
+});
+
+describe("estimateMessageTokens of images and PDFs", () => {
+  const media = { sha256: "b".repeat(64), bytes: 4_000_000, name: "photo.jpg" };
+  const bare = estimateMessageTokens([{ role: "user", content: [] }]);
+
+  it("counts an image by the API's formula, width × height / 750, not by its bytes", () => {
+    const image: RequestMessage = {
+      role: "user",
+      content: [{ type: "image", mediaType: "image/jpeg", media, width: 1568, height: 1045 }],
+    };
+    expect(imageTokens(1568, 1045)).toBe(2185);
+    expect(estimateMessageTokens([image]) - bare).toBe(2185);
+  });
+
+  it("counts a PDF by its pages", () => {
+    const pdf: RequestMessage = {
+      role: "user",
+      content: [{ type: "document", mediaType: "application/pdf", media, pages: 4 }],
+    };
+    expect(estimateMessageTokens([pdf]) - bare).toBe(4 * PDF_PAGE_TOKENS);
   });
 });

@@ -12,6 +12,7 @@ import { startFakeDiscord } from "../fakes/discord.js";
 import { type FakeSpeech, startFakeSpeech } from "../fakes/speech.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { busWorkspace, discordYaml, startBusServer, telegramYaml } from "../helpers/bus.js";
+import { runCli } from "../helpers/cli.js";
 import { amrAudio, pdf, photo, voiceNote } from "../helpers/media.js";
 import { killAllServers } from "../helpers/server.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
@@ -90,6 +91,18 @@ describe("files sent from Telegram", () => {
     const meta = await sharp(sent).metadata();
     expect([meta.width, meta.height]).toEqual([1568, 1045]);
     expect(caption).toMatchObject({ type: "text", text: "what is in this picture?" });
+    // The transcript shows what was sent.
+    const [session] = JSON.parse(
+      (await runCli(["sessions", "list", "--json", "--workspace", ws?.dir ?? ""])).stdout,
+    ) as Array<{ id: string }>;
+    const shown = await runCli([
+      "sessions",
+      "show",
+      session?.id ?? "",
+      "--workspace",
+      ws?.dir ?? "",
+    ]);
+    expect(shown.stdout).toMatch(/\[image photo-\d+\.jpg, 1568×1045 px\]/);
     // Downloaded once, as a step of the job: a second run of the same file is not downloaded.
     expect(telegram.downloads).toHaveLength(1);
   });
