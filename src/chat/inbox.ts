@@ -12,6 +12,7 @@
  *                          `<platform>:<message id>` (a redelivered update adds nothing)
  */
 
+import { isTranscription } from "../agents/media/intake.js";
 import type { PriceTable } from "../agents/prices.js";
 import { stopSessionReply } from "../agents/session-stop.js";
 import { chatReplyTarget } from "../base/chat-address.js";
@@ -89,7 +90,7 @@ export class ChatInbox {
     this.#agents = new ChatAgents(options.agents, options.history);
     const common = commonCommands(options);
     const own = (
-      name: "compact" | "stop",
+      name: "compact" | "stop" | "transcript",
       run: (chat: InboxChat) => Promise<void>,
     ): ChatCommandSpec<InboxChat> => ({ description: describeChatCommand(name), run });
     const commands = {
@@ -100,6 +101,7 @@ export class ChatInbox {
       compact: own("compact", (chat) => this.#enqueue(chat.message, "compact")),
       stop: own("stop", (chat) => this.#stop(chat)),
       agent: common.agent,
+      transcript: own("transcript", (chat) => this.#transcript(chat)),
     } satisfies Record<Exclude<ChatCommandName, "help" | "start">, ChatCommandSpec<InboxChat>>;
     this.#commands = new ChatCommandSet(commands, {
       intro: "Send me a message and I will answer. Commands:",
@@ -178,6 +180,19 @@ export class ChatInbox {
     const rest =
       message.text.trim() === "" && !message.attachments ? "" : " I read the rest of your message.";
     await this.#options.answer(message, `${CAN_READ} I cannot read ${what}.${rest}`);
+  }
+
+  /** `/transcript`: the transcript of the last voice note or audio file of the chat's conversation. */
+  async #transcript(chat: InboxChat): Promise<void> {
+    const session = await chat.session();
+    const messages = session ? await this.#options.history.messages(session.id) : [];
+    const heard = messages
+      .filter((message) => message.role === "user")
+      .flatMap((message) => message.content)
+      .findLast((block) => block.type === "text" && isTranscription(block.text));
+    await chat.reply(
+      heard?.type === "text" ? heard.text : "There is no voice note in this conversation yet.",
+    );
   }
 
   async #isAllowed(message: IncomingChatMessage): Promise<boolean> {

@@ -43,6 +43,7 @@ export const CHAT_COMMANDS = [
   { command: "compact", description: "Summarise the conversation so far" },
   { command: "stop", description: "Stop the reply in progress" },
   { command: "agent", description: "List the agents; /agent NAME switches this chat to one" },
+  { command: "transcript", description: "Show what I heard in your last voice note" },
   { command: "help", description: "Show the commands" },
 ] as const satisfies readonly ChatCommand[];
 

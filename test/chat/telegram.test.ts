@@ -89,6 +89,7 @@ describe("TelegramPlatform", () => {
       "compact",
       "stop",
       "agent",
+      "transcript",
       "help",
     ]);
   });

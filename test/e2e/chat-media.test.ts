@@ -135,6 +135,13 @@ describe("files sent from Telegram", () => {
     const reply = await replyContaining("pick up some pickles");
     expect(reply).toBe("echo: [Transcription of a voice note]\npick up some pickles");
     expect(speech.calls).toMatchObject([{ model: "whisper-1", status: 200 }]);
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "/transcript" });
+    await telegram.waitFor(() => telegram.messages(OWNER).length === 2, 20_000);
+    expect(telegram.messages(OWNER)[1]).toBe(
+      "[Transcription of a voice note]\npick up some pickles",
+    );
+    // Transcribed once: the answer and /transcript read the stored transcript.
+    expect(speech.calls).toHaveLength(1);
   });
 
   it("a location and a sticker get the 'I can read …' answer, and no model call", async () => {

@@ -37,6 +37,11 @@ export const MAX_FILE_BYTES = 32 * 1024 * 1024;
 /** What a voice note's transcript is marked with, for the model and the transcripts. */
 export const VOICE_NOTE_MARK = "[Transcription of a voice note]";
 
+/** Whether a text block is the transcription of a voice note or an audio file. */
+export function isTranscription(text: string): boolean {
+  return text.startsWith(VOICE_NOTE_MARK) || text.startsWith("[Transcription of the audio file ");
+}
+
 /** What a voice note gets when no speech-to-text service is configured. */
 export const NO_SPEECH_SERVICE =
   "I cannot listen to voice notes yet: my owner can set speech_to_text (base_url, api_key, model) in picklebot.yaml; see docs/guides/chat-platforms.md.";
