@@ -3,6 +3,10 @@
  * long edge at most {@link MAX_IMAGE_EDGE} px, under {@link MAX_IMAGE_BYTES}. Done with sharp
  * (libvips): docs/decisions/images-with-sharp.md says why. sharp is imported on the first
  * image, so commands that never see one do not load it.
+ *
+ * Memory: a decoded photo is width × height × 3 bytes (a 12 MP photo, 36 MB), so images
+ * are prepared one at a time, with one libvips thread and no libvips cache; twenty
+ * people sending photos at once then cost one decode, not twenty.
  */
 import type { ImageMediaType } from "../../ports/index.js";
 
@@ -35,8 +39,31 @@ const TYPES: Record<string, ImageMediaType> = {
  * scaled to fit {@link MAX_IMAGE_EDGE} and encoded as JPEG (PNG when it has transparency).
  * @throws UnreadableImage when the bytes are not an image.
  */
-export async function prepareImage(bytes: Uint8Array): Promise<PreparedImage> {
+export function prepareImage(bytes: Uint8Array): Promise<PreparedImage> {
+  const prepared = preparing.then(() => prepareNow(bytes));
+  preparing = prepared.then(
+    () => undefined,
+    () => undefined,
+  );
+  return prepared;
+}
+
+/** The image being prepared now: the next one waits for it. */
+let preparing: Promise<void> = Promise.resolve();
+
+/** sharp, set up once for one image at a time. */
+async function loadSharp() {
   const { default: sharp } = await import("sharp");
+  sharp.cache(false);
+  sharp.concurrency(1);
+  return sharp;
+}
+
+let sharpLoading: ReturnType<typeof loadSharp> | undefined;
+
+async function prepareNow(bytes: Uint8Array): Promise<PreparedImage> {
+  sharpLoading ??= loadSharp();
+  const sharp = await sharpLoading;
   let meta: Awaited<ReturnType<ReturnType<typeof sharp>["metadata"]>>;
   try {
     meta = await sharp(bytes, { failOn: "error" }).metadata();
