@@ -135,7 +135,7 @@ describe("openStorage: a database from before the checkpointed column (migration
         DROP TABLE pairing_replacements; DROP TABLE usage;
         ${[
           ...["waiting_for", "parent_id", "tool_results", "stop_requested", "checkpointed"],
-          ...["task", "batch", "batch_step"],
+          ...["task", "batch", "batch_step", "attachments"],
         ]
           .map((column) => `ALTER TABLE jobs DROP COLUMN ${column};`)
           .join(" ")}
