@@ -79,6 +79,14 @@ export interface ReadFiles {
   notices: string[];
 }
 
+/** What a file the platform gave no name is called. */
+const UNNAMED: Record<ChatAttachment["kind"], string> = {
+  image: "the image",
+  voice: "the voice note",
+  audio: "the audio file",
+  document: "the file",
+};
+
 /** A file that cannot be read, with the reason for the person. */
 class Unreadable extends Error {}
 
@@ -94,7 +102,7 @@ export class MediaIntake {
   async read(job: IntakeJob, signal: AbortSignal): Promise<ReadFiles> {
     const read: ReadFiles = { content: [], notices: [] };
     for (const attachment of job.attachments) {
-      const name = attachment.name ?? `a ${attachment.kind}`;
+      const name = attachment.name ?? UNNAMED[attachment.kind];
       try {
         read.content.push(await this.#readOne(job, attachment, name, signal));
       } catch (thrown) {
