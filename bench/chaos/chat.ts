@@ -20,6 +20,7 @@
  *
  * Usage: npm run chaos -- --chat [--messages 200] [--kills 40] [--chats 6] [--seed N] [--keep]
  */
+
 import { cpus } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
@@ -31,6 +32,7 @@ import {
 import { type FakeTelegram, startFakeTelegram } from "../../test/fakes/telegram.js";
 import { telegramYaml } from "../../test/helpers/bus.js";
 import { startCli } from "../../test/helpers/cli.js";
+import { photo } from "../../test/helpers/media.js";
 import { openWorkspaceDb, ServerProcess } from "../../test/helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../../test/helpers/workspace.js";
 import { epochNow, KILL_MODES, type KillMode, killNow, killWhen, STARTED } from "./chat-kills.js";
@@ -161,11 +163,27 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** Sends the user messages, 0.2–0.9 s apart, over the chats at random (also while down). */
+/**
+ * Sends the user messages, 0.2–0.9 s apart, over the chats at random (also while down);
+ * every fourth is a photo with the message as its caption, downloaded by its job.
+ */
 async function produce(run: Run, chats: number[], random: Random): Promise<void> {
+  const bytes = await photo(320, 240);
   for (let n = 1; n <= run.settings.messages; n += 1) {
     const chatId = chats[random.integer(chats.length)] ?? 1001;
-    run.telegram.sendUserMessage({ chatId, userId: chatId, text: userText(n) });
+    if (n % 4 === 0) {
+      // A new file each time (the last byte after JPEG's end marker), as photos are.
+      const file = Buffer.concat([bytes, Buffer.from([n % 256])]);
+      run.telegram.sendUserFile({
+        chatId,
+        userId: chatId,
+        kind: "photo",
+        bytes: file,
+        caption: userText(n),
+      });
+    } else {
+      run.telegram.sendUserMessage({ chatId, userId: chatId, text: userText(n) });
+    }
     run.sent.push({ number: n, chatId });
     await sleep(random.between(200, 900));
   }
