@@ -6,6 +6,7 @@ import { runBusBench } from "./bus.js";
 import { runConversationBench } from "./conversation.js";
 import { runCostBench, runMemoryCostBench } from "./cost.js";
 import { runFootprintBench } from "./footprint.js";
+import { runMediaBench } from "./media.js";
 import { runOrphanBench } from "./orphans.js";
 import { runPostgresBench } from "./postgres.js";
 import { runProvidersBench } from "./providers.js";
@@ -27,6 +28,9 @@ for (const platform of ["telegram", "discord"]) {
   console.log(`\n## Chat bus, messages on ${platform}, both buses connected (\`bench/bus.js\`)\n`);
   console.log(bus.markdown);
 }
+const media = await runMediaBench();
+console.log("\n## Photos into the model (`bench/media.js`)\n");
+console.log(media);
 const conversation = await runConversationBench({ turns: 300 });
 console.log("\n## A 300-turn conversation in a 200k window (`bench/conversation.js`)\n");
 console.log(conversation.markdown);

@@ -39,6 +39,8 @@ export interface ChaosPlatform {
   chats(count: number): string[];
   yaml(chats: readonly string[]): string;
   write(chatId: string, text: string): void;
+  /** The chat's person sends a photo with `caption` (absent: the platform's media is not built). */
+  writePhoto?(chatId: string, bytes: Buffer, caption: string): void;
   shown(chatId: string): { messageId: string; text: string }[];
   calls(): ChaosCall[];
   onCall: ((call: ChaosCall) => void) | null;
@@ -82,6 +84,10 @@ function telegramPlatform(telegram: FakeTelegram): ChaosPlatform {
     yaml: (chats) => telegramYaml(telegram, { allowedUserIds: chats.map(Number) }),
     write(chatId, text) {
       telegram.sendUserMessage({ chatId: Number(chatId), userId: Number(chatId), text });
+    },
+    writePhoto(chatId, bytes, caption) {
+      const person = Number(chatId);
+      telegram.sendUserFile({ chatId: person, userId: person, kind: "photo", bytes, caption });
     },
     shown: (chatId) =>
       telegram

@@ -24,6 +24,7 @@
  * Usage: npm run chaos -- --chat [--platform telegram|slack] [--messages 200] [--kills 40]
  *        [--chats 6] [--seed N] [--keep]
  */
+
 import { cpus } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
@@ -33,6 +34,7 @@ import {
   startFakeAnthropic,
 } from "../../test/fakes/anthropic.js";
 import { startCli } from "../../test/helpers/cli.js";
+import { photo } from "../../test/helpers/media.js";
 import { openWorkspaceDb, ServerProcess } from "../../test/helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../../test/helpers/workspace.js";
 import { epochNow, KILL_MODES, type KillMode, killNow, killWhen, STARTED } from "./chat-kills.js";
@@ -171,11 +173,22 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** Sends the user messages, 0.2–0.9 s apart, over the chats at random (also while down). */
+/**
+ * Sends the user messages, 0.2–0.9 s apart, over the chats at random (also while down);
+ * where the platform takes photos, every fourth is a photo with the message as its
+ * caption, downloaded by its job.
+ */
 async function produce(run: Run, chats: string[], random: Random): Promise<void> {
+  const bytes = await photo(320, 240);
   for (let n = 1; n <= run.settings.messages; n += 1) {
     const chatId = chats[random.integer(chats.length)] ?? "";
-    run.platform.write(chatId, userText(n));
+    if (n % 4 === 0 && run.platform.writePhoto) {
+      // A new file each time (the last byte after JPEG's end marker), as photos are.
+      const file = Buffer.concat([bytes, Buffer.from([n % 256])]);
+      run.platform.writePhoto(chatId, file, userText(n));
+    } else {
+      run.platform.write(chatId, userText(n));
+    }
     run.sent.push({ number: n, chatId });
     await sleep(random.between(200, 900));
   }

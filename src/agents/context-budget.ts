@@ -89,7 +89,7 @@ export function estimateTokens(value: string | readonly ToolSpec[]): number {
 
 /**
  * A rough, high token count of request messages: their characters as JSON, each block
- * sized by its kind (an image would count its tokens, not its base64).
+ * sized by its kind (an image and a PDF by their tokens, not their base64).
  */
 export function estimateMessageTokens(messages: readonly RequestMessage[]): number {
   let chars = 2 + Math.max(0, messages.length - 1);
@@ -111,10 +111,28 @@ function blockChars(block: RequestContentBlock): number {
     case "server_tool_use":
     case "server_tool_result":
       return JSON.stringify(block.raw).length;
+    case "image":
+      return imageTokens(block.width, block.height) * CHARS_PER_TOKEN;
+    case "document":
+      return block.pages * PDF_PAGE_TOKENS * CHARS_PER_TOKEN;
     default:
       return assertNever(block, "request block");
   }
 }
+
+/**
+ * Input tokens of an image, by the API's documented formula (width × height / 750): what
+ * it costs, whatever the length of its base64.
+ */
+export function imageTokens(width: number, height: number): number {
+  return Math.ceil((width * height) / 750);
+}
+
+/**
+ * Input tokens one PDF page is counted as: the API reads each page as text (1,500 to
+ * 3,000 tokens) and as an image; the high end, so the estimate overcounts.
+ */
+export const PDF_PAGE_TOKENS = 3000;
 
 /** The note that replaces turns left out of a request. */
 export const LEFT_OUT_NOTE =

@@ -12,7 +12,8 @@
  *
  * It also applies the session's last prune point (see {@link PrunePointBlock}): the tool
  * outputs of older turns are sent as a note, so the request stays small while every
- * turn's words are still there.
+ * turn's words are still there. Old images and PDFs leave the same way, as a note naming
+ * them.
  */
 import { assertNever } from "../base/assert-never.js";
 import { isConversationBlock } from "../base/content.js";
@@ -20,6 +21,8 @@ import { isTurnStart } from "../base/turns.js";
 import type {
   ChatMessage,
   ContentBlock,
+  DocumentBlock,
+  ImageBlock,
   PrunePointBlock,
   RequestContentBlock,
   RequestMessage,
@@ -123,6 +126,9 @@ function prunedBlock(block: ContentBlock): ContentBlock {
       const note = prunedOutputNote(block.content.length);
       return block.content.length > note.length ? { ...block, content: note } : block;
     }
+    case "image":
+    case "document":
+      return { type: "text", text: prunedMediaNote(block) };
     case "text":
     case "tool_use":
     case "compaction":
@@ -135,6 +141,12 @@ function prunedBlock(block: ContentBlock): ContentBlock {
     default:
       return assertNever(block, "content block");
   }
+}
+
+/** What an image or a PDF before the cutoff of a prune point is sent as. */
+export function prunedMediaNote(block: ImageBlock | DocumentBlock): string {
+  const what = block.type === "image" ? "image" : "PDF";
+  return `[${what} ${block.media.name} left out to save context; ask the user to send it again if you need it]`;
 }
 
 /** A turn start that holds what someone said, not only a compaction or prune point. */
@@ -166,6 +178,8 @@ function isValidIn(role: RequestMessage["role"], block: RequestContentBlock): bo
     case "tool_use":
       return role === "assistant";
     case "tool_result":
+    case "image":
+    case "document":
       return role === "user";
     case "server_tool_use":
     case "server_tool_result":
@@ -187,6 +201,8 @@ export function summaryNote(summary: string): string {
 function requestBlock(block: ContentBlock): RequestContentBlock[] {
   switch (block.type) {
     case "text":
+    case "image":
+    case "document":
     case "tool_use":
     case "tool_result":
     case "server_tool_use":

@@ -8,8 +8,9 @@
  *     message's tool_results (shortened), and its model call (model, tokens)
  *   compaction / prune / job_end blocks ─► entries of their own, marked
  */
+
 import { assertNever } from "../base/assert-never.js";
-import { isConversationBlock } from "../base/content.js";
+import { isConversationBlock, mediaBlockText } from "../base/content.js";
 import { addUsage, zeroUsage } from "../base/usage.js";
 import {
   type HistoryStore,
@@ -146,6 +147,10 @@ function readBlocks(
     switch (block.type) {
       case "text":
         read.texts.push(block.text);
+        break;
+      case "image":
+      case "document":
+        read.texts.push(mediaBlockText(block));
         break;
       case "tool_use":
         read.toolCalls.push(openCall(block.id, block.name, block.input));

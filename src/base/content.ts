@@ -3,18 +3,26 @@
  * converting it (is this a new turn? does it hold anything the user said?). Each answer
  * is an exhaustive switch, so a new block kind must be placed here before it compiles.
  */
-import type { ContentBlock, ServerToolResultBlock, ServerToolUseBlock } from "../ports/index.js";
+import type {
+  ContentBlock,
+  DocumentBlock,
+  ImageBlock,
+  ServerToolResultBlock,
+  ServerToolUseBlock,
+} from "../ports/index.js";
 import { assertNever } from "./assert-never.js";
 
 /**
  * Whether `block` is part of the conversation itself, what the user or the agent said
- * or showed (text today; an image, document or audio block would be too), rather than a
+ * or showed (text, an image, a document), rather than a
  * tool call, a tool's output or a marker stored for picklebot's own use. A user message
  * holding one starts a turn someone asked for.
  */
 export function isConversationBlock(block: ContentBlock): boolean {
   switch (block.type) {
     case "text":
+    case "image":
+    case "document":
       return true;
     case "tool_use":
     case "tool_result":
@@ -37,4 +45,11 @@ export function serverBlockText(block: ServerToolUseBlock | ServerToolResultBloc
   return block.type === "server_tool_use"
     ? `(${block.name} ${JSON.stringify(block.input)})`
     : block.content;
+}
+
+/** An image or a PDF a person sent, as one line of text: what transcripts show. */
+export function mediaBlockText(block: ImageBlock | DocumentBlock): string {
+  return block.type === "image"
+    ? `[image ${block.media.name}, ${block.width}×${block.height} px]`
+    : `[PDF ${block.media.name}, ${block.pages} pages]`;
 }

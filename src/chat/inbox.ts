@@ -4,7 +4,8 @@
  *   sender allowed (allowed_user_ids or paired)? ── no ─► logged; at most once an hour a
  *      │                                              refusal with their id and a code
  *      yes ─► known secrets in its text replaced by [redacted] (before anything is stored)
- *      ├─ /new, /status, /usage, /stop, /agent, /start, /help, or no text ─► answered here, no job
+ *      ├─ a part it cannot read (a sticker, a location) ─► one "I can read …" answer, logged
+ *      ├─ /new, /status, /usage, /stop, /agent, /start, /help, or no text and no file ─► answered here, no job
  *      │  (the commands are commands.ts's, on this chat as their ChatContext)
  *      └─ anything else (and /compact) ─► one chat job for the chat's agent (chat-agents.ts),
  *                          session key `<platform>:<chat id>`, dedupe key
@@ -12,6 +13,7 @@
  *                          sender `<platform>:<user id>` (whose memory it reads and writes)
  */
 
+import { isTranscription } from "../agents/media/intake.js";
 import type { PriceTable } from "../agents/prices.js";
 import { stopSessionReply } from "../agents/session-stop.js";
 import { chatReplyTarget } from "../base/chat-address.js";
@@ -52,6 +54,9 @@ export const NO_REMINDERS = "This chat has no active schedules.";
 /** The answer to a stranger in a group: no code, no id, where to ask instead. */
 export const GROUP_REFUSAL =
   "Sorry, I only answer people my owner allowed. To ask for access, write to me in a private chat.";
+
+/** What every "cannot read" answer starts with: the kinds of message picklebot reads. */
+export const CAN_READ = "I can read text, photos and images, PDFs, text files and voice notes.";
 
 /** Options of {@link ChatInbox}. */
 export interface ChatInboxOptions {
@@ -99,7 +104,7 @@ export class ChatInbox {
     this.#agents = new ChatAgents(options.agents, options.history);
     const common = commonCommands(options);
     const own = (
-      name: "compact" | "stop" | "reminders",
+      name: "compact" | "stop" | "reminders" | "transcript",
       run: (chat: InboxChat) => Promise<void>,
     ): ChatCommandSpec<InboxChat> => ({ description: describeChatCommand(name), run });
     const commands = {
@@ -112,6 +117,7 @@ export class ChatInbox {
       agent: common.agent,
       model: common.model,
       reminders: own("reminders", (chat) => this.#reminders(chat)),
+      transcript: own("transcript", (chat) => this.#transcript(chat)),
     } satisfies Record<Exclude<ChatCommandName, "help" | "start">, ChatCommandSpec<InboxChat>>;
     this.#commands = new ChatCommandSet(commands, {
       intro: "Send me a message and I will answer. Commands:",
@@ -161,8 +167,11 @@ export class ChatInbox {
           typed.argument,
         );
       }
+      if (message.unreadable) await this.#cannotRead(message, message.unreadable);
+      const files = message.attachments ?? [];
       // A bare mention ("@bot") leaves no text: the model would refuse an empty message.
-      if (message.text.trim() === "") {
+      if (message.text.trim() === "" && files.length === 0) {
+        if (message.unreadable) return;
         return await this.#options.answer(message, this.#commands.help);
       }
       await this.#enqueue(message);
@@ -181,6 +190,32 @@ export class ChatInbox {
         .answer(message, "Sorry, I could not take that message; please send it again.")
         .catch(() => undefined);
     }
+  }
+
+  /** One short reply saying what picklebot can read, and a log line. */
+  async #cannotRead(message: IncomingChatMessage, unreadable: string[]): Promise<void> {
+    const { platform, chatId, userId } = message;
+    const what = unreadable.join(", ");
+    this.#options.logger.info(
+      { platform, chat: chatId, user: userId, what },
+      "message part picklebot cannot read",
+    );
+    const rest =
+      message.text.trim() === "" && !message.attachments ? "" : " I read the rest of your message.";
+    await this.#options.answer(message, `${CAN_READ} I cannot read ${what}.${rest}`);
+  }
+
+  /** `/transcript`: the transcript of the last voice note or audio file of the chat's conversation. */
+  async #transcript(chat: InboxChat): Promise<void> {
+    const session = await chat.session();
+    const messages = session ? await this.#options.history.messages(session.id) : [];
+    const heard = messages
+      .filter((message) => message.role === "user")
+      .flatMap((message) => message.content)
+      .findLast((block) => block.type === "text" && isTranscription(block.text));
+    await chat.reply(
+      heard?.type === "text" ? heard.text : "There is no voice note in this conversation yet.",
+    );
   }
 
   async #isAllowed(message: IncomingChatMessage): Promise<boolean> {
@@ -214,6 +249,7 @@ export class ChatInbox {
       sessionKey,
       sessionId: null,
       message: message.text,
+      ...(message.attachments && task === "turn" ? { attachments: message.attachments } : {}),
       task,
       mode: "chat",
       replyTo: chatReplyTarget(message),

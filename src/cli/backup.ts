@@ -1,8 +1,12 @@
 /**
  * `picklebot backup FILE` and `picklebot restore FILE` (docs/operations/deploy.md, "Backups"): the
- * SQLite database copied while the server runs, and put back while none does. PostgreSQL
- * and JSONL keep data elsewhere; the commands say what to use instead.
+ * SQLite database copied while the server runs, and put back while none does; the files
+ * people sent in chats (the history's `media/`) are copied beside it, to `FILE.media/`.
+ * PostgreSQL and JSONL keep data elsewhere; the commands say what to use instead.
  */
+
+import { existsSync } from "node:fs";
+import { cp } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { Command } from "commander";
 import { UserError } from "../base/errors.js";
@@ -25,6 +29,9 @@ export function backupCommand(): Command {
       const target = resolve(file);
       await backupDatabase(databasePath(config), target);
       printLine(`backed up ${databasePath(config)} to ${target}`);
+      if (await copyMedia(mediaFolder(config), `${target}.media`)) {
+        printLine(`copied the files sent in chats (${mediaFolder(config)}) to ${target}.media`);
+      }
       if (config.history.backend === "jsonl") {
         printLine(
           `history.backend is jsonl: the conversations are the .jsonl files in ${config.history.path}, not in this backup; copy them too (e.g. tar -czf sessions.tgz -C ${config.history.path} .)`,
@@ -48,12 +55,30 @@ export function restoreCommand(): Command {
           openDatabase(path).close(),
         );
         printLine(`restored ${resolve(file)} to ${target}`);
+        if (await copyMedia(`${resolve(file)}.media`, mediaFolder(config))) {
+          printLine(`restored the files sent in chats from ${resolve(file)}.media`);
+        }
         if (outcome.keptAside)
           printLine(`the database it replaced is kept as ${outcome.keptAside}`);
       } finally {
         lock.release();
       }
     });
+}
+
+/** The history's media folder (agents/media/store.ts). */
+function mediaFolder(config: Config): string {
+  return join(config.history.path, "media");
+}
+
+/**
+ * Copies a media folder into another; false when there is none. Its files are named by
+ * their content, so a file already there is the same file and is kept.
+ */
+async function copyMedia(from: string, to: string): Promise<boolean> {
+  if (!existsSync(from)) return false;
+  await cp(from, to, { recursive: true, force: false, errorOnExist: false });
+  return true;
 }
 
 function databasePath(config: Config): string {

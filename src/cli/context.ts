@@ -4,6 +4,7 @@ import { POLICY_TOOLS } from "../agents/approval-policy.js";
 import { AgentCatalog } from "../agents/catalog.js";
 import { type AgentDefinition, agentConfigProblem, definedAgentIds } from "../agents/definition.js";
 import { type McpServers, mcpServersOf } from "../agents/mcp/servers.js";
+import { MediaStore } from "../agents/media/store.js";
 import { createModelProvider } from "../agents/providers/index.js";
 import { AgentRunner, type RunRequest } from "../agents/runner.js";
 import type { MessagePoster, SubagentDelegate } from "../agents/tools/index.js";
@@ -41,7 +42,8 @@ export function workspaceOf(command: Command): string {
 
 /** The model provider the config names (`llm.provider`). */
 export function providerFor(config: Config): ModelProvider {
-  return createModelProvider(config.llm);
+  const media = new MediaStore(config.history.path);
+  return createModelProvider(config.llm, (ref) => media.read(ref.sha256));
 }
 
 /** A workspace's config, agents and model provider, without storage. */

@@ -64,5 +64,6 @@ export {
   type LlmConfig,
   MODEL_PROVIDER_KINDS,
   type ModelProviderKind,
+  type SpeechToTextConfig,
 } from "./schema.js";
 export { closestMatch, didYouMean } from "./suggest.js";

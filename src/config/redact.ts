@@ -26,6 +26,14 @@ export function redactConfig(config: Config): Config {
         entry.api_key === undefined ? entry : { ...entry, api_key: presence(entry.api_key) },
       ]),
     ),
+    ...(config.speech_to_text
+      ? {
+          speech_to_text: {
+            ...config.speech_to_text,
+            api_key: presence(config.speech_to_text.api_key),
+          },
+        }
+      : {}),
     queue: { ...config.queue, url: presence(config.queue.url) },
     http: { ...config.http, token: presence(config.http.token) },
     ...(config.text_to_speech === undefined
@@ -73,6 +81,7 @@ export function secretValues(config: Config): string[] {
   const values = [
     config.llm.api_key,
     ...Object.values(config.models).map((entry) => entry.api_key),
+    config.speech_to_text?.api_key,
     ...CHAT_PLATFORM_KINDS.map((kind) => config[kind].bot_token),
     config.slack.app_token,
     config.queue.url === undefined ? undefined : passwordOfUrl(config.queue.url),

@@ -98,6 +98,8 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       llm: llmSchema(context.env),
       /** Named models (docs/guides/models.md): agents, crons and chats pick one by name. */
       models: modelsSchema(),
+      /** The service voice notes are transcribed by (docs/guides/chat-platforms.md). (Default: none) */
+      speech_to_text: speechToTextSchema().optional(),
       queue: queueSchema(context.env),
       workers: workersSchema(),
       cluster: clusterSchema(context.env),
@@ -155,6 +157,9 @@ export const MODEL_PROVIDER_KINDS = ["anthropic", "openai-compatible"] as const;
 
 /** The `llm` section of the validated configuration. */
 export type LlmConfig = Config["llm"];
+
+/** The `speech_to_text` section, when set. */
+export type SpeechToTextConfig = NonNullable<Config["speech_to_text"]>;
 
 /** A model provider `llm.provider` can name. */
 export type ModelProviderKind = LlmConfig["provider"];
@@ -305,6 +310,18 @@ function checkFallbackNames(
       });
     });
   }
+}
+
+/** An OpenAI-compatible `/audio/transcriptions` endpoint: OpenAI, Groq, faster-whisper, whisper.cpp. */
+function speechToTextSchema() {
+  return z.strictObject({
+    /** Root of the API, `/v1` included: `https://api.openai.com/v1`. */
+    base_url: httpUrl(),
+    /** Sent as `Authorization: Bearer`; a self-hosted server may need none. (Default: none) */
+    api_key: z.string().optional(),
+    /** `whisper-1`, `gpt-4o-mini-transcribe`, `whisper-large-v3`… */
+    model: z.string().min(1),
+  });
 }
 
 function queueSchema(env: Environment) {

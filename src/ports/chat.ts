@@ -83,13 +83,37 @@ export const CHAT_COMMANDS = [
     description: "Show this chat's model and fallbacks; /model NAME switches it (owner)",
   },
   { command: "reminders", description: "List this chat's reminders and recurring tasks" },
+  { command: "transcript", description: "Show what I heard in your last voice note" },
   { command: "help", description: "Show the commands" },
 ] as const satisfies readonly ChatCommand[];
 
 /** A command the chats answer: one of {@link CHAT_COMMANDS}, or `start`. */
 export type ChatCommandName = (typeof CHAT_COMMANDS)[number]["command"] | "start";
 
-/** A text message a person sent to the bot, already filtered by the platform's rules. */
+/**
+ * What a file a person sent is, as the platform tells it: `image` (a photo, or an image
+ * sent as a file), `voice` (a voice note), `audio` (a music or audio file), `document`
+ * (any other file). The core decides what it becomes from the kind and the media type.
+ */
+export type ChatAttachmentKind = "image" | "voice" | "audio" | "document";
+
+/** A file attached to a message, not yet downloaded (see {@link ChatPlatform.download}). */
+export interface ChatAttachment {
+  kind: ChatAttachmentKind;
+  /**
+   * What names the file on its platform, for {@link ChatPlatform.download}: Telegram's
+   * `file_id`, Discord's attachment URL. Also what a download is remembered by.
+   */
+  source: string;
+  /** The file's name; platforms give none for photos and voice notes. (Default: made up from the kind) */
+  name?: string;
+  /** The media type the platform says the file has. (Default: unknown) */
+  mimeType?: string;
+  /** Bytes, as the platform says. (Default: unknown) */
+  size?: number;
+}
+
+/** A message a person sent to the bot, already filtered by the platform's rules. */
 export interface IncomingChatMessage {
   platform: ChatPlatformKind;
   /** Telegram chat id or Discord channel id: where the reply goes, and the session key. */
@@ -98,8 +122,15 @@ export interface IncomingChatMessage {
   userId: string;
   /** The sender's display name, for logs and `pairing list`. */
   userName: string;
-  /** The text, with a leading bot mention removed. */
+  /** The text (or a file's caption), with a leading bot mention removed. */
   text: string;
+  /** Files sent with the message (photo, document, voice note…). (Default: none) */
+  attachments?: ChatAttachment[];
+  /**
+   * What the message holds that picklebot cannot read, for people ("a location", "a
+   * sticker"): the sender is told what it can read. (Default: none)
+   */
+  unreadable?: string[];
   /** True in a private chat / DM. */
   direct: boolean;
   /** Unique per platform (Telegram update id, Discord message id): dedupes redeliveries. */
@@ -267,6 +298,12 @@ export interface ChatPlatform {
    * a {@link ChatPlatformError} that is not retryable, before anything is sent.
    */
   sendFile(chatId: string, file: OutgoingFile, key?: string): Promise<SentChatMessage>;
+  /**
+   * The bytes of a file a person sent. A file the platform will not hand over (Telegram's
+   * bots download at most 20 MB) throws a {@link ChatPlatformError} that is not retryable
+   * and says why.
+   */
+  download(attachment: ChatAttachment, signal?: AbortSignal): Promise<Uint8Array>;
 }
 
 // ---------------------------------------------------------------------------------------

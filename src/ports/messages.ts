@@ -88,13 +88,51 @@ export interface JobEndBlock {
 }
 
 /**
- * A block the model reads and writes, sent in a request as it is stored. Media the user
- * sends (an image, a document, audio) would join this union, each with a `type` of its
- * own; every place that converts, sizes or renders a block then fails to compile until it
- * handles the new kind (see the `switch`es ending in `assertNever`).
+ * A file a person sent, stored once under the history folder's `media/` by the SHA-256 of
+ * its bytes (content-addressed: the same file sent twice is stored once). A block holds
+ * this reference, never the bytes: a provider reads them when it sends the request.
+ */
+export interface MediaRef {
+  /** Hex SHA-256 of the stored bytes: the file's name in the media folder. */
+  sha256: string;
+  /** Size of the stored bytes. */
+  bytes: number;
+  /** The file's name as the person sent it (or one made up for a photo). */
+  name: string;
+}
+
+/** The image types the model APIs take. */
+export type ImageMediaType = "image/jpeg" | "image/png" | "image/gif" | "image/webp";
+
+/** An image the person sent, already sized for the model (long edge at most 1,568 px). */
+export interface ImageBlock {
+  type: "image";
+  mediaType: ImageMediaType;
+  media: MediaRef;
+  /** Pixels of the stored image: its tokens are about width × height / 750. */
+  width: number;
+  height: number;
+}
+
+/** A PDF the person sent, read by the model page by page (text and page images). */
+export interface DocumentBlock {
+  type: "document";
+  mediaType: "application/pdf";
+  media: MediaRef;
+  /** Pages of the PDF: its tokens are a few thousand a page. */
+  pages: number;
+}
+
+/**
+ * A block the model reads and writes, sent in a request as it is stored (an image or a
+ * document by its {@link MediaRef}; the provider reads the bytes). A new kind joins this
+ * union; every place that converts, sizes or renders a block then fails to compile until
+ * it handles the new kind (see the `switch`es ending in `assertNever`).
  */
 export type RequestContentBlock =
   | TextBlock
+  | ImageBlock
+  | DocumentBlock
   | ToolUseBlock
   | ToolResultBlock
   | ServerToolUseBlock

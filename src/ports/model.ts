@@ -1,5 +1,11 @@
 /** The ModelProvider port: one language model behind an API. */
-import type { ReplyContentBlock, RequestMessage, TokenUsage } from "./messages.js";
+import type { MediaRef, ReplyContentBlock, RequestMessage, TokenUsage } from "./messages.js";
+
+/**
+ * Reads the bytes of a stored file an image or document block refers to (the media
+ * folder of the history), for a provider to send.
+ */
+export type MediaReader = (ref: MediaRef) => Promise<Uint8Array>;
 
 /** A tool as the model sees it. */
 export interface ToolSpec {

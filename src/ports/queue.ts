@@ -1,5 +1,5 @@
 /** The JobQueue port: jobs as plain data, the durable queue and its admin side. */
-import type { CHAT_PLATFORMS, ChatPlatformKind } from "./chat.js";
+import type { CHAT_PLATFORMS, ChatAttachment, ChatPlatformKind } from "./chat.js";
 import type { ToolResultBlock } from "./messages.js";
 
 /**
@@ -108,6 +108,11 @@ export interface NewJob {
   /** Null: the worker picks the key's current session (chat) or a new one (job). */
   sessionId?: string | null;
   message: string;
+  /**
+   * Files sent with the message, downloaded and read by the job before its message is
+   * written (see `Job.attachments`). (Default: none)
+   */
+  attachments?: ChatAttachment[];
   /** `chat`: continue the key's current session; `job`: a cron run in a fresh session. */
   mode: "chat" | "job";
   replyTo: ReplyTarget;
@@ -153,6 +158,8 @@ export interface Job {
    * {@link RESUME_MARKER}): a run of this job resumes the session instead of appending it.
    */
   checkpointed: boolean;
+  /** Files sent with its message; read into its user message by the checkpoint. */
+  attachments: ChatAttachment[];
   task: JobTask;
   mode: "chat" | "job";
   replyTo: ReplyTarget;

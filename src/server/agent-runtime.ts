@@ -9,11 +9,14 @@
 import { ApprovalDesk } from "../agents/approval-desk.js";
 import { BudgetGuard } from "../agents/budget.js";
 import type { AgentCatalog } from "../agents/catalog.js";
+import { contextWindowOf, toolResultMaxChars } from "../agents/context-budget.js";
 import type { AgentDefinition } from "../agents/definition.js";
 import type { McpServers } from "../agents/mcp/servers.js";
+import { MediaIntake } from "../agents/media/intake.js";
+import { MediaStore } from "../agents/media/store.js";
 import { AgentRunner } from "../agents/runner.js";
 import { chatAddressOf } from "../base/chat-address.js";
-import type { UserError } from "../base/errors.js";
+import { PicklebotError, type UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import type { ChatSenders } from "../chat/senders.js";
 import type { ChatAgentControls } from "../chat/wing.js";
@@ -182,6 +185,26 @@ export class AgentRuntime {
       waitSettled: (wait) => this.desk.isSettled(wait),
       onBudgetExceeded: config.budget.on_exceeded,
       events,
+      media: this.#mediaIntake(),
+    });
+  }
+
+  /** Reads the files people send in chats, from the platforms this process can send to. */
+  #mediaIntake(): MediaIntake {
+    const { config, senders, logger } = this.#options;
+    return new MediaIntake({
+      store: new MediaStore(config.history.path),
+      download: async (kind, attachment, signal) => {
+        const platform = senders.platform(kind);
+        if (!platform)
+          throw new PicklebotError(`${kind} is not enabled on this server`, { retryable: true });
+        return platform.download(attachment, signal);
+      },
+      ...(config.speech_to_text ? { speech: config.speech_to_text } : {}),
+      maxTextChars: toolResultMaxChars(
+        contextWindowOf(config.llm.model, config.llm.context_window),
+      ),
+      logger: logger.child({ worker: "media" }),
     });
   }
 

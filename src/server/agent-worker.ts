@@ -46,7 +46,7 @@ import type {
   Worker,
 } from "../ports/index.js";
 import { noEvents } from "../ports/index.js";
-import { type AttemptProgress, JobAttempts } from "./job-attempt.js";
+import { type AttemptProgress, JobAttempts, type JobAttemptsOptions } from "./job-attempt.js";
 import { type Attempt, decideOutcome } from "./job-outcome.js";
 import { JobWaits } from "./job-waits.js";
 import type { ServerMetrics } from "./metrics.js";
@@ -59,6 +59,8 @@ export const PARKED_JOBS_WOKEN = "woke parked jobs whose wait ended while no ser
 
 /** What an AgentWorker needs. */
 export interface AgentWorkerOptions {
+  /** Reads the files sent with chat messages. (Default: none; a job's files are left out) */
+  media?: JobAttemptsOptions["media"];
   /** Written to `lockedBy` of claimed jobs; crash recovery requeues by it. */
   workerId: string;
   /** The queue; its admin side finds a job's subagent jobs and stops them. */

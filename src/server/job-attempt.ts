@@ -5,7 +5,9 @@
  *   stopped before its checkpoint                      ─► thrown: no session is made
  *   session found (the checkpointed one; a chat's current one of the job's agent; else new)
  *   `/compact` (task "compact") ─► summarised now; the reply says how ─► answered
- *   else its turn driven (agents/turn.ts): compaction when needed, the message written with
+ *   else the files sent with its message read (agents/media/intake.ts: downloaded, stored,
+ *   prepared; until the job is checkpointed), then its turn driven (agents/turn.ts):
+ *   compaction when needed, the message written with
  *   the checkpoint (until the job is checkpointed; a lost lock makes the attempt "lost"),
  *   the run, model and tool calls published and streamed into the reply ─► reply
  *   finished ─► answered
@@ -13,8 +15,10 @@
  * What becomes of the job then is the outcome policy's (job-outcome.ts) to decide.
  */
 import { type BatchJob, LostBatchLock } from "../agents/batch-provider.js";
+import type { MediaIntake, ReadFiles } from "../agents/media/intake.js";
 import type { AgentRunner } from "../agents/runner.js";
 import type { TurnDriver, TurnProgress, TurnRequest } from "../agents/turn.js";
+import { chatAddressOf } from "../base/chat-address.js";
 import { PicklebotError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import type { CallEvent, JobEventPublisher } from "../events/job-events.js";
@@ -25,6 +29,7 @@ import type {
   JobAdmin,
   JobQueue,
   ReplyStream,
+  RequestContentBlock,
   Session,
 } from "../ports/index.js";
 import type { Attempt } from "./job-outcome.js";
@@ -43,6 +48,8 @@ export interface JobAttemptsOptions {
   metrics: ServerMetrics;
   logger: Logger;
   publish: JobEventPublisher;
+  /** Reads the files sent with chat messages. (Default: none; a job's files are left out) */
+  media?: MediaIntake;
 }
 
 /** How far an attempt got: what the worker needs to close its turn if it ends unfinished. */
@@ -86,13 +93,27 @@ export class JobAttempts {
     const session = await this.#sessionFor(job);
     if (job.task === "compact") return this.#compactNow(job, session.id, reply, signal);
     progress.sessionId = session.id;
-    const request = this.#turnRequest(job, session.id, reply, signal);
+    const files = await this.#readFiles(job, signal);
+    const request = this.#turnRequest(job, session.id, reply, signal, files);
     const turn = await turns.drive({ ...request, progress: progress.turn });
     if (turn.status === "lost") return { kind: "lost" };
     const { result } = turn;
     metrics.countTokens({ agentId: job.agentId, model: result.model, usage: result.usage });
-    await reply.finish(result.text);
+    const notices = files.notices.map((notice) => `(${notice})\n\n`).join("");
+    await reply.finish(`${notices}${result.text}`);
     return { kind: "answered" };
+  }
+
+  /** The files of a chat job's message, until its message is checkpointed. */
+  async #readFiles(job: ClaimedJob, signal: AbortSignal): Promise<ReadFiles> {
+    const { media } = this.#deps;
+    const address = chatAddressOf(job.replyTo);
+    if (job.checkpointed || job.attachments.length === 0 || !media || !address) {
+      return { content: [], notices: [] };
+    }
+    const lastAttempt = job.attempts >= job.maxAttempts;
+    const { id, attachments } = job;
+    return media.read({ id, attachments, platform: address.platform, lastAttempt }, signal);
   }
 
   /**
@@ -104,6 +125,7 @@ export class JobAttempts {
     sessionId: string,
     reply: ReplyStream,
     signal: AbortSignal,
+    files: ReadFiles,
   ): TurnRequest {
     const { checkpoint, metrics, logger } = this.#deps;
     const publish = (event: CallEvent) => this.#deps.publish.call(event, job, sessionId);
@@ -121,7 +143,7 @@ export class JobAttempts {
       ...(job.model === null ? {} : { model: job.model }),
       ...(job.checkpointed
         ? {}
-        : { message: { role: "user", content: [{ type: "text", text: job.message }] } }),
+        : { message: { role: "user", content: userContent(job.message, files) } }),
       append: async (message) => {
         if (!(await checkpoint(job, sessionId, message))) return false;
         this.#deps.publish.job("job.checkpointed", job);
@@ -213,4 +235,11 @@ export class JobAttempts {
     }
     return history.createSession({ key: job.sessionKey, agentId: job.agentId });
   }
+}
+
+/** A user message's content: its files (images before the words, as the APIs advise), then its text. */
+function userContent(text: string, files: ReadFiles): RequestContentBlock[] {
+  const words: RequestContentBlock[] = text.trim() === "" ? [] : [{ type: "text", text }];
+  const content = [...files.content, ...words];
+  return content.length > 0 ? content : [{ type: "text", text }];
 }

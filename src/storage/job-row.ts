@@ -4,6 +4,7 @@
  */
 import type {
   BatchStep,
+  ChatAttachment,
   ClaimedJob,
   Job,
   JobAttemptError,
@@ -57,6 +58,8 @@ export interface JobRow {
   batch_step: string | null;
   /** JSON of the job's JobSender, or null. */
   sender: string | null;
+  /** JSON array of the ChatAttachments sent with the message. */
+  attachments: string;
 }
 
 /** A row read back: the job, and what is wrong with the row if it was edited badly. */
@@ -101,6 +104,7 @@ export function parseJobRow(row: JobRow): ParsedRow {
     sessionId: row.session_id,
     message: row.message,
     checkpointed: Boolean(row.checkpointed),
+    attachments: parseAttachments(row.attachments),
     task: row.task === "compact" ? "compact" : "turn",
     mode: row.mode === "job" ? "job" : "chat",
     replyTo: replyTo ?? SILENT,
@@ -147,6 +151,19 @@ function parseSender(text: string | null): JobSender | null {
 }
 
 /** The kept tool results of a row; nothing when the column holds something else. */
+/** The attachments of a row: those with a kind and a source; none when the column holds something else. */
+function parseAttachments(text: string | undefined): ChatAttachment[] {
+  const parsed = text === undefined ? [] : parseJson(text);
+  if (!Array.isArray(parsed)) return [];
+  return parsed.filter(
+    (item): item is ChatAttachment =>
+      typeof item === "object" &&
+      item !== null &&
+      typeof (item as ChatAttachment).kind === "string" &&
+      typeof (item as ChatAttachment).source === "string",
+  );
+}
+
 function parseToolResults(text: string): ToolResultBlock[] {
   const parsed = parseJson(text);
   if (!Array.isArray(parsed)) return [];

@@ -119,6 +119,7 @@ export function queuedJob(
     sessionId: newJob.sessionId ?? null,
     message: newJob.message,
     checkpointed: false,
+    attachments: (newJob.attachments ?? []).map((attachment) => ({ ...attachment })),
     task: newJob.task ?? "turn",
     mode: newJob.mode,
     replyTo: { ...newJob.replyTo },

@@ -7,6 +7,8 @@ import {
   contextWindowOf,
   DEFAULT_CONTEXT_WINDOW,
   estimateMessageTokens,
+  imageTokens,
+  PDF_PAGE_TOKENS,
 } from "../../src/agents/context-budget.js";
 import type { RequestMessage } from "../../src/ports/index.js";
 
@@ -49,5 +51,27 @@ describe("contextWindowOf", () => {
     expect(contextWindowOf("gpt-4o-mini", undefined, 16_384)).toBe(128_000);
     expect(contextWindowOf("qwen2.5:7b", undefined, 16_384)).toBe(16_384);
     expect(contextWindowOf("qwen2.5:7b")).toBe(DEFAULT_CONTEXT_WINDOW);
+  });
+});
+
+describe("estimateMessageTokens of images and PDFs", () => {
+  const media = { sha256: "b".repeat(64), bytes: 4_000_000, name: "photo.jpg" };
+  const bare = estimateMessageTokens([{ role: "user", content: [] }]);
+
+  it("counts an image by the API's formula, width × height / 750, not by its bytes", () => {
+    const image: RequestMessage = {
+      role: "user",
+      content: [{ type: "image", mediaType: "image/jpeg", media, width: 1568, height: 1045 }],
+    };
+    expect(imageTokens(1568, 1045)).toBe(2185);
+    expect(estimateMessageTokens([image]) - bare).toBe(2185);
+  });
+
+  it("counts a PDF by its pages", () => {
+    const pdf: RequestMessage = {
+      role: "user",
+      content: [{ type: "document", mediaType: "application/pdf", media, pages: 4 }],
+    };
+    expect(estimateMessageTokens([pdf]) - bare).toBe(4 * PDF_PAGE_TOKENS);
   });
 });

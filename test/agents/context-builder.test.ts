@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   buildRequestMessages,
   closingMessages,
+  prunedMediaNote,
   prunedOutputNote,
   prunePoint,
   STOPPED_NOTE,
@@ -25,6 +26,45 @@ function readingTurn(id: string, size: number): ChatMessage[] {
   const output: ContentBlock = { type: "tool_result", tool_use_id: id, content: "x".repeat(size) };
   return [user(text(`read ${id}`)), assistant(call(id)), user(output), assistant(text("Read."))];
 }
+
+describe("buildRequestMessages: images and PDFs", () => {
+  const media = { sha256: "a".repeat(64), bytes: 1000, name: "cat.jpg" };
+  const image: ContentBlock = {
+    type: "image",
+    mediaType: "image/jpeg",
+    media,
+    width: 1568,
+    height: 1045,
+  };
+  const pdf: ContentBlock = {
+    type: "document",
+    mediaType: "application/pdf",
+    media: { ...media, name: "a.pdf" },
+    pages: 3,
+  };
+
+  it("sends them as they are stored, with the caption", () => {
+    const history = [user(image, pdf, text("what is this?"))];
+    expect(buildRequestMessages(history)).toEqual(history);
+  });
+
+  it("sends an old image or PDF as a note naming it once a prune point leaves its turn behind, like an old tool output", () => {
+    const history = [
+      user(image, pdf, text("what is this?")),
+      assistant(text("A cat and a report.")),
+      ...readingTurn("t1", 10),
+      prunePoint(1),
+      user(image, text("and this one?")),
+    ];
+    const request = buildRequestMessages(history);
+    expect(request[0]?.content).toEqual([
+      text(prunedMediaNote(image as never)),
+      text(prunedMediaNote(pdf as never)),
+      text("what is this?"),
+    ]);
+    expect(request.at(-1)?.content[0]).toEqual(image);
+  });
+});
 
 describe("buildRequestMessages: a prune point", () => {
   const outputsOf = (messages: ChatMessage[]) =>

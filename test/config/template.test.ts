@@ -26,8 +26,8 @@ const ENV = {
   SLACK_APP_TOKEN: "xapp-test",
   PICKLEBOT_HTTP_TOKEN: "a-token-of-sixteen-or-more",
   GITHUB_TOKEN: "ghp_test",
-  FILES_TOKEN: "files-test",
   OPENAI_API_KEY: "sk-test",
+  FILES_TOKEN: "files-test",
   BRAVE_API_KEY: "brave-test",
 };
 

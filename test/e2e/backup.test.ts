@@ -3,7 +3,7 @@
  * Backups): a copy while the server runs, a restore refused while it runs and done
  * after, bad files refused by name, and a database of the previous release migrated.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
@@ -142,6 +142,24 @@ describe("picklebot restore", () => {
     expect(readdirSync(join(ws.dir, "history")).some((f) => f.includes("before-restore"))).toBe(
       false,
     );
+  });
+
+  it("copies the files sent in chats beside the backup, and restore puts them back", async () => {
+    const photo = join(ws.dir, "history", "media", "a".repeat(64));
+    ws.write(`history/media/${"a".repeat(64)}`, "photo bytes");
+    const server = await startServer(ws.dir);
+    const backup = join(ws.dir, "backups", "with-media.db");
+
+    const made = await cli("backup", backup);
+
+    expect(made.stdout).toContain(`to ${backup}.media`);
+    expect(readFileSync(join(`${backup}.media`, "a".repeat(64)), "utf8")).toBe("photo bytes");
+    server.signal("SIGTERM");
+    await server.exited;
+    rmSync(join(ws.dir, "history", "media"), { recursive: true });
+    const restored = await cli("restore", backup);
+    expect(restored.stdout).toContain(`from ${backup}.media`);
+    expect(readFileSync(photo, "utf8")).toBe("photo bytes");
   });
 
   it("puts a backup back once the server is stopped, keeping the replaced database aside", async () => {

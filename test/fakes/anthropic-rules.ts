@@ -13,6 +13,8 @@
  *   - every `server_tool_use` followed, in the same message, by its
  *     `web_search_tool_result`, and that result exactly as the API returned it
  *     (`serverResultsRefusal`, given the results the fake sent)
+ *   - images: base64 of image/jpeg, png, gif or webp, at most 5 MB each, at most 100 in a
+ *     request; documents: base64 of application/pdf, at most 32 MB, starting with %PDF-
  */
 /** A message as a request carries it (content blocks are read as plain objects). */
 interface Message {
@@ -36,7 +38,8 @@ export function refusalOf(messages: readonly Message[]): Refusal | null {
     firstRoleRule(messages) ??
     alternationRule(messages) ??
     emptinessRule(messages) ??
-    toolPairRule(messages)
+    toolPairRule(messages) ??
+    mediaRule(messages)
   );
 }
 
@@ -146,4 +149,47 @@ export function canonicalJson(value: unknown): string {
       ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => a.localeCompare(b)))
       : inner,
   );
+}
+
+const IMAGE_TYPES = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+const MAX_IMAGES = 100;
+
+function mediaRule(messages: readonly Message[]): Refusal | null {
+  let images = 0;
+  for (const [index, message] of messages.entries()) {
+    for (const [position, block] of blocksOf(message).entries()) {
+      const where = `messages.${index}.content.${position}`;
+      if (block.type === "image") {
+        images += 1;
+        const refused = imageRefusal(block.source as Block | undefined);
+        if (refused) return `${where}.image.source.base64: ${refused}`;
+      }
+      if (block.type === "document") {
+        const refused = documentRefusal(block.source as Block | undefined);
+        if (refused) return `${where}.document.source.base64: ${refused}`;
+      }
+    }
+  }
+  return images > MAX_IMAGES ? `messages: Too many images: ${images} > ${MAX_IMAGES}` : null;
+}
+
+function imageRefusal(source: Block | undefined): string | null {
+  if (source?.type !== "base64") return "the source must be base64";
+  if (!IMAGE_TYPES.includes(String(source.media_type))) {
+    return `Input should be ${IMAGE_TYPES.map((type) => `'${type}'`).join(", ")}`;
+  }
+  const bytes = Buffer.from(String(source.data), "base64");
+  if (bytes.byteLength > 5 * 1024 * 1024) return "image exceeds 5 MB maximum";
+  if (bytes.byteLength === 0) return "Could not process image";
+  return null;
+}
+
+function documentRefusal(source: Block | undefined): string | null {
+  if (source?.type !== "base64" || source.media_type !== "application/pdf") {
+    return "Input should be 'application/pdf'";
+  }
+  const bytes = Buffer.from(String(source.data), "base64");
+  if (bytes.byteLength > 32 * 1024 * 1024) return "PDF exceeds 32 MB maximum";
+  if (!bytes.subarray(0, 5).equals(Buffer.from("%PDF-"))) return "The PDF specified was not valid.";
+  return null;
 }

@@ -18,6 +18,7 @@ import { ChatPlatformError } from "../../src/base/errors.js";
 import { checkChoices } from "../../src/chat/choices.js";
 import { checkOutgoingFile } from "../../src/chat/files.js";
 import type {
+  ChatAttachment,
   ChatPlatform,
   ChatPlatformKind,
   ChatPlatformState,
@@ -217,6 +218,15 @@ export class FakeChatPlatform implements ChatPlatform {
     Object.assign(message, { text, format });
     delete message.choices;
     this.calls.push({ method: "edit", chatId, messageId, text, format, error: null });
+  }
+
+  /** Files people sent, by their source, as {@link download} hands them over. */
+  readonly files = new Map<string, Uint8Array>();
+
+  async download(attachment: ChatAttachment): Promise<Uint8Array> {
+    const bytes = this.files.get(attachment.source);
+    if (!bytes) throw new ChatPlatformError(`no file ${attachment.source}`, { retryable: false });
+    return bytes;
   }
 
   async typing(chatId: string): Promise<void> {

@@ -34,7 +34,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { APIMessage, APIUser } from "discord.js";
+import type { APIAttachment, APIMessage, APIUser } from "discord.js";
 import { type WebSocket, WebSocketServer } from "ws";
 import { waitFor } from "../helpers/wait.js";
 import {
@@ -93,6 +93,10 @@ export interface DiscordUserMessageInput {
   username?: string;
   /** The author is a bot account. (Default: false) */
   bot?: boolean;
+  /** Files attached, served at their CDN-style URL (`/attachments/…`). (Default: none) */
+  attachments?: Array<{ name: string; contentType: string; bytes: Uint8Array }>;
+  /** A sticker sent with the message. (Default: false) */
+  sticker?: boolean;
 }
 
 /** A failure the fake answers instead of a REST route, see {@link FakeDiscord.failNext}. */
@@ -330,9 +334,14 @@ export class FakeDiscord {
       input.mentionsBot && !input.content.includes(mention)
         ? `${mention} ${input.content}`
         : input.content;
+    const created = this.newMessage(state, author, content);
     const message = {
-      ...this.newMessage(state, author, content),
+      ...created,
       mentions: input.mentionsBot ? [this.botUser] : [],
+      attachments: (input.attachments ?? []).map((file) => this.attach(created.channel_id, file)),
+      ...(input.sticker
+        ? { sticker_items: [{ id: this.snowflake(), name: "pickle", format_type: 1 }] }
+        : {}),
     };
     state.channel.last_message_id = message.id;
     const event = input.guildId
@@ -708,8 +717,37 @@ export class FakeDiscord {
 
   // --- REST ----------------------------------------------------------------------------
 
+  /** Stores an attachment's bytes and returns it as a message carries it. */
+  private attach(
+    channelId: string,
+    file: { name: string; contentType: string; bytes: Uint8Array },
+  ): APIAttachment {
+    const id = this.snowflake();
+    const url = `http://127.0.0.1:${this.port}/attachments/${channelId}/${id}/${file.name}`;
+    this.files.set(new URL(url).pathname, file.bytes);
+    return {
+      id,
+      filename: file.name,
+      content_type: file.contentType,
+      size: file.bytes.byteLength,
+      url,
+      proxy_url: url,
+    };
+  }
+
+  /** Attachment bytes by URL path. */
+  private readonly files = new Map<string, Uint8Array>();
+  /** Every attachment download, by URL path. */
+  readonly downloads: string[] = [];
+
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     if (this.offline) return void request.socket.destroy();
+    const filePath = new URL(request.url ?? "/", "http://127.0.0.1").pathname;
+    const file = this.files.get(filePath);
+    if (file) {
+      this.downloads.push(filePath);
+      return void response.writeHead(200, { "content-type": "application/octet-stream" }).end(file);
+    }
     const method = request.method ?? "GET";
     const path = new URL(request.url ?? "/", "http://127.0.0.1").pathname.replace(
       /^\/api\/v\d+/,

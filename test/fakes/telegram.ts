@@ -90,6 +90,29 @@ export interface UserMessageInput {
   username?: string;
 }
 
+/**
+ * What a test user sends besides text, see {@link FakeTelegram.sendUserFile}: a file
+ * (`photo`, `document`, `voice`, `audio`) with its bytes, or a kind picklebot cannot read.
+ */
+export type UserFileInput = {
+  chatId: number;
+  userId: number;
+  /** The caption. (Default: none) */
+  caption?: string;
+} & (
+  | {
+      kind: "photo" | "voice" | "audio" | "document";
+      bytes: Uint8Array;
+      name?: string;
+      mimeType?: string /** The size Telegram reports. (Default: the bytes') */;
+      size?: number;
+    }
+  | { kind: "location" | "sticker" | "contact" | "video_note" }
+);
+
+/** The largest file the Bot API lets a bot download with getFile. */
+export const BOT_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
+
 /** A failure the fake answers instead of running a method, see {@link FakeTelegram.failNext}. */
 export type TelegramFailure =
   | { status: 429; retryAfter: number }
@@ -235,6 +258,10 @@ export class FakeTelegram {
   private readonly callbackQueries: CallbackQueries;
   /** Set by {@link goOffline}: requests are cut as they arrive. */
   private offline = false;
+  /** Files users sent, by file_id, with their reported size. */
+  private readonly files = new Map<string, { bytes: Uint8Array; size: number }>();
+  /** Every file download (GET /file/bot<token>/<path>), by file_id. */
+  readonly downloads: string[] = [];
 
   constructor(options: FakeTelegramOptions = {}) {
     this.token = options.token ?? "123456789:TEST-fake-telegram-token";
@@ -305,6 +332,97 @@ export class FakeTelegram {
     };
     if (input.username !== undefined) message.from.username = input.username;
     return this.queue({ update_id: this.nextUpdateId++, message });
+  }
+
+  /**
+   * Queues a message carrying a file or another kind of content, as Telegram's apps send
+   * them: a photo in several sizes, a document with its name and type, a voice note
+   * (OGG/Opus), a location, a sticker. Files are served by getFile and the file URL.
+   */
+  sendUserFile(input: UserFileInput): Update.MessageUpdate<TextMessage> {
+    this.openChat(input.chatId);
+    const state = this.chatState(input.chatId);
+    const message_id = state.nextMessageId++;
+    const content = this.fileContent(input, message_id);
+    const message = {
+      message_id,
+      from: { id: input.userId, is_bot: false, first_name: `User ${input.userId}` },
+      chat: state.chat,
+      date: Math.floor(Date.now() / 1000),
+      ...content,
+      ...(input.caption === undefined ? {} : { caption: input.caption }),
+    } as unknown as UserTextMessage;
+    return this.queue({ update_id: this.nextUpdateId++, message });
+  }
+
+  private fileContent(input: UserFileInput, messageId: number): Record<string, unknown> {
+    if (!("bytes" in input)) {
+      const kinds = {
+        location: { location: { latitude: 52.52, longitude: 13.4 } },
+        sticker: {
+          sticker: {
+            file_id: `sticker-${messageId}`,
+            file_unique_id: "s",
+            type: "regular",
+            width: 512,
+            height: 512,
+            is_animated: false,
+            is_video: false,
+          },
+        },
+        contact: { contact: { phone_number: "+100", first_name: "Ann" } },
+        video_note: {
+          video_note: { file_id: `vn-${messageId}`, file_unique_id: "v", length: 240, duration: 3 },
+        },
+      };
+      return kinds[input.kind];
+    }
+    const file_id = `${input.kind}-${messageId}-${this.files.size}`;
+    const size = input.size ?? input.bytes.byteLength;
+    this.files.set(file_id, { bytes: input.bytes, size });
+    const file = { file_id, file_unique_id: `u${file_id}`, file_size: size };
+    switch (input.kind) {
+      case "photo":
+        return {
+          photo: [
+            { ...file, file_id: `${file_id}-small`, width: 90, height: 90 },
+            { ...file, width: 1280, height: 960 },
+          ],
+        };
+      case "voice":
+        return { voice: { ...file, duration: 2, mime_type: input.mimeType ?? "audio/ogg" } };
+      case "audio":
+        return {
+          audio: {
+            ...file,
+            duration: 2,
+            file_name: input.name,
+            mime_type: input.mimeType ?? "audio/mpeg",
+          },
+        };
+      case "document":
+        return {
+          document: {
+            ...file,
+            file_name: input.name ?? "file",
+            mime_type: input.mimeType ?? "application/octet-stream",
+          },
+        };
+    }
+  }
+
+  /** getFile: the file's path, or the Bot API's refusal of a file over 20 MB. */
+  private getFile(params: Params): unknown {
+    const fileId = String(params.file_id);
+    const file = this.files.get(fileId) ?? this.files.get(fileId.replace(/-small$/, ""));
+    if (!file) throw new ApiFailure(400, "Bad Request: invalid file_id");
+    if (file.size > BOT_DOWNLOAD_LIMIT) throw new ApiFailure(400, "Bad Request: file is too big");
+    return {
+      file_id: fileId,
+      file_unique_id: `u${fileId}`,
+      file_size: file.size,
+      file_path: `files/${fileId}`,
+    };
   }
 
   /**
@@ -435,6 +553,8 @@ export class FakeTelegram {
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     if (this.offline) return void request.socket.destroy();
     const url = new URL(request.url ?? "/", "http://127.0.0.1");
+    const download = /^\/file\/bot([^/]+)\/files\/(.+)$/.exec(url.pathname);
+    if (download) return this.serveFile(download[1] ?? "", download[2] ?? "", response);
     const route = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
     const params = await readParams(request, url);
     if (!route) return void reply(response, new ApiFailure(404, "Not Found"));
@@ -466,6 +586,13 @@ export class FakeTelegram {
     }
   }
 
+  private serveFile(token: string, fileId: string, response: ServerResponse): void {
+    const file = this.files.get(fileId);
+    if (token !== this.token || !file) return void response.writeHead(404).end("Not Found");
+    this.downloads.push(fileId);
+    response.writeHead(200, { "content-type": "application/octet-stream" }).end(file.bytes);
+  }
+
   private record(call: TelegramCall): void {
     this.sent.push(call);
     this.onCall?.(call);
@@ -489,6 +616,8 @@ export class FakeTelegram {
     switch (method.toLowerCase()) {
       case "getme":
         return this.botUser;
+      case "getfile":
+        return this.getFile(params);
       case "deletewebhook":
       case "close":
         return true;

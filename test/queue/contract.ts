@@ -85,6 +85,25 @@ export function queueContract(name: string, makeQueue: () => Promise<QueueFixtur
       expect(await queue.get(job.id)).toEqual(job);
     });
 
+    it("keeps the files sent with a message, for the job that reads them; none by default", async () => {
+      const attachments = [
+        {
+          kind: "image" as const,
+          source: "file-1",
+          name: "cat.jpg",
+          mimeType: "image/jpeg",
+          size: 1234,
+        },
+        { kind: "voice" as const, source: "file-2" },
+      ];
+      const job = await queue.enqueue(chatJob("telegram:1", "look", { attachments }));
+      expect(job.attachments).toEqual(attachments);
+      expect((await queue.get(job.id))?.attachments).toEqual(attachments);
+      const [claimed] = await queue.claim("w1", 1);
+      expect(claimed?.attachments).toEqual(attachments);
+      expect((await queue.enqueue(chatJob("telegram:2", "text only"))).attachments).toEqual([]);
+    });
+
     it("prunes done and failed jobs past the retention, keeping unfinished and recent ones", async () => {
       for (const key of ["done", "failed", "running"]) {
         await queue.enqueue(chatJob(key, key, { maxAttempts: 1 }));

@@ -138,7 +138,7 @@ describe("openStorage: a database from before the checkpointed column (migration
         DROP TABLE session_memory; DROP TABLE messages_search;
         ${[
           ...["waiting_for", "parent_id", "tool_results", "stop_requested", "checkpointed"],
-          ...["task", "batch", "batch_step", "sender", "model"],
+          ...["task", "batch", "batch_step", "sender", "model", "attachments"],
         ]
           .map((column) => `ALTER TABLE jobs DROP COLUMN ${column};`)
           .join(" ")}

@@ -16,7 +16,7 @@ import type {
 
 /** What the batch calls share with the provider's streamed calls. */
 export interface BatchCodec {
-  toParams(request: ModelRequest): Anthropic.MessageStreamParams;
+  toParams(request: ModelRequest): Promise<Anthropic.MessageStreamParams>;
   toReply(message: Anthropic.Message): ModelReply;
 }
 
@@ -38,7 +38,7 @@ export function createAnthropicBatches(call: OnClient, codec: BatchCodec): Model
     async submit(customId, request) {
       // The streamed call's params (no `stream`: a batch refuses it); picklebot sets no
       // `output_config`, the one field whose type differs.
-      const params = codec.toParams(request) as Anthropic.MessageCreateParamsNonStreaming;
+      const params = (await codec.toParams(request)) as Anthropic.MessageCreateParamsNonStreaming;
       const batch = await call(request.signal, (client) =>
         client.messages.batches.create(
           { requests: [{ custom_id: customId, params }] },

@@ -35,6 +35,8 @@ import { oneHourWrites, webSearches } from "../../base/usage.js";
 import { credentialRefused } from "../../config/index.js";
 import {
   DEFAULT_MODEL_TIMEOUT_MS,
+  type MediaReader,
+  type MediaRef,
   type ModelProvider,
   type ModelReply,
   type ModelRequest,
@@ -72,6 +74,11 @@ export interface AnthropicProviderOptions {
    * for 5 minutes. (Default: `1h`)
    */
   prefixCacheTtl?: PromptCacheTtl;
+  /**
+   * Reads the bytes of a file an image or document block refers to. (Default: none; a
+   * request holding such a block fails, saying so)
+   */
+  readMedia?: MediaReader;
 }
 
 /** A prompt-cache lifetime the API offers. */
@@ -141,15 +148,19 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
   }
   return {
     batches: createAnthropicBatches(onClient, {
-      toParams: (request) => toMessageParams(request, settings),
+      toParams: async (request) =>
+        toMessageParams(request, settings, await loadMedia(request.messages, options.readMedia)),
       toReply: toModelReply,
     }),
     async complete(request) {
-      return streamReply(await connect(), request, settings);
+      const media = await loadMedia(request.messages, options.readMedia);
+      return streamReply(await connect(), request, settings, media);
     },
     async countTokens(request) {
+      const media = await loadMedia(request.messages, options.readMedia);
       return onClient(request.signal, async (client) => {
-        const counted = await client.messages.countTokens(toCountParams(request, settings), {
+        const params = toCountParams(request, settings, media);
+        const counted = await client.messages.countTokens(params, {
           signal: request.signal,
         });
         return counted.input_tokens;
@@ -189,8 +200,9 @@ async function streamReply(
   { sdk, client }: Connection,
   request: ModelRequest,
   settings: ClientSettings,
+  media: LoadedMedia,
 ): Promise<ModelReply> {
-  const stream = client.messages.stream(toMessageParams(request, settings), {
+  const stream = client.messages.stream(toMessageParams(request, settings, media), {
     signal: request.signal,
   });
   let connected = false;
@@ -221,20 +233,52 @@ async function streamReply(
 // ---------------------------------------------------------------------------------------
 // Request: our types to the SDK's, with cache breakpoints
 
+/** The base64 of every file the request's image and document blocks refer to, by SHA-256. */
+type LoadedMedia = ReadonlyMap<string, string>;
+
+/** Reads the files of the request's image and document blocks, each once. */
+async function loadMedia(
+  messages: readonly RequestMessage[],
+  readMedia: MediaReader | undefined,
+): Promise<LoadedMedia> {
+  const refs = new Map<string, MediaRef>();
+  for (const message of messages) {
+    for (const block of message.content) {
+      if (block.type === "image" || block.type === "document")
+        refs.set(block.media.sha256, block.media);
+    }
+  }
+  const loaded = new Map<string, string>();
+  if (refs.size === 0) return loaded;
+  if (!readMedia) {
+    throw new ModelError(
+      "This request holds files, but the provider was given no way to read them.",
+      {
+        retryable: false,
+      },
+    );
+  }
+  for (const [sha256, ref] of refs)
+    loaded.set(sha256, Buffer.from(await readMedia(ref)).toString("base64"));
+  return loaded;
+}
+
 function toMessageParams(
   request: ModelRequest,
   settings: ClientSettings,
+  media: LoadedMedia,
 ): Anthropic.MessageStreamParams {
   return {
-    ...toCountParams(request, settings),
+    ...toCountParams(request, settings, media),
     max_tokens: request.maxTokens,
-    messages: withCacheBreakpoints(request.messages, request.currentTime),
+    messages: withCacheBreakpoints(request.messages, request.currentTime, media),
   };
 }
 
 function toCountParams(
   request: TokenCountRequest,
   { prefixCache }: ClientSettings,
+  media: LoadedMedia,
 ): Anthropic.MessageCountTokensParams {
   return {
     model: request.model,
@@ -242,7 +286,7 @@ function toCountParams(
     ...(request.system === ""
       ? {}
       : { system: [{ type: "text", text: request.system, cache_control: prefixCache }] }),
-    messages: request.messages.map(toMessageParam),
+    messages: request.messages.map((message) => toMessageParam(message, media)),
     ...(request.tools.length === 0 && (request.serverTools ?? []).length === 0
       ? {}
       : { tools: toTools(request.tools, request.serverTools ?? [], prefixCache) }),
@@ -257,43 +301,72 @@ function toCountParams(
 function withCacheBreakpoints(
   messages: RequestMessage[],
   currentTime: string | undefined,
+  media: LoadedMedia,
 ): Anthropic.MessageParam[] {
-  if ((messages.at(-1)?.content.length ?? 0) === 0) return messages.map(toMessageParam);
+  if ((messages.at(-1)?.content.length ?? 0) === 0) {
+    return messages.map((message) => toMessageParam(message, media));
+  }
   const time: Anthropic.ContentBlockParam[] =
     currentTime === undefined ? [] : [{ type: "text", text: `(current time: ${currentTime})` }];
   return messages.map((message, index) => {
     if (index === messages.length - 1) {
       return {
         role: message.role,
-        content: [...withBreakpointOnLastBlock(message.content), ...time],
+        content: [...withBreakpointOnLastBlock(message.content, media), ...time],
       };
     }
     if (index === messages.length - 3) {
-      return { role: message.role, content: withBreakpointOnLastBlock(message.content) };
+      return { role: message.role, content: withBreakpointOnLastBlock(message.content, media) };
     }
-    return toMessageParam(message);
+    return toMessageParam(message, media);
   });
 }
 
 function withBreakpointOnLastBlock(
   content: RequestMessage["content"],
+  media: LoadedMedia,
 ): Anthropic.ContentBlockParam[] {
   return content.map((block, index) =>
     index === content.length - 1
-      ? { ...toBlockParam(block), cache_control: EPHEMERAL }
-      : toBlockParam(block),
+      ? { ...toBlockParam(block, media), cache_control: EPHEMERAL }
+      : toBlockParam(block, media),
   );
 }
 
-function toMessageParam(message: RequestMessage): Anthropic.MessageParam {
-  return { role: message.role, content: message.content.map(toBlockParam) };
+function toMessageParam(message: RequestMessage, media: LoadedMedia): Anthropic.MessageParam {
+  return {
+    role: message.role,
+    content: message.content.map((block) => toBlockParam(block, media)),
+  };
 }
 
-/** One of our blocks as the API takes it (the same fields, in the same order). */
-function toBlockParam(block: RequestContentBlock): Anthropic.ContentBlockParam {
+/**
+ * One of our blocks as the API takes it (the same fields, in the same order); an image or
+ * a document with its file's bytes as base64.
+ */
+function toBlockParam(block: RequestContentBlock, media: LoadedMedia): Anthropic.ContentBlockParam {
   switch (block.type) {
     case "text":
       return { type: "text", text: block.text };
+    case "image":
+      return {
+        type: "image",
+        source: {
+          type: "base64",
+          media_type: block.mediaType,
+          data: mediaData(block.media, media),
+        },
+      };
+    case "document":
+      return {
+        type: "document",
+        source: {
+          type: "base64",
+          media_type: block.mediaType,
+          data: mediaData(block.media, media),
+        },
+        title: block.media.name,
+      };
     case "tool_use":
       return { type: "tool_use", id: block.id, name: block.name, input: block.input };
     case "tool_result":
@@ -320,6 +393,12 @@ function serverBlockParam(
 ): Anthropic.ContentBlockParam {
   if (block.provider === PROVIDER) return block.raw as unknown as Anthropic.ContentBlockParam;
   return { type: "text", text: serverBlockText(block) };
+}
+
+function mediaData(ref: MediaRef, media: LoadedMedia): string {
+  const data = media.get(ref.sha256);
+  if (data === undefined) throw new Error(`the file of ${ref.name} was not loaded`);
+  return data;
 }
 
 /** The request's tools, then its server tools, the last one carrying the breakpoint. */

@@ -11,14 +11,17 @@
  */
 import { isLocalEndpoint } from "../../base/local-endpoint.js";
 import type { LlmConfig, ModelProviderKind } from "../../config/index.js";
-import type { ModelProvider } from "../../ports/index.js";
+import type { MediaReader, ModelProvider } from "../../ports/index.js";
 import { createAnthropicProvider } from "./anthropic.js";
 import { createOpenAiCompatibleProvider, OPENAI_BASE_URL } from "./openai-compatible.js";
 
 /** How the registry makes one kind of provider. */
 export interface ModelProviderEntry {
-  /** The provider `llm` configures (its key, endpoint, timeout, cache lifetime). */
-  create(llm: LlmConfig): ModelProvider;
+  /**
+   * The provider `llm` configures (its key, endpoint, timeout, cache lifetime), reading
+   * the files of image and document blocks with `readMedia`.
+   */
+  create(llm: LlmConfig, readMedia?: MediaReader): ModelProvider;
   /**
    * Features of picklebot that are off with this provider, as `doctor` and
    * docs/guides/models.md name them: nothing is sent for them.
@@ -43,8 +46,9 @@ const ANTHROPIC_ONLY = [
 /** Every provider `llm.provider` can name. */
 export const modelProviders = {
   anthropic: {
-    create: (llm) =>
+    create: (llm, readMedia) =>
       createAnthropicProvider({
+        ...(readMedia ? { readMedia } : {}),
         apiKey: llm.api_key,
         baseURL: llm.base_url,
         timeoutMs: llm.timeout_s * 1000,
@@ -73,7 +77,7 @@ export const modelProviders = {
 } satisfies Record<ModelProviderKind, ModelProviderEntry>;
 
 /** The model provider the `llm` section names. */
-export function createModelProvider(llm: LlmConfig): ModelProvider {
+export function createModelProvider(llm: LlmConfig, readMedia?: MediaReader): ModelProvider {
   const entry: ModelProviderEntry = modelProviders[llm.provider];
-  return entry.create(llm);
+  return entry.create(llm, readMedia);
 }

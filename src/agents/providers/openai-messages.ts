@@ -16,7 +16,7 @@
  */
 import type OpenAI from "openai";
 import { assertNever } from "../../base/assert-never.js";
-import { serverBlockText } from "../../base/content.js";
+import { mediaBlockText, serverBlockText } from "../../base/content.js";
 import { ModelError } from "../../base/errors.js";
 import type {
   ModelReply,
@@ -115,6 +115,12 @@ function toUserParts(content: RequestContentBlock[]): UserPart[] {
     switch (block.type) {
       case "text":
         parts.push({ type: "text", text: block.text });
+        break;
+      case "image":
+      case "document":
+        // Not sent to this provider yet (docs/guides/models.md): the model reads that it
+        // was there, so it can say it cannot see it.
+        parts.push({ type: "text", text: `${mediaBlockText(block)} (not shown to this model)` });
         break;
       case "tool_use":
       case "tool_result":

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { mediaBlockText } from "../../base/content.js";
 import { ToolError } from "../../base/errors.js";
 import {
   type ContentBlock,
@@ -153,6 +154,9 @@ function blockText(block: ContentBlock): string {
   switch (block.type) {
     case "text":
       return block.text;
+    case "image":
+    case "document":
+      return mediaBlockText(block);
     case "tool_use":
     case "server_tool_use":
       return `(used ${block.name})`;

@@ -33,6 +33,7 @@
  */
 import { once } from "node:events";
 import {
+  type Attachment,
   type ButtonInteraction,
   Client,
   DefaultRestOptions,
@@ -40,6 +41,7 @@ import {
   escapeMarkdown,
   GatewayIntentBits,
   type Message,
+  MessageFlags,
   Options,
   Partials,
   REST,
@@ -51,6 +53,7 @@ import { ChatPlatformError } from "../../base/errors.js";
 import { type Logger, silentLogger } from "../../base/log.js";
 import { checkNumberOptions } from "../../base/options.js";
 import {
+  type ChatAttachment,
   type ChatPlatform,
   type ChatPlatformState,
   type Choice,
@@ -464,8 +467,13 @@ export class DiscordPlatform implements ChatPlatform {
     if (!direct) {
       if (!this.#inAllowedChannel(message) || !message.mentions.users.has(botId)) return undefined;
     }
-    // No text at all (an image, a sticker) is not for us; a bare mention is, and gets help.
-    if (message.content.trim() === "") return undefined;
+    const voice = message.flags.has(MessageFlags.IsVoiceMessage);
+    const attachments = [...message.attachments.values()].map((file) => toAttachment(file, voice));
+    const unreadable = message.stickers.size > 0 ? ["a sticker"] : [];
+    // A message with nothing in it (a poll, an embed) is not for us; a bare mention is, and gets help.
+    if (message.content.trim() === "" && attachments.length === 0 && unreadable.length === 0) {
+      return undefined;
+    }
     const text = direct ? message.content.trim() : stripMention(message.content, botId);
     return {
       platform: "discord",
@@ -473,9 +481,36 @@ export class DiscordPlatform implements ChatPlatform {
       userId: message.author.id,
       userName: message.author.username,
       text,
+      ...(attachments.length > 0 ? { attachments } : {}),
+      ...(unreadable.length > 0 ? { unreadable } : {}),
       direct,
       messageId: message.id,
     };
+  }
+
+  /** Downloads an attachment from its URL (Discord's CDN needs no token). */
+  async download(attachment: ChatAttachment, signal?: AbortSignal): Promise<Uint8Array> {
+    const timeout = AbortSignal.timeout(this.#callTimeoutMs * 4);
+    let response: Response;
+    try {
+      response = await fetch(attachment.source, {
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      });
+    } catch (error) {
+      throw new ChatPlatformError(
+        `Discord: could not download ${attachment.name ?? "a file"}: ${String(error)}`,
+        {
+          retryable: true,
+        },
+      );
+    }
+    if (!response.ok) {
+      throw new ChatPlatformError(
+        `Discord: the download of ${attachment.name ?? "a file"} answered ${response.status}`,
+        { retryable: response.status === 429 || response.status >= 500 },
+      );
+    }
+    return new Uint8Array(await response.arrayBuffer());
   }
 
   #inAllowedChannel(message: Message): boolean {
@@ -551,6 +586,25 @@ export class DiscordPlatform implements ChatPlatform {
 }
 
 /** Removes every mention of the bot (`<@id>` or the old nickname form `<@!id>`). */
+/** A Discord attachment as the core sees it. */
+function toAttachment(file: Attachment, voiceMessage: boolean): ChatAttachment {
+  const type = file.contentType ?? undefined;
+  const kind = type?.startsWith("image/")
+    ? "image"
+    : type?.startsWith("audio/")
+      ? voiceMessage
+        ? "voice"
+        : "audio"
+      : "document";
+  return {
+    kind,
+    source: file.url,
+    name: file.name,
+    ...(type === undefined ? {} : { mimeType: type }),
+    size: file.size,
+  };
+}
+
 function stripMention(content: string, botId: string): string {
   return content.replace(new RegExp(`\\s*<@!?${botId}>\\s*`, "g"), " ").trim();
 }

@@ -36,6 +36,7 @@ import { type Logger, silentLogger } from "../../base/log.js";
 import { checkNumberOptions } from "../../base/options.js";
 import {
   CHAT_COMMANDS,
+  type ChatAttachment,
   type ChatPlatform,
   type ChatPlatformState,
   type Choice,
@@ -182,6 +183,14 @@ export class SlackPlatform implements ChatPlatform {
 
   async send(chatId: string, text: string, format: TextFormat): Promise<SentChatMessage> {
     return await this.#post(chatId, text, this.#textFields(text, format));
+  }
+
+  /** Files people send on Slack are not read yet: the adapter hands over none to download. */
+  async download(attachment: ChatAttachment): Promise<Uint8Array> {
+    throw new ChatPlatformError(
+      `slack: could not download "${attachment.name}": reading files from Slack is not supported yet`,
+      { retryable: false, context: { platform: "slack" } },
+    );
   }
 
   /**

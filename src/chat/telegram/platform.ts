@@ -2,7 +2,9 @@
  * Telegram adapter of the {@link ChatPlatform} port, on telegraf 4.16 with long polling.
  *
  * Thin on purpose: it turns updates into {@link IncomingChatMessage}s (and button presses,
- * callback queries, into {@link IncomingChoice}s) and sends, edits and shows "typing…".
+ * callback queries, into {@link IncomingChoice}s), sends, edits, shows "typing…" and
+ * downloads the files people send (`getFile`, then the file URL; the Bot API refuses
+ * files over 20 MB with "file is too big", which the core tells the person).
  * Allowlists, sessions, streaming, splitting and retries live in the core.
  *
  *   start(): getMe + deleteWebhook (retried) ─► connected ─► poll loop, and once, beside
@@ -20,11 +22,12 @@
  * file produces or logs has it replaced by `[redacted]` ({@link redactSecrets}).
  */
 import { Telegraf, TelegramError } from "telegraf";
-import { callbackQuery, message } from "telegraf/filters";
+import { callbackQuery } from "telegraf/filters";
 import type {
   CallbackQuery,
   InlineKeyboardMarkup,
   Message,
+  MessageEntity,
   Opts,
   Telegram,
   Update,
@@ -39,6 +42,7 @@ import { redactSecrets } from "../../base/redact.js";
 import { credentialRefused } from "../../config/index.js";
 import {
   CHAT_COMMANDS,
+  type ChatAttachment,
   type ChatCommand,
   type ChatPlatform,
   type ChatPlatformState,
@@ -124,7 +128,7 @@ export class TelegramPlatform implements ChatPlatform {
     onChoice?: (press: IncomingChoice) => Promise<void>,
   ): Promise<void> {
     this.#state = "connecting";
-    this.#bot.on(message("text"), async (ctx) => {
+    this.#bot.on("message", async (ctx) => {
       const incoming = toIncoming(ctx.message, ctx.update.update_id, ctx.botInfo);
       if (incoming) await onMessage(incoming);
     });
@@ -215,6 +219,29 @@ export class TelegramPlatform implements ChatPlatform {
               { heldS },
             );
     return { messageId: String(sent.message_id) };
+  }
+
+  async download(attachment: ChatAttachment, signal?: AbortSignal): Promise<Uint8Array> {
+    const file = await this.#call("getFile", { file_id: attachment.source }, { signal });
+    if (!file.file_path)
+      throw new ChatPlatformError("telegram: getFile gave no file path", { retryable: true });
+    const root = this.#options.apiRoot ?? "https://api.telegram.org";
+    const url = `${root}/file/bot${this.#options.token}/${file.file_path}`;
+    const limitMs = this.#options.callTimeoutMs ?? CALL_TIMEOUT_MS;
+    const timeout = AbortSignal.timeout(limitMs * 4);
+    try {
+      const response = await fetch(url, {
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      });
+      if (!response.ok) {
+        throw new ChatPlatformError(`telegram: the file download answered ${response.status}`, {
+          retryable: response.status === 429 || response.status >= 500,
+        });
+      }
+      return new Uint8Array(await response.arrayBuffer());
+    } catch (error) {
+      throw this.#scrub(error);
+    }
   }
 
   async #sendMessage(
@@ -392,33 +419,102 @@ function extra(format: TextFormat) {
 
 /**
  * The message as the core sees it, or null when the bot should ignore it: in groups, only
- * messages that mention the bot, reply to it, or name it in a command (`/new@bot`).
+ * messages that mention the bot, reply to it, or name it in a command (`/new@bot`); and
+ * service messages (someone joined, a title changed), which no person wrote to the bot.
  */
 function toIncoming(
-  msg: Message.TextMessage,
+  msg: Message,
   updateId: number,
   bot: UserFromGetMe,
 ): IncomingChatMessage | null {
   const direct = msg.chat.type === "private";
   const handle = `@${bot.username}`;
-  const mentioned = (msg.entities ?? []).some(
+  const said = wordsOf(msg);
+  const mentioned = said.entities.some(
     (entity) =>
       (entity.type === "mention" || entity.type === "bot_command") &&
-      msg.text.slice(entity.offset, entity.offset + entity.length).endsWith(handle),
+      said.text.slice(entity.offset, entity.offset + entity.length).endsWith(handle),
   );
-  const repliedTo = msg.reply_to_message?.from?.id === bot.id;
+  const repliedTo = "reply_to_message" in msg && msg.reply_to_message?.from?.id === bot.id;
   if (!direct && !mentioned && !repliedTo) return null;
   if (!msg.from || msg.from.is_bot) return null;
-  const text = msg.text.startsWith(handle) ? msg.text.slice(handle.length).trim() : msg.text;
+  const { attachments, unreadable } = filesOf(msg);
+  if (said.text === "" && attachments.length === 0 && unreadable.length === 0) return null;
+  const text = said.text.startsWith(handle) ? said.text.slice(handle.length).trim() : said.text;
   return {
     platform: "telegram",
     chatId: String(msg.chat.id),
     userId: String(msg.from.id),
     userName: displayName(msg.from),
     text: text.replace(new RegExp(`^(/\\w+)${handle}\\b`), "$1"),
+    ...(attachments.length > 0 ? { attachments } : {}),
+    ...(unreadable.length > 0 ? { unreadable } : {}),
     direct,
     messageId: String(updateId),
   };
+}
+
+/** The text of a message, or the caption of a file, with its entities. */
+function wordsOf(msg: Message): { text: string; entities: MessageEntity[] } {
+  if ("text" in msg) return { text: msg.text, entities: msg.entities ?? [] };
+  if ("caption" in msg && msg.caption !== undefined) {
+    return { text: msg.caption, entities: msg.caption_entities ?? [] };
+  }
+  return { text: "", entities: [] };
+}
+
+/** The files a message carries, and what it holds that picklebot cannot read. */
+function filesOf(msg: Message): { attachments: ChatAttachment[]; unreadable: string[] } {
+  const file = (
+    kind: ChatAttachment["kind"],
+    media: TelegramFile,
+    name: string,
+    mime?: string,
+  ) => ({
+    attachments: [
+      {
+        kind,
+        source: media.file_id,
+        name: media.file_name ?? name,
+        ...((mime ?? media.mime_type) ? { mimeType: mime ?? media.mime_type } : {}),
+        ...(media.file_size === undefined ? {} : { size: media.file_size }),
+      },
+    ],
+    unreadable: [],
+  });
+  const cannot = (what: string) => ({ attachments: [], unreadable: [what] });
+  if ("photo" in msg) {
+    const largest = msg.photo.reduce((a, b) => (b.width * b.height > a.width * a.height ? b : a));
+    return file("image", largest, `photo-${msg.message_id}.jpg`, "image/jpeg");
+  }
+  if ("animation" in msg) return cannot("an animation");
+  if ("document" in msg) {
+    const kind = msg.document.mime_type?.startsWith("image/") ? "image" : "document";
+    return file(kind, msg.document, `file-${msg.message_id}`);
+  }
+  if ("voice" in msg)
+    return file(
+      "voice",
+      msg.voice,
+      `voice-${msg.message_id}.ogg`,
+      msg.voice.mime_type ?? "audio/ogg",
+    );
+  if ("audio" in msg) return file("audio", msg.audio, `audio-${msg.message_id}`);
+  if ("video_note" in msg) return cannot("a video note");
+  if ("video" in msg) return cannot("a video");
+  if ("sticker" in msg) return cannot("a sticker");
+  if ("location" in msg) return cannot("a location");
+  if ("contact" in msg) return cannot("a contact");
+  if ("poll" in msg) return cannot("a poll");
+  return { attachments: [], unreadable: [] };
+}
+
+/** The fields every Bot API file object has, and those some have. */
+interface TelegramFile {
+  file_id: string;
+  file_size?: number;
+  file_name?: string;
+  mime_type?: string;
 }
 
 /**

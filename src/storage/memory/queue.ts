@@ -458,6 +458,7 @@ function snapshot(job: StoredJob): Job {
     sessionId: job.sessionId,
     message: job.message,
     checkpointed: job.checkpointed,
+    attachments: job.attachments,
     task: job.task,
     mode: job.mode,
     replyTo: job.replyTo,

@@ -94,16 +94,16 @@ function countRequeued(requeue: string): string {
 export const PG = {
   // $1 id, $2 agent, $3 session key, $4 session id, $5 message, $6 mode, $7 reply_to,
   // $8 max attempts, $9 run_at, $10 dedupe key, $11 now, $12 task, $13 parent id, $14 batch,
-  // $15 sender, $16 model.
+  // $15 sender, $16 model, $17 attachments.
   // The advisory lock on the session key is taken before the seq is drawn (OFFSET 0 keeps
   // the subquery, and so the lock, ahead of the insert); ON CONFLICT without a target also
   // covers the id, so a repeated enqueue after a lost connection stores nothing twice.
   enqueue: `WITH inserted AS (
       INSERT INTO jobs (id, agent_id, session_key, session_id, message, mode, reply_to, state,
         max_attempts, run_at, dedupe_key, created_at, updated_at, task, parent_id, batch, sender,
-        model)
+        model, attachments)
       SELECT $1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $11, $12, $13, $14, $15,
-        $16
+        $16, $17
       FROM (SELECT pg_advisory_xact_lock(hashtext($3)) OFFSET 0) session_lock
       ON CONFLICT DO NOTHING
       RETURNING *)

@@ -132,6 +132,7 @@ export class PostgresJobQueue implements JobQueue, JobAdmin {
       job.batch,
       job.sender && JSON.stringify(job.sender),
       job.model,
+      JSON.stringify(job.attachments),
     ];
     const row = await retryOnDisconnect(async () => {
       const inserted = await this.#pool.query<JobRow>(prepared("enqueue", params));

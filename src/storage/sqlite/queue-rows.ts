@@ -32,10 +32,11 @@ function requeueRunning(where: string): string {
 
 export const SQL = {
   insert: `INSERT INTO jobs (id, agent_id, session_key, session_id, message, mode, reply_to,
-      state, max_attempts, run_at, dedupe_key, task, parent_id, batch, sender, model, created_at,
-      updated_at)
+      state, max_attempts, run_at, dedupe_key, task, parent_id, batch, sender, model, attachments,
+      created_at, updated_at)
     VALUES (@id, @agentId, @sessionKey, @sessionId, @message, @mode, @replyTo,
-      'queued', @maxAttempts, @runAt, @dedupeKey, @task, @parentId, @batch, @sender, @model, @now,
+      'queued', @maxAttempts, @runAt, @dedupeKey, @task, @parentId, @batch, @sender, @model,
+      @attachments, @now,
       @now)
     ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING`,
   byDedupeKey: "SELECT * FROM jobs WHERE dedupe_key = ?",

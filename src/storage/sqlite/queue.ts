@@ -127,6 +127,7 @@ export class SqliteJobQueue implements JobQueue, JobAdmin {
       batch: job.batch ? 1 : 0,
       sender: job.sender && JSON.stringify(job.sender),
       model: job.model,
+      attachments: JSON.stringify(job.attachments),
       now,
     });
     if (inserted.changes === 0) return this.#byDedupeKey(newJob.dedupeKey);

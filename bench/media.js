@@ -1,0 +1,177 @@
+/**
+ * Photos into the model (issue 29): `picklebot server` (the built CLI) with Telegram on
+ * the fake Bot API and the fake model, measuring
+ *
+ *   photo → model request  a 5 MB photo queued at the fake Telegram → the fake model
+ *                          receives the request holding it (poll, download, sharp, store,
+ *                          request), one chat at a time
+ *   RSS                    the server's resident set, sampled every 50 ms while 20 chats
+ *                          send a 5 MB photo each at once, and after 30 s idle
+ *   image tokens           what picklebot counts for the image it sent, against the API's
+ *                          documented formula (width × height / 750)
+ *
+ * Usage: node bench/media.js [--photos N]   (prints markdown for bench/RESULTS.md)
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import sharp from "sharp";
+import { imageTokens } from "../dist/agents/context-budget.js";
+import { telegramDriver } from "./lib/platforms.js";
+import { loadFakes, rssMiB, sleep, startServer } from "./lib/server.js";
+import { formatMs, markdownTable, percentile } from "./lib/stats.js";
+
+const CHATS = 20;
+
+/** A JPEG of noise, about `megabytes` MB (noise does not compress). */
+async function noisePhoto(megabytes) {
+  const width = 2400;
+  // JPEG at quality 92 keeps noise at about 0.83 bytes a pixel.
+  const height = Math.round((megabytes * 1024 * 1024) / (width * 0.83));
+  const raw = Buffer.alloc(width * height * 3);
+  for (let i = 0; i < raw.length; i++) raw[i] = Math.floor(Math.random() * 256);
+  return sharp(raw, { raw: { width, height, channels: 3 } })
+    .jpeg({ quality: 92 })
+    .toBuffer();
+}
+
+export async function runMediaBench(options = {}) {
+  const latencyCount = options.photos ?? 10;
+  const dir = mkdtempSync(join(tmpdir(), "picklebot-bench-media-"));
+  const fakes = await loadFakes(["telegram", "anthropic"]);
+  const arrivals = [];
+  const model = await fakes.anthropic.startFakeAnthropic({
+    defaultReply: (request) => {
+      arrivals.push({ at: performance.now(), request });
+      return { text: "ok", chunks: 1 };
+    },
+  });
+  const telegram = await fakes.telegram.startFakeTelegram();
+  const driver = telegramDriver(telegram, CHATS);
+  const workspace = join(dir, "ws");
+  mkdirSync(workspace);
+  writeFileSync(
+    join(workspace, "picklebot.yaml"),
+    `llm:\n  api_key: bench\n  base_url: ${model.url}\nhttp:\n  port: 0\n${driver.yaml}`,
+  );
+  const bytes = await noisePhoto(5);
+  const server = await startServer(workspace, 1);
+  try {
+    await sleep(3000);
+    const idle = rssMiB(server.pid);
+    const latencies = [];
+    for (let n = 0; n < latencyCount; n += 1) {
+      const chatId = driver.chats[0];
+      const before = arrivals.length;
+      // A new file each time: the same bytes again would be found stored.
+      const photo = Buffer.concat([bytes, Buffer.from(String(n))]);
+      const queued = performance.now();
+      telegram.sendUserFile({
+        chatId,
+        userId: chatId,
+        kind: "photo",
+        bytes: photo,
+        caption: `photo ${n}`,
+      });
+      await telegram.waitFor(() => arrivals.length > before, 60_000);
+      latencies.push(arrivals[before].at - queued);
+      await telegram.waitFor(() => driver.replies(chatId) > n, 60_000);
+    }
+    const sent = arrivals
+      .at(-1)
+      .request.body.messages.at(-1)
+      .content.find((b) => b.type === "image");
+    const meta = await sharp(Buffer.from(sent.source.data, "base64")).metadata();
+
+    let peak = idle;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssMiB(server.pid));
+    }, 50);
+    const before = arrivals.length;
+    for (const chatId of driver.chats) {
+      const photo = Buffer.concat([bytes, Buffer.from(`burst ${chatId}`)]);
+      telegram.sendUserFile({
+        chatId,
+        userId: chatId,
+        kind: "photo",
+        bytes: photo,
+        caption: "burst",
+      });
+    }
+    await telegram.waitFor(() => arrivals.length >= before + CHATS, 120_000);
+    await sleep(2000);
+    clearInterval(sampler);
+    const afterBurst = rssMiB(server.pid);
+    await sleep(options.finalIdleMs ?? 30_000);
+    const settled = rssMiB(server.pid);
+    return report({
+      latencies,
+      photoBytes: bytes.byteLength,
+      memory: { idle, peak, afterBurst, settled },
+      image: { width: meta.width, height: meta.height, bytes: meta.size },
+    });
+  } finally {
+    server.kill("SIGKILL");
+    await telegram.close();
+    await model.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function report({ latencies, photoBytes, memory, image }) {
+  const mb = (photoBytes / 1024 / 1024).toFixed(1);
+  const latency = markdownTable(
+    ["photos", "p50", "p99", "max"],
+    [
+      [
+        String(latencies.length),
+        formatMs(percentile(latencies, 50)),
+        formatMs(percentile(latencies, 99)),
+        formatMs(Math.max(...latencies)),
+      ],
+    ],
+  );
+  const rss = markdownTable(
+    ["moment", "RSS"],
+    [
+      ["idle, Telegram connected", `${memory.idle.toFixed(1)} MiB`],
+      [
+        `peak while ${CHATS} chats send a ${mb} MB photo each at once`,
+        `${memory.peak.toFixed(1)} MiB`,
+      ],
+      ["right after the 20 requests", `${memory.afterBurst.toFixed(1)} MiB`],
+      ["after 30 s idle", `${memory.settled.toFixed(1)} MiB`],
+    ],
+  );
+  const formula = Math.round((image.width * image.height) / 750);
+  const tokens = markdownTable(
+    ["image sent", "picklebot counts", "API formula (w × h / 750)"],
+    [
+      [
+        `${image.width} × ${image.height} px, JPEG`,
+        String(imageTokens(image.width, image.height)),
+        String(formula),
+      ],
+    ],
+  );
+  return [
+    `### Photo (${mb} MB JPEG of noise) → model request, Telegram fake, one chat`,
+    "",
+    latency,
+    "",
+    "### Server RSS, 20 chats sending a photo at once",
+    "",
+    rss,
+    "",
+    "### Input tokens of the image sent",
+    "",
+    tokens,
+  ].join("\n");
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  const { values } = parseArgs({ options: { photos: { type: "string" } } });
+  console.log(await runMediaBench({ photos: values.photos ? Number(values.photos) : undefined }));
+}

@@ -1,0 +1,87 @@
+/**
+ * The media folder of the history: every file people send, stored once by the SHA-256 of
+ * its bytes, under `<history>/media/`. The history folder is hidden from the agent's file
+ * tools and its sandbox, so the agent reads these files only as the blocks of a request.
+ *
+ *   <sha256>                   the bytes (the original, and the image prepared for the model)
+ *   <sha256>.transcript.txt    the transcription of a voice note or an audio file
+ *   sources/<sha256 of source> the SHA-256 of what a platform's file id downloaded to
+ *
+ * Each file is written to a temporary name and renamed, so a crash never leaves half a
+ * file, and a job resumed after a crash finds what it downloaded or transcribed before.
+ */
+import { createHash, randomUUID } from "node:crypto";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { MediaRef } from "../../ports/index.js";
+
+/** A stored file, as {@link MediaStore.put} returns it. */
+export type StoredMedia = Pick<MediaRef, "sha256" | "bytes">;
+
+/** The content-addressed files of one history folder. */
+export class MediaStore {
+  readonly #folder: string;
+
+  constructor(historyPath: string) {
+    this.#folder = join(historyPath, "media");
+  }
+
+  /** Stores `bytes` under their SHA-256 (once: the same bytes again write nothing new). */
+  async put(bytes: Uint8Array): Promise<StoredMedia> {
+    const sha256 = createHash("sha256").update(bytes).digest("hex");
+    await this.#write(sha256, bytes);
+    return { sha256, bytes: bytes.byteLength };
+  }
+
+  /** The bytes stored under `sha256`. */
+  read(sha256: string): Promise<Buffer> {
+    return readFile(join(this.#folder, checkedHash(sha256)));
+  }
+
+  /** What a platform's file id downloaded to before, or null. */
+  async downloaded(source: string): Promise<string | null> {
+    return this.#readText(join("sources", sourceName(source)));
+  }
+
+  /** Remembers that `source` downloaded to the file `sha256`. */
+  async rememberDownload(source: string, sha256: string): Promise<void> {
+    await this.#write(join("sources", sourceName(source)), sha256);
+  }
+
+  /** The transcription of the audio file `sha256`, when one was made. */
+  transcript(sha256: string): Promise<string | null> {
+    return this.#readText(`${checkedHash(sha256)}.transcript.txt`);
+  }
+
+  async rememberTranscript(sha256: string, text: string): Promise<void> {
+    await this.#write(`${checkedHash(sha256)}.transcript.txt`, text);
+  }
+
+  async #readText(name: string): Promise<string | null> {
+    try {
+      return await readFile(join(this.#folder, name), "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw error;
+    }
+  }
+
+  async #write(name: string, content: Uint8Array | string): Promise<void> {
+    const target = join(this.#folder, name);
+    await mkdir(join(target, ".."), { recursive: true });
+    const partial = `${target}.${randomUUID()}.partial`;
+    await writeFile(partial, content);
+    await rename(partial, target);
+  }
+}
+
+/** The name a source is remembered by: never the source itself (a URL, an id). */
+function sourceName(source: string): string {
+  return createHash("sha256").update(source).digest("hex");
+}
+
+/** A SHA-256 in hex; anything else (a path) is refused before it reaches the file system. */
+function checkedHash(sha256: string): string {
+  if (!/^[0-9a-f]{64}$/.test(sha256)) throw new Error(`not a stored file's name: ${sha256}`);
+  return sha256;
+}

@@ -1,0 +1,98 @@
+/**
+ * The files of a chat message read into its turn (src/agents/media/intake.ts), in process
+ * on a temp history folder, with the fake speech-to-text server: a resumed job neither
+ * downloads nor transcribes again, and a transient failure is retried while attempts are
+ * left, then told.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { MediaIntake } from "../../src/agents/media/intake.js";
+import { MediaStore } from "../../src/agents/media/store.js";
+import { ChatPlatformError, PicklebotError } from "../../src/base/errors.js";
+import { silentLogger } from "../../src/base/log.js";
+import type { ChatAttachment } from "../../src/ports/index.js";
+import { type FakeTranscription, startFakeTranscription } from "../fakes/transcription.js";
+import { voiceNote } from "../helpers/media.js";
+
+let dir: string;
+let speech: FakeTranscription;
+let downloads: string[];
+let failNext: Error | null;
+
+function intake(): MediaIntake {
+  return new MediaIntake({
+    store: new MediaStore(dir),
+    download: async (_platform, attachment) => {
+      downloads.push(attachment.source);
+      if (failNext) {
+        const error = failNext;
+        failNext = null;
+        throw error;
+      }
+      return voiceNote();
+    },
+    speech: { base_url: speech.url, api_key: "stt-test-key", model: "whisper-1" },
+    maxTextChars: 1000,
+    logger: silentLogger(),
+  });
+}
+
+const voice: ChatAttachment = { kind: "voice", source: "voice-1", mimeType: "audio/ogg" };
+const job = (lastAttempt = false) => ({
+  id: "j1",
+  attachments: [voice],
+  platform: "telegram" as const,
+  lastAttempt,
+});
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "picklebot-media-"));
+  speech = await startFakeTranscription();
+  downloads = [];
+  failNext = null;
+});
+
+afterEach(async () => {
+  await speech.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("MediaIntake", () => {
+  it("reads a voice note once: a resumed job neither downloads nor transcribes it again", async () => {
+    const first = await intake().read(job(), new AbortController().signal);
+    const again = await intake().read(job(), new AbortController().signal);
+
+    expect(first.content).toEqual([
+      { type: "text", text: "[Transcription of a voice note]\npick up some pickles" },
+    ]);
+    expect(again).toEqual(first);
+    expect(downloads).toEqual(["voice-1"]);
+    expect(speech.calls).toHaveLength(1);
+  });
+
+  it("throws a transient download failure while attempts are left, and tells it on the last", async () => {
+    failNext = new ChatPlatformError("telegram: 502 Bad Gateway", { retryable: true });
+    await expect(intake().read(job(), new AbortController().signal)).rejects.toMatchObject({
+      retryable: true,
+    });
+    failNext = new ChatPlatformError("telegram: 502 Bad Gateway", { retryable: true });
+    const last = await intake().read(job(true), new AbortController().signal);
+    expect(last.notices).toEqual([
+      "I could not read the voice note: the download failed: telegram: 502 Bad Gateway",
+    ]);
+  });
+
+  it("retries a speech service that is down while attempts are left", async () => {
+    speech.down = true;
+    const attempt = intake().read(job(), new AbortController().signal);
+    await expect(attempt).rejects.toBeInstanceOf(PicklebotError);
+    await expect(attempt).rejects.toMatchObject({ retryable: true });
+    speech.down = false;
+    const next = await intake().read(job(), new AbortController().signal);
+    expect(next.notices).toEqual([]);
+    // Downloaded once: the retry found the file stored.
+    expect(downloads).toEqual(["voice-1"]);
+  });
+});
