@@ -27,9 +27,12 @@ import {
   type IncomingChatMessage,
   type JobAdmin,
   type JobQueue,
+  type JobSender,
   type JobTask,
+  type MemoryStore,
   PAIRING_CODE_TTL_MS,
   type PairingStore,
+  type RecallStore,
   type Session,
   type UsageLedger,
 } from "../ports/index.js";
@@ -69,6 +72,10 @@ export interface ChatInboxOptions {
   pricing: { prices: PriceTable; timezone: string };
   clock: Clock;
   logger: Logger;
+  /** The memories `/memory` shows and `/forget` clears. */
+  memory: MemoryStore;
+  /** Sessions' memory snapshots (`/forget`). */
+  recall: RecallStore;
   /**
    * Takes known secrets out of a message's text before it is stored or queued
    * (`secretValues(config)`). (Default: the text as it is)
@@ -98,6 +105,8 @@ export class ChatInbox {
       compact: own("compact", (chat) => this.#enqueue(chat.message, "compact")),
       stop: own("stop", (chat) => this.#stop(chat)),
       agent: common.agent,
+      memory: common.memory,
+      forget: common.forget,
     } satisfies Record<Exclude<ChatCommandName, "help" | "start">, ChatCommandSpec<InboxChat>>;
     this.#commands = new ChatCommandSet(commands, {
       intro: "Send me a message and I will answer. Commands:",
@@ -197,7 +206,7 @@ export class ChatInbox {
       mode: "chat",
       replyTo: chatReplyTarget(message),
       dedupeKey: `${message.platform}:${message.messageId}`,
-      sender: { person: chatPersonKey(message.platform, message.userId), direct: message.direct },
+      sender: chatSender(message),
     });
     logger.info({ job: job.id, session: sessionKey, user: message.userId }, "chat message queued");
   }
@@ -237,6 +246,10 @@ class InboxChat implements ChatContext {
     return this.#options.answer(this.message, text);
   }
 
+  sender(): JobSender {
+    return chatSender(this.message);
+  }
+
   async queue(): Promise<ConversationQueue> {
     const { queue } = this.#options;
     const jobsOf = (state: "running" | "queued") =>
@@ -244,4 +257,9 @@ class InboxChat implements ChatContext {
     const [running, queued] = await Promise.all([jobsOf("running"), jobsOf("queued")]);
     return { running: running.length > 0, waiting: queued.length };
   }
+}
+
+/** The person who sent a chat message, and whether the chat is theirs alone with the bot. */
+function chatSender(message: IncomingChatMessage): JobSender {
+  return { person: chatPersonKey(message.platform, message.userId), direct: message.direct };
 }

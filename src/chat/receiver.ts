@@ -66,6 +66,9 @@ export interface MessageBusWorkerOptions {
   pricing: ChatInboxOptions["pricing"];
   /** Takes known secrets out of a message's text before it is queued. (Default: none) */
   redact?: ChatInboxOptions["redact"];
+  /** The memories `/memory` shows and `/forget` clears, and the sessions' snapshots. */
+  memory: ChatInboxOptions["memory"];
+  recall: ChatInboxOptions["recall"];
   clock: Clock;
   logger: Logger;
 }

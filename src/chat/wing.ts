@@ -37,7 +37,7 @@ export interface ChatWingOptions {
   config: Config;
   /** Builds the enabled platforms, fresh and unstarted, each call; null when none is enabled. */
   platforms: (() => ChatPlatform[]) | null;
-  storage: Pick<Storage, "outbox" | "pairing" | "history" | "usage">;
+  storage: Pick<Storage, "outbox" | "pairing" | "history" | "usage" | "memory" | "recall">;
   queue: JobQueue & JobAdmin;
   /** Where the chat Frontends are registered for the agent worker. */
   frontends: FrontendRegistry;
@@ -116,6 +116,8 @@ export class ChatWing {
       usage: storage.usage,
       pricing: { prices: config.llm.prices, timezone: config.timezone },
       redact: secretRedactor(secretValues(config)),
+      memory: storage.memory,
+      recall: storage.recall,
       clock,
       logger: logger.child({ worker: "bus" }),
     });

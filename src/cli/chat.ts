@@ -22,6 +22,7 @@ import type { AgentRunner } from "../agents/runner.js";
 import { newTurnProgress, TurnDriver, turnEndingOf } from "../agents/turn.js";
 import { systemClock } from "../base/clock.js";
 import { CancelledError, JobEnded, ToolError, toError, UserError } from "../base/errors.js";
+import { OWNER_PERSON } from "../base/person-key.js";
 import { printable } from "../base/printable.js";
 import { secretRedactor } from "../base/redact.js";
 import { consoleSessionKey } from "../base/session-key.js";
@@ -125,6 +126,8 @@ class TerminalChat {
       usage: storage.usage,
       pricing: { prices: config.llm.prices, timezone: config.timezone },
       clock: systemClock,
+      memory: storage.memory,
+      recall: storage.recall,
     });
     return new ChatCommandSet(
       {
@@ -133,6 +136,8 @@ class TerminalChat {
         usage: common.usage,
         compact: { description: describeChatCommand("compact"), run: () => this.#compact() },
         agent: common.agent,
+        memory: common.memory,
+        forget: common.forget,
         sessions: {
           description: "List recent sessions (resume one with picklebot chat --session ID)",
           run: () => this.#listSessions(),
@@ -162,6 +167,7 @@ class TerminalChat {
       startSession: (agentId) => this.#createSession(agentId),
       reply: async (text) => this.#say(`${printable(text, { multiline: true })}\n`),
       queue: async () => null,
+      sender: () => ({ person: OWNER_PERSON, direct: true }),
     };
   }
 

@@ -72,6 +72,8 @@ export const CHAT_COMMANDS = [
   { command: "compact", description: "Summarise the conversation so far" },
   { command: "stop", description: "Stop the reply in progress" },
   { command: "agent", description: "List the agents; /agent NAME switches this chat to one" },
+  { command: "memory", description: "Show what the agent remembers about you" },
+  { command: "forget", description: "Clear what the agent remembers about you" },
   { command: "help", description: "Show the commands" },
 ] as const satisfies readonly ChatCommand[];
 

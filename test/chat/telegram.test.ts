@@ -89,6 +89,8 @@ describe("TelegramPlatform", () => {
       "compact",
       "stop",
       "agent",
+      "memory",
+      "forget",
       "help",
     ]);
   });

@@ -243,6 +243,8 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     contextUsage: (agentId, sessionId) => runner.contextUsage(agentId, sessionId),
     usage: storage.usage,
     pricing: { prices: config.llm.prices, timezone: config.timezone },
+    memory: storage.memory,
+    recall: storage.recall,
     clock,
     logger,
   });
