@@ -6,7 +6,13 @@ import { join } from "node:path";
 import { Command } from "commander";
 import { resolveAgent } from "../agents/definition.js";
 import { clearText, replaceText } from "../agents/memory/editing.js";
-import { fullness, type OwnedMemory, ownedMemory } from "../agents/memory/owner.js";
+import {
+  agentOfMemory,
+  fullness,
+  memoryBudget,
+  type OwnedMemory,
+  ownedMemory,
+} from "../agents/memory/owner.js";
 import { UserError } from "../base/errors.js";
 import { memoryChars, memoryEntries } from "../base/memory-text.js";
 import { isPersonKey, PERSON_KEY_FORMS } from "../base/person-key.js";
@@ -159,11 +165,12 @@ async function showAll(context: WorkspaceContext, options: ShowOptions): Promise
 
 /** How full a listed memory is; the size alone when its agent is gone or has memory off. */
 function sizeOf(context: WorkspaceContext, agentId: string, scope: string, text: string): string {
-  const { agents, config } = context;
-  const agent =
-    agentId === config.default_agent ? resolveAgent(agents, agentId, agentId) : agents.get(agentId);
-  if (agent?.memory == null) return `${memoryChars(text)} characters`;
-  return fullness(text, ownedMemory(agent, scope, []).budget);
+  const agent = agentOfMemory(
+    { agents: context.agents, defaultAgentId: context.config.default_agent },
+    agentId,
+  );
+  const budget = agent && memoryBudget(agent, scope);
+  return budget ? fullness(text, budget) : `${memoryChars(text)} characters`;
 }
 
 /** The recorded changes, newest first, of one memory or of all. */
