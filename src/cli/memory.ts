@@ -12,12 +12,14 @@ import {
   memoryBudget,
   type OwnedMemory,
   ownedMemory,
+  whatChanged,
+  whoChanged,
 } from "../agents/memory/owner.js";
 import { UserError } from "../base/errors.js";
 import { memoryChars, memoryEntries } from "../base/memory-text.js";
 import { isPersonKey, PERSON_KEY_FORMS } from "../base/person-key.js";
 import { secretValues } from "../config/index.js";
-import type { MemoryChange, MemoryEditor } from "../ports/index.js";
+import type { MemoryEditor } from "../ports/index.js";
 import { type WorkspaceContext, withWorkspace } from "./context.js";
 import { formatTime, printJson, printLine, printTable } from "./output.js";
 
@@ -198,24 +200,6 @@ async function showHistory(
       whatChanged(change),
     ]),
   );
-}
-
-/** `agent (job …, call …)`, `cli`, `dashboard`, `chat`. */
-export function whoChanged(change: MemoryChange): string {
-  const where = [
-    change.jobId && `job ${change.jobId}`,
-    change.callId && `call ${change.callId}`,
-  ].filter(Boolean);
-  return where.length === 0 ? change.by : `${change.by} (${where.join(", ")})`;
-}
-
-/** The entry a change wrote or removed, on one line, shortened. */
-function whatChanged(change: MemoryChange): string {
-  const text =
-    (change.action === "remove" || change.action === "clear" ? change.previous : change.entry) ??
-    "";
-  const line = text.replace(/\s+/g, " ").trim();
-  return line.length > 60 ? `${line.slice(0, 59)}…` : line;
 }
 
 /** A text the person edited in $EDITOR, and the file it is in (kept if it is refused). */

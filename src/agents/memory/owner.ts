@@ -6,7 +6,12 @@
 import { UserError } from "../../base/errors.js";
 import { memoryChars } from "../../base/memory-text.js";
 import { isPersonKey, PERSON_KEY_FORMS } from "../../base/person-key.js";
-import { AGENT_SCOPE, type Memory, type MemoryScope } from "../../ports/index.js";
+import {
+  AGENT_SCOPE,
+  type Memory,
+  type MemoryChange,
+  type MemoryScope,
+} from "../../ports/index.js";
 import { type AgentDefinition, builtInAgent } from "../definition.js";
 import type { EditTarget } from "./editing.js";
 
@@ -87,4 +92,22 @@ export function memoriesOverBudget(
     const budget = agent && memoryBudget(agent, memory.scope);
     return budget && memoryChars(memory.text) > budget ? [{ memory, budget }] : [];
   });
+}
+
+/** `agent (job …, call …)`, `cli`, `dashboard`, `chat`. */
+export function whoChanged(change: MemoryChange): string {
+  const where = [
+    change.jobId && `job ${change.jobId}`,
+    change.callId && `call ${change.callId}`,
+  ].filter(Boolean);
+  return where.length === 0 ? change.by : `${change.by} (${where.join(", ")})`;
+}
+
+/** The entry a change wrote or removed, on one line, shortened. */
+export function whatChanged(change: MemoryChange): string {
+  const text =
+    (change.action === "remove" || change.action === "clear" ? change.previous : change.entry) ??
+    "";
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > 60 ? `${line.slice(0, 59)}…` : line;
 }
