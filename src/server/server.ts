@@ -35,6 +35,7 @@ import { jobRetentionHours, runnablePlatforms } from "../config/index.js";
 import { CronWorker } from "../cron/worker.js";
 import { announcingEnqueues } from "../events/enqueued.js";
 import { EventHub } from "../events/hub.js";
+import { withMemoryEvents } from "../events/memory-changed.js";
 import { LogFrontend } from "../frontends/log.js";
 import { FrontendRegistry } from "../frontends/registry.js";
 import type { HttpEndpoint } from "../http/endpoint.js";
@@ -135,13 +136,13 @@ export class PicklebotServer {
     this.metrics = new ServerMetrics({ prices: config.llm.prices });
     this.#clock = options.clock ?? systemClock;
     this.#lock = lock;
-    this.#storage = storage;
     this.#instance = instanceInfo(options, storage.cluster !== null);
     this.events = new EventHub({
       instance: storage.cluster ? this.#instance.id : "local",
       onDropped: (count) => this.metrics.eventsDropped.inc(count),
       forward: storage.cluster ? (event) => storage.cluster?.events.send(event) : undefined,
     });
+    this.#storage = withMemoryEvents(storage, this.events);
     this.#queue = announcingEnqueues(storage.queue, this.events);
     this.#supervisor = new Supervisor({
       clock: this.#clock,
@@ -154,7 +155,7 @@ export class PicklebotServer {
     this.#chat = new ChatWing({
       config,
       platforms,
-      storage,
+      storage: this.#storage,
       queue: this.#queue,
       frontends: this.frontends,
       agents: this.#chatAgents(),
