@@ -216,5 +216,16 @@ describe("picklebot memory", () => {
       "the editor (false) ended with exit code 1; nothing was changed",
     );
     expect(existsSync(join(ws.dir, "seen.txt"))).toBe(false);
+    ws.write(
+      "agents/quiet/AGENT.md",
+      "---\nname: Quiet\ndescription: Forgets\nmemory: false\n---\nHi.\n",
+    );
+    const off = await memory("show", "agent", "--agent", "quiet");
+    expect(off.code).toBe(1);
+    expect(off.stderr).toContain("agent quiet has no memory: its AGENT.md says memory: false");
+    expect(await memory("show", "--history")).toMatchObject({
+      code: 0,
+      stdout: "no changes recorded\n",
+    });
   });
 });
