@@ -11,6 +11,7 @@
  * `/new` does with the same agent): durable, and the next job of the chat resumes it.
  */
 import { type AgentDefinition, builtInAgent } from "../agents/definition.js";
+import type { AgentMemory } from "../agents/memory/settings.js";
 import type { ChatAddress } from "../base/chat-address.js";
 import { chatSessionKey } from "../base/session-key.js";
 import type { Config } from "../config/index.js";
@@ -21,6 +22,8 @@ export interface AgentSummary {
   id: string;
   name: string;
   description: string;
+  /** Its memory's budgets (`/memory`, `/forget`); null when its AGENT.md says `memory: false`. */
+  memory: AgentMemory | null;
 }
 
 /** One entry of `bindings` in picklebot.yaml. */
@@ -52,7 +55,7 @@ export function chatAgentDirectory(
   return {
     defaultAgentId: config.default_agent,
     agents: [...all.values()]
-      .map(({ id, name, description }) => ({ id, name, description }))
+      .map(({ id, name, description, memory }) => ({ id, name, description, memory }))
       .sort((a, b) => a.id.localeCompare(b.id)),
     bindings: config.bindings,
   };

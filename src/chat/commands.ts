@@ -2,7 +2,8 @@
  * The chat commands, written once for every place a person chats with an agent: Telegram
  * and Discord (the inbox, inbox.ts) and the terminal (`picklebot chat`, src/cli/chat.ts).
  * A command sees the conversation it was sent in only through a {@link ChatContext},
- * which each place implements, so `/status`, `/usage`, `/new` and `/agent` answer alike
+ * which each place implements, so `/status`, `/usage`, `/new`, `/agent`, `/memory` and
+ * `/forget` answer alike
  * everywhere; a place adds what only it can do (`/stop` and a queued `/compact` in a
  * chat; `/sessions`, `/exit` and an immediate `/compact` at the terminal).
  *
@@ -13,6 +14,8 @@
  *                                                    sends it to the agent as a message
  */
 import { formatContextUsage } from "../agents/context-budget.js";
+import { clearText } from "../agents/memory/editing.js";
+import { fullness } from "../agents/memory/owner.js";
 import type { PriceTable } from "../agents/prices.js";
 import { formatUsd, spendNow, summarizeUsage } from "../agents/usage-report.js";
 import { didYouMean } from "../config/index.js";
@@ -20,6 +23,9 @@ import {
   CHAT_COMMANDS,
   type ChatCommandName,
   type Clock,
+  type JobSender,
+  type MemoryStore,
+  type RecallStore,
   type Session,
   type UsageLedger,
 } from "../ports/index.js";
@@ -56,6 +62,8 @@ export interface ChatContext {
   reply(text: string): Promise<void>;
   /** The conversation's jobs; null where messages are not queued (the terminal runs each at once). */
   queue(): Promise<ConversationQueue | null>;
+  /** Who sent the command (their person key), and whether the conversation is theirs alone. */
+  sender(): JobSender;
 }
 
 /** A command: its line in `/help`, and what it does in a conversation of type `C`. */
@@ -90,10 +98,24 @@ export interface CommonCommandsOptions {
   /** Pricing of `/usage`: `llm.prices`, and the zone whose calendar day is "today". */
   pricing: { prices: PriceTable; timezone: string };
   clock: Clock;
+  /** The memories `/memory` shows and `/forget` clears. */
+  memory: MemoryStore;
+  /** Sessions' memory snapshots: `/forget` has the current session take a new one. */
+  recall: RecallStore;
 }
 
 /** The commands every place offers. */
-export type CommonCommandName = "new" | "status" | "usage" | "agent" | "model";
+export type CommonCommandName =
+  | "new"
+  | "status"
+  | "usage"
+  | "agent"
+  | "model"
+  | "memory"
+  | "forget";
+
+/** The word that makes `/forget` clear: `/forget confirm`. */
+export const FORGET_CONFIRMATION = "confirm";
 
 /** A command typed: `/Agent@picklebot coder` is `{ name: "agent", argument: "coder" }`. */
 export interface TypedCommand {
@@ -132,6 +154,14 @@ export function commonCommands(
       description: describeChatCommand("model"),
       run: (chat, name) =>
         name === "" ? showModel(chat, options.models) : switchModel(chat, options.models, name),
+    },
+    memory: {
+      description: describeChatCommand("memory"),
+      run: (chat) => showMemory(chat, options),
+    },
+    forget: {
+      description: describeChatCommand("forget"),
+      run: (chat, argument) => forget(chat, options, argument),
     },
   };
 }
@@ -297,6 +327,40 @@ async function showModel(chat: ChatContext, models: ChatModels): Promise<void> {
   );
 }
 
+/** The memory of the sender with the conversation's agent, or null after replying why there is none. */
+async function sendersMemory(chat: ChatContext, options: CommonCommandsOptions) {
+  const { agentId } = await chat.agent();
+  const settings = options.agents.agents.find((agent) => agent.id === agentId)?.memory ?? null;
+  if (settings === null) {
+    await chat.reply(`${agentId} keeps no memory (its AGENT.md says memory: false).`);
+    return null;
+  }
+  const { person } = chat.sender();
+  const stored = await options.memory.read(agentId, person);
+  return { agentId, person, text: stored.text, budget: settings.personChars };
+}
+
+/**
+ * `/memory`: what the conversation's agent remembers about the sender, only where the
+ * conversation is theirs alone; in a group every member would read it
+ * (docs/decisions/memory-chat-commands.md).
+ */
+async function showMemory(chat: ChatContext, options: CommonCommandsOptions): Promise<void> {
+  if (!chat.sender().direct) {
+    return chat.reply(
+      "What I remember about you is shown only in a private chat with me: send /memory there.",
+    );
+  }
+  const memory = await sendersMemory(chat, options);
+  if (memory === null) return;
+  const { agentId, text, budget } = memory;
+  if (text === "") return chat.reply(`${agentId} remembers nothing about you yet.`);
+  await chat.reply(
+    `What ${agentId} remembers about you (${fullness(text, budget)}):\n${text}\n\n` +
+      "Ask me to change or remove something, or send /forget to clear it all.",
+  );
+}
+
 /**
  * `/model NAME`: the conversation's session uses that named model from its next message
  * on (a new session when it has none), for the owner only.
@@ -315,5 +379,36 @@ async function switchModel(chat: ChatContext, models: ChatModels, name: string):
   await chat.chooseModel(session.id, entry);
   await chat.reply(
     `This conversation now uses ${describeChain(models.chainOf(agentId, entry))}. /new goes back to the agent's model.`,
+  );
+}
+
+/**
+ * `/forget`: asks for `/forget confirm`, which clears what the conversation's agent
+ * remembers about the sender, recorded as a change by `chat`. The current session takes
+ * its memory again at its next message, so the agent no longer sees what was cleared.
+ */
+async function forget(
+  chat: ChatContext,
+  options: CommonCommandsOptions,
+  argument: string,
+): Promise<void> {
+  const memory = await sendersMemory(chat, options);
+  if (memory === null) return;
+  const { agentId, person, text } = memory;
+  if (text === "") return chat.reply(`${agentId} remembers nothing about you; nothing to clear.`);
+  if (argument.toLowerCase() !== FORGET_CONFIRMATION) {
+    return chat.reply(
+      `This clears everything ${agentId} remembers about you, for good. To do it, send /forget ${FORGET_CONFIRMATION}`,
+    );
+  }
+  const session = await chat.session();
+  const origin = { by: "chat", at: options.clock.now(), sessionId: session?.id };
+  const result = await options.memory.update({ agentId, scope: person }, origin, clearText());
+  if (session) await options.recall.retake(session.id);
+  if (result.status === "refused") {
+    return chat.reply(`${agentId} remembers nothing about you; nothing to clear.`);
+  }
+  await chat.reply(
+    `Done: ${agentId} remembers nothing about you now. What you said earlier in this conversation is still part of it; /new starts afresh.`,
   );
 }

@@ -30,9 +30,12 @@ import {
   type IncomingChatMessage,
   type JobAdmin,
   type JobQueue,
+  type JobSender,
   type JobTask,
+  type MemoryStore,
   PAIRING_CODE_TTL_MS,
   type PairingStore,
+  type RecallStore,
   type Session,
   type UsageLedger,
 } from "../ports/index.js";
@@ -81,6 +84,10 @@ export interface ChatInboxOptions {
   pricing: { prices: PriceTable; timezone: string };
   clock: Clock;
   logger: Logger;
+  /** The memories `/memory` shows and `/forget` clears. */
+  memory: MemoryStore;
+  /** Sessions' memory snapshots (`/forget`). */
+  recall: RecallStore;
   /**
    * The chat's active reminders and recurring tasks, as `/reminders` lists them.
    * (Default: none)
@@ -118,6 +125,8 @@ export class ChatInbox {
       model: common.model,
       reminders: own("reminders", (chat) => this.#reminders(chat)),
       transcript: own("transcript", (chat) => this.#transcript(chat)),
+      memory: common.memory,
+      forget: common.forget,
     } satisfies Record<Exclude<ChatCommandName, "help" | "start">, ChatCommandSpec<InboxChat>>;
     this.#commands = new ChatCommandSet(commands, {
       intro: "Send me a message and I will answer. Commands:",
@@ -254,7 +263,7 @@ export class ChatInbox {
       mode: "chat",
       replyTo: chatReplyTarget(message),
       dedupeKey: `${message.platform}:${message.messageId}`,
-      sender: { person: chatPersonKey(message.platform, message.userId), direct: message.direct },
+      sender: chatSender(message),
     });
     logger.info({ job: job.id, session: sessionKey, user: message.userId }, "chat message queued");
   }
@@ -302,6 +311,10 @@ class InboxChat implements ChatContext {
     return this.#options.answer(this.message, text);
   }
 
+  sender(): JobSender {
+    return chatSender(this.message);
+  }
+
   async queue(): Promise<ConversationQueue> {
     const { queue } = this.#options;
     const jobsOf = (state: "running" | "queued") =>
@@ -309,4 +322,9 @@ class InboxChat implements ChatContext {
     const [running, queued] = await Promise.all([jobsOf("running"), jobsOf("queued")]);
     return { running: running.length > 0, waiting: queued.length };
   }
+}
+
+/** The person who sent a chat message, and whether the chat is theirs alone with the bot. */
+function chatSender(message: IncomingChatMessage): JobSender {
+  return { person: chatPersonKey(message.platform, message.userId), direct: message.direct };
 }

@@ -70,6 +70,9 @@ export interface MessageBusWorkerOptions {
   reminders?: ChatInboxOptions["reminders"];
   /** Takes known secrets out of a message's text before it is queued. (Default: none) */
   redact?: ChatInboxOptions["redact"];
+  /** The memories `/memory` shows and `/forget` clears, and the sessions' snapshots. */
+  memory: ChatInboxOptions["memory"];
+  recall: ChatInboxOptions["recall"];
   clock: Clock;
   logger: Logger;
 }

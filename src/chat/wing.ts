@@ -45,7 +45,7 @@ export interface ChatWingOptions {
   config: Config;
   /** Builds the enabled platforms, fresh and unstarted, each call; null when none is enabled. */
   platforms: (() => ChatPlatform[]) | null;
-  storage: Pick<Storage, "outbox" | "pairing" | "history" | "usage">;
+  storage: Pick<Storage, "outbox" | "pairing" | "history" | "usage" | "memory" | "recall">;
   queue: JobQueue & JobAdmin;
   /** Where the chat Frontends are registered for the agent worker. */
   frontends: FrontendRegistry;
@@ -133,6 +133,8 @@ export class ChatWing {
       pricing: { prices: workspacePrices(config), timezone: config.timezone },
       redact: secretRedactor(secretValues(config)),
       ...(this.#options.reminders ? { reminders: this.#options.reminders } : {}),
+      memory: storage.memory,
+      recall: storage.recall,
       clock,
       logger: logger.child({ worker: "bus" }),
     });

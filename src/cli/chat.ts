@@ -22,6 +22,7 @@ import type { AgentRunner } from "../agents/runner.js";
 import { newTurnProgress, TurnDriver, turnEndingOf } from "../agents/turn.js";
 import { systemClock } from "../base/clock.js";
 import { CancelledError, JobEnded, ToolError, toError, UserError } from "../base/errors.js";
+import { OWNER_PERSON } from "../base/person-key.js";
 import { printable } from "../base/printable.js";
 import { secretRedactor } from "../base/redact.js";
 import { consoleSessionKey } from "../base/session-key.js";
@@ -129,6 +130,8 @@ class TerminalChat {
       },
       pricing: { prices: workspacePrices(config), timezone: config.timezone },
       clock: systemClock,
+      memory: storage.memory,
+      recall: storage.recall,
     });
     return new ChatCommandSet(
       {
@@ -138,6 +141,8 @@ class TerminalChat {
         compact: { description: describeChatCommand("compact"), run: () => this.#compact() },
         agent: common.agent,
         model: common.model,
+        memory: common.memory,
+        forget: common.forget,
         sessions: {
           description: "List recent sessions (resume one with picklebot chat --session ID)",
           run: () => this.#listSessions(),
@@ -170,6 +175,7 @@ class TerminalChat {
         this.#context.storage.history.setSessionModel(sessionId, model),
       reply: async (text) => this.#say(`${printable(text, { multiline: true })}\n`),
       queue: async () => null,
+      sender: () => ({ person: OWNER_PERSON, direct: true }),
     };
   }
 

@@ -8,16 +8,21 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import type { AgentDefinition } from "../agents/definition.js";
+import { memoriesOverBudget, memoryLabel } from "../agents/memory/owner.js";
 import { unpricedFix } from "../agents/prices.js";
 import { createModelProvider } from "../agents/providers/index.js";
 import { BWRAP_HELP, probeBubblewrap } from "../agents/tools/sandbox.js";
 import { unpricedModels, unpricedProblem } from "../agents/unpriced.js";
+import { systemClock } from "../base/clock.js";
 import { toError, type UserError } from "../base/errors.js";
+import { memoryChars } from "../base/memory-text.js";
 import { PACKAGE_ROOT, packageInfo } from "../base/package-info.js";
 import type { Config } from "../config/index.js";
 import { cronDirOf } from "../cron/admin.js";
 import type { CronDefinition } from "../cron/definition.js";
-import { DATABASE_FILE } from "../storage/index.js";
+import { AGENT_SCOPE, type Memory } from "../ports/index.js";
+import { DATABASE_FILE, openStorage } from "../storage/index.js";
+import { latestSchemaVersion } from "../storage/sqlite/database.js";
 import { loadCrons } from "./cron.js";
 
 /** How a check ended: `fail` makes doctor exit 1; `warn` and `skip` do not. */
@@ -169,6 +174,65 @@ export const checkDatabase: DoctorCheck = async ({ config }) => {
     return damaged(file, toError(thrown).message);
   }
 };
+
+/**
+ * Memory longer than its budget: a warning for each, with the command that shortens it.
+ * Read only from a database at this release's schema: doctor migrates nothing.
+ */
+export const checkMemory: DoctorCheck = async ({ config, agents }) => {
+  if (!config) return needsConfig("memory");
+  const unready = await unmigratedDatabase(config);
+  if (unready) return result("memory", "skip", `not checked: ${unready}`);
+  const storage = await openStorage(config, systemClock);
+  let memories: Memory[];
+  try {
+    memories = await storage.memory.list();
+  } finally {
+    await storage.close();
+  }
+  const over = memoriesOverBudget(memories, { agents, defaultAgentId: config.default_agent });
+  if (over.length === 0) {
+    return result("memory", "ok", `${memories.length} memories, each within its budget`);
+  }
+  return over.map(({ memory, budget }) =>
+    result(
+      "memory",
+      "warn",
+      `${memoryLabel(memory.agentId, memory.scope)} is ${memoryChars(memory.text)} characters, over its budget of ${budget}; every conversation sends it whole and the agent can add nothing to it`,
+      `shorten it: picklebot memory edit ${memory.scope} --agent ${memory.agentId} (or raise memory.${memory.scope === AGENT_SCOPE ? "agent_chars" : "person_chars"} in the agent's AGENT.md)`,
+    ),
+  );
+};
+
+/**
+ * Why the workspace's database cannot be read as this release stores it (none yet, one
+ * not reachable, one an earlier release made), or null when it can.
+ */
+async function unmigratedDatabase(config: Config): Promise<string | null> {
+  const distributed = config.queue.backend === "postgres" || config.history.backend === "postgres";
+  if (distributed) {
+    if (!config.queue.url) return "no PostgreSQL url (see the postgres line)";
+    const { pendingPostgresMigrations } = await import("../storage/postgres/database.js");
+    const pending = await pendingPostgresMigrations(config.queue.url).catch(() => null);
+    return pending?.length === 0
+      ? null
+      : "the database is not reachable or not migrated (see the postgres line)";
+  }
+  const file = path.join(config.history.path, DATABASE_FILE);
+  if (!fs.existsSync(file)) return "nothing saved yet (no database)";
+  try {
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      const version = db.pragma("user_version", { simple: true });
+      if (version === latestSchemaVersion()) return null;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return "the database did not open (see the database line)";
+  }
+  return "the database is from an earlier release; the server upgrades it at its next start";
+}
 
 export const checkDiskSpace: DoctorCheck = async ({ config, workspace }) => {
   const folder = config ? nearestExisting(config.history.path) : workspace;

@@ -171,6 +171,8 @@ function detailOf(event: PicklebotEvent): string {
       return `${event.platform}:${event.chatId}${event.jobId ? ` job ${event.jobId}` : ""}${event.error ? `: ${event.error}` : ""}`;
     case "cron.fired":
       return `${event.cronId} → job ${event.jobId} (${event.agentId})`;
+    case "memory.changed":
+      return `${event.agentId} ${event.scope} ${event.action} by ${event.by}${event.callId ? ` call ${event.callId}` : ""}`;
     case "worker.crashed":
     case "worker.restarted":
       return `${event.worker}${event.error ? `: ${event.error}` : ""}`;

@@ -84,6 +84,8 @@ export const CHAT_COMMANDS = [
   },
   { command: "reminders", description: "List this chat's reminders and recurring tasks" },
   { command: "transcript", description: "Show what I heard in your last voice note" },
+  { command: "memory", description: "Show what the agent remembers about you" },
+  { command: "forget", description: "Clear what the agent remembers about you" },
   { command: "help", description: "Show the commands" },
 ] as const satisfies readonly ChatCommand[];
 

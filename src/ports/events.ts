@@ -89,6 +89,26 @@ export interface CronEvent extends EventBase {
   jobId: string;
 }
 
+/**
+ * A memory changed: an entry added, replaced or removed by the agent's `memory` tool, or
+ * the memory edited or cleared from the dashboard or by `/forget`. The text is not in the
+ * event (`picklebot memory show --history` has it).
+ */
+export interface MemoryEvent extends EventBase {
+  type: "memory.changed";
+  agentId: string;
+  /** `agent` (the agent's notes) or a person key. */
+  scope: string;
+  /** `add`, `replace`, `remove`, `edit`, `clear`, `link`. */
+  action: string;
+  /** `agent`, `cli`, `dashboard`, `chat`. */
+  by: string;
+  jobId: string | null;
+  sessionId: string | null;
+  /** The tool call that made it, for the agent's changes. */
+  callId: string | null;
+}
+
 /** A supervised worker crashed or was restarted. */
 export interface WorkerEvent extends EventBase {
   type: "worker.crashed" | "worker.restarted";
@@ -110,6 +130,7 @@ export type PicklebotEvent =
   | ToolEvent
   | MessageEvent
   | CronEvent
+  | MemoryEvent
   | WorkerEvent
   | ClusterEvent;
 
@@ -132,6 +153,7 @@ export const EVENT_TYPES = [
   "message.delivered",
   "message.refused",
   "cron.fired",
+  "memory.changed",
   "worker.crashed",
   "worker.restarted",
   "instance.joined",

@@ -42,6 +42,7 @@ import { ScheduleWorker } from "../cron/schedule-worker.js";
 import { CronWorker } from "../cron/worker.js";
 import { announcingEnqueues } from "../events/enqueued.js";
 import { EventHub } from "../events/hub.js";
+import { withMemoryEvents } from "../events/memory-changed.js";
 import { LogFrontend } from "../frontends/log.js";
 import { FrontendRegistry } from "../frontends/registry.js";
 import type { HttpEndpoint } from "../http/endpoint.js";
@@ -142,13 +143,13 @@ export class PicklebotServer {
     this.metrics = new ServerMetrics({ prices: workspacePrices(config) });
     this.#clock = options.clock ?? systemClock;
     this.#lock = lock;
-    this.#storage = storage;
     this.#instance = instanceInfo(options, storage.cluster !== null);
     this.events = new EventHub({
       instance: storage.cluster ? this.#instance.id : "local",
       onDropped: (count) => this.metrics.eventsDropped.inc(count),
       forward: storage.cluster ? (event) => storage.cluster?.events.send(event) : undefined,
     });
+    this.#storage = withMemoryEvents(storage, this.events);
     this.#queue = announcingEnqueues(storage.queue, this.events);
     this.#supervisor = new Supervisor({
       clock: this.#clock,
@@ -161,7 +162,7 @@ export class PicklebotServer {
     this.#chat = new ChatWing({
       config,
       platforms,
-      storage,
+      storage: this.#storage,
       queue: this.#queue,
       frontends: this.frontends,
       agents: this.#chatAgents(),

@@ -3,6 +3,7 @@
  * a temp workspace (queue, history and pairing in one database) and the test clock.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { DEFAULT_MEMORY } from "../../src/agents/memory/settings.js";
 import type { ChatBinding } from "../../src/chat/agents.js";
 import { ChatInbox, type ChatInboxOptions, GROUP_REFUSAL } from "../../src/chat/inbox.js";
 import { chatScheduleListing } from "../../src/cron/chat-schedules.js";
@@ -29,8 +30,8 @@ let discord: FakeChatPlatform;
 let bindings: ChatBinding[];
 
 const AGENTS = [
-  { id: "coder", name: "Coder", description: "Writes code" },
-  { id: "pickle", name: "Pickle", description: "General assistant" },
+  { id: "coder", name: "Coder", description: "Writes code", memory: null },
+  { id: "pickle", name: "Pickle", description: "General assistant", memory: DEFAULT_MEMORY },
 ];
 
 function inbox(
@@ -67,6 +68,8 @@ function inbox(
     pricing: { prices: {}, timezone: "UTC" },
     clock,
     logger: recordingLogger().logger,
+    memory: storage.memory,
+    recall: storage.recall,
   });
 }
 
@@ -455,5 +458,97 @@ describe("ChatInbox: /agent and bindings", () => {
     const send = await connect();
     await send(telegram, { userId: OWNER, chatId: "42", text: "hi" });
     expect(await storage.queue.list()).toMatchObject([{ agentId: "pickle" }]);
+  });
+});
+
+describe("ChatInbox: /memory and /forget", () => {
+  async function remember(person: string, entry: string, agentId = "pickle") {
+    await storage.memory.update({ agentId, scope: person }, { by: "agent", at: 1 }, () => ({
+      text: entry,
+      change: { action: "add", entry, previous: null },
+    }));
+  }
+
+  it("/memory shows the sender their own memory in a private chat, never another's", async () => {
+    await remember(`telegram:${OWNER}`, "Their cat is called Miso.");
+    await remember("telegram:999", "Bob's secret plan.");
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: OWNER, text: "/memory" });
+    expect(answers).toEqual([
+      {
+        chatId: OWNER,
+        text: "What pickle remembers about you (25 of 1400 characters (2%)):\nTheir cat is called Miso.\n\nAsk me to change or remove something, or send /forget to clear it all.",
+      },
+    ]);
+    expect(await storage.queue.list()).toEqual([]);
+  });
+
+  it("/memory in a group shows nothing and points to a private chat", async () => {
+    await remember(`telegram:${OWNER}`, "Their cat is called Miso.");
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "-100", direct: false, text: "/memory" });
+    expect(answers).toEqual([
+      {
+        chatId: "-100",
+        text: "What I remember about you is shown only in a private chat with me: send /memory there.",
+      },
+    ]);
+  });
+
+  it("/memory says when there is nothing, and when the agent keeps no memory", async () => {
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: OWNER, text: "/memory" });
+    await send(telegram, { userId: OWNER, chatId: OWNER, text: "/agent coder" });
+    await send(telegram, { userId: OWNER, chatId: OWNER, text: "/memory" });
+    expect(answers[0]?.text).toBe("pickle remembers nothing about you yet.");
+    expect(answers[2]?.text).toBe("coder keeps no memory (its AGENT.md says memory: false).");
+  });
+
+  it("/forget asks first; /forget confirm clears the sender's memory, records it, and retakes the snapshot", async () => {
+    await remember(`telegram:${OWNER}`, "Their cat is called Miso.");
+    await remember("telegram:999", "Bob likes tea.");
+    const session = await storage.history.createSession({
+      key: `telegram:${OWNER}`,
+      agentId: "pickle",
+    });
+    await storage.recall.snapshot({
+      sessionId: session.id,
+      sessionKey: session.key,
+      agentId: "pickle",
+      person: `telegram:${OWNER}`,
+      snapshot: "Their cat is called Miso.",
+      takenAt: 1,
+    });
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: OWNER, text: "/forget" });
+    expect(answers[0]?.text).toBe(
+      "This clears everything pickle remembers about you, for good. To do it, send /forget confirm",
+    );
+    expect((await storage.memory.read("pickle", `telegram:${OWNER}`)).text).not.toBe("");
+
+    await send(telegram, { userId: OWNER, chatId: OWNER, text: "/forget confirm" });
+    expect(answers[1]?.text).toContain("Done: pickle remembers nothing about you now.");
+    expect((await storage.memory.read("pickle", `telegram:${OWNER}`)).text).toBe("");
+    expect((await storage.memory.read("pickle", "telegram:999")).text).toBe("Bob likes tea.");
+    const [change] = await storage.memory.changes({ scope: `telegram:${OWNER}` });
+    expect(change).toMatchObject({
+      action: "clear",
+      by: "chat",
+      sessionId: session.id,
+      previous: "Their cat is called Miso.",
+    });
+    expect((await storage.recall.session(session.id))?.snapshot).toBeNull();
+
+    await send(telegram, { userId: OWNER, chatId: OWNER, text: "/forget confirm" });
+    expect(answers[2]?.text).toBe("pickle remembers nothing about you; nothing to clear.");
+    expect(await storage.queue.list()).toEqual([]);
+  });
+
+  it("/forget in a group clears only the sender's own memory and quotes none of it", async () => {
+    await remember(`telegram:${OWNER}`, "Their cat is called Miso.");
+    const send = await connect();
+    await send(telegram, { userId: OWNER, chatId: "-100", direct: false, text: "/forget confirm" });
+    expect(answers[0]?.text).not.toContain("Miso");
+    expect((await storage.memory.read("pickle", `telegram:${OWNER}`)).text).toBe("");
   });
 });

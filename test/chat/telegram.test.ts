@@ -92,6 +92,8 @@ describe("TelegramPlatform", () => {
       "model",
       "reminders",
       "transcript",
+      "memory",
+      "forget",
       "help",
     ]);
   });

@@ -362,6 +362,32 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
     expect(result.stdout).not.toContain("Queue:");
   });
 
+  it("/memory shows the owner's memory and /forget confirm clears it: no model request", async () => {
+    const storage = await openStorage(testConfig(ws.dir), systemClock);
+    await storage.memory.update(
+      { agentId: "pickle", scope: "owner" },
+      { by: "cli", at: 1 },
+      () => ({
+        text: "Their cat is called Miso.",
+        change: { action: "add", entry: "Their cat is called Miso.", previous: null },
+      }),
+    );
+    await storage.close();
+    const result = await chat("/memory\n/forget\n/forget confirm\n/memory\n");
+    expect(result).toMatchObject({ code: 0, stderr: "" });
+    expect(fake.requests).toHaveLength(0);
+    expect(result.stdout.split("\n")).toEqual([
+      "What pickle remembers about you (25 of 1400 characters (2%)):",
+      "Their cat is called Miso.",
+      "",
+      "Ask me to change or remove something, or send /forget to clear it all.",
+      "This clears everything pickle remembers about you, for good. To do it, send /forget confirm",
+      "Done: pickle remembers nothing about you now. What you said earlier in this conversation is still part of it; /new starts afresh.",
+      "pickle remembers nothing about you yet.",
+      "",
+    ]);
+  });
+
   it("/compact summarises the conversation now, in one summary call, and says so", async () => {
     fake.script({ text: "Hello." }, { text: "SUMMARY: the user said hi." });
     const result = await chat("hi\n/compact\n");
@@ -384,6 +410,8 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
       "usage",
       "compact",
       "agent",
+      "memory",
+      "forget",
       "sessions",
       "help",
       "exit",

@@ -2,7 +2,7 @@
  * Every page of the dashboard in a real browser, as `picklebot server` (a child process on
  * a temp workspace, its model a fake Anthropic API on loopback) serves it: a workspace with
  * a finished chat that called a tool, a failed job, a cron, a pending pairing code and an
- * approved user, a pending approval request and an always-allow grant. Each page is
+ * approved user, a pending approval request and an always-allow grant, a memory. Each page is
  * screenshotted 375 and 1280 px wide, light and dark, to test-output/screenshots/every-*.png
  * (look at them after a change of the markup or the stylesheet); at 375 px no page may
  * scroll sideways.
@@ -83,6 +83,8 @@ beforeAll(async () => {
     cron: ["/crons/news", "Summarize the news"],
     agents: ["/agents", "General assistant"],
     agent: ["/agents/pickle", "System prompt"],
+    memory: ["/memory", "agent pickle's memory of telegram:4242"],
+    "memory-page": ["/memory/pickle/telegram%3A4242", "Their cat is called Miso."],
     pairing: ["/pairing", "Ada Lovelace"],
     approvals: ["/approvals", "pickle wants to run bash"],
     usage: ["/usage", "By agent"],
@@ -99,10 +101,19 @@ afterAll(async () => {
   ws.remove();
 });
 
-/** A pending and an approved pairing, a job parked on an approval, an always-allow grant. */
+/**
+ * A pending and an approved pairing, a job parked on an approval, an always-allow grant, a
+ * person's memory with a long entry.
+ */
 function seedOwnerPages() {
   return withWorkspaceStorage(ws.dir, async (storage) => {
     const now = Date.now();
+    const memory = `Their cat is called Miso.\n§\nA long word: ${"gherkin".repeat(20)}`;
+    await storage.memory.update(
+      { agentId: "pickle", scope: "telegram:4242" },
+      { by: "agent", at: now, jobId: "j_seed", sessionId: "s_seed", callId: "toolu_seed" },
+      () => ({ text: memory, change: { action: "add", entry: memory, previous: null } }),
+    );
     await storage.pairing.requestCode(
       { platform: "telegram", userId: "4242", userName: "Ada Lovelace", chatId: "4242" },
       now,
@@ -145,6 +156,8 @@ const PAGE_NAMES = [
   "cron",
   "agents",
   "agent",
+  "memory",
+  "memory-page",
   "pairing",
   "approvals",
   "usage",

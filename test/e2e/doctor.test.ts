@@ -372,6 +372,38 @@ describe("picklebot doctor", () => {
     });
   });
 
+  it("warns about a memory over its budget, with the command that shortens it", async () => {
+    const editor = path.join(dir, "editor.sh");
+    fs.writeFileSync(editor, `#!/bin/sh\nprintf '%s' '${"x".repeat(150)}' > "$1"\n`, {
+      mode: 0o755,
+    });
+    const edit = await runCli(["memory", "edit", "owner", "--workspace", dir], {
+      env: { EDITOR: editor, VISUAL: undefined },
+    });
+    expect(edit.code).toBe(0);
+    expect((await doctor()).line("memory")).toEqual([
+      { check: "memory", status: "ok", detail: "1 memories, each within its budget" },
+    ]);
+
+    const agentFile = path.join(dir, "agents", "pickle", "AGENT.md");
+    const agent = fs.readFileSync(agentFile, "utf8");
+    fs.writeFileSync(
+      agentFile,
+      agent.replace("name: Pickle", "name: Pickle\nmemory:\n  person_chars: 100"),
+    );
+    const { code, line } = await doctor();
+    expect(code).toBe(0);
+    expect(line("memory")).toEqual([
+      {
+        check: "memory",
+        status: "warn",
+        detail:
+          "agent pickle's memory of owner is 150 characters, over its budget of 100; every conversation sends it whole and the agent can add nothing to it",
+        fix: "shorten it: picklebot memory edit owner --agent pickle (or raise memory.person_chars in the agent's AGENT.md)",
+      },
+    ]);
+  });
+
   it("fails the history line when history/ belongs to another user (root after a sudo)", async () => {
     const history = path.join(dir, "history");
     // As root, run doctor as `nobody` against a root-owned history/; otherwise take the

@@ -6,7 +6,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { announcingEnqueues } from "../../src/events/enqueued.js";
 import { EventHub } from "../../src/events/hub.js";
 import type { PicklebotEvent } from "../../src/ports/index.js";
-import { CHAT_ID, CHAT_KEY, type Core, type CoreOptions, openCore } from "../helpers/core.js";
+import {
+  CHAT_ID,
+  CHAT_KEY,
+  type Core,
+  type CoreOptions,
+  OWNER_ID,
+  openCore,
+} from "../helpers/core.js";
 import { postgresSkipReason, useMigratedDatabase } from "../helpers/postgres.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -72,6 +79,44 @@ function jobLifeContract(name: string, options: () => CoreOptions) {
         platform: "telegram",
         chatId: CHAT_ID,
         jobId: job.id,
+      });
+    });
+
+    it("publishes memory.changed for an entry the memory tool saved, within its call", async () => {
+      const hub = new EventHub({ instance: "local" });
+      core = await openCore({ ...options(), events: hub });
+      core.model.script(
+        {
+          toolUses: [
+            {
+              name: "memory",
+              input: { action: "add", about: "person", text: "Their cat is called Miso." },
+              id: "toolu_m",
+            },
+          ],
+        },
+        { text: "Saved." },
+      );
+      core.start({ bus: true });
+      const job = await core.enqueue("remember my cat is called Miso", {
+        sender: { person: `telegram:${OWNER_ID}`, direct: true },
+      });
+      await waitFor(() => hub.since(0).some((event) => event.type === "job.done"), "the job's end");
+      const session = (await core.storage.queue.get(job.id))?.sessionId;
+      const types = hub.since(0).map((event) => event.type);
+      expect(types.slice(types.indexOf("tool.started"), types.indexOf("tool.ended") + 1)).toEqual([
+        "tool.started",
+        "memory.changed",
+        "tool.ended",
+      ]);
+      expect(hub.since(0).find((event) => event.type === "memory.changed")).toMatchObject({
+        agentId: "pickle",
+        scope: `telegram:${OWNER_ID}`,
+        action: "add",
+        by: "agent",
+        jobId: job.id,
+        sessionId: session,
+        callId: "toolu_m",
       });
     });
 

@@ -21,6 +21,7 @@ import { chatAgentDirectory } from "../../src/chat/agents.js";
 import { MessageBusWorker } from "../../src/chat/receiver.js";
 import { ChatSenders } from "../../src/chat/senders.js";
 import { type Config, modelEntryNames, secretValues } from "../../src/config/index.js";
+import { withMemoryEvents } from "../../src/events/memory-changed.js";
 import { FrontendRegistry } from "../../src/frontends/registry.js";
 import {
   type Checkpoint,
@@ -208,7 +209,8 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     }),
     approvals: (request) => desk.asker(request),
     budget: (request) => budget.checker(request),
-    memoryStores: storage,
+    // As the server does: its memory changes announced on the stream.
+    memoryStores: options.events ? withMemoryEvents(storage, options.events) : storage,
   });
   const workerOptions: AgentWorkerOptions = {
     workerId: "worker-a",
@@ -247,6 +249,8 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
       chainOf: (agentId, model) => runner.modelsShown(agentId, model),
     },
     pricing: { prices: config.llm.prices, timezone: config.timezone },
+    memory: storage.memory,
+    recall: storage.recall,
     clock,
     logger,
   });

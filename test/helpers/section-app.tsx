@@ -2,7 +2,8 @@
  * A dashboard section mounted in a tiny app, as the frame mounts it: the middleware sets
  * `csrfToken` and `readOnly`, refuses a POST without the token (as the frame does), and a
  * bare `jsxRenderer` layout shows the title. `submit` posts a form found in a rendered
- * page, with its hidden fields, so a test presses the buttons the page really shows.
+ * page, with its hidden fields and text areas, so a test presses the buttons the page
+ * really shows.
  */
 import { Hono } from "hono";
 import { jsxRenderer } from "hono/jsx-renderer";
@@ -139,12 +140,15 @@ function formsOf(html: string): FoundForm[] {
   return [...html.matchAll(/<form([^>]*)>([\s\S]*?)<\/form>/g)].map(
     ([, attributes = "", body = ""]) => ({
       action: attribute(attributes, "action") ?? "",
-      fields: Object.fromEntries(
-        [...body.matchAll(/<input([^>]*)>/g)].map(([, input = ""]) => [
+      fields: Object.fromEntries([
+        ...[...body.matchAll(/<input([^>]*)>/g)].map(([, input = ""]) => [
           attribute(input, "name") ?? "",
           attribute(input, "value") ?? "",
         ]),
-      ),
+        ...[...body.matchAll(/<textarea([^>]*)>([\s\S]*?)<\/textarea>/g)].map(
+          ([, textarea = "", text = ""]) => [attribute(textarea, "name") ?? "", decode(text)],
+        ),
+      ]),
       buttons: [...body.matchAll(/<button([^>]*)>([\s\S]*?)<\/button>/g)].map(
         ([, button = "", label = ""]) => ({
           label: textOf(label),

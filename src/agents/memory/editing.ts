@@ -169,3 +169,61 @@ function quoteEntries(entries: readonly string[]): string {
   const more = entries.length > QUOTE_ENTRIES ? `, and ${entries.length - QUOTE_ENTRIES} more` : "";
   return shown.join("; ") + more;
 }
+
+/** A line that begins with the separator but holds more: a separator mistyped in a hand edit. */
+const BROKEN_SEPARATOR = /^[ \t]*§[ \t]*\S.*$/m;
+
+/**
+ * An editor writing `text`, edited by hand from `expected`, in place of the whole memory
+ * (`picklebot memory edit`, the dashboard): refused, naming the entry and the fix, when an
+ * entry looks like a secret, a line mistakes the separator, two entries are the same, the
+ * text passes the budget, or the memory changed since `expected` was read. An unchanged
+ * text is refused too, so no empty change is recorded.
+ */
+export function replaceText(expected: string, text: string, target: EditTarget): MemoryEditor {
+  return (current) => {
+    if (current !== expected) {
+      return {
+        refused: `${target.label} changed while you were editing it (the agent or someone else wrote to it); start again from what it holds now.`,
+      };
+    }
+    const problem = handEditProblem(text, target);
+    if (problem) return { refused: problem };
+    const next = memoryText(memoryEntries(text));
+    if (next === current) return { refused: "nothing to change: the text is the same as before." };
+    if (next === "") return clearText()(current);
+    return { text: next, change: { action: "edit", entry: next, previous: current } };
+  };
+}
+
+/** An editor emptying the memory; refused when it is empty already. */
+export function clearText(): MemoryEditor {
+  return (current) =>
+    current === ""
+      ? { refused: "nothing to clear: it is empty." }
+      : { text: "", change: { action: "clear", entry: null, previous: current } };
+}
+
+/** What is wrong with a hand-edited memory text, as a sentence naming the entry, or null. */
+function handEditProblem(text: string, target: EditTarget): string | null {
+  const broken = BROKEN_SEPARATOR.exec(text.replace(/\r\n?/g, "\n"));
+  if (broken) {
+    return `the line "${quote(broken[0])}" starts with "§" but holds more: a line holding only "§" separates two entries, so put the text on the next line.`;
+  }
+  const entries = memoryEntries(text);
+  for (const [index, entry] of entries.entries()) {
+    const secret = secretShapeIn(entry, target.secrets);
+    if (secret) {
+      return `entry ${index + 1} ("${quote(entry)}") looks like a secret (${secret}); memory is sent at the start of every conversation, so write where to find the secret instead.`;
+    }
+    const twin = entries.findIndex((other) => normalized(other) === normalized(entry));
+    if (twin !== index) {
+      return `entries ${twin + 1} and ${index + 1} say the same ("${quote(entry)}"); keep one.`;
+    }
+  }
+  const size = memoryChars(memoryText(entries));
+  if (size > target.budget) {
+    return `${target.label} would be ${size} characters and its budget is ${target.budget}; shorten or remove entries (or raise the budget in the agent's AGENT.md, memory.agent_chars or memory.person_chars).`;
+  }
+  return null;
+}

@@ -1,5 +1,5 @@
 /**
- * The owner's sections of the dashboard (Crons, Agents, Pairing, Approvals, Usage), built
+ * The owner's sections of the dashboard (Crons, Agents, Memory, Pairing, Approvals, Usage), built
  * from what the server already holds, in nav order.
  */
 import type { AgentCatalog } from "../../agents/catalog.js";
@@ -18,6 +18,7 @@ import type { Clock, JobAdmin, JobQueue, Storage } from "../../ports/index.js";
 import { type AgentsSectionDeps, agentsSection } from "./agents.js";
 import { approvalsSection } from "./approvals.js";
 import { cronsSection } from "./crons.js";
+import { memorySection } from "./memory.js";
 import { pairingSection } from "./pairing.js";
 import { usageSection } from "./usage.js";
 
@@ -47,7 +48,7 @@ function agentLoader(workspace: string, catalog: AgentCatalog | undefined): () =
   });
 }
 
-/** Crons, Agents, Pairing, Approvals and Usage. */
+/** Crons, Agents, Memory, Pairing, Approvals and Usage. */
 export function ownerSections(options: OwnerSectionsOptions): DashboardSection[] {
   const { workspace, config, storage, queue, clock, agents } = options;
   const loadAgentsNow = agentLoader(workspace, options.catalog);
@@ -69,6 +70,13 @@ export function ownerSections(options: OwnerSectionsOptions): DashboardSection[]
       loadAgents: loadAgentsNow,
       config,
       ...(options.describeExtras ? { describeExtras: options.describeExtras } : {}),
+    }),
+    memorySection({
+      memory: storage.memory,
+      agents: () => ({ agents: loadAgentsNow().agents, defaultAgentId: config.default_agent }),
+      secrets: secretValues(config),
+      clock,
+      timezone: config.timezone,
     }),
     pairingSection({
       pairing: storage.pairing,
