@@ -4,12 +4,19 @@
  * weekday at 8"). Every failure is a {@link ToolError} that says what was not understood
  * and what to write instead, so the model can ask again or ask the person.
  */
-import * as chrono from "chrono-node";
+import { createRequire } from "node:module";
 import { CronExpressionParser } from "cron-parser";
 import { ToolError } from "../base/errors.js";
 import { wallClockMs } from "../base/time-zone.js";
 import { isValidTimeZone } from "../config/index.js";
 import { instantOfWallTime, nextOccurrence } from "./schedule.js";
+
+/** chrono-node's English parser, loaded on the first time read in words (about 1 MiB). */
+let chrono: typeof import("chrono-node/en") | undefined;
+function englishParser(): typeof import("chrono-node/en") {
+  chrono ??= createRequire(import.meta.url)("chrono-node/en") as typeof import("chrono-node/en");
+  return chrono;
+}
 
 const MINUTE_MS = 60_000;
 /** ISO 8601 with its own offset: an instant, whatever the person's zone. */
@@ -43,7 +50,7 @@ function readWords(text: string, now: number, zone: string): number {
   // chrono reads on a clock with no zone: hand it the person's wall clock as if it were
   // UTC, then map the wall-clock answer back to an instant with the zone's DST rules.
   const wallNow = wallClockMs(now, zone);
-  const [result] = chrono.parse(
+  const [result] = englishParser().parse(
     text,
     { instant: new Date(wallNow), timezone: 0 },
     {
