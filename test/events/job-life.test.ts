@@ -54,9 +54,11 @@ function jobLifeContract(name: string, options: () => CoreOptions) {
         mode: "chat",
         replyTo: { kind: "telegram", chatId: CHAT_ID },
       });
+      // The reply may reach the chat before the worker records the job done: wait for both.
+      const seen = (type: string) => hub.since(0).some((event) => event.type === type);
       await waitFor(
-        () => hub.since(0).some((event) => event.type === "message.delivered"),
-        "the reply's delivery",
+        () => seen("message.delivered") && seen("job.done"),
+        "the reply's delivery and the job's end",
       );
       const events = hub.since(0);
       const life = events.filter((event) => event.type !== "message.delivered");
