@@ -96,26 +96,30 @@ function checkRemember(
 /** Every `memory` and `session_search` call stored in history, with its result. */
 function storedCalls(db: Database): StoredCall[] {
   const rows = db
-    .prepare("SELECT content FROM messages ORDER BY session_id, seq")
-    .pluck()
-    .all() as string[];
+    .prepare("SELECT session_id, content FROM messages ORDER BY session_id, seq")
+    .all() as { session_id: string; content: string }[];
+  // A tool call's id is unique in its session only (the fake model numbers its calls
+  // again in each server), so calls are told apart by session and id.
   const byId = new Map<string, StoredCall>();
   for (const row of rows) {
-    const blocks = JSON.parse(row) as Record<string, unknown>[];
+    const blocks = JSON.parse(row.content) as Record<string, unknown>[];
     const text = blocks.map((block) => (block.type === "text" ? String(block.text) : "")).join("");
     for (const block of blocks) {
       if (
         block.type === "tool_use" &&
         (block.name === "memory" || block.name === "session_search")
       ) {
-        byId.set(String(block.id), {
+        byId.set(`${row.session_id} ${String(block.id)}`, {
           name: String(block.name),
           input: block.input as Record<string, unknown>,
           jobTag: answeredTag(text),
           result: null,
         });
       }
-      const call = block.type === "tool_result" ? byId.get(String(block.tool_use_id)) : undefined;
+      const call =
+        block.type === "tool_result"
+          ? byId.get(`${row.session_id} ${String(block.tool_use_id)}`)
+          : undefined;
       if (call) call.result = { content: String(block.content), isError: block.is_error === true };
     }
   }
