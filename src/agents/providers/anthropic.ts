@@ -30,6 +30,7 @@ import type { APIError } from "@anthropic-ai/sdk";
 import { assertNever } from "../../base/assert-never.js";
 import { serverBlockText } from "../../base/content.js";
 import { abortedError, ModelError, toError } from "../../base/errors.js";
+import { lazily } from "../../base/lazy-import.js";
 import { redactSecrets } from "../../base/redact.js";
 import { oneHourWrites, webSearches } from "../../base/usage.js";
 import { credentialRefused } from "../../config/index.js";
@@ -96,13 +97,8 @@ const EPHEMERAL = { type: "ephemeral" } as const;
 /** The SDK module, as its dynamic import resolves. */
 type Sdk = typeof import("@anthropic-ai/sdk");
 
-let sdkLoading: Promise<Sdk> | undefined;
-
 /** The SDK, imported on first use and then shared by every provider. */
-function loadSdk(): Promise<Sdk> {
-  sdkLoading ??= import("@anthropic-ai/sdk");
-  return sdkLoading;
-}
+const loadSdk = lazily((): Promise<Sdk> => import("@anthropic-ai/sdk"));
 
 /** The SDK and a client of it, made on a provider's first call. */
 interface Connection {

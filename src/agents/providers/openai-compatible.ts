@@ -20,6 +20,7 @@
 import type OpenAI from "openai";
 import type { APIError } from "openai";
 import { abortedError, ModelError, toError } from "../../base/errors.js";
+import { lazily } from "../../base/lazy-import.js";
 import { isLocalEndpoint } from "../../base/local-endpoint.js";
 import { redactSecrets } from "../../base/redact.js";
 import { credentialRefused } from "../../config/index.js";
@@ -56,12 +57,8 @@ export interface OpenAiCompatibleOptions {
 /** The SDK module, as its dynamic import resolves. */
 type Sdk = typeof import("openai");
 
-let sdkLoading: Promise<Sdk> | undefined;
-
-function loadSdk(): Promise<Sdk> {
-  sdkLoading ??= import("openai");
-  return sdkLoading;
-}
+/** The SDK, imported on first use and then shared by every provider. */
+const loadSdk = lazily((): Promise<Sdk> => import("openai"));
 
 /** What a call needs besides the request. */
 interface Endpoint {
