@@ -18,11 +18,16 @@
  * same `messageId` / `pressId`. Messages are handed over one at a time, in arrival order.
  *
  * What reaches the core: DMs (`message` events of channel_type `im`) and mentions of the
- * bot in channels (`app_mention`), from people (not bots), without subtypes (no edits,
- * deletions or files: media is left out). A message in a thread replies into the thread
- * (chat id `<channel>/<thread_ts>`, see `chat-id.ts`). Slack's own client takes a text
- * starting with `/` as a slash command, so the chat commands are typed with `!`
- * (`!new`), which becomes `/new` here; no slash command is registered.
+ * bot in channels (`app_mention`), from people (not bots), new messages only (no edits or
+ * deletions; `file_share`, a message with files, is a new message). Its files become
+ * attachments (`files.ts`), downloaded by the job, not here. A message in a thread
+ * replies into the thread (chat id `<channel>/<thread_ts>`, see `chat-id.ts`). Slack's
+ * own client takes a text starting with `/` as a slash command, so the chat commands are
+ * typed with `!` (`!new`), which becomes `/new` here; no slash command is registered.
+ *
+ * Files go out with Slack's external upload (`files.getUploadURLExternal`, the bytes to
+ * the upload URL, `files.completeUploadExternal` into the chat), as @slack/web-api's
+ * `filesUploadV2` does (`files.upload` is retired); the message id is the file id.
  *
  * Slack has no typing indicator for bots outside its assistant threads: {@link typing}
  * does nothing. Every Web API call has a time limit (`callTimeoutMs`) and no retry of
@@ -49,9 +54,11 @@ import {
 } from "../../ports/index.js";
 import { checkChoices } from "../choices.js";
 import { ConnectFailures } from "../connect-failures.js";
+import { checkOutgoingFile } from "../files.js";
 import { formatSlackChatId, parseSlackChatId } from "./chat-id.js";
 import { type BlockActions, choiceBlocks, PressUrls, toIncomingChoice } from "./choices.js";
 import { slackError } from "./errors.js";
+import { downloadSlackFile, type SlackFile, slackFilesOf } from "./files.js";
 import { escapeSlackText, toSlackMrkdwn, unescapeSlackText } from "./mrkdwn.js";
 
 /** Options of {@link SlackPlatform}. */
@@ -117,7 +124,17 @@ interface SlackEvent {
   text?: string;
   ts?: string;
   thread_ts?: string;
+  files?: SlackFile[];
 }
+
+/** The subtypes of a new message a person wrote: none, or one that shares files. */
+const NEW_MESSAGE_SUBTYPES = new Set([undefined, "file_share"]);
+
+/**
+ * How many uploads whose completion was sent but not confirmed are remembered (by their
+ * key), so that a retry checks whether Slack shared the file after all.
+ */
+const UNCONFIRMED_UPLOADS = 256;
 
 /** What the Socket Mode client emits for every envelope. */
 interface Envelope {
@@ -138,6 +155,8 @@ export class SlackPlatform implements ChatPlatform {
   readonly #failures: ConnectFailures;
   readonly #pressUrls = new PressUrls();
   readonly #names = new Map<string, string>();
+  /** File ids of uploads whose completion was not confirmed, by the send's key. */
+  readonly #unconfirmed = new Map<string, string>();
   #state: ChatPlatformState = "stopped";
   #abort = new AbortController();
   #socket: SocketModeClient | undefined;
@@ -185,23 +204,62 @@ export class SlackPlatform implements ChatPlatform {
     return await this.#post(chatId, text, this.#textFields(text, format));
   }
 
-  /** Files people send on Slack are not read yet: the adapter hands over none to download. */
-  async download(attachment: ChatAttachment): Promise<Uint8Array> {
-    throw new ChatPlatformError(
-      `slack: could not download "${attachment.name}": reading files from Slack is not supported yet`,
-      { retryable: false, context: { platform: "slack" } },
-    );
+  /** A file a person sent, from its `url_private_download`, with the bot token (see `files.ts`). */
+  async download(attachment: ChatAttachment, signal?: AbortSignal): Promise<Uint8Array> {
+    const timeoutMs = this.#callTimeoutMs * 4;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const apiUrl = this.#options.apiUrl;
+    return await downloadSlackFile(attachment, {
+      botToken: this.#options.botToken,
+      ...(apiUrl === undefined ? {} : { extraOrigin: new URL(apiUrl).origin }),
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      failed: (error) =>
+        slackError(error, {
+          method: `download of "${attachment.name ?? "a file"}"`,
+          key: "slack.bot_token",
+          tokens: this.#tokens(),
+          timeoutMs,
+        }),
+    });
   }
 
   /**
-   * Files are not sent to Slack yet (that needs `files.uploadV2`): refused for good, before
-   * anything is sent, so the outbox marks the entry failed and the agent is told.
+   * Uploads the file and shares it into the chat (its thread too), the caption as the
+   * message introducing it; a voice message goes as an audio file. The message id is the
+   * file's id. A retry with the same `key` after a completion whose answer was lost (a
+   * timeout, in this process) asks Slack first whether the file was shared, and does not
+   * share it again.
    */
-  async sendFile(chatId: string, file: OutgoingFile): Promise<SentChatMessage> {
-    throw new ChatPlatformError(
-      `slack: could not send "${file.name}" to ${chatId}: sending files to Slack is not supported yet; send its content as text or a link instead`,
-      { retryable: false, context: { platform: "slack", chatId } },
+  async sendFile(chatId: string, file: OutgoingFile, key?: string): Promise<SentChatMessage> {
+    checkOutgoingFile(this.kind, file);
+    const { channel, threadTs } = parseSlackChatId(chatId);
+    const forget = () => (key === undefined ? undefined : this.#unconfirmed.delete(key));
+    const earlier = key === undefined ? undefined : this.#unconfirmed.get(key);
+    if (earlier !== undefined && (await this.#isShared(earlier, channel, chatId))) {
+      forget();
+      return { messageId: earlier };
+    }
+    const ticket = await this.#call("files.getUploadURLExternal", chatId, () =>
+      this.#web.files.getUploadURLExternal({ filename: file.name, length: file.content.length }),
     );
+    const fileId = String(ticket.file_id);
+    await this.#upload(String(ticket.upload_url), file, chatId);
+    if (key !== undefined) this.#remember(key, fileId);
+    try {
+      await this.#call("files.completeUploadExternal", chatId, () =>
+        this.#web.files.completeUploadExternal({
+          files: [{ id: fileId, title: file.name }],
+          channel_id: channel,
+          ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
+          ...(file.caption ? { initial_comment: escapeSlackText(file.caption) } : {}),
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ChatPlatformError && !error.retryable) forget();
+      throw error;
+    }
+    forget();
+    return { messageId: fileId };
   }
 
   /** Posts the text in a section block with the choices as buttons under it. */
@@ -283,6 +341,65 @@ export class SlackPlatform implements ChatPlatform {
       `slack: a message of ${text.length} characters for ${chatId}; at most ${MAX_MESSAGE_LENGTH} are sent in one`,
       { context: { platform: "slack", chatId } },
     );
+  }
+
+  /** Sends the bytes to the upload URL `files.getUploadURLExternal` gave. */
+  async #upload(url: string, file: OutgoingFile, chatId: string): Promise<void> {
+    const failure = {
+      method: "file upload",
+      key: "slack.bot_token",
+      chatId,
+      tokens: this.#tokens(),
+      timeoutMs: this.#callTimeoutMs,
+    } as const;
+    const form = new FormData();
+    form.append("filename", new Blob([new Uint8Array(file.content)]), file.name);
+    let response: Response;
+    try {
+      // An upload may take a second per MB beyond the usual limit, on a slow link.
+      const heldMs = Math.ceil(file.content.length / 1_000_000) * 1000;
+      response = await fetch(url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${this.#options.botToken}` },
+        body: form,
+        redirect: "error",
+        signal: AbortSignal.timeout(this.#callTimeoutMs + heldMs),
+      });
+    } catch (error) {
+      throw slackError(error, failure);
+    }
+    await response.body?.cancel();
+    if (response.ok) return;
+    throw new ChatPlatformError(
+      `slack: file upload of "${file.name}" in ${chatId}: HTTP ${response.status}`,
+      { context: { platform: "slack", chatId }, retryable: response.status >= 500 },
+    );
+  }
+
+  /**
+   * Whether Slack shows the file in the channel (files.info): a transient failure throws,
+   * any other answer is taken as not shared.
+   */
+  async #isShared(fileId: string, channel: string, chatId: string): Promise<boolean> {
+    try {
+      const { file } = await this.#call("files.info", chatId, () =>
+        this.#web.files.info({ file: fileId }),
+      );
+      const where = [...(file?.channels ?? []), ...(file?.groups ?? []), ...(file?.ims ?? [])];
+      return where.includes(channel);
+    } catch (error) {
+      if (error instanceof ChatPlatformError && error.retryable) throw error;
+      return false;
+    }
+  }
+
+  /** Remembers an unconfirmed upload, forgetting the oldest past {@link UNCONFIRMED_UPLOADS}. */
+  #remember(key: string, fileId: string): void {
+    this.#unconfirmed.set(key, fileId);
+    const oldest = this.#unconfirmed.keys().next().value;
+    if (this.#unconfirmed.size > UNCONFIRMED_UPLOADS && oldest !== undefined) {
+      this.#unconfirmed.delete(oldest);
+    }
   }
 
   async #respond(url: string, chatId: string, body: object): Promise<void> {
@@ -479,17 +596,20 @@ export class SlackPlatform implements ChatPlatform {
   async #accept(event: SlackEvent): Promise<IncomingChatMessage | null> {
     const direct = event.type === "message" && event.channel_type === "im";
     if (!direct && event.type !== "app_mention") return null;
-    if (event.subtype !== undefined || event.bot_id !== undefined) return null;
+    if (!NEW_MESSAGE_SUBTYPES.has(event.subtype) || event.bot_id !== undefined) return null;
     const { user, channel, ts } = event;
     if (!user || !channel || !ts || user === this.#botUserId) return null;
     const text = this.#textOf(event.text ?? "");
-    if (text === "") return null;
+    const { attachments, unreadable } = slackFilesOf(event.files ?? []);
+    if (text === "" && attachments.length === 0 && unreadable.length === 0) return null;
     return {
       platform: "slack",
       chatId: formatSlackChatId(channel, event.thread_ts),
       userId: user,
       userName: await this.#nameOf(user),
       text,
+      ...(attachments.length > 0 ? { attachments } : {}),
+      ...(unreadable.length > 0 ? { unreadable } : {}),
       direct,
       messageId: `${channel}/${ts}`,
     };
