@@ -7,8 +7,6 @@ chatPlatformContract("slack", slackHarness, {
     idempotentSend:
       "chat.postMessage takes no idempotency key (client_msg_id is for people's messages); a repeated send makes a second message",
     typing: "Slack shows no typing indicator for a bot outside its assistant threads",
-    files:
-      "sending files to Slack (files.uploadV2) is not built yet: the adapter refuses every file for good, saying so",
     silentAnswer:
       "Slack takes the envelope's ack, sent once the press is stored, as the answer; a silent acknowledgeChoice has nothing left to send",
   },

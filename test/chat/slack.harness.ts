@@ -95,9 +95,20 @@ export async function slackHarness(): Promise<ChatPlatformHarness> {
         .filter((response) => response.status === 200)
         .map(({ pressId, body }) => ({ pressId, notice: String(body.text) })),
     sendAttempts: () => fake.callsTo(METHODS.send).length,
-    // The adapter sends no file to Slack yet (the "files" cases are opted out): none arrive.
-    files: () => [],
-    fileAttempts: () => fake.callsTo("files.uploadV2").length,
+    files: (chatId) => {
+      const { channel, threadTs } = parseSlackChatId(chatId);
+      return fake
+        .sharedFiles(channel)
+        .filter((file) => file.threadTs === threadTs)
+        .map(({ fileId, name, size, sha256, caption }) => ({
+          messageId: fileId,
+          name,
+          size,
+          sha256,
+          caption: unescapeSlackText(caption),
+        }));
+    },
+    fileAttempts: () => fake.callsTo("files.getUploadURLExternal").length,
     connections: () => fake.openSockets(),
     logins: () => fake.callsTo("auth.test").length,
 

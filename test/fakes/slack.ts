@@ -7,6 +7,16 @@
  *     apps.connections.open     app token ─► a ws:// URL with a one-use ticket
  *     chat.postMessage/update   bot token ─► stored messages, as a channel shows them
  *     users.info                bot token ─► a person's name
+ *     files.getUploadURLExternal  bot token, scope files:write ─► an upload URL and a file id
+ *     files.completeUploadExternal  bot token, scope files:write ─► the uploaded file shared
+ *                               into a channel (its thread), `initial_comment` its caption;
+ *                               once per file, as Slack's docs say
+ *     files.info                bot token, scope files:read ─► a file and where it is shared
+ *   Upload URL (POST /upload/v1/<file id>): the bytes, multipart (any field) or raw
+ *   Files people send (GET /files-pri/T1-<file id>/download/<name>, `url_private_download`):
+ *     the bytes for the bot token with files:read; without a valid token a 302 to the
+ *     sign-in page (GET /?redir=…, HTML), and the sign-in page itself for a bot token
+ *     without files:read, as Slack answers (never an error status)
  *   Socket Mode (GET /link?ticket=…, WebSocket): `hello`, then envelopes (events_api for
  *     message.im and app_mention, interactive for block_actions); an envelope not acked
  *     within {@link FakeSlackOptions.redeliverAfterMs} is sent again (retry_attempt + 1,
@@ -17,9 +27,12 @@
  * It refuses what Slack refuses, with Slack's error codes (HTTP 200, `ok: false`):
  * `not_authed`, `invalid_auth`, `not_allowed_token_type`, `channel_not_found`,
  * `not_in_channel`, `msg_too_long` (text over 40,000 characters), `no_text`,
- * `message_not_found`; and `ratelimited` as HTTP 429 with `Retry-After`.
+ * `message_not_found`, `missing_scope` (with `needed`), `invalid_arguments` (an upload
+ * without a file name, a length that is not a positive whole number, a completion without
+ * files), `file_not_found` (a completion of a file not uploaded, or completed before);
+ * and `ratelimited` as HTTP 429 with `Retry-After`.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type WebSocket, WebSocketServer } from "ws";
@@ -32,6 +45,10 @@ const RESPONSE_URL_TTL_MS = 30 * 60 * 1000;
 const RESPONSE_URL_USES = 5;
 /** How many times Slack sends an unacknowledged envelope again. */
 const MAX_RETRIES = 3;
+/** Slack's largest upload (1 GB). */
+const MAX_UPLOAD_BYTES = 1_000_000_000;
+/** The fault key of a person's file download (GET url_private_download). */
+export const FILE_DOWNLOAD = "file download";
 
 /** Options of {@link startFakeSlack}. */
 export interface FakeSlackOptions {
@@ -110,6 +127,45 @@ export interface FakeSlackMessage {
   botId?: string;
   /** Not a new message: `message_changed`, `message_deleted`, … */
   subtype?: string;
+  /** Files shared with the message: a DM's event then has the subtype `file_share`. */
+  files?: FakeSlackFile[];
+}
+
+/** A file a person shares. */
+export interface FakeSlackFile {
+  name: string;
+  mimetype: string;
+  bytes: Uint8Array;
+  /** `slack_audio` for an audio clip recorded in Slack, `slack_video` for a video clip. */
+  subtype?: string;
+  /** (Default: hosted) */
+  mode?: "hosted" | "external" | "tombstone";
+}
+
+/** A file the bot shared into a channel, as the channel shows it. */
+export interface SharedFile {
+  fileId: string;
+  name: string;
+  size: number;
+  /** SHA-256 of the uploaded bytes, hex. */
+  sha256: string;
+  /** The `initial_comment`, as sent ("" for none). */
+  caption: string;
+  threadTs?: string;
+}
+
+/** A file the fake holds: shared by a person, or uploaded by the bot. */
+interface HeldFile {
+  id: string;
+  name: string;
+  mimetype: string;
+  /** The bytes; undefined until an upload's bytes arrived. */
+  bytes?: Uint8Array;
+  /** The length the upload announced. */
+  length?: number;
+  /** Where the file is shared. */
+  channels: string[];
+  completed: boolean;
 }
 
 /** A started fake Slack; see the file header. */
@@ -132,6 +188,10 @@ export interface FakeSlack {
   addPerson(userId: string, name: string): string;
   /** The bot's messages in a channel (a thread's replies included), oldest first. */
   messages(channelId: string): StoredMessage[];
+  /** The files the bot shared into a channel (a thread's included), oldest first. */
+  sharedFiles(channelId: string): SharedFile[];
+  /** The file ids of people's files the bot downloaded, in order. */
+  readonly downloads: string[];
   /**
    * A person (or a bot) writes: a DM goes out as `message` (channel_type im); a channel
    * message as `app_mention` when it mentions the bot (`<@bot>`), else not at all (the app
@@ -146,6 +206,8 @@ export interface FakeSlack {
   failNext(method: string, fault: SlackFault): void;
   /** Leaves the next call of `method` unanswered until close. */
   hangNext(method: string): void;
+  /** Runs the next call of `method`, then cuts the connection: Slack did it, the answer is lost. */
+  loseAnswerNext(method: string): void;
   /** Revokes a token: from now on it is `invalid_auth`. */
   revoke(token: string): void;
   /** Cuts every socket and refuses requests and connections until {@link goOnline}. */
@@ -157,7 +219,14 @@ export interface FakeSlack {
   close(): Promise<void>;
 }
 
-const DEFAULT_SCOPES = ["chat:write", "im:history", "app_mentions:read", "users:read"];
+const DEFAULT_SCOPES = [
+  "chat:write",
+  "im:history",
+  "app_mentions:read",
+  "users:read",
+  "files:read",
+  "files:write",
+];
 
 /** Starts a fake Slack on a free port. */
 export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<FakeSlack> {
@@ -178,6 +247,10 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const pressResponses: PressResponse[] = [];
   const faults = new Map<string, SlackFault[]>();
   const hangs = new Map<string, number>();
+  const lostAnswers = new Map<string, number>();
+  const files = new Map<string, HeldFile>();
+  const shared = new Map<string, SharedFile[]>();
+  const downloads: string[] = [];
   const hung: ServerResponse[] = [];
   const tickets = new Set<string>();
   const presses = new Map<string, { at: number; uses: number }>();
@@ -286,6 +359,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? "/", "http://x");
+    if (url.pathname.startsWith("/files-pri/")) return serveFile(request, url, response);
+    if (url.pathname === "/" && request.method === "GET") return signInPage(response);
+    if (url.pathname.startsWith("/upload/v1/")) return receiveUpload(request, url, response);
     const body = await readBody(request);
     if (url.pathname.startsWith("/response/")) {
       return answerPress(url.pathname.slice("/response/".length), body, response);
@@ -311,13 +387,161 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     const answer = run(method, String(token ?? ""), body);
     call.outcome = answer.ok ? "ok" : String(answer.error);
     if (answer.ok && typeof answer.ts === "string") call.ts = answer.ts;
+    if (takeOne(lostAnswers, method)) {
+      call.outcome = `${call.outcome}, answer lost`;
+      response.socket?.destroy();
+      return;
+    }
     const headers = method === "auth.test" && answer.ok ? { "x-oauth-scopes": scopes() } : {};
     send(response, 200, answer, headers);
     fake.onCall?.(call);
   }
 
+  /** Counts down one planned fault of `method`; true when there was one. */
+  function takeOne(planned: Map<string, number>, method: string): boolean {
+    const left = planned.get(method) ?? 0;
+    if (left > 0) planned.set(method, left - 1);
+    return left > 0;
+  }
+
+  function grantedScopes(): readonly string[] {
+    return options.scopes ?? DEFAULT_SCOPES;
+  }
+
   function scopes(): string {
-    return (options.scopes ?? DEFAULT_SCOPES).join(",");
+    return grantedScopes().join(",");
+  }
+
+  /** Slack's answer to a method the token lacks the scope of. */
+  function missingScope(needed: string) {
+    return { ok: false, error: "missing_scope", needed, provided: scopes() };
+  }
+
+  /** A person's file for the bot token with files:read; Slack's sign-in page otherwise. */
+  function serveFile(request: IncomingMessage, url: URL, response: ServerResponse): void {
+    const fault = faults.get(FILE_DOWNLOAD)?.shift();
+    if (fault) {
+      const call = { method: FILE_DOWNLOAD, body: {}, outcome: "ok", time: Date.now() };
+      calls.push(call);
+      injectFault(call, fault, response);
+      return;
+    }
+    const token = (request.headers.authorization ?? "").replace(/^Bearer /, "");
+    if (token !== botToken || revoked.has(token)) {
+      const redir = encodeURIComponent(url.pathname);
+      response.writeHead(302, { location: `/?redir=${redir}`, "content-type": "text/html" });
+      response.end(`<a href="/?redir=${redir}">Found</a>.`);
+      return;
+    }
+    if (!grantedScopes().includes("files:read")) {
+      signInPage(response);
+      return;
+    }
+    const id = /^\/files-pri\/T1-(F\w+)\//.exec(url.pathname)?.[1] ?? "";
+    const file = files.get(id);
+    if (!file?.bytes) {
+      response.writeHead(404, { "content-type": "text/html" });
+      response.end("<html>Not found</html>");
+      return;
+    }
+    downloads.push(id);
+    response.writeHead(200, { "content-type": file.mimetype, "content-length": file.bytes.length });
+    response.end(file.bytes);
+  }
+
+  function signInPage(response: ServerResponse): void {
+    response.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    response.end("<!DOCTYPE html><html><head><title>Sign in | Slack</title></head></html>");
+  }
+
+  /** The bytes of an upload: the first file of a multipart body, or the raw body. */
+  async function receiveUpload(
+    request: IncomingMessage,
+    url: URL,
+    response: ServerResponse,
+  ): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks);
+    const file = files.get(url.pathname.slice("/upload/v1/".length));
+    calls.push({ method: "upload", body: {}, outcome: file ? "ok" : "http 404", time: Date.now() });
+    if (!file || file.completed) {
+      response.writeHead(404, { "content-type": "text/plain" });
+      response.end("Not Found");
+      return;
+    }
+    const type = request.headers["content-type"] ?? "";
+    let bytes: Uint8Array = raw;
+    if (type.startsWith("multipart/form-data")) {
+      const form = await new Response(raw, { headers: { "content-type": type } }).formData();
+      const part = [...form.values()].find((value) => typeof value !== "string");
+      bytes = part ? new Uint8Array(await part.arrayBuffer()) : new Uint8Array();
+    }
+    file.bytes = bytes;
+    response.writeHead(200, { "content-type": "text/plain" });
+    response.end(`OK - ${bytes.length}`);
+  }
+
+  function getUploadURL(body: Record<string, unknown>) {
+    if (!grantedScopes().includes("files:write")) return missingScope("files:write");
+    const length = Number(body.length);
+    const name = typeof body.filename === "string" ? body.filename : "";
+    if (name === "" || !Number.isInteger(length) || length <= 0) {
+      return { ok: false, error: "invalid_arguments" };
+    }
+    if (length > MAX_UPLOAD_BYTES) return { ok: false, error: "invalid_arguments" };
+    const id = `F${randomBytes(5).toString("hex").toUpperCase()}`;
+    files.set(id, { id, name, mimetype: "", length, channels: [], completed: false });
+    return { ok: true, upload_url: `http://127.0.0.1:${port}/upload/v1/${id}`, file_id: id };
+  }
+
+  function completeUpload(body: Record<string, unknown>) {
+    if (!grantedScopes().includes("files:write")) return missingScope("files:write");
+    const list = body.files;
+    if (!Array.isArray(list) || list.length === 0) return { ok: false, error: "invalid_arguments" };
+    const held = list.map((entry) => files.get(String((entry as { id?: unknown }).id)));
+    if (held.some((file) => !file?.bytes || file.completed)) {
+      return { ok: false, error: "file_not_found" };
+    }
+    const ready = held as HeldFile[];
+    const channel = body.channel_id === undefined ? undefined : writable(body.channel_id);
+    if (channel && !("id" in channel)) return channel;
+    for (const file of ready) {
+      file.completed = true;
+      if (!channel) continue;
+      file.channels.push(channel.id);
+      const bytes = file.bytes ?? new Uint8Array();
+      const list = shared.get(channel.id) ?? [];
+      list.push({
+        fileId: file.id,
+        name: file.name,
+        size: bytes.length,
+        sha256: createHash("sha256").update(bytes).digest("hex"),
+        caption: typeof body.initial_comment === "string" ? body.initial_comment : "",
+        ...(typeof body.thread_ts === "string" ? { threadTs: body.thread_ts } : {}),
+      });
+      shared.set(channel.id, list);
+    }
+    return { ok: true, files: ready.map((file) => ({ id: file.id, title: file.name })) };
+  }
+
+  function fileInfo(body: Record<string, unknown>) {
+    if (!grantedScopes().includes("files:read")) return missingScope("files:read");
+    const file = files.get(String(body.file));
+    if (!file) return { ok: false, error: "file_not_found" };
+    const where = (kind: Channel["kind"]) =>
+      file.channels.filter((id) => channels.get(id)?.kind === kind);
+    return {
+      ok: true,
+      file: {
+        id: file.id,
+        name: file.name,
+        title: file.name,
+        channels: where("channel"),
+        groups: [],
+        ims: where("im"),
+      },
+    };
   }
 
   function injectFault(call: SlackCall, fault: SlackFault, response: ServerResponse): void {
@@ -377,6 +601,12 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
         return postMessage(body);
       case "chat.update":
         return updateMessage(body);
+      case "files.getUploadURLExternal":
+        return getUploadURL(body);
+      case "files.completeUploadExternal":
+        return completeUpload(body);
+      case "files.info":
+        return fileInfo(body);
       default:
         return { ok: false, error: "unknown_method" };
     }
@@ -439,6 +669,36 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     answer(200);
   }
 
+  /** A person's file as a message event carries it (Slack's file object). */
+  function share(file: FakeSlackFile, userId: string, channelId: string) {
+    const id = `F${randomBytes(5).toString("hex").toUpperCase()}`;
+    const mode = file.mode ?? "hosted";
+    files.set(id, {
+      id,
+      name: file.name,
+      mimetype: file.mimetype,
+      bytes: file.bytes,
+      channels: [channelId],
+      completed: true,
+    });
+    const root = `http://127.0.0.1:${port}/files-pri/T1-${id}`;
+    const path = encodeURIComponent(file.name);
+    return {
+      id,
+      name: file.name,
+      title: file.name,
+      mimetype: file.mimetype,
+      filetype: file.name.split(".").at(-1) ?? "",
+      size: file.bytes.length,
+      user: userId,
+      mode,
+      ...(file.subtype === undefined ? {} : { subtype: file.subtype }),
+      ...(mode === "hosted"
+        ? { url_private: `${root}/${path}`, url_private_download: `${root}/download/${path}` }
+        : {}),
+    };
+  }
+
   const fake: FakeSlack = {
     onCall: null,
     botToken,
@@ -457,10 +717,14 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       return dm;
     },
     messages: (channelId) => channels.get(channelId)?.messages ?? [],
-    write({ userId, channelId, text, threadTs, botId, subtype }) {
+    sharedFiles: (channelId) => shared.get(channelId) ?? [],
+    downloads,
+    write({ userId, channelId, text, threadTs, botId, subtype, files: sent = [] }) {
       const channel = channels.get(channelId);
       if (!channel) throw new Error(`fake Slack: no channel ${channelId}`);
       const ts = nextTs();
+      const shares = sent.length > 0 && channel.kind === "im" ? "file_share" : undefined;
+      const eventSubtype = subtype ?? shares;
       const base = {
         user: userId,
         text,
@@ -470,7 +734,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
         ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
         ...(botId === undefined ? { client_msg_id: randomBytes(8).toString("hex") } : {}),
         ...(botId === undefined ? {} : { bot_id: botId }),
-        ...(subtype === undefined ? {} : { subtype }),
+        ...(eventSubtype === undefined ? {} : { subtype: eventSubtype }),
+        ...(sent.length > 0 ? { files: sent.map((file) => share(file, userId, channelId)) } : {}),
       };
       const mentioned = text.includes(`<@${botUserId}>`);
       let event: Record<string, unknown>;
@@ -515,6 +780,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     },
     hangNext(method) {
       hangs.set(method, (hangs.get(method) ?? 0) + 1);
+    },
+    loseAnswerNext(method) {
+      lostAnswers.set(method, (lostAnswers.get(method) ?? 0) + 1);
     },
     revoke(token) {
       revoked.add(token);

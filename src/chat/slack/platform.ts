@@ -358,9 +358,9 @@ export class SlackPlatform implements ChatPlatform {
     try {
       // An upload may take a second per MB beyond the usual limit, on a slow link.
       const heldMs = Math.ceil(file.content.length / 1_000_000) * 1000;
+      // The upload URL is signed by Slack: it takes no token.
       response = await fetch(url, {
         method: "POST",
-        headers: { authorization: `Bearer ${this.#options.botToken}` },
         body: form,
         redirect: "error",
         signal: AbortSignal.timeout(this.#callTimeoutMs + heldMs),
