@@ -3,12 +3,14 @@
  * ChatPlatform contract does not cover (threads, `!` commands, Slack's `disconnect`, what
  * it ignores, Slack's refusals, Block Kit buttons, stopping while reconnecting).
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { ChatPlatformError } from "../../src/base/errors.js";
 import { SlackPlatform } from "../../src/chat/slack/platform.js";
 import { CREDENTIAL_SERVICES } from "../../src/config/index.js";
 import type { IncomingChatMessage } from "../../src/ports/index.js";
-import { type FakeSlack, startFakeSlack } from "../fakes/slack.js";
+import { type FakeSlack, FILE_DOWNLOAD, startFakeSlack } from "../fakes/slack.js";
 import { recordingLogger } from "../helpers/log.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -34,9 +36,12 @@ interface Started {
 
 /** The fake, alice's DM, and a platform that records what it hands over. */
 async function startPlatform(
-  options: { appToken?: string; start?: boolean } = {},
+  options: { appToken?: string; start?: boolean; scopes?: string[] } = {},
 ): Promise<Started> {
-  fake = await startFakeSlack({ redeliverAfterMs: 100 });
+  fake = await startFakeSlack({
+    redeliverAfterMs: 100,
+    ...(options.scopes === undefined ? {} : { scopes: options.scopes }),
+  });
   const dm = fake.addPerson(ALICE, "alice");
   const { logger, lines } = recordingLogger();
   platform = new SlackPlatform({
@@ -190,5 +195,173 @@ describe("SlackPlatform", () => {
     expect(platform.state).toBe("stopped");
     fake.goOnline();
     expect(fake.openSockets()).toBe(0);
+  });
+
+  describe("files", () => {
+    const PHOTO = { name: "cat.png", mimetype: "image/png", bytes: Buffer.from("PNG bytes") };
+
+    it("hands over a DM with files (file_share) with its caption; a video clip or a deleted file as unreadable", async () => {
+      const { fake, platform, received, dm } = await startPlatform();
+      fake.write({ userId: ALICE, channelId: dm, text: "what is this?", files: [PHOTO] });
+      fake.write({
+        userId: ALICE,
+        channelId: dm,
+        text: "",
+        files: [
+          {
+            name: "clip.webm",
+            mimetype: "audio/webm",
+            bytes: Buffer.from("a"),
+            subtype: "slack_audio",
+          },
+          { name: "notes.txt", mimetype: "text/plain", bytes: Buffer.from("b") },
+          { name: "v.mp4", mimetype: "video/mp4", bytes: Buffer.from("c"), subtype: "slack_video" },
+          {
+            name: "old.pdf",
+            mimetype: "application/pdf",
+            bytes: Buffer.from("d"),
+            mode: "tombstone",
+          },
+        ],
+      });
+      await waitFor(() => received.length === 2, "both messages");
+      const [photo, mixed] = received;
+      expect(photo).toMatchObject({
+        text: "what is this?",
+        attachments: [{ kind: "image", name: "cat.png", mimeType: "image/png", size: 9 }],
+      });
+      expect(photo?.unreadable).toBeUndefined();
+      expect(mixed?.attachments?.map((file) => [file.kind, file.name])).toEqual([
+        ["voice", "clip.webm"],
+        ["document", "notes.txt"],
+      ]);
+      expect(mixed?.unreadable).toEqual([
+        "a video clip",
+        'the file "old.pdf" (deleted, or hidden by the workspace\'s plan)',
+      ]);
+      const bytes = await platform.download(
+        photo?.attachments?.[0] ?? { kind: "image", source: "" },
+      );
+      expect(Buffer.from(bytes).toString()).toBe("PNG bytes");
+    });
+
+    it("takes files with a channel mention, the caption without the mention", async () => {
+      const { fake, received } = await startPlatform();
+      fake.write({
+        userId: ALICE,
+        channelId: fake.channelId,
+        text: `<@${fake.botUserId}> summarise this`,
+        files: [{ name: "r.pdf", mimetype: "application/pdf", bytes: Buffer.from("%PDF") }],
+      });
+      await waitFor(() => received.length === 1, "the mention");
+      expect(received[0]).toMatchObject({
+        text: "summarise this",
+        attachments: [{ kind: "document", name: "r.pdf" }],
+      });
+    });
+
+    it("refuses a download Slack answers with its sign-in page (no files:read) for good, with the fix; a 502 is retryable", async () => {
+      const { fake, platform, received, dm } = await startPlatform({
+        scopes: ["chat:write", "im:history", "app_mentions:read", "users:read"],
+      });
+      fake.write({ userId: ALICE, channelId: dm, text: "look", files: [PHOTO] });
+      await waitFor(() => received.length === 1, "the message");
+      const attachment = received[0]?.attachments?.[0] ?? { kind: "image", source: "" };
+      const signIn = await failure(platform.download(attachment));
+      expect(signIn.retryable).toBe(false);
+      expect(signIn.message).toContain("sign-in page");
+      expect(signIn.message).toContain("files:read");
+      expect(signIn.message).not.toContain(fake.botToken);
+      fake.failNext(FILE_DOWNLOAD, { status: 502 });
+      expect((await failure(platform.download(attachment))).retryable).toBe(true);
+      expect(fake.downloads).toEqual([]);
+    });
+
+    it("never sends the bot token to a host that is not Slack's", async () => {
+      const seen: string[] = [];
+      const other = createServer((request, response) => {
+        seen.push(String(request.headers.authorization));
+        response.end("bytes");
+      });
+      await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+      try {
+        const { platform } = await startPlatform();
+        const { port } = other.address() as AddressInfo;
+        const error = await failure(
+          platform.download({
+            kind: "image",
+            source: `http://127.0.0.1:${port}/cat.png`,
+            name: "cat.png",
+          }),
+        );
+        expect([error.retryable, seen]).toEqual([false, []]);
+        expect(error.message).toContain("not to Slack");
+      } finally {
+        await new Promise((resolve) => other.close(resolve));
+      }
+    });
+
+    it("shares a file into the thread a chat id names, the caption as its comment", async () => {
+      const { fake, platform } = await startPlatform();
+      const chatId = `${fake.channelId}/1700000000.000001`;
+      const sent = await platform.sendFile(chatId, {
+        kind: "document",
+        name: "report.pdf",
+        mediaType: "application/pdf",
+        content: Buffer.from("%PDF"),
+        caption: "Q3 <draft> & notes",
+      });
+      expect(fake.sharedFiles(fake.channelId)).toEqual([
+        expect.objectContaining({
+          fileId: sent.messageId,
+          name: "report.pdf",
+          caption: "Q3 &lt;draft&gt; &amp; notes",
+          threadTs: "1700000000.000001",
+        }),
+      ]);
+    });
+
+    it("refuses for good a file Slack refuses: not_in_channel, a missing files:write", async () => {
+      const file = {
+        kind: "document" as const,
+        name: "a.txt",
+        mediaType: "text/plain",
+        content: Buffer.from("a"),
+      };
+      const { fake, platform } = await startPlatform();
+      const foreign = await failure(platform.sendFile(fake.foreignChannelId, file));
+      expect([foreign.retryable, foreign.message]).toEqual([
+        false,
+        `slack: files.completeUploadExternal in ${fake.foreignChannelId}: not_in_channel`,
+      ]);
+      await platform.stop();
+      await fake.close();
+      const narrow = await startPlatform({ scopes: ["chat:write", "files:read"] });
+      const scope = await failure(narrow.platform.sendFile(narrow.fake.channelId, file));
+      expect([scope.retryable, scope.message]).toEqual([
+        false,
+        `slack: files.getUploadURLExternal in ${narrow.fake.channelId}: missing_scope`,
+      ]);
+    });
+
+    it("does not share a file twice when the completion's answer was lost and the send is retried with its key", async () => {
+      const { fake, platform } = await startPlatform();
+      const file = {
+        kind: "photo" as const,
+        name: "chart.png",
+        mediaType: "image/png",
+        content: Buffer.from("PNG chart"),
+      };
+      fake.loseAnswerNext("files.completeUploadExternal");
+      const lost = await failure(platform.sendFile(fake.channelId, file, "file:job-1:0"));
+      expect(lost.retryable).toBe(true);
+      const retried = await platform.sendFile(fake.channelId, file, "file:job-1:0");
+      expect(fake.sharedFiles(fake.channelId).map((shared) => shared.fileId)).toEqual([
+        retried.messageId,
+      ]);
+      // Another key is another file: sent again.
+      await platform.sendFile(fake.channelId, file, "file:job-2:0");
+      expect(fake.sharedFiles(fake.channelId)).toHaveLength(2);
+    });
   });
 });

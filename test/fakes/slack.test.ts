@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { SocketModeClient } from "@slack/socket-mode";
 import { WebClient } from "@slack/web-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -65,6 +66,8 @@ describe("fake Slack with the real @slack/web-api and @slack/socket-mode clients
       "im:history",
       "app_mentions:read",
       "users:read",
+      "files:read",
+      "files:write",
     ]);
   });
 
@@ -174,5 +177,93 @@ describe("fake Slack with the real @slack/web-api and @slack/socket-mode clients
     fake.disconnect("refresh_requested");
     await waitFor(() => reconnected && fake.openSockets() === 1, "reconnected");
     expect(fake.callsTo("apps.connections.open")).toHaveLength(2);
+  });
+
+  it("shares a file uploaded by the library's filesUploadV2 into a thread, once per upload", async () => {
+    const bytes = Buffer.from("%PDF-1.4 a report");
+    await web.filesUploadV2({
+      channel_id: fake.channelId,
+      thread_ts: "1700000000.000001",
+      file: bytes,
+      filename: "report.pdf",
+      initial_comment: "The report",
+    });
+    expect(fake.sharedFiles(fake.channelId)).toEqual([
+      {
+        fileId: expect.stringMatching(/^F/),
+        name: "report.pdf",
+        size: bytes.length,
+        sha256: createHash("sha256").update(bytes).digest("hex"),
+        caption: "The report",
+        threadTs: "1700000000.000001",
+      },
+    ]);
+    const [shared] = fake.sharedFiles(fake.channelId);
+    const again = await refusal(
+      web.files.completeUploadExternal({ files: [{ id: shared?.fileId ?? "" }] }),
+    );
+    expect(again.data).toMatchObject({ error: "file_not_found" });
+    const info = await web.files.info({ file: shared?.fileId ?? "" });
+    expect(info.file?.channels).toEqual([fake.channelId]);
+  });
+
+  it("refuses uploads as Slack does: bad arguments, a channel the bot is not in, a missing scope", async () => {
+    const bad = await refusal(web.files.getUploadURLExternal({ filename: "a.txt", length: 0 }));
+    const ticket = await web.files.getUploadURLExternal({ filename: "a.txt", length: 1 });
+    await fetch(ticket.upload_url ?? "", { method: "POST", body: "a" });
+    const foreign = await refusal(
+      web.files.completeUploadExternal({
+        files: [{ id: ticket.file_id ?? "" }],
+        channel_id: fake.foreignChannelId,
+      }),
+    );
+    const notUploaded = await web.files.getUploadURLExternal({ filename: "b.txt", length: 1 });
+    const early = await refusal(
+      web.files.completeUploadExternal({ files: [{ id: notUploaded.file_id ?? "" }] }),
+    );
+    expect([bad, foreign, early].map((error) => (error.data as { error: string }).error)).toEqual([
+      "invalid_arguments",
+      "not_in_channel",
+      "file_not_found",
+    ]);
+    await fake.close();
+    fake = await startFakeSlack({ scopes: ["chat:write"] });
+    const narrow = new WebClient(fake.botToken, {
+      slackApiUrl: fake.apiUrl,
+      retryConfig: { retries: 0 },
+      logger: quiet,
+    });
+    const scope = await refusal(narrow.files.getUploadURLExternal({ filename: "a", length: 1 }));
+    expect(scope.data).toMatchObject({ error: "missing_scope", needed: "files:write" });
+  });
+
+  it("serves a person's file to the bot token only; anyone else gets Slack's sign-in page", async () => {
+    const dm = fake.addPerson("U0ALICE01", "alice");
+    const client = await connect();
+    const events: Array<{ event: { subtype?: string; files: Array<Record<string, string>> } }> = [];
+    client.on("slack_event", async ({ ack, body }) => {
+      await ack();
+      events.push(body);
+    });
+    fake.write({
+      userId: "U0ALICE01",
+      channelId: dm,
+      text: "look",
+      files: [{ name: "cat.png", mimetype: "image/png", bytes: Buffer.from("PNG bytes") }],
+    });
+    const [event] = await waitFor(() => events.length === 1 && events, "the event");
+    expect(event?.event.subtype).toBe("file_share");
+    const url = event?.event.files[0]?.url_private_download ?? "";
+    const withToken = await fetch(url, { headers: { authorization: `Bearer ${fake.botToken}` } });
+    expect([withToken.status, await withToken.text()]).toEqual([200, "PNG bytes"]);
+    const without = await fetch(url, { redirect: "manual" });
+    expect(without.status).toBe(302);
+    const followed = await fetch(url);
+    expect([followed.status, followed.headers.get("content-type")]).toEqual([
+      200,
+      "text/html; charset=utf-8",
+    ]);
+    expect(await followed.text()).toContain("Sign in");
+    expect(fake.downloads).toHaveLength(1);
   });
 });
