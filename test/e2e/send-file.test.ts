@@ -1,7 +1,7 @@
 /**
  * `send_file` end to end: `picklebot server` as a child process runs a cron whose agent
- * sends a workspace file into the cron's `deliver_to` chat, on the real telegraf and
- * discord.js clients against the fakes. The server is SIGKILLed while the upload is on its
+ * sends a workspace file into the cron's `deliver_to` chat, on the real telegraf,
+ * discord.js and @slack/web-api clients against the fakes. The server is SIGKILLed while the upload is on its
  * way (the fake holds it unanswered) and started again: the file arrives exactly once,
  * from the outbox, with the bytes the tool read.
  */
@@ -10,8 +10,15 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Job } from "../../src/ports/index.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeDiscord, startFakeDiscord } from "../fakes/discord.js";
+import { type FakeSlack, startFakeSlack } from "../fakes/slack.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { busWorkspace, discordYaml, startBusServer, telegramYaml } from "../helpers/bus.js";
+import {
+  busWorkspace,
+  discordYaml,
+  slackYaml,
+  startBusServer,
+  telegramYaml,
+} from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
 import { killAllServers } from "../helpers/server.js";
 import { waitFor } from "../helpers/wait.js";
@@ -78,15 +85,18 @@ async function outboxEmpty(): Promise<void> {
 describe("send_file", () => {
   let telegram: FakeTelegram;
   let discord: FakeDiscord;
+  let slack: FakeSlack;
 
   beforeEach(async () => {
     telegram = await startFakeTelegram();
     discord = await startFakeDiscord();
+    slack = await startFakeSlack();
   });
 
   afterEach(async () => {
     await telegram.close();
     await discord.close();
+    await slack.close();
   });
 
   it("sends a workspace file to Telegram exactly once across a SIGKILL during the upload", async () => {
@@ -131,6 +141,29 @@ describe("send_file", () => {
     await outboxEmpty();
     const files = discord.filesOf(channel);
     expect(files.map((file) => [file.filename, file.sha256, file.content])).toEqual([
+      ["q3.pdf", sha256(REPORT), "Q3 report"],
+    ]);
+  });
+
+  it("sends a workspace file to Slack exactly once across a SIGKILL while its upload is completed", async () => {
+    ws = workspaceFor(slackYaml(slack), `slack:${slack.channelId}`);
+    slack.hangNext("files.completeUploadExternal");
+    scriptSendReport();
+    const first = await startBusServer(ws.dir, ["slack"]);
+    const job = JSON.parse(await cli("cron", "run", "report", "--json")) as Job;
+    await waitFor(
+      () => slack.callsTo("files.completeUploadExternal").length === 1,
+      "the completion on its way",
+      15_000,
+    );
+    await first.kill();
+    ws.write("reports/q3.pdf", "a later draft");
+
+    const second = await startBusServer(ws.dir, ["slack"]);
+    await second.jobOutcomes(job.id, 1, 20_000);
+    await outboxEmpty();
+    const files = slack.sharedFiles(slack.channelId);
+    expect(files.map((file) => [file.name, file.sha256, file.caption])).toEqual([
       ["q3.pdf", sha256(REPORT), "Q3 report"],
     ]);
   });

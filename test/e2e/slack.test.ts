@@ -3,7 +3,7 @@
  * talking to the fake Slack (Web API + Socket Mode) and the fake model: a DM and a
  * channel mention answered with streaming, a thread answered in the thread, an approval
  * answered with a button, a stranger paired, Slack's `disconnect`, SIGTERM while
- * reconnecting.
+ * reconnecting, a photo with a caption read as an image block.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CREDENTIAL_SERVICES } from "../../src/config/index.js";
@@ -13,6 +13,7 @@ import { type FakeSlack, type StoredMessage, startFakeSlack } from "../fakes/sla
 import { CAREFUL_AGENT, echoHiModel } from "../helpers/approvals.js";
 import { busWorkspace, healthz, slackYaml, startBusServer } from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
+import { photo } from "../helpers/media.js";
 import { killAllServers, startServer } from "../helpers/server.js";
 import { waitFor } from "../helpers/wait.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
@@ -201,6 +202,28 @@ describe("picklebot server with a Slack bot", () => {
     const doctor = await runCli(["doctor", "--json", "--workspace", ws.dir]);
     expect(doctor.stdout).toContain(JSON.stringify(CREDENTIAL_SERVICES.slack.fix));
     expect(server.transcript()).not.toContain(slack.appToken);
+  });
+
+  it("reads a photo sent in a DM as an image block with its caption, downloaded once by the job", async () => {
+    await serve();
+    const bytes = await photo(800, 600);
+    slack.write({
+      userId: OWNER,
+      channelId: ownerDm,
+      text: "what is in this picture?",
+      files: [{ name: "pickles.jpg", mimetype: "image/jpeg", bytes }],
+    });
+    await replyIn(ownerDm, "echo: what is in this picture?");
+    const user = anthropic.requests
+      .at(-1)
+      ?.body.messages.filter((m) => m.role === "user")
+      .at(-1);
+    const [image, caption] = (user?.content ?? []) as Array<Record<string, unknown>>;
+    expect(image).toMatchObject({ type: "image", source: { media_type: "image/jpeg" } });
+    const sent = (image?.source as { data: string } | undefined)?.data ?? "";
+    expect(Buffer.from(sent, "base64").equals(bytes)).toBe(true);
+    expect(caption).toMatchObject({ type: "text", text: "what is in this picture?" });
+    expect(slack.downloads).toHaveLength(1);
   });
 
   it("exits 0 on SIGTERM while reconnecting to an unreachable Slack", async () => {
