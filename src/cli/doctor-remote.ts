@@ -329,8 +329,18 @@ function apiRoot(configured: string | undefined, fallback: string): string {
   return (configured ?? fallback).replace(/\/+$/, "");
 }
 
-/** The bot token scopes the Slack adapter uses (the app manifest in chat-platforms.md). */
+/** The bot token scopes the Slack adapter needs for text (the app manifest in chat-platforms.md). */
 const SLACK_BOT_SCOPES = ["chat:write", "im:history", "app_mentions:read", "users:read"];
+
+/**
+ * The scopes of files in and out: without them text still works, so their absence is a
+ * warning (an app made from the manifest before files came lacks them).
+ */
+const SLACK_FILE_SCOPES = ["files:read", "files:write"];
+
+/** Where the owner adds scopes to the Slack app. */
+const SLACK_SCOPES_FIX =
+  "add them under OAuth & Permissions → Bot Token Scopes (or paste the manifest of docs/guides/chat-platforms.md), reinstall the app, and copy the new bot token";
 
 /** What one Slack Web API call answered: its `ok`, `error` and granted scopes. */
 type SlackAnswer =
@@ -386,17 +396,26 @@ async function checkSlackTokens(
       kind,
       "fail",
       `the bot token lacks the scopes ${missing.join(", ")}`,
-      "add them under OAuth & Permissions → Bot Token Scopes (or paste the manifest of docs/guides/chat-platforms.md), reinstall the app, and copy the new bot token",
+      SLACK_SCOPES_FIX,
     );
   }
   const app = await callSlack(fetcher, `${root}/apps.connections.open`, slack.app_token ?? "");
   if ("unreachable" in app)
     return result(kind, "fail", `cannot reach Slack: ${app.unreachable}`, "check the network");
   if (!app.ok) return refused("app-level token", `apps.connections.open: ${app.error}`);
+  const noFiles = SLACK_FILE_SCOPES.filter((scope) => !bot.scopes.includes(scope));
+  if (noFiles.length > 0) {
+    return result(
+      kind,
+      "warn",
+      `both tokens are valid, but the bot token lacks the scopes ${noFiles.join(", ")}: files people send are not read, and send_file and spoken replies fail`,
+      SLACK_SCOPES_FIX,
+    );
+  }
   return result(
     kind,
     "ok",
-    `both tokens are valid (auth.test as ${bot.user}; apps.connections.open), scopes ${SLACK_BOT_SCOPES.join(", ")}`,
+    `both tokens are valid (auth.test as ${bot.user}; apps.connections.open), scopes ${[...SLACK_BOT_SCOPES, ...SLACK_FILE_SCOPES].join(", ")}`,
   );
 }
 

@@ -203,15 +203,36 @@ describe("picklebot doctor", () => {
       return slack;
     }
 
-    it("accepts both tokens (auth.test, apps.connections.open) with the four scopes", async () => {
+    it("accepts both tokens (auth.test, apps.connections.open) with the six scopes", async () => {
       const slack = await enableSlack();
       try {
         const { code, line } = await doctor();
         expect(line("slack")[0]).toMatchObject({
           status: "ok",
-          detail: expect.stringContaining("chat:write, im:history, app_mentions:read, users:read"),
+          detail: expect.stringContaining(
+            "chat:write, im:history, app_mentions:read, users:read, files:read, files:write",
+          ),
         });
         expect(code).toBe(0);
+      } finally {
+        await slack.close();
+      }
+    });
+
+    it("warns when the bot token lacks the file scopes: text works, files do not", async () => {
+      const slack = await enableSlack([
+        "chat:write",
+        "im:history",
+        "app_mentions:read",
+        "users:read",
+      ]);
+      try {
+        const { line } = await doctor();
+        expect(line("slack")[0]).toMatchObject({
+          status: "warn",
+          detail: expect.stringContaining("lacks the scopes files:read, files:write"),
+          fix: expect.stringContaining("reinstall the app"),
+        });
       } finally {
         await slack.close();
       }
