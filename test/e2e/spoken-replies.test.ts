@@ -2,15 +2,18 @@
  * Spoken replies end to end: `picklebot server` with Telegram against the fake Bot API, the
  * fake model and the fake text-to-speech server. An agent with `voice_replies: always`
  * answers in text and, once, in a voice message (sendVoice, OGG/Opus); a speech service
- * that refuses the key or is down leaves the text reply as it is, with a log line.
+ * that refuses the key or is down leaves the text reply as it is, with a log line. On
+ * Slack (the fake Web API and Socket Mode) the voice is an audio file shared into the DM.
  */
 import { createHash } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
+import { startFakeSlack } from "../fakes/slack.js";
 import { type FakeSpeech, fakeAudio, startFakeSpeech } from "../fakes/speech.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { busWorkspace, startBusServer, telegramYaml } from "../helpers/bus.js";
+import { busWorkspace, slackYaml, startBusServer, telegramYaml } from "../helpers/bus.js";
 import { killAllServers, type ServerProcess } from "../helpers/server.js";
+import { waitFor } from "../helpers/wait.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
 
 const OWNER = 4242;
@@ -41,11 +44,17 @@ afterEach(async () => {
 });
 
 /** Starts the server with the talker as the chats' agent and `text_to_speech` keyed `key`. */
-async function startTalking(key = speech.key): Promise<ServerProcess> {
+async function startTalking(
+  key = speech.key,
+  bus: { yaml: string; platform: "telegram" | "slack" } = {
+    yaml: telegramYaml(telegram, { allowedUserIds: [OWNER] }),
+    platform: "telegram",
+  },
+): Promise<ServerProcess> {
   const tts = `text_to_speech:\n  base_url: ${speech.baseUrl}\n  api_key: ${key}\n  model: tts-1\n  voice: nova\n`;
-  const yaml = `default_agent: talker\n${tts}${telegramYaml(telegram, { allowedUserIds: [OWNER] })}`;
+  const yaml = `default_agent: talker\n${tts}${bus.yaml}`;
   ws = busWorkspace(model.url, yaml, { "agents/talker/AGENT.md": TALKER });
-  return startBusServer(ws.dir, ["telegram"]);
+  return startBusServer(ws.dir, [bus.platform]);
 }
 
 function sha256(content: Buffer): string {
@@ -67,6 +76,28 @@ describe("spoken replies", () => {
       "reply.ogg",
       sha256(fakeAudio("echo: hello")),
     ]);
+  });
+
+  it("on Slack, shares the spoken reply as an audio file into the DM, beside the text reply", async () => {
+    const slack = await startFakeSlack();
+    try {
+      const dm = slack.addPerson("U0OWNER01", "owner");
+      await startTalking(speech.key, {
+        yaml: slackYaml(slack, { allowedUserIds: ["U0OWNER01"] }),
+        platform: "slack",
+      });
+      slack.write({ userId: "U0OWNER01", channelId: dm, text: "hello" });
+      const [voice] = await waitFor(
+        () => slack.sharedFiles(dm).length === 1 && slack.sharedFiles(dm),
+        "the voice reply",
+        15_000,
+      );
+      expect(slack.messages(dm).map((message) => message.text)).toEqual(["echo: hello"]);
+      expect([voice?.name, voice?.sha256]).toEqual(["reply.ogg", sha256(fakeAudio("echo: hello"))]);
+    } finally {
+      await killAllServers();
+      await slack.close();
+    }
   });
 
   it("delivers the text reply alone, and logs why, when the service refuses the key", async () => {
