@@ -29,7 +29,7 @@ export const CHAT_PLATFORMS = {
 /**
  * Largest photo Telegram's `sendPhoto` takes (10 MB); a larger image goes as a document,
  * up to {@link CHAT_PLATFORMS}' `maxFileBytes` (the Bot API's 50 MB upload limit; Discord's
- * default attachment limit is 25 MiB).
+ * default attachment limit is 25 MiB; Slack's upload limit is 1 GB).
  */
 export const TELEGRAM_MAX_PHOTO_BYTES = 10_000_000;
 
@@ -104,7 +104,8 @@ export interface ChatAttachment {
   kind: ChatAttachmentKind;
   /**
    * What names the file on its platform, for {@link ChatPlatform.download}: Telegram's
-   * `file_id`, Discord's attachment URL. Also what a download is remembered by.
+   * `file_id`, Discord's attachment URL, Slack's `url_private_download`. Also what a
+   * download is remembered by.
    */
   source: string;
   /** The file's name; platforms give none for photos and voice notes. (Default: made up from the kind) */
