@@ -139,6 +139,10 @@ function slackPlatform(slack: FakeSlack): ChaosPlatform {
     write(chatId, text) {
       slack.write({ userId: userOf(chatId), channelId: chatId, text });
     },
+    writePhoto(chatId, bytes, caption) {
+      const files = [{ name: "photo.jpg", mimetype: "image/jpeg", bytes }];
+      slack.write({ userId: userOf(chatId), channelId: chatId, text: caption, files });
+    },
     shown: (chatId) => slack.messages(chatId).map(({ ts, text }) => ({ messageId: ts, text })),
     calls: () => slack.calls.map(toCall).filter((call) => call !== null),
     onCall: null,
