@@ -274,6 +274,10 @@ describe("SlackPlatform", () => {
       expect(signIn.message).not.toContain(fake.botToken);
       fake.failNext(FILE_DOWNLOAD, { status: 502 });
       expect((await failure(platform.download(attachment))).retryable).toBe(true);
+      // A revoked token: Slack redirects to its sign-in page, which is followed and refused.
+      fake.revoke(fake.botToken);
+      const redirected = await failure(platform.download(attachment));
+      expect([redirected.retryable, redirected.message]).toEqual([false, signIn.message]);
       expect(fake.downloads).toEqual([]);
     });
 
