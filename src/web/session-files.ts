@@ -19,7 +19,7 @@ import type { ChatAttachment, ChatAttachmentKind, HistoryStore } from "../ports/
 export const MAX_UPLOAD_BYTES = MAX_FILE_BYTES;
 
 /** The answer to an upload over {@link MAX_UPLOAD_BYTES}. */
-export const UPLOAD_TOO_LARGE = `413 too large: a web chat message with its files takes at most ${MAX_UPLOAD_BYTES} bytes (32 MiB); send a smaller file (compress or split it)\n`;
+export const UPLOAD_TOO_LARGE = `413 too large: a web chat message with its files takes at most ${MAX_UPLOAD_BYTES} bytes (${MAX_UPLOAD_BYTES / 1024 / 1024} MiB); send a smaller file (compress or split it)\n`;
 
 /** The form field of the chat box's files. */
 export const FILE_FIELD = "file";

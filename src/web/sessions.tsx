@@ -33,7 +33,14 @@ import type {
 } from "../ports/index.js";
 import { type Column, ListTable, PostForm } from "./components.js";
 import type { WebReplies } from "./replies.js";
-import { FILE_FIELD, fileHeaders, sessionFiles, storeUploads, uploadsOf } from "./session-files.js";
+import {
+  FILE_FIELD,
+  fileHeaders,
+  MAX_UPLOAD_BYTES,
+  sessionFiles,
+  storeUploads,
+  uploadsOf,
+} from "./session-files.js";
 import { TranscriptView } from "./transcript-view.js";
 
 /** Sessions a list shows. */
@@ -394,7 +401,7 @@ function MessageField() {
         />
       </label>
       <label>
-        Files (images, PDFs, text, audio; up to 32 MiB in all)
+        Files (images, PDFs, text, audio; up to {MAX_UPLOAD_BYTES / 1024 / 1024} MiB in all)
         <input type="file" name={FILE_FIELD} multiple />
       </label>
       <p class="notice error" data-form-error="" role="alert" hidden />

@@ -14,7 +14,7 @@ import type { MediaStore } from "./store.js";
 export function webFileProblem(name: string, bytes: number): string | undefined {
   if (bytes === 0) return `"${name}" is empty; the web chat refuses empty files`;
   if (bytes <= MAX_FILE_BYTES) return undefined;
-  return `"${name}" is ${bytes} bytes, over the web chat's limit of ${MAX_FILE_BYTES} bytes (32 MiB) per file; send a smaller file (compress or split it)`;
+  return `"${name}" is ${bytes} bytes, over the web chat's limit of ${MAX_FILE_BYTES} bytes (${MAX_FILE_BYTES / 1024 / 1024} MiB) per file; send a smaller file (compress or split it)`;
 }
 
 /** The {@link FileSender} of a job that answers the web chat of session `sessionId`. */
