@@ -27,6 +27,11 @@ export const FILE_FIELD = "file";
 /** Images a browser may show inline from here; any other type is served as an attachment. */
 const INLINE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
 
+/** Whether a file of `mediaType` is shown in the page (a raster image), not downloaded. */
+export function showsInline(mediaType: string): boolean {
+  return INLINE_TYPES.has(mediaType);
+}
+
 /** A file a session references, as it is served. */
 export interface SessionFile {
   sha256: string;
@@ -105,7 +110,7 @@ export async function sessionFiles(
 
 /** The headers a session file is served with: its type, and an attachment unless a raster image. */
 export function fileHeaders(file: SessionFile): Record<string, string> {
-  const inline = INLINE_TYPES.has(file.mediaType);
+  const inline = showsInline(file.mediaType);
   return {
     "content-type": file.mediaType,
     "content-disposition": `${inline ? "inline" : "attachment"}; ${filenameParameters(file.name)}`,

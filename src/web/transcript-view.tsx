@@ -19,6 +19,7 @@ import { truncate } from "../base/printable.js";
 import { formatTime } from "../base/time-zone.js";
 import type { Job } from "../ports/index.js";
 import { renderMarkdown } from "./markdown.js";
+import { showsInline } from "./session-files.js";
 
 /** Characters of a tool's input in the card's one-line summary. */
 const INPUT_SUMMARY = 80;
@@ -28,9 +29,6 @@ export interface TranscriptFiles {
   url: (sha256: string) => string;
   sent: ReadonlyMap<string, SentFile>;
 }
-
-/** Images a browser shows as a thumbnail (the types the model APIs take). */
-const THUMBNAIL_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
 
 /**
  * Every entry, then the jobs of the session's key not finished yet; `streamOf` names where
@@ -163,7 +161,7 @@ function SentFileLink(props: { file: SentFile; url: string }) {
         url={url}
         name={file.name}
         about={`${file.mediaType}, ${formatBytes(file.bytes)}`}
-        thumbnail={THUMBNAIL_TYPES.has(file.mediaType)}
+        thumbnail={showsInline(file.mediaType)}
       />
       {file.caption ? <p>{file.caption}</p> : null}
     </div>
