@@ -16,6 +16,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { z } from "zod";
 import type { MediaRef } from "../../ports/index.js";
 
 /** A stored file, as {@link MediaStore.put} returns it. */
@@ -36,6 +37,16 @@ export interface SentFile {
   /** The `send_file` call that sent it (its tool_use id), or a digest of the file. */
   callId: string;
 }
+
+/** What a sent file's record holds (see {@link SentFile}). */
+const sentFileSchema: z.ZodType<SentFile> = z.object({
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  bytes: z.number().int().nonnegative(),
+  name: z.string().min(1),
+  mediaType: z.string().min(1),
+  caption: z.string().optional(),
+  callId: z.string().min(1),
+});
 
 /** The source a web chat's upload is remembered by: the upload is stored before its job runs. */
 export function uploadSource(sha256: string): string {
@@ -98,7 +109,7 @@ export class MediaStore {
       throw error;
     }
     const texts = await Promise.all(names.map((name) => readFile(join(folder, name), "utf8")));
-    return texts.map((text) => JSON.parse(text) as SentFile);
+    return texts.map((text) => sentFileSchema.parse(JSON.parse(text)));
   }
 
   async #readText(name: string): Promise<string | null> {
