@@ -3,7 +3,7 @@
  * calls (the usage ledger) to a {@link Transcript}, shared by `picklebot sessions show`
  * and the dashboard's session page.
  *
- *   user text ─► a `user` entry (a job's resume marker `.` is left out)
+ *   user text, images and PDFs ─► a `user` entry (a job's resume marker `.` is left out)
  *   assistant text + tool_use ─► an `assistant` entry, its tool calls answered by the next
  *     message's tool_results (shortened), and its model call (model, tokens)
  *   compaction / prune / job_end blocks ─► entries of their own, marked
@@ -13,7 +13,9 @@ import { assertNever } from "../base/assert-never.js";
 import { isConversationBlock, mediaBlockText } from "../base/content.js";
 import { addUsage, zeroUsage } from "../base/usage.js";
 import {
+  type DocumentBlock,
   type HistoryStore,
+  type ImageBlock,
   RESUME_MARKER,
   type Session,
   type StoredMessage,
@@ -52,12 +54,16 @@ interface EntryBase {
   jobId: string | null;
 }
 
+/** A file of a message: an image or a PDF, by its stored reference (never its bytes). */
+export type TranscriptFile = ImageBlock | DocumentBlock;
+
 /** One thing that happened in the conversation, oldest first. */
 export type TranscriptEntry =
-  | (EntryBase & { kind: "user"; text: string })
+  | (EntryBase & { kind: "user"; text: string; files: TranscriptFile[] })
   | (EntryBase & {
       kind: "assistant";
       text: string;
+      files: TranscriptFile[];
       toolCalls: TranscriptToolCall[];
       /** The model call that wrote it (null: none recorded). */
       call: TranscriptCall | null;
@@ -104,16 +110,19 @@ export function buildTranscript(
     if (message.role === "user" && message.jobId !== null) turnJob = message.jobId;
     else if (message.role === "user" && startsTurn(message)) turnJob = null;
     const base = { at: message.at, jobId: message.jobId ?? turnJob };
-    const { texts, toolCalls, markers } = readBlocks(message, base, open, takeCall);
+    const { texts, files, toolCalls, markers } = readBlocks(message, base, open, takeCall);
     entries.push(...markers);
     const text = texts.join("\n").trim();
     if (message.role === "user") {
-      if (text !== "" && text !== RESUME_MARKER) entries.push({ ...base, kind: "user", text });
+      const said = text === RESUME_MARKER ? "" : text;
+      if (said !== "" || files.length > 0)
+        entries.push({ ...base, kind: "user", text: said, files });
       continue;
     }
     for (const call of toolCalls) open.set(call.id, call);
-    if (text !== "" || toolCalls.length > 0) {
-      entries.push({ ...base, kind: "assistant", text, toolCalls, call: takeCall(message) });
+    if (text !== "" || files.length > 0 || toolCalls.length > 0) {
+      const call = takeCall(message);
+      entries.push({ ...base, kind: "assistant", text, files, toolCalls, call });
     }
   }
   for (const record of unmatched) {
@@ -126,6 +135,8 @@ export function buildTranscript(
 /** What one stored message holds, read block by block. */
 interface MessageBlocks {
   texts: string[];
+  /** Its images and PDFs. */
+  files: TranscriptFile[];
   /** Its tool calls, not yet answered. */
   toolCalls: TranscriptToolCall[];
   /** An entry for each marker it holds (compaction, prune point, job end), in order. */
@@ -142,7 +153,7 @@ function readBlocks(
   open: ReadonlyMap<string, TranscriptToolCall>,
   takeCall: (message: StoredMessage) => TranscriptCall | null,
 ): MessageBlocks {
-  const read: MessageBlocks = { texts: [], toolCalls: [], markers: [] };
+  const read: MessageBlocks = { texts: [], files: [], toolCalls: [], markers: [] };
   for (const block of message.content) {
     switch (block.type) {
       case "text":
@@ -150,7 +161,7 @@ function readBlocks(
         break;
       case "image":
       case "document":
-        read.texts.push(mediaBlockText(block));
+        read.files.push(block);
         break;
       case "tool_use":
         read.toolCalls.push(openCall(block.id, block.name, block.input));
@@ -202,10 +213,15 @@ export function turnOfJob(transcript: Transcript, jobId: string): JobTurn {
   let reply: string | null = null;
   for (const entry of transcript.entries) {
     if (entry.jobId !== jobId) continue;
-    if (entry.kind === "user") message ??= entry.text;
+    if (entry.kind === "user") message ??= entryText(entry);
     if (entry.kind === "assistant" && entry.text !== "") reply = entry.text;
   }
   return { message, reply };
+}
+
+/** What an entry says, its files as a line each (`[image photo.jpg, image/jpeg, …]`). */
+export function entryText(entry: { text: string; files: readonly TranscriptFile[] }): string {
+  return [...entry.files.map(mediaBlockText), entry.text].filter((line) => line !== "").join("\n");
 }
 
 /** A user message that is not only tool results: a new turn (a terminal chat's, when no job). */

@@ -49,7 +49,15 @@ export function serverBlockText(block: ServerToolUseBlock | ServerToolResultBloc
 
 /** An image or a PDF a person sent, as one line of text: what transcripts show. */
 export function mediaBlockText(block: ImageBlock | DocumentBlock): string {
+  const about = `${block.media.name}, ${block.mediaType}, ${formatBytes(block.media.bytes)}`;
   return block.type === "image"
-    ? `[image ${block.media.name}, ${block.width}×${block.height} px]`
-    : `[PDF ${block.media.name}, ${block.pages} pages]`;
+    ? `[image ${about}, ${block.width}×${block.height} px]`
+    : `[PDF ${about}, ${block.pages} pages]`;
+}
+
+/** `512 B`, `12.3 kB`, `4.5 MB`: a file's size for a person (decimal units). */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1000) return `${bytes} B`;
+  if (bytes < 1_000_000) return `${(bytes / 1000).toFixed(1)} kB`;
+  return `${(bytes / 1_000_000).toFixed(1)} MB`;
 }

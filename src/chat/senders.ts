@@ -13,6 +13,8 @@
 
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
+import { MediaStore } from "../agents/media/store.js";
+import { webFileSender } from "../agents/media/web-files.js";
 import type { RunRequest } from "../agents/runner.js";
 import type { FileSender, MessagePoster } from "../agents/tools/index.js";
 import {
@@ -24,6 +26,7 @@ import {
 import { ToolError, toError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { formatOutboxKey } from "../base/outbox-key.js";
+import { isWebSessionKey } from "../base/session-key.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type {
   ChatPlatform,
@@ -80,10 +83,13 @@ export class ChatSenders {
   readonly #options: ChatSendersOptions;
   readonly #senders = new Map<ChatPlatformKind, Sender>();
   readonly #files: OutboxFiles;
+  /** Where `send_file` of a web chat's job stores its files. */
+  readonly #media: MediaStore;
 
   constructor(options: ChatSendersOptions) {
     this.#options = options;
     this.#files = new OutboxFiles(options.historyPath);
+    this.#media = new MediaStore(options.historyPath);
     const { outbox, frontends, holder, clock, logger, editIntervalMs } = options;
     for (const platform of options.platforms) {
       const platformLogger = logger.child({ platform: platform.kind });
@@ -214,11 +220,18 @@ export class ChatSenders {
   /**
    * `send_file` of a job's turn: into the chat its reply target names, through the outbox,
    * once per tool call (a resumed job runs a call with its id again: it adds nothing, even
-   * when the file changed meanwhile); undefined for a turn that is not a job's.
+   * when the file changed meanwhile); a web chat's job stores the file for its session
+   * page instead (agents/media/web-files.ts); undefined for a turn that is not a job's.
    */
-  fileSender({ replyTo: target, jobId }: RunRequest): FileSender | undefined {
+  fileSender({
+    replyTo: target,
+    jobId,
+    sessionKey,
+    sessionId,
+  }: RunRequest): FileSender | undefined {
     if (!target || !jobId) return undefined;
     const chat = chatAddressOf(target);
+    if (!chat && isWebSessionKey(sessionKey)) return webFileSender(this.#media, sessionId);
     const noChat = () =>
       new ToolError(
         `send_file: this job has no chat to send to; give its cron a deliver_to (${CHAT_ADDRESS_FORMS})`,

@@ -1,5 +1,10 @@
 /** Prints a {@link Transcript} for a terminal (`picklebot sessions show`). */
-import type { Transcript, TranscriptCall, TranscriptEntry } from "../agents/transcript.js";
+import {
+  entryText,
+  type Transcript,
+  type TranscriptCall,
+  type TranscriptEntry,
+} from "../agents/transcript.js";
 import { assertNever } from "../base/assert-never.js";
 import { printable } from "../base/printable.js";
 import type { TokenUsage } from "../ports/index.js";
@@ -28,11 +33,11 @@ function printEntry(entry: TranscriptEntry): void {
   switch (entry.kind) {
     case "user":
       printLine(`${when} user${job}`);
-      printIndented(entry.text);
+      printIndented(entryText(entry));
       return;
     case "assistant":
       printLine(`${when} assistant${job}${callNote(entry.call)}`);
-      if (entry.text) printIndented(entry.text);
+      if (entry.text || entry.files.length > 0) printIndented(entryText(entry));
       for (const call of entry.toolCalls) {
         printLine(`  → tool ${call.name} ${clip(JSON.stringify(call.input), INPUT_CHARS)}`);
         if (call.result === null) printLine("    ← (no result stored yet)");

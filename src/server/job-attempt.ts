@@ -15,12 +15,13 @@
  * What becomes of the job then is the outcome policy's (job-outcome.ts) to decide.
  */
 import { type BatchJob, LostBatchLock } from "../agents/batch-provider.js";
-import type { MediaIntake, ReadFiles } from "../agents/media/intake.js";
+import type { MediaIntake, MediaOrigin, ReadFiles } from "../agents/media/intake.js";
 import type { AgentRunner } from "../agents/runner.js";
 import type { TurnDriver, TurnProgress, TurnRequest } from "../agents/turn.js";
 import { chatAddressOf } from "../base/chat-address.js";
 import { PicklebotError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
+import { isWebSessionKey } from "../base/session-key.js";
 import type { CallEvent, JobEventPublisher } from "../events/job-events.js";
 import type {
   Checkpoint,
@@ -107,13 +108,13 @@ export class JobAttempts {
   /** The files of a chat job's message, until its message is checkpointed. */
   async #readFiles(job: ClaimedJob, signal: AbortSignal): Promise<ReadFiles> {
     const { media } = this.#deps;
-    const address = chatAddressOf(job.replyTo);
-    if (job.checkpointed || job.attachments.length === 0 || !media || !address) {
+    const platform = mediaOriginOf(job);
+    if (job.checkpointed || job.attachments.length === 0 || !media || !platform) {
       return { content: [], notices: [] };
     }
     const lastAttempt = job.attempts >= job.maxAttempts;
     const { id, attachments } = job;
-    return media.read({ id, attachments, platform: address.platform, lastAttempt }, signal);
+    return media.read({ id, attachments, platform, lastAttempt }, signal);
   }
 
   /**
@@ -242,4 +243,11 @@ function userContent(text: string, files: ReadFiles): RequestContentBlock[] {
   const words: RequestContentBlock[] = text.trim() === "" ? [] : [{ type: "text", text }];
   const content = [...files.content, ...words];
   return content.length > 0 ? content : [{ type: "text", text }];
+}
+
+/** Where a job's files were sent: its chat's platform, the web chat, or nowhere (null). */
+function mediaOriginOf(job: ClaimedJob): MediaOrigin | null {
+  const address = chatAddressOf(job.replyTo);
+  if (address) return address.platform;
+  return isWebSessionKey(job.sessionKey) ? "web" : null;
 }

@@ -7,6 +7,7 @@
 import type { AgentCatalog } from "../agents/catalog.js";
 import type { AgentDefinition } from "../agents/definition.js";
 import type { McpServers } from "../agents/mcp/servers.js";
+import { MediaStore } from "../agents/media/store.js";
 import { toError, UserError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { secretRedactor } from "../base/redact.js";
@@ -113,6 +114,7 @@ function serverDashboard(parts: ServerHttpParts, access: HttpAccess) {
       history: storage.history,
       usage: storage.usage,
       queue,
+      media: new MediaStore(config.history.path),
       agents: parts.claimedAgents,
       replies: parts.webReplies,
       stopper: parts.stopper,

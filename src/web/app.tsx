@@ -1,14 +1,23 @@
 /**
  * The dashboard: the overview at `/`, every section at `/<path>`, inside one layout.
  * Every POST must carry the CSRF token (form field `_csrf` or header `x-csrf-token`; the
- * layout sets the header for htmx); in read-only mode every POST is refused and sections
- * render no action. Access (the token) is checked before, by the HTTP endpoint.
+ * layout sets the header for htmx) and be at most the upload limit (413 past it, before
+ * the body is read further); in read-only mode every POST is refused and sections render
+ * no action. Access (the token) is checked before, by the HTTP endpoint.
  */
 import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { jsxRenderer } from "hono/jsx-renderer";
 import { digest, type HttpAccess, sameSecret } from "../http/access.js";
 import { CSRF_FIELD, type DashboardEnv, type DashboardSection } from "../http/env.js";
 import { Layout } from "../http/layout.js";
+import { MAX_UPLOAD_BYTES, UPLOAD_TOO_LARGE } from "./session-files.js";
+
+/** Refuses a POST body over the web chat's upload limit (a form's fields count too). */
+const uploadLimit = bodyLimit({
+  maxSize: MAX_UPLOAD_BYTES,
+  onError: (c) => c.text(UPLOAD_TOO_LARGE, 413),
+});
 
 /** What the dashboard is made of. */
 export interface DashboardOptions {
@@ -36,13 +45,16 @@ export function dashboardApp(options: DashboardOptions): Hono<DashboardEnv> {
     if (options.readOnly) {
       return c.text("403 forbidden: the dashboard is read-only (http.read_only: true)\n", 403);
     }
-    if (!sameSecret(await sentCsrfToken(c.req), csrfToken)) {
-      return c.text(
-        "403 forbidden: missing or wrong CSRF token; reload the page and try again\n",
-        403,
-      );
+    return uploadLimit(c, next);
+  });
+  app.use(async (c, next) => {
+    if (c.req.method !== "POST" || sameSecret(await sentCsrfToken(c.req), csrfToken)) {
+      return next();
     }
-    return next();
+    return c.text(
+      "403 forbidden: missing or wrong CSRF token; reload the page and try again\n",
+      403,
+    );
   });
   app.use(
     jsxRenderer(({ children, title }) => (

@@ -66,6 +66,8 @@ export function PostForm(props: {
   action: string;
   title: string;
   htmx?: { target: string };
+  /** It sends files: posted as `multipart/form-data`. (Default: a plain form) */
+  upload?: boolean;
   children?: Child;
 }) {
   const c = useRequestContext<DashboardEnv>();
@@ -78,8 +80,11 @@ export function PostForm(props: {
         "data-reset-on-success": "",
       }
     : {};
+  const upload = props.upload
+    ? { enctype: "multipart/form-data" as const, "hx-encoding": "multipart/form-data" }
+    : {};
   return (
-    <form class="card" method="post" action={props.action} {...htmx}>
+    <form class="card" method="post" action={props.action} {...htmx} {...upload}>
       <h2>{props.title}</h2>
       <input type="hidden" name={CSRF_FIELD} value={c.get("csrfToken")} />
       {props.children}

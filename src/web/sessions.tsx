@@ -6,11 +6,15 @@
  * is sent to a chat platform). While a reply is written its Stop button stops it as `/stop`
  * does in a chat (agents/session-stop.ts); in the chat box Enter sends, Shift+Enter adds a
  * line. Known secrets typed into a message are replaced by [redacted] before it is queued.
+ * The chat box takes files too (a file input, or pasted or dropped into the message): they
+ * become the files of the person's turn, and the session's files are served to the owner
+ * (session-files.ts); the transcript shows images as thumbnails and other files as links.
  */
 import { randomBytes } from "node:crypto";
 import { type Context, Hono } from "hono";
 import type { Child } from "hono/jsx";
 import { streamSSE } from "hono/streaming";
+import type { MediaStore } from "../agents/media/store.js";
 import { stopSessionReply } from "../agents/session-stop.js";
 import { buildTranscript } from "../agents/transcript.js";
 import { isWebSessionKey, webSessionKey } from "../base/session-key.js";
@@ -18,6 +22,7 @@ import { formatTime } from "../base/time-zone.js";
 import { CSRF_FIELD, type DashboardEnv } from "../http/env.js";
 import { Notice } from "../http/layout.js";
 import type {
+  ChatAttachment,
   HistoryStore,
   Job,
   JobAdmin,
@@ -28,6 +33,14 @@ import type {
 } from "../ports/index.js";
 import { type Column, ListTable, PostForm } from "./components.js";
 import type { WebReplies } from "./replies.js";
+import {
+  FILE_FIELD,
+  fileHeaders,
+  MAX_UPLOAD_BYTES,
+  sessionFiles,
+  storeUploads,
+  uploadsOf,
+} from "./session-files.js";
 import { TranscriptView } from "./transcript-view.js";
 
 /** Sessions a list shows. */
@@ -41,6 +54,8 @@ export interface SessionsSource {
   /** The ledger the transcript reads each turn's model call from. */
   usage: UsageLedger;
   queue: JobQueue & JobAdmin;
+  /** The history's media folder: where uploads are stored and session files are read. */
+  media: MediaStore;
   /** Agents a new web chat may talk to; the first is the default. */
   agents: () => readonly string[];
   /** Replies being written in this process, streamed to the page. (Default: not streamed) */
@@ -83,18 +98,28 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
         .replace(/\r\n?/g, "\n")
         .trim(),
     );
-  app.post("/new", async (c) => {
-    const form = await c.req.parseBody();
-    const agentId = String(form.agent ?? "");
+  /** The message and files a chat form sent, stored; or why they are refused. */
+  const chatOf = async (form: Record<string, unknown>): Promise<SentChat | string> => {
     const message = messageOf(form);
+    const uploads = uploadsOf(form);
+    if ("problem" in uploads) return uploads.problem;
+    if (message === "" && uploads.files.length === 0) {
+      return "the message is empty; write something or attach a file to send";
+    }
+    return { message, attachments: await storeUploads(source.media, uploads.files) };
+  };
+  app.post("/new", async (c) => {
+    const form = await c.req.parseBody({ all: true });
+    const agentId = String(form.agent ?? "");
     const agents = source.agents();
     if (!agents.includes(agentId)) {
       return refuse(c, `no agent "${agentId}"; pick one of ${agents.join(", ")}`);
     }
-    if (message === "") return refuse(c, "the message is empty; write something to send");
+    const chat = await chatOf(form);
+    if (typeof chat === "string") return refuse(c, chat);
     const key = webSessionKey(agentId, randomBytes(4).toString("hex"));
     const session = await source.history.createSession({ key, agentId });
-    await enqueueChat(source.queue, session, message);
+    await enqueueChat(source.queue, session, chat);
     return c.redirect(`/sessions/${session.id}`, 303);
   });
   app.get("/:id", async (c) => {
@@ -148,10 +173,19 @@ export function sessionsRoutes(source: SessionsSource): Hono<DashboardEnv> {
     if (!isWebSessionKey(session.key)) {
       return refuse(c, "only web chats take messages here; answer other chats where they happen");
     }
-    const message = messageOf(await c.req.parseBody());
-    if (message === "") return refuse(c, "the message is empty; write something to send");
-    await enqueueChat(source.queue, session, message);
+    const chat = await chatOf(await c.req.parseBody({ all: true }));
+    if (typeof chat === "string") return refuse(c, chat);
+    await enqueueChat(source.queue, session, chat);
     return showSession(c, source, session);
+  });
+  app.get("/:id/files/:sha256", async (c) => {
+    const session = await source.history.getSession(c.req.param("id"));
+    if (!session) return noSession(c);
+    const files = await sessionFiles(source.history, source.media, session.id);
+    const file = files.get(c.req.param("sha256"));
+    if (!file) return c.text("404 not found: this session has no such file\n", 404);
+    const bytes = await source.media.read(file.sha256);
+    return c.body(new Uint8Array(bytes), 200, fileHeaders(file));
   });
   app.post("/:id/stop", async (c) => {
     const session = await source.history.getSession(c.req.param("id"));
@@ -179,7 +213,15 @@ function stopControls(
   return (job) => (job.state === "running" ? <StopButton session={session} csrf={csrf} /> : null);
 }
 
+/** A chat form's message and its stored files. */
+interface SentChat {
+  message: string;
+  attachments: ChatAttachment[];
+}
+
+/** A form refused: its reason as text for htmx (the chat box shows it), else as a page. */
 function refuse(c: Context<DashboardEnv>, text: string) {
+  if (c.req.header("hx-request")) return c.text(`400 not sent: ${text}\n`, 400);
   c.status(400);
   return c.render(<Notice error text={text} back="/sessions" />, { title: "Not sent" });
 }
@@ -191,14 +233,15 @@ function noSession(c: Context<DashboardEnv>) {
   });
 }
 
-async function enqueueChat(queue: JobQueue, session: Session, message: string): Promise<Job> {
+async function enqueueChat(queue: JobQueue, session: Session, chat: SentChat): Promise<Job> {
   return queue.enqueue({
     agentId: session.agentId,
     sessionKey: session.key,
     sessionId: session.id,
-    message,
+    message: chat.message,
     mode: "chat",
     replyTo: { kind: "silent" },
+    ...(chat.attachments.length > 0 ? { attachments: chat.attachments } : {}),
   });
 }
 
@@ -228,10 +271,11 @@ async function Transcript(props: {
   stop?: ((job: Job) => Child) | undefined;
 }) {
   const { source, session } = props;
-  const [messages, calls, pending] = await Promise.all([
+  const [messages, calls, pending, sent] = await Promise.all([
     source.history.messages(session.id),
     source.usage.calls({ since: 0, sessionId: session.id }),
     props.pending ?? pendingJobs(source.queue, session.key),
+    source.media.sentFiles(session.id),
   ]);
   const { entries } = buildTranscript(session, messages, calls);
   const version = transcriptVersion(session, pending);
@@ -250,6 +294,10 @@ async function Transcript(props: {
           source.replies ? (job) => `/sessions/${session.id}/stream?job=${job.id}` : undefined
         }
         controlsOf={props.stop}
+        files={{
+          url: (sha256) => `/sessions/${session.id}/files/${sha256}`,
+          sent: new Map(sent.map((file) => [file.callId, file])),
+        }}
       />
     </div>
   );
@@ -294,7 +342,7 @@ function SessionFacts(props: { session: Session }) {
 
 function NewChat(props: { agents: readonly string[] }) {
   return (
-    <PostForm action="/sessions/new" title="New web chat">
+    <PostForm action="/sessions/new" title="New web chat" upload>
       <label>
         Agent
         <select name="agent">
@@ -326,6 +374,7 @@ function ChatBox(props: { session: Session }) {
       action={`/sessions/${session.id}/chat`}
       title="Send a message"
       htmx={{ target: "#transcript" }}
+      upload
     >
       <MessageField />
       <button type="submit" class="primary">
@@ -335,18 +384,28 @@ function ChatBox(props: { session: Session }) {
   );
 }
 
-/** A message to send: Enter sends it, Shift+Enter adds a line (the live script, live.ts). */
+/**
+ * A message to send: Enter sends it, Shift+Enter adds a line; files chosen, pasted or
+ * dropped into it go with it (the live script, live.ts), up to the upload limit.
+ */
 function MessageField() {
   return (
-    <label>
-      Message
-      <textarea
-        name="message"
-        required
-        data-enter-sends=""
-        placeholder="Enter sends; Shift+Enter starts a new line"
-      />
-    </label>
+    <>
+      <label>
+        Message
+        <textarea
+          name="message"
+          data-enter-sends=""
+          data-takes-files=""
+          placeholder="Enter sends; Shift+Enter starts a new line; paste or drop files here"
+        />
+      </label>
+      <label>
+        Files (images, PDFs, text, audio; up to {MAX_UPLOAD_BYTES / 1024 / 1024} MiB in all)
+        <input type="file" name={FILE_FIELD} multiple />
+      </label>
+      <p class="notice error" data-form-error="" role="alert" hidden />
+    </>
   );
 }
 

@@ -1,18 +1,34 @@
 /**
  * A transcript (agents/transcript.ts) as HTML: Markdown text, tool calls as cards that
- * expand, compaction summaries marked, each turn with its time and model call.
+ * expand, compaction summaries marked, each turn with its time and model call; images as
+ * thumbnails and other files as links (name, type, size), and the files `send_file` sent
+ * into a web chat as links under their call.
  */
 import { raw } from "hono/html";
 import type { Child } from "hono/jsx";
-import type { TranscriptCall, TranscriptEntry, TranscriptToolCall } from "../agents/transcript.js";
+import type { SentFile } from "../agents/media/store.js";
+import type {
+  TranscriptCall,
+  TranscriptEntry,
+  TranscriptFile,
+  TranscriptToolCall,
+} from "../agents/transcript.js";
 import { assertNever } from "../base/assert-never.js";
+import { formatBytes } from "../base/content.js";
 import { truncate } from "../base/printable.js";
 import { formatTime } from "../base/time-zone.js";
 import type { Job } from "../ports/index.js";
 import { renderMarkdown } from "./markdown.js";
+import { showsInline } from "./session-files.js";
 
 /** Characters of a tool's input in the card's one-line summary. */
 const INPUT_SUMMARY = 80;
+
+/** Where the files of the session are served, and what `send_file` sent, by call id. */
+export interface TranscriptFiles {
+  url: (sha256: string) => string;
+  sent: ReadonlyMap<string, SentFile>;
+}
 
 /**
  * Every entry, then the jobs of the session's key not finished yet; `streamOf` names where
@@ -24,6 +40,7 @@ export function TranscriptView(props: {
   pending: Job[];
   streamOf?: ((job: Job) => string) | undefined;
   controlsOf?: ((job: Job) => Child) | undefined;
+  files: TranscriptFiles;
 }) {
   return (
     <>
@@ -31,7 +48,7 @@ export function TranscriptView(props: {
         <p class="muted">no messages yet</p>
       ) : null}
       {props.entries.map((entry) => (
-        <Entry entry={entry} />
+        <Entry entry={entry} files={props.files} />
       ))}
       {props.pending.map((job) => (
         <div class="msg user pending" data-job={job.id}>
@@ -39,6 +56,11 @@ export function TranscriptView(props: {
             {job.state === "running" ? "the agent is working on it…" : `${job.state}…`}
           </div>
           {job.checkpointed ? null : raw(renderMarkdown(job.message))}
+          {job.checkpointed || job.attachments.length === 0 ? null : (
+            <p class="muted">
+              with {job.attachments.map((file) => file.name ?? file.kind).join(", ")}
+            </p>
+          )}
           {props.streamOf ? <div class="reply" data-stream={props.streamOf(job)} /> : null}
           {props.controlsOf?.(job) ?? null}
         </div>
@@ -47,13 +69,16 @@ export function TranscriptView(props: {
   );
 }
 
-function Entry(props: { entry: TranscriptEntry }) {
-  const { entry } = props;
+function Entry(props: { entry: TranscriptEntry; files: TranscriptFiles }) {
+  const { entry, files } = props;
   switch (entry.kind) {
     case "user":
       return (
         <div class="msg user">
           <Who text="user" at={entry.at} />
+          {entry.files.map((file) => (
+            <MediaFile file={file} url={files.url(file.media.sha256)} />
+          ))}
           {raw(renderMarkdown(entry.text))}
         </div>
       );
@@ -61,10 +86,19 @@ function Entry(props: { entry: TranscriptEntry }) {
       return (
         <div class="msg assistant">
           <Who text="assistant" at={entry.at} call={entry.call} />
-          {raw(renderMarkdown(entry.text))}
-          {entry.toolCalls.map((call) => (
-            <ToolCard call={call} />
+          {entry.files.map((file) => (
+            <MediaFile file={file} url={files.url(file.media.sha256)} />
           ))}
+          {raw(renderMarkdown(entry.text))}
+          {entry.toolCalls.map((call) => {
+            const sent = files.sent.get(call.id);
+            return (
+              <>
+                <ToolCard call={call} />
+                {sent ? <SentFileLink file={sent} url={files.url(sent.sha256)} /> : null}
+              </>
+            );
+          })}
         </div>
       );
     case "compaction":
@@ -101,6 +135,56 @@ function Entry(props: { entry: TranscriptEntry }) {
     default:
       return assertNever(entry, "transcript entry");
   }
+}
+
+/** An image as a thumbnail that opens it; a PDF as a link; each with name, type and size. */
+function MediaFile(props: { file: TranscriptFile; url: string }) {
+  const { file, url } = props;
+  const { name, bytes } = file.media;
+  const about = file.type === "image" ? `${file.width}×${file.height} px` : `${file.pages} pages`;
+  return (
+    <FileCard
+      url={url}
+      name={name}
+      about={`${file.mediaType}, ${formatBytes(bytes)}, ${about}`}
+      thumbnail={file.type === "image"}
+    />
+  );
+}
+
+/** A file `send_file` sent into the web chat: its link (a thumbnail for an image), and caption. */
+function SentFileLink(props: { file: SentFile; url: string }) {
+  const { file, url } = props;
+  return (
+    <div class="sent-file">
+      <FileCard
+        url={url}
+        name={file.name}
+        about={`${file.mediaType}, ${formatBytes(file.bytes)}`}
+        thumbnail={showsInline(file.mediaType)}
+      />
+      {file.caption ? <p>{file.caption}</p> : null}
+    </div>
+  );
+}
+
+function FileCard(props: { url: string; name: string; about: string; thumbnail: boolean }) {
+  const { url, name, about } = props;
+  return (
+    <figure class="file">
+      {props.thumbnail ? (
+        <a href={url} target="_blank" rel="noopener">
+          <img class="thumbnail" src={url} alt={name} loading="lazy" />
+        </a>
+      ) : null}
+      <figcaption>
+        <a href={url} target="_blank" rel="noopener" download={props.thumbnail ? undefined : name}>
+          {name}
+        </a>{" "}
+        <span class="muted">({about})</span>
+      </figcaption>
+    </figure>
+  );
 }
 
 function Who(props: { text: string; at: number; call?: TranscriptCall | null }) {

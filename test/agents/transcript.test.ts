@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   buildTranscript,
+  entryText,
   TRANSCRIPT_RESULT_CHARS,
   turnOfJob,
 } from "../../src/agents/transcript.js";
@@ -160,5 +161,39 @@ describe("a web search the model API ran", () => {
         },
       ],
     });
+  });
+});
+
+describe("the files of a transcript", () => {
+  const image = {
+    type: "image" as const,
+    mediaType: "image/jpeg" as const,
+    media: { sha256: "a".repeat(64), bytes: 245_100, name: "garden.jpg" },
+    width: 1568,
+    height: 1045,
+  };
+  const document = {
+    type: "document" as const,
+    mediaType: "application/pdf" as const,
+    media: { sha256: "b".repeat(64), bytes: 1_200_000, name: "report.pdf" },
+    pages: 3,
+  };
+  const sent: StoredMessage[] = [
+    { role: "user", at: 1_000, jobId: "j_1", content: [image, document] },
+    { role: "assistant", at: 2_000, jobId: null, content: [{ type: "text", text: "A garden." }] },
+  ];
+
+  it("keeps a message of files only, its images and PDFs apart from its words", () => {
+    const [user] = buildTranscript(session, sent, []).entries;
+    expect(user).toMatchObject({ kind: "user", text: "", files: [image, document] });
+  });
+
+  it("names each file with its type and size where text is shown (sessions show, jobs)", () => {
+    const user = buildTranscript(session, sent, []).entries[0];
+    if (user?.kind !== "user") throw new Error("no user entry");
+    expect(entryText(user)).toBe(
+      "[image garden.jpg, image/jpeg, 245.1 kB, 1568×1045 px]\n[PDF report.pdf, application/pdf, 1.2 MB, 3 pages]",
+    );
+    expect(turnOfJob(buildTranscript(session, sent, []), "j_1").message).toBe(entryText(user));
   });
 });

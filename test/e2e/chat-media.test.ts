@@ -102,7 +102,8 @@ describe("files sent from Telegram", () => {
       "--workspace",
       ws?.dir ?? "",
     ]);
-    expect(shown.stdout).toMatch(/\[image photo-\d+\.jpg, 1568×1045 px\]/);
+    // Name, media type, size and pixels.
+    expect(shown.stdout).toMatch(/\[image photo-\d+\.jpg, image\/jpeg, \d+\.\d kB, 1568×1045 px\]/);
     // Downloaded once, as a step of the job: a second run of the same file is not downloaded.
     expect(telegram.downloads).toHaveLength(1);
   });

@@ -3,10 +3,11 @@
  * child process on a temp workspace, its model a fake Anthropic API on loopback. Every
  * page is screenshotted to test-output/screenshots/; with PICKLEBOT_DOCS_SCREENSHOTS=1 the
  * overview and session pictures are also written to docs/ for the README. A web chat is
- * sent with Enter and its reply stopped with its Stop button.
+ * sent with Enter and its reply stopped with its Stop button; a photo uploaded in a web chat
+ * shows as a thumbnail, a file dropped into its box goes with the message.
  */
 import { copyFileSync, mkdirSync, readFileSync, statSync } from "node:fs";
-import { networkInterfaces } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -17,6 +18,7 @@ import {
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
 import { browserForFile, browserSkipReason, screenshot } from "../helpers/browser.js";
+import { photo } from "../helpers/media.js";
 import { enqueueJob, killAllServers, startServer } from "../helpers/server.js";
 import { hangGuard } from "../helpers/wait.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
@@ -283,6 +285,70 @@ describe.skipIf(skip !== null)("a web chat's keys and Stop button", () => {
       .toContain("You are welcome.");
     expect(await page.locator('textarea[name="message"]').inputValue()).toBe("");
     expect(await page.evaluate("window.__sameDocument")).toBe(true);
+    await page.close();
+  });
+});
+
+describe.skipIf(skip !== null)("files in a web chat in the browser", () => {
+  it("uploads a photo, sees the reply and its thumbnail, drops a file into the box, and shows a refusal", async () => {
+    fake.script({ text: "A garden in the sun." }, { text: "Your list has two items." });
+    const server = await startServer(ws.dir);
+    const page = await browser.ownerPage(server, "/sessions");
+    await page.fill('textarea[name="message"]', "What is in this picture?");
+    await page
+      .locator('input[name="file"]')
+      .setInputFiles({ name: "garden.jpg", mimeType: "image/jpeg", buffer: await photo(900, 600) });
+    await page.getByRole("button", { name: "Start chat" }).click();
+    await page.waitForURL(/\/sessions\/s_/);
+    const transcript = page.locator("#transcript");
+    await expect
+      .poll(() => transcript.textContent(), { timeout: hangGuard(20_000) })
+      .toContain("A garden in the sun.");
+    const asked = requestAt(fake, 0).body.messages.at(-1)?.content;
+    const [image] = Array.isArray(asked) ? asked : [];
+    expect(image).toMatchObject({ type: "image", source: { media_type: "image/jpeg" } });
+    // The thumbnail loads through the owner's session (the dashboard cookie).
+    const thumbnail = transcript.locator("img.thumbnail");
+    await expect.poll(() => thumbnail.count(), { timeout: hangGuard(15_000) }).toBe(1);
+    await thumbnail.scrollIntoViewIfNeeded();
+    // Runs in the page (the DOM's types are not in this project's lib).
+    const loadedWidth = 'document.querySelector("#transcript img.thumbnail").naturalWidth';
+    await expect.poll(() => page.evaluate(loadedWidth), { timeout: hangGuard(15_000) }).toBe(900);
+    expect(await transcript.locator("figcaption").textContent()).toMatch(
+      /garden\.jpg \(image\/jpeg, [\d.]+ kB, 900×600 px\)/,
+    );
+    await page.evaluate("window.__sameDocument = true");
+
+    // A file dropped into the message box goes with the message (htmx posts in place).
+    const box = page.locator('textarea[name="message"]');
+    const dropped = await page.evaluateHandle(
+      '(() => { const d = new DataTransfer(); d.items.add(new File(["- jars\\n- brine\\n"], "list.md", { type: "text/markdown" })); return d; })()',
+    );
+    await box.dispatchEvent("drop", { dataTransfer: dropped });
+    await box.fill("What is on my list?");
+    await box.press("Enter");
+    await expect
+      .poll(() => transcript.textContent(), { timeout: hangGuard(20_000) })
+      .toContain("Your list has two items.");
+    expect(lastUserText(requestAt(fake, 1))).toContain("list.md (text/markdown");
+    expect(lastUserText(requestAt(fake, 1))).toContain("- jars\n- brine");
+    await expect
+      .poll(() => transcript.textContent(), { timeout: hangGuard(20_000) })
+      .not.toContain("the agent is working on it");
+
+    // An empty file is refused in the chat box, saying why.
+    await page
+      .locator('input[name="file"]')
+      .setInputFiles({ name: "empty.txt", mimeType: "text/plain", buffer: Buffer.alloc(0) });
+    await page.getByRole("button", { name: "Send" }).click();
+    const refusal = page.locator("[data-form-error]");
+    await expect
+      .poll(() => refusal.textContent(), { timeout: hangGuard(15_000) })
+      .toContain('"empty.txt" is empty');
+    expect(await refusal.isVisible()).toBe(true);
+    expect(await page.evaluate("window.__sameDocument")).toBe(true);
+    const shot = await screenshot(page, "web-chat-files");
+    copyFileSync(shot, join(tmpdir(), "picklebot-web-chat-files.png"));
     await page.close();
   });
 });

@@ -6,6 +6,7 @@
  * owner (with the access token), `anonymous` as anyone else.
  */
 import type { Hono } from "hono";
+import { MediaStore } from "../../src/agents/media/store.js";
 import { systemClock } from "../../src/base/clock.js";
 import type { Config } from "../../src/config/index.js";
 import { loadWorkspaceCrons } from "../../src/cron/admin.js";
@@ -135,6 +136,7 @@ export async function openDashboard(options: DashboardTestOptions = {}): Promise
       history: storage.history,
       usage: storage.usage,
       queue: storage.queue,
+      media: new MediaStore(config.history.path),
       agents: () => ["pickle", "scout"],
       replies,
       stopper,

@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { readdirSync, rmSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { MediaStore } from "../../src/agents/media/store.js";
 import type { RunRequest } from "../../src/agents/runner.js";
 import { createSendFileTool } from "../../src/agents/tools/send-file.js";
 import { ToolError } from "../../src/base/errors.js";
@@ -71,8 +72,12 @@ function context(callId = "toolu_1"): ToolContext {
   };
 }
 
-function tool(replyTo: ReplyTarget = { kind: platform.kind, chatId: CHAT }) {
-  return createSendFileTool(senders.fileSender({ replyTo, jobId: "j1" } as RunRequest));
+function tool(
+  replyTo: ReplyTarget = { kind: platform.kind, chatId: CHAT },
+  sessionKey = `telegram:${CHAT}`,
+) {
+  const request = { replyTo, jobId: "j1", sessionKey, sessionId: "s_web" } as RunRequest;
+  return createSendFileTool(senders.fileSender(request));
 }
 
 function sha256(text: string): string {
@@ -177,6 +182,41 @@ describe("send_file", () => {
     expect(message).toMatch(/this job has no chat to send to; give its cron a deliver_to/);
     const none = await refusal(createSendFileTool(undefined).run({ path: "chart.png" }, context()));
     expect(none).toMatch(/this conversation has no chat to send files to/);
+  });
+});
+
+describe("send_file in a web chat", () => {
+  beforeEach(() => setUp("telegram"));
+  const web = () => tool({ kind: "silent" }, "web:pickle:ab12");
+
+  it("stores the file for the session's page once per call, and sends nothing to a chat", async () => {
+    const media = new MediaStore(join(ws.dir, "history"));
+    expect(await web().run({ path: "chart.png", caption: "a chart" }, context())).toBe(
+      "sent chart.png to the web chat; it shows there as a link",
+    );
+    // The same call again (a resumed job) adds nothing.
+    await web().run({ path: "chart.png", caption: "a chart" }, context());
+    const sent = await media.sentFiles("s_web");
+    expect(sent).toEqual([
+      {
+        sha256: sha256("\x89PNG image"),
+        bytes: Buffer.byteLength("\x89PNG image"),
+        name: "chart.png",
+        mediaType: "image/png",
+        caption: "a chart",
+        callId: "toolu_1",
+      },
+    ]);
+    expect((await media.read(sent[0]?.sha256 ?? "")).toString()).toBe("\x89PNG image");
+    expect(await media.sentFiles("s_other")).toEqual([]);
+    expect(platform.calls).toEqual([]);
+  });
+
+  it("refuses an empty file, saying so", async () => {
+    ws.write("empty.txt", "");
+    expect(await refusal(web().run({ path: "empty.txt" }, context()))).toBe(
+      'send_file: "empty.txt" is empty; the web chat refuses empty files',
+    );
   });
 });
 

@@ -62,12 +62,18 @@ export interface MediaIntakeOptions {
   logger: Logger;
 }
 
+/**
+ * Where a message's files were sent: a chat platform (downloaded as a step of the job), or
+ * the dashboard's web chat (`web`: uploaded and stored before the job was queued).
+ */
+export type MediaOrigin = ChatPlatformKind | "web";
+
 /** The job a message's files belong to. */
 export interface IntakeJob {
   id: string;
   attachments: ChatAttachment[];
-  /** The platform the files were sent on. */
-  platform: ChatPlatformKind;
+  /** Where the files were sent. */
+  platform: MediaOrigin;
   /** No attempt comes after this one: a transient failure becomes a notice. */
   lastAttempt: boolean;
 }
@@ -177,6 +183,7 @@ export class MediaIntake {
       const bytes = await store.read(known);
       return { bytes, ref: { sha256: known, bytes: bytes.byteLength, name } };
     }
+    if (job.platform === "web") throw new Unreadable("the upload is not stored; send it again");
     let bytes: Uint8Array;
     try {
       bytes = await this.#options.download(job.platform, attachment, signal);

@@ -6,17 +6,52 @@
  *   <sha256>                   the bytes (the original, and the image prepared for the model)
  *   <sha256>.transcript.txt    the transcription of a voice note or an audio file
  *   sources/<sha256 of source> the SHA-256 of what a platform's file id downloaded to
+ *                              (a web chat's upload: `upload:<sha256>`, see {@link uploadSource})
+ *   sent/<sha256 of session>/<sha256 of call>.json
+ *                              a file `send_file` sent into a web chat (see {@link SentFile})
  *
  * Each file is written to a temporary name and renamed, so a crash never leaves half a
  * file, and a job resumed after a crash finds what it downloaded or transcribed before.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { z } from "zod";
 import type { MediaRef } from "../../ports/index.js";
 
 /** A stored file, as {@link MediaStore.put} returns it. */
 export type StoredMedia = Pick<MediaRef, "sha256" | "bytes">;
+
+/**
+ * A file `send_file` sent into a web chat: its bytes stored like any media file, shown in
+ * the chat as a link (only to the owner, only in its session).
+ */
+export interface SentFile {
+  sha256: string;
+  bytes: number;
+  /** The file name the chat shows, without folders. */
+  name: string;
+  /** Its media type, by its extension (`send_file`'s table). */
+  mediaType: string;
+  caption?: string;
+  /** The `send_file` call that sent it (its tool_use id), or a digest of the file. */
+  callId: string;
+}
+
+/** What a sent file's record holds (see {@link SentFile}). */
+const sentFileSchema: z.ZodType<SentFile> = z.object({
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  bytes: z.number().int().nonnegative(),
+  name: z.string().min(1),
+  mediaType: z.string().min(1),
+  caption: z.string().optional(),
+  callId: z.string().min(1),
+});
+
+/** The source a web chat's upload is remembered by: the upload is stored before its job runs. */
+export function uploadSource(sha256: string): string {
+  return `upload:${checkedHash(sha256)}`;
+}
 
 /** The content-addressed files of one history folder. */
 export class MediaStore {
@@ -55,6 +90,26 @@ export class MediaStore {
 
   async rememberTranscript(sha256: string, text: string): Promise<void> {
     await this.#write(`${checkedHash(sha256)}.transcript.txt`, text);
+  }
+
+  /** Remembers a file sent into the web chat of session `sessionId` (once per call). */
+  async rememberSent(sessionId: string, file: SentFile): Promise<void> {
+    const name = join("sent", sourceName(sessionId), `${sourceName(file.callId)}.json`);
+    await this.#write(name, JSON.stringify(file));
+  }
+
+  /** The files sent into the web chat of session `sessionId` (in no set order). */
+  async sentFiles(sessionId: string): Promise<SentFile[]> {
+    const folder = join(this.#folder, "sent", sourceName(sessionId));
+    let names: string[];
+    try {
+      names = (await readdir(folder)).filter((name) => name.endsWith(".json"));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw error;
+    }
+    const texts = await Promise.all(names.map((name) => readFile(join(folder, name), "utf8")));
+    return texts.map((text) => sentFileSchema.parse(JSON.parse(text)));
   }
 
   async #readText(name: string): Promise<string | null> {

@@ -82,7 +82,7 @@ export function createSendFileTool(sender: FileSender | undefined): Tool {
     run: async ({ path, caption }, context) => {
       if (!sender) {
         throw new ToolError(
-          "send_file: this conversation has no chat to send files to; files go to Telegram and Discord chats, and to a cron's deliver_to",
+          "send_file: this conversation has no chat to send files to; files go to Telegram, Discord and Slack chats, the dashboard's web chat, and a cron's deliver_to",
         );
       }
       const file = await readWorkspaceFile(context, path, sender);

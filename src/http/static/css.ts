@@ -76,6 +76,10 @@ pre { padding: .5rem; overflow-x: auto; white-space: pre-wrap; }
 .msg.assistant { border-left: 4px solid var(--muted); }
 .msg .who { font-size: .8rem; color: var(--muted); }
 .msg p { margin: .3rem 0; }
+figure.file { margin: .4rem 0; }
+figure.file img.thumbnail { display: block; max-width: min(240px, 100%); max-height: 240px;
+  border: 1px solid var(--line); border-radius: .4rem; }
+figure.file figcaption { font-size: .9rem; overflow-wrap: anywhere; }
 details.tool { border: 1px dashed var(--line); border-radius: .4rem; padding: .3rem .6rem; margin: .4rem 0; }
 details.tool summary { cursor: pointer; font-family: ui-monospace, monospace; font-size: .9rem; }
 details.tool.error summary { color: var(--bad); }

@@ -8,7 +8,10 @@
  * empties itself once htmx has posted it (here, not in `hx-on`: the pages' CSP allows no eval).
  * In a textarea with `data-enter-sends`, Enter sends its form (as its submit button would,
  * so the form's checks and htmx apply) and Shift+Enter adds a line; Enter that confirms an
- * input method's composition (Japanese, Chinese…) does neither.
+ * input method's composition (Japanese, Chinese…) does neither. Files pasted or dropped
+ * into a textarea with `data-takes-files` join its form's file input. A form's
+ * `[data-form-error]` shows why htmx's post was refused (the answer's text), until the next
+ * post succeeds.
  */
 import { EVENT_TYPES } from "../../ports/index.js";
 
@@ -50,9 +53,37 @@ export const DASHBOARD_JS = `
     e.preventDefault();
     box.form.requestSubmit();
   });
+  function takesFiles(el) { return el.matches && el.matches("textarea[data-takes-files]") && el.form; }
+  function addFiles(box, files) {
+    var input = box.form.querySelector('input[type="file"]');
+    if (!input || !files || !files.length || !window.DataTransfer) return false;
+    var all = new DataTransfer();
+    [input.files, files].forEach(function (list) {
+      Array.prototype.forEach.call(list, function (file) { all.items.add(file); });
+    });
+    input.files = all.files;
+    return true;
+  }
+  document.addEventListener("paste", function (e) {
+    if (takesFiles(e.target) && e.clipboardData && addFiles(e.target, e.clipboardData.files)) e.preventDefault();
+  });
+  document.addEventListener("dragover", function (e) { if (takesFiles(e.target)) e.preventDefault(); });
+  document.addEventListener("drop", function (e) {
+    if (takesFiles(e.target) && e.dataTransfer && addFiles(e.target, e.dataTransfer.files)) e.preventDefault();
+  });
+  function formError(form) { return form.querySelector ? form.querySelector("[data-form-error]") : null; }
+  document.addEventListener("htmx:responseError", function (e) {
+    var shown = formError(e.detail.elt);
+    if (!shown) return;
+    shown.textContent = e.detail.xhr.responseText;
+    shown.hidden = false;
+  });
   document.addEventListener("htmx:afterRequest", function (e) {
     var form = e.detail.elt;
-    if (e.detail.successful && form.hasAttribute("data-reset-on-success")) form.reset();
+    if (!e.detail.successful) return;
+    var shown = formError(form);
+    if (shown) shown.hidden = true;
+    if (form.hasAttribute("data-reset-on-success")) form.reset();
   });
   connectStreams(document);
   if (!document.querySelector('[hx-trigger*="picklebot-event"]')) return;
