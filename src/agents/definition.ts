@@ -19,6 +19,7 @@ import {
 import { type CustomIssueParams, userErrorFromIssues } from "../config/issues.js";
 import { ID_PATTERN } from "../config/schema.js";
 import { didYouMean } from "../config/suggest.js";
+import { SPOKEN_REPLY_MODES, type SpokenReplyMode } from "../ports/index.js";
 import { POLICY_TOOLS } from "./approval-policy.js";
 import { parseFrontMatterFile, readFolderFile } from "./front-matter.js";
 import { mcpSelectorProblem, parseMcpSelector, unknownMcpServersProblem } from "./mcp/names.js";
@@ -65,9 +66,10 @@ export interface AgentDefinition {
   budget?: BudgetLimits;
   /**
    * Its chat replies are also sent as voice messages (front matter `voice_replies`), with
-   * picklebot.yaml's `text_to_speech`. (Default: off)
+   * picklebot.yaml's `text_to_speech`: `always`, or `in_kind` (only the replies to a
+   * message that came as a voice note or an audio file). (Default: off)
    */
-  voiceReplies?: "always";
+  voiceReplies?: SpokenReplyMode;
   /**
    * Whether its `bash` may open network connections (front matter `bash: {network}`).
    * (Default: picklebot.yaml `tools.bash.network`)
@@ -146,7 +148,7 @@ const frontMatterSchema = z.strictObject({
   approvals: approvalPolicySchema(POLICY_TOOLS).optional(),
   budget: budgetLimitsSchema().optional(),
   bash: z.strictObject({ network: z.boolean().optional() }).optional(),
-  voice_replies: z.enum(["off", "always"]).optional(),
+  voice_replies: z.enum(["off", ...SPOKEN_REPLY_MODES]).optional(),
   memory: z.union([z.boolean(), memorySchema()]).optional(),
   web_fetch: z
     .strictObject({
@@ -372,7 +374,9 @@ export function parseAgentFile(id: string, text: string, file: string): AgentDef
     memory: agentMemory(fields.memory),
     ...(fields.budget === undefined ? {} : { budget: fields.budget }),
     ...(fields.bash?.network === undefined ? {} : { bashNetwork: fields.bash.network }),
-    ...(fields.voice_replies === "always" ? { voiceReplies: "always" as const } : {}),
+    ...(fields.voice_replies === undefined || fields.voice_replies === "off"
+      ? {}
+      : { voiceReplies: fields.voice_replies }),
     ...(fields.web_fetch === undefined
       ? {}
       : { webFetch: { allowDomains: [...new Set(fields.web_fetch.allow_domains)] } }),

@@ -14,7 +14,7 @@
  *               and resolves: the job is done. Delivery starts at once (after a stream
  *               call in flight, whose message it edits) without the job waiting for
  *               it; a failed or hung delivery is retried by the outbox loop.
- *               When the agent's replies are spoken (speech.ts), the text is then
+ *               When the reply is spoken (speech.ts), the text is then
  *               synthesised and stored as a voice entry of the outbox, once per job.
  */
 
@@ -38,7 +38,7 @@ import type {
 } from "../ports/index.js";
 import { editFormatted, messageKey, type OutboxDelivery, sendFormatted } from "./delivery.js";
 import type { OutboxFiles } from "./outbox-files.js";
-import type { SpokenReplies } from "./speech.js";
+import { isSpoken, type SpokenReplies } from "./speech.js";
 import { splitMessage } from "./split.js";
 
 /** Options of {@link ChatFrontend}. */
@@ -196,14 +196,14 @@ class ChatReply implements ReplyStream {
 
   /**
    * Stores the reply spoken as the job's voice entry and starts its delivery, when the
-   * agent's replies are spoken; a job whose voice entry exists (a resumed one) adds
+   * agent's replies are spoken (always, or in kind and the message came as voice); a job whose voice entry exists (a resumed one) adds
    * nothing. A failed synthesis is logged: the text reply is sent without it.
    */
   async #speak(text: string): Promise<void> {
     const { speech, files, outbox, delivery, clock, logger } = this.#options;
-    const { jobId, agentId } = this.#context;
+    const { jobId, agentId, cameAsVoice = false } = this.#context;
     if (!speech || !files || !jobId || !agentId || text.trim() === "") return;
-    if (!speech.wanted(agentId)) return;
+    if (!isSpoken(speech.modeOf(agentId), cameAsVoice)) return;
     const dedupeKey = formatOutboxKey({ kind: "voice", jobId });
     if ((await outbox.get(dedupeKey)) !== null) return;
     let audio: Buffer;

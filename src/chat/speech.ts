@@ -1,5 +1,6 @@
 /**
- * Spoken replies: the final text of a reply of an agent with `voice_replies: always` is
+ * Spoken replies: the final text of a reply of an agent with `voice_replies: always` (or
+ * `in_kind`, when the message it answers came as a voice note or an audio file) is
  * also sent as a voice message, spoken by the owner's OpenAI-compatible text-to-speech
  * endpoint (`text_to_speech` in picklebot.yaml: `POST <base_url>/audio/speech`, asking for
  * OGG/Opus, what Telegram's `sendVoice` takes). The voice goes through the outbox as a
@@ -8,6 +9,7 @@
  */
 import { redactSecrets } from "../base/redact.js";
 import type { Config } from "../config/index.js";
+import type { SpokenReplyMode } from "../ports/index.js";
 
 /** `text_to_speech` of picklebot.yaml. */
 export type TextToSpeechConfig = NonNullable<Config["text_to_speech"]>;
@@ -84,7 +86,12 @@ export class TextToSpeech {
 
 /** What a chat frontend needs to speak replies. */
 export interface SpokenReplies {
-  /** Whether the replies of this agent are spoken too (its `voice_replies`). */
-  wanted(agentId: string): boolean;
+  /** When the replies of this agent are spoken too (its `voice_replies`; none: never). */
+  modeOf(agentId: string): SpokenReplyMode | undefined;
   tts: TextToSpeech;
+}
+
+/** Whether a reply is spoken, by its agent's mode and how the message it answers came. */
+export function isSpoken(mode: SpokenReplyMode | undefined, cameAsVoice: boolean): boolean {
+  return mode === "always" || (mode === "in_kind" && cameAsVoice);
 }

@@ -31,6 +31,7 @@ import type {
   IncomingChoice,
   JobAdmin,
   JobQueue,
+  SpokenReplyMode,
   Storage,
   Worker,
 } from "../ports/index.js";
@@ -52,10 +53,10 @@ export interface ChatWingOptions {
   /** The agents chats may talk to, read anew at each use (agents come and go on reload). */
   agents: ChatAgentDirectory;
   /**
-   * Whether an agent's replies are also spoken (its `voice_replies`), asked at each reply;
+   * When an agent's replies are also spoken (its `voice_replies`), asked at each reply;
    * spoken only with `text_to_speech` configured. (Default: none)
    */
-  voiceReplies?: (agentId: string) => boolean;
+  voiceReplies?: (agentId: string) => SpokenReplyMode | undefined;
   /** This process's instance id: the holder of its delivery leases. */
   holder: string;
   /**
@@ -157,5 +158,5 @@ function spokenReplies({ config, voiceReplies }: ChatWingOptions): {
   speech?: SpokenReplies;
 } {
   if (!config.text_to_speech || !voiceReplies) return {};
-  return { speech: { wanted: voiceReplies, tts: new TextToSpeech(config.text_to_speech) } };
+  return { speech: { modeOf: voiceReplies, tts: new TextToSpeech(config.text_to_speech) } };
 }

@@ -113,7 +113,7 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       budget: workspaceBudgetSchema(),
       /** MCP servers whose tools agents may list as `mcp:<name>`. */
       mcp_servers: mcpServersSchema(),
-      /** Spoken replies (agents with `voice_replies`); absent: none. */
+      /** Spoken replies (agents with `voice_replies: always` or `in_kind`); absent: none. */
       text_to_speech: textToSpeechSchema().optional(),
     })
     .superRefine((config, ctx) => {

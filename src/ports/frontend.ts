@@ -29,7 +29,19 @@ export interface ReplyContext {
   jobId?: string;
   /** The agent whose reply it is (a chat frontend speaks the replies of some agents). */
   agentId?: string;
+  /**
+   * The message the reply answers came as a voice note or an audio file (read from the
+   * stored job, so a resumed job knows it too): an agent with `voice_replies: in_kind`
+   * speaks its reply then. (Default: false)
+   */
+  cameAsVoice?: boolean;
 }
+
+/** When an agent's chat replies are also spoken (AGENT.md `voice_replies`, besides `off`). */
+export const SPOKEN_REPLY_MODES = ["always", "in_kind"] as const;
+
+/** `always`: every chat reply; `in_kind`: the replies to a voice note or an audio file. */
+export type SpokenReplyMode = (typeof SPOKEN_REPLY_MODES)[number];
 
 /** A place where a person reads an agent's replies. */
 export interface Frontend {

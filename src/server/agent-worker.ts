@@ -208,6 +208,7 @@ export class AgentWorker implements Worker {
       reply = this.#options.frontends.openReply(job.replyTo, {
         jobId: job.id,
         agentId: job.agentId,
+        cameAsVoice: job.attachments.some(({ kind }) => kind === "voice" || kind === "audio"),
       });
       const attempt = await this.#attempts.attempt(job, reply, signal, progress);
       outcome = await this.#apply(job, reply, attempt);

@@ -166,7 +166,7 @@ export class PicklebotServer {
       queue: this.#queue,
       frontends: this.frontends,
       agents: this.#chatAgents(),
-      voiceReplies: (agentId) => options.agents.get(agentId)?.voiceReplies === "always",
+      voiceReplies: (agentId) => options.agents.get(agentId)?.voiceReplies,
       holder: this.#instance.id,
       sharedOutbox: storage.cluster !== null,
       clock: this.#clock,
