@@ -30,10 +30,21 @@ export interface UsageReport {
   unpriced: string[];
 }
 
-/** The cost of one recorded call at `prices` (0 for a model they do not know). */
+/**
+ * The cost of one recorded call at `prices` (its tokens count 0 for a model they do not
+ * know), plus what a speech service charged for it (`serviceUsd`, priced when recorded).
+ */
 export function callCost(record: UsageRecord, prices: PriceTable = {}): number {
   const price = priceOf(record.model, prices);
-  return price ? costOf(record, price, record.batch) : 0;
+  return (price ? costOf(record, price, record.batch) : 0) + (record.serviceUsd ?? 0);
+}
+
+/**
+ * Whether a call's tokens go unpriced: `prices` do not know its model. A speech service's
+ * row (a transcription, `speech_to_text:<model>`) is priced by its `serviceUsd`.
+ */
+function isUnpriced(record: UsageRecord, prices: PriceTable | undefined): boolean {
+  return record.serviceUsd === undefined && !priceOf(record.model, prices);
 }
 
 /** Sums `records` by `by`; a day is the calendar day in `timezone`. */
@@ -47,7 +58,7 @@ export function summarizeUsage(
   for (const record of records) {
     const key = groupKey(record, options.by, options.timezone);
     if (key === undefined) continue;
-    if (!priceOf(record.model, options.prices)) unpriced.add(record.model);
+    if (isUnpriced(record, options.prices)) unpriced.add(record.model);
     const cost = callCost(record, options.prices);
     const line = groups.get(key) ?? emptyLine(key);
     groups.set(key, addCall(line, record, cost));

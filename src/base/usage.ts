@@ -18,7 +18,13 @@ export function addUsage(total: TokenUsage, more: TokenUsage): TokenUsage {
     cacheWrite: total.cacheWrite + more.cacheWrite,
     ...oneHourWrites((total.cacheWrite1h ?? 0) + (more.cacheWrite1h ?? 0)),
     ...webSearches((total.webSearches ?? 0) + (more.webSearches ?? 0)),
+    ...serviceCost((total.serviceUsd ?? 0) + (more.serviceUsd ?? 0)),
   };
+}
+
+/** `serviceUsd` when there is any: a call no speech service charged for does not name it. */
+export function serviceCost(usd: number | null | undefined): Pick<TokenUsage, "serviceUsd"> {
+  return usd ? { serviceUsd: usd } : {};
 }
 
 /** `webSearches` when there are any: a call that searched nothing does not name them. */

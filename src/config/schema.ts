@@ -321,6 +321,13 @@ function speechToTextSchema() {
     api_key: z.string().optional(),
     /** `whisper-1`, `gpt-4o-mini-transcribe`, `whisper-large-v3`… */
     model: z.string().min(1),
+    /**
+     * USD per minute of audio: each transcription's cost goes into the usage ledger (and
+     * counts against budgets). (Default: none, transcriptions are not counted)
+     */
+    price_per_minute: fromText(
+      z.number().min(0).describe("a price in USD per minute of audio, such as 0.006"),
+    ).optional(),
   });
 }
 

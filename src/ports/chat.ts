@@ -114,6 +114,8 @@ export interface ChatAttachment {
   mimeType?: string;
   /** Bytes, as the platform says. (Default: unknown) */
   size?: number;
+  /** Seconds a voice note or an audio file lasts, as the platform says. (Default: unknown) */
+  durationS?: number;
 }
 
 /** A message a person sent to the bot, already filtered by the platform's rules. */

@@ -179,6 +179,11 @@ export interface TokenUsage {
   cacheWrite1h?: number;
   /** Web searches the API ran for the call (a server tool), priced per search. (Default: 0) */
   webSearches?: number;
+  /**
+   * USD a priced speech service charged for the message, outside any model's token prices:
+   * the transcription of the voice notes a user message carries. (Default: 0)
+   */
+  serviceUsd?: number;
 }
 
 /** The model call that produced a message, as the usage ledger records it with its tokens. */

@@ -7,7 +7,7 @@ import type { OutboxStore, PairingStore } from "./chat.js";
 import type { ClusterStore, StopRelay } from "./cluster.js";
 import type { CronStateStore } from "./cron.js";
 import type { EventRelay } from "./events.js";
-import type { HistoryStore } from "./history.js";
+import type { AppendOptions, HistoryStore } from "./history.js";
 import type { MemoryStore, RecallStore } from "./memory.js";
 import type { ChatMessage } from "./messages.js";
 import type { ClaimedJob, JobAdmin, JobQueue } from "./queue.js";
@@ -16,14 +16,20 @@ import type { UsageLedger } from "./usage.js";
 
 /**
  * Writes a job's user message into its session and marks the job checkpointed, in one
- * transaction where the backend allows it. Resolves false when the job's lock was lost
- * (another process owns it now): the caller stops.
+ * transaction where the backend allows it; `charge` (what a speech service charged for
+ * the message: the transcription of its voice notes) becomes the message's row of the
+ * usage ledger, written with it, so it is counted once. Resolves false when the job's
+ * lock was lost (another process owns it now): the caller stops.
  */
 export type Checkpoint = (
   job: ClaimedJob,
   sessionId: string,
   message: ChatMessage,
+  charge?: MessageCharge,
 ) => Promise<boolean>;
+
+/** A message's row of the usage ledger, as {@link AppendOptions} carries it. */
+export type MessageCharge = Required<Pick<AppendOptions, "usage" | "call">>;
 
 /** The messages that close a job's unfinished turn, and the session they go to. */
 export interface TurnClosing {

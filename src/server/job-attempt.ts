@@ -7,8 +7,8 @@
  *   `/compact` (task "compact") ─► summarised now; the reply says how ─► answered
  *   else the files sent with its message read (agents/media/intake.ts: downloaded, stored,
  *   prepared; until the job is checkpointed), then its turn driven (agents/turn.ts):
- *   compaction when needed, the message written with
- *   the checkpoint (until the job is checkpointed; a lost lock makes the attempt "lost"),
+ *   compaction when needed, the message written with the checkpoint (what transcribing
+ *   its voice notes cost, when priced, becomes the message's row of the usage ledger) (until the job is checkpointed; a lost lock makes the attempt "lost"),
  *   the run, model and tool calls published and streamed into the reply ─► reply
  *   finished ─► answered
  *
@@ -22,6 +22,7 @@ import { chatAddressOf } from "../base/chat-address.js";
 import { PicklebotError } from "../base/errors.js";
 import type { Logger } from "../base/log.js";
 import { isWebSessionKey } from "../base/session-key.js";
+import { zeroUsage } from "../base/usage.js";
 import type { CallEvent, JobEventPublisher } from "../events/job-events.js";
 import type {
   Checkpoint,
@@ -29,6 +30,7 @@ import type {
   HistoryStore,
   JobAdmin,
   JobQueue,
+  MessageCharge,
   ReplyStream,
   RequestContentBlock,
   Session,
@@ -146,7 +148,7 @@ export class JobAttempts {
         ? {}
         : { message: { role: "user", content: userContent(job.message, files) } }),
       append: async (message) => {
-        if (!(await checkpoint(job, sessionId, message))) return false;
+        if (!(await checkpoint(job, sessionId, message, chargeOf(job, files)))) return false;
         this.#deps.publish.job("job.checkpointed", job);
         return true;
       },
@@ -250,4 +252,11 @@ function mediaOriginOf(job: ClaimedJob): MediaOrigin | null {
   const address = chatAddressOf(job.replyTo);
   if (address) return address.platform;
   return isWebSessionKey(job.sessionKey) ? "web" : null;
+}
+
+/** The ledger row of a job's user message: what transcribing its voice notes cost, if any. */
+function chargeOf(job: ClaimedJob, files: ReadFiles): MessageCharge | undefined {
+  if (!files.charge) return undefined;
+  const { model, usd } = files.charge;
+  return { usage: { ...zeroUsage(), serviceUsd: usd }, call: { model, jobId: job.id } };
 }

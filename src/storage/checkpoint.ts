@@ -5,8 +5,8 @@ import type { Checkpoint, FailJob, HistoryStore, JobQueue } from "../ports/index
  * id, so a crash between the two steps leaves a message the retry will not append again.
  */
 export function sequentialCheckpoint(history: HistoryStore, queue: JobQueue): Checkpoint {
-  return async (job, sessionId, message) => {
-    await history.append(sessionId, message, { jobId: job.id });
+  return async (job, sessionId, message, charge) => {
+    await history.append(sessionId, message, { jobId: job.id, ...charge });
     return queue.checkpoint(job, sessionId);
   };
 }

@@ -1,5 +1,5 @@
 /** The `usage` table's rows (the same columns in SQLite and PostgreSQL). */
-import { oneHourWrites, webSearches } from "../base/usage.js";
+import { oneHourWrites, serviceCost, webSearches } from "../base/usage.js";
 import type { ModelCall, TokenUsage, UsageQuery, UsageRecord } from "../ports/index.js";
 
 /** A row of the `usage` table; `batch` is 0/1 in SQLite, a boolean in PostgreSQL. */
@@ -16,6 +16,7 @@ export interface UsageRow {
   cache_write_tokens: number;
   cache_write_1h_tokens: number;
   web_searches: number;
+  service_usd: number;
   created_at: number;
 }
 
@@ -34,6 +35,7 @@ export function usageColumns(usage: TokenUsage, call: ModelCall | undefined) {
     usage.cacheWrite,
     usage.cacheWrite1h ?? 0,
     usage.webSearches ?? 0,
+    usage.serviceUsd ?? 0,
   ] as const;
 }
 
@@ -53,6 +55,7 @@ export function usageFromRow(row: UsageRow): UsageRecord {
     cacheWrite: Number(row.cache_write_tokens),
     ...oneHourWrites(Number(row.cache_write_1h_tokens)),
     ...webSearches(Number(row.web_searches)),
+    ...serviceCost(Number(row.service_usd)),
   };
 }
 

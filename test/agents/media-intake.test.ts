@@ -21,7 +21,8 @@ let speech: FakeTranscription;
 let downloads: string[];
 let failNext: Error | null;
 
-function intake(): MediaIntake {
+function intake(pricePerMinute?: number): MediaIntake {
+  const price = pricePerMinute === undefined ? {} : { price_per_minute: pricePerMinute };
   return new MediaIntake({
     store: new MediaStore(dir),
     download: async (_platform, attachment) => {
@@ -33,16 +34,16 @@ function intake(): MediaIntake {
       }
       return voiceNote();
     },
-    speech: { base_url: speech.url, api_key: "stt-test-key", model: "whisper-1" },
+    speech: { base_url: speech.url, api_key: "stt-test-key", model: "whisper-1", ...price },
     maxTextChars: 1000,
     logger: silentLogger(),
   });
 }
 
 const voice: ChatAttachment = { kind: "voice", source: "voice-1", mimeType: "audio/ogg" };
-const job = (lastAttempt = false) => ({
-  id: "j1",
-  attachments: [voice],
+const job = (lastAttempt = false, id = "j1", attachments = [voice]) => ({
+  id,
+  attachments,
   platform: "telegram" as const,
   lastAttempt,
 });
@@ -60,6 +61,44 @@ afterEach(async () => {
 });
 
 describe("MediaIntake", () => {
+  it("charges a priced transcription to the job that had it made, resumed or not, once", async () => {
+    await speech.close();
+    speech = await startFakeTranscription({ seconds: 90 });
+    const signal = new AbortController().signal;
+    const charge = { model: "speech_to_text:whisper-1", usd: 0.009 };
+
+    const first = await intake(0.006).read(job(), signal);
+    // A crash before the checkpoint: the attempt after it reads the stored transcript.
+    const resumed = await intake(0.006).read(job(), signal);
+    // The same voice note sent again, or twice in one message: transcribed before, free.
+    const other = await intake(0.006).read(job(false, "j2", [voice, voice]), signal);
+
+    expect(first.charge?.model).toBe(charge.model);
+    expect(first.charge?.usd).toBeCloseTo(charge.usd, 10);
+    expect(resumed.charge).toEqual(first.charge);
+    expect(other.charge).toBeUndefined();
+    expect(speech.calls).toHaveLength(1);
+  });
+
+  it("prices a transcription by the platform's duration when the service does not say", async () => {
+    const timed = { ...voice, durationS: 30 };
+    const read = await intake(0.006).read(job(false, "j1", [timed]), new AbortController().signal);
+    expect(read.charge?.usd).toBeCloseTo(0.003, 10);
+  });
+
+  it("charges nothing when nobody says how long the audio is", async () => {
+    const read = await intake(0.006).read(job(), new AbortController().signal);
+    expect(read.charge).toBeUndefined();
+    expect(speech.calls).toHaveLength(1);
+  });
+
+  it("charges nothing without a price", async () => {
+    const timed = { ...voice, durationS: 30 };
+    const read = await intake().read(job(false, "j1", [timed]), new AbortController().signal);
+    expect(read.charge).toBeUndefined();
+    expect(speech.calls).toHaveLength(1);
+  });
+
   it("reads a voice note once: a resumed job neither downloads nor transcribes it again", async () => {
     const first = await intake().read(job(), new AbortController().signal);
     const again = await intake().read(job(), new AbortController().signal);

@@ -6,7 +6,9 @@
  */
 import sharp from "sharp";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { costOf, priceOf } from "../../src/agents/prices.js";
 import { CAN_READ } from "../../src/chat/inbox.js";
+import type { TokenUsage } from "../../src/ports/index.js";
 import { type FakeAnthropic, lastUserText, startFakeAnthropic } from "../fakes/anthropic.js";
 import { startFakeDiscord } from "../fakes/discord.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
@@ -45,8 +47,8 @@ async function start(extra = ""): Promise<void> {
   await startBusServer(ws.dir, ["telegram"]);
 }
 
-function speechYaml(key = "stt-test-key"): string {
-  return `speech_to_text:\n  base_url: ${speech.url}\n  api_key: ${key}\n  model: whisper-1\n`;
+function speechYaml(key = "stt-test-key", extra = ""): string {
+  return `speech_to_text:\n  base_url: ${speech.url}\n  api_key: ${key}\n  model: whisper-1\n${extra}`;
 }
 
 /** Waits for the bot's last message in the owner's chat to contain `text`; returns it. */
@@ -259,6 +261,24 @@ describe("files picklebot cannot read get a clear answer, and the caption its re
       caption: "second",
     });
     expect(await replyContaining("second")).toContain("did not answer");
+  });
+
+  it("a priced transcription is counted by picklebot usage, once", async () => {
+    await start(speechYaml("stt-test-key", "  price_per_minute: 0.6\n"));
+    // The fake Telegram says a voice note lasts 2 s; the fake service does not say.
+    telegram.sendUserFile({ chatId: OWNER, userId: OWNER, kind: "voice", bytes: voiceNote() });
+    await replyContaining("pick up some pickles");
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "and now?" });
+    await replyContaining("and now?");
+    const usage = JSON.parse(
+      (await runCli(["usage", "--json", "--workspace", ws?.dir ?? ""])).stdout,
+    ) as { total: TokenUsage & { calls: number; costUsd: number }; unpriced: string[] };
+    const model = priceOf("claude-sonnet-4-6");
+    const tokens = model ? costOf(usage.total, model) : Number.NaN;
+    // Two model calls and one transcription: 2 s at $0.60 a minute.
+    expect(usage.total.calls).toBe(3);
+    expect(usage.total.costUsd).toBeCloseTo(tokens + 0.02, 8);
+    expect(usage.unpriced).toEqual([]);
   });
 
   it("a voice note without a speech service says how to configure one", async () => {

@@ -1,6 +1,7 @@
 /**
  * A fake OpenAI-compatible speech-to-text server: `POST /v1/audio/transcriptions` with a
- * multipart form (file, model), answering `{ "text": … }`. It refuses what OpenAI refuses:
+ * multipart form (file, model), answering `{ "text": … }` (and, when told the audio's length,
+ * `usage: {type: "duration", seconds}` as OpenAI's whisper-1 does). It refuses what OpenAI refuses:
  * a missing or wrong key (401), a file it cannot decode (400 "Invalid file format"), and
  * it can be taken down (connections cut) to play a service that is down.
  */
@@ -13,6 +14,8 @@ export interface FakeTranscriptionOptions {
   apiKey?: string;
   /** What it hears in any audio. (Default: "pick up some pickles") */
   transcript?: string;
+  /** Seconds it says any audio lasts, in `usage`. (Default: it does not say) */
+  seconds?: number;
 }
 
 /** One transcription request it received. */
@@ -37,10 +40,12 @@ export class FakeTranscription {
   readonly #server: Server;
   readonly #key: string;
   readonly #transcript: string;
+  readonly #seconds: number | undefined;
 
   constructor(options: FakeTranscriptionOptions = {}) {
     this.#key = options.apiKey ?? "stt-test-key";
     this.#transcript = options.transcript ?? "pick up some pickles";
+    this.#seconds = options.seconds;
     this.#server = createServer((request, response) => {
       if (this.down) return void request.socket.destroy();
       void this.#answer(request).then(([status, body]) => {
@@ -95,7 +100,9 @@ export class FakeTranscription {
         },
       });
     }
-    return record(200, { text: this.#transcript });
+    const usage =
+      this.#seconds === undefined ? {} : { usage: { type: "duration", seconds: this.#seconds } };
+    return record(200, { text: this.#transcript, ...usage });
   }
 }
 

@@ -112,6 +112,20 @@ export function checkpointContract(
       expect((await storage.queue.get(job.id))?.message).toBe(RESUME_MARKER);
     });
 
+    it("records a message's charge in the usage ledger once, however often it is checkpointed", async () => {
+      const { job, sessionId } = await claimed("(a voice note)");
+      const charge = {
+        usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, serviceUsd: 0.009 },
+        call: { model: "speech_to_text:whisper-1", jobId: job.id },
+      };
+      await storage.checkpoint(job, sessionId, userMessage("(a voice note)"), charge);
+      await storage.checkpoint(job, sessionId, userMessage("(a voice note)"), charge);
+      const calls = await storage.usage.calls({ since: 0, sessionId });
+      expect(calls).toMatchObject([
+        { model: "speech_to_text:whisper-1", jobId: job.id, serviceUsd: 0.009, input: 0 },
+      ]);
+    });
+
     it("does not append a message already written with the job's id (a crash between the steps)", async () => {
       const { job, sessionId } = await claimed("hello");
       await storage.history.append(sessionId, userMessage("hello"), { jobId: job.id });

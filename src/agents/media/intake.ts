@@ -7,7 +7,10 @@
  *     image           ─► prepared (image.ts) ─► an image block
  *     PDF             ─► checked (pdf.ts)    ─► a document block
  *     voice, audio    ─► transcribed once (speech.ts; the transcript is stored) ─► text,
- *                        marked as the transcription of a voice note
+ *                        marked as the transcription of a voice note; with
+ *                        `speech_to_text.price_per_minute`, what the transcriptions this
+ *                        job had made cost (also those made by an attempt before a crash)
+ *                        is returned, for the ledger row of the message they are part of
  *     text-like file  ─► its text, cut like a tool result
  *     anything else   ─► described by name, type and size
  *
@@ -83,6 +86,18 @@ export interface ReadFiles {
   content: RequestContentBlock[];
   /** One line per file that could not be read, for the person. */
   notices: string[];
+  /**
+   * What the speech service charged for the transcriptions this job had made, when it is
+   * priced and charged anything: the ledger row of the message. (Default: none)
+   */
+  charge?: SpeechCharge;
+}
+
+/** A priced service's charge for a message, as the ledger records it. */
+export interface SpeechCharge {
+  /** The service's model, as the ledger names it: `speech_to_text:<model>`. */
+  model: string;
+  usd: number;
 }
 
 /** What a file the platform gave no name is called. */
@@ -107,10 +122,11 @@ export class MediaIntake {
   /** The blocks of every file of `job`, and the notices of those that could not be read. */
   async read(job: IntakeJob, signal: AbortSignal): Promise<ReadFiles> {
     const read: ReadFiles = { content: [], notices: [] };
+    const paid = new Map<string, number>();
     for (const attachment of job.attachments) {
       const name = attachment.name ?? UNNAMED[attachment.kind];
       try {
-        read.content.push(await this.#readOne(job, attachment, name, signal));
+        read.content.push(await this.#readOne(job, attachment, name, signal, paid));
       } catch (thrown) {
         const error = toError(thrown);
         if (!(error instanceof Unreadable)) throw error;
@@ -125,14 +141,29 @@ export class MediaIntake {
         });
       }
     }
-    return read;
+    const charge = this.#chargeFor(paid);
+    return charge === undefined ? read : { ...read, charge };
   }
 
+  /** What `paid` (seconds of audio by file) cost, when the service is priced. */
+  #chargeFor(paid: Map<string, number>): SpeechCharge | undefined {
+    const { speech } = this.#options;
+    const seconds = [...paid.values()].reduce((sum, each) => sum + each, 0);
+    const usd = ((speech?.price_per_minute ?? 0) * seconds) / 60;
+    if (!speech || usd <= 0) return undefined;
+    return { model: `speech_to_text:${speech.model}`, usd };
+  }
+
+  /**
+   * Reads one file; `paid` gains the seconds of each audio file this job had transcribed,
+   * by its SHA-256 (a file sent twice is paid once).
+   */
   async #readOne(
     job: IntakeJob,
     attachment: ChatAttachment,
     name: string,
     signal: AbortSignal,
+    paid: Map<string, number>,
   ): Promise<RequestContentBlock> {
     if ((attachment.size ?? 0) > MAX_FILE_BYTES) {
       throw new Unreadable(
@@ -142,7 +173,7 @@ export class MediaIntake {
     const { bytes, ref } = await this.#bytesOf(job, attachment, name, signal);
     const mimeType = attachment.mimeType ?? "application/octet-stream";
     if (attachment.kind === "voice" || attachment.kind === "audio") {
-      return this.#transcript(job, attachment, { bytes, ref, mimeType }, signal);
+      return this.#transcript(job, attachment, { bytes, ref, mimeType }, signal, paid);
     }
     if (attachment.kind === "image" || mimeType.startsWith("image/"))
       return this.#image(bytes, ref);
@@ -225,12 +256,16 @@ export class MediaIntake {
     }
   }
 
-  /** The transcript of a voice note or audio file: stored once made, never made twice. */
+  /**
+   * The transcript of a voice note or audio file: stored once made, never made twice.
+   * `paid` gains its seconds when this job had it made (now, or in an attempt before).
+   */
   async #transcript(
     job: IntakeJob,
     attachment: ChatAttachment,
     audio: { bytes: Uint8Array; ref: MediaRef; mimeType: string },
     signal: AbortSignal,
+    paid: Map<string, number>,
   ): Promise<RequestContentBlock> {
     const { store, speech } = this.#options;
     const what = attachment.kind === "voice" ? "a voice note" : `the audio file ${audio.ref.name}`;
@@ -242,11 +277,15 @@ export class MediaIntake {
     if (text === null) {
       if (!speech) throw new Unreadable(NO_SPEECH_SERVICE);
       try {
-        text = await transcribe(
+        const made = await transcribe(
           speech,
           { bytes: audio.bytes, name: audio.ref.name, mimeType: audio.mimeType },
           signal,
         );
+        text = made.text;
+        const seconds = made.seconds ?? attachment.durationS;
+        const record = { jobId: job.id, ...(seconds === undefined ? {} : { seconds }) };
+        await store.rememberTranscription(audio.ref.sha256, record);
       } catch (thrown) {
         signal.throwIfAborted();
         if (!(thrown instanceof TranscriptionError)) throw thrown;
@@ -259,7 +298,24 @@ export class MediaIntake {
       }
       await store.rememberTranscript(audio.ref.sha256, text);
     }
+    await this.#notePaid(job, audio.ref, paid);
     return { type: "text", text: `${mark}\n${text}` };
+  }
+
+  /** Adds the audio file's seconds to `paid` when this job had it transcribed. */
+  async #notePaid(job: IntakeJob, audio: MediaRef, paid: Map<string, number>): Promise<void> {
+    const { store, speech, logger } = this.#options;
+    if (speech?.price_per_minute === undefined) return;
+    const record = await store.transcription(audio.sha256);
+    if (record?.jobId !== job.id) return;
+    if (record.seconds === undefined) {
+      logger.warn(
+        { job: job.id, file: audio.name },
+        "a transcription's cost is not counted: neither the service nor the platform said how long the audio is",
+      );
+      return;
+    }
+    paid.set(audio.sha256, record.seconds);
   }
 }
 

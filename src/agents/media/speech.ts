@@ -1,7 +1,9 @@
 /**
  * Speech to text through an OpenAI-compatible `POST {base_url}/audio/transcriptions`
  * (OpenAI, Groq, a self-hosted faster-whisper or whisper.cpp server): the audio file as
- * multipart form data, the text back as `{ "text": … }`.
+ * multipart form data, the text back as `{ "text": … }`, with the seconds of audio heard
+ * when the service says (OpenAI's `usage: {type: "duration", seconds}`, or `duration` as
+ * faster-whisper and whisper.cpp servers answer in `verbose_json`).
  */
 import { toError } from "../../base/errors.js";
 import type { SpeechToTextConfig } from "../../config/index.js";
@@ -19,12 +21,18 @@ export class TranscriptionError extends Error {
 /** How long one transcription may take. */
 const TRANSCRIBE_TIMEOUT_MS = 120_000;
 
+/** A transcription: the text, and the seconds of audio when the service said. */
+export interface Transcription {
+  text: string;
+  seconds?: number;
+}
+
 /** Transcribes one audio file. @throws TranscriptionError */
 export async function transcribe(
   service: SpeechToTextConfig,
   audio: { bytes: Uint8Array; name: string; mimeType: string },
   signal?: AbortSignal,
-): Promise<string> {
+): Promise<Transcription> {
   const form = new FormData();
   form.append("file", new Blob([audio.bytes], { type: audio.mimeType }), audio.name);
   form.append("model", service.model);
@@ -46,11 +54,25 @@ export async function transcribe(
     );
   }
   if (!response.ok) throw await refusal(service, response);
-  const body = (await response.json().catch(() => null)) as { text?: unknown } | null;
+  const body = (await response.json().catch(() => null)) as TranscriptionBody | null;
   if (typeof body?.text !== "string") {
     throw new TranscriptionError("the speech-to-text service answered without a text", false);
   }
-  return body.text.trim();
+  const seconds = secondsHeard(body);
+  return { text: body.text.trim(), ...(seconds === undefined ? {} : { seconds }) };
+}
+
+/** What an OpenAI-compatible transcription answers, of what picklebot reads. */
+interface TranscriptionBody {
+  text?: unknown;
+  duration?: unknown;
+  usage?: { type?: unknown; seconds?: unknown };
+}
+
+/** The seconds of audio the service says it heard, when it says. */
+function secondsHeard(body: TranscriptionBody): number | undefined {
+  const said = body.usage?.type === "duration" ? body.usage.seconds : body.duration;
+  return typeof said === "number" && Number.isFinite(said) && said >= 0 ? said : undefined;
 }
 
 async function refusal(

@@ -5,6 +5,8 @@
  *
  *   <sha256>                   the bytes (the original, and the image prepared for the model)
  *   <sha256>.transcript.txt    the transcription of a voice note or an audio file
+ *   <sha256>.transcription.json the job that had it transcribed (paid for it), and the
+ *                              seconds of audio, written before the transcript
  *   sources/<sha256 of source> the SHA-256 of what a platform's file id downloaded to
  *                              (a web chat's upload: `upload:<sha256>`, see {@link uploadSource})
  *   sent/<sha256 of session>/<sha256 of call>.json
@@ -18,6 +20,12 @@ import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import type { MediaRef } from "../../ports/index.js";
+
+/** The job that had an audio file transcribed, and how many seconds it was (when known). */
+export interface TranscriptionRecord {
+  jobId: string;
+  seconds?: number;
+}
 
 /** A stored file, as {@link MediaStore.put} returns it. */
 export type StoredMedia = Pick<MediaRef, "sha256" | "bytes">;
@@ -110,6 +118,25 @@ export class MediaStore {
     }
     const texts = await Promise.all(names.map((name) => readFile(join(folder, name), "utf8")));
     return texts.map((text) => sentFileSchema.parse(JSON.parse(text)));
+  }
+
+  /** Who had the audio file `sha256` transcribed, when it was; null before, or unreadable. */
+  async transcription(sha256: string): Promise<TranscriptionRecord | null> {
+    const text = await this.#readText(`${checkedHash(sha256)}.transcription.json`);
+    if (text === null) return null;
+    try {
+      const parsed = JSON.parse(text) as Partial<TranscriptionRecord>;
+      if (typeof parsed.jobId !== "string") return null;
+      const { seconds } = parsed;
+      return { jobId: parsed.jobId, ...(typeof seconds === "number" ? { seconds } : {}) };
+    } catch {
+      return null;
+    }
+  }
+
+  /** Remembers who had the audio file `sha256` transcribed (before its transcript). */
+  async rememberTranscription(sha256: string, record: TranscriptionRecord): Promise<void> {
+    await this.#write(`${checkedHash(sha256)}.transcription.json`, JSON.stringify(record));
   }
 
   async #readText(name: string): Promise<string | null> {

@@ -602,6 +602,7 @@ function toAttachment(file: Attachment, voiceMessage: boolean): ChatAttachment {
     name: file.name,
     ...(type === undefined ? {} : { mimeType: type }),
     size: file.size,
+    ...(file.duration === null ? {} : { durationS: file.duration }),
   };
 }
 

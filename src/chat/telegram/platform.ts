@@ -478,6 +478,7 @@ function filesOf(msg: Message): { attachments: ChatAttachment[]; unreadable: str
         name: media.file_name ?? name,
         ...((mime ?? media.mime_type) ? { mimeType: mime ?? media.mime_type } : {}),
         ...(media.file_size === undefined ? {} : { size: media.file_size }),
+        ...(media.duration === undefined ? {} : { durationS: media.duration }),
       },
     ],
     unreadable: [],
@@ -513,6 +514,8 @@ function filesOf(msg: Message): { attachments: ChatAttachment[]; unreadable: str
 interface TelegramFile {
   file_id: string;
   file_size?: number;
+  /** Seconds, for a voice note or an audio file. */
+  duration?: number;
   file_name?: string;
   mime_type?: string;
 }

@@ -11,7 +11,7 @@
  */
 
 import { z } from "zod";
-import { addUsage, oneHourWrites, webSearches, zeroUsage } from "../../base/usage.js";
+import { addUsage, oneHourWrites, serviceCost, webSearches, zeroUsage } from "../../base/usage.js";
 import type { Session, TokenUsage } from "../../ports/index.js";
 import { isSafeSessionId } from "../session.js";
 import { appendLine, readLinesFrom } from "./lines.js";
@@ -24,6 +24,7 @@ export const diskUsageSchema = z.object({
   cache_write: z.number(),
   cache_write_1h: z.number().optional(),
   web_searches: z.number().optional(),
+  service_usd: z.number().optional(),
 });
 
 const indexEventSchema = z.discriminatedUnion("event", [
@@ -65,6 +66,7 @@ export function toDiskUsage(usage: TokenUsage): DiskUsage {
     cache_write: usage.cacheWrite,
     ...(usage.cacheWrite1h ? { cache_write_1h: usage.cacheWrite1h } : {}),
     ...(usage.webSearches ? { web_searches: usage.webSearches } : {}),
+    ...(usage.serviceUsd ? { service_usd: usage.serviceUsd } : {}),
   };
 }
 
@@ -154,6 +156,7 @@ export function fromDiskUsage(usage: DiskUsage): TokenUsage {
     cacheWrite: usage.cache_write,
     ...oneHourWrites(usage.cache_write_1h),
     ...webSearches(usage.web_searches),
+    ...serviceCost(usage.service_usd),
   };
 }
 

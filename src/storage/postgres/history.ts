@@ -56,8 +56,9 @@ const SQL = {
   selectSessionsOfKey: `SELECT * FROM sessions WHERE key = $1 ${SESSION_ORDER} LIMIT $2`,
   // $1 session, $2 role, $3 content, $4 turn start, $5 job id, $6 now, $7 title,
   // $8..$11 tokens, $12 whether to record the call in the ledger, $13 its job, $14 model,
-  // $15 batch. The session row is locked first, so concurrent appends to one session
-  // number their messages one after the other; a repeated job id inserts nothing.
+  // $15 batch, $16 1-hour cache writes, $17 web searches, $18 service USD. The session
+  // row is locked first, so concurrent appends to one session number their messages one
+  // after the other; a repeated job id inserts nothing.
   append: `WITH s AS (
       SELECT id, message_count, agent_id, key FROM sessions WHERE id = $1 FOR UPDATE),
     inserted AS (
@@ -68,9 +69,9 @@ const SQL = {
     ledger AS (
       INSERT INTO usage (session_id, seq, agent_id, session_key, job_id, model, batch,
         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-        cache_write_1h_tokens, web_searches, created_at)
+        cache_write_1h_tokens, web_searches, service_usd, created_at)
       SELECT inserted.session_id, inserted.seq, s.agent_id, s.key, $13, $14, $15,
-        $8, $9, $10, $11, $16, $17, $6
+        $8, $9, $10, $11, $16, $17, $18, $6
       FROM inserted, s WHERE $12::boolean),
     updated AS (
       UPDATE sessions SET title = COALESCE(title, $7), updated_at = $6,
@@ -202,6 +203,7 @@ export class PostgresHistoryStore implements HistoryStore, UsageLedger {
       ...usageColumns(usage, options.call).slice(0, 3),
       usage.cacheWrite1h ?? 0,
       usage.webSearches ?? 0,
+      usage.serviceUsd ?? 0,
     ];
     const result = await client.query<{ found: number; appended: number }>(SQL.append, params);
     const row = result.rows[0];

@@ -16,6 +16,7 @@ import type {
   FailOptions,
   JobAdmin,
   JobQueue,
+  MessageCharge,
   Storage,
   TurnClosing,
 } from "../../ports/index.js";
@@ -95,15 +96,20 @@ function postgresCheckpoint(
 ): Checkpoint {
   // Safe to repeat after a lost connection: the append is keyed by the job id and the
   // job's update is fenced by its lock token.
-  const checkpoint = (job: ClaimedJob, sessionId: string, message: ChatMessage) =>
+  const checkpoint = (
+    job: ClaimedJob,
+    sessionId: string,
+    message: ChatMessage,
+    charge: MessageCharge | undefined,
+  ) =>
     inTransaction(pool, async (client) => {
-      await history.appendOn(client, sessionId, message, { jobId: job.id });
+      await history.appendOn(client, sessionId, message, { jobId: job.id, ...charge });
       // The lock was lost: roll the append back with it, the new owner will write it.
       if (await queue.checkpointOn(client, job, sessionId)) return true;
       throw new LockLost();
     });
-  return (job, sessionId, message) =>
-    retryOnDisconnect(() => checkpoint(job, sessionId, message)).catch((error: unknown) => {
+  return (job, sessionId, message, charge) =>
+    retryOnDisconnect(() => checkpoint(job, sessionId, message, charge)).catch((error: unknown) => {
       if (error instanceof LockLost) return false;
       throw error;
     });

@@ -285,8 +285,8 @@ function prepareStatements(db: Database.Database) {
     >(
       `INSERT INTO usage (session_id, seq, agent_id, session_key, job_id, model, batch,
          input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-         cache_write_1h_tokens, web_searches, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         cache_write_1h_tokens, web_searches, service_usd, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertMessage: db.prepare<[string, number, string, string, string | null, number]>(
       `INSERT INTO messages (session_id, seq, role, content, job_id, created_at)

@@ -12,6 +12,7 @@ import type {
   Clock,
   FailJob,
   FailOptions,
+  MessageCharge,
   Storage,
   TurnClosing,
 } from "../../ports/index.js";
@@ -84,14 +85,16 @@ function sqliteCheckpoint(
   history: SqliteHistoryStore,
   queue: SqliteJobQueue,
 ): Checkpoint {
-  const checkpoint = db.transaction((job: ClaimedJob, sessionId: string, message: ChatMessage) => {
-    history.appendSync(sessionId, message, { jobId: job.id });
-    // The lock was lost: roll the append back with it, the new owner will write it.
-    if (!queue.checkpointSync(job, sessionId)) throw new LockLost();
-  });
-  return async (job, sessionId, message) => {
+  const checkpoint = db.transaction(
+    (job: ClaimedJob, sessionId: string, message: ChatMessage, charge?: MessageCharge) => {
+      history.appendSync(sessionId, message, { jobId: job.id, ...charge });
+      // The lock was lost: roll the append back with it, the new owner will write it.
+      if (!queue.checkpointSync(job, sessionId)) throw new LockLost();
+    },
+  );
+  return async (job, sessionId, message, charge) => {
     try {
-      checkpoint.immediate(job, sessionId, message);
+      checkpoint.immediate(job, sessionId, message, charge);
       return true;
     } catch (error) {
       if (error instanceof LockLost) return false;
