@@ -88,7 +88,7 @@ export class ChatSenders {
 
   constructor(options: ChatSendersOptions) {
     this.#options = options;
-    this.#files = new OutboxFiles(options.historyPath);
+    this.#files = new OutboxFiles(options.historyPath, options.clock);
     this.#media = new MediaStore(options.historyPath);
     const { outbox, frontends, holder, clock, logger, editIntervalMs } = options;
     for (const platform of options.platforms) {

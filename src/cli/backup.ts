@@ -1,7 +1,9 @@
 /**
  * `picklebot backup FILE` and `picklebot restore FILE` (docs/operations/deploy.md, "Backups"): the
  * SQLite database copied while the server runs, and put back while none does; the files
- * people sent in chats (the history's `media/`) are copied beside it, to `FILE.media/`.
+ * people sent in chats (the history's `media/`) are copied beside it, to `FILE.media/`,
+ * and the stored copies of the files the outbox sends (`outbox-files/`, so a pending
+ * `send_file` or spoken reply is still sent after a restore) to `FILE.outbox-files/`.
  * PostgreSQL and JSONL keep data elsewhere; the commands say what to use instead.
  */
 
@@ -10,6 +12,7 @@ import { cp } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { Command } from "commander";
 import { UserError } from "../base/errors.js";
+import { OUTBOX_FILES_FOLDER } from "../chat/outbox-files.js";
 import type { Config } from "../config/index.js";
 import { backupDatabase, restoreDatabase } from "../storage/sqlite/backup.js";
 import { openDatabase } from "../storage/sqlite/database.js";
@@ -31,6 +34,11 @@ export function backupCommand(): Command {
       printLine(`backed up ${databasePath(config)} to ${target}`);
       if (await copyMedia(mediaFolder(config), `${target}.media`)) {
         printLine(`copied the files sent in chats (${mediaFolder(config)}) to ${target}.media`);
+      }
+      if (await copyMedia(outboxFilesFolder(config), `${target}.${OUTBOX_FILES_FOLDER}`)) {
+        printLine(
+          `copied the files waiting in the outbox (${outboxFilesFolder(config)}) to ${target}.${OUTBOX_FILES_FOLDER}`,
+        );
       }
       if (config.history.backend === "jsonl") {
         printLine(
@@ -58,6 +66,10 @@ export function restoreCommand(): Command {
         if (await copyMedia(`${resolve(file)}.media`, mediaFolder(config))) {
           printLine(`restored the files sent in chats from ${resolve(file)}.media`);
         }
+        const outboxCopies = `${resolve(file)}.${OUTBOX_FILES_FOLDER}`;
+        if (await copyMedia(outboxCopies, outboxFilesFolder(config))) {
+          printLine(`restored the files waiting in the outbox from ${outboxCopies}`);
+        }
         if (outcome.keptAside)
           printLine(`the database it replaced is kept as ${outcome.keptAside}`);
       } finally {
@@ -71,8 +83,13 @@ function mediaFolder(config: Config): string {
   return join(config.history.path, "media");
 }
 
+/** The history's copies of the outbox's files (chat/outbox-files.ts). */
+function outboxFilesFolder(config: Config): string {
+  return join(config.history.path, OUTBOX_FILES_FOLDER);
+}
+
 /**
- * Copies a media folder into another; false when there is none. Its files are named by
+ * Copies a media folder (or the outbox's copies) into another; false when there is none. Its files are named by
  * their content, so a file already there is the same file and is kept.
  */
 async function copyMedia(from: string, to: string): Promise<boolean> {

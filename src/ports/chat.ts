@@ -411,6 +411,11 @@ export interface OutboxStore {
    * {@link PRUNE_BATCH})
    */
   pruneDelivered(cutoff: number, batch?: number): Promise<number>;
+  /**
+   * The texts of the file entries (`file:` and `voice:` keys) still stored, in any state:
+   * the stored copies they describe are still needed (src/chat/outbox-files.ts).
+   */
+  fileTexts(): Promise<string[]>;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import type { Logger } from "../base/log.js";
 import { packageInfo } from "../base/package-info.js";
 import { Refusal } from "../base/refusal.js";
 import { type ChatAgentDirectory, chatAgentDirectory } from "../chat/agents.js";
+import { OutboxFiles } from "../chat/outbox-files.js";
 import { loadPlatformFactory } from "../chat/platforms.js";
 import type { BusConnection } from "../chat/receiver.js";
 import { ChatWing } from "../chat/wing.js";
@@ -377,6 +378,7 @@ export class PicklebotServer {
       new RetentionWorker({
         queue: this.#queue,
         outbox: this.#storage.outbox,
+        files: new OutboxFiles(config.history.path, this.#clock),
         retentionMs: jobRetentionHours(config) * 3_600_000,
         clock: this.#clock,
         logger: logger.child({ worker: "retention" }),

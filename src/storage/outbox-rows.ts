@@ -47,3 +47,9 @@ function parseIds(json: string): string[] {
 
 /** Releases the delivery lease: a fragment of every outcome's UPDATE, in both databases. */
 export const RELEASE = "locked_by = NULL, locked_until = NULL";
+
+/**
+ * Selects the file entries (`file:` and `voice:` keys, src/base/outbox-key.ts), whose text
+ * describes a stored copy: a WHERE fragment, in both databases.
+ */
+export const FILE_ENTRY = "(dedupe_key LIKE 'file:%' OR dedupe_key LIKE 'voice:%')";

@@ -144,9 +144,11 @@ describe("picklebot restore", () => {
     );
   });
 
-  it("copies the files sent in chats beside the backup, and restore puts them back", async () => {
+  it("copies the files sent in chats and the outbox's beside the backup, and restore puts them back", async () => {
     const photo = join(ws.dir, "history", "media", "a".repeat(64));
     ws.write(`history/media/${"a".repeat(64)}`, "photo bytes");
+    const waiting = join(ws.dir, "history", "outbox-files", "b".repeat(64));
+    ws.write(`history/outbox-files/${"b".repeat(64)}`, "report bytes");
     const server = await startServer(ws.dir);
     const backup = join(ws.dir, "backups", "with-media.db");
 
@@ -154,12 +156,17 @@ describe("picklebot restore", () => {
 
     expect(made.stdout).toContain(`to ${backup}.media`);
     expect(readFileSync(join(`${backup}.media`, "a".repeat(64)), "utf8")).toBe("photo bytes");
+    expect(made.stdout).toContain(`to ${backup}.outbox-files`);
+    const copied = join(`${backup}.outbox-files`, "b".repeat(64));
+    expect(readFileSync(copied, "utf8")).toBe("report bytes");
     server.signal("SIGTERM");
     await server.exited;
     rmSync(join(ws.dir, "history", "media"), { recursive: true });
+    rmSync(join(ws.dir, "history", "outbox-files"), { recursive: true });
     const restored = await cli("restore", backup);
     expect(restored.stdout).toContain(`from ${backup}.media`);
     expect(readFileSync(photo, "utf8")).toBe("photo bytes");
+    expect(readFileSync(waiting, "utf8")).toBe("report bytes");
   });
 
   it("puts a backup back once the server is stopped, keeping the replaced database aside", async () => {

@@ -95,6 +95,15 @@ export function outboxContract(name: string, open: () => Promise<StoreHandle<Out
       expect(await outbox.summary()).toEqual({ pending: 1, failed: 1, oldestPendingAt: 1000 });
     });
 
+    it("lists the texts of the file entries, in any state, and of no other entry", async () => {
+      const at = (key: string) => ({ ...address, dedupeKey: key });
+      await outbox.markDelivered((await outbox.submit(at("file:j1:ab"), "photo", 1000)).id, 1100);
+      await outbox.markFailed((await outbox.submit(at("voice:j2"), "voice", 1000)).id, "403", 1100);
+      await outbox.submit(at("file:j3:cd"), "document", 1000);
+      await outbox.submit(at("job:j1"), "a reply", 1000);
+      expect((await outbox.fileTexts()).sort()).toEqual(["document", "photo", "voice"]);
+    });
+
     it("keeps a refused entry as failed, out of the due list", async () => {
       const entry = await outbox.submit(address, "answer", 1000);
       await outbox.markFailed(entry.id, "telegram: 403 bot was blocked by the user", 1001);

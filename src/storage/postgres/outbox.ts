@@ -18,7 +18,7 @@ import type {
   OutboxSummary,
 } from "../../ports/index.js";
 import { PRUNE_BATCH } from "../../ports/index.js";
-import { type OutboxRow, RELEASE, toEntry } from "../outbox-rows.js";
+import { FILE_ENTRY, type OutboxRow, RELEASE, toEntry } from "../outbox-rows.js";
 import { retryOnDisconnect } from "./database.js";
 
 /** Options of {@link PostgresOutboxStore}. */
@@ -46,6 +46,7 @@ const SQL = {
     ${RELEASE}, updated_at = $4 WHERE id = $1 AND state = 'pending'`,
   failed: `UPDATE outbox SET state = 'failed', attempts = attempts + 1, last_error = $2,
     ${RELEASE}, updated_at = $3 WHERE id = $1`,
+  fileTexts: `SELECT text FROM outbox WHERE ${FILE_ENTRY}`,
   // $1 cutoff (epoch ms), $2 batch size.
   prune: `DELETE FROM outbox WHERE id IN (
       SELECT id FROM outbox WHERE state = 'delivered' AND delivered_at < $1 LIMIT $2)`,
@@ -108,6 +109,11 @@ export class PostgresOutboxStore implements OutboxStore {
   async pruneDelivered(cutoff: number, batch = PRUNE_BATCH): Promise<number> {
     const result = await retryOnDisconnect(() => this.#pool.query(SQL.prune, [cutoff, batch]));
     return result.rowCount ?? 0;
+  }
+
+  async fileTexts(): Promise<string[]> {
+    const result = await retryOnDisconnect(() => this.#pool.query<{ text: string }>(SQL.fileTexts));
+    return result.rows.map((row) => row.text);
   }
 
   async summary(): Promise<OutboxSummary> {

@@ -7,7 +7,7 @@ import type {
   OutboxSummary,
 } from "../../ports/index.js";
 import { PRUNE_BATCH } from "../../ports/index.js";
-import { type OutboxRow, RELEASE, toEntry } from "../outbox-rows.js";
+import { FILE_ENTRY, type OutboxRow, RELEASE, toEntry } from "../outbox-rows.js";
 import type { Database } from "./database.js";
 
 /** The {@link OutboxStore} in picklebot's SQLite database (migration 004, table `outbox`). */
@@ -50,6 +50,7 @@ export class SqliteOutboxStore implements OutboxStore {
         `DELETE FROM outbox WHERE id IN (
            SELECT id FROM outbox WHERE state = 'delivered' AND delivered_at < @cutoff LIMIT @batch)`,
       ),
+      fileTexts: db.prepare<[], { text: string }>(`SELECT text FROM outbox WHERE ${FILE_ENTRY}`),
       summary: db.prepare<[], { pending: number; failed: number; oldest: number | null }>(
         `SELECT COALESCE(SUM(state = 'pending'), 0) AS pending, COALESCE(SUM(state = 'failed'), 0) AS failed,
                 MIN(CASE WHEN state = 'pending' THEN created_at END) AS oldest
@@ -102,6 +103,10 @@ export class SqliteOutboxStore implements OutboxStore {
 
   async pruneDelivered(cutoff: number, batch = PRUNE_BATCH): Promise<number> {
     return this.#sql.prune.run({ cutoff, batch }).changes;
+  }
+
+  async fileTexts(): Promise<string[]> {
+    return this.#sql.fileTexts.all().map((row) => row.text);
   }
 
   async summary(): Promise<OutboxSummary> {
