@@ -177,6 +177,36 @@ export async function budgetStandings(
   }));
 }
 
+/** A budget that is reached, as a heartbeat that stops at it tells the owner. */
+export interface ReachedBudget {
+  /** `the workspace spent $0.0500 of its $0.0500 daily budget`. */
+  summary: string;
+  /** When its period started and when the next starts (epoch ms). */
+  periodStart: number;
+  resetsAt: number;
+}
+
+/**
+ * The first budget of a turn of `agentId` (the workspace's, then the agent's own) that is
+ * reached now, or null when none is: a heartbeat checks it before it runs a tick.
+ */
+export async function reachedBudget(
+  options: Pick<BudgetGuardOptions, "ledger" | "config" | "agents" | "clock">,
+  agentId: string,
+): Promise<ReachedBudget | null> {
+  const { ledger, config, agents, clock } = options;
+  const limits = turnLimits(config, agentId, agents.get(agentId));
+  const standings = await standingsOf(limits, ledger, config, clock.now());
+  const reached = standings.find(({ limit, spentUsd }) => spentUsd >= limit.usd);
+  if (reached === undefined) return null;
+  const { limit, spentUsd, periodStart: start, resetsAt } = reached;
+  return {
+    summary: `${limit.scope} spent ${formatUsd(spentUsd)} of its ${formatUsd(limit.usd)} ${PERIOD_NAMES[limit.period]} budget`,
+    periodStart: start,
+    resetsAt,
+  };
+}
+
 interface LimitStanding {
   limit: Limit;
   spentUsd: number;

@@ -5,6 +5,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { CHAT_ADDRESS_FORMS, type ChatAddress, parseChatAddress } from "../base/chat-address.js";
+import { parseHeartbeatEvery } from "../base/heartbeat.js";
 import { isLocalEndpoint } from "../base/local-endpoint.js";
 import { hostTimeZone } from "../base/time-zone.js";
 import {
@@ -109,6 +110,7 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       tools: toolsSchema(context.env),
       skills: skillsSchema(),
       bindings: bindingsSchema(),
+      heartbeats: heartbeatsSchema(),
       approvals: approvalsSchema(context.tools),
       budget: workspaceBudgetSchema(),
       /** MCP servers whose tools agents may list as `mcp:<name>`. */
@@ -631,6 +633,42 @@ function scheduleToolSchema() {
             .describe('an IANA time zone such as "Europe/Berlin" or "UTC"'),
         )
         .default({}),
+    })
+    .prefault({});
+}
+
+/** `heartbeats`: chats' recurring idle checks (docs/guides/reminders.md, "Heartbeats"). */
+function heartbeatsSchema() {
+  return z
+    .strictObject({
+      /** Shortest interval `/heartbeat every …` and `chats` may set, in minutes. */
+      min_interval_m: fromText(
+        z.int().min(1).describe("a whole number of minutes, at least 1"),
+      ).default(30),
+      /** A heartbeat per chat address, set here rather than with /heartbeat in the chat. */
+      chats: z
+        .record(
+          z.string().refine((text) => parseChatAddress(text) !== null, CHAT_ADDRESS_FORMS),
+          z.strictObject({
+            /** How often: `30m`, `2h`. */
+            every: z.string().min(1).describe("an interval such as 30m or 2h"),
+            /** What the agent checks at each tick. */
+            check: z.string().trim().min(1).describe("what the agent checks, in words"),
+          }),
+        )
+        .default({}),
+    })
+    .superRefine((heartbeats, ctx) => {
+      for (const [chat, { every }] of Object.entries(heartbeats.chats)) {
+        const read = parseHeartbeatEvery(every, heartbeats.min_interval_m);
+        if (typeof read !== "string") continue;
+        ctx.addIssue({
+          code: "custom",
+          path: ["chats", chat, "every"],
+          message: read,
+          params: { standalone: true } satisfies CustomIssueParams,
+        });
+      }
     })
     .prefault({});
 }
