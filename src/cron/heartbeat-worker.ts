@@ -104,9 +104,6 @@ export class ChatHeartbeatWorker implements Worker {
 
   /** Runs until `signal` aborts; rejects (a crash) when a store or the queue fails. */
   async run(signal: AbortSignal): Promise<void> {
-    for (const heartbeat of this.#options.configured) {
-      await this.#options.cronState.markSeen(stateKey(heartbeat), this.#options.clock.now());
-    }
     while (!signal.aborted) {
       const nextAt = await this.fireDue();
       const delay = Math.min(Math.max(nextAt - this.#options.clock.now(), 0), this.#pollMs);
@@ -131,7 +128,13 @@ export class ChatHeartbeatWorker implements Worker {
     const { configured, cronState, store } = this.#options;
     const tracked: Tracked[] = [];
     for (const heartbeat of configured) {
-      const state = await cronState.get(stateKey(heartbeat));
+      const key = stateKey(heartbeat);
+      let state = await cronState.get(key);
+      if (state === null) {
+        // First seen now: no tick before it is due (a new entry does not fire at once).
+        await cronState.markSeen(key, now);
+        state = await cronState.get(key);
+      }
       const since = state?.lastFiredAt ?? state?.firstSeenAt ?? now;
       tracked.push({ ...heartbeat, source: "config", since });
     }
