@@ -131,8 +131,8 @@ describe("picklebot usage", () => {
     await chatTwice();
     const config = loadConfig(ws.dir, {});
     const storage = await openStorage(config, { now: () => Date.now() });
-    // A tick that found nothing: 2,000 tokens in, 10 out, at Sonnet's list price.
-    const usage = { input: 2000, output: 10, cacheRead: 0, cacheWrite: 0 };
+    // A tick that found nothing: 2,000 tokens in, 20 out, at Sonnet's list price.
+    const usage = { input: 2000, output: 20, cacheRead: 0, cacheWrite: 0 };
     for (const tick of ["10:00", "10:30", "11:00"]) {
       const key = `heartbeat:k7m2qx:2026-11-25T${tick}:00.000Z`;
       const session = await storage.history.createSession({ key, agentId: "pickle" });
@@ -144,9 +144,9 @@ describe("picklebot usage", () => {
     expect(table.stderr).toBe("");
     const lines = table.stdout.trim().split("\n");
     expect(lines[0]).toMatch(
-      /^heartbeat\s+calls\s+input\s+output\s+cache read\s+cache write\s+usd$/,
+      /^HEARTBEAT\s+CALLS\s+INPUT\s+OUTPUT\s+CACHE READ\s+CACHE WRITE\s+USD$/,
     );
-    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\d k7m2qx\s+3\s+6000\s+30\s+0\s+0\s+\$0\.0185$/);
+    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\d k7m2qx\s+3\s+6000\s+60\s+0\s+0\s+\$0\.0189$/);
     expect(lines[2]).toMatch(/^total\s+3\s/);
   });
 
