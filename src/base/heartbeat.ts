@@ -59,6 +59,11 @@ function cronOfMinutes(minutes: number): string | null {
   return hours === 24 ? "0 0 * * *" : `0 */${hours} * * *`;
 }
 
+/** True when `text` reads as an interval at all (`30m`, `every 2h`), whatever its length. */
+export function isHeartbeatInterval(text: string): boolean {
+  return minutesOf(text) !== null;
+}
+
 /**
  * Reads an interval (`30m`, `every 2h`, `45 minutes`) and checks it: at least
  * `minMinutes`, and one a cron runs evenly. Returns the interval, or the sentence that
