@@ -17,7 +17,13 @@ import { BudgetExceeded, UserError } from "../base/errors.js";
 import { formatOutboxKey } from "../base/outbox-key.js";
 import type { BudgetLimits } from "../config/budget.js";
 import { type Config, workspacePrices } from "../config/index.js";
-import type { Clock, ReplyTarget, UsageLedger, UsageRecord } from "../ports/index.js";
+import type {
+  Clock,
+  ReachedBudget,
+  ReplyTarget,
+  UsageLedger,
+  UsageRecord,
+} from "../ports/index.js";
 import { type AgentDefinition, modelOf } from "./definition.js";
 import { priceOf, unpricedFix } from "./prices.js";
 import type { RunRequest } from "./runner.js";
@@ -175,15 +181,6 @@ export async function budgetStandings(
     leftUsd: Math.max(0, limit.usd - spentUsd),
     resetsAt,
   }));
-}
-
-/** A budget that is reached, as a heartbeat that stops at it tells the owner. */
-export interface ReachedBudget {
-  /** `the workspace spent $0.0500 of its $0.0500 daily budget`. */
-  summary: string;
-  /** When its period started and when the next starts (epoch ms). */
-  periodStart: number;
-  resetsAt: number;
 }
 
 /**

@@ -67,7 +67,7 @@ export function storedHeartbeat(schedule: Schedule & { cron: string }): Heartbea
   return { id, agentId, chat, cron, check: text, timezone };
 }
 
-/** Minutes between two ticks of `heartbeat` (the gap after `at`). */
+/** Milliseconds between two ticks of `heartbeat` (the gap after `at`). */
 export function heartbeatIntervalMs(heartbeat: Heartbeat, at: number): number {
   return nextOccurrence(timingOf(heartbeat), at) - at;
 }

@@ -25,6 +25,7 @@
  * and sent nowhere (src/frontends/heartbeat-reply.ts).
  */
 
+import { formatChatAddress } from "../base/chat-address.js";
 import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
 import { formatOutboxKey } from "../base/outbox-key.js";
@@ -37,6 +38,7 @@ import type {
   JobAdmin,
   JobQueue,
   OutboxStore,
+  ReachedBudget,
   ScheduleStore,
   Worker,
 } from "../ports/index.js";
@@ -50,14 +52,6 @@ import {
 import { latestOccurrenceBetween, nextOccurrence } from "./schedule.js";
 import { sleepFor, type Timers } from "./worker.js";
 
-/** A budget reached, as {@link ChatHeartbeatWorkerOptions.reachedBudget} tells it. */
-export interface HeartbeatBudgetStop {
-  /** `the workspace spent $0.05 of its $0.05 daily budget`. */
-  summary: string;
-  periodStart: number;
-  resetsAt: number;
-}
-
 /** Options of {@link ChatHeartbeatWorker}. */
 export interface ChatHeartbeatWorkerOptions {
   /** Heartbeats set with /heartbeat, and the ticks they fired. */
@@ -69,7 +63,7 @@ export interface ChatHeartbeatWorkerOptions {
   queue: JobQueue & Pick<JobAdmin, "list">;
   outbox: OutboxStore;
   /** The first reached budget of a turn of this agent, or null. */
-  reachedBudget: (agentId: string) => Promise<HeartbeatBudgetStop | null>;
+  reachedBudget: (agentId: string) => Promise<ReachedBudget | null>;
   clock: Clock;
   logger: Logger;
   /** `workers.max_attempts`, given to every tick's job. */
@@ -210,7 +204,7 @@ export class ChatHeartbeatWorker implements Worker {
   }
 
   /** Tells the chat the heartbeat stopped at a budget: once per heartbeat and period. */
-  async #tellPaused(heartbeat: Tracked, reached: HeartbeatBudgetStop): Promise<void> {
+  async #tellPaused(heartbeat: Tracked, reached: ReachedBudget): Promise<void> {
     const { outbox, clock } = this.#options;
     const dedupeKey = formatOutboxKey({
       kind: "heartbeat-paused",
@@ -238,5 +232,5 @@ function stateKey(heartbeat: Heartbeat): string {
 }
 
 function chatText(chat: ChatReplyTarget): string {
-  return `${chat.kind}:${chat.chatId}`;
+  return formatChatAddress({ platform: chat.kind, chatId: chat.chatId });
 }
