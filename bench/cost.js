@@ -20,6 +20,10 @@
 // and every seventh turn asks the model to remember something, which it saves with the
 // `memory` tool (the session's snapshot, and so its prompt, stays as it was).
 //
+// Heartbeats (issue 31): a day of a heartbeat every 30 minutes in an idle chat (48 ticks, a
+// fresh session each, the heartbeat's own prompt), each finding nothing: the model answers
+// NOTHING_TO_REPORT, so each tick is one model call. Both agents, the current placement.
+//
 // Usage: npm run build && node bench/cost.js
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -27,7 +31,9 @@ import { join } from "node:path";
 import { loadAgents } from "../dist/agents/definition.js";
 import { createAnthropicProvider } from "../dist/agents/providers/anthropic.js";
 import { AgentRunner } from "../dist/agents/runner.js";
+import { NOTHING_TO_REPORT } from "../dist/base/heartbeat.js";
 import { loadConfig } from "../dist/config/index.js";
+import { heartbeatPrompt } from "../dist/cron/chat-heartbeats.js";
 import { openStorage } from "../dist/storage/index.js";
 import { loadFakes } from "./lib/server.js";
 import { markdownTable } from "./lib/stats.js";
@@ -245,6 +251,72 @@ async function cron({ runner, history, clock }, { runs }) {
   }
 }
 
+/**
+ * A day of a heartbeat every 30 minutes that finds nothing, for both agents; resolves the
+ * rows (one call per tick) and a markdown table with the cost per tick and per day.
+ */
+export async function runHeartbeatCostBench() {
+  const { anthropic } = await loadFakes(["anthropic"]);
+  const rows = [];
+  for (const [agent, prompt] of Object.entries(AGENTS)) {
+    const run = (ctx) => heartbeatDay(ctx, { everyMinutes: 30 });
+    const shape = "heartbeat every 30 min";
+    const totals = await measure(anthropic, { placement: "after", run, shape, prompt });
+    rows.push({ agent, ...totals });
+  }
+  const markdown = markdownTable(
+    [
+      "agent",
+      "ticks (calls)",
+      "input (uncached)",
+      "cache write 5m / 1h",
+      "cache read",
+      "output",
+      "USD per tick",
+      "USD per day",
+      "USD per 30 days",
+    ],
+    rows.map((row) => [
+      row.agent,
+      String(row.requests),
+      row.input.toLocaleString("en-US"),
+      `${row.write5m.toLocaleString("en-US")} / ${row.write1h.toLocaleString("en-US")}`,
+      row.read.toLocaleString("en-US"),
+      row.output.toLocaleString("en-US"),
+      `$${(row.usd / row.requests).toFixed(5)}`,
+      `$${row.usd.toFixed(4)}`,
+      `$${(row.usd * 30).toFixed(2)}`,
+    ]),
+  );
+  return { rows, markdown };
+}
+
+/** A day of heartbeat ticks: each a fresh session with the heartbeat's prompt, as the worker sends it. */
+async function heartbeatDay({ runner, history, clock }, { everyMinutes }) {
+  const start = Date.parse("2026-11-25T00:00:00Z");
+  const heartbeat = {
+    id: "benchhb",
+    agentId: "pickle",
+    chat: { kind: "telegram", chatId: "42" },
+    cron: `*/${everyMinutes} * * * *`,
+    check: "Look at notes.md only if something is due today; is there anything I must do now?",
+    timezone: "UTC",
+  };
+  for (
+    let tick = start + everyMinutes * MINUTE;
+    tick <= start + 24 * 60 * MINUTE;
+    tick += everyMinutes * MINUTE
+  ) {
+    clock.now = tick;
+    const key = `heartbeat:${heartbeat.id}:${new Date(tick).toISOString()}`;
+    const session = await history.createSession({ key, agentId: "pickle" });
+    const text = heartbeatPrompt(heartbeat, tick);
+    await history.append(session.id, { role: "user", content: [{ type: "text", text }] });
+    const signal = new AbortController().signal;
+    await runner.run({ agentId: "pickle", sessionId: session.id, sessionKey: key, signal });
+  }
+}
+
 /** About `chars` characters of numbered rules, as a workspace's agent prompt grows them. */
 function houseRules(chars) {
   const rules = [];
@@ -265,6 +337,8 @@ function answer(request) {
   const blocks = Array.isArray(last?.content) ? last.content : [];
   const answered = blocks.some((block) => block.type === "tool_result");
   const said = blocks.map((block) => String(block.text ?? "")).join(" ");
+  // A heartbeat tick that finds nothing.
+  if (said.startsWith("[Heartbeat ")) return { text: NOTHING_TO_REPORT };
   const remember = /remember that (.*)/.exec(said)?.[1];
   const hasMemory = (request.body.tools ?? []).some((tool) => tool.name === "memory");
   if (remember && !answered) {
@@ -334,4 +408,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(markdown);
   console.log(`\nMemory off and on, 50-turn chat of the owner (after placement):\n`);
   console.log((await runMemoryCostBench()).markdown);
+  console.log(`\nA heartbeat every 30 minutes that finds nothing, for a day:\n`);
+  console.log((await runHeartbeatCostBench()).markdown);
 }

@@ -4,7 +4,7 @@
 import { cpus, totalmem } from "node:os";
 import { runBusBench } from "./bus.js";
 import { runConversationBench } from "./conversation.js";
-import { runCostBench, runMemoryCostBench } from "./cost.js";
+import { runCostBench, runHeartbeatCostBench, runMemoryCostBench } from "./cost.js";
 import { runFootprintBench } from "./footprint.js";
 import { runMediaBench } from "./media.js";
 import { runOrphanBench } from "./orphans.js";
@@ -42,6 +42,9 @@ console.log(cost.markdown);
 const memoryCost = await runMemoryCostBench();
 console.log("\n## Cost and prompt-cache share, memory off and on (`bench/cost.js`)\n");
 console.log(memoryCost.markdown);
+const heartbeatCost = await runHeartbeatCostBench();
+console.log("\n## A day of a heartbeat every 30 minutes that finds nothing (`bench/cost.js`)\n");
+console.log(heartbeatCost.markdown);
 const orphans = await runOrphanBench({ runs: 20 });
 console.log(
   "\n## Orphan recovery after kill -9: spawn to the first orphan's model call (`bench/orphans.js`)\n",

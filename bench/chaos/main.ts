@@ -32,6 +32,7 @@ import { openWorkspaceDb, ServerProcess } from "../../test/helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../../test/helpers/workspace.js";
 import { Answerer, checkApprovals } from "./approvals.js";
 import { EventsWatch } from "./events-watch.js";
+import { HEARTBEAT_CHAT_ID, HeartbeatProducer } from "./heartbeats.js";
 import { type CrashWindow, Inspector } from "./inspect.js";
 import {
   CHAOS_MCP_SERVER,
@@ -229,6 +230,8 @@ export async function main(argv: string[]): Promise<number> {
   producer = new Producer(ws.dir, random);
   const reminders = new ScheduleProducer(ws.dir, random);
   telegram.openChat(REMINDER_CHAT_ID);
+  const heartbeat = new HeartbeatProducer(ws.dir);
+  telegram.openChat(HEARTBEAT_CHAT_ID);
   const answerer = new Answerer(ws.dir, random);
   let batchEnder: NodeJS.Timeout | null = null;
   const inspector = new Inspector(ws.dir);
@@ -251,6 +254,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     producer.start(settings.rate);
     await reminders.start(REMINDER_EVERY_MS);
+    await heartbeat.start();
     answerer.start();
     // The Message Batches API answers the batch jobs' steps at random moments.
     batchEnder = setInterval(() => {
@@ -274,6 +278,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     await producer.stop();
     await reminders.stop();
+    await heartbeat.stop();
     console.log(`draining ${inspector.unfinished()} unfinished jobs with a last server`);
     await drain(ws, inspector, tally, () => reminders.undelivered());
     await checkMcpProcessesGone(mcpMarker, tally);
@@ -305,6 +310,9 @@ export async function main(argv: string[]): Promise<number> {
     console.log(
       `reminders: ${fired.oneShots} one-shot and ${fired.recurring} recurring occurrences fired once each; ${fired.resent} deliveries shown again after a kill between send and record`,
     );
+    const ticked = heartbeat.verify(telegram);
+    for (const violation of ticked.violations) tally.violations.push(violation);
+    console.log(`heartbeat: ${ticked.ticks} ticks ran once each and sent nothing to their chat`);
     for (const { refusal } of model.refused.slice(0, 5)) {
       tally.violations.push(`the model API would have refused a request: ${refusal}`);
     }
@@ -324,6 +332,7 @@ export async function main(argv: string[]): Promise<number> {
     if (batchEnder) clearInterval(batchEnder);
     await producer.close();
     reminders.close();
+    heartbeat.close();
     await answerer.close();
     inspector.close();
     await model.close();

@@ -13,6 +13,7 @@ import type {
   RecordedRequest,
 } from "../../test/fakes/anthropic.js";
 import { messageText, startFakeAnthropic } from "../../test/fakes/anthropic.js";
+import { HEARTBEAT_ANSWER, isHeartbeatRequest } from "./heartbeats.js";
 import type { Random } from "./random.js";
 import {
   callTag,
@@ -176,6 +177,8 @@ export class ChaosModel {
   #answer(request: RecordedRequest, via: "flaky" | "default"): FakeReply {
     // Request bodies hold whole conversations: keep none, the call log has what we need.
     this.#fake.requests.length = 0;
+    // A heartbeat's tick is no job of the workload: heartbeats.ts checks its ticks.
+    if (isHeartbeatRequest(request)) return HEARTBEAT_ANSWER;
     const call: ModelCall = { ...describeCall(request, this.calls.length + 1), via };
     this.calls.push(call);
     if (call.jobTag === SUMMARY_TAG) {

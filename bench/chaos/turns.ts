@@ -69,7 +69,11 @@ export function readTurns(db: ReturnType<typeof openWorkspaceDb>, violations: st
   const turns = new Map<string, StoredTurn>();
   let compactions = 0;
   let prunes = 0;
-  const sessions = db.prepare("SELECT id FROM sessions ORDER BY rowid").pluck().all() as string[];
+  // A heartbeat's ticks are checked by heartbeats.ts, not as the workload's turns.
+  const sessions = db
+    .prepare("SELECT id FROM sessions WHERE key NOT LIKE 'heartbeat:%' ORDER BY rowid")
+    .pluck()
+    .all() as string[];
   for (const sessionId of sessions) {
     let turn: StoredTurn | null = null;
     let previous: StoredMessage | null = null;

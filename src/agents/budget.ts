@@ -17,7 +17,13 @@ import { BudgetExceeded, UserError } from "../base/errors.js";
 import { formatOutboxKey } from "../base/outbox-key.js";
 import type { BudgetLimits } from "../config/budget.js";
 import { type Config, workspacePrices } from "../config/index.js";
-import type { Clock, ReplyTarget, UsageLedger, UsageRecord } from "../ports/index.js";
+import type {
+  Clock,
+  ReachedBudget,
+  ReplyTarget,
+  UsageLedger,
+  UsageRecord,
+} from "../ports/index.js";
 import { type AgentDefinition, modelOf } from "./definition.js";
 import { priceOf, unpricedFix } from "./prices.js";
 import type { RunRequest } from "./runner.js";
@@ -175,6 +181,27 @@ export async function budgetStandings(
     leftUsd: Math.max(0, limit.usd - spentUsd),
     resetsAt,
   }));
+}
+
+/**
+ * The first budget of a turn of `agentId` (the workspace's, then the agent's own) that is
+ * reached now, or null when none is: a heartbeat checks it before it runs a tick.
+ */
+export async function reachedBudget(
+  options: Pick<BudgetGuardOptions, "ledger" | "config" | "agents" | "clock">,
+  agentId: string,
+): Promise<ReachedBudget | null> {
+  const { ledger, config, agents, clock } = options;
+  const limits = turnLimits(config, agentId, agents.get(agentId));
+  const standings = await standingsOf(limits, ledger, config, clock.now());
+  const reached = standings.find(({ limit, spentUsd }) => spentUsd >= limit.usd);
+  if (reached === undefined) return null;
+  const { limit, spentUsd, periodStart: start, resetsAt } = reached;
+  return {
+    summary: `${limit.scope} spent ${formatUsd(spentUsd)} of its ${formatUsd(limit.usd)} ${PERIOD_NAMES[limit.period]} budget`,
+    periodStart: start,
+    resetsAt,
+  };
 }
 
 interface LimitStanding {

@@ -1,22 +1,22 @@
 /**
- * Reports over the usage ledger: model calls summed by agent, day, session or cron, with
- * their cost at the workspace's prices. Shared by `picklebot usage`, `/usage`, `status`
+ * Reports over the usage ledger: model calls summed by agent, day, session, cron or
+ * heartbeat (each heartbeat's calls per day), with their cost at the workspace's prices. Shared by `picklebot usage`, `/usage`, `status`
  * and the metrics.
  */
 import { UsageError } from "../base/errors.js";
-import { cronIdOfKey } from "../base/session-key.js";
+import { cronIdOfKey, heartbeatIdOfKey } from "../base/session-key.js";
 import { offsetAt, wallClockMs, zoneFormatter } from "../base/time-zone.js";
 import { addUsage, zeroUsage } from "../base/usage.js";
 import type { TokenUsage, UsageLedger, UsageRecord } from "../ports/index.js";
 import { costOf, type PriceTable, priceOf } from "./prices.js";
 
 /** How a report groups its calls. */
-export const USAGE_GROUPINGS = ["agent", "day", "session", "cron"] as const;
+export const USAGE_GROUPINGS = ["agent", "day", "session", "cron", "heartbeat"] as const;
 export type UsageGrouping = (typeof USAGE_GROUPINGS)[number];
 
 /** Calls of one group, summed. */
 export interface UsageLine extends TokenUsage {
-  /** The agent id, `YYYY-MM-DD`, session id or cron id. */
+  /** The agent id, `YYYY-MM-DD`, session id, cron id, or `YYYY-MM-DD <heartbeat id>`. */
   key: string;
   calls: number;
   costUsd: number;
@@ -64,13 +64,18 @@ export function summarizeUsage(
     groups.set(key, addCall(line, record, cost));
     Object.assign(total, addCall(total, record, cost));
   }
+  const byDay = options.by === "day" || options.by === "heartbeat";
   const lines = [...groups.values()].sort((a, b) =>
-    options.by === "day" ? a.key.localeCompare(b.key) : b.costUsd - a.costUsd,
+    byDay ? a.key.localeCompare(b.key) : b.costUsd - a.costUsd,
   );
   return { lines, total, unpriced: [...unpriced].sort() };
 }
 
-/** The group of a call; undefined leaves it out (a call outside a cron, by cron). */
+/**
+ * The group of a call; undefined leaves it out (a call outside a cron, by cron; outside a
+ * heartbeat's tick, by heartbeat: there the group is the day and the heartbeat, so the
+ * report reads as each heartbeat's cost per day).
+ */
 function groupKey(record: UsageRecord, by: UsageGrouping, timezone: string): string | undefined {
   switch (by) {
     case "agent":
@@ -81,6 +86,10 @@ function groupKey(record: UsageRecord, by: UsageGrouping, timezone: string): str
       return localDate(record.at, timezone);
     case "cron":
       return cronIdOfKey(record.sessionKey);
+    case "heartbeat": {
+      const heartbeat = heartbeatIdOfKey(record.sessionKey);
+      return heartbeat === undefined ? undefined : `${localDate(record.at, timezone)} ${heartbeat}`;
+    }
     default:
       return by satisfies never;
   }

@@ -14,6 +14,8 @@
  * - `budget:<scope>:<period>:<period start ms>:<reached|warning>`: a budget notice, once
  *   per budget, period and level (`scope` is `the workspace` or `agent <id>`).
  * - `schedule:<schedule id>:<occurrence ms>`: a reminder's message, once per occurrence.
+ * - `heartbeat-paused:<heartbeat id>:<period start ms>`: telling the owner a heartbeat
+ *   stopped at a reached budget, once per heartbeat and budget period.
  * - `paired:<platform>:<user id>:<approved at ms>`: telling a person the owner let them in.
  */
 import type { ChatPlatformKind } from "../ports/index.js";
@@ -28,6 +30,7 @@ export type OutboxKey =
   | { kind: "voice"; jobId: string }
   | { kind: "bus"; platform: ChatPlatformKind; messageId: string }
   | { kind: "schedule"; scheduleId: string; occurrenceMs: number }
+  | { kind: "heartbeat-paused"; heartbeatId: string; periodStart: number }
   | { kind: "paired"; platform: ChatPlatformKind; userId: string; approvedAt: number }
   | {
       kind: "budget";
@@ -53,6 +56,8 @@ export function formatOutboxKey(key: OutboxKey): string {
       return `bus:${key.platform}:${key.messageId}`;
     case "schedule":
       return `schedule:${key.scheduleId}:${key.occurrenceMs}`;
+    case "heartbeat-paused":
+      return `heartbeat-paused:${key.heartbeatId}:${key.periodStart}`;
     case "paired":
       return `paired:${key.platform}:${key.userId}:${key.approvedAt}`;
     case "budget":
@@ -99,6 +104,11 @@ export function parseOutboxKey(text: string): OutboxKey | null {
       const occurrenceMs = Number(at);
       if (!scheduleId || extra !== undefined || !/^\d+$/.test(at ?? "")) return null;
       return { kind, scheduleId, occurrenceMs };
+    }
+    case "heartbeat-paused": {
+      const [heartbeatId, start, extra] = parts;
+      if (!heartbeatId || extra !== undefined || !/^\d+$/.test(start ?? "")) return null;
+      return { kind, heartbeatId, periodStart: Number(start) };
     }
     case "budget":
       return parseBudgetKey(parts);

@@ -8,6 +8,7 @@
  *   a run started by hand (`cron run`, the dashboard's Run now). Older keys may stop at
  *   `cron:<id>`.
  * - `schedule:<id>:<occurrence ISO>`: one occurrence of a task the `schedule` tool set up.
+ * - `heartbeat:<id>:<tick ISO>`: one tick of a chat's heartbeat (src/cron/heartbeat-worker.ts).
  * - `subagent:<depth>:<parent>:<call id>`: the conversation of a subagent call, `parent`
  *   the calling job's id (or, for a turn without a job, the calling session's key).
  * - `console:<user>`: `picklebot chat`.
@@ -26,6 +27,7 @@ export type SessionKey =
       run: CronRun | null;
     }
   | { kind: "schedule"; scheduleId: string; at: string }
+  | { kind: "heartbeat"; heartbeatId: string; at: string }
   | { kind: "subagent"; depth: number; parent: string; callId: string }
   | { kind: "console"; user: string }
   | { kind: "web"; agentId: string; id: string };
@@ -49,6 +51,8 @@ export function formatSessionKey(key: SessionKey): string {
     }
     case "schedule":
       return `schedule:${key.scheduleId}:${key.at}`;
+    case "heartbeat":
+      return `heartbeat:${key.heartbeatId}:${key.at}`;
     case "subagent":
       return `subagent:${key.depth}:${key.parent}:${key.callId}`;
     case "console":
@@ -93,6 +97,18 @@ export function scheduleOccurrenceKey(scheduleId: string, occurrenceMs: number):
   return formatSessionKey({ kind: "schedule", scheduleId, at });
 }
 
+/** The session key of one tick of a heartbeat: `heartbeat:<id>:<tick ISO>`. */
+export function heartbeatTickKey(heartbeatId: string, tickMs: number): string {
+  const at = new Date(tickMs).toISOString();
+  return formatSessionKey({ kind: "heartbeat", heartbeatId, at });
+}
+
+/** The heartbeat id of a heartbeat tick's key, or undefined for any other key. */
+export function heartbeatIdOfKey(text: string): string | undefined {
+  const key = parseSessionKey(text);
+  return key?.kind === "heartbeat" ? key.heartbeatId : undefined;
+}
+
 /** True when `text` is the key of a chat's own conversation (not a cron, schedule, subagent…). */
 export function isChatSessionKey(text: string): boolean {
   return parseSessionKey(text)?.kind === "chat";
@@ -132,7 +148,8 @@ export function parseSessionKey(text: string): SessionKey | null {
     case "cron":
       return parseCronKey(rest);
     case "schedule":
-      return parseScheduleKey(rest);
+    case "heartbeat":
+      return parseOccurrenceKey(prefix, rest);
     case "subagent":
       return parseSubagentKey(rest);
     case "console":
@@ -158,13 +175,13 @@ function parseCronKey(rest: string): SessionKey | null {
   return at === "" ? null : { kind: "cron", cronId, run: { manual, at } };
 }
 
-/** `<id>:<at>`. */
-function parseScheduleKey(rest: string): SessionKey | null {
+/** `<id>:<at>` of a schedule's or a heartbeat's key. */
+function parseOccurrenceKey(kind: "schedule" | "heartbeat", rest: string): SessionKey | null {
   const separator = rest.indexOf(":");
-  const scheduleId = rest.slice(0, separator);
+  const id = rest.slice(0, separator);
   const at = rest.slice(separator + 1);
-  if (separator <= 0 || !CRON_ID.test(scheduleId) || at === "") return null;
-  return { kind: "schedule", scheduleId, at };
+  if (separator <= 0 || !CRON_ID.test(id) || at === "") return null;
+  return kind === "schedule" ? { kind, scheduleId: id, at } : { kind, heartbeatId: id, at };
 }
 
 /** `<depth>:<parent>:<call id>`; the parent may itself be a key, with colons. */

@@ -23,6 +23,7 @@ import { chatPersonKey } from "../base/person-key.js";
 import { chatSessionKey } from "../base/session-key.js";
 import {
   type ChatCommandName,
+  type ChatHeartbeats,
   type ChatPlatformKind,
   type ChatReplyTarget,
   type Clock,
@@ -93,6 +94,8 @@ export interface ChatInboxOptions {
    * (Default: none)
    */
   reminders?: (chat: ChatReplyTarget) => Promise<string>;
+  /** The chat's heartbeat, for `/heartbeat` (its owner's). (Default: none: refused) */
+  heartbeats?: ChatHeartbeats;
   /**
    * Takes known secrets out of a message's text before it is stored or queued
    * (`secretValues(config)`). (Default: the text as it is)
@@ -111,7 +114,7 @@ export class ChatInbox {
     this.#agents = new ChatAgents(options.agents, options.history);
     const common = commonCommands(options);
     const own = (
-      name: "compact" | "stop" | "reminders" | "transcript",
+      name: "compact" | "stop" | "reminders" | "heartbeat" | "transcript",
       run: (chat: InboxChat) => Promise<void>,
     ): ChatCommandSpec<InboxChat> => ({ description: describeChatCommand(name), run });
     const commands = {
@@ -124,6 +127,10 @@ export class ChatInbox {
       agent: common.agent,
       model: common.model,
       reminders: own("reminders", (chat) => this.#reminders(chat)),
+      heartbeat: {
+        description: describeChatCommand("heartbeat"),
+        run: (chat, argument) => this.#heartbeat(chat, argument),
+      },
       transcript: own("transcript", (chat) => this.#transcript(chat)),
       memory: common.memory,
       forget: common.forget,
@@ -139,6 +146,19 @@ export class ChatInbox {
     const { reminders } = this.#options;
     const target = chatReplyTarget(chat.message);
     await chat.reply(reminders ? await reminders(target) : NO_REMINDERS);
+  }
+
+  /** `/heartbeat [every 30m <what to check> | off]`: the chat's heartbeat, for its owner only. */
+  async #heartbeat(chat: InboxChat, argument: string): Promise<void> {
+    const { heartbeats } = this.#options;
+    if (!chat.owner()) {
+      return chat.reply("Only the owner can see or set this chat's heartbeat.");
+    }
+    if (!heartbeats) return chat.reply("Heartbeats are not available here.");
+    const { agentId } = await chat.agent();
+    const target = chatReplyTarget(chat.message);
+    const userId = chat.message.userId;
+    await chat.reply(await heartbeats.command(target, argument, { agentId, userId }));
   }
 
   /**

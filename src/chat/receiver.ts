@@ -68,6 +68,8 @@ export interface MessageBusWorkerOptions {
   pricing: ChatInboxOptions["pricing"];
   /** The chat's reminders, for `/reminders`. (Default: none) */
   reminders?: ChatInboxOptions["reminders"];
+  /** The chat's heartbeat, for `/heartbeat`. (Default: none) */
+  heartbeats?: ChatInboxOptions["heartbeats"];
   /** Takes known secrets out of a message's text before it is queued. (Default: none) */
   redact?: ChatInboxOptions["redact"];
   /** The memories `/memory` shows and `/forget` clears, and the sessions' snapshots. */

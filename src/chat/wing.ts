@@ -24,6 +24,7 @@ import {
 } from "../config/index.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type {
+  ChatHeartbeats,
   ChatPlatform,
   ChatReplyTarget,
   Clock,
@@ -70,6 +71,8 @@ export interface ChatWingOptions {
   events: EventSink;
   /** A chat's reminders, for `/reminders`. (Default: none) */
   reminders?: (chat: ChatReplyTarget) => Promise<string>;
+  /** A chat's heartbeat, for `/heartbeat`. (Default: none) */
+  heartbeats?: ChatHeartbeats;
 }
 
 /** What the receiver asks of the agents' side: `/stop`, button answers, `/status`. */
@@ -134,6 +137,7 @@ export class ChatWing {
       pricing: { prices: workspacePrices(config), timezone: config.timezone },
       redact: secretRedactor(secretValues(config)),
       ...(this.#options.reminders ? { reminders: this.#options.reminders } : {}),
+      ...(this.#options.heartbeats ? { heartbeats: this.#options.heartbeats } : {}),
       memory: storage.memory,
       recall: storage.recall,
       clock,

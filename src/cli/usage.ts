@@ -24,7 +24,10 @@ export function usageCommand(): Command {
     .description("show model calls, tokens and their cost in USD, from the usage ledger")
     .option("--since <duration>", "how far back: 30m, 12h, 7d, 2w", checkSince, "7d")
     .addOption(
-      new Option("--by <group>", "sum by agent, day, session or cron")
+      new Option(
+        "--by <group>",
+        "sum by agent, day, session, cron, or heartbeat (each heartbeat's calls per day)",
+      )
         .choices(USAGE_GROUPINGS)
         .default("agent"),
     )

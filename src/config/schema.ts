@@ -5,6 +5,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { CHAT_ADDRESS_FORMS, type ChatAddress, parseChatAddress } from "../base/chat-address.js";
+import { isHeartbeatInterval, parseHeartbeatEvery } from "../base/heartbeat.js";
 import { isLocalEndpoint } from "../base/local-endpoint.js";
 import { hostTimeZone } from "../base/time-zone.js";
 import {
@@ -109,6 +110,7 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
       tools: toolsSchema(context.env),
       skills: skillsSchema(),
       bindings: bindingsSchema(),
+      heartbeats: heartbeatsSchema(),
       approvals: approvalsSchema(context.tools),
       budget: workspaceBudgetSchema(),
       /** MCP servers whose tools agents may list as `mcp:<name>`. */
@@ -640,6 +642,63 @@ function scheduleToolSchema() {
         .default({}),
     })
     .prefault({});
+}
+
+/** `heartbeats`: chats' recurring idle checks (docs/guides/reminders.md, "Heartbeats"). */
+function heartbeatsSchema() {
+  return z
+    .strictObject({
+      /** Shortest interval `/heartbeat every …` and `chats` may set, in minutes. */
+      min_interval_m: fromText(
+        z.int().min(1).describe("a whole number of minutes, at least 1"),
+      ).default(30),
+      /** A heartbeat per chat address, set here rather than with /heartbeat in the chat. */
+      chats: z
+        .record(
+          z.string(),
+          z.strictObject({
+            /** How often: `30m`, `2h`. */
+            every: z.string().superRefine((every, ctx) => {
+              // Its length and evenness are checked below, against min_interval_m.
+              const read = parseHeartbeatEvery(every, 0);
+              if (!isHeartbeatInterval(every) && typeof read === "string") {
+                standaloneIssue(ctx, [], read);
+              }
+            }),
+            /** What the agent checks at each tick. */
+            check: z.string().trim().min(1).describe("what the agent checks, in words"),
+          }),
+        )
+        .superRefine((chats, ctx) => {
+          for (const address of Object.keys(chats)) {
+            if (parseChatAddress(address) !== null) continue;
+            standaloneIssue(
+              ctx,
+              [address],
+              `"${address}" is not a chat address; write ${CHAT_ADDRESS_FORMS}`,
+            );
+          }
+        })
+        .default({}),
+    })
+    .superRefine((heartbeats, ctx) => {
+      for (const [chat, { every }] of Object.entries(heartbeats.chats)) {
+        if (!isHeartbeatInterval(every)) continue;
+        const read = parseHeartbeatEvery(every, heartbeats.min_interval_m);
+        if (typeof read === "string") standaloneIssue(ctx, ["chats", chat, "every"], read);
+      }
+    })
+    .prefault({});
+}
+
+/** An issue whose message is a whole sentence (no "expected …, found …" around it). */
+function standaloneIssue(ctx: z.RefinementCtx, path: string[], message: string): void {
+  ctx.addIssue({
+    code: "custom",
+    path,
+    message,
+    params: { standalone: true } satisfies CustomIssueParams,
+  });
 }
 
 /** `bindings`: chats pinned to an agent (docs/guides/agents.md, "An agent per chat"). */

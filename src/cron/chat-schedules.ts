@@ -52,7 +52,8 @@ export interface ChatScheduleDeskOptions {
 /** Characters of a schedule id: no look-alikes, easy to read out and type. */
 const ID_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789";
 
-function newScheduleId(): string {
+/** A new schedule's id: six characters of {@link ID_ALPHABET}. */
+export function newScheduleId(): string {
   return [...randomBytes(6)].map((byte) => ID_ALPHABET[byte % ID_ALPHABET.length]).join("");
 }
 
@@ -152,7 +153,9 @@ export async function chatScheduleListing(
   clock: Clock,
   chat: ChatReplyTarget,
 ): Promise<string> {
-  const active = await store.list({ chat, states: ["active"] });
+  const listed = await store.list({ chat, states: ["active"] });
+  // The chat's heartbeat is the owner's (/heartbeat shows it), not a reminder.
+  const active = listed.filter((schedule) => schedule.kind !== "heartbeat");
   if (active.length === 0) return "This chat has no active schedules.";
   return active.map((schedule) => `${schedule.id}: ${describe(schedule, clock.now())}`).join("\n");
 }

@@ -17,7 +17,7 @@
  * downtime the latest missed occurrence fires once (a one-shot reminder arrives late rather
  * than never); older missed ones of a recurring schedule are skipped, never replayed.
  *
- * **What fires.** A `message` goes verbatim into the outbox for the chat (no model call);
+ * **What fires.** A schedule of kind `heartbeat` is left to the ChatHeartbeatWorker. A `message` goes verbatim into the outbox for the chat (no model call);
  * a `task` is a job in a fresh session (`schedule:<id>:<occurrence ISO>`), its reply going
  * to the chat: docs/decisions/scheduled-tasks.md. When each is due: schedule-times.ts.
  */
@@ -36,7 +36,7 @@ import type {
   Worker,
 } from "../ports/index.js";
 import { dueOccurrence, nextScheduleOccurrence } from "./schedule-times.js";
-import type { Timers } from "./worker.js";
+import { sleepFor, type Timers } from "./worker.js";
 
 /** Options of {@link ScheduleWorker}. */
 export interface ScheduleWorkerOptions {
@@ -53,22 +53,15 @@ export interface ScheduleWorkerOptions {
   pollMs?: number;
 }
 
-const realTimers: Timers = {
-  setTimeout: (callback, delayMs) => setTimeout(callback, delayMs),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
-
 /** Fires the schedules of the store on time; see the file header for the rules. */
 export class ScheduleWorker implements Worker {
   readonly name = "schedules";
   readonly #options: ScheduleWorkerOptions;
-  readonly #timers: Timers;
   readonly #pollMs: number;
 
   constructor(options: ScheduleWorkerOptions) {
     checkNumberOptions("ScheduleWorker", options, { pollMs: "positive" });
     this.#options = options;
-    this.#timers = options.timers ?? realTimers;
     this.#pollMs = options.pollMs ?? 10_000;
   }
 
@@ -77,7 +70,7 @@ export class ScheduleWorker implements Worker {
     while (!signal.aborted) {
       const nextAt = await this.fireDue();
       const delay = Math.min(Math.max(nextAt - this.#options.clock.now(), 0), this.#pollMs);
-      await this.#sleep(delay, signal);
+      await sleepFor(delay, signal, this.#options.timers);
     }
   }
 
@@ -86,6 +79,8 @@ export class ScheduleWorker implements Worker {
     const now = this.#options.clock.now();
     let nextAt = now + this.#pollMs;
     for (const schedule of await this.#options.store.list({ states: ["active"] })) {
+      // A heartbeat is the ChatHeartbeatWorker's (heartbeat-worker.ts).
+      if (schedule.kind === "heartbeat") continue;
       const due = dueOccurrence(schedule, now);
       if (due !== null) await this.#fire(schedule, due);
       const finished = due !== null && schedule.cron === null;
@@ -143,19 +138,6 @@ export class ScheduleWorker implements Worker {
       maxAttempts,
     });
     return job.id;
-  }
-
-  /** Sleeps `ms`, or less when `signal` aborts. */
-  #sleep(ms: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        signal.removeEventListener("abort", done);
-        this.#timers.clearTimeout(handle);
-        resolve();
-      };
-      const handle = this.#timers.setTimeout(done, ms);
-      signal.addEventListener("abort", done, { once: true });
-    });
   }
 }
 

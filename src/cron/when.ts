@@ -7,6 +7,7 @@
 import { createRequire } from "node:module";
 import { CronExpressionParser } from "cron-parser";
 import { ToolError } from "../base/errors.js";
+import { minutesAsWords } from "../base/heartbeat.js";
 import { wallClockMs } from "../base/time-zone.js";
 import { isValidTimeZone } from "../config/index.js";
 import { instantOfWallTime, nextOccurrence } from "./schedule.js";
@@ -181,7 +182,5 @@ export function shortestGapMs(cron: string, zone: string, now: number): number {
 
 /** Minutes as people say them: "90 minutes", "2 hours". */
 export function minutesInWords(ms: number): string {
-  const minutes = Math.round(ms / MINUTE_MS);
-  if (minutes % 60 === 0) return minutes === 60 ? "1 hour" : `${minutes / 60} hours`;
-  return minutes === 1 ? "1 minute" : `${minutes} minutes`;
+  return minutesAsWords(Math.round(ms / MINUTE_MS));
 }

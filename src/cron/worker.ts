@@ -99,6 +99,23 @@ const realTimers: Timers = {
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
+/** Sleeps `ms` on `timers` (the global ones by default), or less when `signal` aborts. */
+export function sleepFor(
+  ms: number,
+  signal: AbortSignal,
+  timers: Timers = realTimers,
+): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      signal.removeEventListener("abort", done);
+      timers.clearTimeout(handle);
+      resolve();
+    };
+    const handle = timers.setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
 /** Fires the crons of one folder on time; see the file header for the rules. */
 export class CronWorker implements Worker {
   readonly name = "cron";

@@ -83,6 +83,10 @@ export const CHAT_COMMANDS = [
     description: "Show this chat's model and fallbacks; /model NAME switches it (owner)",
   },
   { command: "reminders", description: "List this chat's reminders and recurring tasks" },
+  {
+    command: "heartbeat",
+    description: "Show this chat's heartbeat; /heartbeat every 30m WHAT checks when idle (owner)",
+  },
   { command: "transcript", description: "Show what I heard in your last voice note" },
   { command: "memory", description: "Show what the agent remembers about you" },
   { command: "forget", description: "Clear what the agent remembers about you" },

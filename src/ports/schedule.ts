@@ -4,7 +4,10 @@
  *
  * Glossary
  * - **Schedule**: one reminder or recurring task of one chat. It either delivers a
- *   **message** verbatim (no model call) or runs a **task** (a prompt) as an agent turn.
+ *   **message** verbatim (no model call) or runs a **task** (a prompt) as an agent turn;
+ *   a **heartbeat** is a recurring check the owner set with `/heartbeat`, run only when
+ *   the chat is idle and silent when it finds nothing (the HeartbeatWorker fires it, the
+ *   ScheduleWorker leaves it alone).
  * - **One-shot**: a schedule with an `at` instant; it is done once that occurrence fired.
  * - **Recurring**: a schedule with a 5-field cron expression, read on the wall clock of its
  *   `timezone` (the person's zone when it was made).
@@ -17,7 +20,7 @@
 import type { ChatReplyTarget } from "./queue.js";
 
 /** What a schedule does when due. */
-export type ScheduleKind = "message" | "task";
+export type ScheduleKind = "message" | "task" | "heartbeat";
 
 /** Where a schedule is in its life. */
 export type ScheduleState = "active" | "done" | "cancelled";
@@ -110,4 +113,21 @@ export interface ChatSchedules {
   list(): Promise<string>;
   /** Cancels one of the chat's active schedules. */
   cancel(id: string): Promise<string>;
+}
+
+/** Who sends `/heartbeat` in a chat, as {@link ChatHeartbeats.command} needs them. */
+export interface HeartbeatSender {
+  /** The chat's current agent: a heartbeat set now runs with it. */
+  agentId: string;
+  /** The sender's chat user id. */
+  userId: string;
+}
+
+/**
+ * `/heartbeat` in a chat, for its owner (the inbox refuses anyone else): `every 30m <what
+ * to check>` sets the chat's heartbeat, `off` stops it, nothing shows it. Every answer,
+ * refusals too, is the text to send back to the chat.
+ */
+export interface ChatHeartbeats {
+  command(chat: ChatReplyTarget, argument: string, sender: HeartbeatSender): Promise<string>;
 }

@@ -33,3 +33,12 @@ export interface UsageLedger {
   /** The calls the query selects, oldest first. */
   calls(query: UsageQuery): Promise<UsageRecord[]>;
 }
+
+/** A budget that is reached now, as a heartbeat that stops at it tells the owner. */
+export interface ReachedBudget {
+  /** `the workspace spent $0.0500 of its $0.0500 daily budget`. */
+  summary: string;
+  /** When its period started and when the next starts (epoch ms). */
+  periodStart: number;
+  resetsAt: number;
+}

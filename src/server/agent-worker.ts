@@ -29,6 +29,7 @@ import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
 import { Wakeup } from "../base/wakeup.js";
 import { JobEventPublisher } from "../events/job-events.js";
+import { replyOfSession } from "../frontends/heartbeat-reply.js";
 import type { FrontendRegistry } from "../frontends/registry.js";
 import type {
   Checkpoint,
@@ -205,11 +206,14 @@ export class AgentWorker implements Worker {
     let error: string | undefined;
     this.#publish.job("job.started", job);
     try {
-      reply = this.#options.frontends.openReply(job.replyTo, {
-        jobId: job.id,
-        agentId: job.agentId,
-        cameAsVoice: job.attachments.some(({ kind }) => kind === "voice" || kind === "audio"),
-      });
+      reply = replyOfSession(
+        job.sessionKey,
+        this.#options.frontends.openReply(job.replyTo, {
+          jobId: job.id,
+          agentId: job.agentId,
+          cameAsVoice: job.attachments.some(({ kind }) => kind === "voice" || kind === "audio"),
+        }),
+      );
       const attempt = await this.#attempts.attempt(job, reply, signal, progress);
       outcome = await this.#apply(job, reply, attempt);
     } catch (thrown) {

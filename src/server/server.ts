@@ -19,6 +19,7 @@
  */
 import { hostname } from "node:os";
 import { join } from "node:path";
+import { reachedBudget } from "../agents/budget.js";
 import { definedAgentIds } from "../agents/definition.js";
 import { watchModelKey } from "../agents/model-key-watch.js";
 import { describeBashSandbox } from "../agents/tools/index.js";
@@ -38,7 +39,9 @@ import {
   runnablePlatforms,
   workspacePrices,
 } from "../config/index.js";
+import { ChatHeartbeatDesk, configuredHeartbeats } from "../cron/chat-heartbeats.js";
 import { chatScheduleListing } from "../cron/chat-schedules.js";
+import { ChatHeartbeatWorker } from "../cron/heartbeat-worker.js";
 import { ScheduleWorker } from "../cron/schedule-worker.js";
 import { CronWorker } from "../cron/worker.js";
 import { announcingEnqueues } from "../events/enqueued.js";
@@ -174,6 +177,7 @@ export class PicklebotServer {
       logger,
       events: this.events,
       reminders: (chat) => chatScheduleListing(storage.schedules, this.#clock, chat),
+      heartbeats: new ChatHeartbeatDesk({ store: storage.schedules, clock: this.#clock, config }),
     });
     this.#mcp = startMcpRuntime({
       workspace,
@@ -359,6 +363,21 @@ export class PicklebotServer {
         outbox: this.#storage.outbox,
         clock: this.#clock,
         logger: logger.child({ worker: "schedules" }),
+        maxAttempts: config.workers.max_attempts,
+      }),
+      new ChatHeartbeatWorker({
+        store: this.#storage.schedules,
+        cronState: this.#storage.cronState,
+        configured: configuredHeartbeats(config),
+        queue: this.#queue,
+        outbox: this.#storage.outbox,
+        reachedBudget: (agentId) =>
+          reachedBudget(
+            { ledger: this.#storage.usage, config, agents, clock: this.#clock },
+            agentId,
+          ),
+        clock: this.#clock,
+        logger: logger.child({ worker: "chat-heartbeats" }),
         maxAttempts: config.workers.max_attempts,
       }),
     ];

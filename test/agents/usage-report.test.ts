@@ -68,6 +68,26 @@ describe("summarizeUsage", () => {
     expect(utc.total).toMatchObject({ calls: 2, input: 2_000_000, costUsd: 6 });
   });
 
+  it("by heartbeat, sums each heartbeat's tick calls per day and leaves every other call out", () => {
+    const tick = (at: string, id: string) =>
+      call(at, { sessionKey: `heartbeat:${id}:${at}`, input: 1000, output: 100 });
+    const calls = [
+      tick("2026-03-01T10:00:00Z", "k7m2qx"),
+      tick("2026-03-01T10:30:00Z", "k7m2qx"),
+      tick("2026-03-02T10:00:00Z", "k7m2qx"),
+      tick("2026-03-01T11:00:00Z", "config-telegram-42"),
+      call("2026-03-01T12:00:00Z"),
+    ];
+    const report = summarizeUsage(calls, { by: "heartbeat", timezone: "UTC" });
+    // 1,000 tokens in at $3/M and 100 out at $15/M: $0.0045 a tick.
+    expect(report.lines.map((line) => [line.key, line.calls, line.costUsd])).toEqual([
+      ["2026-03-01 config-telegram-42", 1, 0.0045],
+      ["2026-03-01 k7m2qx", 2, 0.009],
+      ["2026-03-02 k7m2qx", 1, 0.0045],
+    ]);
+    expect(report.total.calls).toBe(4);
+  });
+
   it("names models it cannot price, at $0", () => {
     const report = summarizeUsage([call("2026-03-01T00:00:00Z", { model: "unknown" })], {
       by: "agent",

@@ -17,6 +17,8 @@ import {
   cronManualKey,
   cronOccurrenceKey,
   formatSessionKey,
+  heartbeatIdOfKey,
+  heartbeatTickKey,
   isManualCronKey,
   isWebSessionKey,
   parseSessionKey,
@@ -61,6 +63,10 @@ describe("session keys", () => {
       { kind: "schedule", scheduleId: "r7k2", at: "2026-11-27T08:00:00.000Z" },
       "schedule:r7k2:2026-11-27T08:00:00.000Z",
     ],
+    [
+      { kind: "heartbeat", heartbeatId: "config-telegram-42", at: "2026-11-27T08:00:00.000Z" },
+      "heartbeat:config-telegram-42:2026-11-27T08:00:00.000Z",
+    ],
     [{ kind: "web", agentId: "pickle", id: "0a1b2c3d" }, "web:pickle:0a1b2c3d"],
   ])("round-trips %j as %s", (key, text) => {
     expect(formatSessionKey(key)).toBe(text);
@@ -74,6 +80,7 @@ describe("session keys", () => {
     expect(cronManualKey("news", AT)).toBe("cron:news:manual:2026-11-27T08:00:00.000Z");
     expect(cronManualKey("news", AT).startsWith(cronKeyPrefix("news"))).toBe(true);
     expect(webSessionKey("pickle", "ff00")).toBe("web:pickle:ff00");
+    expect(heartbeatTickKey("k7m2qx", AT)).toBe("heartbeat:k7m2qx:2026-11-27T08:00:00.000Z");
   });
 
   it("answers the questions callers ask of a key", () => {
@@ -86,6 +93,8 @@ describe("session keys", () => {
     expect(isWebSessionKey("telegram:42")).toBe(false);
     expect(subagentDepthOf("subagent:3:job:call")).toBe(3);
     expect(subagentDepthOf("telegram:42")).toBe(0);
+    expect(heartbeatIdOfKey("heartbeat:k7m2qx:2026-11-27T08:00:00.000Z")).toBe("k7m2qx");
+    expect(heartbeatIdOfKey("schedule:k7m2qx:2026-11-27T08:00:00.000Z")).toBeUndefined();
   });
 
   it.each([
@@ -108,6 +117,8 @@ describe("session keys", () => {
     "web:pickle",
     "web::ff00",
     "web:pickle:ff00:extra",
+    "heartbeat:k7m2qx",
+    "heartbeat::2026",
     "k1",
   ])("refuses %j", (text) => {
     expect(parseSessionKey(text)).toBeNull();
@@ -134,6 +145,10 @@ describe("outbox keys", () => {
     [
       { kind: "schedule", scheduleId: "r7k2", occurrenceMs: 1795651200000 },
       "schedule:r7k2:1795651200000",
+    ],
+    [
+      { kind: "heartbeat-paused", heartbeatId: "k7m2qx", periodStart: 1795651200000 },
+      "heartbeat-paused:k7m2qx:1795651200000",
     ],
     [
       {
@@ -189,6 +204,8 @@ describe("outbox keys", () => {
     "budget:the workspace:week:1:reached",
     "budget:the workspace:day:soon:reached",
     "budget:day:1:reached",
+    "heartbeat-paused:k7m2qx",
+    "heartbeat-paused:k7m2qx:soon",
     "approval:a1",
   ])("refuses %j", (text) => {
     expect(parseOutboxKey(text)).toBeNull();

@@ -91,6 +91,7 @@ describe("TelegramPlatform", () => {
       "agent",
       "model",
       "reminders",
+      "heartbeat",
       "transcript",
       "memory",
       "forget",

@@ -233,6 +233,42 @@ describe("loadConfig", () => {
     expect(message).toContain('budget.on_exceeded: expected "park" or "refuse"');
   });
 
+  it("reads heartbeats, none by default, and names a bad interval, chat or check", () => {
+    expect(loadConfig(workspace, {}).heartbeats).toEqual({ min_interval_m: 30, chats: {} });
+    writeConfig('heartbeats:\n  chats:\n    "telegram:42": {every: 1h, check: the mail}\n');
+    expect(loadConfig(workspace, {}).heartbeats.chats).toEqual({
+      "telegram:42": { every: "1h", check: "the mail" },
+    });
+    const file = writeConfig(
+      [
+        "heartbeats:",
+        "  chats:",
+        '    "telegram:42": {every: 1s, check: the mail}',
+        '    "telegram:43": {every: 45m, check: the mail}',
+        '    "telegram:44": {every: 1h, check: ""}',
+        '    "matrix:1": {every: 1h, check: the mail}',
+        '    "telegram:45": {every: often, check: the mail}',
+        "",
+      ].join("\n"),
+    );
+    const message = loadError().message;
+    expect(message).toContain(
+      `${file}: heartbeats.chats.telegram:42.every: "1s" is shorter than the shortest heartbeat interval, 30 minutes (heartbeats.min_interval_m); choose a longer one`,
+    );
+    expect(message).toContain(
+      'heartbeats.chats.telegram:43.every: "45m" does not divide an hour or a day evenly',
+    );
+    expect(message).toContain("heartbeats.chats.telegram:44.check: expected what the agent checks");
+    expect(message).toContain(
+      'heartbeats.chats.matrix:1: "matrix:1" is not a chat address; write telegram:<chat_id>',
+    );
+    expect(message).toContain(
+      'heartbeats.chats.telegram:45.every: "often" is not an interval; write it like 30m or 2h',
+    );
+    // One sentence per mistake.
+    expect(message.split("\n")).toHaveLength(5);
+  });
+
   it("keeps $$ followed by {NAME} as the literal text", () => {
     writeConfig(`llm:\n  model: "a-$\${MODEL}"\n`);
     expect(loadConfig(workspace, {}).llm.model).toBe(`a-\${MODEL}`);

@@ -181,6 +181,30 @@ describe("ScheduleWorker", () => {
     expect(await delivered()).toEqual([]);
   });
 
+  it("leaves a heartbeat to the ChatHeartbeatWorker: no job, no message, no tick recorded", async () => {
+    const { schedules } = handle.store;
+    await schedules.create(
+      {
+        id: "hb1",
+        agentId: "main",
+        chat: { kind: "telegram", chatId: "42" },
+        createdBy: "7",
+        kind: "heartbeat",
+        text: "anything new?",
+        at: null,
+        cron: "* * * * *",
+        timezone: "UTC",
+        createdAt: clock.now(),
+      },
+      10,
+    );
+    clock.advance(5 * 60_000);
+    await worker().fireDue();
+    expect(await queue.list()).toEqual([]);
+    expect(await delivered()).toEqual([]);
+    expect((await schedules.get("hb1"))?.lastFiredAt).toBeNull();
+  });
+
   it("a cancelled schedule does not fire", async () => {
     const at = Date.parse("2027-03-25T12:01:00Z");
     await handle.store.schedules.create(schedule("r1", { at }), 10);

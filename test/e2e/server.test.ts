@@ -275,6 +275,7 @@ describe("picklebot server", () => {
     expect(workers).toEqual([
       { name: "agent", ...running },
       { name: "batch-poller", ...running },
+      { name: "chat-heartbeats", ...running },
       { name: "cron", ...running },
       { name: "definitions", ...running },
       { name: "leader", ...running },

@@ -127,6 +127,29 @@ describe("picklebot usage", () => {
     expect(byCron.total).toMatchObject({ calls: 3, costUsd: 2.5 });
   });
 
+  it("shows each heartbeat's cost per day, --by heartbeat, leaving other calls out", async () => {
+    await chatTwice();
+    const config = loadConfig(ws.dir, {});
+    const storage = await openStorage(config, { now: () => Date.now() });
+    // A tick that found nothing: 2,000 tokens in, 20 out, at Sonnet's list price.
+    const usage = { input: 2000, output: 20, cacheRead: 0, cacheWrite: 0 };
+    for (const tick of ["10:00", "10:30", "11:00"]) {
+      const key = `heartbeat:k7m2qx:2026-11-25T${tick}:00.000Z`;
+      const session = await storage.history.createSession({ key, agentId: "pickle" });
+      const call = { model: "claude-sonnet-4-6" };
+      await storage.history.append(session.id, { role: "assistant", content: [] }, { usage, call });
+    }
+    await storage.close();
+    const table = await cli("usage", "--by", "heartbeat");
+    expect(table.stderr).toBe("");
+    const lines = table.stdout.trim().split("\n");
+    expect(lines[0]).toMatch(
+      /^HEARTBEAT\s+CALLS\s+INPUT\s+OUTPUT\s+CACHE READ\s+CACHE WRITE\s+USD$/,
+    );
+    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\d k7m2qx\s+3\s+6000\s+60\s+0\s+0\s+\$0\.0189$/);
+    expect(lines[2]).toMatch(/^total\s+3\s/);
+  });
+
   it("prices with llm.prices over the built-in table", async () => {
     writePrices("{ input: 1, output: 2, cache_read: 0, cache_write: 0 }");
     await chatTwice();

@@ -21,6 +21,7 @@ import { chatAgentDirectory } from "../../src/chat/agents.js";
 import { MessageBusWorker } from "../../src/chat/receiver.js";
 import { ChatSenders } from "../../src/chat/senders.js";
 import { type Config, modelEntryNames, secretValues } from "../../src/config/index.js";
+import { ChatHeartbeatDesk } from "../../src/cron/chat-heartbeats.js";
 import { withMemoryEvents } from "../../src/events/memory-changed.js";
 import { FrontendRegistry } from "../../src/frontends/registry.js";
 import {
@@ -92,6 +93,8 @@ export interface CoreOptions {
   bindings?: Array<{ chat: string; agent: string }>;
   /** `telegram.bot_token` (a configured secret). (Default: none) */
   botToken?: string;
+  /** `heartbeats` of picklebot.yaml, as written there. (Default: none) */
+  heartbeats?: Record<string, unknown>;
 }
 
 /** An in-process core, not yet running. */
@@ -154,6 +157,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     tools: { web_fetch: { allow_private_addresses: true } },
     bindings: options.bindings,
     ...(options.budget ? { budget: options.budget } : {}),
+    ...(options.heartbeats ? { heartbeats: options.heartbeats } : {}),
     ...(options.botToken === undefined ? {} : { telegram: { bot_token: options.botToken } }),
   });
   const clock = new TestClock();
@@ -251,6 +255,8 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     pricing: { prices: config.llm.prices, timezone: config.timezone },
     memory: storage.memory,
     recall: storage.recall,
+    // As the server does: /heartbeat on the schedules store.
+    heartbeats: new ChatHeartbeatDesk({ store: storage.schedules, clock, config }),
     clock,
     logger,
   });

@@ -66,6 +66,19 @@ export function scheduleContract(
       expect(await reopened.get("nope")).toBeNull();
     });
 
+    it("stores a heartbeat (kind heartbeat, recurring) and records its ticks", async () => {
+      const heartbeat = newSchedule("h1", {
+        kind: "heartbeat",
+        text: "anything new?",
+        at: null,
+        cron: "*/30 * * * *",
+      });
+      expect(await schedules.create(heartbeat, 10)).toMatchObject({ kind: "heartbeat" });
+      expect(await schedules.recordFired("h1", 1_800_000, { done: false })).toBe(true);
+      expect(await schedules.recordFired("h1", 1_800_000, { done: false })).toBe(false);
+      expect(await schedules.get("h1")).toMatchObject({ state: "active", lastFiredAt: 1_800_000 });
+    });
+
     it("refuses a schedule over the chat's limit of active ones, and counts only that chat's active ones", async () => {
       expect(await schedules.create(newSchedule("a"), 2)).not.toBeNull();
       expect(await schedules.create(newSchedule("b"), 2)).not.toBeNull();

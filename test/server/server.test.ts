@@ -100,6 +100,7 @@ describe("PicklebotServer (SQLite mode)", () => {
     expect(health.workers.map((worker) => worker.name).sort()).toEqual([
       "agent",
       "batch-poller",
+      "chat-heartbeats",
       "cron",
       "leader",
       "queue-depth",
