@@ -11,6 +11,7 @@ import type {
   Clock,
   HistoryStore,
   JobSender,
+  MediaReader,
   MemoryStore,
   ModelProvider,
   RecallStore,
@@ -75,6 +76,11 @@ export interface AgentRunnerOptions {
   history: HistoryStore;
   /** The default entry's provider (`llm:`); other named models get theirs from the registry. */
   provider: ModelProvider;
+  /**
+   * Reads the files people sent, for the providers of the other named models. (Default:
+   * none; their requests holding an image or a PDF fail, saying so)
+   */
+  readMedia?: MediaReader;
   clock: Clock;
   /**
    * Where `post_message` posts during a turn: the job's chat through the outbox (the
@@ -228,7 +234,7 @@ export class AgentRunner {
     if (entry.name === DEFAULT_MODEL_ENTRY) return this.#options.provider;
     let provider = this.#providers.get(entry.name);
     if (!provider) {
-      provider = createModelProvider(entry.llm);
+      provider = createModelProvider(entry.llm, this.#options.readMedia);
       this.#providers.set(entry.name, provider);
     }
     return provider;

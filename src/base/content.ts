@@ -53,3 +53,11 @@ export function mediaBlockText(block: ImageBlock | DocumentBlock): string {
     ? `[image ${block.media.name}, ${block.width}×${block.height} px]`
     : `[PDF ${block.media.name}, ${block.pages} pages]`;
 }
+
+/**
+ * An image or a PDF sent to a model that is not shown it (it takes none, or the provider
+ * cannot send that kind): its line of text, so the model can say it cannot see it.
+ */
+export function notShownText(block: ImageBlock | DocumentBlock): string {
+  return `${mediaBlockText(block)} (not shown to this model)`;
+}

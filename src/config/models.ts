@@ -55,6 +55,7 @@ export function modelEntry(
       base_url: entry.base_url ?? (sameProvider ? llm.base_url : undefined),
       max_tokens: entry.max_tokens ?? llm.max_tokens,
       context_window: entry.context_window,
+      vision: entry.vision ?? true,
       timeout_s: entry.timeout_s ?? llm.timeout_s,
       prompt_cache_ttl: entry.prompt_cache_ttl ?? llm.prompt_cache_ttl,
       prices: entry.prices ? { ...llm.prices, [entry.model]: entry.prices } : llm.prices,

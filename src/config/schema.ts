@@ -179,6 +179,8 @@ function llmSchema(env: Environment) {
       max_tokens: fromText(z.int().min(1)).default(4096),
       /** Tokens the model takes in one request. (Default: the model's, from a table) */
       context_window: fromText(z.int().min(8000)).optional(),
+      /** The model takes images (and, on Anthropic's API, PDFs); false: they are described as text. */
+      vision: z.boolean().default(true),
       timeout_s: fromText(z.number().positive()).default(DEFAULT_MODEL_TIMEOUT_MS / 1000),
       /** USD per million tokens, by model id: over the built-in table (src/agents/prices.ts). */
       prices: z.record(z.string().min(1), modelPriceSchema()).default({}),
@@ -259,6 +261,8 @@ function modelsSchema() {
     base_url: httpUrl().optional(),
     max_tokens: fromText(z.int().min(1)).optional(),
     context_window: fromText(z.int().min(8000)).optional(),
+    /** This entry's model takes images; not inherited from `llm`. (Default: true) */
+    vision: z.boolean().optional(),
     timeout_s: fromText(z.number().positive()).optional(),
     prompt_cache_ttl: z.enum(["5m", "1h"]).optional(),
     /** USD per million tokens of this entry's model. */

@@ -269,6 +269,7 @@ export class PicklebotServer {
 
   #agentRuntime(): AgentRuntime {
     const { workspace, config, agents, brokenAgents, catalog, provider, logger } = this.#options;
+    const { readMedia } = this.#options;
     return new AgentRuntime({
       workspace,
       config,
@@ -276,6 +277,7 @@ export class PicklebotServer {
       ...(brokenAgents === undefined ? {} : { brokenAgents }),
       ...(catalog === undefined ? {} : { catalog }),
       provider,
+      ...(readMedia === undefined ? {} : { readMedia }),
       storage: this.#storage,
       queue: this.#queue,
       frontends: this.frontends,

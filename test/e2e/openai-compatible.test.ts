@@ -4,9 +4,14 @@
  * workspace, against the fake OpenAI-compatible API on 127.0.0.1 (a local server: no key,
  * free unless `llm.prices` prices it).
  */
+
+import sharp from "sharp";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeOpenAi, type RecordedChatRequest, startFakeOpenAi } from "../fakes/openai.js";
+import { startFakeTelegram } from "../fakes/telegram.js";
+import { startBusServer, telegramYaml } from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
+import { photo } from "../helpers/media.js";
 import { killAllServers, startServer } from "../helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
@@ -129,6 +134,67 @@ describe("an agent on an OpenAI-compatible endpoint", () => {
     expect(chat.stdout).not.toContain("tool_call");
   });
 });
+
+describe("a photo sent from Telegram to an agent on an OpenAI-compatible endpoint", () => {
+  const OWNER = 4242;
+
+  it("is in the history of a later streamed turn with two parallel tool calls, as a data URL the API takes", async () => {
+    const telegram = await startFakeTelegram();
+    try {
+      ws.write("picklebot.yaml", config() + telegramYaml(telegram, { allowedUserIds: [OWNER] }));
+      fake.script(
+        { text: "A pickle jar." },
+        {
+          text: "Reading both.",
+          toolCalls: [
+            { id: "call_a", name: "read", input: { path: "notes/a.md" } },
+            { id: "call_b", name: "read", input: { path: "notes/b.md" } },
+          ],
+        },
+        (request) => ({
+          text: `a: ${toolResults(request).call_a?.trim()}, b: ${toolResults(request).call_b?.trim()}`,
+        }),
+      );
+      await startBusServer(ws.dir, ["telegram"]);
+      const bytes = await photo(400, 300);
+
+      telegram.sendUserFile({
+        chatId: OWNER,
+        userId: OWNER,
+        kind: "photo",
+        bytes,
+        caption: "what is this?",
+      });
+      await telegram.waitFor(() => telegram.messages(OWNER).length === 1, 20_000);
+      telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "compare a and b" });
+      const answered = () => telegram.messages(OWNER).includes("a: alpha pickles, b: beta brine");
+      await telegram.waitFor(answered, 20_000);
+
+      expect(telegram.messages(OWNER)[0]).toBe("A pickle jar.");
+      expect(fake.refused).toEqual([]);
+      expect(fake.requests).toHaveLength(3);
+      for (const request of fake.requests) {
+        expect(request.body.stream).toBe(true);
+        const [image, caption] = imageTurnParts(request);
+        expect(image?.type).toBe("image_url");
+        const url = String((image?.image_url as { url?: string } | undefined)?.url);
+        expect(url.startsWith("data:image/jpeg;base64,")).toBe(true);
+        const sent = await sharp(Buffer.from(url.split(",")[1] ?? "", "base64")).metadata();
+        expect([sent.format, sent.width, sent.height]).toEqual(["jpeg", 400, 300]);
+        expect(caption).toEqual({ type: "text", text: "what is this?" });
+      }
+    } finally {
+      await killAllServers();
+      await telegram.close();
+    }
+  });
+});
+
+/** The content parts of the first user message of a request: the photo's turn. */
+function imageTurnParts(request: RecordedChatRequest): Array<Record<string, unknown>> {
+  const first = request.body.messages.find((message) => message.role === "user");
+  return Array.isArray(first?.content) ? first.content : [];
+}
 
 describe("bad input on an OpenAI-compatible endpoint", () => {
   it("names the file and key of an unknown provider, with the ones there are", async () => {

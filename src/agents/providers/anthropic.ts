@@ -28,7 +28,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { APIError } from "@anthropic-ai/sdk";
 import { assertNever } from "../../base/assert-never.js";
-import { serverBlockText } from "../../base/content.js";
+import { notShownText, serverBlockText } from "../../base/content.js";
 import { abortedError, ModelError, toError } from "../../base/errors.js";
 import { lazily } from "../../base/lazy-import.js";
 import { redactSecrets } from "../../base/redact.js";
@@ -36,8 +36,9 @@ import { oneHourWrites, webSearches } from "../../base/usage.js";
 import { credentialRefused } from "../../config/index.js";
 import {
   DEFAULT_MODEL_TIMEOUT_MS,
+  type DocumentBlock,
+  type ImageBlock,
   type MediaReader,
-  type MediaRef,
   type ModelProvider,
   type ModelReply,
   type ModelRequest,
@@ -52,6 +53,7 @@ import {
 } from "../../ports/index.js";
 import { createAnthropicBatches } from "./anthropic-batches.js";
 import { describeCause, isRetryableStatus, retryAfterSeconds } from "./http-failure.js";
+import { type LoadedMedia, loadMedia, NO_MEDIA } from "./media.js";
 
 /** Options of {@link createAnthropicProvider}. */
 export interface AnthropicProviderOptions {
@@ -80,6 +82,12 @@ export interface AnthropicProviderOptions {
    * request holding such a block fails, saying so)
    */
   readMedia?: MediaReader;
+  /**
+   * The model takes images and PDFs (`vision`). False: each is sent as the line of text
+   * that describes it, for a model behind an Anthropic-compatible endpoint that takes
+   * none. (Default: true)
+   */
+  vision?: boolean;
 }
 
 /** A prompt-cache lifetime the API offers. */
@@ -125,6 +133,8 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
         : EPHEMERAL,
   };
   if (settings.apiKey === "") return withoutApiKey();
+  const readMedia = (messages: readonly RequestMessage[]) =>
+    options.vision === false ? Promise.resolve(NO_MEDIA) : loadMedia(messages, options.readMedia);
   let connecting: Promise<Connection> | undefined;
   const connect = () => {
     connecting ??= loadSdk().then((sdk) => ({ sdk, client: createClient(sdk, settings, options) }));
@@ -145,15 +155,15 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
   return {
     batches: createAnthropicBatches(onClient, {
       toParams: async (request) =>
-        toMessageParams(request, settings, await loadMedia(request.messages, options.readMedia)),
+        toMessageParams(request, settings, await readMedia(request.messages)),
       toReply: toModelReply,
     }),
     async complete(request) {
-      const media = await loadMedia(request.messages, options.readMedia);
+      const media = await readMedia(request.messages);
       return streamReply(await connect(), request, settings, media);
     },
     async countTokens(request) {
-      const media = await loadMedia(request.messages, options.readMedia);
+      const media = await readMedia(request.messages);
       return onClient(request.signal, async (client) => {
         const params = toCountParams(request, settings, media);
         const counted = await client.messages.countTokens(params, {
@@ -228,36 +238,6 @@ async function streamReply(
 
 // ---------------------------------------------------------------------------------------
 // Request: our types to the SDK's, with cache breakpoints
-
-/** The base64 of every file the request's image and document blocks refer to, by SHA-256. */
-type LoadedMedia = ReadonlyMap<string, string>;
-
-/** Reads the files of the request's image and document blocks, each once. */
-async function loadMedia(
-  messages: readonly RequestMessage[],
-  readMedia: MediaReader | undefined,
-): Promise<LoadedMedia> {
-  const refs = new Map<string, MediaRef>();
-  for (const message of messages) {
-    for (const block of message.content) {
-      if (block.type === "image" || block.type === "document")
-        refs.set(block.media.sha256, block.media);
-    }
-  }
-  const loaded = new Map<string, string>();
-  if (refs.size === 0) return loaded;
-  if (!readMedia) {
-    throw new ModelError(
-      "This request holds files, but the provider was given no way to read them.",
-      {
-        retryable: false,
-      },
-    );
-  }
-  for (const [sha256, ref] of refs)
-    loaded.set(sha256, Buffer.from(await readMedia(ref)).toString("base64"));
-  return loaded;
-}
 
 function toMessageParams(
   request: ModelRequest,
@@ -338,31 +318,16 @@ function toMessageParam(message: RequestMessage, media: LoadedMedia): Anthropic.
 
 /**
  * One of our blocks as the API takes it (the same fields, in the same order); an image or
- * a document with its file's bytes as base64.
+ * a document with its file's bytes as base64, or as the text that describes it when its
+ * file was not loaded (a model that takes none).
  */
 function toBlockParam(block: RequestContentBlock, media: LoadedMedia): Anthropic.ContentBlockParam {
   switch (block.type) {
     case "text":
       return { type: "text", text: block.text };
     case "image":
-      return {
-        type: "image",
-        source: {
-          type: "base64",
-          media_type: block.mediaType,
-          data: mediaData(block.media, media),
-        },
-      };
     case "document":
-      return {
-        type: "document",
-        source: {
-          type: "base64",
-          media_type: block.mediaType,
-          data: mediaData(block.media, media),
-        },
-        title: block.media.name,
-      };
+      return mediaBlockParam(block, media);
     case "tool_use":
       return { type: "tool_use", id: block.id, name: block.name, input: block.input };
     case "tool_result":
@@ -391,10 +356,21 @@ function serverBlockParam(
   return { type: "text", text: serverBlockText(block) };
 }
 
-function mediaData(ref: MediaRef, media: LoadedMedia): string {
-  const data = media.get(ref.sha256);
-  if (data === undefined) throw new Error(`the file of ${ref.name} was not loaded`);
-  return data;
+/** An image or a document with its file's base64, or its description when not loaded. */
+function mediaBlockParam(
+  block: ImageBlock | DocumentBlock,
+  media: LoadedMedia,
+): Anthropic.ContentBlockParam {
+  const data = media.get(block.media.sha256);
+  if (data === undefined) return { type: "text", text: notShownText(block) };
+  if (block.type === "image") {
+    return { type: "image", source: { type: "base64", media_type: block.mediaType, data } };
+  }
+  return {
+    type: "document",
+    source: { type: "base64", media_type: block.mediaType, data },
+    title: block.media.name,
+  };
 }
 
 /** The request's tools, then its server tools, the last one carrying the breakpoint. */

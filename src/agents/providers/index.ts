@@ -53,6 +53,7 @@ export const modelProviders = {
         baseURL: llm.base_url,
         timeoutMs: llm.timeout_s * 1000,
         prefixCacheTtl: llm.prompt_cache_ttl,
+        vision: llm.vision,
       }),
     featuresOff: [],
     missingKey: (llm) =>
@@ -61,11 +62,13 @@ export const modelProviders = {
         : "no model API key: set ANTHROPIC_API_KEY (or llm.api_key in picklebot.yaml); jobs fail until one is set",
   },
   "openai-compatible": {
-    create: (llm) =>
+    create: (llm, readMedia) =>
       createOpenAiCompatibleProvider({
+        ...(readMedia ? { readMedia } : {}),
         apiKey: llm.api_key,
         baseURL: llm.base_url,
         timeoutMs: llm.timeout_s * 1000,
+        vision: llm.vision,
       }),
     featuresOff: ANTHROPIC_ONLY,
     missingKey: (llm) => {

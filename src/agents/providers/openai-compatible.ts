@@ -26,11 +26,13 @@ import { redactSecrets } from "../../base/redact.js";
 import { credentialRefused } from "../../config/index.js";
 import {
   DEFAULT_MODEL_TIMEOUT_MS,
+  type MediaReader,
   type ModelProvider,
   type ModelReply,
   type ModelRequest,
 } from "../../ports/index.js";
 import { describeCause, isRetryableStatus, retryAfterSeconds } from "./http-failure.js";
+import { type LoadedMedia, loadMedia, NO_MEDIA } from "./media.js";
 import { ReplyAssembler, toChatMessages, toChatTools } from "./openai-messages.js";
 import { repairTextToolCalls, TextToolCallFilter } from "./text-tool-calls.js";
 
@@ -52,6 +54,16 @@ export interface OpenAiCompatibleOptions {
   maxRetries?: number;
   /** The fetch the SDK uses. (Default: the global fetch) */
   fetch?: typeof fetch;
+  /**
+   * Reads the bytes of the file an image block refers to. (Default: none; a request
+   * holding an image for a model that takes images fails, saying so)
+   */
+  readMedia?: MediaReader;
+  /**
+   * The model takes images (`vision`): each is sent as a data URL. False: as the line of
+   * text that describes it, for a text-only model. (Default: true)
+   */
+  vision?: boolean;
 }
 
 /** The SDK module, as its dynamic import resolves. */
@@ -89,8 +101,12 @@ export function createOpenAiCompatibleProvider(
   const windows = new Map<string, Promise<number>>();
   return {
     async complete(request) {
+      const images =
+        options.vision === false
+          ? NO_MEDIA
+          : await loadMedia(request.messages, options.readMedia, (block) => block.type === "image");
       const { sdk, client } = await connect();
-      return streamReply(sdk, client, request, endpoint);
+      return streamReply(sdk, client, request, { ...endpoint, images });
     },
     contextWindow(model, signal) {
       let window = windows.get(model);
@@ -188,14 +204,18 @@ function createClient(sdk: Sdk, endpoint: Endpoint, options: OpenAiCompatibleOpt
   });
 }
 
-/** The body of one streamed Chat Completions call. */
+/**
+ * The body of one streamed Chat Completions call, with the images whose files are in
+ * `images` as data URLs.
+ */
 export function toChatParams(
   request: ModelRequest,
   official: boolean,
+  images: LoadedMedia = NO_MEDIA,
 ): OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming {
   return {
     model: request.model,
-    messages: toChatMessages(request),
+    messages: toChatMessages(request, images),
     ...(request.tools.length === 0 ? {} : { tools: toChatTools(request.tools) }),
     ...(official
       ? { max_completion_tokens: request.maxTokens }
@@ -209,7 +229,7 @@ async function streamReply(
   sdk: Sdk,
   client: OpenAI,
   request: ModelRequest,
-  endpoint: Endpoint,
+  endpoint: Endpoint & { images: LoadedMedia },
 ): Promise<ModelReply> {
   const toolNames = new Set(request.tools.map((tool) => tool.name));
   let listenerError: { thrown: unknown } | undefined;
@@ -234,7 +254,7 @@ async function streamReply(
   let connected = false;
   try {
     const { data: stream, response } = await client.chat.completions
-      .create(toChatParams(request, endpoint.official), { signal })
+      .create(toChatParams(request, endpoint.official, endpoint.images), { signal })
       .withResponse();
     connected = true;
     refuseHtml(response, endpoint.baseURL);
