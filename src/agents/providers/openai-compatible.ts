@@ -4,7 +4,8 @@
  * `maxRetries`). It serves OpenAI, OpenRouter, Groq, Together, vLLM, LM Studio,
  * llama.cpp's server and Ollama's `/v1` (docs/guides/models.md).
  *
- * The conversion of requests and replies is in openai-messages.ts. What only Anthropic's
+ * The conversion of requests and replies is in openai-messages.ts; images go as data URLs
+ * read through `readMedia` (none with `vision: false`). What only Anthropic's
  * API has is off here, and nothing is sent for it: prompt-cache breakpoints (OpenAI-style
  * APIs cache prefixes by themselves and report the reads), `count_tokens`, the batch API.
  * Tool calls that a local model writes as text are repaired into calls
