@@ -340,3 +340,37 @@ describe("web search, the API's server tool", () => {
     expect(asText[1]?.text).toBe("Pool https://pool.example/");
   });
 });
+
+describe("Anthropic provider: a model with vision: false", () => {
+  it("gets each image and PDF as the line of text that describes it, without a file read", async () => {
+    const media = { sha256: "c".repeat(64), bytes: 10, name: "photo.jpg" };
+    const message: RequestMessage = {
+      role: "user",
+      content: [
+        { type: "image", mediaType: "image/jpeg", media, width: 800, height: 600 },
+        {
+          type: "document",
+          mediaType: "application/pdf",
+          media: { ...media, name: "a.pdf" },
+          pages: 2,
+        },
+        { type: "text", text: "what are these?" },
+      ],
+    };
+    let reads = 0;
+    const readMedia = async () => {
+      reads += 1;
+      return new Uint8Array();
+    };
+
+    await provider({ vision: false, readMedia }).complete(request({ messages: [message] }));
+
+    const sent = requestAt(fake, 0).body.messages[0]?.content as Array<Record<string, unknown>>;
+    expect(sent.slice(0, 3).map((block) => block.text)).toEqual([
+      "[image photo.jpg, 800×600 px] (not shown to this model)",
+      "[PDF a.pdf, 2 pages] (not shown to this model)",
+      "what are these?",
+    ]);
+    expect(reads).toBe(0);
+  });
+});
