@@ -482,7 +482,7 @@ export class AgentRunner {
     const result = await this.#run(request);
     if (!result.fallback) return result;
     const notice = fallbackNotice(result.fallback, this.#options.config.llm.fallback_cooldown_s);
-    return { ...result, text: `${notice}\n\n${result.text}` };
+    return { ...result, notice, text: `${notice}\n\n${result.text}` };
   }
 
   async #run(request: RunRequest): Promise<TurnResult> {
