@@ -98,7 +98,11 @@ export interface FakeTextReply extends Delayed, WithUsage, Pausable {
   chunks?: number;
   /** Wait between two text deltas of a stream, as a model writing. (Default: 0) */
   chunkDelayMs?: number;
-  /** (Default: `end_turn`) */
+  /**
+   * (Default: `end_turn`.) `pause_turn` with `webSearch` and empty `text` is a turn the
+   * API paused after a search: the client sends the content back as the assistant's
+   * message to continue it, and the next scripted reply continues it.
+   */
   stopReason?: string;
   /** The API searched the web for `query` before the text, and found `results`. (Default: no search) */
   webSearch?: { query: string; results: FakeWebResult[] };
@@ -494,7 +498,9 @@ function planMessage(
   } else {
     stopReason = reply.stopReason ?? "end_turn";
     if (reply.webSearch) blocks.push(...webSearchBlocks(reply.webSearch, counter));
-    blocks.push({ kind: "text", pieces: splitInto(reply.text, reply.chunks ?? 3) });
+    // A search paused before any text (`pause_turn`) has no text block, as the API's.
+    if (reply.text !== "" || !reply.webSearch)
+      blocks.push({ kind: "text", pieces: splitInto(reply.text, reply.chunks ?? 3) });
   }
   const outputChars = blocks.reduce(
     (sum, block) => sum + ("pieces" in block ? block.pieces.join("").length : 0),

@@ -32,7 +32,7 @@ import { notShownText, serverBlockText } from "../../base/content.js";
 import { abortedError, ModelError, toError } from "../../base/errors.js";
 import { lazily } from "../../base/lazy-import.js";
 import { redactSecrets } from "../../base/redact.js";
-import { oneHourWrites, webSearches } from "../../base/usage.js";
+import { addUsage, oneHourWrites, webSearches } from "../../base/usage.js";
 import { credentialRefused } from "../../config/index.js";
 import {
   DEFAULT_MODEL_TIMEOUT_MS,
@@ -202,15 +202,61 @@ function createClient(
   });
 }
 
+/**
+ * Continuations of a turn the API paused (`pause_turn`: a long server-side search) before
+ * the reply is taken as it stands, with stop reason `pause_turn` (the turn then ends).
+ */
+export const MAX_PAUSE_CONTINUATIONS = 5;
+
+/**
+ * Streams the reply; a turn the API paused is continued by sending its content so far
+ * back as the assistant's message, as the API asks, up to {@link MAX_PAUSE_CONTINUATIONS}
+ * times. The reply holds every part's content, and the usage of every call.
+ */
 async function streamReply(
-  { sdk, client }: Connection,
+  connection: Connection,
   request: ModelRequest,
   settings: ClientSettings,
   media: LoadedMedia,
 ): Promise<ModelReply> {
-  const stream = client.messages.stream(toMessageParams(request, settings, media), {
-    signal: request.signal,
-  });
+  const params = toMessageParams(request, settings, media);
+  const paused: Anthropic.ContentBlock[] = [];
+  const replies: ModelReply[] = [];
+  for (;;) {
+    const continued: Anthropic.MessageStreamParams =
+      paused.length === 0
+        ? params
+        : { ...params, messages: [...params.messages, { role: "assistant", content: paused }] };
+    const message = await streamMessage(connection, request, settings, continued);
+    replies.push(toModelReply(message));
+    if (message.stop_reason !== "pause_turn" || replies.length > MAX_PAUSE_CONTINUATIONS) break;
+    paused.push(...message.content);
+  }
+  return joinReplies(replies);
+}
+
+/** The parts of a reply the API paused and continued, as one reply. */
+function joinReplies(replies: readonly ModelReply[]): ModelReply {
+  const [first, ...rest] = replies;
+  if (!first) throw new RangeError("a reply has at least one part");
+  return rest.reduce(
+    (joined, part) => ({
+      content: [...joined.content, ...part.content],
+      stopReason: part.stopReason,
+      usage: addUsage(joined.usage, part.usage),
+    }),
+    first,
+  );
+}
+
+/** One streamed Messages API call. */
+async function streamMessage(
+  { sdk, client }: Connection,
+  request: ModelRequest,
+  settings: ClientSettings,
+  params: Anthropic.MessageStreamParams,
+): Promise<Anthropic.Message> {
+  const stream = client.messages.stream(params, { signal: request.signal });
   let connected = false;
   let listenerError: { thrown: unknown } | undefined;
   stream.on("connect", () => {
@@ -229,7 +275,7 @@ async function streamReply(
     });
   }
   try {
-    return toModelReply(await stream.finalMessage());
+    return await stream.finalMessage();
   } catch (thrown) {
     if (listenerError) throw listenerError.thrown;
     throw toModelError(thrown, sdk, { ...settings, signal: request.signal, connected });
