@@ -4,6 +4,7 @@ import {
   DEFAULT_MODEL_ENTRY,
   type ModelEntry,
   modelChain,
+  modelEntrySection,
   secretValues,
 } from "../config/index.js";
 import type {
@@ -234,7 +235,8 @@ export class AgentRunner {
     if (entry.name === DEFAULT_MODEL_ENTRY) return this.#options.provider;
     let provider = this.#providers.get(entry.name);
     if (!provider) {
-      provider = createModelProvider(entry.llm, this.#options.readMedia);
+      const section = modelEntrySection(entry.name);
+      provider = createModelProvider(entry.llm, this.#options.readMedia, section);
       this.#providers.set(entry.name, provider);
     }
     return provider;

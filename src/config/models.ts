@@ -29,6 +29,11 @@ export interface ModelChoice {
   fallbacks?: readonly string[] | undefined;
 }
 
+/** Where an entry's keys are in picklebot.yaml: `llm` for the default entry, else `models.<name>`. */
+export function modelEntrySection(name: string): string {
+  return name === DEFAULT_MODEL_ENTRY ? "llm" : `models.${name}`;
+}
+
 /** Every entry name: `default` first, then `models:` in file order. */
 export function modelEntryNames(config: Pick<Config, "models">): string[] {
   return [DEFAULT_MODEL_ENTRY, ...Object.keys(config.models)];

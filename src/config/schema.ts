@@ -143,8 +143,40 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
         });
         return;
       }
-    });
+    })
+    .transform((config) => ({
+      ...config,
+      models: withProviderKeys(config.models, config.llm.provider, context.env),
+    }));
 }
+
+/**
+ * The `models:` entries, each of a provider other than `llm`'s that sets no `api_key`
+ * given that provider's key from the environment, as `llm:` would be
+ * (`ANTHROPIC_API_KEY`; `OPENAI_API_KEY` for OpenAI's own API). An entry of `llm`'s
+ * provider takes `llm.api_key` instead (src/config/models.ts).
+ */
+function withProviderKeys<
+  T extends {
+    provider?: ProviderName | undefined;
+    api_key?: string | undefined;
+    base_url?: string | undefined;
+  },
+>(models: Record<string, T>, llmProvider: ProviderName, env: Environment): Record<string, T> {
+  const keyed: Record<string, T> = {};
+  for (const [name, entry] of Object.entries(models)) {
+    const other = entry.provider !== undefined && entry.provider !== llmProvider;
+    const key =
+      other && !entry.api_key
+        ? defaultApiKey({ provider: entry.provider ?? llmProvider, base_url: entry.base_url }, env)
+        : undefined;
+    keyed[name] = key === undefined ? entry : { ...entry, api_key: key };
+  }
+  return keyed;
+}
+
+/** A value of {@link MODEL_PROVIDER_KINDS} (what {@link ModelProviderKind} is, before Config exists). */
+type ProviderName = (typeof MODEL_PROVIDER_KINDS)[number];
 
 /** The validated configuration, with every default filled in. */
 export type Config = z.output<ReturnType<typeof buildConfigSchema>>;

@@ -120,6 +120,7 @@ describe("loadConfig", () => {
       api_key: undefined,
       max_tokens: 4096,
       context_window: undefined,
+      vision: true,
       timeout_s: 600,
       prices: {},
       prompt_cache_ttl: "1h",
@@ -266,7 +267,7 @@ describe("loadConfig", () => {
     const file = writeConfig("llm:\n  modle: claude-sonnet-4-5\n");
     expect(loadError().message).toBe(
       `${file}: llm.modle: unknown key; did you mean "model"? ` +
-        "(known keys under llm: provider, model, api_key, base_url, max_tokens, context_window, timeout_s, prices, prompt_cache_ttl, fallbacks, fallback_cooldown_s, batch_max_steps, batch_poll_s).",
+        "(known keys under llm: provider, model, api_key, base_url, max_tokens, context_window, vision, timeout_s, prices, prompt_cache_ttl, fallbacks, fallback_cooldown_s, batch_max_steps, batch_poll_s).",
     );
   });
 

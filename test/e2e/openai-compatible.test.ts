@@ -7,6 +7,7 @@
 
 import sharp from "sharp";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeOpenAi, type RecordedChatRequest, startFakeOpenAi } from "../fakes/openai.js";
 import { startFakeTelegram } from "../fakes/telegram.js";
 import { startBusServer, telegramYaml } from "../helpers/bus.js";
@@ -187,6 +188,100 @@ describe("a photo sent from Telegram to an agent on an OpenAI-compatible endpoin
       await killAllServers();
       await telegram.close();
     }
+  });
+});
+
+describe("named models on other endpoints: doctor and missing keys, per entry", () => {
+  it("doctor names picklebot.yaml models.<name>.model for a model the endpoint does not list, and tells an endpoint that is a web page or unreachable", async () => {
+    const gone = await startFakeOpenAi();
+    await gone.close();
+    ws.write(
+      "picklebot.yaml",
+      config().replace(
+        "\nhttp:",
+        `\nmodels:\n  wrong:\n    model: llama3.3\n  site:\n    model: "${MODEL}"\n    base_url: ${fake.root}\n  gone:\n    model: "${MODEL}"\n    base_url: ${gone.url}\nhttp:`,
+      ),
+    );
+
+    const doctor = await cli("doctor");
+
+    expect(doctor.code).toBe(1);
+    const line = doctor.stdout.split("\n").find((text) => text.includes("model key")) ?? "";
+    expect(line).toContain(
+      `default: no key (a local server needs none); ${fake.url} lists ${MODEL}`,
+    );
+    expect(line).toContain(
+      `wrong: in picklebot.yaml, models.wrong.model llama3.3 is not in the endpoint's /v1/models list (it lists ${MODEL})`,
+    );
+    expect(line).toContain(
+      `site: ${fake.root}/models answered with a web page, not the OpenAI API`,
+    );
+    expect(line).toMatch(
+      /gone: cannot reach the model endpoint http:\/\/127\.0\.0\.1:\d+\/v1: fetch failed \(connect ECONNREFUSED/,
+    );
+  });
+
+  it("an anthropic entry without a key: doctor, the server's start and a chat name picklebot.yaml models.<name>.api_key and ANTHROPIC_API_KEY; the variable is its key", async () => {
+    const anthropic = await startFakeAnthropic({ apiKey: "sk-ant-entry-key" });
+    try {
+      ws.write(
+        "picklebot.yaml",
+        config().replace(
+          "\nhttp:",
+          `\nmodels:\n  claude:\n    provider: anthropic\n    model: claude-haiku-4-5\n    base_url: ${anthropic.url}\nhttp:`,
+        ),
+      );
+      ws.write(
+        "agents/pickle/AGENT.md",
+        "---\nname: Pickle\ndescription: x\nmodel: claude\n---\nYou are Pickle.\n",
+      );
+
+      const doctor = await cli("doctor", "--offline");
+      expect(doctor.stdout).toContain(
+        "claude: no Anthropic API key: picklebot.yaml models.claude.api_key is unset and ANTHROPIC_API_KEY is not in the environment",
+      );
+      const chat = await runCli(["chat", "--workspace", ws.dir], { input: "hi\n" });
+      expect(chat.stderr).toContain(
+        "No Anthropic API key: set ANTHROPIC_API_KEY in the environment or models.claude.api_key in picklebot.yaml.",
+      );
+      const server = await startServer(ws.dir);
+      expect(server.logs.map((entry) => entry.msg)).toContainEqual(
+        "no model API key for models.claude: set ANTHROPIC_API_KEY (or models.claude.api_key in picklebot.yaml); its jobs fail until one is set",
+      );
+      await killAllServers();
+
+      const env = { ANTHROPIC_API_KEY: "sk-ant-entry-key" };
+      const keyed = await runCli(["doctor", "--workspace", ws.dir], { env });
+      expect(keyed.stdout).toContain(
+        `claude: accepted by ${anthropic.url}, which knows claude-haiku-4-5`,
+      );
+      const answered = await runCli(["chat", "--workspace", ws.dir], { input: "hi\n", env });
+      expect(answered.stdout).toBe("ok\n");
+    } finally {
+      await anthropic.close();
+    }
+  });
+
+  it("a hosted openai-compatible entry without a key: doctor and a chat name picklebot.yaml models.<name>.api_key", async () => {
+    ws.write(
+      "picklebot.yaml",
+      config().replace(
+        "\nhttp:",
+        "\nmodels:\n  router:\n    model: meta-llama/llama-3.3-70b-instruct\n    base_url: https://openrouter.ai/api/v1\nhttp:",
+      ),
+    );
+    ws.write(
+      "agents/pickle/AGENT.md",
+      "---\nname: Pickle\ndescription: x\nmodel: router\n---\nYou are Pickle.\n",
+    );
+
+    const doctor = await cli("doctor", "--offline");
+    expect(doctor.stdout).toContain(
+      "router: no API key for the hosted endpoint https://openrouter.ai/api/v1: picklebot.yaml models.router.api_key is unset",
+    );
+    const chat = await runCli(["chat", "--workspace", ws.dir], { input: "hi\n" });
+    expect(chat.stderr).toContain("set models.router.api_key in picklebot.yaml");
+    expect(fake.requests).toHaveLength(0);
   });
 });
 

@@ -88,6 +88,11 @@ export interface AnthropicProviderOptions {
    * none. (Default: true)
    */
   vision?: boolean;
+  /**
+   * Where the named model's keys are in picklebot.yaml (`llm`, `models.haiku`), as the
+   * message of a missing key names it. (Default: `llm`)
+   */
+  section?: string;
 }
 
 /** A prompt-cache lifetime the API offers. */
@@ -96,9 +101,16 @@ export type PromptCacheTtl = "5m" | "1h";
 /** This provider's name in the blocks it writes (`llm.provider`). */
 const PROVIDER = "anthropic";
 
-/** The message of the ModelError thrown when no API key is configured. */
-export const MISSING_API_KEY_MESSAGE =
-  "No Anthropic API key: set ANTHROPIC_API_KEY in the environment or llm.api_key in picklebot.yaml.";
+/**
+ * The message of the ModelError thrown when no API key is configured for the named model
+ * whose keys are under `section` of picklebot.yaml (`llm`, `models.haiku`).
+ */
+export function missingApiKeyMessage(section: string): string {
+  return `No Anthropic API key: set ANTHROPIC_API_KEY in the environment or ${section}.api_key in picklebot.yaml.`;
+}
+
+/** {@link missingApiKeyMessage} of the default entry. */
+export const MISSING_API_KEY_MESSAGE = missingApiKeyMessage("llm");
 
 const EPHEMERAL = { type: "ephemeral" } as const;
 
@@ -132,7 +144,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
         ? { type: "ephemeral" as const, ttl: "1h" as const }
         : EPHEMERAL,
   };
-  if (settings.apiKey === "") return withoutApiKey();
+  if (settings.apiKey === "") return withoutApiKey(options.section ?? "llm");
   const readMedia = (messages: readonly RequestMessage[]) =>
     options.vision === false ? Promise.resolve(NO_MEDIA) : loadMedia(messages, options.readMedia);
   let connecting: Promise<Connection> | undefined;
@@ -176,8 +188,8 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
 }
 
 /** A provider without an API key: each call fails, saying where to set one; no batch API. */
-function withoutApiKey(): ModelProvider {
-  const missing = () => new ModelError(MISSING_API_KEY_MESSAGE, { retryable: false });
+function withoutApiKey(section: string): ModelProvider {
+  const missing = () => new ModelError(missingApiKeyMessage(section), { retryable: false });
   return {
     async complete() {
       throw missing();

@@ -65,6 +65,11 @@ export interface OpenAiCompatibleOptions {
    * text that describes it, for a text-only model. (Default: true)
    */
   vision?: boolean;
+  /**
+   * Where the named model's keys are in picklebot.yaml (`llm`, `models.haiku`), as the
+   * message of a missing key names it. (Default: `llm`)
+   */
+  section?: string;
 }
 
 /** The SDK module, as its dynamic import resolves. */
@@ -93,7 +98,8 @@ export function createOpenAiCompatibleProvider(
     timeoutMs: options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS,
     official: new URL(baseURL).hostname === "api.openai.com",
   };
-  if (endpoint.apiKey === "" && !isLocalEndpoint(baseURL)) return withoutApiKey(baseURL);
+  if (endpoint.apiKey === "" && !isLocalEndpoint(baseURL))
+    return withoutApiKey(missingKeyMessage(baseURL, options.section ?? "llm"));
   let connecting: Promise<{ sdk: Sdk; client: OpenAI }> | undefined;
   const connect = () => {
     connecting ??= loadSdk().then((sdk) => ({ sdk, client: createClient(sdk, endpoint, options) }));
@@ -172,19 +178,30 @@ export function contextWindowOfListed(entry: object): number | undefined {
 /** How picklebot.yaml names a key kept in the environment, as the messages show it. */
 export const ENV_REFERENCE = "$" + "{OPENROUTER_API_KEY}";
 
-/** The message of the ModelError of a hosted endpoint without an API key. */
-function missingKeyMessage(baseURL: string): string {
+/**
+ * How picklebot.yaml would name the environment variable of `baseURL`'s key:
+ * `${OPENAI_API_KEY}` for OpenAI's own API, else {@link ENV_REFERENCE} as an example.
+ */
+export function envReferenceFor(baseURL: string): string {
+  return new URL(baseURL).hostname === "api.openai.com" ? "$" + "{OPENAI_API_KEY}" : ENV_REFERENCE;
+}
+
+/**
+ * The message of the ModelError of a hosted endpoint without an API key, for the named
+ * model whose keys are under `section` of picklebot.yaml (`llm`, `models.haiku`).
+ */
+export function missingKeyMessage(baseURL: string, section: string): string {
   return (
-    `No API key for the model endpoint ${baseURL}: set llm.api_key in picklebot.yaml ` +
-    `(e.g. api_key: ${ENV_REFERENCE}, with the key in the workspace .env); ` +
+    `No API key for the model endpoint ${baseURL}: set ${section}.api_key in picklebot.yaml ` +
+    `(e.g. api_key: ${envReferenceFor(baseURL)}, with the key in the workspace .env); ` +
     "only a server on this machine or the local network goes without one."
   );
 }
 
-function withoutApiKey(baseURL: string): ModelProvider {
+function withoutApiKey(message: string): ModelProvider {
   return {
     async complete() {
-      throw new ModelError(missingKeyMessage(baseURL), { retryable: false });
+      throw new ModelError(message, { retryable: false });
     },
   };
 }
