@@ -176,7 +176,7 @@ export function contextWindowOfListed(entry: object): number | undefined {
 }
 
 /** How picklebot.yaml names a key kept in the environment, as the messages show it. */
-export const ENV_REFERENCE = "$" + "{OPENROUTER_API_KEY}";
+const ENV_REFERENCE = "$" + "{OPENROUTER_API_KEY}";
 
 /**
  * How picklebot.yaml would name the environment variable of `baseURL`'s key:
@@ -190,7 +190,7 @@ export function envReferenceFor(baseURL: string): string {
  * The message of the ModelError of a hosted endpoint without an API key, for the named
  * model whose keys are under `section` of picklebot.yaml (`llm`, `models.haiku`).
  */
-export function missingKeyMessage(baseURL: string, section: string): string {
+function missingKeyMessage(baseURL: string, section: string): string {
   return (
     `No API key for the model endpoint ${baseURL}: set ${section}.api_key in picklebot.yaml ` +
     `(e.g. api_key: ${envReferenceFor(baseURL)}, with the key in the workspace .env); ` +
