@@ -14,8 +14,13 @@
 //
 // Goal (issue 30): under 2 ms of picklebot's own time per request.
 //
+// Each adapter is measured twice: on that history, and on it with a photo (a 1568 × 1045
+// JPEG, the largest picklebot sends) in its first user message, read from memory by
+// `readMedia` and sent as base64 (Anthropic's image block, OpenAI's data URL).
+//
 // Usage: npm run build && node bench/providers.js [--calls 500]
 import { performance } from "node:perf_hooks";
+import sharp from "sharp";
 import { createAnthropicProvider } from "../dist/agents/providers/anthropic.js";
 import { createOpenAiCompatibleProvider } from "../dist/agents/providers/openai-compatible.js";
 import { loadFakes } from "./lib/server.js";
@@ -61,11 +66,32 @@ function history() {
   return messages.slice(-41, -1).concat(messages.at(-1));
 }
 
-function request(onText) {
+/** The photo's block: a stored 1568 × 1045 JPEG, by its (made-up) SHA-256. */
+const PHOTO = {
+  type: "image",
+  mediaType: "image/jpeg",
+  media: { sha256: "f".repeat(64), bytes: 0, name: "photo.jpg" },
+  width: 1568,
+  height: 1045,
+};
+
+/** A 1568 × 1045 JPEG with detail (a camera photo's size after picklebot resizes it). */
+async function photoBytes() {
+  const { width, height } = PHOTO;
+  const raw = Buffer.alloc(width * height * 3);
+  for (let i = 0; i < raw.length; i++) raw[i] = (i * 7 + Math.floor(i / 97)) % 256;
+  return sharp(raw, { raw: { width, height, channels: 3 } })
+    .jpeg({ quality: 85 })
+    .toBuffer();
+}
+
+function request(onText, withPhoto = false) {
+  const messages = history();
+  if (withPhoto) messages[0] = { ...messages[0], content: [PHOTO, ...messages[0].content] };
   return {
     model: "bench-model",
     system: "You are Pickle, a helpful assistant. ".repeat(40),
-    messages: history(),
+    messages,
     tools: TOOLS,
     maxTokens: 1024,
     currentTime: "Friday 27 November 2026, 21:00",
@@ -96,8 +122,9 @@ const ADAPTERS = {
       });
       return { fake, url: fake.url };
     },
-    make: (url, fetch) =>
+    make: (url, fetch, readMedia) =>
       createAnthropicProvider({
+        readMedia,
         apiKey: "sk-ant-bench",
         baseURL: url,
         maxRetries: 0,
@@ -109,8 +136,9 @@ const ADAPTERS = {
       const fake = await fakes.openai.startFakeOpenAi({ defaultReply: { text: REPLY, chunks: 8 } });
       return { fake, url: fake.url };
     },
-    make: (url, fetch) =>
+    make: (url, fetch, readMedia) =>
       createOpenAiCompatibleProvider({
+        readMedia,
         apiKey: "sk-bench",
         baseURL: url,
         maxRetries: 0,
@@ -119,31 +147,38 @@ const ADAPTERS = {
   },
 };
 
-/** Measures one adapter: its overhead from memory, and TTFT against its fake. */
-async function measureAdapter(fakes, adapter, calls) {
+/**
+ * Measures one adapter: its overhead from memory, and TTFT against its fake; with the
+ * photo in the history when `photo` holds its bytes.
+ */
+async function measureAdapter(fakes, adapter, calls, photo) {
   const { fake, url } = await adapter.fake(fakes);
+  const readMedia = async () => photo ?? new Uint8Array();
+  const withPhoto = photo !== undefined;
+  const make = (fetch) => adapter.make(url, fetch, readMedia);
+  const ask = (onText) => request(onText, withPhoto);
   try {
     const recorded = recorder();
-    await adapter.make(url, recorded.fetch).complete(request());
-    const fromMemory = adapter.make(url, recorded.replay);
-    for (let i = 0; i < 50; i++) await fromMemory.complete(request(() => {}));
+    await make(recorded.fetch).complete(ask());
+    const fromMemory = make(recorded.replay);
+    for (let i = 0; i < 50; i++) await fromMemory.complete(ask(() => {}));
     const wall = [];
     const cpuBefore = process.cpuUsage();
     for (let i = 0; i < calls; i++) {
       const started = performance.now();
-      await fromMemory.complete(request(() => {}));
+      await fromMemory.complete(ask(() => {}));
       wall.push(performance.now() - started);
     }
     const cpu = process.cpuUsage(cpuBefore);
-    const live = adapter.make(url);
-    for (let i = 0; i < 20; i++) await live.complete(request());
+    const live = make();
+    for (let i = 0; i < 20; i++) await live.complete(ask());
     const firstToken = [];
     const total = [];
     for (let i = 0; i < Math.min(calls, 200); i++) {
       const started = performance.now();
       let first;
       await live.complete(
-        request(() => {
+        ask(() => {
           first ??= performance.now() - started;
         }),
       );
@@ -167,8 +202,14 @@ async function measureAdapter(fakes, adapter, calls) {
 export async function runProvidersBench({ calls = 500 } = {}) {
   const fakes = await loadFakes(["anthropic", "openai"]);
   const rows = [];
+  const photo = await photoBytes();
   for (const [name, adapter] of Object.entries(ADAPTERS)) {
     rows.push({ name, ...(await measureAdapter(fakes, adapter, calls)) });
+    const withPhoto = await measureAdapter(fakes, adapter, calls, photo);
+    rows.push({
+      name: `${name}, a ${Math.round(photo.length / 1024)} KiB photo in the history`,
+      ...withPhoto,
+    });
   }
   const markdown = markdownTable(
     [

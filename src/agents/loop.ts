@@ -116,6 +116,11 @@ export interface TurnResult {
   model: string;
   /** The first call of this run that a fallback answered, if one did. (Default: none) */
   fallback?: ModelFallback;
+  /**
+   * The one line saying which model answered and why, when a fallback did; `text`
+   * starts with it (the runner's result only). (Default: none)
+   */
+  notice?: string;
 }
 
 const DEFAULT_MAX_MODEL_CALLS = 25;

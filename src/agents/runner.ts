@@ -4,6 +4,7 @@ import {
   DEFAULT_MODEL_ENTRY,
   type ModelEntry,
   modelChain,
+  modelEntrySection,
   secretValues,
 } from "../config/index.js";
 import type {
@@ -11,6 +12,7 @@ import type {
   Clock,
   HistoryStore,
   JobSender,
+  MediaReader,
   MemoryStore,
   ModelProvider,
   RecallStore,
@@ -75,6 +77,11 @@ export interface AgentRunnerOptions {
   history: HistoryStore;
   /** The default entry's provider (`llm:`); other named models get theirs from the registry. */
   provider: ModelProvider;
+  /**
+   * Reads the files people sent, for the providers of the other named models. (Default:
+   * none; their requests holding an image or a PDF fail, saying so)
+   */
+  readMedia?: MediaReader;
   clock: Clock;
   /**
    * Where `post_message` posts during a turn: the job's chat through the outbox (the
@@ -228,7 +235,8 @@ export class AgentRunner {
     if (entry.name === DEFAULT_MODEL_ENTRY) return this.#options.provider;
     let provider = this.#providers.get(entry.name);
     if (!provider) {
-      provider = createModelProvider(entry.llm);
+      const section = modelEntrySection(entry.name);
+      provider = createModelProvider(entry.llm, this.#options.readMedia, section);
       this.#providers.set(entry.name, provider);
     }
     return provider;
@@ -476,7 +484,7 @@ export class AgentRunner {
     const result = await this.#run(request);
     if (!result.fallback) return result;
     const notice = fallbackNotice(result.fallback, this.#options.config.llm.fallback_cooldown_s);
-    return { ...result, text: `${notice}\n\n${result.text}` };
+    return { ...result, notice, text: `${notice}\n\n${result.text}` };
   }
 
   async #run(request: RunRequest): Promise<TurnResult> {

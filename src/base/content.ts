@@ -61,3 +61,11 @@ export function formatBytes(bytes: number): string {
   if (bytes < 1_000_000) return `${(bytes / 1000).toFixed(1)} kB`;
   return `${(bytes / 1_000_000).toFixed(1)} MB`;
 }
+
+/**
+ * An image or a PDF sent to a model that is not shown it (it takes none, or the provider
+ * cannot send that kind): its line of text, so the model can say it cannot see it.
+ */
+export function notShownText(block: ImageBlock | DocumentBlock): string {
+  return `${mediaBlockText(block)} (not shown to this model)`;
+}

@@ -280,7 +280,10 @@ class TerminalChat {
             `could not summarise the conversation: ${printable(error.message)}; its oldest turns are left out instead`,
           ),
       });
-      if (turn.status === "answered") stream.finish(turn.result.text, turn.result.usage);
+      if (turn.status === "answered") {
+        const { text: reply, usage, notice } = turn.result;
+        stream.finish(reply, usage, notice);
+      }
     } catch (thrown) {
       if (thrown instanceof JobEnded) return this.#ended(stream, thrown);
       const ending = turnEndingOf(signal.aborted ? signal.reason : undefined);

@@ -18,7 +18,7 @@ import {
   requireWorkspaceFiles,
   resolveWorkspace,
 } from "../config/index.js";
-import type { HistoryStore, ModelProvider, Storage } from "../ports/index.js";
+import type { HistoryStore, MediaReader, ModelProvider, Storage } from "../ports/index.js";
 import { openStorage } from "../storage/index.js";
 
 /** A workspace opened for a command: its config, agents and storage. */
@@ -40,10 +40,15 @@ export function workspaceOf(command: Command): string {
   return folder;
 }
 
+/** Reads the files people sent from the workspace's media folder, for the model providers. */
+function mediaReaderFor(config: Config): MediaReader {
+  const media = new MediaStore(config.history.path);
+  return (ref) => media.read(ref.sha256);
+}
+
 /** The model provider the config names (`llm.provider`). */
 export function providerFor(config: Config): ModelProvider {
-  const media = new MediaStore(config.history.path);
-  return createModelProvider(config.llm, (ref) => media.read(ref.sha256));
+  return createModelProvider(config.llm, mediaReaderFor(config));
 }
 
 /** A workspace's config, agents and model provider, without storage. */
@@ -56,6 +61,8 @@ export interface LoadedWorkspace {
   /** The agents and skills, reloadable (`agents` and `brokenAgents` are its maps). */
   catalog: AgentCatalog;
   provider: ModelProvider;
+  /** Reads the files people sent, for the providers of the other named models. */
+  readMedia: MediaReader;
   /**
    * What loading skipped: broken agents, invalid skills, skill listings over their
    * budget. The caller reports them (stderr or the server's logger).
@@ -118,6 +125,7 @@ export function loadWorkspace(command: Command): LoadedWorkspace {
     brokenAgents: broken,
     catalog,
     provider: providerFor(config),
+    readMedia: mediaReaderFor(config),
     loadWarnings: loadWarningsOf(catalog, [...errors, ...mcpErrors], catalog.warnings(settings)),
   };
 }

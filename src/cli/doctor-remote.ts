@@ -5,7 +5,7 @@
  */
 import { checkMcpServers as connectToEachMcpServer } from "../agents/mcp/servers.js";
 import { modelProviders } from "../agents/providers/index.js";
-import { ENV_REFERENCE, OPENAI_BASE_URL } from "../agents/providers/openai-compatible.js";
+import { envReferenceFor, OPENAI_BASE_URL } from "../agents/providers/openai-compatible.js";
 import { createSearxngBackend } from "../agents/tools/search-backends.js";
 import { assertNever } from "../base/assert-never.js";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
@@ -15,12 +15,12 @@ import {
   type Config,
   CREDENTIAL_SERVICES,
   type CredentialService,
-  DEFAULT_MODEL_ENTRY,
   type LlmConfig,
   type ModelEntry,
   type ModelProviderKind,
   modelEntry,
   modelEntryNames,
+  modelEntrySection,
 } from "../config/index.js";
 import type { ChatPlatformKind } from "../ports/index.js";
 import { type CheckResult, type DoctorCheck, needsConfig, result } from "./doctor-checks.js";
@@ -66,7 +66,7 @@ async function get(
 }
 
 /** Why a request got no answer, with the cause under fetch's own words. */
-function unreachable(thrown: unknown): Answer {
+function unreachable(thrown: unknown): { unreachable: string } {
   const error = toError(thrown);
   const cause = error.cause instanceof Error ? ` (${error.cause.message})` : "";
   return { unreachable: `${error.message}${cause}` };
@@ -147,7 +147,7 @@ const checkModelKeys = async ({
   const checked = await Promise.all(
     entries.map(({ name, llm }) => {
       const check: ModelKeyCheck = modelKeyChecks[llm.provider];
-      return check(llm, offline, fetcher, name === DEFAULT_MODEL_ENTRY ? "llm" : `models.${name}`);
+      return check(llm, offline, fetcher, modelEntrySection(name));
     }),
   );
   const [only] = checked;
@@ -184,13 +184,16 @@ async function checkOpenAiCompatibleKey(
     return result(
       "model key",
       "fail",
-      `no API key for the hosted endpoint ${baseUrl}: ${section}.api_key is unset in picklebot.yaml`,
-      `set ${section}.api_key: ${ENV_REFERENCE} (the variable your key is in) and put the key in the workspace's .env`,
+      `no API key for the hosted endpoint ${baseUrl}: picklebot.yaml ${section}.api_key is unset`,
+      `set ${section}.api_key: ${envReferenceFor(baseUrl)} (the variable your key is in) and put the key in the workspace's .env`,
     );
   }
   const keyWords = llm.api_key ? "key present" : "no key (a local server needs none)";
   if (offline) return result("model key", "skip", `${keyWords}; ${OFFLINE}`);
-  const listed = await listModels(fetcher, `${baseUrl}/models`, llm.api_key);
+  const headers: Record<string, string> = llm.api_key
+    ? { authorization: `Bearer ${llm.api_key}` }
+    : {};
+  const listed = await listModels(fetcher, `${baseUrl}/models`, headers);
   const service: Service = {
     ...CREDENTIAL_SERVICES["openai-compatible"],
     name: `the model endpoint ${baseUrl}`,
@@ -211,68 +214,105 @@ async function checkOpenAiCompatibleKey(
   return result(
     "model key",
     "fail",
-    `${section}.model ${llm.model} is not in the endpoint's /v1/models list (it lists ${shown}${listed.ids.length > 10 ? ", …" : ""})`,
+    `in picklebot.yaml, ${section}.model ${llm.model} is not in the endpoint's /v1/models list (it lists ${shown}${listed.ids.length > 10 ? ", …" : ""})`,
     `set ${section}.model in picklebot.yaml to one of them (for Ollama: ollama pull the model first)`,
   );
+}
+
+/** A GET's answer with its JSON body (undefined when it is not JSON), or why none came. */
+type JsonAnswer = { status: number; html: boolean; body: unknown } | { unreachable: string };
+
+/** One GET whose answer is read as JSON; a web page is told apart (`html`). */
+async function getJson(
+  fetcher: typeof fetch,
+  url: string,
+  headers: Record<string, string>,
+): Promise<JsonAnswer> {
+  let response: Response;
+  try {
+    response = await fetcher(url, { headers, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  } catch (thrown) {
+    return unreachable(thrown);
+  }
+  const html = (response.headers.get("content-type") ?? "").includes("text/html");
+  if (html) {
+    await response.body?.cancel();
+    return { status: response.status, html, body: undefined };
+  }
+  const body: unknown = await response.json().catch(() => undefined);
+  return { status: response.status, html, body };
 }
 
 /** The model ids a `/models` answer lists, or the answer that is not such a list. */
 async function listModels(
   fetcher: typeof fetch,
   url: string,
-  apiKey: string | undefined,
+  headers: Record<string, string>,
 ): Promise<Answer | { ids: string[] } | { problem: string }> {
-  let response: Response;
-  try {
-    response = await fetcher(url, {
-      headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-  } catch (thrown) {
-    return unreachable(thrown);
-  }
-  if (response.status < 200 || response.status >= 300) {
-    await response.body?.cancel();
-    return { status: response.status };
-  }
-  const type = response.headers.get("content-type") ?? "";
-  if (type.includes("text/html")) {
-    await response.body?.cancel();
-    return { problem: "answered with a web page, not the OpenAI API" };
-  }
-  const body = (await response.json().catch(() => undefined)) as { data?: unknown } | undefined;
-  if (!Array.isArray(body?.data))
-    return { problem: "answered with something other than a model list" };
-  return { ids: body.data.map((entry: { id?: unknown }) => String(entry?.id)) };
+  const answer = await getJson(fetcher, url, headers);
+  if ("unreachable" in answer) return answer;
+  if (answer.html) return { problem: "answered with a web page, not the OpenAI API" };
+  if (answer.status < 200 || answer.status >= 300) return { status: answer.status };
+  const data = (answer.body as { data?: unknown } | undefined)?.data;
+  if (!Array.isArray(data)) return { problem: "answered with something other than a model list" };
+  return { ids: data.map((entry: { id?: unknown }) => String(entry?.id)) };
 }
 
+/**
+ * An Anthropic endpoint: the key must be set; `GET /v1/models/{model}` (free, and it
+ * needs a valid key) must know the entry's model, an alias such as `claude-sonnet-4-6`
+ * included.
+ */
 async function checkAnthropicKey(
   llm: LlmConfig,
   offline: boolean,
   fetcher: typeof fetch,
   section: string,
 ): Promise<CheckResult> {
-  const { api_key: apiKey, base_url: baseUrl } = llm;
+  const { api_key: apiKey } = llm;
   if (!apiKey) {
     return result(
       "model key",
       "fail",
-      `no Anthropic API key: ${section}.api_key and ANTHROPIC_API_KEY are both unset`,
-      "put ANTHROPIC_API_KEY=... in the workspace's .env, or export it",
+      `no Anthropic API key: picklebot.yaml ${section}.api_key is unset and ANTHROPIC_API_KEY is not in the environment`,
+      `put ANTHROPIC_API_KEY=... in the workspace's .env (or export it), or set ${section}.api_key in picklebot.yaml`,
     );
   }
   if (offline) return result("model key", "skip", `present; ${OFFLINE}`);
-  // Listing the models costs nothing and needs a valid key.
-  const url = `${(baseUrl ?? ANTHROPIC_API).replace(/\/+$/, "")}/v1/models?limit=1`;
-  const answer = await get(fetcher, url, {
+  const root = (llm.base_url ?? ANTHROPIC_API).replace(/\/+$/, "");
+  const path = `/v1/models/${encodeURIComponent(llm.model)}`;
+  const answer = await getJson(fetcher, `${root}${path}`, {
     "x-api-key": apiKey,
     "anthropic-version": ANTHROPIC_VERSION,
   });
-  return judge("model key", answer, {
+  const where = `${section}.base_url in picklebot.yaml`;
+  if ("status" in answer && answer.html) {
+    return result(
+      "model key",
+      "fail",
+      `${root}${path} answered with a web page (HTTP ${answer.status}), not the Anthropic API`,
+      `check ${where}: it is the API's root, without /v1`,
+    );
+  }
+  if ("status" in answer && answer.status === 404 && isNotFoundError(answer.body)) {
+    return result(
+      "model key",
+      "fail",
+      `in picklebot.yaml, ${section}.model ${llm.model} is not a model ${root} knows (GET ${path} answered 404)`,
+      `set ${section}.model in picklebot.yaml to a model id the API lists (GET /v1/models), e.g. claude-sonnet-4-6`,
+    );
+  }
+  return judge("model key", "status" in answer ? { status: answer.status } : answer, {
     ...CREDENTIAL_SERVICES.anthropic,
-    ok: `accepted by ${baseUrl ?? ANTHROPIC_API}`,
-    where: `${section}.base_url in picklebot.yaml`,
+    ok: `accepted by ${root}, which knows ${llm.model}`,
+    where,
   });
+}
+
+/** Whether an error body is the Messages API's `not_found_error` (an unknown model). */
+function isNotFoundError(body: unknown): boolean {
+  const error = (body as { error?: { type?: unknown } } | undefined)?.error;
+  return error?.type === "not_found_error";
 }
 
 /** How one chat platform's token(s) are checked, given its section's bot token. */

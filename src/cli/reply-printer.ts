@@ -55,7 +55,12 @@ export class ReplyPrinter {
     this.#write(`${BOLD}${this.#name.toLowerCase()} posted:${RESET} ${text}\n`);
   }
 
-  finish(reply: string, usage: TokenUsage): void {
+  /**
+   * The reply is complete: printed whole unless it streamed, then the tokens on a TTY.
+   * `notice` (a fallback answered; `reply` starts with it) streamed with nothing, so on a
+   * TTY it is printed after the streamed text, dim, on its own line.
+   */
+  finish(reply: string, usage: TokenUsage, notice?: string): void {
     const text = printable(reply, { multiline: true });
     if (!this.#tty) {
       this.#write(`${text}\n`);
@@ -63,6 +68,7 @@ export class ReplyPrinter {
     }
     // A reply found finished in history (a resumed turn) streamed nothing: print it whole.
     if (!this.#streamed.trim()) this.#write(text);
+    else if (notice !== undefined) this.#write(`\n${DIM}${printable(notice)}${RESET}`);
     this.#write(`\n${DIM}${formatUsage(usage)}${RESET}\n`);
   }
 

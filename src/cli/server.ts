@@ -13,7 +13,15 @@ import { unpricedModels, unpricedWarning } from "../agents/unpriced.js";
 import { CHAT_PLATFORM_KINDS } from "../base/chat-address.js";
 import { createLogger, type Logger } from "../base/log.js";
 import { releaseYoungGeneration } from "../base/young-generation.js";
-import { type Config, enabledPlatforms, secretValues } from "../config/index.js";
+import {
+  type Config,
+  enabledPlatforms,
+  type ModelEntry,
+  modelEntry,
+  modelEntryNames,
+  modelEntrySection,
+  secretValues,
+} from "../config/index.js";
 import { clientToken, localBaseUrl, loginLink } from "../http/token-file.js";
 import type { PicklebotServer } from "../server/server.js";
 import { type LoadedWorkspace, loadWorkspace } from "./context.js";
@@ -127,8 +135,11 @@ async function printSummary(loaded: LoadedWorkspace, server: PicklebotServer, lo
     http: server.httpAddress ? `http://${server.httpAddress} (${httpRoutes(config)})` : "disabled",
   };
   logger.info(summary, "picklebot server started");
-  const missingKey = modelProviders[config.llm.provider].missingKey(config.llm);
-  if (missingKey) logger.warn(missingKey);
+  for (const name of modelEntryNames(config)) {
+    const { llm } = modelEntry(config, name) as ModelEntry;
+    const missingKey = modelProviders[llm.provider].missingKey(llm, modelEntrySection(name));
+    if (missingKey) logger.warn(missingKey);
+  }
 }
 
 /**

@@ -46,6 +46,7 @@ export {
   modelChoiceProblem,
   modelEntry,
   modelEntryNames,
+  modelEntrySection,
   workspacePrices,
 } from "./models.js";
 export { allowedUserIds, enabledPlatforms, runnablePlatforms } from "./platforms.js";

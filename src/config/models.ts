@@ -29,6 +29,11 @@ export interface ModelChoice {
   fallbacks?: readonly string[] | undefined;
 }
 
+/** Where an entry's keys are in picklebot.yaml: `llm` for the default entry, else `models.<name>`. */
+export function modelEntrySection(name: string): string {
+  return name === DEFAULT_MODEL_ENTRY ? "llm" : `models.${name}`;
+}
+
 /** Every entry name: `default` first, then `models:` in file order. */
 export function modelEntryNames(config: Pick<Config, "models">): string[] {
   return [DEFAULT_MODEL_ENTRY, ...Object.keys(config.models)];
@@ -55,6 +60,7 @@ export function modelEntry(
       base_url: entry.base_url ?? (sameProvider ? llm.base_url : undefined),
       max_tokens: entry.max_tokens ?? llm.max_tokens,
       context_window: entry.context_window,
+      vision: entry.vision ?? true,
       timeout_s: entry.timeout_s ?? llm.timeout_s,
       prompt_cache_ttl: entry.prompt_cache_ttl ?? llm.prompt_cache_ttl,
       prices: entry.prices ? { ...llm.prices, [entry.model]: entry.prices } : llm.prices,

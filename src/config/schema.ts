@@ -145,8 +145,40 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
         });
         return;
       }
-    });
+    })
+    .transform((config) => ({
+      ...config,
+      models: withProviderKeys(config.models, config.llm.provider, context.env),
+    }));
 }
+
+/**
+ * The `models:` entries, each of a provider other than `llm`'s that sets no `api_key`
+ * given that provider's key from the environment, as `llm:` would be
+ * (`ANTHROPIC_API_KEY`; `OPENAI_API_KEY` for OpenAI's own API). An entry of `llm`'s
+ * provider takes `llm.api_key` instead (src/config/models.ts).
+ */
+function withProviderKeys<
+  T extends {
+    provider?: ProviderName | undefined;
+    api_key?: string | undefined;
+    base_url?: string | undefined;
+  },
+>(models: Record<string, T>, llmProvider: ProviderName, env: Environment): Record<string, T> {
+  const keyed: Record<string, T> = {};
+  for (const [name, entry] of Object.entries(models)) {
+    const other = entry.provider !== undefined && entry.provider !== llmProvider;
+    const key =
+      other && !entry.api_key
+        ? defaultApiKey({ provider: entry.provider ?? llmProvider, base_url: entry.base_url }, env)
+        : undefined;
+    keyed[name] = key === undefined ? entry : { ...entry, api_key: key };
+  }
+  return keyed;
+}
+
+/** A value of {@link MODEL_PROVIDER_KINDS} (what {@link ModelProviderKind} is, before Config exists). */
+type ProviderName = (typeof MODEL_PROVIDER_KINDS)[number];
 
 /** The validated configuration, with every default filled in. */
 export type Config = z.output<ReturnType<typeof buildConfigSchema>>;
@@ -181,6 +213,8 @@ function llmSchema(env: Environment) {
       max_tokens: fromText(z.int().min(1)).default(4096),
       /** Tokens the model takes in one request. (Default: the model's, from a table) */
       context_window: fromText(z.int().min(8000)).optional(),
+      /** The model takes images (and, on Anthropic's API, PDFs); false: they are described as text. */
+      vision: z.boolean().default(true),
       timeout_s: fromText(z.number().positive()).default(DEFAULT_MODEL_TIMEOUT_MS / 1000),
       /** USD per million tokens, by model id: over the built-in table (src/agents/prices.ts). */
       prices: z.record(z.string().min(1), modelPriceSchema()).default({}),
@@ -261,6 +295,8 @@ function modelsSchema() {
     base_url: httpUrl().optional(),
     max_tokens: fromText(z.int().min(1)).optional(),
     context_window: fromText(z.int().min(8000)).optional(),
+    /** This entry's model takes images; not inherited from `llm`. (Default: true) */
+    vision: z.boolean().optional(),
     timeout_s: fromText(z.number().positive()).optional(),
     prompt_cache_ttl: z.enum(["5m", "1h"]).optional(),
     /** USD per million tokens of this entry's model. */

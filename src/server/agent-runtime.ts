@@ -28,6 +28,7 @@ import type {
   EventSink,
   JobAdmin,
   JobQueue,
+  MediaReader,
   ModelProvider,
   ReplyTarget,
   SessionStopper,
@@ -50,6 +51,8 @@ export interface WorkspaceAgents {
    */
   catalog?: AgentCatalog;
   provider: ModelProvider;
+  /** Reads the files people sent, for the providers of named models. (Default: none) */
+  readMedia?: MediaReader;
 }
 
 /** Options of {@link AgentRuntime}. */
@@ -135,6 +138,7 @@ export class AgentRuntime {
   #runner(budget: BudgetGuard): AgentRunner {
     const { workspace, config, agents, brokenAgents, catalog, provider, storage, queue } =
       this.#options;
+    const { readMedia } = this.#options;
     const { senders, mcp, clock } = this.#options;
     return new AgentRunner({
       workspace,
@@ -144,6 +148,7 @@ export class AgentRuntime {
       ...(catalog === undefined ? {} : { skills: () => catalog.skills }),
       history: storage.history,
       provider,
+      ...(readMedia === undefined ? {} : { readMedia }),
       clock,
       postMessage: (request) => senders.poster(request),
       sendFile: (request) => senders.fileSender(request),

@@ -274,6 +274,7 @@ export class PicklebotServer {
 
   #agentRuntime(): AgentRuntime {
     const { workspace, config, agents, brokenAgents, catalog, provider, logger } = this.#options;
+    const { readMedia } = this.#options;
     return new AgentRuntime({
       workspace,
       config,
@@ -281,6 +282,7 @@ export class PicklebotServer {
       ...(brokenAgents === undefined ? {} : { brokenAgents }),
       ...(catalog === undefined ? {} : { catalog }),
       provider,
+      ...(readMedia === undefined ? {} : { readMedia }),
       storage: this.#storage,
       queue: this.#queue,
       frontends: this.frontends,

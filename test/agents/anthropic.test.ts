@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   type AnthropicProviderOptions,
   createAnthropicProvider,
+  MAX_PAUSE_CONTINUATIONS,
   MISSING_API_KEY_MESSAGE,
 } from "../../src/agents/providers/anthropic.js";
 import { CancelledError, ModelError } from "../../src/base/errors.js";
@@ -309,6 +310,50 @@ describe("web search, the API's server tool", () => {
     expect(text).toEqual({ type: "text", text: "It opens at 7." });
   });
 
+  it("continues a turn the API paused after a search (pause_turn), sending its content back, into one reply", async () => {
+    fake.script({ ...searchReply, text: "", stopReason: "pause_turn" }, { text: "It opens at 7." });
+    const serverTools = [{ kind: "web_search" as const, maxUses: 4 }];
+    let streamed = "";
+
+    const reply = await provider().complete(
+      request({ serverTools, onText: (delta) => (streamed += delta) }),
+    );
+
+    expect(fake.refused).toEqual([]);
+    expect(fake.requests).toHaveLength(2);
+    const continued = requestAt(fake, 1).body.messages;
+    expect(continued).toHaveLength(2);
+    const sentBack = continued[1];
+    expect(sentBack?.role).toBe("assistant");
+    expect(
+      ((sentBack?.content ?? []) as Array<{ type: string }>).map((block) => block.type),
+    ).toEqual(["server_tool_use", "web_search_tool_result"]);
+    expect(reply.stopReason).toBe("end_turn");
+    expect(reply.content.map((block) => block.type)).toEqual([
+      "server_tool_use",
+      "server_tool_result",
+      "text",
+    ]);
+    expect(reply.usage.webSearches).toBe(1);
+    expect(reply.usage.input).toBe(
+      (fake.requests[0]?.usage?.input_tokens ?? 0) + (fake.requests[1]?.usage?.input_tokens ?? 0),
+    );
+    expect(streamed).toBe("It opens at 7.");
+  });
+
+  it("stops continuing a paused turn after MAX_PAUSE_CONTINUATIONS, and returns it as it stands", async () => {
+    const paused = { ...searchReply, text: "", stopReason: "pause_turn" };
+    fake.script(...Array.from({ length: MAX_PAUSE_CONTINUATIONS + 2 }, () => paused));
+    const serverTools = [{ kind: "web_search" as const, maxUses: 4 }];
+
+    const reply = await provider().complete(request({ serverTools }));
+
+    expect(fake.refused).toEqual([]);
+    expect(fake.requests).toHaveLength(MAX_PAUSE_CONTINUATIONS + 1);
+    expect(reply.stopReason).toBe("pause_turn");
+    expect(reply.usage.webSearches).toBe(MAX_PAUSE_CONTINUATIONS + 1);
+  });
+
   it("sends its blocks back as they came; another provider's as text", async () => {
     fake.script(searchReply);
     const serverTools = [{ kind: "web_search" as const, maxUses: 4 }];
@@ -338,5 +383,39 @@ describe("web search, the API's server tool", () => {
     const asText = requestAt(fake, 2).body.messages[1]?.content as Array<Record<string, unknown>>;
     expect(asText.map((block) => block.type)).toEqual(["text", "text", "text"]);
     expect(asText[1]?.text).toBe("Pool https://pool.example/");
+  });
+});
+
+describe("Anthropic provider: a model with vision: false", () => {
+  it("gets each image and PDF as the line of text that describes it, without a file read", async () => {
+    const media = { sha256: "c".repeat(64), bytes: 10, name: "photo.jpg" };
+    const message: RequestMessage = {
+      role: "user",
+      content: [
+        { type: "image", mediaType: "image/jpeg", media, width: 800, height: 600 },
+        {
+          type: "document",
+          mediaType: "application/pdf",
+          media: { ...media, name: "a.pdf" },
+          pages: 2,
+        },
+        { type: "text", text: "what are these?" },
+      ],
+    };
+    let reads = 0;
+    const readMedia = async () => {
+      reads += 1;
+      return new Uint8Array();
+    };
+
+    await provider({ vision: false, readMedia }).complete(request({ messages: [message] }));
+
+    const sent = requestAt(fake, 0).body.messages[0]?.content as Array<Record<string, unknown>>;
+    expect(sent.slice(0, 3).map((block) => block.text)).toEqual([
+      "[image photo.jpg, 800×600 px] (not shown to this model)",
+      "[PDF a.pdf, 2 pages] (not shown to this model)",
+      "what are these?",
+    ]);
+    expect(reads).toBe(0);
   });
 });

@@ -10,7 +10,13 @@ import {
   createOpenAiCompatibleProvider,
   UNLISTED_CONTEXT_WINDOW,
 } from "../../src/agents/providers/openai-compatible.js";
-import type { ModelRequest, RequestMessage, ToolSpec } from "../../src/ports/index.js";
+import type {
+  MediaRef,
+  ModelRequest,
+  RequestContentBlock,
+  RequestMessage,
+  ToolSpec,
+} from "../../src/ports/index.js";
 import { type FakeOpenAi, type FakeOpenAiOptions, startFakeOpenAi } from "../fakes/openai.js";
 import { failureOf, modelErrorOf } from "../helpers/failure.js";
 
@@ -281,6 +287,90 @@ describe("the OpenAI-compatible adapter", () => {
     expect(await provider.contextWindow?.("bare")).toBe(UNLISTED_CONTEXT_WINDOW);
     expect(await provider.contextWindow?.("listed")).toBe(16_384);
     expect(api.modelListings).toBe(2);
+  });
+});
+
+describe("photos and PDFs people sent", () => {
+  const PNG = Buffer.from("89504e470d0a1a0a0000000d4948445200000001", "hex");
+  const stored = new Map([["a".repeat(64), PNG]]);
+  const readMedia = async (ref: MediaRef) => stored.get(ref.sha256) ?? new Uint8Array();
+  const photo: RequestContentBlock = {
+    type: "image",
+    mediaType: "image/png",
+    media: { sha256: "a".repeat(64), bytes: PNG.length, name: "photo.png" },
+    width: 800,
+    height: 600,
+  };
+  const report: RequestContentBlock = {
+    type: "document",
+    mediaType: "application/pdf",
+    media: { sha256: "b".repeat(64), bytes: 10, name: "report.pdf" },
+    pages: 3,
+  };
+  const withFiles: RequestMessage[] = [
+    { role: "user", content: [photo, report, { type: "text", text: "what is this?" }] },
+    { role: "assistant", content: [{ type: "tool_use", id: "call_1", name: "read", input: {} }] },
+    {
+      role: "user",
+      content: [
+        { type: "tool_result", tool_use_id: "call_1", content: "a file" },
+        photo,
+        { type: "text", text: "and again" },
+      ],
+    },
+  ];
+
+  /** The content parts of the user messages of the fake's first request. */
+  function userParts(api: FakeOpenAi): Array<Record<string, unknown>> {
+    return (api.requests[0]?.body.messages ?? [])
+      .filter((message) => message.role === "user")
+      .flatMap((message) => (Array.isArray(message.content) ? message.content : []));
+  }
+
+  it("sends an image as a data URL in the user's message, after the tool results of the same message, and a PDF as its description", async () => {
+    const api = await fakeApi();
+    const provider = createOpenAiCompatibleProvider({ baseURL: api.url, readMedia });
+
+    await provider.complete(request({ messages: withFiles }));
+
+    expect(api.refused).toEqual([]);
+    const url = `data:image/png;base64,${PNG.toString("base64")}`;
+    expect(userParts(api)).toEqual([
+      { type: "image_url", image_url: { url } },
+      { type: "text", text: "[PDF report.pdf, 3 pages] (not shown to this model)" },
+      { type: "text", text: "what is this?" },
+      { type: "image_url", image_url: { url } },
+      { type: "text", text: "and again" },
+    ]);
+    expect(api.requests[0]?.body.messages.map((message) => message.role)).toEqual([
+      "system",
+      "user",
+      "assistant",
+      "tool",
+      "user",
+    ]);
+  });
+
+  it("describes each image as text to a model with vision: false, without reading its file", async () => {
+    const api = await fakeApi();
+    let reads = 0;
+    const provider = createOpenAiCompatibleProvider({
+      baseURL: api.url,
+      vision: false,
+      readMedia: async (ref) => {
+        reads += 1;
+        return readMedia(ref);
+      },
+    });
+
+    await provider.complete(request({ messages: withFiles }));
+
+    expect(userParts(api)[0]).toEqual({
+      type: "text",
+      text: "[image photo.png, 800×600 px] (not shown to this model)",
+    });
+    expect(JSON.stringify(api.requests[0]?.body)).not.toContain("image_url");
+    expect(reads).toBe(0);
   });
 });
 

@@ -97,6 +97,38 @@ describe("loadConfig", () => {
     expect(loadError().message).toContain('"default" is the name of the llm: section');
   });
 
+  it("gives an entry of another provider that provider's key from the environment, and its own vision; names a vision that is not true or false", () => {
+    writeConfig(
+      [
+        "llm:",
+        "  provider: openai-compatible",
+        "  base_url: http://127.0.0.1:11434/v1",
+        "  model: qwen2.5:7b",
+        "  vision: false",
+        "models:",
+        "  claude:",
+        "    provider: anthropic",
+        "    model: claude-haiku-4-5",
+        "  local:",
+        "    model: llava",
+        "",
+      ].join("\n"),
+    );
+    const config = loadConfig(workspace, { ANTHROPIC_API_KEY: "sk-ant-env" });
+    expect(modelEntry(config, "claude")?.llm).toMatchObject({
+      api_key: "sk-ant-env",
+      vision: true,
+    });
+    expect(modelEntry(config, "local")?.llm).toMatchObject({ api_key: undefined, vision: true });
+    expect(modelEntry(config, "default")?.llm.vision).toBe(false);
+    expect(secretValues(config)).toContain("sk-ant-env");
+
+    const file = writeConfig("models:\n  local:\n    model: llava\n    vision: maybe\n");
+    expect(loadError().message).toBe(
+      `${file}: models.local.vision: expected true or false, found "maybe"; correct it or remove it to use the default.`,
+    );
+  });
+
   it("reads picklebot.yml next to an empty picklebot.yaml (the sandbox's placeholder), and the other way round", () => {
     fs.writeFileSync(path.join(workspace, "picklebot.yml"), "timezone: Asia/Tokyo\n");
     writeConfig("");
@@ -120,6 +152,7 @@ describe("loadConfig", () => {
       api_key: undefined,
       max_tokens: 4096,
       context_window: undefined,
+      vision: true,
       timeout_s: 600,
       prices: {},
       prompt_cache_ttl: "1h",
@@ -302,7 +335,7 @@ describe("loadConfig", () => {
     const file = writeConfig("llm:\n  modle: claude-sonnet-4-5\n");
     expect(loadError().message).toBe(
       `${file}: llm.modle: unknown key; did you mean "model"? ` +
-        "(known keys under llm: provider, model, api_key, base_url, max_tokens, context_window, timeout_s, prices, prompt_cache_ttl, fallbacks, fallback_cooldown_s, batch_max_steps, batch_poll_s).",
+        "(known keys under llm: provider, model, api_key, base_url, max_tokens, context_window, vision, timeout_s, prices, prompt_cache_ttl, fallbacks, fallback_cooldown_s, batch_max_steps, batch_poll_s).",
     );
   });
 

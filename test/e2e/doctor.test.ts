@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeDiscord, startFakeDiscord } from "../fakes/discord.js";
 import { stdioFake } from "../fakes/mcp.js";
+import { startFakeOpenAi } from "../fakes/openai.js";
 import { startFakeSearxng } from "../fakes/search-engines.js";
 import { startFakeSlack } from "../fakes/slack.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
@@ -135,6 +136,33 @@ describe("picklebot doctor", () => {
     );
     expect(check?.fix).toMatch(/^other: /);
     expect(stdout).not.toContain("sk-ant-other-key");
+  });
+
+  it("names picklebot.yaml and the entry's model key when the Anthropic API does not know its model, and an endpoint that is a web page", async () => {
+    const site = await startFakeOpenAi();
+    try {
+      editConfig(
+        (yaml) =>
+          `${yaml}\nmodels:\n  old:\n    model: claude-3-nonexistent\n  site:\n    model: claude-haiku-4-5\n    base_url: ${site.root}/ui\n`,
+      );
+
+      const { code, line } = await doctor();
+
+      expect(code).toBe(1);
+      const [check] = line("model key");
+      expect(check?.detail).toContain(
+        `old: in picklebot.yaml, models.old.model claude-3-nonexistent is not a model ${model.url} knows (GET /v1/models/claude-3-nonexistent answered 404)`,
+      );
+      expect(check?.detail).toContain(
+        `site: ${site.root}/ui/v1/models/claude-haiku-4-5 answered with a web page (HTTP 200), not the Anthropic API`,
+      );
+      expect(check?.detail).toMatch(/^default: accepted by .*, which knows claude-sonnet-4-6;/);
+      expect(check?.fix).toBe(
+        "old: set models.old.model in picklebot.yaml to a model id the API lists (GET /v1/models), e.g. claude-sonnet-4-6",
+      );
+    } finally {
+      await site.close();
+    }
   });
 
   describe("chat tokens", () => {

@@ -3,13 +3,14 @@
  * against the fake Bot API, and two fake Anthropic servers as two named models: the
  * default entry (`llm:`) and `backup`.
  */
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeAnthropic, type FakeReply, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { startBusServer, telegramYaml } from "../helpers/bus.js";
-import { runCli } from "../helpers/cli.js";
+import { CLI, childEnv, runCli } from "../helpers/cli.js";
 import { killAllServers, openWorkspaceDb } from "../helpers/server.js";
 import { waitFor } from "../helpers/wait.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
@@ -66,6 +67,48 @@ async function nthReply(count: number): Promise<string> {
   await telegram.waitFor(() => telegram.messages(OWNER).length >= count, 20_000);
   return telegram.messages(OWNER)[count - 1] ?? "";
 }
+
+/** `picklebot chat` on a pseudo-terminal (`script`): type into it, wait for its screen. */
+function terminalChat() {
+  const command = `${process.execPath} ${CLI} chat --workspace ${ws.dir}`;
+  const child = spawn("script", ["-qfec", command, "/dev/null"], { env: childEnv() });
+  let screen = "";
+  child.stdout.on("data", (chunk: Buffer) => (screen += chunk));
+  return {
+    screen: () => screen,
+    type: (text: string) => child.stdin.write(text),
+    shows: (text: string, times = 1) =>
+      waitFor(
+        () => screen.split(text).length > times,
+        `the terminal to show ${JSON.stringify(text)} ${times} time(s)`,
+        20_000,
+      ),
+    exited: new Promise((resolve) => child.on("close", resolve)),
+  };
+}
+
+describe("fallback chains in the terminal (picklebot chat on a TTY)", () => {
+  it("shows the one-line notice with the fallback's streamed reply while the primary fails, and none once it is back", async () => {
+    const chat = terminalChat();
+    await chat.shows("you ›");
+
+    chat.type("hello?\n");
+    await chat.shows("backup here");
+    await chat.shows("you ›", 2);
+    const first = chat.screen();
+    expect(first).toContain(NOTICE);
+    expect(first.indexOf(NOTICE)).toBeGreaterThan(first.indexOf("backup here"));
+
+    primaryAnswer = { text: "primary is back" };
+    chat.type("and now?\n");
+    await chat.shows("primary is back");
+    await chat.shows("you ›", 3);
+    expect(chat.screen().split("Answered by")).toHaveLength(2);
+    chat.type("/exit\n");
+    expect(await chat.exited).toBe(0);
+    expect(backup.requests).toHaveLength(1);
+  });
+});
 
 describe("fallback chains", () => {
   it("answers from the fallback with a one-line notice while the primary fails, then from the primary again", async () => {

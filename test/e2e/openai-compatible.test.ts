@@ -4,9 +4,15 @@
  * workspace, against the fake OpenAI-compatible API on 127.0.0.1 (a local server: no key,
  * free unless `llm.prices` prices it).
  */
+
+import sharp from "sharp";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeOpenAi, type RecordedChatRequest, startFakeOpenAi } from "../fakes/openai.js";
+import { startFakeTelegram } from "../fakes/telegram.js";
+import { startBusServer, telegramYaml } from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
+import { photo } from "../helpers/media.js";
 import { killAllServers, startServer } from "../helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
@@ -129,6 +135,161 @@ describe("an agent on an OpenAI-compatible endpoint", () => {
     expect(chat.stdout).not.toContain("tool_call");
   });
 });
+
+describe("a photo sent from Telegram to an agent on an OpenAI-compatible endpoint", () => {
+  const OWNER = 4242;
+
+  it("is in the history of a later streamed turn with two parallel tool calls, as a data URL the API takes", async () => {
+    const telegram = await startFakeTelegram();
+    try {
+      ws.write("picklebot.yaml", config() + telegramYaml(telegram, { allowedUserIds: [OWNER] }));
+      fake.script(
+        { text: "A pickle jar." },
+        {
+          text: "Reading both.",
+          toolCalls: [
+            { id: "call_a", name: "read", input: { path: "notes/a.md" } },
+            { id: "call_b", name: "read", input: { path: "notes/b.md" } },
+          ],
+        },
+        (request) => ({
+          text: `a: ${toolResults(request).call_a?.trim()}, b: ${toolResults(request).call_b?.trim()}`,
+        }),
+      );
+      await startBusServer(ws.dir, ["telegram"]);
+      const bytes = await photo(400, 300);
+
+      telegram.sendUserFile({
+        chatId: OWNER,
+        userId: OWNER,
+        kind: "photo",
+        bytes,
+        caption: "what is this?",
+      });
+      await telegram.waitFor(() => telegram.messages(OWNER).length === 1, 20_000);
+      telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "compare a and b" });
+      const answered = () => telegram.messages(OWNER).includes("a: alpha pickles, b: beta brine");
+      await telegram.waitFor(answered, 20_000);
+
+      expect(telegram.messages(OWNER)[0]).toBe("A pickle jar.");
+      expect(fake.refused).toEqual([]);
+      expect(fake.requests).toHaveLength(3);
+      for (const request of fake.requests) {
+        expect(request.body.stream).toBe(true);
+        const [image, caption] = imageTurnParts(request);
+        expect(image?.type).toBe("image_url");
+        const url = String((image?.image_url as { url?: string } | undefined)?.url);
+        expect(url.startsWith("data:image/jpeg;base64,")).toBe(true);
+        const sent = await sharp(Buffer.from(url.split(",")[1] ?? "", "base64")).metadata();
+        expect([sent.format, sent.width, sent.height]).toEqual(["jpeg", 400, 300]);
+        expect(caption).toEqual({ type: "text", text: "what is this?" });
+      }
+    } finally {
+      await killAllServers();
+      await telegram.close();
+    }
+  });
+});
+
+describe("named models on other endpoints: doctor and missing keys, per entry", () => {
+  it("doctor names picklebot.yaml models.<name>.model for a model the endpoint does not list, and tells an endpoint that is a web page or unreachable", async () => {
+    const gone = await startFakeOpenAi();
+    await gone.close();
+    ws.write(
+      "picklebot.yaml",
+      config().replace(
+        "\nhttp:",
+        `\nmodels:\n  wrong:\n    model: llama3.3\n  site:\n    model: "${MODEL}"\n    base_url: ${fake.root}\n  gone:\n    model: "${MODEL}"\n    base_url: ${gone.url}\nhttp:`,
+      ),
+    );
+
+    const doctor = await cli("doctor");
+
+    expect(doctor.code).toBe(1);
+    const line = doctor.stdout.split("\n").find((text) => text.includes("model key")) ?? "";
+    expect(line).toContain(
+      `default: no key (a local server needs none); ${fake.url} lists ${MODEL}`,
+    );
+    expect(line).toContain(
+      `wrong: in picklebot.yaml, models.wrong.model llama3.3 is not in the endpoint's /v1/models list (it lists ${MODEL})`,
+    );
+    expect(line).toContain(
+      `site: ${fake.root}/models answered with a web page, not the OpenAI API`,
+    );
+    expect(line).toMatch(
+      /gone: cannot reach the model endpoint http:\/\/127\.0\.0\.1:\d+\/v1: fetch failed \(connect ECONNREFUSED/,
+    );
+  });
+
+  it("an anthropic entry without a key: doctor, the server's start and a chat name picklebot.yaml models.<name>.api_key and ANTHROPIC_API_KEY; the variable is its key", async () => {
+    const anthropic = await startFakeAnthropic({ apiKey: "sk-ant-entry-key" });
+    try {
+      ws.write(
+        "picklebot.yaml",
+        config().replace(
+          "\nhttp:",
+          `\nmodels:\n  claude:\n    provider: anthropic\n    model: claude-haiku-4-5\n    base_url: ${anthropic.url}\nhttp:`,
+        ),
+      );
+      ws.write(
+        "agents/pickle/AGENT.md",
+        "---\nname: Pickle\ndescription: x\nmodel: claude\n---\nYou are Pickle.\n",
+      );
+
+      const doctor = await cli("doctor", "--offline");
+      expect(doctor.stdout).toContain(
+        "claude: no Anthropic API key: picklebot.yaml models.claude.api_key is unset and ANTHROPIC_API_KEY is not in the environment",
+      );
+      const chat = await runCli(["chat", "--workspace", ws.dir], { input: "hi\n" });
+      expect(chat.stderr).toContain(
+        "No Anthropic API key: set ANTHROPIC_API_KEY in the environment or models.claude.api_key in picklebot.yaml.",
+      );
+      const server = await startServer(ws.dir);
+      expect(server.logs.map((entry) => entry.msg)).toContainEqual(
+        "no model API key for models.claude: set ANTHROPIC_API_KEY (or models.claude.api_key in picklebot.yaml); its jobs fail until one is set",
+      );
+      await killAllServers();
+
+      const env = { ANTHROPIC_API_KEY: "sk-ant-entry-key" };
+      const keyed = await runCli(["doctor", "--workspace", ws.dir], { env });
+      expect(keyed.stdout).toContain(
+        `claude: accepted by ${anthropic.url}, which knows claude-haiku-4-5`,
+      );
+      const answered = await runCli(["chat", "--workspace", ws.dir], { input: "hi\n", env });
+      expect(answered.stdout).toBe("ok\n");
+    } finally {
+      await anthropic.close();
+    }
+  });
+
+  it("a hosted openai-compatible entry without a key: doctor and a chat name picklebot.yaml models.<name>.api_key", async () => {
+    ws.write(
+      "picklebot.yaml",
+      config().replace(
+        "\nhttp:",
+        "\nmodels:\n  router:\n    model: meta-llama/llama-3.3-70b-instruct\n    base_url: https://openrouter.ai/api/v1\nhttp:",
+      ),
+    );
+    ws.write(
+      "agents/pickle/AGENT.md",
+      "---\nname: Pickle\ndescription: x\nmodel: router\n---\nYou are Pickle.\n",
+    );
+
+    const doctor = await cli("doctor", "--offline");
+    expect(doctor.stdout).toContain(
+      "router: no API key for the hosted endpoint https://openrouter.ai/api/v1: picklebot.yaml models.router.api_key is unset",
+    );
+    const chat = await runCli(["chat", "--workspace", ws.dir], { input: "hi\n" });
+    expect(chat.stderr).toContain("set models.router.api_key in picklebot.yaml");
+    expect(fake.requests).toHaveLength(0);
+  });
+});
+
+/** The content parts of the first user message of a request: the photo's turn. */
+function imageTurnParts(request: RecordedChatRequest): Array<Record<string, unknown>> {
+  const first = request.body.messages.find((message) => message.role === "user");
+  return Array.isArray(first?.content) ? first.content : [];
+}
 
 describe("bad input on an OpenAI-compatible endpoint", () => {
   it("names the file and key of an unknown provider, with the ones there are", async () => {

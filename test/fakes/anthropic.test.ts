@@ -1,6 +1,12 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { afterEach, describe, expect, it } from "vitest";
-import { type FakeAnthropic, lastUserText, splitInto, startFakeAnthropic } from "./anthropic.js";
+import {
+  FAKE_MODEL_IDS,
+  type FakeAnthropic,
+  lastUserText,
+  splitInto,
+  startFakeAnthropic,
+} from "./anthropic.js";
 
 let fake: FakeAnthropic | undefined;
 
@@ -84,12 +90,20 @@ describe("fake Anthropic server", () => {
     });
   });
 
-  it("lists its model for the accepted key (GET /v1/models), as the SDK reads it", async () => {
+  it("lists its models for the accepted key (GET /v1/models), and answers one by id or with the API's 404, as the SDK reads them", async () => {
     fake = await startFakeAnthropic({ apiKey: "sk-ant-fake" });
+    const client = clientFor(fake);
 
-    const page = await clientFor(fake).models.list();
+    const page = await client.models.list();
+    const known = await client.models.retrieve("claude-haiku-4-5");
+    const unknown = await client.models.retrieve("claude-9").catch((error: unknown) => error);
 
-    expect(page.data.map((model) => model.id)).toEqual(["claude-sonnet-4-6"]);
+    expect(page.data.map((model) => model.id)).toEqual(FAKE_MODEL_IDS);
+    expect(known.id).toBe("claude-haiku-4-5");
+    expect(unknown).toMatchObject({
+      status: 404,
+      error: { type: "error", error: { type: "not_found_error", message: "model: claude-9" } },
+    });
   });
 
   it("refuses a request without x-api-key with a 401", async () => {

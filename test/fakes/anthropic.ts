@@ -98,7 +98,11 @@ export interface FakeTextReply extends Delayed, WithUsage, Pausable {
   chunks?: number;
   /** Wait between two text deltas of a stream, as a model writing. (Default: 0) */
   chunkDelayMs?: number;
-  /** (Default: `end_turn`) */
+  /**
+   * (Default: `end_turn`.) `pause_turn` with `webSearch` and empty `text` is a turn the
+   * API paused after a search: the client sends the content back as the assistant's
+   * message to continue it, and the next scripted reply continues it.
+   */
   stopReason?: string;
   /** The API searched the web for `query` before the text, and found `results`. (Default: no search) */
   webSearch?: { query: string; results: FakeWebResult[] };
@@ -181,6 +185,11 @@ export interface RefusedRequest extends RecordedRequest {
 export interface FakeAnthropicOptions {
   /** Answer when the script is empty. (Default: `{ text: "ok" }`) */
   defaultReply?: FakeReplySource;
+  /**
+   * The model ids `GET /v1/models` lists and `GET /v1/models/{id}` knows (any other id
+   * is a 404 `not_found_error`, as the API answers). (Default: {@link FAKE_MODEL_IDS})
+   */
+  models?: readonly string[];
   /**
    * The model's context window: a prompt (tools, system and messages, counted as the fake
    * counts input tokens) over it is refused with the API's "prompt is too long" 400.
@@ -298,9 +307,8 @@ export async function startFakeAnthropic(
       sendError(res, 401, "invalid x-api-key");
       return;
     }
-    if (req.method === "GET" && path === "/v1/models") {
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(MODEL_LIST));
+    if (req.method === "GET" && path.startsWith("/v1/models")) {
+      answerModels(res, path, options.models ?? FAKE_MODEL_IDS);
       return;
     }
     if (await batchRoutes.handle(req.method ?? "GET", path, url.searchParams, raw, res)) return;
@@ -494,7 +502,9 @@ function planMessage(
   } else {
     stopReason = reply.stopReason ?? "end_turn";
     if (reply.webSearch) blocks.push(...webSearchBlocks(reply.webSearch, counter));
-    blocks.push({ kind: "text", pieces: splitInto(reply.text, reply.chunks ?? 3) });
+    // A search paused before any text (`pause_turn`) has no text block, as the API's.
+    if (reply.text !== "" || !reply.webSearch)
+      blocks.push({ kind: "text", pieces: splitInto(reply.text, reply.chunks ?? 3) });
   }
   const outputChars = blocks.reduce(
     (sum, block) => sum + ("pieces" in block ? block.pieces.join("").length : 0),
@@ -686,20 +696,38 @@ function apiKeyOf(req: IncomingMessage): string | undefined {
   return bearer?.[1];
 }
 
-/** `GET /v1/models`: one page of the models list, as the API shapes it. */
-const MODEL_LIST = {
-  data: [
-    {
-      type: "model",
-      id: "claude-sonnet-4-6",
-      display_name: "Claude Sonnet 4.6",
-      created_at: "2026-01-01T00:00:00Z",
-    },
-  ],
-  has_more: false,
-  first_id: "claude-sonnet-4-6",
-  last_id: "claude-sonnet-4-6",
-};
+/** The models the fake knows by default: the Claude models the tests call. */
+export const FAKE_MODEL_IDS = ["claude-sonnet-4-6", "claude-haiku-4-5", "claude-opus-4-5"];
+
+/** A model as `GET /v1/models` lists it. */
+function listedModel(id: string): Record<string, unknown> {
+  return { type: "model", id, display_name: id, created_at: "2026-01-01T00:00:00Z" };
+}
+
+/**
+ * `GET /v1/models` (one page of the list, as the API shapes it) and `GET /v1/models/{id}`
+ * (the model, or a 404 `not_found_error` naming it, as the API answers an unknown id).
+ */
+function answerModels(res: ServerResponse, path: string, models: readonly string[]): void {
+  const id = decodeURIComponent(path.slice("/v1/models/".length));
+  if (path === "/v1/models") {
+    const body = {
+      data: models.map(listedModel),
+      has_more: false,
+      first_id: models[0] ?? null,
+      last_id: models.at(-1) ?? null,
+    };
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify(body));
+    return;
+  }
+  if (!models.includes(id)) {
+    sendError(res, 404, `model: ${id}`);
+    return;
+  }
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(JSON.stringify(listedModel(id)));
+}
 
 const ERROR_TYPES: Record<number, string> = {
   400: "invalid_request_error",

@@ -1,8 +1,9 @@
 /**
  * What the OpenAI Chat Completions API refuses with a 400, in its own words, for the
  * fake of test/fakes/openai.ts: unknown request fields and roles, content parts it does
- * not know, `tool` messages that answer nothing, tool calls left unanswered, and tools
- * whose schema is not an object schema.
+ * not know, images outside user messages or in a data URL it cannot read, `tool`
+ * messages that answer nothing, tool calls left unanswered, and tools whose schema is not
+ * an object schema.
  */
 import type { ApiErrorBody, FakeChatBody, FakeChatMessage } from "./openai.js";
 
@@ -104,13 +105,56 @@ function partsRefusal(message: FakeChatMessage, at: string): ApiErrorBody | null
         `${at}.content[${index}]`,
       );
     }
-    const url = (part.image_url as { url?: unknown } | undefined)?.url;
-    if (type === "image_url" && !/^(https?:|data:image\/[a-z]+;base64,)/.test(String(url))) {
-      return invalid(
-        "Invalid image URL: expected a URL or a data URL (data:image/png;base64,...).",
-        `${at}.content[${index}].image_url.url`,
-      );
+    if (type === "image_url") {
+      const url = (part.image_url as { url?: unknown } | undefined)?.url;
+      const refusal = imageUrlRefusal(String(url), `${at}.content[${index}].image_url.url`);
+      if (refusal) return refusal;
     }
+  }
+  return null;
+}
+
+/** The image types the API reads, by the MIME type of a data URL. */
+const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+
+/** The first bytes of each image type the API reads. */
+const IMAGE_SIGNATURES = [
+  [0x89, 0x50, 0x4e, 0x47],
+  [0xff, 0xd8, 0xff],
+  [0x47, 0x49, 0x46, 0x38],
+  [0x52, 0x49, 0x46, 0x46],
+];
+
+/**
+ * The API's refusal of an `image_url`: an http(s) URL is fetched by the API (taken
+ * here); a data URL must name an image type it reads and hold base64 that decodes to an
+ * image, each refused in the API's words (code `invalid_value`, or
+ * `invalid_image_format` for bytes that are not an image).
+ */
+function imageUrlRefusal(url: string, param: string): ApiErrorBody | null {
+  if (/^https?:\/\//.test(url)) return null;
+  const expected = `Invalid image URL: '${param}'. Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got`;
+  const refuse = (got: string) => ({
+    ...invalid(`${expected} ${got}.`, param),
+    code: "invalid_value",
+  });
+  const match = /^data:([^;,]*);base64,(.*)$/s.exec(url);
+  if (!url.startsWith("data:")) return refuse("a value without the 'data:' prefix");
+  if (!match) return refuse("a value with an invalid format");
+  const [, mediaType = "", data = ""] = match;
+  if (!IMAGE_TYPES.has(mediaType)) return refuse(`unsupported MIME type '${mediaType}'`);
+  if (data === "") return refuse("empty base64-encoded bytes");
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(data) || data.length % 4 !== 0)
+    return refuse("an invalid base64-encoded value");
+  const bytes = Buffer.from(data, "base64");
+  if (!IMAGE_SIGNATURES.some((signature) => signature.every((byte, i) => bytes[i] === byte))) {
+    return {
+      ...invalid(
+        "You uploaded an unsupported image. Please make sure your image has of one the following formats: ['png', 'jpeg', 'gif', 'webp'].",
+        param,
+      ),
+      code: "invalid_image_format",
+    };
   }
   return null;
 }
@@ -148,7 +192,22 @@ function invalid(message: string, param?: string): ApiErrorBody {
   return { message, type: "invalid_request_error", ...(param ? { param } : {}) };
 }
 
-/** A rough prompt token count: the messages and tools as JSON, 4 characters a token. */
+/**
+ * Tokens of one image in a prompt: what OpenAI counts for a high-detail image of up to
+ * 1,024 px a side (85 + 170 a 512 px tile), whatever the length of its data URL.
+ */
+const IMAGE_TOKENS = 765;
+
+/**
+ * A rough prompt token count: the messages and tools as JSON, 4 characters a token, each
+ * image's data URL counted as {@link IMAGE_TOKENS}.
+ */
 export function estimatePromptTokens(body: FakeChatBody): number {
-  return Math.ceil(JSON.stringify([body.messages, body.tools ?? []]).length / 4);
+  let images = 0;
+  const json = JSON.stringify([body.messages, body.tools ?? []], (key, value: unknown) => {
+    if (key !== "image_url") return value;
+    images += 1;
+    return {};
+  });
+  return Math.ceil(json.length / 4) + images * IMAGE_TOKENS;
 }

@@ -73,6 +73,41 @@ describe("the fake OpenAI-compatible API", () => {
     expect(fake.requests).toHaveLength(0);
   });
 
+  it("takes an image as a data URL in a user message, and refuses one it cannot read, or in another role, in the API's words", async () => {
+    fake = await startFakeOpenAi();
+    const png = Buffer.from("89504e470d0a1a0a0000000d49484452", "hex").toString("base64");
+    const image = (url: string) => ({ type: "image_url", image_url: { url } });
+    const asUser = (url: string) => ({ messages: [{ role: "user", content: [image(url)] }] });
+    const expected =
+      "Invalid image URL: 'messages[0].content[0].image_url.url'. Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got";
+
+    expect((await post(asUser(`data:image/png;base64,${png}`))).status).toBe(200);
+    const refusals = [
+      [png, `${expected} a value without the 'data:' prefix.`],
+      [`data:image/svg+xml;base64,${png}`, `${expected} unsupported MIME type 'image/svg+xml'.`],
+      ["data:image/png;base64,", `${expected} empty base64-encoded bytes.`],
+      ["data:image/png;base64,not base64!", `${expected} an invalid base64-encoded value.`],
+      [
+        `data:image/png;base64,${Buffer.from("plain text, no image").toString("base64")}`,
+        "You uploaded an unsupported image. Please make sure your image has of one the following formats: ['png', 'jpeg', 'gif', 'webp'].",
+      ],
+    ];
+    for (const [url, message] of refusals) {
+      const answer = await post(asUser(String(url)));
+      expect(answer).toMatchObject({
+        status: 400,
+        error: { message, type: "invalid_request_error" },
+      });
+    }
+    const inAssistant = await post({
+      messages: [user, { role: "assistant", content: [image(`data:image/png;base64,${png}`)] }],
+    });
+    expect(inAssistant.error.message).toBe(
+      "Image URLs are only allowed for messages with role 'user', but this message with role 'assistant' contains an image URL.",
+    );
+    expect(fake.requests).toHaveLength(1);
+  });
+
   it("lists its models and asks for the key it was given", async () => {
     fake = await startFakeOpenAi({ apiKey: "sk-fake", models: [{ id: "m", contextLength: 4096 }] });
 

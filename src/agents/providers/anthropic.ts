@@ -28,16 +28,17 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { APIError } from "@anthropic-ai/sdk";
 import { assertNever } from "../../base/assert-never.js";
-import { serverBlockText } from "../../base/content.js";
+import { notShownText, serverBlockText } from "../../base/content.js";
 import { abortedError, ModelError, toError } from "../../base/errors.js";
 import { lazily } from "../../base/lazy-import.js";
 import { redactSecrets } from "../../base/redact.js";
-import { oneHourWrites, webSearches } from "../../base/usage.js";
+import { addUsage, oneHourWrites, webSearches } from "../../base/usage.js";
 import { credentialRefused } from "../../config/index.js";
 import {
   DEFAULT_MODEL_TIMEOUT_MS,
+  type DocumentBlock,
+  type ImageBlock,
   type MediaReader,
-  type MediaRef,
   type ModelProvider,
   type ModelReply,
   type ModelRequest,
@@ -52,6 +53,7 @@ import {
 } from "../../ports/index.js";
 import { createAnthropicBatches } from "./anthropic-batches.js";
 import { describeCause, isRetryableStatus, retryAfterSeconds } from "./http-failure.js";
+import { type LoadedMedia, loadMedia, NO_MEDIA } from "./media.js";
 
 /** Options of {@link createAnthropicProvider}. */
 export interface AnthropicProviderOptions {
@@ -80,6 +82,17 @@ export interface AnthropicProviderOptions {
    * request holding such a block fails, saying so)
    */
   readMedia?: MediaReader;
+  /**
+   * The model takes images and PDFs (`vision`). False: each is sent as the line of text
+   * that describes it, for a model behind an Anthropic-compatible endpoint that takes
+   * none. (Default: true)
+   */
+  vision?: boolean;
+  /**
+   * Where the named model's keys are in picklebot.yaml (`llm`, `models.haiku`), as the
+   * message of a missing key names it. (Default: `llm`)
+   */
+  section?: string;
 }
 
 /** A prompt-cache lifetime the API offers. */
@@ -88,9 +101,16 @@ export type PromptCacheTtl = "5m" | "1h";
 /** This provider's name in the blocks it writes (`llm.provider`). */
 const PROVIDER = "anthropic";
 
-/** The message of the ModelError thrown when no API key is configured. */
-export const MISSING_API_KEY_MESSAGE =
-  "No Anthropic API key: set ANTHROPIC_API_KEY in the environment or llm.api_key in picklebot.yaml.";
+/**
+ * The message of the ModelError thrown when no API key is configured for the named model
+ * whose keys are under `section` of picklebot.yaml (`llm`, `models.haiku`).
+ */
+export function missingApiKeyMessage(section: string): string {
+  return `No Anthropic API key: set ANTHROPIC_API_KEY in the environment or ${section}.api_key in picklebot.yaml.`;
+}
+
+/** {@link missingApiKeyMessage} of the default entry. */
+export const MISSING_API_KEY_MESSAGE = missingApiKeyMessage("llm");
 
 const EPHEMERAL = { type: "ephemeral" } as const;
 
@@ -124,7 +144,9 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
         ? { type: "ephemeral" as const, ttl: "1h" as const }
         : EPHEMERAL,
   };
-  if (settings.apiKey === "") return withoutApiKey();
+  if (settings.apiKey === "") return withoutApiKey(options.section ?? "llm");
+  const readMedia = (messages: readonly RequestMessage[]) =>
+    options.vision === false ? Promise.resolve(NO_MEDIA) : loadMedia(messages, options.readMedia);
   let connecting: Promise<Connection> | undefined;
   const connect = () => {
     connecting ??= loadSdk().then((sdk) => ({ sdk, client: createClient(sdk, settings, options) }));
@@ -145,15 +167,15 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
   return {
     batches: createAnthropicBatches(onClient, {
       toParams: async (request) =>
-        toMessageParams(request, settings, await loadMedia(request.messages, options.readMedia)),
+        toMessageParams(request, settings, await readMedia(request.messages)),
       toReply: toModelReply,
     }),
     async complete(request) {
-      const media = await loadMedia(request.messages, options.readMedia);
+      const media = await readMedia(request.messages);
       return streamReply(await connect(), request, settings, media);
     },
     async countTokens(request) {
-      const media = await loadMedia(request.messages, options.readMedia);
+      const media = await readMedia(request.messages);
       return onClient(request.signal, async (client) => {
         const params = toCountParams(request, settings, media);
         const counted = await client.messages.countTokens(params, {
@@ -166,8 +188,8 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
 }
 
 /** A provider without an API key: each call fails, saying where to set one; no batch API. */
-function withoutApiKey(): ModelProvider {
-  const missing = () => new ModelError(MISSING_API_KEY_MESSAGE, { retryable: false });
+function withoutApiKey(section: string): ModelProvider {
+  const missing = () => new ModelError(missingApiKeyMessage(section), { retryable: false });
   return {
     async complete() {
       throw missing();
@@ -192,15 +214,61 @@ function createClient(
   });
 }
 
+/**
+ * Continuations of a turn the API paused (`pause_turn`: a long server-side search) before
+ * the reply is taken as it stands, with stop reason `pause_turn` (the turn then ends).
+ */
+export const MAX_PAUSE_CONTINUATIONS = 5;
+
+/**
+ * Streams the reply; a turn the API paused is continued by sending its content so far
+ * back as the assistant's message, as the API asks, up to {@link MAX_PAUSE_CONTINUATIONS}
+ * times. The reply holds every part's content, and the usage of every call.
+ */
 async function streamReply(
-  { sdk, client }: Connection,
+  connection: Connection,
   request: ModelRequest,
   settings: ClientSettings,
   media: LoadedMedia,
 ): Promise<ModelReply> {
-  const stream = client.messages.stream(toMessageParams(request, settings, media), {
-    signal: request.signal,
-  });
+  const params = toMessageParams(request, settings, media);
+  const paused: Anthropic.ContentBlock[] = [];
+  const replies: ModelReply[] = [];
+  for (;;) {
+    const continued: Anthropic.MessageStreamParams =
+      paused.length === 0
+        ? params
+        : { ...params, messages: [...params.messages, { role: "assistant", content: paused }] };
+    const message = await streamMessage(connection, request, settings, continued);
+    replies.push(toModelReply(message));
+    if (message.stop_reason !== "pause_turn" || replies.length > MAX_PAUSE_CONTINUATIONS) break;
+    paused.push(...message.content);
+  }
+  return joinReplies(replies);
+}
+
+/** The parts of a reply the API paused and continued, as one reply. */
+function joinReplies(replies: readonly ModelReply[]): ModelReply {
+  const [first, ...rest] = replies;
+  if (!first) throw new RangeError("a reply has at least one part");
+  return rest.reduce(
+    (joined, part) => ({
+      content: [...joined.content, ...part.content],
+      stopReason: part.stopReason,
+      usage: addUsage(joined.usage, part.usage),
+    }),
+    first,
+  );
+}
+
+/** One streamed Messages API call. */
+async function streamMessage(
+  { sdk, client }: Connection,
+  request: ModelRequest,
+  settings: ClientSettings,
+  params: Anthropic.MessageStreamParams,
+): Promise<Anthropic.Message> {
+  const stream = client.messages.stream(params, { signal: request.signal });
   let connected = false;
   let listenerError: { thrown: unknown } | undefined;
   stream.on("connect", () => {
@@ -219,7 +287,7 @@ async function streamReply(
     });
   }
   try {
-    return toModelReply(await stream.finalMessage());
+    return await stream.finalMessage();
   } catch (thrown) {
     if (listenerError) throw listenerError.thrown;
     throw toModelError(thrown, sdk, { ...settings, signal: request.signal, connected });
@@ -228,36 +296,6 @@ async function streamReply(
 
 // ---------------------------------------------------------------------------------------
 // Request: our types to the SDK's, with cache breakpoints
-
-/** The base64 of every file the request's image and document blocks refer to, by SHA-256. */
-type LoadedMedia = ReadonlyMap<string, string>;
-
-/** Reads the files of the request's image and document blocks, each once. */
-async function loadMedia(
-  messages: readonly RequestMessage[],
-  readMedia: MediaReader | undefined,
-): Promise<LoadedMedia> {
-  const refs = new Map<string, MediaRef>();
-  for (const message of messages) {
-    for (const block of message.content) {
-      if (block.type === "image" || block.type === "document")
-        refs.set(block.media.sha256, block.media);
-    }
-  }
-  const loaded = new Map<string, string>();
-  if (refs.size === 0) return loaded;
-  if (!readMedia) {
-    throw new ModelError(
-      "This request holds files, but the provider was given no way to read them.",
-      {
-        retryable: false,
-      },
-    );
-  }
-  for (const [sha256, ref] of refs)
-    loaded.set(sha256, Buffer.from(await readMedia(ref)).toString("base64"));
-  return loaded;
-}
 
 function toMessageParams(
   request: ModelRequest,
@@ -338,31 +376,16 @@ function toMessageParam(message: RequestMessage, media: LoadedMedia): Anthropic.
 
 /**
  * One of our blocks as the API takes it (the same fields, in the same order); an image or
- * a document with its file's bytes as base64.
+ * a document with its file's bytes as base64, or as the text that describes it when its
+ * file was not loaded (a model that takes none).
  */
 function toBlockParam(block: RequestContentBlock, media: LoadedMedia): Anthropic.ContentBlockParam {
   switch (block.type) {
     case "text":
       return { type: "text", text: block.text };
     case "image":
-      return {
-        type: "image",
-        source: {
-          type: "base64",
-          media_type: block.mediaType,
-          data: mediaData(block.media, media),
-        },
-      };
     case "document":
-      return {
-        type: "document",
-        source: {
-          type: "base64",
-          media_type: block.mediaType,
-          data: mediaData(block.media, media),
-        },
-        title: block.media.name,
-      };
+      return mediaBlockParam(block, media);
     case "tool_use":
       return { type: "tool_use", id: block.id, name: block.name, input: block.input };
     case "tool_result":
@@ -391,10 +414,21 @@ function serverBlockParam(
   return { type: "text", text: serverBlockText(block) };
 }
 
-function mediaData(ref: MediaRef, media: LoadedMedia): string {
-  const data = media.get(ref.sha256);
-  if (data === undefined) throw new Error(`the file of ${ref.name} was not loaded`);
-  return data;
+/** An image or a document with its file's base64, or its description when not loaded. */
+function mediaBlockParam(
+  block: ImageBlock | DocumentBlock,
+  media: LoadedMedia,
+): Anthropic.ContentBlockParam {
+  const data = media.get(block.media.sha256);
+  if (data === undefined) return { type: "text", text: notShownText(block) };
+  if (block.type === "image") {
+    return { type: "image", source: { type: "base64", media_type: block.mediaType, data } };
+  }
+  return {
+    type: "document",
+    source: { type: "base64", media_type: block.mediaType, data },
+    title: block.media.name,
+  };
 }
 
 /** The request's tools, then its server tools, the last one carrying the breakpoint. */

@@ -4,7 +4,8 @@
  * `maxRetries`). It serves OpenAI, OpenRouter, Groq, Together, vLLM, LM Studio,
  * llama.cpp's server and Ollama's `/v1` (docs/guides/models.md).
  *
- * The conversion of requests and replies is in openai-messages.ts. What only Anthropic's
+ * The conversion of requests and replies is in openai-messages.ts; images go as data URLs
+ * read through `readMedia` (none with `vision: false`). What only Anthropic's
  * API has is off here, and nothing is sent for it: prompt-cache breakpoints (OpenAI-style
  * APIs cache prefixes by themselves and report the reads), `count_tokens`, the batch API.
  * Tool calls that a local model writes as text are repaired into calls
@@ -26,11 +27,13 @@ import { redactSecrets } from "../../base/redact.js";
 import { credentialRefused } from "../../config/index.js";
 import {
   DEFAULT_MODEL_TIMEOUT_MS,
+  type MediaReader,
   type ModelProvider,
   type ModelReply,
   type ModelRequest,
 } from "../../ports/index.js";
 import { describeCause, isRetryableStatus, retryAfterSeconds } from "./http-failure.js";
+import { type LoadedMedia, loadMedia, NO_MEDIA } from "./media.js";
 import { ReplyAssembler, toChatMessages, toChatTools } from "./openai-messages.js";
 import { repairTextToolCalls, TextToolCallFilter } from "./text-tool-calls.js";
 
@@ -52,6 +55,21 @@ export interface OpenAiCompatibleOptions {
   maxRetries?: number;
   /** The fetch the SDK uses. (Default: the global fetch) */
   fetch?: typeof fetch;
+  /**
+   * Reads the bytes of the file an image block refers to. (Default: none; a request
+   * holding an image for a model that takes images fails, saying so)
+   */
+  readMedia?: MediaReader;
+  /**
+   * The model takes images (`vision`): each is sent as a data URL. False: as the line of
+   * text that describes it, for a text-only model. (Default: true)
+   */
+  vision?: boolean;
+  /**
+   * Where the named model's keys are in picklebot.yaml (`llm`, `models.haiku`), as the
+   * message of a missing key names it. (Default: `llm`)
+   */
+  section?: string;
 }
 
 /** The SDK module, as its dynamic import resolves. */
@@ -80,7 +98,8 @@ export function createOpenAiCompatibleProvider(
     timeoutMs: options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS,
     official: new URL(baseURL).hostname === "api.openai.com",
   };
-  if (endpoint.apiKey === "" && !isLocalEndpoint(baseURL)) return withoutApiKey(baseURL);
+  if (endpoint.apiKey === "" && !isLocalEndpoint(baseURL))
+    return withoutApiKey(missingKeyMessage(baseURL, options.section ?? "llm"));
   let connecting: Promise<{ sdk: Sdk; client: OpenAI }> | undefined;
   const connect = () => {
     connecting ??= loadSdk().then((sdk) => ({ sdk, client: createClient(sdk, endpoint, options) }));
@@ -89,8 +108,12 @@ export function createOpenAiCompatibleProvider(
   const windows = new Map<string, Promise<number>>();
   return {
     async complete(request) {
+      const images =
+        options.vision === false
+          ? NO_MEDIA
+          : await loadMedia(request.messages, options.readMedia, (block) => block.type === "image");
       const { sdk, client } = await connect();
-      return streamReply(sdk, client, request, endpoint);
+      return streamReply(sdk, client, request, { ...endpoint, images });
     },
     contextWindow(model, signal) {
       let window = windows.get(model);
@@ -153,21 +176,32 @@ export function contextWindowOfListed(entry: object): number | undefined {
 }
 
 /** How picklebot.yaml names a key kept in the environment, as the messages show it. */
-export const ENV_REFERENCE = "$" + "{OPENROUTER_API_KEY}";
+const ENV_REFERENCE = "$" + "{OPENROUTER_API_KEY}";
 
-/** The message of the ModelError of a hosted endpoint without an API key. */
-function missingKeyMessage(baseURL: string): string {
+/**
+ * How picklebot.yaml would name the environment variable of `baseURL`'s key:
+ * `${OPENAI_API_KEY}` for OpenAI's own API, else {@link ENV_REFERENCE} as an example.
+ */
+export function envReferenceFor(baseURL: string): string {
+  return new URL(baseURL).hostname === "api.openai.com" ? "$" + "{OPENAI_API_KEY}" : ENV_REFERENCE;
+}
+
+/**
+ * The message of the ModelError of a hosted endpoint without an API key, for the named
+ * model whose keys are under `section` of picklebot.yaml (`llm`, `models.haiku`).
+ */
+function missingKeyMessage(baseURL: string, section: string): string {
   return (
-    `No API key for the model endpoint ${baseURL}: set llm.api_key in picklebot.yaml ` +
-    `(e.g. api_key: ${ENV_REFERENCE}, with the key in the workspace .env); ` +
+    `No API key for the model endpoint ${baseURL}: set ${section}.api_key in picklebot.yaml ` +
+    `(e.g. api_key: ${envReferenceFor(baseURL)}, with the key in the workspace .env); ` +
     "only a server on this machine or the local network goes without one."
   );
 }
 
-function withoutApiKey(baseURL: string): ModelProvider {
+function withoutApiKey(message: string): ModelProvider {
   return {
     async complete() {
-      throw new ModelError(missingKeyMessage(baseURL), { retryable: false });
+      throw new ModelError(message, { retryable: false });
     },
   };
 }
@@ -188,14 +222,18 @@ function createClient(sdk: Sdk, endpoint: Endpoint, options: OpenAiCompatibleOpt
   });
 }
 
-/** The body of one streamed Chat Completions call. */
+/**
+ * The body of one streamed Chat Completions call, with the images whose files are in
+ * `images` as data URLs.
+ */
 export function toChatParams(
   request: ModelRequest,
   official: boolean,
+  images: LoadedMedia = NO_MEDIA,
 ): OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming {
   return {
     model: request.model,
-    messages: toChatMessages(request),
+    messages: toChatMessages(request, images),
     ...(request.tools.length === 0 ? {} : { tools: toChatTools(request.tools) }),
     ...(official
       ? { max_completion_tokens: request.maxTokens }
@@ -209,7 +247,7 @@ async function streamReply(
   sdk: Sdk,
   client: OpenAI,
   request: ModelRequest,
-  endpoint: Endpoint,
+  endpoint: Endpoint & { images: LoadedMedia },
 ): Promise<ModelReply> {
   const toolNames = new Set(request.tools.map((tool) => tool.name));
   let listenerError: { thrown: unknown } | undefined;
@@ -234,7 +272,7 @@ async function streamReply(
   let connected = false;
   try {
     const { data: stream, response } = await client.chat.completions
-      .create(toChatParams(request, endpoint.official), { signal })
+      .create(toChatParams(request, endpoint.official, endpoint.images), { signal })
       .withResponse();
     connected = true;
     refuseHtml(response, endpoint.baseURL);

@@ -3,12 +3,15 @@
  * Chat Completions API's, exactly:
  *
  *   system prompt     a `system` message first (left out when empty);
- *   user text         a `user` message whose content is text parts (images would join
- *                     them as `image_url` parts holding data URLs: see {@link toUserParts});
+ *   user text         a `user` message whose content is text parts, and each image an
+ *                     `image_url` part holding a data URL (the API takes images in user
+ *                     messages only); an image not loaded (a model with `vision: false`)
+ *                     and every PDF as the line of text that describes it;
  *   tool_use blocks   the `tool_calls` of the assistant message, input as JSON text;
  *   tool_result       one `tool` message per result, right after the assistant message
  *                     that made the call (the API refuses one anywhere else), before the
- *                     text the same user message holds;
+ *                     text and images the same user message holds (a result is text, as
+ *                     a `tool` message's content must be);
  *   current time      a text part after everything else, so the cached prefix holds.
  *
  * A reply streams as chunks: text deltas, and tool calls whose `arguments` arrive in
@@ -16,7 +19,7 @@
  */
 import type OpenAI from "openai";
 import { assertNever } from "../../base/assert-never.js";
-import { mediaBlockText, serverBlockText } from "../../base/content.js";
+import { notShownText, serverBlockText } from "../../base/content.js";
 import { ModelError } from "../../base/errors.js";
 import type {
   ModelReply,
@@ -28,20 +31,25 @@ import type {
   ToolSpec,
   ToolUseBlock,
 } from "../../ports/index.js";
+import { type LoadedMedia, NO_MEDIA } from "./media.js";
 
 type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 type UserPart = OpenAI.Chat.Completions.ChatCompletionContentPart;
 type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
 
-/** The messages of a Chat Completions request for `request`. */
+/**
+ * The messages of a Chat Completions request for `request`, with the images whose files
+ * are in `media` as data URLs (the others described as text).
+ */
 export function toChatMessages(
   request: Pick<ModelRequest, "system" | "messages" | "currentTime">,
+  media: LoadedMedia = NO_MEDIA,
 ): ChatMessage[] {
   const chat: ChatMessage[] =
     request.system === "" ? [] : [{ role: "system", content: request.system }];
   for (const message of request.messages) {
     if (message.role === "assistant") chat.push(toAssistantMessage(message.content));
-    else chat.push(...toUserMessages(message.content));
+    else chat.push(...toUserMessages(message.content, media));
   }
   if (request.currentTime !== undefined) appendText(chat, `(current time: ${request.currentTime})`);
   return chat;
@@ -89,9 +97,9 @@ function toAssistantMessage(content: RequestContentBlock[]): ChatMessage {
 }
 
 /** A user message: its tool results first (each a `tool` message), then what the user said. */
-function toUserMessages(content: RequestContentBlock[]): ChatMessage[] {
+function toUserMessages(content: RequestContentBlock[], media: LoadedMedia): ChatMessage[] {
   const results = content.filter((block): block is ToolResultBlock => block.type === "tool_result");
-  const said = toUserParts(content);
+  const said = toUserParts(content, media);
   return [
     ...results.map(toToolMessage),
     ...(said.length === 0 ? [] : [{ role: "user" as const, content: said }]),
@@ -105,22 +113,29 @@ function toToolMessage(result: ToolResultBlock): ChatMessage {
 }
 
 /**
- * What a user message says, as content parts: text, and each further kind of block the
- * user can send (an image as a data URL) as its own part. Tool calls and results are
- * not said by the user: they are converted elsewhere.
+ * What a user message says, as content parts: text, an image whose file is in `media` as
+ * a data URL, any other image and every PDF as its description (Chat Completions takes
+ * PDFs from OpenAI's own models only). Tool calls and results are not said by the user:
+ * they are converted elsewhere.
  */
-function toUserParts(content: RequestContentBlock[]): UserPart[] {
+function toUserParts(content: RequestContentBlock[], media: LoadedMedia): UserPart[] {
   const parts: UserPart[] = [];
   for (const block of content) {
     switch (block.type) {
       case "text":
         parts.push({ type: "text", text: block.text });
         break;
-      case "image":
+      case "image": {
+        const data = media.get(block.media.sha256);
+        parts.push(
+          data === undefined
+            ? { type: "text", text: notShownText(block) }
+            : { type: "image_url", image_url: { url: `data:${block.mediaType};base64,${data}` } },
+        );
+        break;
+      }
       case "document":
-        // Not sent to this provider yet (docs/guides/models.md): the model reads that it
-        // was there, so it can say it cannot see it.
-        parts.push({ type: "text", text: `${mediaBlockText(block)} (not shown to this model)` });
+        parts.push({ type: "text", text: notShownText(block) });
         break;
       case "tool_use":
       case "tool_result":
