@@ -412,8 +412,8 @@ describe("Anthropic provider: a model with vision: false", () => {
 
     const sent = requestAt(fake, 0).body.messages[0]?.content as Array<Record<string, unknown>>;
     expect(sent.slice(0, 3).map((block) => block.text)).toEqual([
-      "[image photo.jpg, 800×600 px] (not shown to this model)",
-      "[PDF a.pdf, 2 pages] (not shown to this model)",
+      "[image photo.jpg, image/jpeg, 10 B, 800×600 px] (not shown to this model)",
+      "[PDF a.pdf, application/pdf, 10 B, 2 pages] (not shown to this model)",
       "what are these?",
     ]);
     expect(reads).toBe(0);

@@ -337,7 +337,7 @@ describe("photos and PDFs people sent", () => {
     const url = `data:image/png;base64,${PNG.toString("base64")}`;
     expect(userParts(api)).toEqual([
       { type: "image_url", image_url: { url } },
-      { type: "text", text: "[PDF report.pdf, 3 pages] (not shown to this model)" },
+      { type: "text", text: "[PDF report.pdf, application/pdf, 10 B, 3 pages] (not shown to this model)" },
       { type: "text", text: "what is this?" },
       { type: "image_url", image_url: { url } },
       { type: "text", text: "and again" },
@@ -367,7 +367,7 @@ describe("photos and PDFs people sent", () => {
 
     expect(userParts(api)[0]).toEqual({
       type: "text",
-      text: "[image photo.png, 800×600 px] (not shown to this model)",
+      text: "[image photo.png, image/png, 20 B, 800×600 px] (not shown to this model)",
     });
     expect(JSON.stringify(api.requests[0]?.body)).not.toContain("image_url");
     expect(reads).toBe(0);
