@@ -161,10 +161,13 @@ export interface CompactionResult {
   model: string;
 }
 
-/** A compaction for people: `3 old tool outputs left out, context ~52k → ~18k tokens`. */
+/**
+ * A compaction for people: `old tool outputs left out, context ~52k → ~18k tokens`, or
+ * `12 messages summarised, the last 4 kept as they were, context ~52k → ~18k tokens`.
+ */
 export function describeCompaction(result: CompactionResult): string {
   const k = (tokens: number) => `~${Math.round(tokens / 1000)}k`;
-  const tail = result.kept > 0 ? ` (the last ${result.kept} kept as they were)` : "";
+  const tail = result.kept > 0 ? `, the last ${result.kept} kept as they were` : "";
   const what =
     result.how === "pruned"
       ? "old tool outputs left out"

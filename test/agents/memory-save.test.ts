@@ -97,7 +97,7 @@ describe("the memory save before a summary", () => {
       ["user", "fourth"],
     ]);
     expect(core.platform.texts(CHAT_ID)).toContain(
-      "Compacted: 2 messages summarised (the last 4 kept as they were), context ~0k → ~0k tokens.",
+      "Compacted: 2 messages summarised, the last 4 kept as they were, context ~0k → ~0k tokens.",
     );
   });
 
