@@ -10,8 +10,8 @@
  *        Enough when it brings the size under PRUNED_ENOUGH × budget.
  *     ─► else summarise:
  *        1. the verbatim tail: the latest whole turns, up to TAIL_MAX_MESSAGES messages
- *           and TAIL_MAX_TOKENS tokens (and TAIL_SHARE of max_messages and of the
- *           budget), stay as they are; what comes before them is summarised;
+ *           and `history.keep_verbatim_tokens` tokens (and TAIL_SHARE of max_messages
+ *           and of the budget), stay as they are; what comes before them is summarised;
  *        2. the memory save (when the run may write memory): one model call offered only
  *           the `memory` tool, capped at MEMORY_SAVE_MAX_TOKENS, on what is about to be
  *           summarised; its calls are stored as a memory save marker, then run;
@@ -89,9 +89,6 @@ const SUMMARY_MAX_TOKENS = 2048;
  */
 export const TAIL_MAX_MESSAGES = 20;
 
-/** Most tokens (estimated) a summary keeps verbatim; and at most {@link TAIL_SHARE} of the budget. */
-export const TAIL_MAX_TOKENS = 20_000;
-
 /**
  * Share of the request budget, and of `history.max_messages`, the verbatim tail may take:
  * with the summary, a compacted session stays well under {@link PRUNED_ENOUGH}, so it is
@@ -129,6 +126,8 @@ export interface CompactionOptions {
   maxTokens: number;
   /** Messages a request may hold (`history.max_messages`). */
   maxMessages: number;
+  /** Tokens of the latest turns a summary keeps verbatim (`history.keep_verbatim_tokens`). */
+  tailTokens: number;
   signal: AbortSignal;
   /** The job compacting, recorded with the summary call in the usage ledger. (Default: none) */
   jobId?: string;
@@ -245,16 +244,17 @@ async function measure(
 /**
  * Where the verbatim tail of a context to summarise starts: at the earliest turn start
  * after its last compaction point from which the latest whole turns hold at most
- * {@link TAIL_MAX_MESSAGES} messages and {@link TAIL_MAX_TOKENS} tokens (each at most
+ * {@link TAIL_MAX_MESSAGES} messages and `tailTokens` tokens (each at most
  * {@link TAIL_SHARE} of `maxMessages` and of the budget), leaving at least one turn to
  * summarise; `context.length` when no turn fits. A turn is kept whole, so a tool call is
  * never parted from its result, and the tail starts with the person's message.
  */
 export function tailStart(
   context: readonly ChatMessage[],
-  { budget, maxMessages }: { budget: number; maxMessages: number },
+  limits: { budget: number; maxMessages: number; tailTokens: number },
 ): number {
-  const maxTokens = Math.min(TAIL_MAX_TOKENS, budget * TAIL_SHARE);
+  const { budget, maxMessages, tailTokens } = limits;
+  const maxTokens = Math.min(tailTokens, budget * TAIL_SHARE);
   const maxCount = Math.min(TAIL_MAX_MESSAGES, Math.floor(maxMessages * TAIL_SHARE));
   const point = context.findLastIndex(isCompaction);
   const starts = context.flatMap((message, index) =>
@@ -282,7 +282,8 @@ async function summarise(
   options: CompactionOptions,
 ): Promise<CompactionResult> {
   const { history, provider, model, contextWindow, maxTokens, maxMessages, signal } = options;
-  const start = tailStart(context, { budget: requestBudget(contextWindow, maxTokens), maxMessages });
+  const budget = requestBudget(contextWindow, maxTokens);
+  const start = tailStart(context, { budget, maxMessages, tailTokens: options.tailTokens });
   const older = context.slice(0, start);
   const saved = await saveToMemory(sessionId, context, older, options);
   const reply = await provider.complete({

@@ -318,6 +318,7 @@ export class AgentRunner {
       contextWindow: this.#windowOf(entry),
       maxTokens,
       maxMessages: config.history.max_messages,
+      tailTokens: config.history.keep_verbatim_tokens,
       signal: request.signal,
       ...(request.jobId === undefined ? {} : { jobId: request.jobId }),
     };
