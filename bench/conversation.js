@@ -135,7 +135,8 @@ async function runConversation(turns, keep) {
     0,
   );
   const totalRead = usage.reduce((sum, u) => sum + u.cache_read_input_tokens, 0);
-  const mean = (values) => Math.round(values.reduce((a, b) => a + b, 0) / Math.max(1, values.length));
+  const mean = (values) =>
+    Math.round(values.reduce((a, b) => a + b, 0) / Math.max(1, values.length));
   const k = (tokens) => `${(tokens / 1000).toFixed(1)}k`;
   const row = [
     String(keep),

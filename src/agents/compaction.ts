@@ -218,7 +218,16 @@ export async function compactSession(
   await history.append(sessionId, prunePoint(PRUNE_KEEP_TURNS));
   const { model } = options;
   const usage = zeroUsage();
-  return { how: "pruned", before, after: pruned, replaced: 0, kept: 0, usage, model, memorySave: null };
+  return {
+    how: "pruned",
+    before,
+    after: pruned,
+    replaced: 0,
+    kept: 0,
+    usage,
+    model,
+    memorySave: null,
+  };
 }
 
 /**
@@ -379,7 +388,8 @@ async function saveToMemory(
     return { ...none, outcome: { error: toError(thrown).message } };
   }
   const calls = reply.content.filter(
-    (block): block is ToolUseBlock => block.type === "tool_use" && block.name === save.tool.spec.name,
+    (block): block is ToolUseBlock =>
+      block.type === "tool_use" && block.name === save.tool.spec.name,
   );
   const marker: MemorySaveBlock = { type: "memory_save", calls };
   const call = { model, jobId: options.jobId };

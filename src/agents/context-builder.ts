@@ -19,7 +19,6 @@
  * them.
  */
 import { assertNever } from "../base/assert-never.js";
-import { isConversationBlock } from "../base/content.js";
 import { isCompaction, isWordsTurnStart } from "../base/turns.js";
 import type {
   ChatMessage,
