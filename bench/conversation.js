@@ -1,14 +1,16 @@
 #!/usr/bin/env node
-// A long conversation against a model with a 200k-token window: 300 turns in one session,
-// every fifth asking for a large file (a `read` of 256 KiB), run in-process through the
-// real agent runner (context builder, budget, compaction, the memory save before each
-// summary) with SQLite history, against the fake Anthropic API that refuses any prompt
-// over 200k tokens and models prompt caching as the API does. Run twice: with the
-// summary keeping the latest turns verbatim (`history.keep_verbatim_tokens`, default
-// 20,000) and without (0: the summary replaces everything). Reports for each the input
-// tokens of each turn's requests (a plot), the largest request, refused requests, failed
-// turns, prunes, summaries and memory save calls, the context before and after each
-// summary, the input tokens of all requests and the share a cache would read.
+// Long conversations against a model with a 200k-token window, 300 turns in one session
+// each, run in-process through the real agent runner (context builder, budget,
+// compaction, the memory save before each summary) with SQLite history, against the fake
+// Anthropic API that refuses any prompt over 200k tokens and models prompt caching as the
+// API does. Two shapes: `files`, every fifth turn asking for a large file (a `read` of
+// 256 KiB) and short questions between; `talk`, every turn a long message (about 1,000
+// tokens) and a short answer, no tools. Each runs twice: with the summary keeping the
+// latest turns verbatim (`history.keep_verbatim_tokens`, default 20,000) and without (0:
+// the summary replaces everything). Reports for each the input tokens of each turn's
+// requests (a plot), the largest request, refused requests, failed turns, prunes,
+// summaries and memory save calls, the context before and after each summary, the input
+// tokens of all requests and the share a cache would read.
 //
 // Usage: npm run build && node bench/conversation.js [--turns 300]
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -29,9 +31,14 @@ const BIG_EVERY = 5;
 /** Runs the conversation with and without the verbatim tail; resolves a markdown report. */
 export async function runConversationBench({ turns = 300 } = {}) {
   const runs = [];
-  for (const keep of [20_000, 0]) runs.push({ keep, ...(await runConversation(turns, keep)) });
+  for (const shape of ["files", "talk"]) {
+    for (const keep of [20_000, 0]) {
+      runs.push({ shape, keep, ...(await runConversation(turns, keep, shape)) });
+    }
+  }
   const table = markdownTable(
     [
+      "shape",
       "keep_verbatim_tokens",
       "requests",
       "largest request (tokens)",
@@ -48,13 +55,13 @@ export async function runConversationBench({ turns = 300 } = {}) {
   );
   const plots = runs.map(
     (run) =>
-      `keep_verbatim_tokens: ${run.keep}. Input tokens per request, by turn (max of each ${Math.ceil(turns / 60)} turns):\n\n\`\`\`\n${plot(run.perRequest)}\n\`\`\``,
+      `${run.shape}, keep_verbatim_tokens: ${run.keep}. Input tokens per request, by turn (max of each ${Math.ceil(turns / 60)} turns):\n\n\`\`\`\n${plot(run.perRequest)}\n\`\`\``,
   );
   return { runs, markdown: [table, ...plots].join("\n\n") };
 }
 
-/** One conversation of `turns` turns, its summaries keeping `keep` tokens verbatim. */
-async function runConversation(turns, keep) {
+/** One conversation of `turns` turns of `shape`, its summaries keeping `keep` tokens verbatim. */
+async function runConversation(turns, keep, shape) {
   const { anthropic } = await loadFakes(["anthropic"]);
   let saves = 0;
   const fake = await anthropic.startFakeAnthropic({
@@ -104,9 +111,11 @@ async function runConversation(turns, keep) {
       if (compacted?.how === "summarised") summaries.push(compacted);
       if (compacted?.how === "pruned") prunes += 1;
       const text =
-        turn % BIG_EVERY === 0
-          ? `turn ${turn}: please read big.txt`
-          : `turn ${turn}: ${"tell me more about pickling. ".repeat(8)}`;
+        shape === "talk"
+          ? `turn ${turn}: ${"here is what happened with my pickles this week. ".repeat(80)}`
+          : turn % BIG_EVERY === 0
+            ? `turn ${turn}: please read big.txt`
+            : `turn ${turn}: ${"tell me more about pickling. ".repeat(8)}`;
       await storage.history.append(session.id, { role: "user", content: [{ type: "text", text }] });
       try {
         const result = await runner.run(request);
@@ -139,6 +148,7 @@ async function runConversation(turns, keep) {
     Math.round(values.reduce((a, b) => a + b, 0) / Math.max(1, values.length));
   const k = (tokens) => `${(tokens / 1000).toFixed(1)}k`;
   const row = [
+    shape,
     String(keep),
     String(fake.requests.length),
     `${largest.toLocaleString("en-US")} (limit ${WINDOW.toLocaleString("en-US")})`,
