@@ -101,6 +101,25 @@ describe("the memory save before a summary", () => {
     );
   });
 
+  it("goes on to the summary when the save call fails, saving nothing", async () => {
+    await started();
+    await run("my dentist appointment is on Tuesday");
+    core.model.script(
+      { error: { status: 400, message: "save refused" } },
+      { text: "Notes: a dentist appointment." },
+    );
+    await compact();
+    expect(
+      core.model.requests.map((request) => [isMemorySaveCall(request), isSummaryCall(request)]),
+    ).toEqual([
+      [false, false],
+      [true, false],
+      [false, true],
+    ]);
+    expect(core.platform.texts(CHAT_ID).at(-1)).toMatch(/^Compacted: 2 messages summarised/);
+    expect((await core.storage.memory.read("pickle", ANA)).text).toBe("");
+  });
+
   it.each([
     ["memory: false", "memory: false"],
     ["read-only memory", "memory: {read_only: true}"],
