@@ -258,7 +258,7 @@ async function measure(
  * summarise; `context.length` when no turn fits. A turn is kept whole, so a tool call is
  * never parted from its result, and the tail starts with the person's message.
  */
-export function tailStart(
+function tailStart(
   context: readonly ChatMessage[],
   limits: { budget: number; maxMessages: number; tailTokens: number },
 ): number {
