@@ -132,10 +132,11 @@ export interface CompactionOptions {
   /** The job compacting, recorded with the summary call in the usage ledger. (Default: none) */
   jobId?: string;
   /**
-   * The memory save before a summary; none when the run may not write memory (memory off,
-   * read-only, a cron or a subagent, a policy that does not allow `memory`). (Default: none)
+   * What the memory save before a summary uses, asked for only when summarising; null
+   * when the run may not write memory (memory off, read-only, a cron or a subagent, a
+   * policy that does not allow `memory`). (Default: no save)
    */
-  memorySave?: MemorySaveOptions;
+  memorySave?: () => Promise<MemorySaveOptions | null>;
 }
 
 /** What a compaction did. */
@@ -366,7 +367,7 @@ async function saveToMemory(
   older: readonly ChatMessage[],
   options: CompactionOptions,
 ): Promise<SaveOutcome> {
-  const save = options.memorySave;
+  const save = (await options.memorySave?.()) ?? null;
   const none = { stored: false, usage: zeroUsage() };
   if (!save) return { ...none, outcome: null };
   const earlier = storedSave(context);

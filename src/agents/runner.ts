@@ -269,7 +269,7 @@ export class AgentRunner {
     await this.#lookUpWindow(this.#head(this.agent(request.agentId)).entry, request.signal);
     const compaction = {
       ...this.#compaction(request),
-      ...(await this.#memorySave(request)),
+      memorySave: () => this.#memorySave(request),
     };
     const compacted = await compactSession(request.sessionId, compaction, options);
     // The summary starts the session afresh: its next turn takes a new memory snapshot.
@@ -329,33 +329,30 @@ export class AgentRunner {
    * the session's run may write memory and the agent's policy allows `memory` without
    * asking (nobody is asked during a compaction); nothing otherwise.
    */
-  async #memorySave(request: CompactRequest): Promise<{ memorySave?: MemorySaveOptions }> {
+  async #memorySave(request: CompactRequest): Promise<MemorySaveOptions | null> {
     const { memoryStores: stores, config, workspace, history } = this.#options;
-    if (!stores) return {};
+    if (!stores) return null;
     const agent = this.agent(request.agentId);
     const policy = agentPolicy(config.approvals.policy, agent.approvals);
-    if (decide(policy, "memory", {}).action !== "allow") return {};
+    if (decide(policy, "memory", {}).action !== "allow") return null;
     const sessionKey =
       request.sessionKey ?? (await history.getSession(request.sessionId))?.key ?? null;
-    if (sessionKey === null) return {};
+    if (sessionKey === null) return null;
     const conversation = { ...request, sessionKey };
     const memory = await this.#memoryOf(agent, conversation);
     const tool = this.#memoryTools(memory, conversation).options.memory;
-    if (!memory || !tool) return {};
-    const [memoryTool] = createToolbox(["memory"], { memory: tool });
-    if (!memoryTool) return {};
+    const [memoryTool] = tool ? createToolbox(["memory"], { memory: tool }) : [];
+    if (!memory || !memoryTool) return null;
     return {
-      memorySave: {
-        tool: memoryTool,
-        memory: await currentMemory(memory, stores.memory),
-        context: {
-          workspace,
-          signal: request.signal,
-          agentId: agent.id,
-          sessionKey,
-          historyPath: config.history.path,
-          ...(request.jobId === undefined ? {} : { jobId: request.jobId }),
-        },
+      tool: memoryTool,
+      memory: await currentMemory(memory, stores.memory),
+      context: {
+        workspace,
+        signal: request.signal,
+        agentId: agent.id,
+        sessionKey,
+        historyPath: config.history.path,
+        ...(request.jobId === undefined ? {} : { jobId: request.jobId }),
       },
     };
   }
