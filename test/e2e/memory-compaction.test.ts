@@ -15,6 +15,7 @@ import {
   type RecordedRequest,
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
+import { runCli } from "../helpers/cli.js";
 import {
   enqueueJob,
   killAllServers,
@@ -129,5 +130,12 @@ describe("the memory save before a summary, killed", () => {
       "[memory_save]",
       "[compaction]",
     ]);
+    // The transcript shows the save, its call and the summary.
+    const shown = await runCli(["sessions", "show", sessionId, "--workspace", ws.dir]);
+    expect(shown.stdout).toMatch(/── before the summary, 1 memory calls · [\w.-]+ · [\d,]+ in/);
+    expect(shown.stdout).toContain(
+      `→ tool memory {"action":"add","about":"agent","text":"${saved}"}`,
+    );
+    expect(shown.stdout).toContain("── compaction: summary of 3 messages");
   });
 });
