@@ -450,6 +450,11 @@ function historySchema(workspace: string) {
         .transform((folder) => path.resolve(workspace, folder)),
       max_messages: fromText(z.int().min(2)).default(200),
       /**
+       * Tokens of the latest whole turns a compaction's summary keeps word for word after
+       * it (docs/decisions/compaction-keeps-recent-turns.md); 0 summarises everything.
+       */
+      keep_verbatim_tokens: fromText(z.int().min(0)).default(20_000),
+      /**
        * SQLite: `full` fsyncs every commit (nothing committed is lost on a power cut);
        * `normal` is several times faster but a power cut can lose the last commits.
        */

@@ -187,6 +187,7 @@ describe("loadConfig", () => {
       backend: "sqlite",
       path: path.join(workspace, "history"),
       max_messages: 200,
+      keep_verbatim_tokens: 20_000,
       synchronous: "full",
     });
     expect(config.telegram.enabled).toBe(false);
@@ -353,7 +354,9 @@ describe("loadConfig", () => {
   });
 
   it("checks ranges", () => {
-    writeConfig("http:\n  port: 70000\nhistory:\n  max_messages: 1\nllm:\n  context_window: 512\n");
+    writeConfig(
+      "http:\n  port: 70000\nhistory:\n  max_messages: 1\n  keep_verbatim_tokens: -1\nllm:\n  context_window: 512\n",
+    );
     const message = loadError().message;
     expect(message).toContain(
       "llm.context_window: expected a whole number of at least 8000, found 512",
@@ -361,6 +364,9 @@ describe("loadConfig", () => {
     expect(message).toContain("http.port: expected a port number from 0 to 65535, found 70000");
     expect(message).toContain(
       "history.max_messages: expected a whole number of at least 2, found 1",
+    );
+    expect(message).toContain(
+      "history.keep_verbatim_tokens: expected a whole number of at least 0, found -1",
     );
   });
 
