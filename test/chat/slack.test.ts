@@ -153,6 +153,19 @@ describe("SlackPlatform", () => {
     expect(revoked.message).toContain(CREDENTIAL_SERVICES.slack.fix);
   });
 
+  it("sends a text of maxMessageLength whole even when every character is one Slack escapes", async () => {
+    const { fake, platform } = await startPlatform();
+    const ampersands = "&".repeat(platform.maxMessageLength);
+    const html = "<b>&</b>".repeat(platform.maxMessageLength / 8);
+    await platform.send(fake.channelId, ampersands, "plain");
+    const { messageId } = await platform.send(fake.channelId, "soon", "markdown");
+    await platform.edit(fake.channelId, messageId, html, "markdown");
+    expect(fake.messages(fake.channelId).map((m) => m.text)).toEqual([
+      "&amp;".repeat(platform.maxMessageLength),
+      "&lt;b&gt;&amp;&lt;/b&gt;".repeat(platform.maxMessageLength / 8),
+    ]);
+  });
+
   it("a rate-limited chat.update is retryable after Slack's Retry-After", async () => {
     const { fake, platform } = await startPlatform();
     const { messageId } = await platform.send(fake.channelId, "one", "plain");

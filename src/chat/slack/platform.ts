@@ -84,11 +84,12 @@ type MessageHandler = (message: IncomingChatMessage) => Promise<void>;
 type ChoiceHandler = (press: IncomingChoice) => Promise<void>;
 
 /**
- * The longest text the core may send in one message: Slack refuses more than 40,000
- * characters (`msg_too_long`), and escaping `&`, `<`, `>` lengthens a text as it goes out;
- * 1,000 characters are kept for that.
+ * The longest text the core may send in one message. Slack refuses a text of more than
+ * 40,000 characters as it arrives (`msg_too_long`), escaping included, and escaping makes
+ * one character as many as five (`&` ─► `&amp;`): 8,000 is the longest that always fits,
+ * whatever the text (Slack itself advises at most 4,000 for reading).
  */
-const MAX_MESSAGE_LENGTH = 39_000;
+const MAX_MESSAGE_LENGTH = 8000;
 
 /**
  * Shortest time between two streaming edits of one chat: chat.update is Slack's tier 3,
