@@ -101,11 +101,25 @@ describe("picklebot memory", () => {
     expect(again.stderr).toContain("discord:2002 is not linked to anyone");
   });
 
+  it("shows, edits and links a Slack person's memory by their member id", async () => {
+    await seed("slack:U0ALICE01", ["Cat: Miso"]);
+    const one = await memory("show", "slack:U0ALICE01");
+    expect(one).toMatchObject({ code: 0, stderr: "" });
+    expect(one.stdout).toContain("agent pickle's memory of slack:U0ALICE01: ");
+    expect((await editTo("Cat: Miso\n§\nLikes tea\n", "slack:U0ALICE01")).code).toBe(0);
+    const linked = await memory("link", "telegram:1001", "slack:U0ALICE01");
+    expect(linked).toMatchObject({ code: 0, stderr: "" });
+    expect(await stored("telegram:1001")).toBe("Cat: Miso\n§\nLikes tea");
+    const bad = await memory("show", "slack:alice");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("slack:<member id>");
+  });
+
   it("refuses what is not a person key, and a link back to itself", async () => {
     const bad = await memory("link", "telegram:ana", "owner");
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain(
-      '"telegram:ana" is not a person key; write telegram:<user id>, discord:<user id> or owner',
+      '"telegram:ana" is not a person key; write telegram:<user id>, discord:<user id>, slack:<member id> or owner',
     );
     const loop = await memory("link", "owner", "owner");
     expect(loop.code).toBe(1);
