@@ -26,7 +26,7 @@ function memory(...args: string[]) {
 }
 
 /** `picklebot memory edit` with an editor that replaces the file's text with `text`. */
-function editTo(text: string, ...args: string[]) {
+function editTo(text: string | Buffer, ...args: string[]) {
   const script = join(ws.dir, "editor.sh");
   writeFileSync(join(ws.dir, "edited.txt"), text);
   writeFileSync(
@@ -190,6 +190,11 @@ describe("picklebot memory", () => {
       'the line "§ Likes tea" starts with "§" but holds more',
     ],
     [
+      "a control character",
+      "Cat: Miso\n§\nLikes\u0000 tea\n",
+      "entry 2 holds a control character (\\x00), which is not text",
+    ],
+    [
       "the same entry twice",
       "Cat: Miso\n§\ncat:  miso\n",
       'entries 1 and 2 say the same ("cat: miso")',
@@ -207,6 +212,19 @@ describe("picklebot memory", () => {
       expect(await stored("owner")).toBe("Cat: Miso");
     },
   );
+
+  it("refuses a file the editor saved in another encoding than UTF-8, and keeps it", async () => {
+    await seed("owner", ["Cat: Miso"]);
+    const utf16 = Buffer.from("\ufeffCat: Miso\n", "utf16le");
+    const refused = await editTo(utf16, "owner");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      "agent pickle's memory of owner was not changed: the edited file is not UTF-8 text",
+    );
+    const kept = /your text is kept in (\S+), copy from it/.exec(refused.stderr)?.[1] ?? "";
+    expect(readFileSync(kept)).toEqual(utf16);
+    expect(await stored("owner")).toBe("Cat: Miso");
+  });
 
   it("refuses a bad scope, an unknown agent, no editor, and a failing editor", async () => {
     const scope = await memory("show", "ana");
