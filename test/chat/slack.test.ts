@@ -103,6 +103,21 @@ describe("SlackPlatform", () => {
     expect(received.map((m) => m.text)).toEqual(["/new", "/agent coder", "!important & <urgent>"]);
   });
 
+  it("names the chat commands as people type them on Slack (!forget confirm), not paths or other words", async () => {
+    const { fake, platform } = await startPlatform();
+    await platform.send(
+      fake.channelId,
+      "/new: Start a new conversation\nTo do it, send /forget confirm (or `/new`). See /usr/bin/status, /help/x and /newer.",
+      "plain",
+    );
+    const { messageId } = await platform.send(fake.channelId, "…", "markdown");
+    await platform.edit(fake.channelId, messageId, "Send /memory there.", "markdown");
+    expect(fake.messages(fake.channelId).map((m) => m.text)).toEqual([
+      "!new: Start a new conversation\nTo do it, send !forget confirm (or `!new`). See /usr/bin/status, /help/x and /newer.",
+      "Send !memory there.",
+    ]);
+  });
+
   it("ignores its own DMs, other bots, and edits or deletions (subtypes)", async () => {
     const { fake, received, dm } = await startPlatform();
     fake.write({ userId: fake.botUserId, channelId: dm, text: "my own reply", botId: "B1" });

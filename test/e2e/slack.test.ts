@@ -150,6 +150,20 @@ describe("picklebot server with a Slack bot", () => {
     await waitFor(() => slack.envelopes.every((e) => e.acked), "every envelope acknowledged");
   });
 
+  it("answers !help and !memory naming the commands as typed on Slack, with no model request", async () => {
+    await serve();
+    slack.write({ userId: OWNER, channelId: ownerDm, text: "!help" });
+    const help = await waitFor(() => texts(ownerDm)[0], "the help");
+    expect(help).toContain("!forget: Clear what the agent remembers about you");
+    expect(help).not.toMatch(/^\/new/m);
+    slack.write({ userId: OWNER, channelId: slack.channelId, text: `${mention()} !memory` });
+    await replyIn(
+      slack.channelId,
+      "What I remember about you is shown only in a private chat with me: send !memory there.",
+    );
+    expect(anthropic.requests).toEqual([]);
+  });
+
   it("refuses a stranger with a pairing code, and answers them once the owner approves it", async () => {
     await serve();
     slack.write({ userId: STRANGER, channelId: strangerDm, text: "let me in" });

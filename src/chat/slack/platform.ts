@@ -100,6 +100,20 @@ const EDIT_INTERVAL_MS = 1200;
 /** The command names `!name` stands for. */
 const COMMAND_NAMES = new Set<string>([...CHAT_COMMANDS.map((c) => c.command), "start"]);
 
+/**
+ * A chat command named in the bot's text (`/new: Start…`, `send /forget confirm`): a
+ * known name after `/`, standing alone (not `/usr/bin/status`, `/help/x` or `/newer`).
+ */
+const COMMAND_MENTION = new RegExp(
+  `(^|[\\s(\`"])/(${[...COMMAND_NAMES].join("|")})(?=$|[\\s,;:!?)\`"]|\\.(?:\\s|$))`,
+  "gm",
+);
+
+/** `text` with the chat commands it names written as Slack's people type them: `!new`. */
+function commandsAsTyped(text: string): string {
+  return text.replace(COMMAND_MENTION, "$1!$2");
+}
+
 /** A @slack/logger that forwards the library's warnings and errors, at debug level. */
 function libraryLogger(logger: Logger): SlackLogger {
   const forward = (...args: unknown[]) => logger.debug({ slack: args.map(String).join(" ") });
@@ -314,8 +328,9 @@ export class SlackPlatform implements ChatPlatform {
 
   #textFields(text: string, format: TextFormat) {
     const markdown = format === "markdown";
+    const typed = commandsAsTyped(text);
     return {
-      text: markdown ? toSlackMrkdwn(text) : escapeSlackText(text),
+      text: markdown ? toSlackMrkdwn(typed) : escapeSlackText(typed),
       mrkdwn: markdown,
       unfurl_links: false,
       unfurl_media: false,
