@@ -164,6 +164,30 @@ describe("picklebot server with a Slack bot", () => {
     expect(anthropic.requests).toEqual([]);
   });
 
+  it("keeps a Slack person's memory under their member id: picklebot memory shows it, !forget confirm clears it", async () => {
+    anthropic.script(
+      {
+        toolUses: [
+          { name: "memory", input: { action: "add", about: "person", text: "Cat: Miso" } },
+        ],
+      },
+      { text: "Noted." },
+    );
+    await serve();
+    slack.write({ userId: OWNER, channelId: ownerDm, text: "remember my cat is Miso" });
+    await replyIn(ownerDm, "Noted.");
+    expect(await cli("memory", "show", `slack:${OWNER}`)).toContain("\nCat: Miso\n");
+
+    slack.write({ userId: OWNER, channelId: ownerDm, text: "!forget" });
+    await waitFor(() => texts(ownerDm).at(-1)?.endsWith("send !forget confirm"), "the question");
+    slack.write({ userId: OWNER, channelId: ownerDm, text: "!forget confirm" });
+    await waitFor(
+      () => texts(ownerDm).at(-1)?.startsWith("Done: pickle remembers nothing"),
+      "done",
+    );
+    expect(await cli("memory", "show", `slack:${OWNER}`)).not.toContain("Miso");
+  });
+
   it("refuses a stranger with a pairing code, and answers them once the owner approves it", async () => {
     await serve();
     slack.write({ userId: STRANGER, channelId: strangerDm, text: "let me in" });
