@@ -9,6 +9,7 @@ import { isHeartbeatInterval, parseHeartbeatEvery } from "../base/heartbeat.js";
 import { isLocalEndpoint } from "../base/local-endpoint.js";
 import { hostTimeZone } from "../base/time-zone.js";
 import {
+  CHAT_PLATFORMS,
   type ChatPlatformKind,
   DEFAULT_DISCORD_CALL_TIMEOUT_MS,
   DEFAULT_MAX_ATTEMPTS,
@@ -511,7 +512,7 @@ function discordSchema(env: Environment) {
 function slackSchema(env: Environment) {
   const userId = z
     .string()
-    .regex(/^[UW][A-Z0-9]{2,}$/)
+    .regex(CHAT_PLATFORMS.slack.userId)
     .describe('a Slack member id such as "U012AB3CD" (profile → ⋮ → Copy member ID)');
   return z
     .strictObject({

@@ -9,19 +9,38 @@
 /**
  * The chat platforms picklebot runs a bot on, and what every layer needs to know of each:
  * `chatId`, the syntax of a chat id (Telegram's chat id, Discord's channel id) in an
- * address such as a cron's `deliver_to` (`telegram:<chat_id>`), described by `chatIdHint`.
+ * address such as a cron's `deliver_to` (`telegram:<chat_id>`), described by `chatIdHint`;
+ * `userId`, the syntax of a person's id in a person key (`telegram:<user id>`, the key of
+ * their memory), described by `userIdHint`.
  * A job's {@link ReplyTarget} names the chat the same way on every platform:
  * `{ kind: "discord", chatId }`. A platform's adapter is registered in
  * `src/chat/platforms.ts` and its `picklebot.yaml` section in `src/config/schema.ts`;
  * the compiler refuses a platform missing from either.
  */
 export const CHAT_PLATFORMS = {
-  telegram: { chatId: /^(-?\d+|@\w+)$/, chatIdHint: "<chat_id>", maxFileBytes: 50_000_000 },
-  discord: { chatId: /^\d+$/, chatIdHint: "<channel_id>", maxFileBytes: 25 * 1024 * 1024 },
-  /** A conversation id (`D…` DM, `C…`/`G…` channel), or `<channel>/<thread_ts>` for a thread. */
+  telegram: {
+    chatId: /^(-?\d+|@\w+)$/,
+    chatIdHint: "<chat_id>",
+    userId: /^\d{1,32}$/,
+    userIdHint: "<user id>",
+    maxFileBytes: 50_000_000,
+  },
+  discord: {
+    chatId: /^\d+$/,
+    chatIdHint: "<channel_id>",
+    userId: /^\d{1,32}$/,
+    userIdHint: "<user id>",
+    maxFileBytes: 25 * 1024 * 1024,
+  },
+  /**
+   * A conversation id (`D…` DM, `C…`/`G…` channel), or `<channel>/<thread_ts>` for a thread;
+   * a person by their member id (`U…`, or `W…` on Enterprise Grid).
+   */
   slack: {
     chatId: /^[CDG][A-Z0-9]{2,}(\/\d+\.\d+)?$/,
     chatIdHint: "<channel_id>",
+    userId: /^[UW][A-Z0-9]{2,}$/,
+    userIdHint: "<member id>",
     maxFileBytes: 1_000_000_000,
   },
 } as const;

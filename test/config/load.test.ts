@@ -463,6 +463,18 @@ describe("loadConfig", () => {
     );
   });
 
+  it("takes Slack member ids, and names the field and the fix for a name or a channel id", () => {
+    writeConfig('slack:\n  allowed_user_ids: ["U012AB3CD", "W0ENTERPRISE"]\n');
+    expect(loadConfig(workspace, {}).slack.allowed_user_ids).toEqual(["U012AB3CD", "W0ENTERPRISE"]);
+    writeConfig('slack:\n  allowed_user_ids: ["alice", "C0GENERAL"]\n');
+    const message = loadError().message;
+    for (const index of [0, 1]) {
+      expect(message).toContain(
+        `slack.allowed_user_ids[${index}]: expected a Slack member id such as "U012AB3CD" (profile → ⋮ → Copy member ID)`,
+      );
+    }
+  });
+
   it("never repeats a secret value in an error", () => {
     writeConfig("llm:\n  api_key: [sk-secret-value]\n");
     expect(loadError().message).not.toContain("sk-secret-value");
