@@ -7,7 +7,12 @@
  *                          request), one chat at a time
  *   RSS                    the server's peak resident set (VmHWM) while 20 chats send a
  *                          5 MB photo each at once, then right after and after 30 s
- *                          idle; two such bursts (--bursts), so growth shows
+ *                          idle; two such bursts (--bursts), so growth shows. The chat
+ *                          of the latency part is one of the 20: its request in a burst
+ *                          carries its earlier images too (11 with the default --photos).
+ *                          Set the server's environment (MALLOC_ARENA_MAX=2
+ *                          MALLOC_TRIM_THRESHOLD_=131072, as the Docker image and the
+ *                          systemd unit do) on this command: the server inherits it.
  *   image tokens           what picklebot counts for the image it sent, against the API's
  *                          documented formula (width × height / 750)
  *
