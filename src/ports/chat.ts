@@ -141,6 +141,12 @@ export interface ChatAttachment {
   durationS?: number;
 }
 
+/**
+ * A downloaded file: its bytes, or its chunks as they arrive from the network (read once,
+ * to the end), so a large file can be stored without being held whole in memory.
+ */
+export type FileDownload = Uint8Array | AsyncIterable<Uint8Array>;
+
 /** A message a person sent to the bot, already filtered by the platform's rules. */
 export interface IncomingChatMessage {
   platform: ChatPlatformKind;
@@ -327,11 +333,12 @@ export interface ChatPlatform {
    */
   sendFile(chatId: string, file: OutgoingFile, key?: string): Promise<SentChatMessage>;
   /**
-   * The bytes of a file a person sent. A file the platform will not hand over (Telegram's
-   * bots download at most 20 MB) throws a {@link ChatPlatformError} that is not retryable
-   * and says why.
+   * The bytes of a file a person sent, whole or as they arrive (see {@link FileDownload}).
+   * A file the platform will not hand over (Telegram's bots download at most 20 MB) throws
+   * a {@link ChatPlatformError} that is not retryable and says why; so does, or a
+   * retryable one, a download cut off part way.
    */
-  download(attachment: ChatAttachment, signal?: AbortSignal): Promise<Uint8Array>;
+  download(attachment: ChatAttachment, signal?: AbortSignal): Promise<FileDownload>;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ import {
   type ChatPlatformState,
   type Choice,
   DEFAULT_DISCORD_CALL_TIMEOUT_MS,
+  type FileDownload,
   type IncomingChatMessage,
   type IncomingChoice,
   type OutgoingFile,
@@ -66,7 +67,7 @@ import {
 } from "../../ports/index.js";
 import { checkChoices } from "../choices.js";
 import { ConnectFailures } from "../connect-failures.js";
-import { checkOutgoingFile } from "../files.js";
+import { checkOutgoingFile, downloadChunks } from "../files.js";
 import { acknowledgement, choiceComponents, PressTokens, toIncomingChoice } from "./choices.js";
 import { loginError, requestError, scrubError, unrecoverableFix } from "./errors.js";
 
@@ -489,7 +490,7 @@ export class DiscordPlatform implements ChatPlatform {
   }
 
   /** Downloads an attachment from its URL (Discord's CDN needs no token). */
-  async download(attachment: ChatAttachment, signal?: AbortSignal): Promise<Uint8Array> {
+  async download(attachment: ChatAttachment, signal?: AbortSignal): Promise<FileDownload> {
     const timeout = AbortSignal.timeout(this.#callTimeoutMs * 4);
     let response: Response;
     try {
@@ -510,7 +511,14 @@ export class DiscordPlatform implements ChatPlatform {
         { retryable: response.status === 429 || response.status >= 500 },
       );
     }
-    return new Uint8Array(await response.arrayBuffer());
+    return downloadChunks(
+      response,
+      (error) =>
+        new ChatPlatformError(
+          `Discord: the download of ${attachment.name ?? "a file"} was cut off: ${String(error)}`,
+          { retryable: true },
+        ),
+    );
   }
 
   #inAllowedChannel(message: Message): boolean {
