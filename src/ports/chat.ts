@@ -246,7 +246,7 @@ export const DEFAULT_SLACK_CALL_TIMEOUT_MS = 15_000;
 export type ChatPlatformState = "connecting" | "connected" | "stopped";
 
 /**
- * One chat platform's bot connection (telegraf, discord.js): converts platform updates to
+ * One chat platform's bot connection (telegraf, @discordjs/ws): converts platform updates to
  * {@link IncomingChatMessage} and sends text. Allowlists, sessions, streaming, splitting
  * and retries live once in the core, not here.
  *

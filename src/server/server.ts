@@ -239,6 +239,17 @@ export class PicklebotServer {
     return this.#instance.id;
   }
 
+  /**
+   * True once every chat platform this process runs is connected (at once when it runs
+   * none: no platform enabled, or a PostgreSQL server that is not the leader).
+   */
+  chatConnected(): boolean {
+    if (!this.isLeader) return true;
+    const buses = this.#chat.connections();
+    const expected = runnablePlatforms(this.#options.config).length;
+    return buses.length === expected && buses.every((bus) => bus.state === "connected");
+  }
+
   /** True while this process runs the leader-only workers (always, in SQLite mode). */
   get isLeader(): boolean {
     return this.#leader.isLeader;
