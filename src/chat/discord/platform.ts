@@ -642,7 +642,7 @@ function toAttachment(file: APIAttachment, voiceMessage: boolean): ChatAttachmen
     name: file.filename,
     ...(type === undefined ? {} : { mimeType: type }),
     size: file.size,
-    ...(file.duration === null ? {} : { durationS: file.duration }),
+    ...(file.duration_secs === undefined ? {} : { durationS: file.duration_secs }),
   };
 }
 
