@@ -264,6 +264,25 @@ describe("heartbeats", () => {
     expect(core.model.requests).toHaveLength(0);
   });
 
+  it("the agent's schedule tool cannot cancel the heartbeat, in the chat or in a tick", async () => {
+    const agent = "---\nname: Pickle\ndescription: Helps\ntools: [schedule]\n---\nYou help.\n";
+    await startChat({ files: { "agents/pickle/AGENT.md": agent } });
+    await command("/heartbeat every 30m anything new?");
+    const [heartbeat] = await core.storage.schedules.list({ states: ["active"] });
+    const id = heartbeat?.id as string;
+    const cancel = { toolUses: [{ name: "schedule", input: { action: "cancel", id } }] };
+    core.model.script(cancel, { text: "I could not." }, cancel, { text: "NOTHING_TO_REPORT" });
+    say("cancel the heartbeat");
+    await waitFor(() => texts().includes("I could not."));
+    core.clock.set("2026-11-25T11:30:00Z");
+    await heartbeatWorker().fireDue();
+    await ticksDone(1);
+    const refusal = `schedule: "${id}" is this chat's heartbeat, which only the owner turns off (/heartbeat off)`;
+    expect(lastUserText(core.model.requests[1] as never)).toContain(refusal);
+    expect(lastUserText(core.model.requests[3] as never)).toContain(refusal);
+    expect((await core.storage.schedules.get(id))?.state).toBe("active");
+  });
+
   describe("refuses, saying how to fix it", () => {
     it.each([
       [

@@ -9,6 +9,7 @@ import type { Tool, ToolContext } from "../../src/ports/index.js";
 import { MemoryScheduleStore } from "../../src/storage/memory/schedules.js";
 import { TestClock } from "../helpers/clock.js";
 import { testConfig } from "../helpers/config.js";
+import { newSchedule } from "../schedules/contract.js";
 
 const CHAT = { kind: "telegram", chatId: "42" } as const;
 const CONTEXT = {
@@ -101,6 +102,30 @@ describe("schedule tool", () => {
     expect(await run({ action: "cancel", id })).toBe(`Cancelled ${id} (message "tea").`);
     expect(await run({ action: "list" })).toBe("This chat has no active schedules.");
     await expect(run({ action: "cancel" })).rejects.toThrow(/"id" is required to cancel/);
+  });
+
+  it("does not cancel a heartbeat: the owner turns it off; another chat's is no schedule of this one", async () => {
+    const heartbeat = {
+      kind: "heartbeat",
+      text: "anything?",
+      at: null,
+      cron: "*/30 * * * *",
+    } as const;
+    await store.create(newSchedule("hb1", { ...heartbeat, chat: CHAT }), 10);
+    await store.create(
+      newSchedule("hb2", { ...heartbeat, chat: { kind: "telegram", chatId: "7" } }),
+      10,
+    );
+    await expect(run({ action: "cancel", id: "hb1" })).rejects.toThrow(
+      'schedule: "hb1" is this chat\'s heartbeat, which only the owner turns off (/heartbeat off)',
+    );
+    await expect(run({ action: "cancel", id: "hb2" })).rejects.toThrow(
+      'schedule: this chat has no active schedule "hb2"',
+    );
+    expect((await store.list({ states: ["active"] })).map(({ id }) => id).sort()).toEqual([
+      "hb1",
+      "hb2",
+    ]);
   });
 
   describe("refuses, with an error the model can act on", () => {
