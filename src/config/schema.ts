@@ -189,6 +189,18 @@ export type Config = z.output<ReturnType<typeof buildConfigSchema>>;
  */
 export const MODEL_PROVIDER_KINDS = ["anthropic", "openai-compatible"] as const;
 
+/**
+ * `llm.provider` and an entry's `provider`: one of {@link MODEL_PROVIDER_KINDS}. Its error
+ * says which one serves OpenAI and the local servers, whose names people write here.
+ */
+function providerSchema() {
+  return z
+    .enum(MODEL_PROVIDER_KINDS)
+    .describe(
+      `"anthropic", or "openai-compatible" for OpenAI, OpenRouter, Groq, Together, Ollama, LM Studio, vLLM and llama.cpp's server (docs/guides/models.md)`,
+    );
+}
+
 /** The `llm` section of the validated configuration. */
 export type LlmConfig = Config["llm"];
 
@@ -201,7 +213,7 @@ export type ModelProviderKind = LlmConfig["provider"];
 function llmSchema(env: Environment) {
   return z
     .strictObject({
-      provider: z.enum(MODEL_PROVIDER_KINDS).default("anthropic"),
+      provider: providerSchema().default("anthropic"),
       model: z.string().min(1).default("claude-sonnet-4-6"),
       /**
        * Absent is allowed: the model call reports a missing key when it is made (a local
@@ -289,7 +301,7 @@ function fallbackNamesSchema() {
  */
 function modelsSchema() {
   const entry = z.strictObject({
-    provider: z.enum(MODEL_PROVIDER_KINDS).optional(),
+    provider: providerSchema().optional(),
     model: z.string().min(1),
     api_key: z.string().optional(),
     base_url: httpUrl().optional(),

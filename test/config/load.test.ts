@@ -422,6 +422,17 @@ describe("loadConfig", () => {
     );
   });
 
+  it.each([
+    ["llm", "llm:\n  provider: openai\n"],
+    ["models.local", "models:\n  local:\n    provider: ollama\n    model: qwen2.5:7b\n"],
+  ])("names the provider to use for an OpenAI or a local endpoint (%s.provider)", (key, text) => {
+    writeConfig(text);
+    const found = key === "llm" ? "openai" : "ollama";
+    expect(loadError().message).toBe(
+      `${path.join(workspace, "picklebot.yaml")}: ${key}.provider: expected "anthropic", or "openai-compatible" for OpenAI, OpenRouter, Groq, Together, Ollama, LM Studio, vLLM and llama.cpp's server (docs/guides/models.md), found "${found}"; correct it or remove it to use the default.`,
+    );
+  });
+
   it("refuses an instance TTL that is not longer than the heartbeat", () => {
     writeConfig("cluster:\n  heartbeat_s: 10\n  instance_ttl_s: 10\n");
     expect(loadError().message).toContain(
