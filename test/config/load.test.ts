@@ -553,6 +553,37 @@ describe("loadConfig", () => {
   });
 });
 
+describe("the models guide's worked examples", () => {
+  const guide = fs.readFileSync(new URL("../../docs/guides/models.md", import.meta.url), "utf8");
+  /** The yaml block under a `### <title>` heading of the guide. */
+  function example(title: string): string {
+    const section = guide.split(`### ${title}\n`)[1] ?? "";
+    return /```yaml\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
+  }
+
+  it.each([
+    ["OpenRouter", { base_url: "https://openrouter.ai/api/v1", api_key: "sk-or-test" }],
+    ["Ollama", { base_url: "http://127.0.0.1:11434/v1", context_window: 32768, vision: false }],
+    ["LM Studio", { base_url: "http://127.0.0.1:1234/v1", context_window: 16384 }],
+  ])("%s loads as written, on openai-compatible", (title, expected) => {
+    writeConfig(example(title));
+    const { llm } = loadConfig(workspace, { OPENROUTER_API_KEY: "sk-or-test" });
+    expect(llm).toMatchObject({ provider: "openai-compatible", ...expected });
+    if (title !== "OpenRouter") expect(llm.api_key).toBeUndefined();
+  });
+
+  it("every yaml block of the guide loads", () => {
+    const blocks = [...guide.matchAll(/```yaml\n([\s\S]*?)```/g)].map((match) => match[1] ?? "");
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+    for (const block of blocks) {
+      writeConfig(block);
+      expect(() =>
+        loadConfig(workspace, { OPENROUTER_API_KEY: "k", PROXY_KEY: "k" }),
+      ).not.toThrow();
+    }
+  });
+});
+
 describe("loadConfig: bindings", () => {
   const agentIds = ["coder", "pickle"];
 
