@@ -141,6 +141,16 @@ describe("schedule tool", () => {
         { repeat: "every 30 minutes", message: "x" },
         /"every 30 minutes" runs every 30 minutes; recurring schedules run at most every 1 hour \(tools\.schedule\.min_interval_m\)/,
       ],
+      [
+        { repeat: "every 10 seconds", message: "x" },
+        /"every 10 seconds" runs every 10 seconds; recurring schedules run at most every 1 hour \(tools\.schedule\.min_interval_m\)/,
+      ],
+      [
+        { repeat: "* * * * * *", message: "x" },
+        /"\* \* \* \* \* \*" runs every 1 second; recurring schedules run at most every 1 hour/,
+      ],
+      [{ when: "now", message: "x" }, /"now" is in the past .* give a time in the future/],
+      [{ when: "in 0 minutes", message: "x" }, /"in 0 minutes" is in the past/],
       [{ repeat: "every full moon", message: "x" }, /could not read repeat "every full moon"/],
       [
         { when: "in 1 hour", repeat: "every day at 8", message: "x" },
