@@ -3,6 +3,7 @@
  * with a memory store and a test clock: what it confirms, and each refusal.
  */
 import { beforeEach, describe, expect, it } from "vitest";
+import { gateTools } from "../../src/agents/approval-gate.js";
 import { createScheduleTool } from "../../src/agents/tools/schedule.js";
 import { chatSchedulesOfTurn } from "../../src/cron/chat-schedules.js";
 import type { Tool, ToolContext } from "../../src/ports/index.js";
@@ -126,6 +127,14 @@ describe("schedule tool", () => {
       "hb1",
       "hb2",
     ]);
+  });
+
+  it("is refused by a deny entry of the approvals policy, like any tool, before anything is stored", async () => {
+    const [gated] = gateTools([tool()], { schedule: "deny" }, undefined);
+    await expect(
+      gated?.run({ action: "create", when: "in 1 hour", message: "tea" }, CONTEXT),
+    ).rejects.toThrow("schedule: the owner's approvals policy refuses this call (schedule: deny)");
+    expect(await store.list()).toEqual([]);
   });
 
   describe("refuses, with an error the model can act on", () => {
