@@ -97,6 +97,29 @@ describe("loadConfig", () => {
     expect(loadError().message).toContain('"default" is the name of the llm: section');
   });
 
+  it("follows fallbacks that name each other, or the entry itself, once each: no loop", () => {
+    writeConfig(
+      [
+        "llm:",
+        "  api_key: k",
+        "  fallbacks: [a, default, a]",
+        "models:",
+        "  a:",
+        "    model: claude-haiku-4-5",
+        "    fallbacks: [default, a]",
+        "  b:",
+        "    model: claude-opus-4-5",
+        "    fallbacks: [a]",
+      ].join("\n"),
+    );
+    const config = loadConfig(workspace, {});
+    const names = (model?: string) => modelChain(config, { model }).map((entry) => entry.name);
+    expect(names()).toEqual(["default", "a"]);
+    expect(names("a")).toEqual(["a", "default"]);
+    // An entry's chain is its own fallbacks, not theirs in turn.
+    expect(names("b")).toEqual(["b", "a"]);
+  });
+
   it("gives an entry of another provider that provider's key from the environment, and its own vision; names a vision that is not true or false", () => {
     writeConfig(
       [
