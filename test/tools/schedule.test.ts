@@ -184,10 +184,11 @@ describe("schedule tool", () => {
       );
     });
 
-    it("a scheduled run, a cron run or a subagent creating a schedule (no loops); listing still works", async () => {
+    it("a scheduled run, a cron run, a heartbeat tick or a subagent creating a schedule (no loops); listing still works", async () => {
       for (const key of [
         "schedule:k7m2qx:2026-11-27T21:00:00.000Z",
         "cron:daily:2026-11-27T08:00:00.000Z",
+        "heartbeat:k7m2qx:2026-11-27T21:00:00.000Z",
         "subagent:1:job1:call1",
       ]) {
         await expect(
