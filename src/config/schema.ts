@@ -148,8 +148,34 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
     })
     .transform((config) => ({
       ...config,
-      models: withProviderKeys(config.models, config.llm.provider, context.env),
+      models: localEntriesFree(
+        withProviderKeys(config.models, config.llm.provider, context.env),
+        config.llm,
+      ),
     }));
+}
+
+/**
+ * The `models:` entries, each on this machine or the local network (an OpenAI-compatible
+ * base URL such as Ollama's, its own or `llm`'s) and without `prices` given a price of 0,
+ * as `llm:` is (localModelFree): usage and budgets count it as free, not unpriced.
+ */
+function localEntriesFree<
+  T extends {
+    provider?: ProviderName | undefined;
+    base_url?: string | undefined;
+    prices?: z.output<ReturnType<typeof modelPriceSchema>> | undefined;
+  },
+>(models: Record<string, T>, llm: { provider: ProviderName; base_url?: string | undefined }) {
+  const priced: Record<string, T> = {};
+  for (const [name, entry] of Object.entries(models)) {
+    const provider = entry.provider ?? llm.provider;
+    const baseUrl = entry.base_url ?? (provider === llm.provider ? llm.base_url : undefined);
+    const local =
+      provider === "openai-compatible" && baseUrl !== undefined && isLocalEndpoint(baseUrl);
+    priced[name] = local && entry.prices === undefined ? { ...entry, prices: FREE } : entry;
+  }
+  return priced;
 }
 
 /**
@@ -279,9 +305,11 @@ function localModelFree<
     llm.base_url !== undefined &&
     isLocalEndpoint(llm.base_url);
   if (!local || llm.prices[llm.model] !== undefined) return llm;
-  const free = { input: 0, output: 0, cache_read: 0, cache_write: 0 };
-  return { ...llm, prices: { ...llm.prices, [llm.model]: free } };
+  return { ...llm, prices: { ...llm.prices, [llm.model]: FREE } };
 }
+
+/** The price of a model on this machine or the local network. */
+const FREE = { input: 0, output: 0, cache_read: 0, cache_write: 0 };
 
 /** The name `llm:` goes by among the named models: the default entry. */
 export const DEFAULT_MODEL_ENTRY = "default";

@@ -97,6 +97,35 @@ describe("loadConfig", () => {
     expect(loadError().message).toContain('"default" is the name of the llm: section');
   });
 
+  it("prices a named model on a local server at 0, unless it has prices; a hosted one stays unpriced", () => {
+    writeConfig(
+      [
+        "llm:",
+        "  api_key: k",
+        "models:",
+        "  ollama:",
+        "    provider: openai-compatible",
+        "    base_url: http://127.0.0.1:11434/v1",
+        "    model: qwen2.5:7b",
+        "  lan:",
+        "    provider: openai-compatible",
+        "    base_url: http://192.168.1.20:1234/v1",
+        "    model: lan-model",
+        "    prices: { input: 1, output: 2, cache_read: 0, cache_write: 0 }",
+        "  router:",
+        "    provider: openai-compatible",
+        "    base_url: https://openrouter.ai/api/v1",
+        "    api_key: r",
+        "    model: meta-llama/llama-3.3-70b-instruct",
+      ].join("\n"),
+    );
+    const prices = workspacePrices(loadConfig(workspace, {}));
+    const free = { input: 0, output: 0, cache_read: 0, cache_write: 0 };
+    expect(prices["qwen2.5:7b"]).toEqual(free);
+    expect(prices["lan-model"]).toEqual({ input: 1, output: 2, cache_read: 0, cache_write: 0 });
+    expect(prices["meta-llama/llama-3.3-70b-instruct"]).toBeUndefined();
+  });
+
   it("follows fallbacks that name each other, or the entry itself, once each: no loop", () => {
     writeConfig(
       [
