@@ -549,7 +549,8 @@ export class AgentRunner {
     const listing = skillListing(skills, workspace, config.skills.max_listing_chars);
     const policy = agentPolicy(config.approvals.policy, agent.approvals);
     const search = turnSearchOf(config.tools.web_search, {
-      anthropicModel: config.llm.provider === "anthropic",
+      // The turn's model, not llm:'s: another provider's adapter sends no server tool.
+      anthropicModel: entry.llm.provider === "anthropic",
       policy: decide(policy, "web_search", {}).action,
     });
     const memory = await this.#memoryOf(agent, request);

@@ -149,8 +149,34 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
     })
     .transform((config) => ({
       ...config,
-      models: withProviderKeys(config.models, config.llm.provider, context.env),
+      models: localEntriesFree(
+        withProviderKeys(config.models, config.llm.provider, context.env),
+        config.llm,
+      ),
     }));
+}
+
+/**
+ * The `models:` entries, each on this machine or the local network (an OpenAI-compatible
+ * base URL such as Ollama's, its own or `llm`'s) and without `prices` given a price of 0,
+ * as `llm:` is (localModelFree): usage and budgets count it as free, not unpriced.
+ */
+function localEntriesFree<
+  T extends {
+    provider?: ProviderName | undefined;
+    base_url?: string | undefined;
+    prices?: z.output<ReturnType<typeof modelPriceSchema>> | undefined;
+  },
+>(models: Record<string, T>, llm: { provider: ProviderName; base_url?: string | undefined }) {
+  const priced: Record<string, T> = {};
+  for (const [name, entry] of Object.entries(models)) {
+    const provider = entry.provider ?? llm.provider;
+    const baseUrl = entry.base_url ?? (provider === llm.provider ? llm.base_url : undefined);
+    const local =
+      provider === "openai-compatible" && baseUrl !== undefined && isLocalEndpoint(baseUrl);
+    priced[name] = local && entry.prices === undefined ? { ...entry, prices: FREE } : entry;
+  }
+  return priced;
 }
 
 /**
@@ -190,6 +216,18 @@ export type Config = z.output<ReturnType<typeof buildConfigSchema>>;
  */
 export const MODEL_PROVIDER_KINDS = ["anthropic", "openai-compatible"] as const;
 
+/**
+ * `llm.provider` and an entry's `provider`: one of {@link MODEL_PROVIDER_KINDS}. Its error
+ * says which one serves OpenAI and the local servers, whose names people write here.
+ */
+function providerSchema() {
+  return z
+    .enum(MODEL_PROVIDER_KINDS)
+    .describe(
+      `"anthropic", or "openai-compatible" for OpenAI, OpenRouter, Groq, Together, Ollama, LM Studio, vLLM and llama.cpp's server (docs/guides/models.md)`,
+    );
+}
+
 /** The `llm` section of the validated configuration. */
 export type LlmConfig = Config["llm"];
 
@@ -202,7 +240,7 @@ export type ModelProviderKind = LlmConfig["provider"];
 function llmSchema(env: Environment) {
   return z
     .strictObject({
-      provider: z.enum(MODEL_PROVIDER_KINDS).default("anthropic"),
+      provider: providerSchema().default("anthropic"),
       model: z.string().min(1).default("claude-sonnet-4-6"),
       /**
        * Absent is allowed: the model call reports a missing key when it is made (a local
@@ -268,9 +306,11 @@ function localModelFree<
     llm.base_url !== undefined &&
     isLocalEndpoint(llm.base_url);
   if (!local || llm.prices[llm.model] !== undefined) return llm;
-  const free = { input: 0, output: 0, cache_read: 0, cache_write: 0 };
-  return { ...llm, prices: { ...llm.prices, [llm.model]: free } };
+  return { ...llm, prices: { ...llm.prices, [llm.model]: FREE } };
 }
+
+/** The price of a model on this machine or the local network. */
+const FREE = { input: 0, output: 0, cache_read: 0, cache_write: 0 };
 
 /** The name `llm:` goes by among the named models: the default entry. */
 export const DEFAULT_MODEL_ENTRY = "default";
@@ -290,7 +330,7 @@ function fallbackNamesSchema() {
  */
 function modelsSchema() {
   const entry = z.strictObject({
-    provider: z.enum(MODEL_PROVIDER_KINDS).optional(),
+    provider: providerSchema().optional(),
     model: z.string().min(1),
     api_key: z.string().optional(),
     base_url: httpUrl().optional(),

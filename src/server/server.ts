@@ -19,7 +19,7 @@
  */
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { reachedBudget } from "../agents/budget.js";
+import { reachedBudget, unpricedBudgetedModel } from "../agents/budget.js";
 import { definedAgentIds } from "../agents/definition.js";
 import { watchModelKey } from "../agents/model-key-watch.js";
 import { describeBashSandbox } from "../agents/tools/index.js";
@@ -389,6 +389,7 @@ export class PicklebotServer {
             { ledger: this.#storage.usage, config, agents, clock: this.#clock },
             agentId,
           ),
+        unpricedModel: (agentId) => unpricedBudgetedModel({ config, agents }, agentId),
         clock: this.#clock,
         logger: logger.child({ worker: "chat-heartbeats" }),
         maxAttempts: config.workers.max_attempts,
