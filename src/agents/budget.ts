@@ -9,8 +9,10 @@
  * distributed mode the ledger is PostgreSQL's, so the budget is the cluster's.
  *
  * A budget fails closed on a model no price knows (docs/decisions/unpriced-models.md):
- * its calls would count as $0 and never reach the limit, so the turn's model calls are
- * refused (a UserError: the job fails, saying how to price the model) until it has one.
+ * its calls would count as $0 and never reach the limit, so when any model the turn may
+ * call (its chosen entry, or any entry of its fallback chain) has none, the turn's model
+ * calls are refused (a UserError: the job fails, saying how to price the model) until it
+ * has one.
  */
 
 import { BudgetExceeded, UserError } from "../base/errors.js";
@@ -24,7 +26,7 @@ import type {
   UsageLedger,
   UsageRecord,
 } from "../ports/index.js";
-import { type AgentDefinition, modelOf } from "./definition.js";
+import { type AgentDefinition, chainModelsOf } from "./definition.js";
 import { priceOf, unpricedFix } from "./prices.js";
 import type { RunRequest } from "./runner.js";
 import { callCost, formatUsd, periodStart } from "./usage-report.js";
@@ -67,13 +69,17 @@ export class BudgetGuard {
   }
 
   /**
-   * The check for a turn's model calls; undefined when no budget applies to it. An agent
-   * whose model has no price fails every check.
+   * The check for a turn's model calls; undefined when no budget applies to it. `models`:
+   * every model id the turn may call (its chain's). A turn with one that has no price
+   * fails every check.
    */
-  checker(request: Pick<RunRequest, "agentId" | "replyTo">): (() => Promise<void>) | undefined {
+  checker(
+    request: Pick<RunRequest, "agentId" | "replyTo">,
+    models: readonly string[],
+  ): (() => Promise<void>) | undefined {
     const limits = this.#limitsOf(request.agentId);
     if (limits.length === 0) return undefined;
-    const unpriced = unpricedBudgetedModel(this.#options, request.agentId);
+    const unpriced = unpricedBudgetedModel(this.#options, request.agentId, models);
     if (unpriced !== null) {
       return async () => {
         throw unpricedModelRefusal(request.agentId, unpriced);
@@ -113,18 +119,21 @@ export class BudgetGuard {
 }
 
 /**
- * The model of `agentId`'s turns when a budget applies to them and no price knows it (its
- * calls are refused, see the file header), else null: a heartbeat checks it before a tick.
+ * The first of the models `agentId`'s turns may call (`models`, else its agent's chain)
+ * that no price knows, when a budget applies to them (its calls are refused, see the file
+ * header), else null: a heartbeat checks it before a tick.
  */
 export function unpricedBudgetedModel(
   options: Pick<BudgetGuardOptions, "config" | "agents">,
   agentId: string,
+  models?: readonly string[],
 ): string | null {
   const { config, agents } = options;
   const agent = agents.get(agentId);
   if (turnLimits(config, agentId, agent).length === 0) return null;
-  const model = modelOf(agent, config);
-  return priceOf(model, workspacePrices(config)) ? null : model;
+  const prices = workspacePrices(config);
+  const called = models ?? chainModelsOf(agent, config);
+  return called.find((model) => !priceOf(model, prices)) ?? null;
 }
 
 /** Whether a budget (the workspace's, or the agent's own) limits an agent's calls. */

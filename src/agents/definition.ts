@@ -13,6 +13,7 @@ import {
   approvalPolicySchema,
   type Config,
   DEFAULT_MODEL_ENTRY,
+  modelChain,
   modelChoiceProblem,
   modelEntry,
 } from "../config/index.js";
@@ -273,6 +274,19 @@ export function agentConfigProblem(agent: AgentDefinition, config: Config): stri
  */
 export function modelOf(agent: Pick<AgentDefinition, "model"> | undefined, config: Config): string {
   return primaryModelOf(config, agent?.model ?? DEFAULT_MODEL_ENTRY);
+}
+
+/**
+ * The model ids a turn of `agent` may call, in order: its chain's (docs/guides/models.md,
+ * "Fallbacks"), headed by `chosen` (a chat's `/model`, a cron's `model`) when one is.
+ */
+export function chainModelsOf(
+  agent: Pick<AgentDefinition, "model" | "fallbacks"> | undefined,
+  config: Config,
+  chosen?: string,
+): string[] {
+  const choice = { model: chosen ?? agent?.model, fallbacks: agent?.fallbacks };
+  return modelChain(config, choice).map((entry) => entry.llm.model);
 }
 
 /** The model id a choice's `model` (an entry name or a model id) calls first. */

@@ -112,9 +112,10 @@ export interface AgentRunnerOptions {
   approvals?: (request: RunRequest) => ApprovalAsker | undefined;
   /**
    * The check before each model call of a turn: its budgets (docs/guides/cost.md,
-   * "Budgets"). (Default: none)
+   * "Budgets"); `models`: the model ids the turn may call (its chain's, headed by the
+   * chat's `/model` or the cron's `model`). (Default: none)
    */
-  budget?: (request: RunRequest) => (() => Promise<void>) | undefined;
+  budget?: (request: RunRequest, models: readonly string[]) => (() => Promise<void>) | undefined;
   /**
    * Where the tools of an agent's `mcp:` entries come from (picklebot.yaml
    * `mcp_servers`). (Default: none; such entries give no tools)
@@ -582,7 +583,10 @@ export class AgentRunner {
         ...(request.jobId === undefined ? {} : { jobId: request.jobId }),
       },
       finishedResults: request.finishedResults,
-      beforeModelCall: this.#options.budget?.(request),
+      beforeModelCall: this.#options.budget?.(
+        request,
+        chain.map((link) => link.llm.model),
+      ),
       secrets: secretValues(config),
       maxMessages: config.history.max_messages,
       contextWindow: this.#windowOf(entry),

@@ -1,13 +1,14 @@
 /**
- * Models in use that no price knows (docs/decisions/unpriced-models.md): each agent's
- * model (its `model`, else `llm.model`; the built-in default agent's when `agents/` does
- * not define it), looked up in the price table with `llm.prices` over it. Such a model's
+ * Models in use that no price knows (docs/decisions/unpriced-models.md): each model of
+ * each agent's chain (its `model`, else `llm.model`, then each of its fallbacks; the
+ * built-in default agent's when `agents/` does not define it), looked up in the price
+ * table with `llm.prices` and the entries' `prices` over it. Such a model's
  * calls count as $0; while a budget applies to its agent they are refused (budget.ts).
  * Reported at server start, by `picklebot doctor` and on the dashboard's Usage page.
  */
 import { type Config, workspacePrices } from "../config/index.js";
 import { budgetApplies } from "./budget.js";
-import { type AgentDefinition, builtInAgent, modelOf } from "./definition.js";
+import { type AgentDefinition, builtInAgent, chainModelsOf } from "./definition.js";
 import { priceOf, unpricedFix } from "./prices.js";
 
 /** A model that agents call and that has no price. */
@@ -25,13 +26,15 @@ export function unpricedModels(
   agents: ReadonlyMap<string, AgentDefinition>,
 ): UnpricedModel[] {
   const byModel = new Map<string, UnpricedModel>();
+  const prices = workspacePrices(config);
   for (const agent of agentsInUse(config, agents)) {
-    const model = modelOf(agent, config);
-    if (priceOf(model, workspacePrices(config))) continue;
-    const entry = byModel.get(model) ?? { model, agentIds: [], refusedAgentIds: [] };
-    entry.agentIds.push(agent.id);
-    if (budgetApplies(config, agent)) entry.refusedAgentIds.push(agent.id);
-    byModel.set(model, entry);
+    const unpriced = chainModelsOf(agent, config).filter((model) => !priceOf(model, prices));
+    for (const model of new Set(unpriced)) {
+      const entry = byModel.get(model) ?? { model, agentIds: [], refusedAgentIds: [] };
+      entry.agentIds.push(agent.id);
+      if (budgetApplies(config, agent)) entry.refusedAgentIds.push(agent.id);
+      byModel.set(model, entry);
+    }
   }
   return [...byModel.values()]
     .map((entry) => ({

@@ -162,7 +162,7 @@ export class AgentRuntime {
         stopRunning: (key) => this.stopper.stop(key),
       }),
       approvals: (request) => this.desk.asker(request),
-      budget: (request) => budget.checker(request),
+      budget: (request, models) => budget.checker(request, models),
       memoryStores: storage,
       ...(mcp ? { mcp } : {}),
     });

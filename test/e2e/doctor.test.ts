@@ -411,6 +411,26 @@ describe("picklebot doctor", () => {
     expect(priced.code).toBe(0);
   });
 
+  it("names a fallback model without a price, and fails it under the agent's budget", async () => {
+    editConfig((yaml) => `${yaml}\nmodels:\n  backup:\n    model: backup-model\n`);
+    fs.mkdirSync(path.join(dir, "agents", "careful"));
+    fs.writeFileSync(
+      path.join(dir, "agents", "careful", "AGENT.md"),
+      "---\nname: Careful\ndescription: x\nfallbacks: [backup]\nbudget:\n  daily_usd: 2\n---\nYou help.\n",
+    );
+    const unpriced = await doctor(["--offline"]);
+    expect(unpriced.line("prices")).toEqual([
+      {
+        check: "prices",
+        status: "fail",
+        detail:
+          'model "backup-model" (agent careful) has no price: its calls count as $0; a budget applies to careful, so its model calls are refused',
+        fix: expect.stringContaining('add "backup-model: {input: …'),
+      },
+    ]);
+    expect(unpriced.code).toBe(1);
+  });
+
   it("fails the crons line for a cron naming an unknown agent, with the file", async () => {
     fs.writeFileSync(
       path.join(dir, "crons", "digest.yaml"),

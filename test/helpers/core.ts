@@ -216,7 +216,7 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
       stopRunning: async (key) => worker.stopSession(key),
     }),
     approvals: (request) => desk.asker(request),
-    budget: (request) => budget.checker(request),
+    budget: (request, models) => budget.checker(request, models),
     // As the server does: its memory changes announced on the stream.
     memoryStores: options.events ? withMemoryEvents(storage, options.events) : storage,
   });
