@@ -13,7 +13,8 @@
  * It also applies the session's last prune point (see {@link PrunePointBlock}): the tool
  * outputs of older turns are sent as a note, so the request stays small while every
  * turn's words are still there. Old images and PDFs leave the same way, as a note naming
- * them.
+ * them; and beyond the newest {@link MAX_MEDIA_PER_REQUEST} images and PDF pages, which is
+ * all the API takes in one request, older ones are sent as that note too.
  */
 import { assertNever } from "../base/assert-never.js";
 import { isConversationBlock } from "../base/content.js";
@@ -84,7 +85,54 @@ export function closingMessages(
  * stay open here.
  */
 export function buildRequestMessages(history: readonly ChatMessage[]): RequestMessage[] {
-  return mergeSameRole(pairToolCalls(pruneOldToolOutputs(history).map(withValidBlocks)));
+  const pruned = withinMediaLimit(pruneOldToolOutputs(history));
+  return mergeSameRole(pairToolCalls(pruned.map(withValidBlocks)));
+}
+
+/**
+ * The most images plus PDF pages the Messages API takes in one request (a 200k-token
+ * model's; it refuses more with "Too much media"). Images too small to fill the context
+ * window can pass it long before the budget prunes them.
+ */
+export const MAX_MEDIA_PER_REQUEST = 100;
+
+/**
+ * The history with only its newest images and PDFs up to {@link MAX_MEDIA_PER_REQUEST}
+ * (an image counts 1, a PDF its pages); older ones become the note of a pruned one. The
+ * history is returned as it is while within the limit, so the prompt cache's prefix
+ * changes only when the limit is passed.
+ */
+function withinMediaLimit(history: readonly ChatMessage[]): readonly ChatMessage[] {
+  const leftOut = new Set<string>();
+  let room = MAX_MEDIA_PER_REQUEST;
+  for (let index = history.length - 1; index >= 0; index--) {
+    const content = (history[index] as ChatMessage).content;
+    for (let position = content.length - 1; position >= 0; position--) {
+      const block = content[position] as ContentBlock;
+      if (!isMedia(block)) continue;
+      // Once one does not fit, no older one is sent either.
+      if (room >= 0) room -= mediaWeight(block);
+      if (room < 0) leftOut.add(`${index}:${position}`);
+    }
+  }
+  if (leftOut.size === 0) return history;
+  return history.map((message, index) => ({
+    ...message,
+    content: message.content.map((block, position) =>
+      isMedia(block) && leftOut.has(`${index}:${position}`)
+        ? { type: "text", text: prunedMediaNote(block) }
+        : block,
+    ),
+  }));
+}
+
+function isMedia(block: ContentBlock): block is ImageBlock | DocumentBlock {
+  return block.type === "image" || block.type === "document";
+}
+
+/** What a block counts against {@link MAX_MEDIA_PER_REQUEST}: an image 1, a PDF its pages. */
+function mediaWeight(block: ImageBlock | DocumentBlock): number {
+  return block.type === "image" ? 1 : block.pages;
 }
 
 /** The message that stores a prune point keeping the last `keepTurns` turns' outputs. */

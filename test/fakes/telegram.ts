@@ -99,6 +99,11 @@ export type UserFileInput = {
   userId: number;
   /** The caption. (Default: none) */
   caption?: string;
+  /**
+   * The album the file is part of: Telegram sends each file of an album as a message of
+   * its own, all with one `media_group_id` and the caption on the first. (Default: none)
+   */
+  mediaGroupId?: string;
 } & (
   | {
       kind: "photo" | "voice" | "audio" | "document";
@@ -351,6 +356,7 @@ export class FakeTelegram {
       date: Math.floor(Date.now() / 1000),
       ...content,
       ...(input.caption === undefined ? {} : { caption: input.caption }),
+      ...(input.mediaGroupId === undefined ? {} : { media_group_id: input.mediaGroupId }),
     } as unknown as UserTextMessage;
     return this.queue({ update_id: this.nextUpdateId++, message });
   }

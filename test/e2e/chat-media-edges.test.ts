@@ -1,0 +1,271 @@
+/**
+ * Files sent from Telegram the way people and attackers send them, end to end:
+ * `picklebot server` as a child process against the fake Bot API, the fake Anthropic API
+ * (which refuses the media the real one refuses) and the fake speech-to-text server. A
+ * photo without a caption, an album, a photo sent while the server was down, a zip
+ * renamed .jpg, file names that look like paths or are huge, PDFs whose pages together
+ * pass the API's limit, and a speech service that is down or refuses its key.
+ */
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  type FakeAnthropic,
+  lastUserText,
+  type RecordedRequest,
+  startFakeAnthropic,
+} from "../fakes/anthropic.js";
+import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
+import { type FakeTranscription, startFakeTranscription } from "../fakes/transcription.js";
+import { busWorkspace, startBusServer, telegramYaml } from "../helpers/bus.js";
+import { pdf, photo, voiceNote } from "../helpers/media.js";
+import { killAllServers, type ServerProcess } from "../helpers/server.js";
+import type { TempWorkspace } from "../helpers/workspace.js";
+
+const OWNER = 4242;
+
+let model: FakeAnthropic;
+let telegram: FakeTelegram;
+let speech: FakeTranscription;
+let ws: TempWorkspace | null = null;
+
+/** Blocks of `type` in every message of a request. */
+function blocksOf(request: RecordedRequest | undefined, type: string): Record<string, unknown>[] {
+  return (request?.body.messages ?? [])
+    .flatMap((message) => (typeof message.content === "string" ? [] : message.content))
+    .filter((block) => (block as { type?: string }).type === type) as Record<string, unknown>[];
+}
+
+beforeEach(async () => {
+  model = await startFakeAnthropic({
+    defaultReply: (request) => ({
+      text: `saw ${blocksOf(request, "image").length} images: ${lastUserText(request)}`,
+    }),
+  });
+  telegram = await startFakeTelegram();
+  speech = await startFakeTranscription();
+});
+
+afterEach(async () => {
+  await killAllServers();
+  await Promise.all([telegram.close(), model.close(), speech.close()]);
+  ws?.remove();
+  ws = null;
+});
+
+/** A workspace with Telegram (and `extra` picklebot.yaml); the server is not started. */
+function workspace(extra = ""): TempWorkspace {
+  ws = busWorkspace(model.url, telegramYaml(telegram, { allowedUserIds: [OWNER] }) + extra);
+  return ws;
+}
+
+/** Starts a server on a new workspace with Telegram, and `extra` picklebot.yaml. */
+function start(extra = ""): Promise<ServerProcess> {
+  return startBusServer(workspace(extra).dir, ["telegram"]);
+}
+
+/** Waits for a bot message in the owner's chat that contains `text`; returns it. */
+async function replyContaining(text: string): Promise<string> {
+  await telegram.waitFor(() => telegram.messages(OWNER).some((m) => m.includes(text)), 20_000);
+  return telegram.messages(OWNER).find((m) => m.includes(text)) ?? "";
+}
+
+/** The log line that tells why a file sent in a chat could not be read. */
+function unreadableLine(server: ServerProcess, file: string) {
+  return server.waitForLog(
+    (line) => line.msg === "could not read a file sent in a chat" && line.file === file,
+  );
+}
+
+describe("photos as people send them", () => {
+  it("a photo without a caption reaches the model as an image block alone, and is answered", async () => {
+    await start();
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "photo",
+      bytes: await photo(64, 48),
+    });
+    expect(await replyContaining("saw 1 images")).toBe("saw 1 images:");
+    const user = model.requests.at(-1)?.body.messages.at(-1);
+    const blocks = typeof user?.content === "string" ? [] : (user?.content ?? []);
+    // The image, and no caption: only the clock note the server adds to every turn.
+    expect(blocks.map((block) => (block as { type: string }).type)).toEqual(["image", "text"]);
+    expect(String((blocks[1] as { text?: string }).text)).toMatch(/^\(current time: /);
+  });
+
+  it("an album: each of its photos reaches the model, the caption with the first; none is lost", async () => {
+    await start();
+    const sizes = [
+      [64, 48],
+      [80, 60],
+      [96, 72],
+    ] as const;
+    for (const [index, [width, height]] of sizes.entries()) {
+      telegram.sendUserFile({
+        chatId: OWNER,
+        userId: OWNER,
+        kind: "photo",
+        bytes: await photo(width, height),
+        mediaGroupId: "album-1",
+        ...(index === 0 ? { caption: "which one is best?" } : {}),
+      });
+    }
+    await telegram.waitFor(
+      () => model.requests.some((request) => blocksOf(request, "image").length === 3),
+      20_000,
+    );
+    const last = model.requests.find((request) => blocksOf(request, "image").length === 3);
+    const widths = blocksOf(last, "image").map((block) => {
+      const data = String((block.source as { data: string }).data);
+      return Buffer.from(data, "base64").length;
+    });
+    expect(new Set(widths).size).toBe(3);
+    expect(blocksOf(last, "text").map((block) => block.text)).toContain("which one is best?");
+    expect(telegram.downloads).toHaveLength(3);
+  });
+
+  it("a photo sent while the server was down is read, and answered, when it starts", async () => {
+    const dir = workspace().dir;
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "photo",
+      bytes: await photo(64, 48),
+      caption: "sent while you slept",
+    });
+    await startBusServer(dir, ["telegram"]);
+    expect(await replyContaining("sent while you slept")).toBe(
+      "saw 1 images: sent while you slept",
+    );
+    expect(telegram.downloads).toHaveLength(1);
+  });
+
+  it("a zip renamed .jpg gets a reply saying it is not an image, logged with the reason; the caption is answered", async () => {
+    const server = await start();
+    const zip = Buffer.concat([Buffer.from("PK\u0003\u0004"), Buffer.alloc(300, 7)]);
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "document",
+      bytes: zip,
+      name: "cat.jpg",
+      mimeType: "image/jpeg",
+      caption: "is this a cat?",
+    });
+    const reply = await replyContaining("is this a cat?");
+    expect(reply).toMatch(/^\(I could not read cat\.jpg: it is not an image I can open/);
+    expect(reply).toMatch(/saw 0 images: .*is this a cat\?$/s);
+    expect((await unreadableLine(server, "cat.jpg")).reason).toMatch(/not an image/);
+  });
+});
+
+describe("file names that are paths, or huge", () => {
+  it("a file named ../../etc/passwd is kept by its content under the history, and read as text by its name", async () => {
+    await start();
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "document",
+      bytes: Buffer.from("root:x:0:0:root:/root:/bin/bash\n"),
+      name: "../../etc/passwd",
+      mimeType: "text/plain",
+      caption: "what is this?",
+    });
+    await replyContaining("what is this?");
+    const [file] = blocksOf(model.requests.at(-1), "text");
+    expect(String(file?.text)).toMatch(
+      /^\[The user sent a file: \.\.\/\.\.\/etc\/passwd \(text\/plain/,
+    );
+    expect(String(file?.text)).toContain("root:x:0:0");
+    const stored = readdirSync(join(ws?.dir ?? "", "history", "media"), { recursive: true });
+    expect(
+      stored.map(String).filter((name) => name.includes("passwd") || name.includes("..")),
+    ).toEqual([]);
+  });
+
+  it("a file with a 5,000-character name is read and answered", async () => {
+    await start();
+    const name = `${"n".repeat(5000)}.txt`;
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "document",
+      bytes: Buffer.from("pickles: 3 jars\n"),
+      name,
+      mimeType: "text/plain",
+      caption: "count them",
+    });
+    expect(await replyContaining("count them")).toMatch(/pickles: 3 jars/);
+  });
+});
+
+describe("PDFs whose pages pass the API's limit together", () => {
+  it("a second long PDF is read; the first is left out as a note, its words kept, so the chat is not stuck", async () => {
+    await start();
+    const send = (pages: number, name: string, caption: string) =>
+      telegram.sendUserFile({
+        chatId: OWNER,
+        userId: OWNER,
+        kind: "document",
+        bytes: pdf(pages),
+        name,
+        mimeType: "application/pdf",
+        caption,
+      });
+    send(60, "first.pdf", "read the first");
+    await replyContaining("read the first");
+    send(50, "second.pdf", "now the second");
+    const reply = await replyContaining("now the second");
+    expect(reply).toMatch(/now the second$/);
+    expect(model.refused).toEqual([]);
+    const last = model.requests.at(-1);
+    expect(blocksOf(last, "document").map((block) => block.title)).toEqual(["second.pdf"]);
+    // The words of the first turn stay; only its PDF is left out, named.
+    expect(blocksOf(last, "text").map((block) => block.text)).toEqual(
+      expect.arrayContaining([
+        "[PDF first.pdf left out to save context; ask the user to send it again if you need it]",
+        "read the first",
+      ]),
+    );
+  });
+});
+
+describe("a voice note when the speech service fails", () => {
+  const speechYaml = (key: string) =>
+    `speech_to_text:\n  base_url: ${speech.url}\n  api_key: ${key}\n  model: whisper-1\nworkers:\n  max_attempts: 1\n`;
+
+  it("refused key: the reply names the key to fix, a log line says why, the caption is answered", async () => {
+    const server = await start(speechYaml("wrong-key"));
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "voice",
+      bytes: voiceNote(),
+      caption: "hear me",
+    });
+    const reply = await replyContaining("hear me");
+    expect(reply).toContain("check speech_to_text.api_key in picklebot.yaml");
+    expect(reply).toMatch(/hear me$/);
+    const line = await server.waitForLog((l) => l.msg === "could not read a file sent in a chat");
+    expect(String(line.reason)).toContain("401");
+  });
+
+  it("service down (503): the reply says it did not answer, a log line says why, the caption is answered", async () => {
+    const server = await start(speechYaml("stt-test-key"));
+    speech.unavailable = true;
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "voice",
+      bytes: voiceNote(),
+      caption: "hear me",
+    });
+    const reply = await replyContaining("hear me");
+    expect(reply).toContain("I could not transcribe it: the speech-to-text service");
+    expect(reply).toContain("failed (503)");
+    expect(reply).toMatch(/hear me$/);
+    const line = await server.waitForLog((l) => l.msg === "could not read a file sent in a chat");
+    expect(String(line.reason)).toContain("503");
+  });
+});
