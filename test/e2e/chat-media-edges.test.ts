@@ -9,20 +9,25 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { contextWindowOf, toolResultMaxChars } from "../../src/agents/context-budget.js";
+import { CAN_READ } from "../../src/chat/inbox.js";
 import {
   type FakeAnthropic,
   lastUserText,
   type RecordedRequest,
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
+import { startFakeDiscord } from "../fakes/discord.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { type FakeTranscription, startFakeTranscription } from "../fakes/transcription.js";
-import { busWorkspace, startBusServer, telegramYaml } from "../helpers/bus.js";
+import { busWorkspace, discordYaml, startBusServer, telegramYaml } from "../helpers/bus.js";
 import { pdf, photo, voiceNote } from "../helpers/media.js";
 import { killAllServers, type ServerProcess } from "../helpers/server.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
 
 const OWNER = 4242;
+const DISCORD_OWNER = "400000000000000001";
+const DISCORD_DM = "300000000000000001";
 
 let model: FakeAnthropic;
 let telegram: FakeTelegram;
@@ -157,6 +162,89 @@ describe("photos as people send them", () => {
     expect(reply).toMatch(/^\(I could not read cat\.jpg: it is not an image I can open/);
     expect(reply).toMatch(/saw 0 images: .*is this a cat\?$/s);
     expect((await unreadableLine(server, "cat.jpg")).reason).toMatch(/not an image/);
+  });
+});
+
+describe("every kind has an answer", () => {
+  it("a contact and a video note get the 'I can read …' answer, logged, and no model call", async () => {
+    const server = await start();
+    telegram.sendUserFile({ chatId: OWNER, userId: OWNER, kind: "contact" });
+    await replyContaining("I cannot read a contact.");
+    telegram.sendUserFile({ chatId: OWNER, userId: OWNER, kind: "video_note" });
+    await replyContaining("I cannot read a video note.");
+    expect(telegram.messages(OWNER)).toEqual([
+      `${CAN_READ} I cannot read a contact.`,
+      `${CAN_READ} I cannot read a video note.`,
+    ]);
+    const logged = server.linesMatching(
+      (line) => line.msg === "message part picklebot cannot read",
+    );
+    expect(logged.map((line) => line.what)).toEqual(["a contact", "a video note"]);
+    expect(model.requests).toHaveLength(0);
+  });
+
+  it("a CSV is read as its text, cut like a long tool output; a binary file is described by name, type and size", async () => {
+    await start();
+    const limit = toolResultMaxChars(contextWindowOf("claude-sonnet-4-6"));
+    const rows = "day,jars\n".repeat(Math.ceil((limit + 100) / 9));
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "document",
+      bytes: Buffer.from(rows),
+      name: "pickles.csv",
+      mimeType: "text/csv",
+      caption: "sum it",
+    });
+    await replyContaining("sum it");
+    const [csv] = blocksOf(model.requests.at(-1), "text");
+    expect(String(csv?.text)).toMatch(/^\[The user sent a file: pickles\.csv \(text\/csv, /);
+    expect(String(csv?.text)).toContain(
+      `[cut to fit the context window: ${limit} of ${rows.length} characters shown]`,
+    );
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "document",
+      bytes: Buffer.from([0x50, 0x4b, 3, 4, 0, 0, 0xff, 0xfe]),
+      name: "backup.zip",
+      mimeType: "application/zip",
+      caption: "keep it",
+    });
+    await replyContaining("keep it");
+    const texts = blocksOf(model.requests.at(-1), "text").map((block) => String(block.text));
+    expect(texts).toContain(
+      "[The user sent a file: backup.zip (application/zip, 0.0 MB). Its contents are not readable as text, an image or a PDF.]",
+    );
+  });
+
+  it("on Discord, a PDF attachment reaches the model as a document block, with the message's text", async () => {
+    const discord = await startFakeDiscord();
+    try {
+      ws = busWorkspace(model.url, discordYaml(discord, { allowedUserIds: [DISCORD_OWNER] }));
+      await startBusServer(ws.dir, ["discord"]);
+      const bytes = pdf(2);
+      await discord.sendUserMessage({
+        channelId: DISCORD_DM,
+        userId: DISCORD_OWNER,
+        content: "summarise this",
+        attachments: [{ name: "report.pdf", contentType: "application/pdf", bytes }],
+      });
+      await discord.waitFor(
+        () => discord.messages(DISCORD_DM).join("").includes("summarise this"),
+        20_000,
+      );
+      const [document] = blocksOf(model.requests.at(-1), "document");
+      expect(document).toMatchObject({
+        title: "report.pdf",
+        source: { type: "base64", media_type: "application/pdf" },
+      });
+      const data = String((document?.source as { data: string }).data);
+      expect(Buffer.from(data, "base64").equals(bytes)).toBe(true);
+    } finally {
+      await killAllServers();
+      await discord.close();
+    }
   });
 });
 
