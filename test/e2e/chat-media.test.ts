@@ -178,7 +178,7 @@ describe("files picklebot cannot read get a clear answer, and the caption its re
     const reply = await replyContaining("read this");
     expect(reply).toMatch(/echo: .*read this$/s);
     expect(reply).toContain(
-      "I could not read big.pdf: the download failed: telegram: 400 Bad Request: file is too big",
+      "I could not read big.pdf: the download failed: telegram: 400 Bad Request: file is too big (Telegram lets bots download files up to 20 MB; send it as a link, or a smaller file)",
     );
   });
 
