@@ -183,6 +183,15 @@ describe("every kind has an answer", () => {
     expect(model.requests).toHaveLength(0);
   });
 
+  it("a dice roll and a forwarded story, kinds the issue does not list, get the 'I can read …' answer too", async () => {
+    await start();
+    telegram.sendUserFile({ chatId: OWNER, userId: OWNER, kind: "dice" });
+    await replyContaining("I cannot read a 🎲 roll.");
+    telegram.sendUserFile({ chatId: OWNER, userId: OWNER, kind: "story" });
+    await replyContaining("I cannot read a story.");
+    expect(model.requests).toHaveLength(0);
+  });
+
   it("a CSV is read as its text, cut like a long tool output; a binary file is described by name, type and size", async () => {
     await start();
     const limit = toolResultMaxChars(contextWindowOf("claude-sonnet-4-6"));
@@ -239,7 +248,7 @@ describe("every kind has an answer", () => {
         title: "report.pdf",
         source: { type: "base64", media_type: "application/pdf" },
       });
-      const data = String((document?.source as { data: string }).data);
+      const data = String((document?.source as { data?: string } | undefined)?.data);
       expect(Buffer.from(data, "base64").equals(bytes)).toBe(true);
     } finally {
       await killAllServers();

@@ -112,7 +112,7 @@ export type UserFileInput = {
       mimeType?: string /** The size Telegram reports. (Default: the bytes') */;
       size?: number;
     }
-  | { kind: "location" | "sticker" | "contact" | "video_note" }
+  | { kind: "location" | "sticker" | "contact" | "video_note" | "dice" | "story" }
 );
 
 /** The largest file the Bot API lets a bot download with getFile. */
@@ -380,6 +380,8 @@ export class FakeTelegram {
         video_note: {
           video_note: { file_id: `vn-${messageId}`, file_unique_id: "v", length: 240, duration: 3 },
         },
+        dice: { dice: { emoji: "🎲", value: 4 } },
+        story: { story: { chat: this.chatState(input.chatId).chat, id: 7 } },
       };
       return kinds[input.kind];
     }

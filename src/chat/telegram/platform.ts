@@ -525,6 +525,9 @@ function filesOf(msg: Message): { attachments: ChatAttachment[]; unreadable: str
   if ("location" in msg) return cannot("a location");
   if ("contact" in msg) return cannot("a contact");
   if ("poll" in msg) return cannot("a poll");
+  if ("dice" in msg) return cannot(`a ${msg.dice.emoji} roll`);
+  if ("game" in msg) return cannot("a game");
+  if ("story" in msg) return cannot("a story");
   return { attachments: [], unreadable: [] };
 }
 
