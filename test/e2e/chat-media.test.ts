@@ -294,7 +294,7 @@ describe("files sent from Discord", () => {
   const OWNER_ID = "400000000000000001";
   const DM = "300000000000000001";
 
-  it("an image attachment reaches the model as an image block with the message's text; a sticker gets the 'I can read …' answer", async () => {
+  it("an image attachment reaches the model as an image block with the message's text; a sticker and a poll get the 'I can read …' answer", async () => {
     const discord = await startFakeDiscord();
     try {
       ws = busWorkspace(model.url, discordYaml(discord, { allowedUserIds: [OWNER_ID] }));
@@ -325,6 +325,12 @@ describe("files sent from Discord", () => {
       });
       await discord.waitFor(
         () => discord.messages(DM).some((m) => m.includes("I cannot read a sticker.")),
+        20_000,
+      );
+
+      await discord.sendUserMessage({ channelId: DM, userId: OWNER_ID, content: "", poll: true });
+      await discord.waitFor(
+        () => discord.messages(DM).some((m) => m.includes("I cannot read a poll.")),
         20_000,
       );
     } finally {

@@ -97,6 +97,8 @@ export interface DiscordUserMessageInput {
   attachments?: Array<{ name: string; contentType: string; bytes: Uint8Array }>;
   /** A sticker sent with the message. (Default: false) */
   sticker?: boolean;
+  /** A poll sent as the message. (Default: false) */
+  poll?: boolean;
 }
 
 /** A failure the fake answers instead of a REST route, see {@link FakeDiscord.failNext}. */
@@ -341,6 +343,20 @@ export class FakeDiscord {
       attachments: (input.attachments ?? []).map((file) => this.attach(created.channel_id, file)),
       ...(input.sticker
         ? { sticker_items: [{ id: this.snowflake(), name: "pickle", format_type: 1 }] }
+        : {}),
+      ...(input.poll
+        ? {
+            poll: {
+              question: { text: "Lunch?" },
+              answers: [
+                { answer_id: 1, poll_media: { text: "pickles" } },
+                { answer_id: 2, poll_media: { text: "more pickles" } },
+              ],
+              expiry: new Date(Date.now() + 86_400_000).toISOString(),
+              allow_multiselect: false,
+              layout_type: 1,
+            },
+          }
         : {}),
     };
     state.channel.last_message_id = message.id;
