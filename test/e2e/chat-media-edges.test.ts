@@ -8,6 +8,7 @@
  */
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import sharp from "sharp";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { contextWindowOf, toolResultMaxChars } from "../../src/agents/context-budget.js";
 import { CAN_READ } from "../../src/chat/inbox.js";
@@ -144,6 +145,32 @@ describe("photos as people send them", () => {
       "saw 1 images: sent while you slept",
     );
     expect(telegram.downloads).toHaveLength(1);
+  });
+
+  it("a noisy PNG with transparency reaches the model under the API's 5 MB, and the chat goes on", async () => {
+    await start();
+    const side = 2000;
+    const raw = Buffer.alloc(side * side * 4);
+    for (let i = 0; i < raw.length; i++) raw[i] = (i * 2654435761) >>> 24;
+    const bytes = await sharp(raw, { raw: { width: side, height: side, channels: 4 } })
+      .png()
+      .toBuffer();
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "document",
+      bytes,
+      name: "noise.png",
+      mimeType: "image/png",
+      caption: "what is this?",
+    });
+    expect(await replyContaining("what is this?")).toBe("saw 1 images: what is this?");
+    const [image] = blocksOf(model.requests.at(-1), "image");
+    const data = String((image?.source as { data?: string } | undefined)?.data);
+    expect(Buffer.from(data, "base64").length).toBeLessThan(5 * 1024 * 1024);
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "and now?" });
+    expect(await replyContaining("and now?")).toBe("saw 1 images: and now?");
+    expect(model.refused).toEqual([]);
   });
 
   it("a zip renamed .jpg gets a reply saying it is not an image, logged with the reason; the caption is answered", async () => {
