@@ -192,6 +192,51 @@ describe("photos as people send them", () => {
   });
 });
 
+describe("a download as a step of the job", () => {
+  it("a photo whose download hangs holds up nothing: another chat and /status are answered meanwhile", async () => {
+    const OTHER = 5151;
+    ws = busWorkspace(model.url, telegramYaml(telegram, { allowedUserIds: [OWNER, OTHER] }));
+    await startBusServer(ws.dir, ["telegram"]);
+    telegram.holdDownloads = true;
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "photo",
+      bytes: await photo(64, 48),
+      caption: "slow one",
+    });
+    await telegram.waitFor(() => telegram.heldDownloadCount === 1, 20_000);
+    telegram.sendUserMessage({ chatId: OTHER, userId: OTHER, text: "hello from elsewhere" });
+    await telegram.waitFor(
+      () => telegram.messages(OTHER).some((m) => m.includes("hello from elsewhere")),
+      20_000,
+    );
+    telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text: "/status" });
+    await telegram.waitFor(() => telegram.messages(OWNER).length === 1, 20_000);
+    expect(telegram.heldDownloadCount).toBe(1);
+    telegram.releaseDownloads();
+    expect(await replyContaining("slow one")).toBe("saw 1 images: slow one");
+  });
+
+  it("a download Telegram fails with 502 is retried by the job, and the photo answered once", async () => {
+    await start();
+    telegram.failNext("getFile", { status: 502 });
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "photo",
+      bytes: await photo(64, 48),
+      caption: "try again",
+    });
+    expect(await replyContaining("try again")).toBe("saw 1 images: try again");
+    expect(telegram.messages(OWNER)).toEqual(["saw 1 images: try again"]);
+    expect(telegram.sent.filter((call) => call.method === "getFile").map((c) => c.status)).toEqual([
+      502, 200,
+    ]);
+    expect(telegram.downloads).toHaveLength(1);
+  });
+});
+
 describe("every kind has an answer", () => {
   it("a contact and a video note get the 'I can read …' answer, logged, and no model call", async () => {
     const server = await start();

@@ -267,6 +267,13 @@ export class FakeTelegram {
   private readonly files = new Map<string, { bytes: Uint8Array; size: number }>();
   /** Every file download (GET /file/bot<token>/<path>), by file_id. */
   readonly downloads: string[] = [];
+  /**
+   * While true, a file download is held without an answer (a slow file server) until
+   * {@link releaseDownloads}. (Default: false)
+   */
+  holdDownloads = false;
+  /** Downloads held by {@link holdDownloads}, each answered when called. */
+  private readonly heldDownloads: Array<() => void> = [];
 
   constructor(options: FakeTelegramOptions = {}) {
     this.token = options.token ?? "123456789:TEST-fake-telegram-token";
@@ -598,7 +605,21 @@ export class FakeTelegram {
     const file = this.files.get(fileId);
     if (token !== this.token || !file) return void response.writeHead(404).end("Not Found");
     this.downloads.push(fileId);
-    response.writeHead(200, { "content-type": "application/octet-stream" }).end(file.bytes);
+    const answer = () =>
+      response.writeHead(200, { "content-type": "application/octet-stream" }).end(file.bytes);
+    if (this.holdDownloads) this.heldDownloads.push(answer);
+    else answer();
+  }
+
+  /** Number of file downloads held now by {@link holdDownloads}. */
+  get heldDownloadCount(): number {
+    return this.heldDownloads.length;
+  }
+
+  /** Stops holding downloads, and answers those held. */
+  releaseDownloads(): void {
+    this.holdDownloads = false;
+    for (const answer of this.heldDownloads.splice(0)) answer();
   }
 
   private record(call: TelegramCall): void {
