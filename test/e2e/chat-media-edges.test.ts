@@ -235,6 +235,23 @@ describe("a download as a step of the job", () => {
     ]);
     expect(telegram.downloads).toHaveLength(1);
   });
+
+  it("a SIGKILL after the download, while the voice note is transcribed: the restarted job does not download it again", async () => {
+    const first = await start(
+      `speech_to_text:\n  base_url: ${speech.url}\n  api_key: stt-test-key\n  model: whisper-1\n`,
+    );
+    speech.hang = true;
+    telegram.sendUserFile({ chatId: OWNER, userId: OWNER, kind: "voice", bytes: voiceNote() });
+    await telegram.waitFor(() => speech.held === 1, 20_000);
+    await first.kill();
+    speech.hang = false;
+    await startBusServer(ws?.dir ?? "", ["telegram"]);
+    expect(await replyContaining("pick up some pickles")).toBe(
+      "saw 0 images: [Transcription of a voice note]\npick up some pickles",
+    );
+    expect(telegram.downloads).toHaveLength(1);
+    expect(speech.calls.filter((call) => call.status === 200)).toHaveLength(1);
+  });
 });
 
 describe("every kind has an answer", () => {
