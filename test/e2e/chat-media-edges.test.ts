@@ -316,6 +316,32 @@ describe("every kind has an answer", () => {
     );
   });
 
+  it("on Discord, a 40 MB attachment is refused by its size, never downloaded, and the words answered", async () => {
+    const discord = await startFakeDiscord();
+    try {
+      ws = busWorkspace(model.url, discordYaml(discord, { allowedUserIds: [DISCORD_OWNER] }));
+      await startBusServer(ws.dir, ["discord"]);
+      const big = { name: "film.mp4", contentType: "video/mp4", bytes: Buffer.from("stand-in") };
+      await discord.sendUserMessage({
+        channelId: DISCORD_DM,
+        userId: DISCORD_OWNER,
+        content: "watch this",
+        attachments: [{ ...big, size: 40 * 1024 * 1024 }],
+      });
+      await discord.waitFor(
+        () => discord.messages(DISCORD_DM).join("").includes("watch this"),
+        20_000,
+      );
+      expect(discord.messages(DISCORD_DM).join("")).toContain(
+        "(I could not read film.mp4: it is 40.0 MB; I take files up to 32.0 MB)",
+      );
+      expect(discord.downloads).toEqual([]);
+    } finally {
+      await killAllServers();
+      await discord.close();
+    }
+  });
+
   it("on Discord, a PDF attachment reaches the model as a document block, with the message's text", async () => {
     const discord = await startFakeDiscord();
     try {

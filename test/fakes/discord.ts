@@ -94,7 +94,8 @@ export interface DiscordUserMessageInput {
   /** The author is a bot account. (Default: false) */
   bot?: boolean;
   /** Files attached, served at their CDN-style URL (`/attachments/…`). (Default: none) */
-  attachments?: Array<{ name: string; contentType: string; bytes: Uint8Array }>;
+  /** Files attached; `size` is what Discord reports (Default: the bytes'). */
+  attachments?: Array<{ name: string; contentType: string; bytes: Uint8Array; size?: number }>;
   /** A sticker sent with the message. (Default: false) */
   sticker?: boolean;
   /** A poll sent as the message. (Default: false) */
@@ -736,7 +737,7 @@ export class FakeDiscord {
   /** Stores an attachment's bytes and returns it as a message carries it. */
   private attach(
     channelId: string,
-    file: { name: string; contentType: string; bytes: Uint8Array },
+    file: { name: string; contentType: string; bytes: Uint8Array; size?: number },
   ): APIAttachment {
     const id = this.snowflake();
     const url = `http://127.0.0.1:${this.port}/attachments/${channelId}/${id}/${file.name}`;
@@ -745,7 +746,7 @@ export class FakeDiscord {
       id,
       filename: file.name,
       content_type: file.contentType,
-      size: file.bytes.byteLength,
+      size: file.size ?? file.bytes.byteLength,
       url,
       proxy_url: url,
     };
