@@ -22,7 +22,7 @@ import { startFakeDiscord } from "../fakes/discord.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { type FakeTranscription, startFakeTranscription } from "../fakes/transcription.js";
 import { busWorkspace, discordYaml, startBusServer, telegramYaml } from "../helpers/bus.js";
-import { pdf, photo, voiceNote } from "../helpers/media.js";
+import { compressedPdf, pdf, photo, voiceNote } from "../helpers/media.js";
 import { killAllServers, type ServerProcess } from "../helpers/server.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
 
@@ -440,6 +440,44 @@ describe("PDFs whose pages pass the API's limit together", () => {
         "read the first",
       ]),
     );
+  });
+});
+
+describe("PDFs that keep their pages in compressed object streams", () => {
+  it("a 150-page one gets a reply naming its pages and the limit, is not sent, and the caption is answered", async () => {
+    await start();
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "document",
+      bytes: compressedPdf(150),
+      name: "manual.pdf",
+      mimeType: "application/pdf",
+      caption: "summarise it",
+    });
+    const reply = await replyContaining("summarise it");
+    expect(reply).toContain(
+      "I could not read manual.pdf: it has 150 pages; the model reads at most 100",
+    );
+    expect(blocksOf(model.requests.at(-1), "document")).toEqual([]);
+  });
+
+  it("a 3-page one reaches the model as a document block", async () => {
+    await start();
+    const bytes = compressedPdf(3);
+    telegram.sendUserFile({
+      chatId: OWNER,
+      userId: OWNER,
+      kind: "document",
+      bytes,
+      name: "short.pdf",
+      mimeType: "application/pdf",
+      caption: "read it",
+    });
+    await replyContaining("read it");
+    const [document] = blocksOf(model.requests.at(-1), "document");
+    const data = String((document?.source as { data?: string } | undefined)?.data);
+    expect(Buffer.from(data, "base64").equals(bytes)).toBe(true);
   });
 });
 
