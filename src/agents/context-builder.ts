@@ -13,8 +13,9 @@
  * It also applies the session's last prune point (see {@link PrunePointBlock}): the tool
  * outputs of older turns are sent as a note, so the request stays small while every
  * turn's words are still there. Old images and PDFs leave the same way, as a note naming
- * them; and beyond the newest {@link MAX_MEDIA_PER_REQUEST} images and PDF pages, which is
- * all the API takes in one request, older ones are sent as that note too.
+ * them; and beyond the newest {@link MAX_MEDIA_PER_REQUEST} images and PDF pages, or
+ * {@link MAX_MEDIA_BYTES_PER_REQUEST}, which is all the API takes in one request, older
+ * ones are sent as that note too.
  */
 import { assertNever } from "../base/assert-never.js";
 import { isConversationBlock } from "../base/content.js";
@@ -97,22 +98,33 @@ export function buildRequestMessages(history: readonly ChatMessage[]): RequestMe
 export const MAX_MEDIA_PER_REQUEST = 100;
 
 /**
- * The history with only its newest images and PDFs up to {@link MAX_MEDIA_PER_REQUEST}
- * (an image counts 1, a PDF its pages); older ones become the note of a pruned one. The
- * history is returned as it is while within the limit, so the prompt cache's prefix
- * changes only when the limit is passed.
+ * The most bytes of images and PDFs sent in one request: base64 makes them a third larger,
+ * and the API refuses a request over 32 MB (413), so 22 MiB (29.3 MiB encoded) leaves
+ * room for the rest of the request.
+ */
+export const MAX_MEDIA_BYTES_PER_REQUEST = 22 * 1024 * 1024;
+
+/**
+ * The history with only its newest images and PDFs within {@link MAX_MEDIA_PER_REQUEST}
+ * (an image counts 1, a PDF its pages) and {@link MAX_MEDIA_BYTES_PER_REQUEST}; older ones
+ * become the note of a pruned one. The history is returned as it is while within both,
+ * so the prompt cache's prefix changes only when a limit is passed.
  */
 function withinMediaLimit(history: readonly ChatMessage[]): readonly ChatMessage[] {
   const leftOut = new Set<string>();
   let room = MAX_MEDIA_PER_REQUEST;
+  let bytesRoom = MAX_MEDIA_BYTES_PER_REQUEST;
   for (let index = history.length - 1; index >= 0; index--) {
     const content = (history[index] as ChatMessage).content;
     for (let position = content.length - 1; position >= 0; position--) {
       const block = content[position] as ContentBlock;
       if (!isMedia(block)) continue;
       // Once one does not fit, no older one is sent either.
-      if (room >= 0) room -= mediaWeight(block);
-      if (room < 0) leftOut.add(`${index}:${position}`);
+      if (room >= 0 && bytesRoom >= 0) {
+        room -= mediaWeight(block);
+        bytesRoom -= block.media.bytes;
+      }
+      if (room < 0 || bytesRoom < 0) leftOut.add(`${index}:${position}`);
     }
   }
   if (leftOut.size === 0) return history;

@@ -80,6 +80,25 @@ describe("buildRequestMessages: images and PDFs", () => {
     expect(request.at(-1)?.content).toEqual(history.at(-1)?.content);
     expect(request[0]?.content).toEqual([text(prunedMediaNote(small as never)), text("photo 0")]);
   });
+
+  it("sends at most 22 MiB of images and PDFs, the newest; older ones as a note, so the request stays under the API's 32 MB", () => {
+    const mib = 1024 * 1024;
+    const heavy = (name: string, megabytes: number): ContentBlock => ({
+      ...(pdf as Extract<ContentBlock, { type: "document" }>),
+      media: { sha256: "b".repeat(64), bytes: megabytes * mib, name },
+    });
+    const history = [
+      user(heavy("old.pdf", 10), text("first")),
+      assistant(text("Read.")),
+      user(heavy("new.pdf", 15), text("second")),
+    ];
+    const request = buildRequestMessages(history);
+    expect(request[0]?.content).toEqual([
+      text(prunedMediaNote(heavy("old.pdf", 10) as never)),
+      text("first"),
+    ]);
+    expect(request.at(-1)?.content).toEqual(history.at(-1)?.content);
+  });
 });
 
 describe("buildRequestMessages: a prune point", () => {

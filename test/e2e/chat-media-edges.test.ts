@@ -342,6 +342,37 @@ describe("every kind has an answer", () => {
     }
   });
 
+  it("on Discord, a 28 MB PDF, too big for the API's 32 MB request once encoded, gets a clear reply; the words are answered", async () => {
+    const discord = await startFakeDiscord();
+    try {
+      ws = busWorkspace(model.url, discordYaml(discord, { allowedUserIds: [DISCORD_OWNER] }));
+      await startBusServer(ws.dir, ["discord"]);
+      const small = pdf(2);
+      const bytes = Buffer.concat([
+        small.subarray(0, small.length - 6),
+        Buffer.alloc(28 * 1024 * 1024),
+        Buffer.from("%%EOF\n"),
+      ]);
+      await discord.sendUserMessage({
+        channelId: DISCORD_DM,
+        userId: DISCORD_OWNER,
+        content: "skim this",
+        attachments: [{ name: "scan.pdf", contentType: "application/pdf", bytes }],
+      });
+      await discord.waitFor(
+        () => discord.messages(DISCORD_DM).join("").includes("skim this"),
+        30_000,
+      );
+      expect(discord.messages(DISCORD_DM).join("")).toContain(
+        "(I could not read scan.pdf: it is over 22 MB, the most the model takes in one request once encoded)",
+      );
+      expect(model.refused).toEqual([]);
+    } finally {
+      await killAllServers();
+      await discord.close();
+    }
+  });
+
   it("on Discord, a PDF attachment reaches the model as a document block, with the message's text", async () => {
     const discord = await startFakeDiscord();
     try {

@@ -310,6 +310,25 @@ describe("fake Anthropic server refuses what the real API refuses", () => {
     );
   });
 
+  it("a request over 32 MB, with the API's 413 request_too_large", async () => {
+    fake = await startFakeAnthropic();
+    const big = Buffer.alloc(25 * 1024 * 1024);
+    big.write("%PDF-1.4\n<< /Type /Page >>\n%%EOF\n");
+    const document = {
+      type: "document",
+      source: { type: "base64", media_type: "application/pdf", data: big.toString("base64") },
+    } as Anthropic.DocumentBlockParam;
+    const error = await clientFor(fake)
+      .messages.create({ model: "claude-test", max_tokens: 10, messages: asking(document) })
+      .catch((thrown: InstanceType<typeof Anthropic.APIError>) => thrown);
+    expect(error).toBeInstanceOf(Anthropic.APIError);
+    expect((error as InstanceType<typeof Anthropic.APIError>).status).toBe(413);
+    expect((error as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+      error: { type: "request_too_large", message: "Request exceeds the maximum size" },
+    });
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it("accepts 100 images and PDF pages of the types they say", async () => {
     fake = await startFakeAnthropic();
     const images = Array.from({ length: 90 }, () => image("image/png"));

@@ -5,9 +5,13 @@
  */
 
 import { inflateSync } from "node:zlib";
+import { MAX_MEDIA_BYTES_PER_REQUEST } from "../context-builder.js";
 
-/** The Messages API's limit of one request's PDF. */
-export const MAX_PDF_BYTES = 32 * 1024 * 1024;
+/**
+ * The largest PDF sent: the Messages API takes 32 MB in a request, and base64 makes a PDF
+ * a third larger (the context builder keeps a request's files within the same bytes).
+ */
+export const MAX_PDF_BYTES = MAX_MEDIA_BYTES_PER_REQUEST;
 
 /** The Messages API's limit of pages in one PDF. */
 export const MAX_PDF_PAGES = 100;
@@ -25,7 +29,7 @@ export function checkPdf(bytes: Uint8Array): CheckedPdf {
   if (bytes.byteLength > MAX_PDF_BYTES) {
     return {
       ok: false,
-      reason: `it is over ${MAX_PDF_BYTES / 1024 / 1024} MB, the model's limit for a PDF`,
+      reason: `it is over ${MAX_PDF_BYTES / 1024 / 1024} MB, the most the model takes in one request once encoded`,
     };
   }
   const text = Buffer.from(bytes).toString("latin1");
