@@ -22,9 +22,13 @@ FROM node:20-slim
 RUN apt-get update \
   && apt-get install -y --no-install-recommends tini bubblewrap ca-certificates \
   && rm -rf /var/lib/apt/lists/*
+# glibc's allocator: two arenas, and freed memory given back (sharp's threads otherwise
+# keep 100 MiB and more after a burst of photos; docs/decisions/media-memory.md).
 ENV NODE_ENV=production \
     PICKLEBOT_WORKSPACE=/workspace \
-    PICKLEBOT_INSTANCE_ID=picklebot
+    PICKLEBOT_INSTANCE_ID=picklebot \
+    MALLOC_ARENA_MAX=2 \
+    MALLOC_TRIM_THRESHOLD_=131072
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

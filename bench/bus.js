@@ -1,7 +1,7 @@
 /**
  * Chat bus benchmark: `picklebot server` as a child process with both buses connected,
  * Telegram on the fake Bot API (test/fakes/telegram.ts, real telegraf inside the server)
- * and Discord on the fake REST + gateway (test/fakes/discord.ts, real discord.js), and an
+ * and Discord on the fake REST + gateway (test/fakes/discord.ts, the real @discordjs/ws and @discordjs/rest), and an
  * instant fake model (test/fakes/anthropic.ts answering "ok" in one chunk). The messages
  * go to one platform, `--platform telegram` (default) or `discord`.
  *

@@ -1,11 +1,16 @@
 #!/usr/bin/env node
-// A long conversation against a model with a 200k-token window: 300 turns in one session,
-// every fifth asking for a large file (a `read` of 256 KiB), run in-process through the
-// real agent runner (context builder, budget, compaction) with SQLite history, against
-// the fake Anthropic API that refuses any prompt over 200k tokens and models prompt
-// caching as the API does. Reports the input tokens of each turn's requests (a plot),
-// the largest request, refused requests, failed turns, prunes and summary calls, and the share of
-// input tokens a cache would read.
+// Long conversations against a model with a 200k-token window, 300 turns in one session
+// each, run in-process through the real agent runner (context builder, budget,
+// compaction, the memory save before each summary) with SQLite history, against the fake
+// Anthropic API that refuses any prompt over 200k tokens and models prompt caching as the
+// API does. Two shapes: `files`, every fifth turn asking for a large file (a `read` of
+// 256 KiB) and short questions between; `talk`, every turn a long message (about 1,000
+// tokens) and a short answer, no tools. Each runs twice: with the summary keeping the
+// latest turns verbatim (`history.keep_verbatim_tokens`, default 20,000) and without (0:
+// the summary replaces everything). Reports for each the input tokens of each turn's
+// requests (a plot), the largest request, refused requests, failed turns, prunes,
+// summaries and memory save calls, the context before and after each summary, the input
+// tokens of all requests and the share a cache would read.
 //
 // Usage: npm run build && node bench/conversation.js [--turns 300]
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -23,9 +28,42 @@ import { markdownTable } from "./lib/stats.js";
 const WINDOW = 200_000;
 const BIG_EVERY = 5;
 
-/** Runs the conversation; resolves the per-turn numbers and a markdown report. */
+/** Runs the conversation with and without the verbatim tail; resolves a markdown report. */
 export async function runConversationBench({ turns = 300 } = {}) {
+  const runs = [];
+  for (const shape of ["files", "talk"]) {
+    for (const keep of [20_000, 0]) {
+      runs.push({ shape, keep, ...(await runConversation(turns, keep, shape)) });
+    }
+  }
+  const table = markdownTable(
+    [
+      "shape",
+      "keep_verbatim_tokens",
+      "requests",
+      "largest request (tokens)",
+      "refused",
+      "failed turns",
+      "prunes",
+      "summaries",
+      "memory save calls",
+      "context before → after a summary (mean tokens)",
+      "input tokens, all requests",
+      "cache-read share",
+    ],
+    runs.map((run) => run.row),
+  );
+  const plots = runs.map(
+    (run) =>
+      `${run.shape}, keep_verbatim_tokens: ${run.keep}. Input tokens per request, by turn (max of each ${Math.ceil(turns / 60)} turns):\n\n\`\`\`\n${plot(run.perRequest)}\n\`\`\``,
+  );
+  return { runs, markdown: [table, ...plots].join("\n\n") };
+}
+
+/** One conversation of `turns` turns of `shape`, its summaries keeping `keep` tokens verbatim. */
+async function runConversation(turns, keep, shape) {
   const { anthropic } = await loadFakes(["anthropic"]);
+  let saves = 0;
   const fake = await anthropic.startFakeAnthropic({
     promptTokenLimit: WINDOW,
     defaultReply: answer,
@@ -33,7 +71,7 @@ export async function runConversationBench({ turns = 300 } = {}) {
   const workspace = mkdtempSync(join(tmpdir(), "picklebot-conversation-"));
   writeFileSync(
     join(workspace, "picklebot.yaml"),
-    `llm:\n  api_key: bench-key\n  base_url: ${fake.url}\n  model: claude-sonnet-4-6\n`,
+    `llm:\n  api_key: bench-key\n  base_url: ${fake.url}\n  model: claude-sonnet-4-6\nhistory:\n  keep_verbatim_tokens: ${keep}\n`,
   );
   writeFileSync(
     join(workspace, "big.txt"),
@@ -50,14 +88,15 @@ export async function runConversationBench({ turns = 300 } = {}) {
     provider: createAnthropicProvider({ apiKey: "bench-key", baseURL: fake.url, maxRetries: 0 }),
     clock: { now: () => Date.now() },
     postMessage: () => undefined,
+    memoryStores: storage,
   });
   const perTurn = [];
+  const summaries = [];
   let failed = 0;
-  let summaries = 0;
   let prunes = 0;
   try {
     const session = await storage.history.createSession({
-      key: "bench:conversation",
+      key: "console:bench-conversation",
       agentId: "pickle",
     });
     for (let turn = 1; turn <= turns; turn++) {
@@ -65,16 +104,18 @@ export async function runConversationBench({ turns = 300 } = {}) {
       const request = {
         agentId: "pickle",
         sessionId: session.id,
-        sessionKey: "bench:conversation",
+        sessionKey: "console:bench-conversation",
         signal,
       };
       const compacted = await runner.compact(request).catch(() => null);
-      if (compacted?.how === "summarised") summaries += 1;
+      if (compacted?.how === "summarised") summaries.push(compacted);
       if (compacted?.how === "pruned") prunes += 1;
       const text =
-        turn % BIG_EVERY === 0
-          ? `turn ${turn}: please read big.txt`
-          : `turn ${turn}: ${"tell me more about pickling. ".repeat(8)}`;
+        shape === "talk"
+          ? `turn ${turn}: ${"here is what happened with my pickles this week. ".repeat(80)}`
+          : turn % BIG_EVERY === 0
+            ? `turn ${turn}: please read big.txt`
+            : `turn ${turn}: ${"tell me more about pickling. ".repeat(8)}`;
       await storage.history.append(session.id, { role: "user", content: [{ type: "text", text }] });
       try {
         const result = await runner.run(request);
@@ -96,43 +137,47 @@ export async function runConversationBench({ turns = 300 } = {}) {
     rmSync(workspace, { recursive: true, force: true });
   }
   const largest = Math.max(...fake.requests.map((request) => anthropic.promptTokens(request.body)));
-  const totalInput = perTurn.reduce((sum, turn) => sum + turn.input, 0);
-  const totalRead = perTurn.reduce((sum, turn) => sum + turn.cacheRead, 0);
-  const perRequest = perTurn.map((turn) => turn.input / Math.max(1, turn.calls));
+  // Every request, the save and summary calls too, as the fake counted and cached them.
+  const usage = fake.requests.map((request) => request.usage).filter(Boolean);
+  const totalInput = usage.reduce(
+    (sum, u) => sum + u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens,
+    0,
+  );
+  const totalRead = usage.reduce((sum, u) => sum + u.cache_read_input_tokens, 0);
+  const mean = (values) =>
+    Math.round(values.reduce((a, b) => a + b, 0) / Math.max(1, values.length));
+  const k = (tokens) => `${(tokens / 1000).toFixed(1)}k`;
   const row = [
-    String(turns),
+    shape,
+    String(keep),
     String(fake.requests.length),
     `${largest.toLocaleString("en-US")} (limit ${WINDOW.toLocaleString("en-US")})`,
     String(fake.refused.length),
     String(failed),
     String(prunes),
-    String(summaries),
+    String(summaries.length),
+    String(saves),
+    `${k(mean(summaries.map((s) => s.before)))} → ${k(mean(summaries.map((s) => s.after)))}`,
+    totalInput.toLocaleString("en-US"),
     `${((100 * totalRead) / Math.max(1, totalInput)).toFixed(1)}%`,
   ];
-  const table = markdownTable(
-    [
-      "turns",
-      "requests",
-      "largest request (tokens)",
-      "refused",
-      "failed turns",
-      "prunes",
-      "summary calls",
-      "cache-read share",
-    ],
-    [row],
-  );
-  return {
-    perTurn,
-    markdown: `${table}\n\nInput tokens per request, by turn (max of each ${Math.ceil(turns / 60)} turns):\n\n\`\`\`\n${plot(perRequest)}\n\`\`\``,
-  };
+  const perRequest = perTurn.map((turn) => turn.input / Math.max(1, turn.calls));
+  return { perTurn, perRequest, row };
 
-  /** The fake model: reads big.txt when asked, answers briefly, summarises when told to. */
+  /**
+   * The fake model: reads big.txt when asked, answers briefly, saves one fact when asked
+   * to save to memory, summarises when told to.
+   */
   function answer(request) {
     if (JSON.stringify(request.body.system).includes("You compress a conversation")) {
       return {
         text: `Notes so far: ${"the user is learning about pickling and reads big.txt now and then. ".repeat(20)}`,
       };
+    }
+    if (JSON.stringify(request.body.system).includes("is about to be summarised")) {
+      saves += 1;
+      const text = `Learning about pickling, part ${saves}.`;
+      return { toolUses: [{ name: "memory", input: { action: "add", about: "agent", text } }] };
     }
     const last = request.body.messages.at(-1);
     const blocks = Array.isArray(last?.content) ? last.content : [];

@@ -14,7 +14,7 @@
  *              (V8's memory reducer has run by then), median over --rounds servers;
  *              targets: at most 85 MiB with no chat platform, at most 100 MiB with
  *              Telegram and Discord connected (to the fakes of test/fakes/, the real
- *              telegraf and discord.js inside the server)
+ *              telegraf, @discordjs/ws and @discordjs/rest inside the server)
  *
  * Usage: npm run build && node bench/footprint.js [--runs 20] [--rounds 3] [--settle-ms 3000]
  *        [--long-idle-ms 30000]

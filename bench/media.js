@@ -5,12 +5,18 @@
  *   photo → model request  a 5 MB photo queued at the fake Telegram → the fake model
  *                          receives the request holding it (poll, download, sharp, store,
  *                          request), one chat at a time
- *   RSS                    the server's resident set, sampled every 50 ms while 20 chats
- *                          send a 5 MB photo each at once, and after 30 s idle
+ *   RSS                    the server's peak resident set (VmHWM) while 20 chats send a
+ *                          5 MB photo each at once, then right after and after 30 s
+ *                          idle; two such bursts (--bursts), so growth shows. The chat
+ *                          of the latency part is one of the 20: its request in a burst
+ *                          carries its earlier images too (11 with the default --photos).
+ *                          Set the server's environment (MALLOC_ARENA_MAX=2
+ *                          MALLOC_TRIM_THRESHOLD_=131072, as the Docker image and the
+ *                          systemd unit do) on this command: the server inherits it.
  *   image tokens           what picklebot counts for the image it sent, against the API's
  *                          documented formula (width × height / 750)
  *
- * Usage: node bench/media.js [--photos N]   (prints markdown for bench/RESULTS.md)
+ * Usage: node bench/media.js [--photos N] [--bursts N]   (prints markdown for bench/RESULTS.md)
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -20,7 +26,7 @@ import { parseArgs } from "node:util";
 import sharp from "sharp";
 import { imageTokens } from "../dist/agents/context-budget.js";
 import { telegramDriver } from "./lib/platforms.js";
-import { loadFakes, rssMiB, sleep, startServer } from "./lib/server.js";
+import { loadFakes, peakRssMiB, resetPeakRss, rssMiB, sleep, startServer } from "./lib/server.js";
 import { formatMs, markdownTable, percentile } from "./lib/stats.js";
 
 const CHATS = 20;
@@ -37,8 +43,42 @@ async function noisePhoto(megabytes) {
     .toBuffer();
 }
 
+/**
+ * One burst: every chat sends a new photo at once. The peak is VmHWM, reset just before
+ * (so it is this burst's, and exact: no sample can miss it); then the RSS right after
+ * the last reply and after `idleMs` idle.
+ */
+async function burst(pid, telegram, driver, arrivals, bytes, round, options) {
+  resetPeakRss(pid);
+  const before = arrivals.length;
+  for (const chatId of driver.chats) {
+    const photo = Buffer.concat([bytes, Buffer.from(`burst ${round} ${chatId}`)]);
+    telegram.sendUserFile({
+      chatId,
+      userId: chatId,
+      kind: "photo",
+      bytes: photo,
+      caption: "burst",
+    });
+  }
+  await telegram.waitFor(() => arrivals.length >= before + CHATS, 120_000);
+  await telegram.waitFor(
+    () =>
+      driver.chats.every(
+        (chatId) =>
+          driver.replies(chatId) > round + (chatId === driver.chats[0] ? options.latencyCount : 0),
+      ),
+    120_000,
+  );
+  const peak = peakRssMiB(pid);
+  const after = rssMiB(pid);
+  await sleep(options.idleMs ?? 30_000);
+  return { peak, after, settled: rssMiB(pid) };
+}
+
 export async function runMediaBench(options = {}) {
   const latencyCount = options.photos ?? 10;
+  options = { ...options, latencyCount };
   const dir = mkdtempSync(join(tmpdir(), "picklebot-bench-media-"));
   const fakes = await loadFakes(["telegram", "anthropic"]);
   const arrivals = [];
@@ -85,32 +125,18 @@ export async function runMediaBench(options = {}) {
       .content.find((b) => b.type === "image");
     const meta = await sharp(Buffer.from(sent.source.data, "base64")).metadata();
 
-    let peak = idle;
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, rssMiB(server.pid));
-    }, 50);
-    const before = arrivals.length;
-    for (const chatId of driver.chats) {
-      const photo = Buffer.concat([bytes, Buffer.from(`burst ${chatId}`)]);
-      telegram.sendUserFile({
-        chatId,
-        userId: chatId,
-        kind: "photo",
-        bytes: photo,
-        caption: "burst",
-      });
+    const latencyPeak = peakRssMiB(server.pid);
+
+    const bursts = [];
+    for (let round = 0; round < (options.bursts ?? 2); round += 1) {
+      bursts.push(await burst(server.pid, telegram, driver, arrivals, bytes, round, options));
     }
-    await telegram.waitFor(() => arrivals.length >= before + CHATS, 120_000);
-    await sleep(2000);
-    clearInterval(sampler);
-    const afterBurst = rssMiB(server.pid);
-    await sleep(options.finalIdleMs ?? 30_000);
-    const settled = rssMiB(server.pid);
     return report({
       latencies,
       photoBytes: bytes.byteLength,
-      memory: { idle, peak, afterBurst, settled },
+      memory: { idle, latencyPeak, bursts },
       image: { width: meta.width, height: meta.height, bytes: meta.size },
+      idleSeconds: (options.idleMs ?? 30_000) / 1000,
     });
   } finally {
     server.kill("SIGKILL");
@@ -120,7 +146,9 @@ export async function runMediaBench(options = {}) {
   }
 }
 
-function report({ latencies, photoBytes, memory, image }) {
+const mib = (value) => `${value.toFixed(1)} MiB`;
+
+function report({ latencies, photoBytes, memory, image, idleSeconds }) {
   const mb = (photoBytes / 1024 / 1024).toFixed(1);
   const latency = markdownTable(
     ["photos", "p50", "p99", "max"],
@@ -136,13 +164,16 @@ function report({ latencies, photoBytes, memory, image }) {
   const rss = markdownTable(
     ["moment", "RSS"],
     [
-      ["idle, Telegram connected", `${memory.idle.toFixed(1)} MiB`],
-      [
-        `peak while ${CHATS} chats send a ${mb} MB photo each at once`,
-        `${memory.peak.toFixed(1)} MiB`,
-      ],
-      ["right after the 20 requests", `${memory.afterBurst.toFixed(1)} MiB`],
-      ["after 30 s idle", `${memory.settled.toFixed(1)} MiB`],
+      ["idle, Telegram connected", mib(memory.idle)],
+      [`peak (VmHWM) over the ${latencies.length} photos in one chat`, mib(memory.latencyPeak)],
+      ...memory.bursts.flatMap((burst, n) => [
+        [
+          `burst ${n + 1}: peak (VmHWM) while ${CHATS} chats send a ${mb} MB photo each at once`,
+          mib(burst.peak),
+        ],
+        [`burst ${n + 1}: right after the last reply`, mib(burst.after)],
+        [`burst ${n + 1}: after ${idleSeconds} s idle`, mib(burst.settled)],
+      ]),
     ],
   );
   const formula = Math.round((image.width * image.height) / 750);
@@ -172,6 +203,11 @@ function report({ latencies, photoBytes, memory, image }) {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  const { values } = parseArgs({ options: { photos: { type: "string" } } });
-  console.log(await runMediaBench({ photos: values.photos ? Number(values.photos) : undefined }));
+  const { values } = parseArgs({
+    options: { photos: { type: "string" }, bursts: { type: "string" } },
+  });
+  const number = (text) => (text === undefined ? undefined : Number(text));
+  console.log(
+    await runMediaBench({ photos: number(values.photos), bursts: number(values.bursts) }),
+  );
 }

@@ -128,7 +128,7 @@ function slackPlatform(slack: FakeSlack): ChaosPlatform {
   };
   const platform: ChaosPlatform = {
     name: "slack",
-    maxMessageLength: 39_000,
+    maxMessageLength: 8000,
     chats(count) {
       return Array.from({ length: count }, (_, i) => {
         const user = `U0CHAOS${String(i).padStart(3, "0")}`;

@@ -11,7 +11,8 @@
  *   model-call   while a model call is streaming
  *   after-reply  a few hundred microseconds after a model reply arrived: storing the reply,
  *                delivering it, acknowledging the job
- *   compaction   while a summary call streams, or just after its reply
+ *   compaction   while a summary call or the memory save call before it streams, or
+ *                just after its reply
  *   subagent     while a delegate job's child (a researcher job) calls the model, its
  *                parent parked; or right after that reply was stored (the child ending,
  *                its parent being woken); or during or right after the parent's
@@ -37,6 +38,7 @@ import { type CrashWindow, Inspector } from "./inspect.js";
 import {
   CHAOS_MCP_SERVER,
   ChaosModel,
+  MEMORY_SAVE_TAG,
   RESEARCHER_ID,
   RESEARCHER_PROMPT,
   SUMMARY_TAG,
@@ -438,17 +440,21 @@ async function killWhen(mode: KillMode, server: ServerProcess, context: CycleCon
 }
 
 /**
- * Waits for a summary call (a session being compacted), then kills while it streams, or
- * 0–20 ms after its reply arrived: the compaction point being stored, or stored and the
- * job's message not yet checkpointed.
+ * Waits for a summary call or the memory save call before it (a session being compacted),
+ * then kills while it streams, or 0–20 ms after its reply arrived: the save's calls
+ * being stored or run, or the compaction point being stored, or stored and the job's
+ * message not yet checkpointed.
  */
 async function killInCompaction(context: CycleContext): Promise<string> {
-  const held = await context.model.holdCall(1500, (call) => call.jobTag === SUMMARY_TAG);
-  if (!held) return "no summary call came";
-  if (context.random.chance(0.5)) return `during summary call #${held.call.number}`;
+  const held = await context.model.holdCall(1500, (call) =>
+    [SUMMARY_TAG, MEMORY_SAVE_TAG].includes(call.jobTag),
+  );
+  if (!held) return "no summary or memory save call came";
+  const what = held.call.jobTag === SUMMARY_TAG ? "summary" : "memory save";
+  if (context.random.chance(0.5)) return `during ${what} call #${held.call.number}`;
   held.release();
   await sleep(context.random.between(0, 20));
-  return `after the reply of summary call #${held.call.number}`;
+  return `after the reply of ${what} call #${held.call.number}`;
 }
 
 /** A researcher's call: a child job runs while its parent is parked. */
@@ -645,7 +651,7 @@ function printSummary(settings: Settings, tally: Tally, outcome: Outcome): void 
     `  /events     ${outcome.watch.events} events read by the followers (${outcome.watch.hungReads} reads fetch never ended); ${outcome.watch.fanouts.length} fan-out processes forked, each gone with its server`,
   );
   console.log(
-    `  compaction  ${outcome.prunes} prunes, ${outcome.compactions} summaries stored, ${outcome.model.calls.filter((call) => call.jobTag === SUMMARY_TAG).length} summary calls`,
+    `  compaction  ${outcome.prunes} prunes, ${outcome.compactions} summaries stored, ${outcome.model.calls.filter((call) => call.jobTag === SUMMARY_TAG).length} summary calls, ${outcome.model.calls.filter((call) => call.jobTag === MEMORY_SAVE_TAG).length} memory save calls`,
   );
   console.log(`  windows hit ${list(tally.windows)}`);
   console.log(`  unacknowledged replies after ${tally.unacknowledgedKills} kills`);

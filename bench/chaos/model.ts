@@ -185,6 +185,10 @@ export class ChaosModel {
       const summary = `${callTag(call.number)} summarises the conversation so far.`;
       return { text: summary, chunks: 2, pauseAfterChunks: 1, resume: this.#latency(call) };
     }
+    if (call.jobTag === MEMORY_SAVE_TAG) {
+      const toolUses = [memorySave(call)];
+      return { text: "Saving.", toolUses, pauseAfterChunks: 1, resume: this.#latency(call) };
+    }
     const text = `${callTag(call.number)} answers ${call.jobTag}`;
     if (call.step === 0 && call.kind !== "text") {
       const resume = this.#latency(call);
@@ -299,15 +303,45 @@ export function approvalCallId(number: number): string {
 /** The job tag of a summary call (compaction), which belongs to no job. */
 export const SUMMARY_TAG = "summary";
 
+/** The job tag of a compaction's memory save call, made just before its summary call. */
+export const MEMORY_SAVE_TAG = "memory-save";
+
+/** The agent-notes entry memory save call `number` saves. */
+export function savedBeforeSummary(number: number): string {
+  return `${callTag(number)} was saved before a summary.`;
+}
+
+/** A memory save call's one call: an entry naming it, so a second write would show. */
+function memorySave(call: ModelCall): FakeToolUse {
+  return {
+    id: `toolu_chaos_save_${call.number}`,
+    name: "memory",
+    input: { action: "add", about: "agent", text: savedBeforeSummary(call.number) },
+  };
+}
+
+/** Whether a request is a compaction's memory save call: offered the `memory` tool alone. */
+function isMemorySave(request: RecordedRequest, system: string): boolean {
+  const tools = request.body.tools ?? [];
+  return (
+    tools.length === 1 &&
+    tools[0]?.name === "memory" &&
+    system.includes("is about to be summarised")
+  );
+}
+
 /**
  * Which job (or research task) and which step of its turn a request is for, or that it is
- * a summary call. The researcher's requests are told from the chaos agent's by their
+ * a summary call or a memory save call. The researcher's requests are told from the chaos agent's by their
  * system prompt.
  */
 function describeCall(request: RecordedRequest, number: number): ModelCall {
   const system = JSON.stringify(request.body.system);
   if (system.includes("You compress a conversation")) {
     return { number, jobTag: SUMMARY_TAG, kind: "text", step: 0, agent: "pickle" };
+  }
+  if (isMemorySave(request, system)) {
+    return { number, jobTag: MEMORY_SAVE_TAG, kind: "text", step: 0, agent: "pickle" };
   }
   const researcher = system.includes(RESEARCHER_PROMPT);
   const messages = request.body.messages;

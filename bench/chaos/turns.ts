@@ -78,6 +78,8 @@ export function readTurns(db: ReturnType<typeof openWorkspaceDb>, violations: st
     let turn: StoredTurn | null = null;
     let previous: StoredMessage | null = null;
     for (const message of storedMessages(db, sessionId)) {
+      // A compaction's memory save belongs to no turn (verify-memory.ts checks it).
+      if (message.text === MEMORY_SAVE_MARKER) continue;
       const point = COMPACTION_POINTS.includes(message.text);
       if (point && previous && COMPACTION_POINTS.includes(previous.text)) {
         violations.push(
@@ -110,7 +112,7 @@ function turnOfText(text: string): { tag: string } | null {
 }
 
 /** A session's messages in order, as text and as blocks. */
-function storedMessages(db: ReturnType<typeof openWorkspaceDb>, sessionId: string) {
+export function storedMessages(db: ReturnType<typeof openWorkspaceDb>, sessionId: string) {
   const rows = db
     .prepare("SELECT role, content, job_id FROM messages WHERE session_id = ? ORDER BY seq")
     .all(sessionId) as { role: "user" | "assistant"; content: string; job_id: string | null }[];
@@ -125,6 +127,9 @@ function storedMessages(db: ReturnType<typeof openWorkspaceDb>, sessionId: strin
 
 /** How stored compaction and prune points read. */
 const COMPACTION_POINTS = ["[compaction]", "[prune]"];
+
+/** How a stored memory save (before a summary) reads. */
+export const MEMORY_SAVE_MARKER = "[memory_save]";
 
 /** Whose turn {@link checkTurnOf} checks: a job's, or a child's (by its research tag). */
 export interface TurnOwner {

@@ -6,9 +6,14 @@
  *   change at most; exactly once each when the job is done;
  * - no `memory` result says the fact was "already saved" (what a call that ran again
  *   without its first change found would answer), and a done job's call answered "Saved";
- * - a done recall job's `session_search` answered without an error.
+ * - a done recall job's `session_search` answered without an error;
+ * - the memory save before a summary: each save call's entry is in the agent's notes at
+ *   most once and recorded as one change at most, and no session stores two saves
+ *   without a compaction point between them (a save call asked again after its calls
+ *   were stored).
  */
 import type { openWorkspaceDb } from "../../test/helpers/server.js";
+import { MEMORY_SAVE_MARKER, storedMessages } from "./turns.js";
 import { type EnqueuedJob, jobOfText, rememberedFact, rememberPerson } from "./workload.js";
 
 type Database = ReturnType<typeof openWorkspaceDb>;
@@ -42,7 +47,50 @@ export function checkMemory(
       } else count("recall searched");
     }
   }
+  checkSavesBeforeSummaries(db, violations, count);
   return endings;
+}
+
+/** What a save call's entry holds: "call #N was saved before a summary." */
+const SAVED_BEFORE_SUMMARY = /call #\d+ was saved before a summary\./g;
+
+function checkSavesBeforeSummaries(
+  db: Database,
+  violations: string[],
+  count: (ending: string) => void,
+): void {
+  const notes = (db
+    .prepare("SELECT text FROM memories WHERE agent_id = 'pickle' AND scope = 'agent'")
+    .pluck()
+    .get() ?? "") as string;
+  const entries = notes.match(SAVED_BEFORE_SUMMARY) ?? [];
+  for (const entry of new Set(entries)) {
+    const times = entries.filter((other) => other === entry).length;
+    if (times > 1)
+      violations.push(`the save before a summary "${entry}" is in memory ${times} times`);
+  }
+  const changes = db
+    .prepare(
+      `SELECT entry, count(*) AS n FROM memory_changes
+       WHERE scope = 'agent' AND entry LIKE '%was saved before a summary.' GROUP BY entry`,
+    )
+    .all() as { entry: string; n: number }[];
+  for (const change of changes) {
+    if (change.n > 1) {
+      violations.push(`the save before a summary "${change.entry}" was recorded ${change.n} times`);
+    }
+  }
+  const sessions = db.prepare("SELECT id FROM sessions").pluck().all() as string[];
+  for (const sessionId of sessions) {
+    let saved = false;
+    for (const message of storedMessages(db, sessionId)) {
+      if (message.text === "[compaction]") saved = false;
+      if (message.text !== MEMORY_SAVE_MARKER) continue;
+      if (saved) violations.push(`session ${sessionId} saved to memory twice for one summary`);
+      saved = true;
+      count("memory saves before a summary");
+    }
+  }
 }
 
 function checkRemember(

@@ -82,6 +82,18 @@ export function rssMiB(pid) {
   return kib / 1024;
 }
 
+/** The peak resident set (VmHWM) of a process since it started, in MiB. */
+export function peakRssMiB(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
+  return kib / 1024;
+}
+
+/** Sets a process's VmHWM back to its current RSS (`clear_refs` 5, Linux 4.0 and later). */
+export function resetPeakRss(pid) {
+  writeFileSync(`/proc/${pid}/clear_refs`, "5");
+}
+
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
 export function cpuSeconds(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");

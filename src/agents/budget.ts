@@ -73,11 +73,10 @@ export class BudgetGuard {
   checker(request: Pick<RunRequest, "agentId" | "replyTo">): (() => Promise<void>) | undefined {
     const limits = this.#limitsOf(request.agentId);
     if (limits.length === 0) return undefined;
-    const { config, agents } = this.#options;
-    const model = modelOf(agents.get(request.agentId), config);
-    if (!priceOf(model, workspacePrices(config))) {
+    const unpriced = unpricedBudgetedModel(this.#options, request.agentId);
+    if (unpriced !== null) {
       return async () => {
-        throw unpricedModelRefusal(request.agentId, model);
+        throw unpricedModelRefusal(request.agentId, unpriced);
       };
     }
     return () => this.#check(limits, request.replyTo);
@@ -111,6 +110,21 @@ export class BudgetGuard {
       }
     }
   }
+}
+
+/**
+ * The model of `agentId`'s turns when a budget applies to them and no price knows it (its
+ * calls are refused, see the file header), else null: a heartbeat checks it before a tick.
+ */
+export function unpricedBudgetedModel(
+  options: Pick<BudgetGuardOptions, "config" | "agents">,
+  agentId: string,
+): string | null {
+  const { config, agents } = options;
+  const agent = agents.get(agentId);
+  if (turnLimits(config, agentId, agent).length === 0) return null;
+  const model = modelOf(agent, config);
+  return priceOf(model, workspacePrices(config)) ? null : model;
 }
 
 /** Whether a budget (the workspace's, or the agent's own) limits an agent's calls. */

@@ -8,25 +8,42 @@
  *     ─► prune: a prune point is appended; the tool outputs of the turns before the last
  *        PRUNE_KEEP_TURNS are sent as a one-line note from then on. No model call.
  *        Enough when it brings the size under PRUNED_ENOUGH × budget.
- *     ─► else summarise: one summary call on the context fitted to the budget, and the
- *        summary stored as a compaction point. Every later request starts there (see
- *        `cutContext`), the summary standing in for the older turns.
+ *     ─► else summarise:
+ *        1. the verbatim tail: the latest whole turns, up to TAIL_MAX_MESSAGES messages
+ *           and `history.keep_verbatim_tokens` tokens (and TAIL_SHARE of max_messages
+ *           and of the budget), stay as they are; what comes before them is summarised;
+ *        2. the memory save (when the run may write memory): one model call offered only
+ *           the `memory` tool, capped at MEMORY_SAVE_MAX_TOKENS, on what is about to be
+ *           summarised; its calls are stored as a memory save marker, then run;
+ *        3. one summary call on the older part fitted to the budget, and the summary
+ *           stored as a compaction point that keeps the tail. Every later request starts
+ *           with the summary, then the tail (see `cutContext`, `buildRequestMessages`).
  *   forced (/compact, `picklebot sessions compact`): summarise.
  *
- * Raw messages are never deleted: both points are messages of their own, and what they
+ * Raw messages are never deleted: the points are messages of their own, and what they
  * stand in for stays stored in full. It runs before the turn's user message is written,
- * so a crash during the summary call redoes only that call, and a crash after it finds
- * the point stored and compacts no more. It is bounded: one prune or one summary call per
- * turn. A summary that fails leaves the session as it was; the request budget still
- * leaves the oldest turns out, and says so.
+ * so a crash during the save call redoes only that call; a crash after its marker is
+ * stored runs the stored calls again (each writes at most once: keyed by session and call
+ * id) without calling the model again; a crash during the summary call redoes only that
+ * call, and a crash after it finds the point stored and compacts no more. It is bounded:
+ * one prune, or one save call and one summary call, per turn; a marker stored since the
+ * last point (a summary that failed after it) is reused, never called again. A summary
+ * that fails leaves the session as it was; the request budget still leaves the oldest
+ * turns out, and says so.
  */
-import { zeroUsage } from "../base/usage.js";
+import { toError } from "../base/errors.js";
+import { isCompaction, isWordsTurnStart } from "../base/turns.js";
+import { addUsage, zeroUsage } from "../base/usage.js";
 import type {
   ChatMessage,
   HistoryStore,
+  MemorySaveBlock,
   ModelProvider,
   RequestMessage,
   TokenUsage,
+  Tool,
+  ToolContext,
+  ToolUseBlock,
 } from "../ports/index.js";
 import {
   estimateMessageTokens,
@@ -36,6 +53,7 @@ import {
 } from "./context-budget.js";
 import { buildRequestMessages, prunePoint } from "./context-builder.js";
 import { textOf } from "./loop.js";
+import { runToolCalls } from "./tools/index.js";
 
 /**
  * Share of a request's budget (see `requestBudget`) past which the next turn compacts
@@ -65,6 +83,39 @@ const SUMMARY_REQUEST =
 /** Longest summary, in tokens. */
 const SUMMARY_MAX_TOKENS = 2048;
 
+/**
+ * Most messages a summary keeps verbatim after it (the peers keep 8 to 20), whole turns
+ * only; and at most {@link TAIL_SHARE} of `history.max_messages`.
+ */
+export const TAIL_MAX_MESSAGES = 20;
+
+/**
+ * Share of the request budget, and of `history.max_messages`, the verbatim tail may take:
+ * with the summary, a compacted session stays well under {@link PRUNED_ENOUGH}, so it is
+ * not compacted again a few turns later.
+ */
+export const TAIL_SHARE = 0.25;
+
+/** Longest reply of the memory save call before a summary, in tokens: a few short entries. */
+export const MEMORY_SAVE_MAX_TOKENS = 1024;
+
+/** The instructions of the memory save call; what the memories hold now follows them. */
+const MEMORY_SAVE_SYSTEM =
+  "The conversation below is about to be summarised, and its details will be forgotten. Before that, save to your long-term memory, with the `memory` tool, what will still matter in later conversations and is not saved yet: the person's preferences, names, dates, plans and decisions, and what you learned about your work. One short, self-contained fact per call; never passwords, keys or tokens; nothing your memory already holds (below). This is your only chance, and the tool's answers are not shown to you. If nothing is worth saving, reply with: Nothing to save.";
+
+const MEMORY_SAVE_REQUEST =
+  "The conversation above is about to be summarised. Save what matters to your memory now, following your instructions.";
+
+/** What the memory save before a summary uses; without it there is no save call. */
+export interface MemorySaveOptions {
+  /** The run's `memory` tool: the only tool the save call is offered. */
+  tool: Tool;
+  /** What its calls run with: the session's key, the job (recorded with each change). */
+  context: ToolContext;
+  /** What the memories the run writes hold now, shown to the save call. */
+  memory: string;
+}
+
 /** What compaction needs. */
 export interface CompactionOptions {
   history: HistoryStore;
@@ -75,9 +126,17 @@ export interface CompactionOptions {
   maxTokens: number;
   /** Messages a request may hold (`history.max_messages`). */
   maxMessages: number;
+  /** Tokens of the latest turns a summary keeps verbatim (`history.keep_verbatim_tokens`). */
+  tailTokens: number;
   signal: AbortSignal;
   /** The job compacting, recorded with the summary call in the usage ledger. (Default: none) */
   jobId?: string;
+  /**
+   * What the memory save before a summary uses, asked for only when summarising; null
+   * when the run may not write memory (memory off, read-only, a cron or a subagent, a
+   * policy that does not allow `memory`). (Default: no save)
+   */
+  memorySave?: () => Promise<MemorySaveOptions | null>;
 }
 
 /** What a compaction did. */
@@ -89,18 +148,30 @@ export interface CompactionResult {
   after: number;
   /** Messages the summary stands in for (0 when pruned). */
   replaced: number;
+  /** Messages of the latest turns kept verbatim after the summary (0 when pruned). */
+  kept: number;
+  /**
+   * The memory save before the summary: the `memory` calls it ran (stored again after a
+   * crash: written at most once), or why the save call failed (the summary went on).
+   * Null when there was none (pruned, or the run may not write memory).
+   */
+  memorySave: { calls: number } | { error: string } | null;
   usage: TokenUsage;
   /** The model the summary call went to. */
   model: string;
 }
 
-/** A compaction for people: `3 old tool outputs left out, context ~52k → ~18k tokens`. */
+/**
+ * A compaction for people: `old tool outputs left out, context ~52k → ~18k tokens`, or
+ * `12 messages summarised, the last 4 kept as they were, context ~52k → ~18k tokens`.
+ */
 export function describeCompaction(result: CompactionResult): string {
   const k = (tokens: number) => `~${Math.round(tokens / 1000)}k`;
+  const tail = result.kept > 0 ? `, the last ${result.kept} kept as they were` : "";
   const what =
     result.how === "pruned"
       ? "old tool outputs left out"
-      : `${result.replaced} messages summarised`;
+      : `${result.replaced} messages summarised${tail}`;
   return `${what}, context ${k(result.before)} → ${k(result.after)} tokens`;
 }
 
@@ -147,7 +218,17 @@ export async function compactSession(
   }
   await history.append(sessionId, prunePoint(PRUNE_KEEP_TURNS));
   const { model } = options;
-  return { how: "pruned", before, after: pruned, replaced: 0, usage: zeroUsage(), model };
+  const usage = zeroUsage();
+  return {
+    how: "pruned",
+    before,
+    after: pruned,
+    replaced: 0,
+    kept: 0,
+    usage,
+    model,
+    memorySave: null,
+  };
 }
 
 /**
@@ -170,32 +251,173 @@ async function measure(
   }
 }
 
-/** One summary call, and its compaction point stored. */
+/**
+ * Where the verbatim tail of a context to summarise starts: at the earliest turn start
+ * after its last compaction point from which the latest whole turns hold at most
+ * {@link TAIL_MAX_MESSAGES} messages and `tailTokens` tokens (each at most
+ * {@link TAIL_SHARE} of `maxMessages` and of the budget), leaving at least one turn to
+ * summarise; `context.length` when no turn fits. A turn is kept whole, so a tool call is
+ * never parted from its result, and the tail starts with the person's message.
+ */
+function tailStart(
+  context: readonly ChatMessage[],
+  limits: { budget: number; maxMessages: number; tailTokens: number },
+): number {
+  const { budget, maxMessages, tailTokens } = limits;
+  const maxTokens = Math.min(tailTokens, budget * TAIL_SHARE);
+  const maxCount = Math.min(TAIL_MAX_MESSAGES, Math.floor(maxMessages * TAIL_SHARE));
+  const point = context.findLastIndex(isCompaction);
+  const starts = context.flatMap((message, index) =>
+    index > point && isWordsTurnStart(message) ? [index] : [],
+  );
+  let start = context.length;
+  // The first turn after the last point is summarised, whatever its size.
+  for (const candidate of starts.slice(1).reverse()) {
+    const tail = context.slice(candidate);
+    if (tail.length > maxCount) break;
+    if (estimateMessageTokens(buildRequestMessages(tail)) > maxTokens) break;
+    start = candidate;
+  }
+  return start;
+}
+
+/**
+ * The memory save, then one summary call on what comes before the verbatim tail, and the
+ * compaction point (keeping the tail) stored.
+ */
 async function summarise(
   sessionId: string,
   context: ChatMessage[],
   before: number,
   options: CompactionOptions,
 ): Promise<CompactionResult> {
-  const { history, provider, model, contextWindow, maxMessages, signal } = options;
-  const asked = buildRequestMessages([
-    ...context,
-    { role: "user", content: [{ type: "text", text: SUMMARY_REQUEST }] },
-  ]);
-  const budget = contextWindow * 0.9 - SUMMARY_MAX_TOKENS - estimateTokens(SUMMARY_SYSTEM);
+  const { history, provider, model, contextWindow, maxTokens, maxMessages, signal } = options;
+  const budget = requestBudget(contextWindow, maxTokens);
+  const start = tailStart(context, { budget, maxMessages, tailTokens: options.tailTokens });
+  const older = context.slice(0, start);
+  const saved = await saveToMemory(sessionId, context, older, options);
   const reply = await provider.complete({
     model,
     system: SUMMARY_SYSTEM,
-    messages: fitToBudget(asked, budget, estimateMessageTokens),
+    messages: asking(older, SUMMARY_REQUEST, SUMMARY_SYSTEM, SUMMARY_MAX_TOKENS, contextWindow),
     tools: [],
     maxTokens: SUMMARY_MAX_TOKENS,
     signal,
   });
   const summary = textOf({ role: "assistant", content: reply.content });
   if (summary === "") throw new Error("the model's summary of the conversation was empty");
-  const point = { type: "compaction" as const, summary, replaces: context.length };
+  // The marker stored now sits between the tail and the point: the point keeps it too.
+  const kept = start === context.length ? 0 : context.length - start + (saved.stored ? 1 : 0);
+  const point = {
+    type: "compaction" as const,
+    summary,
+    replaces: start,
+    ...(kept > 0 ? { keeps: kept } : {}),
+  };
   const call = { model, jobId: options.jobId };
   await history.append(sessionId, { role: "user", content: [point] }, { usage: reply.usage, call });
   const after = await contextSize(history, sessionId, maxMessages);
-  return { how: "summarised", before, after, replaced: context.length, usage: reply.usage, model };
+  return {
+    how: "summarised",
+    before,
+    after,
+    replaced: start,
+    kept: context.length - start,
+    usage: addUsage(saved.usage, reply.usage),
+    model,
+    memorySave: saved.outcome,
+  };
+}
+
+/**
+ * The messages of a call about `older` (the save call, the summary call): them and
+ * `request`, fitted to what the window leaves beside the call's instructions and reply.
+ */
+function asking(
+  older: readonly ChatMessage[],
+  request: string,
+  system: string,
+  replyTokens: number,
+  contextWindow: number,
+): RequestMessage[] {
+  const asked = buildRequestMessages([
+    ...older,
+    { role: "user", content: [{ type: "text", text: request }] },
+  ]);
+  const budget = contextWindow * 0.9 - replyTokens - estimateTokens(system);
+  return fitToBudget(asked, budget, estimateMessageTokens);
+}
+
+/** How the memory save before a summary went. */
+interface SaveOutcome {
+  outcome: CompactionResult["memorySave"];
+  /** Its marker was stored by this compaction (it then sits right before the point). */
+  stored: boolean;
+  usage: TokenUsage;
+}
+
+/**
+ * The memory save before a summary (see the file header): the calls of the marker stored
+ * since the last point, else those of one save call on `older`, stored as a marker before
+ * they run. A save call that fails is reported; the summary goes on.
+ */
+async function saveToMemory(
+  sessionId: string,
+  context: readonly ChatMessage[],
+  older: readonly ChatMessage[],
+  options: CompactionOptions,
+): Promise<SaveOutcome> {
+  const save = (await options.memorySave?.()) ?? null;
+  const none = { stored: false, usage: zeroUsage() };
+  if (!save) return { ...none, outcome: null };
+  const earlier = storedSave(context);
+  if (earlier) return { ...none, outcome: await runSaves(earlier.calls, save) };
+  const { history, provider, model, contextWindow, signal } = options;
+  const system = `${MEMORY_SAVE_SYSTEM}\n\n# Your memory now\n\n${save.memory}`;
+  let reply: Awaited<ReturnType<ModelProvider["complete"]>>;
+  try {
+    reply = await provider.complete({
+      model,
+      system,
+      messages: asking(older, MEMORY_SAVE_REQUEST, system, MEMORY_SAVE_MAX_TOKENS, contextWindow),
+      tools: [save.tool.spec],
+      maxTokens: MEMORY_SAVE_MAX_TOKENS,
+      signal,
+    });
+  } catch (thrown) {
+    signal.throwIfAborted();
+    return { ...none, outcome: { error: toError(thrown).message } };
+  }
+  const calls = reply.content.filter(
+    (block): block is ToolUseBlock =>
+      block.type === "tool_use" && block.name === save.tool.spec.name,
+  );
+  const marker: MemorySaveBlock = { type: "memory_save", calls };
+  const call = { model, jobId: options.jobId };
+  await history.append(
+    sessionId,
+    { role: "assistant", content: [marker] },
+    { usage: reply.usage, call },
+  );
+  return { stored: true, usage: reply.usage, outcome: await runSaves(calls, save) };
+}
+
+/** The memory save marker stored since the context's last compaction point, if any. */
+function storedSave(context: readonly ChatMessage[]): MemorySaveBlock | undefined {
+  const point = context.findLastIndex(isCompaction);
+  for (const message of context.slice(point + 1).reverse()) {
+    const block = message.content.find((candidate) => candidate.type === "memory_save");
+    if (block?.type === "memory_save") return block;
+  }
+  return undefined;
+}
+
+/** Runs the saved `memory` calls (each writes at most once); their answers go nowhere. */
+async function runSaves(
+  calls: ToolUseBlock[],
+  save: MemorySaveOptions,
+): Promise<{ calls: number }> {
+  await runToolCalls([save.tool], calls, save.context);
+  save.context.signal.throwIfAborted();
+  return { calls: calls.length };
 }

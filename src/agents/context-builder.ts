@@ -10,6 +10,9 @@
  *   - roles alternate, starting with the user (consecutive messages of one role merge);
  *   - no empty text block, no message without content.
  *
+ * A compaction point is sent first, as its summary, followed by the turns it keeps verbatim
+ * (stored before it) and what came after it.
+ *
  * It also applies the session's last prune point (see {@link PrunePointBlock}): the tool
  * outputs of older turns are sent as a note, so the request stays small while every
  * turn's words are still there. Old images and PDFs leave the same way, as a note naming
@@ -18,8 +21,7 @@
  * ones are sent as that note too.
  */
 import { assertNever } from "../base/assert-never.js";
-import { isConversationBlock } from "../base/content.js";
-import { isTurnStart } from "../base/turns.js";
+import { isCompaction, isWordsTurnStart } from "../base/turns.js";
 import type {
   ChatMessage,
   ContentBlock,
@@ -86,8 +88,20 @@ export function closingMessages(
  * stay open here.
  */
 export function buildRequestMessages(history: readonly ChatMessage[]): RequestMessage[] {
-  const pruned = withinMediaLimit(pruneOldToolOutputs(history));
+  const ordered = summaryFirst(history);
+  const pruned = withinMediaLimit(pruneOldToolOutputs(ordered));
   return mergeSameRole(pairToolCalls(pruned.map(withValidBlocks)));
+}
+
+/**
+ * The history with its last compaction point moved first: in a context (see
+ * `cutContext`), what comes before the point is the turns it keeps verbatim, which the
+ * model reads after the summary of what came before them.
+ */
+function summaryFirst(history: readonly ChatMessage[]): readonly ChatMessage[] {
+  const point = history.findLastIndex(isCompaction);
+  if (point <= 0) return history;
+  return [history[point] as ChatMessage, ...history.slice(0, point), ...history.slice(point + 1)];
 }
 
 /**
@@ -194,6 +208,7 @@ function prunedBlock(block: ContentBlock): ContentBlock {
     case "compaction":
     case "prune":
     case "job_end":
+    case "memory_save":
     // The API's own result goes back as it came, or not at all: it is never shortened.
     case "server_tool_use":
     case "server_tool_result":
@@ -207,11 +222,6 @@ function prunedBlock(block: ContentBlock): ContentBlock {
 export function prunedMediaNote(block: ImageBlock | DocumentBlock): string {
   const what = block.type === "image" ? "image" : "PDF";
   return `[${what} ${block.media.name} left out to save context; ask the user to send it again if you need it]`;
-}
-
-/** A turn start that holds what someone said, not only a compaction or prune point. */
-function isWordsTurnStart(message: ChatMessage): boolean {
-  return isTurnStart(message) && message.content.some(isConversationBlock);
 }
 
 function pruneBlockOf(message: ChatMessage): PrunePointBlock | undefined {
@@ -255,8 +265,8 @@ export function summaryNote(summary: string): string {
 }
 
 /**
- * What a stored block is sent as: a compaction point as its summary, a prune point and a
- * job's end as nothing.
+ * What a stored block is sent as: a compaction point as its summary, a prune point, a
+ * job's end and a memory save as nothing.
  */
 function requestBlock(block: ContentBlock): RequestContentBlock[] {
   switch (block.type) {
@@ -272,6 +282,7 @@ function requestBlock(block: ContentBlock): RequestContentBlock[] {
       return [{ type: "text", text: summaryNote(block.summary) }];
     case "prune":
     case "job_end":
+    case "memory_save":
       return [];
     default:
       return assertNever(block, "content block");

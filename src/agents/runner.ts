@@ -29,6 +29,7 @@ import {
   compactSession,
   contextSize,
   describeCompaction,
+  type MemorySaveOptions,
 } from "./compaction.js";
 import { contextWindowOf, formatContextUsage, hasKnownContextWindow } from "./context-budget.js";
 import { recordControlPlaneWrite } from "./control-plane-log.js";
@@ -42,7 +43,7 @@ import {
 import { runTurn, type TurnEvents, type TurnResult } from "./loop.js";
 import { parseMcpSelector } from "./mcp/names.js";
 import { type RunMemory, runMemoryOf } from "./memory/conversation.js";
-import { sessionSnapshot } from "./memory/prompt.js";
+import { currentMemory, sessionSnapshot } from "./memory/prompt.js";
 import { chainProvider, fallbackNotice, ModelCooldowns } from "./model-chain.js";
 import { createModelProvider } from "./providers/index.js";
 import type { SkillDefinition } from "./skill-file.js";
@@ -172,6 +173,13 @@ export interface RunRequest {
 }
 
 /**
+ * A session to compact: whose, and who the conversation is with (whose memory the save
+ * before a summary writes). Without a session key, the session's own.
+ */
+export type CompactRequest = Pick<RunRequest, "agentId" | "sessionId" | "signal" | "jobId"> &
+  Partial<Pick<RunRequest, "sessionKey" | "sender" | "replyTo">>;
+
+/**
  * Runs turns of any agent: resolves the agent, renders its prompt, builds its tools and
  * hands everything to the agent loop. Shared by `picklebot chat` and the AgentWorker.
  */
@@ -263,11 +271,15 @@ export class AgentRunner {
    * COMPACT_BEFORE of the agent's window, or whenever `force` is set; null when it did not.
    */
   async compact(
-    request: Pick<RunRequest, "agentId" | "sessionId" | "signal" | "jobId">,
+    request: CompactRequest,
     options: { force?: boolean } = {},
   ): Promise<CompactionResult | null> {
     await this.#lookUpWindow(this.#head(this.agent(request.agentId)).entry, request.signal);
-    const compacted = await compactSession(request.sessionId, this.#compaction(request), options);
+    const compaction = {
+      ...this.#compaction(request),
+      memorySave: () => this.#memorySave(request),
+    };
+    const compacted = await compactSession(request.sessionId, compaction, options);
     // The summary starts the session afresh: its next turn takes a new memory snapshot.
     if (compacted) await this.#options.memoryStores?.recall.retake(request.sessionId);
     return compacted;
@@ -278,7 +290,7 @@ export class AgentRunner {
    * sentence for the person who asked (the chats and the terminal say the same).
    */
   async compactNow(
-    request: Pick<RunRequest, "agentId" | "sessionId" | "signal" | "jobId">,
+    request: CompactRequest,
   ): Promise<{ compacted: CompactionResult | null; report: string }> {
     const compacted = await this.compact(request, { force: true });
     if (compacted) return { compacted, report: `Compacted: ${describeCompaction(compacted)}.` };
@@ -314,8 +326,42 @@ export class AgentRunner {
       contextWindow: this.#windowOf(entry),
       maxTokens,
       maxMessages: config.history.max_messages,
+      tailTokens: config.history.keep_verbatim_tokens,
       signal: request.signal,
       ...(request.jobId === undefined ? {} : { jobId: request.jobId }),
+    };
+  }
+
+  /**
+   * The memory save before a summary (see compaction.ts): the run's `memory` tool, when
+   * the session's run may write memory and the agent's policy allows `memory` without
+   * asking (nobody is asked during a compaction); nothing otherwise.
+   */
+  async #memorySave(request: CompactRequest): Promise<MemorySaveOptions | null> {
+    const { memoryStores: stores, config, workspace, history } = this.#options;
+    if (!stores) return null;
+    const agent = this.agent(request.agentId);
+    const policy = agentPolicy(config.approvals.policy, agent.approvals);
+    if (decide(policy, "memory", {}).action !== "allow") return null;
+    const sessionKey =
+      request.sessionKey ?? (await history.getSession(request.sessionId))?.key ?? null;
+    if (sessionKey === null) return null;
+    const conversation = { ...request, sessionKey };
+    const memory = await this.#memoryOf(agent, conversation);
+    const tool = this.#memoryTools(memory, conversation).options.memory;
+    const [memoryTool] = tool ? createToolbox(["memory"], { memory: tool }) : [];
+    if (!memory || !memoryTool) return null;
+    return {
+      tool: memoryTool,
+      memory: await currentMemory(memory, stores.memory),
+      context: {
+        workspace,
+        signal: request.signal,
+        agentId: agent.id,
+        sessionKey,
+        historyPath: config.history.path,
+        ...(request.jobId === undefined ? {} : { jobId: request.jobId }),
+      },
     };
   }
 
@@ -422,7 +468,10 @@ export class AgentRunner {
   }
 
   /** The run's memory (whose it reads and writes), or null when it runs without. */
-  async #memoryOf(agent: AgentDefinition, request: RunRequest): Promise<RunMemory | null> {
+  async #memoryOf(
+    agent: AgentDefinition,
+    request: Pick<RunRequest, "sessionKey" | "sender" | "replyTo">,
+  ): Promise<RunMemory | null> {
     const stores = this.#options.memoryStores;
     if (!stores) return null;
     return runMemoryOf(
@@ -451,7 +500,7 @@ export class AgentRunner {
   }
 
   /** The memory tools of a run and what they are built with (none without memory). */
-  #memoryTools(memory: RunMemory | null, request: RunRequest): RunMemoryTools {
+  #memoryTools(memory: RunMemory | null, request: Pick<RunRequest, "sessionId">): RunMemoryTools {
     const stores = this.#options.memoryStores;
     const { config, history, clock } = this.#options;
     const names: string[] = [];
@@ -500,7 +549,8 @@ export class AgentRunner {
     const listing = skillListing(skills, workspace, config.skills.max_listing_chars);
     const policy = agentPolicy(config.approvals.policy, agent.approvals);
     const search = turnSearchOf(config.tools.web_search, {
-      anthropicModel: config.llm.provider === "anthropic",
+      // The turn's model, not llm:'s: another provider's adapter sends no server tool.
+      anthropicModel: entry.llm.provider === "anthropic",
       policy: decide(policy, "web_search", {}).action,
     });
     const memory = await this.#memoryOf(agent, request);

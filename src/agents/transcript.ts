@@ -6,7 +6,7 @@
  *   user text, images and PDFs ─► a `user` entry (a job's resume marker `.` is left out)
  *   assistant text + tool_use ─► an `assistant` entry, its tool calls answered by the next
  *     message's tool_results (shortened), and its model call (model, tokens)
- *   compaction / prune / job_end blocks ─► entries of their own, marked
+ *   compaction / prune / job_end / memory_save blocks ─► entries of their own, marked
  */
 
 import { assertNever } from "../base/assert-never.js";
@@ -76,6 +76,12 @@ export type TranscriptEntry =
       call: TranscriptCall | null;
     })
   | (EntryBase & { kind: "prune"; keepTurns: number })
+  | (EntryBase & {
+      kind: "memory_save";
+      /** The inputs of the `memory` calls made before a summary (each writes at most once). */
+      inputs: unknown[];
+      call: TranscriptCall | null;
+    })
   | (EntryBase & { kind: "job_end"; outcome: "cancel" | "discard"; message: string })
   /** A model call whose message was not found (a failed compaction's summary call). */
   | (EntryBase & { kind: "call"; call: TranscriptCall });
@@ -139,7 +145,7 @@ interface MessageBlocks {
   files: TranscriptFile[];
   /** Its tool calls, not yet answered. */
   toolCalls: TranscriptToolCall[];
-  /** An entry for each marker it holds (compaction, prune point, job end), in order. */
+  /** An entry for each marker it holds (compaction, prune point, job end, memory save), in order. */
   markers: TranscriptEntry[];
 }
 
@@ -190,6 +196,11 @@ function readBlocks(
       case "job_end": {
         const { outcome, message: said } = block;
         read.markers.push({ ...base, kind: "job_end", outcome, message: said });
+        break;
+      }
+      case "memory_save": {
+        const inputs = block.calls.map((call) => call.input);
+        read.markers.push({ ...base, kind: "memory_save", inputs, call: takeCall(message) });
         break;
       }
       default:

@@ -150,14 +150,17 @@ export class TurnDriver {
     onCompacted: TurnRequest["onCompacted"],
     onCompactionFailed: TurnRequest["onCompactionFailed"],
   ): Promise<void> {
-    const { agentId, sessionId, signal, jobId } = request;
+    const { agentId, sessionId, sessionKey, signal, jobId, sender, replyTo } = request;
     let compacted: CompactionResult | null;
     try {
       compacted = await this.#options.runner.compact({
         agentId,
         sessionId,
+        sessionKey,
         signal,
         ...(jobId === undefined ? {} : { jobId }),
+        ...(sender === undefined ? {} : { sender }),
+        ...(replyTo === undefined ? {} : { replyTo }),
       });
     } catch (thrown) {
       if (signal.aborted) throw thrown;

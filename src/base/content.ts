@@ -31,6 +31,7 @@ export function isConversationBlock(block: ContentBlock): boolean {
     case "compaction":
     case "prune":
     case "job_end":
+    case "memory_save":
       return false;
     default:
       return assertNever(block, "content block");

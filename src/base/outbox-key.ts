@@ -16,6 +16,9 @@
  * - `schedule:<schedule id>:<occurrence ms>`: a reminder's message, once per occurrence.
  * - `heartbeat-paused:<heartbeat id>:<period start ms>`: telling the owner a heartbeat
  *   stopped at a reached budget, once per heartbeat and budget period.
+ * - `heartbeat-unpriced:<heartbeat id>:<digest>`: telling the owner a heartbeat stopped
+ *   because its agent's model has no price under a budget, once per heartbeat and model
+ *   (16 hex digits of the model's SHA-256: a model id may hold a colon).
  * - `paired:<platform>:<user id>:<approved at ms>`: telling a person the owner let them in.
  */
 import type { ChatPlatformKind } from "../ports/index.js";
@@ -31,6 +34,7 @@ export type OutboxKey =
   | { kind: "bus"; platform: ChatPlatformKind; messageId: string }
   | { kind: "schedule"; scheduleId: string; occurrenceMs: number }
   | { kind: "heartbeat-paused"; heartbeatId: string; periodStart: number }
+  | { kind: "heartbeat-unpriced"; heartbeatId: string; digest: string }
   | { kind: "paired"; platform: ChatPlatformKind; userId: string; approvedAt: number }
   | {
       kind: "budget";
@@ -58,6 +62,8 @@ export function formatOutboxKey(key: OutboxKey): string {
       return `schedule:${key.scheduleId}:${key.occurrenceMs}`;
     case "heartbeat-paused":
       return `heartbeat-paused:${key.heartbeatId}:${key.periodStart}`;
+    case "heartbeat-unpriced":
+      return `heartbeat-unpriced:${key.heartbeatId}:${key.digest}`;
     case "paired":
       return `paired:${key.platform}:${key.userId}:${key.approvedAt}`;
     case "budget":
@@ -109,6 +115,11 @@ export function parseOutboxKey(text: string): OutboxKey | null {
       const [heartbeatId, start, extra] = parts;
       if (!heartbeatId || extra !== undefined || !/^\d+$/.test(start ?? "")) return null;
       return { kind, heartbeatId, periodStart: Number(start) };
+    }
+    case "heartbeat-unpriced": {
+      const [heartbeatId, digest, extra] = parts;
+      if (!heartbeatId || !digest || extra !== undefined) return null;
+      return { kind, heartbeatId, digest };
     }
     case "budget":
       return parseBudgetKey(parts);

@@ -2,20 +2,18 @@
  * Person keys: the text that names someone an agent talks to, under which its memory of
  * them is kept (`src/ports/memory.ts`). Built and read only here:
  *
- * - `telegram:<user id>`, `discord:<user id>`: a chat platform's user (the sender's id,
- *   never a chat's: in a group chat every sender is a person of their own).
+ * - `telegram:<user id>`, `discord:<user id>`, `slack:<member id>`: a chat platform's user
+ *   (the sender's id, never a chat's: in a group chat every sender is a person of their
+ *   own), its syntax the platform's `userId` of {@link CHAT_PLATFORMS}.
  * - `owner`: whoever talks through the terminal (`picklebot chat`) or the dashboard's
  *   chat; both need the workspace or the dashboard's login, so both are the owner.
  */
-import type { ChatPlatformKind, JobSender } from "../ports/index.js";
-import { isChatPlatform } from "./chat-address.js";
+import { CHAT_PLATFORMS, type ChatPlatformKind, type JobSender } from "../ports/index.js";
+import { CHAT_PLATFORM_KINDS, isChatPlatform } from "./chat-address.js";
 import { parseSessionKey } from "./session-key.js";
 
 /** The person key of the owner: the terminal and the dashboard. */
 export const OWNER_PERSON = "owner";
-
-/** A platform user id: digits (Telegram's and Discord's alike). */
-const USER_ID = /^\d{1,32}$/;
 
 /** The person key of a chat platform's user: `telegram:<user id>`. */
 export function chatPersonKey(platform: ChatPlatformKind, userId: string): string {
@@ -26,11 +24,19 @@ export function chatPersonKey(platform: ChatPlatformKind, userId: string): strin
 export function isPersonKey(text: string): boolean {
   if (text === OWNER_PERSON) return true;
   const separator = text.indexOf(":");
-  return isChatPlatform(text.slice(0, separator)) && USER_ID.test(text.slice(separator + 1));
+  const platform = text.slice(0, separator);
+  return (
+    isChatPlatform(platform) && CHAT_PLATFORMS[platform].userId.test(text.slice(separator + 1))
+  );
 }
 
-/** The forms a person key takes, for messages: `telegram:<user id>, discord:<user id> or owner`. */
-export const PERSON_KEY_FORMS = "telegram:<user id>, discord:<user id> or owner";
+/**
+ * The forms a person key takes, for messages:
+ * `telegram:<user id>, discord:<user id>, slack:<member id> or owner`.
+ */
+export const PERSON_KEY_FORMS = `${CHAT_PLATFORM_KINDS.map(
+  (kind) => `${kind}:${CHAT_PLATFORMS[kind].userIdHint}`,
+).join(", ")} or ${OWNER_PERSON}`;
 
 /**
  * Who the conversation of a session key is with when no job names a sender: the owner

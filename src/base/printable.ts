@@ -37,6 +37,18 @@ export function printable(text: string, options: PrintableOptions = {}): string 
 }
 
 /**
+ * The first character of `text` that {@link printable} would escape, shown as its escape
+ * (`\x1b`), or null when there is none.
+ */
+export function controlCharacterIn(text: string, options: PrintableOptions = {}): string | null {
+  for (const [char] of text.matchAll(CONTROLS)) {
+    const shown = printable(char, options);
+    if (shown !== char) return shown;
+  }
+  return null;
+}
+
+/**
  * Every string inside `value` (a log record) made {@link printable}; the keys named in
  * `multilineKeys` (e.g. `stack`) keep their line feeds.
  */

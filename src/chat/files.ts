@@ -1,7 +1,8 @@
 /**
  * The rules every platform's files follow, checked once before a file is sent (and by
  * `send_file` before it is stored), so a file no platform would take fails the same way
- * everywhere and never reaches the network: not empty, within the platform's limit.
+ * everywhere and never reaches the network: not empty, within the platform's limit. And
+ * how every platform hands over a file a person sent: as it arrives, chunk by chunk.
  */
 import { ChatPlatformError } from "../base/errors.js";
 import { CHAT_PLATFORMS, type ChatPlatformKind } from "../ports/index.js";
@@ -39,5 +40,22 @@ export function checkOutgoingFile(
     throw new ChatPlatformError(`${platform}: cannot send a file: ${problem}`, {
       context: { platform },
     });
+  }
+}
+
+/**
+ * The body of a file download as it arrives, chunk by chunk, for the media store to write
+ * as it comes (never the whole file in memory); a failure part way (the connection cut,
+ * the timeout) becomes what `failed` makes of it.
+ */
+export async function* downloadChunks(
+  response: Response,
+  failed: (error: unknown) => Error,
+): AsyncIterable<Uint8Array> {
+  if (!response.body) return;
+  try {
+    for await (const chunk of response.body) yield chunk;
+  } catch (error) {
+    throw failed(error);
   }
 }

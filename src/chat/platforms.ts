@@ -2,8 +2,8 @@
  * The chat-platform registry: how each platform of {@link CHAT_PLATFORMS} is built from its
  * `picklebot.yaml` section. The MessageBusWorker and the chat senders run what it builds.
  *
- * Each adapter is imported only when its platform is enabled: telegraf, discord.js and the
- * Slack clients are the largest libraries picklebot has, and most commands (and most servers) need neither.
+ * Each adapter is imported only when its platform is enabled: telegraf, the discord.js
+ * project's gateway and REST clients and the Slack clients are the largest libraries picklebot has, and most commands (and most servers) need neither.
  */
 import type { Logger } from "../base/log.js";
 import { type Config, runnablePlatforms } from "../config/index.js";

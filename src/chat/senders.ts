@@ -2,7 +2,7 @@
  * ChatSenders: the sending half of the chat buses, in every process of a cluster.
  *
  * Built at start-up, before the AgentWorker, from platform objects that are never started
- * (sending needs no polling or gateway: telegraf's `telegram` client and discord.js REST
+ * (sending needs no polling or gateway: telegraf's `telegram` client and @discordjs/rest
  * work alone). For each enabled platform it registers a {@link ChatFrontend}, so a chat
  * job streams and delivers its reply from whichever process runs it, and keeps the
  * {@link OutboxDelivery} whose retry loop the leader's MessageBusWorker runs. With a shared

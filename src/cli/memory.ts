@@ -228,7 +228,23 @@ function editInEditor(text: string, owned: OwnedMemory): EditedText {
       `the editor (${editor}) ended with ${ran.error?.message ?? `exit code ${ran.status}`}; nothing was changed`,
     );
   }
-  return { text: readFileSync(file, "utf8"), file, folder };
+  return { text: utf8Text(file, owned), file, folder };
+}
+
+/** The edited file's text; a refusal keeping the file when it is not UTF-8 (UTF-16, binary). */
+function utf8Text(file: string, owned: OwnedMemory): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(readFileSync(file));
+  } catch {
+    throw new UserError(
+      `${owned.label} was not changed: the edited file is not UTF-8 text (did the editor save it in another encoding?)${keptIn(file)}`,
+    );
+  }
+}
+
+/** Where the person's refused text is kept, for a refusal's end. */
+function keptIn(file: string): string {
+  return `; your text is kept in ${file}, copy from it and run edit again`;
 }
 
 /**
@@ -244,9 +260,7 @@ async function store(
   const target = { agentId: owned.agentId, scope: owned.scope };
   const result = await context.storage.memory.update(target, { by: "cli", at: Date.now() }, editor);
   if (result.status === "refused") {
-    const kept = editedFile
-      ? `; your text is kept in ${editedFile}, copy from it and run edit again`
-      : "";
+    const kept = editedFile ? keptIn(editedFile) : "";
     throw new UserError(`${owned.label} was not changed: ${result.reason}${kept}`);
   }
   if (result.status === "applied") {

@@ -54,7 +54,7 @@ export function serverCommand(): Command {
       // Loaded here, not at the top: the other commands need none of the server's libraries.
       const { PicklebotServer } = await import("../server/server.js");
       const server = await PicklebotServer.start({ ...loaded, logger });
-      releaseYoungGeneration();
+      releaseYoungGenerationOnceConnected(server);
       await printSummary(loaded, server, logger);
       printLoginLink(loaded, server);
       const lost = await Promise.race([untilSignalled(logger).then(() => null), server.lost]);
@@ -68,6 +68,28 @@ export function serverCommand(): Command {
       exitIfStuck(logger);
       logger.info("picklebot server stopped");
     });
+}
+
+/**
+ * The longest the young generation stays held for chat platforms that have not connected
+ * yet: one that cannot (a refused token, Discord down) retries for as long as it takes.
+ */
+const CONNECT_HOLD_LIMIT_MS = 30_000;
+/** How often the chat platforms' connections are looked at while the hold lasts. */
+const CONNECT_CHECK_MS = 100;
+
+/**
+ * Lets V8's young generation grow again once the start is over: when every chat platform
+ * has connected (logging in and the first gateway and polling calls are part of starting),
+ * or after {@link CONNECT_HOLD_LIMIT_MS} at the latest (docs/decisions/young-generation-at-start.md).
+ */
+function releaseYoungGenerationOnceConnected(server: PicklebotServer): void {
+  const deadline = Date.now() + CONNECT_HOLD_LIMIT_MS;
+  const check = (): void => {
+    if (server.chatConnected() || Date.now() >= deadline) releaseYoungGeneration();
+    else setTimeout(check, CONNECT_CHECK_MS).unref();
+  };
+  check();
 }
 
 /** How long a stopped server may take to let go of its last connections. */

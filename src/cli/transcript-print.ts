@@ -61,6 +61,14 @@ function printEntry(entry: TranscriptEntry): void {
     case "job_end":
       printLine(`${when} ── job ended by a tool (${entry.outcome}): ${entry.message}`);
       return;
+    case "memory_save":
+      printLine(
+        `${when} ── before the summary, ${entry.inputs.length} memory calls${callNote(entry.call)}`,
+      );
+      for (const input of entry.inputs) {
+        printLine(`  → tool memory ${clip(JSON.stringify(input), INPUT_CHARS)}`);
+      }
+      return;
     case "call":
       printLine(`${when} model call${job}${callNote(entry.call)}`);
       return;

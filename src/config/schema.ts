@@ -9,6 +9,7 @@ import { isHeartbeatInterval, parseHeartbeatEvery } from "../base/heartbeat.js";
 import { isLocalEndpoint } from "../base/local-endpoint.js";
 import { hostTimeZone } from "../base/time-zone.js";
 import {
+  CHAT_PLATFORMS,
   type ChatPlatformKind,
   DEFAULT_DISCORD_CALL_TIMEOUT_MS,
   DEFAULT_MAX_ATTEMPTS,
@@ -148,8 +149,34 @@ export function buildConfigSchema(context: ConfigSchemaContext) {
     })
     .transform((config) => ({
       ...config,
-      models: withProviderKeys(config.models, config.llm.provider, context.env),
+      models: localEntriesFree(
+        withProviderKeys(config.models, config.llm.provider, context.env),
+        config.llm,
+      ),
     }));
+}
+
+/**
+ * The `models:` entries, each on this machine or the local network (an OpenAI-compatible
+ * base URL such as Ollama's, its own or `llm`'s) and without `prices` given a price of 0,
+ * as `llm:` is (localModelFree): usage and budgets count it as free, not unpriced.
+ */
+function localEntriesFree<
+  T extends {
+    provider?: ProviderName | undefined;
+    base_url?: string | undefined;
+    prices?: z.output<ReturnType<typeof modelPriceSchema>> | undefined;
+  },
+>(models: Record<string, T>, llm: { provider: ProviderName; base_url?: string | undefined }) {
+  const priced: Record<string, T> = {};
+  for (const [name, entry] of Object.entries(models)) {
+    const provider = entry.provider ?? llm.provider;
+    const baseUrl = entry.base_url ?? (provider === llm.provider ? llm.base_url : undefined);
+    const local =
+      provider === "openai-compatible" && baseUrl !== undefined && isLocalEndpoint(baseUrl);
+    priced[name] = local && entry.prices === undefined ? { ...entry, prices: FREE } : entry;
+  }
+  return priced;
 }
 
 /**
@@ -189,6 +216,18 @@ export type Config = z.output<ReturnType<typeof buildConfigSchema>>;
  */
 export const MODEL_PROVIDER_KINDS = ["anthropic", "openai-compatible"] as const;
 
+/**
+ * `llm.provider` and an entry's `provider`: one of {@link MODEL_PROVIDER_KINDS}. Its error
+ * says which one serves OpenAI and the local servers, whose names people write here.
+ */
+function providerSchema() {
+  return z
+    .enum(MODEL_PROVIDER_KINDS)
+    .describe(
+      `"anthropic", or "openai-compatible" for OpenAI, OpenRouter, Groq, Together, Ollama, LM Studio, vLLM and llama.cpp's server (docs/guides/models.md)`,
+    );
+}
+
 /** The `llm` section of the validated configuration. */
 export type LlmConfig = Config["llm"];
 
@@ -201,7 +240,7 @@ export type ModelProviderKind = LlmConfig["provider"];
 function llmSchema(env: Environment) {
   return z
     .strictObject({
-      provider: z.enum(MODEL_PROVIDER_KINDS).default("anthropic"),
+      provider: providerSchema().default("anthropic"),
       model: z.string().min(1).default("claude-sonnet-4-6"),
       /**
        * Absent is allowed: the model call reports a missing key when it is made (a local
@@ -267,9 +306,11 @@ function localModelFree<
     llm.base_url !== undefined &&
     isLocalEndpoint(llm.base_url);
   if (!local || llm.prices[llm.model] !== undefined) return llm;
-  const free = { input: 0, output: 0, cache_read: 0, cache_write: 0 };
-  return { ...llm, prices: { ...llm.prices, [llm.model]: free } };
+  return { ...llm, prices: { ...llm.prices, [llm.model]: FREE } };
 }
+
+/** The price of a model on this machine or the local network. */
+const FREE = { input: 0, output: 0, cache_read: 0, cache_write: 0 };
 
 /** The name `llm:` goes by among the named models: the default entry. */
 export const DEFAULT_MODEL_ENTRY = "default";
@@ -289,7 +330,7 @@ function fallbackNamesSchema() {
  */
 function modelsSchema() {
   const entry = z.strictObject({
-    provider: z.enum(MODEL_PROVIDER_KINDS).optional(),
+    provider: providerSchema().optional(),
     model: z.string().min(1),
     api_key: z.string().optional(),
     base_url: httpUrl().optional(),
@@ -450,6 +491,11 @@ function historySchema(workspace: string) {
         .transform((folder) => path.resolve(workspace, folder)),
       max_messages: fromText(z.int().min(2)).default(200),
       /**
+       * Tokens of the latest whole turns a compaction's summary keeps word for word after
+       * it (docs/decisions/compaction-keeps-recent-turns.md); 0 summarises everything.
+       */
+      keep_verbatim_tokens: fromText(z.int().min(0)).default(20_000),
+      /**
        * SQLite: `full` fsyncs every commit (nothing committed is lost on a power cut);
        * `normal` is several times faster but a power cut can lose the last commits.
        */
@@ -506,7 +552,7 @@ function discordSchema(env: Environment) {
 function slackSchema(env: Environment) {
   const userId = z
     .string()
-    .regex(/^[UW][A-Z0-9]{2,}$/)
+    .regex(CHAT_PLATFORMS.slack.userId)
     .describe('a Slack member id such as "U012AB3CD" (profile → ⋮ → Copy member ID)');
   return z
     .strictObject({

@@ -98,12 +98,18 @@ export class ChatScheduleDesk implements ChatSchedules {
 
   async cancel(id: string): Promise<string> {
     const { store, clock } = this.#options;
-    const cancelled = await store.cancel(id, clock.now(), this.#chat());
-    if (cancelled === null) {
+    const chat = this.#chat();
+    // A schedule's kind never changes, so this check holds for the cancel below.
+    const heartbeat = await store.get(id);
+    if (heartbeat?.kind === "heartbeat") {
       throw new ToolError(
-        `schedule: this chat has no active schedule "${id}"; action "list" shows the ids of its schedules`,
+        sameChat(heartbeat.chat, chat)
+          ? `schedule: "${id}" is this chat's heartbeat, which only the owner turns off (/heartbeat off)`
+          : noScheduleText(id),
       );
     }
+    const cancelled = await store.cancel(id, clock.now(), chat);
+    if (cancelled === null) throw new ToolError(noScheduleText(id));
     return `Cancelled ${id} (${cancelled.kind} "${cancelled.text}").`;
   }
 
@@ -133,6 +139,15 @@ export class ChatScheduleDesk implements ChatSchedules {
     }
     return { at: null, cron };
   }
+}
+
+/** The refusal of a cancel of an id this chat has no active schedule by. */
+function noScheduleText(id: string): string {
+  return `schedule: this chat has no active schedule "${id}"; action "list" shows the ids of its schedules`;
+}
+
+function sameChat(a: ChatReplyTarget, b: ChatReplyTarget): boolean {
+  return a.kind === b.kind && a.chatId === b.chatId;
 }
 
 /** The kind and text of a request: exactly one of `message` and `task`. */

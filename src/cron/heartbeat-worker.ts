@@ -7,6 +7,7 @@
  *               │
  *               ├─ the chat was not idle since the tick before ─────────┐
  *               ├─ a budget of its turns is reached ─► tell the chat once per period
+ *               ├─ a budget applies and its model has no price ─► tell the chat once
  *               └─ otherwise: a job `heartbeat:<id>:<tick ISO>` ─────────┤
  *                                                                        ▼
  *                                          record the tick as fired (compare-and-set)
@@ -25,6 +26,7 @@
  * and sent nowhere (src/frontends/heartbeat-reply.ts).
  */
 
+import { createHash } from "node:crypto";
 import { formatChatAddress } from "../base/chat-address.js";
 import type { Logger } from "../base/log.js";
 import { checkNumberOptions } from "../base/options.js";
@@ -64,6 +66,11 @@ export interface ChatHeartbeatWorkerOptions {
   outbox: OutboxStore;
   /** The first reached budget of a turn of this agent, or null. */
   reachedBudget: (agentId: string) => Promise<ReachedBudget | null>;
+  /**
+   * The model of this agent's turns when a budget applies and it has no price (every call
+   * of the tick would be refused), or null.
+   */
+  unpricedModel: (agentId: string) => string | null;
   clock: Clock;
   logger: Logger;
   /** `workers.max_attempts`, given to every tick's job. */
@@ -82,7 +89,7 @@ interface Tracked extends Heartbeat {
 }
 
 /** What a tick did. */
-type TickOutcome = "ran" | "not idle" | "budget reached";
+type TickOutcome = "ran" | "not idle" | "budget reached" | "model has no price";
 
 /** Fires the heartbeats of chats; see the file header for the rules. */
 export class ChatHeartbeatWorker implements Worker {
@@ -170,6 +177,11 @@ export class ChatHeartbeatWorker implements Worker {
   async #run(heartbeat: Tracked, tick: number): Promise<TickOutcome> {
     const { queue, maxAttempts } = this.#options;
     if (!(await this.#idle(heartbeat, tick))) return "not idle";
+    const unpriced = this.#options.unpricedModel(heartbeat.agentId);
+    if (unpriced !== null) {
+      await this.#tellUnpriced(heartbeat, unpriced);
+      return "model has no price";
+    }
     const reached = await this.#options.reachedBudget(heartbeat.agentId);
     if (reached !== null) {
       await this.#tellPaused(heartbeat, reached);
@@ -214,6 +226,25 @@ export class ChatHeartbeatWorker implements Worker {
     const text =
       `Heartbeat paused: ${reached.summary}. No checks run until ${formatTime(reached.resetsAt, heartbeat.timezone)}; ` +
       "raise the budget in picklebot.yaml or the agent's AGENT.md, or send /heartbeat off.";
+    const { kind: platform, chatId } = heartbeat.chat;
+    await outbox.submit({ dedupeKey, platform, chatId }, text, clock.now());
+  }
+
+  /**
+   * Tells the chat the heartbeat stopped because its agent's model has no price under a
+   * budget: once per heartbeat and model (the tick's job would fail at each tick).
+   */
+  async #tellUnpriced(heartbeat: Tracked, model: string): Promise<void> {
+    const { outbox, clock } = this.#options;
+    const dedupeKey = formatOutboxKey({
+      kind: "heartbeat-unpriced",
+      heartbeatId: heartbeat.id,
+      digest: createHash("sha256").update(model).digest("hex").slice(0, 16),
+    });
+    const text =
+      `Heartbeat paused: agent "${heartbeat.agentId}" uses model "${model}", which has no price, ` +
+      "so its budget cannot be kept. No checks run until it has one (the owner can see how " +
+      "with `picklebot doctor`), or send /heartbeat off.";
     const { kind: platform, chatId } = heartbeat.chat;
     await outbox.submit({ dedupeKey, platform, chatId }, text, clock.now());
   }

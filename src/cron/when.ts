@@ -65,8 +65,12 @@ function readWords(text: string, now: number, zone: string): number {
     );
   }
   const wall = result.date().getTime();
-  // "In 20 minutes" counts real minutes, even across a clock change.
-  if (result.tags().has("result/relativeDateAndTime")) return now + (wall - wallNow);
+  // "In 20 minutes" counts real minutes, even across a clock change; "now" is now (chrono
+  // marks it as of the zone it was handed, which is not the person's).
+  const tags = result.tags();
+  if (tags.has("result/relativeDateAndTime") || tags.has("casualReference/now")) {
+    return now + (wall - wallNow);
+  }
   if (result.start.isCertain("timezoneOffset")) return wall;
   return instantOfWallTime(wall, zone);
 }
@@ -115,13 +119,19 @@ function validCron(expression: string): boolean {
   }
 }
 
-/** "every 15 minutes", "every hour", "every weekday at 8", "every mon and wed at 9:30". */
+/**
+ * "every 15 minutes", "every hour", "every weekday at 8", "every mon and wed at 9:30";
+ * "every 10 seconds" too (a cron with seconds), so that it is refused as too frequent
+ * rather than as words it cannot read.
+ */
 function repeatWords(text: string): string | null {
-  const step = /^every (?:(\d+) )?(minute|hour)s?$/.exec(text);
+  const step = /^every (?:(\d+) )?(second|minute|hour)s?$/.exec(text);
   if (step) {
     const n = Number(step[1] ?? 1);
     if (n < 1) return null;
-    if (step[2] === "minute") return n === 1 ? "* * * * *" : `*/${n} * * * *`;
+    const every = n === 1 ? "*" : `*/${n}`;
+    if (step[2] === "second") return `${every} * * * * *`;
+    if (step[2] === "minute") return `${every} * * * *`;
     return n === 1 ? "0 * * * *" : `0 */${n} * * *`;
   }
   const days = /^every (.+?) at (.+)$/.exec(text);
@@ -180,7 +190,11 @@ export function shortestGapMs(cron: string, zone: string, now: number): number {
   return shortest;
 }
 
-/** Minutes as people say them: "90 minutes", "2 hours". */
+/** Minutes as people say them: "90 minutes", "2 hours"; under a minute, "10 seconds". */
 export function minutesInWords(ms: number): string {
+  if (ms < MINUTE_MS) {
+    const seconds = Math.max(1, Math.round(ms / 1000));
+    return seconds === 1 ? "1 second" : `${seconds} seconds`;
+  }
   return minutesAsWords(Math.round(ms / MINUTE_MS));
 }

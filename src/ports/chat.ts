@@ -9,19 +9,38 @@
 /**
  * The chat platforms picklebot runs a bot on, and what every layer needs to know of each:
  * `chatId`, the syntax of a chat id (Telegram's chat id, Discord's channel id) in an
- * address such as a cron's `deliver_to` (`telegram:<chat_id>`), described by `chatIdHint`.
+ * address such as a cron's `deliver_to` (`telegram:<chat_id>`), described by `chatIdHint`;
+ * `userId`, the syntax of a person's id in a person key (`telegram:<user id>`, the key of
+ * their memory), described by `userIdHint`.
  * A job's {@link ReplyTarget} names the chat the same way on every platform:
  * `{ kind: "discord", chatId }`. A platform's adapter is registered in
  * `src/chat/platforms.ts` and its `picklebot.yaml` section in `src/config/schema.ts`;
  * the compiler refuses a platform missing from either.
  */
 export const CHAT_PLATFORMS = {
-  telegram: { chatId: /^(-?\d+|@\w+)$/, chatIdHint: "<chat_id>", maxFileBytes: 50_000_000 },
-  discord: { chatId: /^\d+$/, chatIdHint: "<channel_id>", maxFileBytes: 25 * 1024 * 1024 },
-  /** A conversation id (`D…` DM, `C…`/`G…` channel), or `<channel>/<thread_ts>` for a thread. */
+  telegram: {
+    chatId: /^(-?\d+|@\w+)$/,
+    chatIdHint: "<chat_id>",
+    userId: /^\d{1,32}$/,
+    userIdHint: "<user id>",
+    maxFileBytes: 50_000_000,
+  },
+  discord: {
+    chatId: /^\d+$/,
+    chatIdHint: "<channel_id>",
+    userId: /^\d{1,32}$/,
+    userIdHint: "<user id>",
+    maxFileBytes: 25 * 1024 * 1024,
+  },
+  /**
+   * A conversation id (`D…` DM, `C…`/`G…` channel), or `<channel>/<thread_ts>` for a thread;
+   * a person by their member id (`U…`, or `W…` on Enterprise Grid).
+   */
   slack: {
     chatId: /^[CDG][A-Z0-9]{2,}(\/\d+\.\d+)?$/,
     chatIdHint: "<channel_id>",
+    userId: /^[UW][A-Z0-9]{2,}$/,
+    userIdHint: "<member id>",
     maxFileBytes: 1_000_000_000,
   },
 } as const;
@@ -122,6 +141,12 @@ export interface ChatAttachment {
   durationS?: number;
 }
 
+/**
+ * A downloaded file: its bytes, or its chunks as they arrive from the network (read once,
+ * to the end), so a large file can be stored without being held whole in memory.
+ */
+export type FileDownload = Uint8Array | AsyncIterable<Uint8Array>;
+
 /** A message a person sent to the bot, already filtered by the platform's rules. */
 export interface IncomingChatMessage {
   platform: ChatPlatformKind;
@@ -221,7 +246,7 @@ export const DEFAULT_SLACK_CALL_TIMEOUT_MS = 15_000;
 export type ChatPlatformState = "connecting" | "connected" | "stopped";
 
 /**
- * One chat platform's bot connection (telegraf, discord.js): converts platform updates to
+ * One chat platform's bot connection (telegraf, @discordjs/ws): converts platform updates to
  * {@link IncomingChatMessage} and sends text. Allowlists, sessions, streaming, splitting
  * and retries live once in the core, not here.
  *
@@ -308,11 +333,12 @@ export interface ChatPlatform {
    */
   sendFile(chatId: string, file: OutgoingFile, key?: string): Promise<SentChatMessage>;
   /**
-   * The bytes of a file a person sent. A file the platform will not hand over (Telegram's
-   * bots download at most 20 MB) throws a {@link ChatPlatformError} that is not retryable
-   * and says why.
+   * The bytes of a file a person sent, whole or as they arrive (see {@link FileDownload}).
+   * A file the platform will not hand over (Telegram's bots download at most 20 MB) throws
+   * a {@link ChatPlatformError} that is not retryable and says why; so does, or a
+   * retryable one, a download cut off part way.
    */
-  download(attachment: ChatAttachment, signal?: AbortSignal): Promise<Uint8Array>;
+  download(attachment: ChatAttachment, signal?: AbortSignal): Promise<FileDownload>;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@
  * - **Usage ledger**: every model call's tokens, model and job, stored with its message.
  * - **Memory**: what an agent keeps between sessions: its notes, and what it knows about
  *   each person it talks to (a **person key**: `telegram:<user id>`, `discord:<user id>`,
- *   `owner`); see `memory.ts`.
+ *   `slack:<member id>`, `owner`); see `memory.ts`.
  *
  * Files: `messages` (conversation content), `history`, `queue`, `storage` (a backend's
  * stores and the checkpoint), `model`, `tool`, `frontend`, `chat` (platforms, outbox,

@@ -11,7 +11,8 @@
  * - **Agent notes**: the memory in scope `agent`: what the agent learned about its work,
  *   shared by every conversation of that agent.
  * - **Person**: someone the agent talks to, named by a **person key**: `telegram:<user
- *   id>`, `discord:<user id>`, or `owner` (the terminal and the dashboard); built and read
+ *   id>`, `discord:<user id>`, `slack:<member id>`, or `owner` (the terminal and the
+ *   dashboard); built and read
  *   in `src/base/person-key.ts`. Their memory is the memory in scope = their key.
  * - **Link**: `picklebot memory link` makes a person key an alias of another, so a person
  *   who talks from two platforms has one memory (and one set of searchable sessions).

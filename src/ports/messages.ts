@@ -62,6 +62,24 @@ export interface CompactionBlock {
   summary: string;
   /** Messages the summary stands in for. */
   replaces: number;
+  /**
+   * Messages just before this point (whole turns, and the {@link MemorySaveBlock} of this
+   * compaction) that later requests still send verbatim, after the summary.
+   * (Default: 0, the summary stands in for everything before it)
+   */
+  keeps?: number;
+}
+
+/**
+ * The memory save before a summary (stored only, never sent): the `memory` calls the one
+ * model call made before the summary, stored before any of them runs. A compaction
+ * resumed after a crash runs the same calls again (each writes at most once, keyed by
+ * session and call id) instead of calling the model again.
+ */
+export interface MemorySaveBlock {
+  type: "memory_save";
+  /** The calls, as the model made them (none when it saved nothing). */
+  calls: ToolUseBlock[];
 }
 
 /**
@@ -146,7 +164,7 @@ export type ReplyContentBlock =
   | ServerToolResultBlock;
 
 /** A marker picklebot stores in a session for itself: never sent as it is. */
-export type MarkerBlock = CompactionBlock | PrunePointBlock | JobEndBlock;
+export type MarkerBlock = CompactionBlock | PrunePointBlock | JobEndBlock | MemorySaveBlock;
 
 /** Any block a stored message may hold: what the model reads and writes, or a marker. */
 export type ContentBlock = RequestContentBlock | MarkerBlock;

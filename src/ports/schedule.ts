@@ -68,7 +68,8 @@ export interface ScheduleFilter {
 export interface ScheduleStore {
   /**
    * Stores a new active schedule unless its chat already has `maxActivePerChat` active
-   * ones; returns null (storing nothing) then. Check and insert are one transaction.
+   * ones, its heartbeat not counted (the owner's, not a reminder); returns null (storing
+   * nothing) then. Check and insert are one transaction.
    */
   create(schedule: NewSchedule, maxActivePerChat: number): Promise<Schedule | null>;
   /** The schedule with this id, or null. */

@@ -212,7 +212,15 @@ export class JobAttempts {
     signal: AbortSignal,
   ): Promise<Attempt> {
     const { runner, metrics } = this.#deps;
-    const request = { agentId: job.agentId, sessionId, signal, jobId: job.id };
+    const request = {
+      agentId: job.agentId,
+      sessionId,
+      sessionKey: job.sessionKey,
+      signal,
+      jobId: job.id,
+      sender: job.sender,
+      replyTo: job.replyTo,
+    };
     const { compacted, report } = await runner.compactNow(request);
     if (compacted) metrics.countTokens({ agentId: job.agentId, ...compacted });
     await reply.finish(report);

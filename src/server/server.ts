@@ -19,7 +19,7 @@
  */
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { reachedBudget } from "../agents/budget.js";
+import { reachedBudget, unpricedBudgetedModel } from "../agents/budget.js";
 import { definedAgentIds } from "../agents/definition.js";
 import { watchModelKey } from "../agents/model-key-watch.js";
 import { describeBashSandbox } from "../agents/tools/index.js";
@@ -239,6 +239,17 @@ export class PicklebotServer {
     return this.#instance.id;
   }
 
+  /**
+   * True once every chat platform this process runs is connected (at once when it runs
+   * none: no platform enabled, or a PostgreSQL server that is not the leader).
+   */
+  chatConnected(): boolean {
+    if (!this.isLeader) return true;
+    const buses = this.#chat.connections();
+    const expected = runnablePlatforms(this.#options.config).length;
+    return buses.length === expected && buses.every((bus) => bus.state === "connected");
+  }
+
   /** True while this process runs the leader-only workers (always, in SQLite mode). */
   get isLeader(): boolean {
     return this.#leader.isLeader;
@@ -378,6 +389,7 @@ export class PicklebotServer {
             { ledger: this.#storage.usage, config, agents, clock: this.#clock },
             agentId,
           ),
+        unpricedModel: (agentId) => unpricedBudgetedModel({ config, agents }, agentId),
         clock: this.#clock,
         logger: logger.child({ worker: "chat-heartbeats" }),
         maxAttempts: config.workers.max_attempts,

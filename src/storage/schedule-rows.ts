@@ -36,7 +36,7 @@ const COLUMNS =
  */
 export const SCHEDULE_SQL = {
   countActive:
-    "SELECT count(*) AS n FROM schedules WHERE platform = ? AND chat_id = ? AND state = 'active'",
+    "SELECT count(*) AS n FROM schedules WHERE platform = ? AND chat_id = ? AND state = 'active' AND kind <> 'heartbeat'",
   insert: `INSERT INTO schedules (id, agent_id, platform, chat_id, created_by, kind, text, at, cron, timezone, created_at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   get: `SELECT ${COLUMNS} FROM schedules WHERE id = ?`,

@@ -125,6 +125,19 @@ function Entry(props: { entry: TranscriptEntry; files: TranscriptFiles }) {
           {formatTime(entry.at)}: job ended by a tool ({entry.outcome}): {entry.message}
         </p>
       );
+    case "memory_save":
+      return (
+        <div class="compaction">
+          <Who
+            text={`Before the summary: ${entry.inputs.length} memory calls`}
+            at={entry.at}
+            call={entry.call}
+          />
+          {entry.inputs.map((input) => (
+            <p class="muted">memory {truncate(JSON.stringify(input), INPUT_SUMMARY)}</p>
+          ))}
+        </div>
+      );
     case "call":
       return (
         <p class="muted">

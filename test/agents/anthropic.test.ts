@@ -194,6 +194,15 @@ describe("Anthropic provider: failures", () => {
     expect(fake.requests).toHaveLength(2);
   });
 
+  it("does not sleep through a long Retry-After: a 429 asking for an hour is a retryable error at once", async () => {
+    fake.script({ error: { status: 429, retryAfterS: 3600 } }, { text: "too late" });
+
+    const error = await modelErrorOf(provider({ maxRetries: 2 }).complete(request()));
+
+    expect(error).toMatchObject({ status: 429, retryable: true, retryAfterS: 3600 });
+    expect(fake.requests).toHaveLength(1);
+  });
+
   it("reports a 401 with a hint and never shows the API key", async () => {
     fake.script({ error: { status: 401, message: `invalid x-api-key ${API_KEY}` } });
 

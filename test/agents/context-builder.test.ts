@@ -8,8 +8,12 @@ import {
   STOPPED_NOTE,
   unfinishedToolResult,
 } from "../../src/agents/context-builder.js";
+import { toChatMessages } from "../../src/agents/providers/openai-messages.js";
 import type { ChatMessage, ContentBlock } from "../../src/ports/index.js";
+import { cutContext } from "../../src/storage/context.js";
 import { refusalOf } from "../fakes/anthropic-rules.js";
+import type { FakeChatBody } from "../fakes/openai.js";
+import { chatRefusal } from "../fakes/openai-rules.js";
 
 const user = (...content: ContentBlock[]): ChatMessage => ({ role: "user", content });
 const assistant = (...content: ContentBlock[]): ChatMessage => ({ role: "assistant", content });
@@ -146,6 +150,61 @@ describe("buildRequestMessages: a prune point", () => {
       prunedOutputNote(5000),
       "x".repeat(5000),
       "x".repeat(5000),
+    ]);
+  });
+});
+
+describe("buildRequestMessages: a compaction point that keeps the latest turns", () => {
+  const point = (keeps?: number): ChatMessage =>
+    user({
+      type: "compaction",
+      summary: "They read t1.",
+      replaces: 5,
+      ...(keeps ? { keeps } : {}),
+    });
+  const save: ChatMessage = assistant({ type: "memory_save", calls: [] });
+  const stored = [
+    user(text("hello")),
+    ...readingTurn("t1", 10),
+    ...readingTurn("t2", 10),
+    save,
+    point(5),
+    user(text("next")),
+  ];
+
+  it("sends the summary first, then the kept turns word for word, then what came after", () => {
+    const context = cutContext(stored, 200);
+    expect(context).toEqual(stored.slice(5));
+    expect(buildRequestMessages(context)).toEqual([
+      user(
+        text(
+          "(Summary of the earlier conversation, which is no longer shown in full:)\nThey read t1.",
+        ),
+        text("read t2"),
+      ),
+      assistant(call("t2")),
+      user({ type: "tool_result", tool_use_id: "t2", content: "x".repeat(10) }),
+      assistant(text("Read.")),
+      user(text("next")),
+    ]);
+  });
+
+  it("is a request both APIs take: it starts with the user, each tool call answered", () => {
+    const request = buildRequestMessages(cutContext(stored, 200));
+    expect(refusalOf(request)).toBeNull();
+    const messages = toChatMessages({ system: "You pickle.", messages: request });
+    expect(chatRefusal({ model: "m", messages } as FakeChatBody)).toBeNull();
+  });
+
+  it("keeps nothing before a point stored without `keeps` (older data)", () => {
+    const context = cutContext([...stored.slice(0, 10), point(), user(text("next"))], 200);
+    expect(buildRequestMessages(context)).toEqual([
+      user(
+        text(
+          "(Summary of the earlier conversation, which is no longer shown in full:)\nThey read t1.",
+        ),
+        text("next"),
+      ),
     ]);
   });
 });

@@ -195,6 +195,16 @@ describe("the memory tool", () => {
     ).rejects.toThrow(/separates entries/);
   });
 
+  it("refuses an entry holding a control character, such as a terminal's escape", async () => {
+    await expect(
+      tool().run(
+        { action: "add", about: "person", text: "Cat: \u001b]0;pwned\u0007Miso" },
+        context(),
+      ),
+    ).rejects.toThrow('"text" holds a control character (\\x1b); write plain text.');
+    expect(await person()).toBe("");
+  });
+
   it("in a group, writes the sender's own memory and never quotes it back", async () => {
     const group = tool(run({ person: null, writer: BEN }));
     await group.run({ action: "add", about: "person", text: "Ben's dog: Rex" }, context());

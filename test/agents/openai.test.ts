@@ -260,6 +260,23 @@ describe("the OpenAI-compatible adapter", () => {
     expect(counts?.tokens).toBeGreaterThan(300);
   });
 
+  it("does not sleep through a long Retry-After: a 429 asking for an hour is a retryable error at once", async () => {
+    const api = await fakeApi();
+    api.script(
+      { error: { status: 429, message: "Rate limit reached", retryAfterS: 3600 } },
+      { text: "too late" },
+    );
+
+    const error = await modelErrorOf(
+      createOpenAiCompatibleProvider({ baseURL: api.url, apiKey: "", maxRetries: 2 }).complete(
+        request(),
+      ),
+    );
+
+    expect(error).toMatchObject({ status: 429, retryable: true, retryAfterS: 3600 });
+    expect(api.requests).toHaveLength(1);
+  });
+
   it("reports a refused key as a credential refusal naming llm.api_key", async () => {
     const api = await fakeApi({ apiKey: "sk-right" });
 
@@ -337,7 +354,10 @@ describe("photos and PDFs people sent", () => {
     const url = `data:image/png;base64,${PNG.toString("base64")}`;
     expect(userParts(api)).toEqual([
       { type: "image_url", image_url: { url } },
-      { type: "text", text: "[PDF report.pdf, application/pdf, 10 B, 3 pages] (not shown to this model)" },
+      {
+        type: "text",
+        text: "[PDF report.pdf, application/pdf, 10 B, 3 pages] (not shown to this model)",
+      },
       { type: "text", text: "what is this?" },
       { type: "image_url", image_url: { url } },
       { type: "text", text: "and again" },

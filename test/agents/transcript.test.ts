@@ -62,6 +62,38 @@ const messages: StoredMessage[] = [
   { role: "assistant", at: 5_000, jobId: null, content: [{ type: "text", text: "Pickles." }] },
 ];
 
+describe("buildTranscript: the memory save before a summary", () => {
+  it("is an entry of its own with the calls' inputs and the save call's tokens, before the summary", () => {
+    const saved = { action: "add", about: "person", text: "Ana's dentist is on Tuesday." };
+    const transcript = buildTranscript(
+      session,
+      [
+        {
+          role: "assistant",
+          at: 500,
+          jobId: null,
+          content: [
+            {
+              type: "memory_save",
+              calls: [{ type: "tool_use", id: "toolu_s1", name: "memory", input: saved }],
+            },
+          ],
+        },
+        ...messages,
+      ],
+      [call(500, 70, 12), call(1_000, 50, 10)],
+    );
+    expect(transcript.entries.slice(0, 2)).toMatchObject([
+      {
+        kind: "memory_save",
+        inputs: [saved],
+        call: { model: "claude-test", usage: { input: 70, output: 12 } },
+      },
+      { kind: "compaction", call: { usage: { input: 50, output: 10 } } },
+    ]);
+  });
+});
+
 describe("buildTranscript", () => {
   const transcript = buildTranscript(session, messages, [
     call(1_000, 50, 10),

@@ -22,6 +22,8 @@ const ANSWER: TurnResult = { text: "Brine.", modelCalls: 1, usage: zeroUsage(), 
 const SUMMARISED: CompactionResult = {
   how: "summarised",
   replaced: 14,
+  kept: 0,
+  memorySave: null,
   before: 9000,
   after: 1000,
   model: "m",

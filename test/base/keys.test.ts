@@ -151,6 +151,10 @@ describe("outbox keys", () => {
       "heartbeat-paused:k7m2qx:1795651200000",
     ],
     [
+      { kind: "heartbeat-unpriced", heartbeatId: "k7m2qx", digest: "0123456789abcdef" },
+      "heartbeat-unpriced:k7m2qx:0123456789abcdef",
+    ],
+    [
       {
         kind: "budget",
         scope: "agent pickle",
@@ -206,6 +210,8 @@ describe("outbox keys", () => {
     "budget:day:1:reached",
     "heartbeat-paused:k7m2qx",
     "heartbeat-paused:k7m2qx:soon",
+    "heartbeat-unpriced:k7m2qx",
+    "heartbeat-unpriced:k7m2qx:abc:extra",
     "approval:a1",
   ])("refuses %j", (text) => {
     expect(parseOutboxKey(text)).toBeNull();

@@ -1,5 +1,5 @@
 /**
- * DiscordPlatform's buttons with the real discord.js client against the fake Discord:
+ * DiscordPlatform's buttons with the real @discordjs/ws and @discordjs/rest against the fake Discord:
  * choices sent as components, presses handed over, answered once, removed by an edit.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * The {@link ChatPlatformHarness} of the Discord adapter: DiscordPlatform (real discord.js)
+ * The {@link ChatPlatformHarness} of the Discord adapter: DiscordPlatform (real @discordjs/ws and @discordjs/rest)
  * against the fake Discord REST API and gateway (`test/fakes/discord.ts`).
  */
 import { DiscordPlatform } from "../../src/chat/discord/platform.js";

@@ -1,5 +1,5 @@
 /**
- * DiscordPlatform with the real discord.js client against the fake Discord REST + gateway
+ * DiscordPlatform with the real @discordjs/ws and @discordjs/rest clients against the fake Discord REST + gateway
  * on 127.0.0.1: what it passes on, what it ignores, what it sends, and how it fails.
  */
 import { setTimeout as sleep } from "node:timers/promises";
@@ -254,7 +254,7 @@ describe("DiscordPlatform errors", () => {
     expect(fake.callsTo("PATCH /channels/:id/messages/:mid")).toHaveLength(1);
   });
 
-  it("sends again after a 401, which discord.js answers by forgetting the token", async () => {
+  it("sends again after a 401, which @discordjs/rest answers by forgetting the token", async () => {
     const { fake, platform } = await startPlatform();
     fake.failNext("POST /channels/:id/messages", {
       status: 401,
@@ -379,7 +379,7 @@ describe("DiscordPlatform connection", () => {
     const { fake, platform, received, lines } = await startPlatform();
 
     fake.disconnect(4004);
-    // discord.js spaces IDENTIFYs five seconds apart, as Discord demands.
+    // @discordjs/ws spaces IDENTIFYs five seconds apart, as Discord demands.
     await fake.waitFor(() => fake.identifies.length === 2 && fake.connectedSessions === 1, 20_000);
     await fake.sendUserMessage({ channelId: DM_CHANNEL, userId: USER, content: "back" });
     await receivedCount(received, 1);

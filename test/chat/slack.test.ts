@@ -11,6 +11,7 @@ import { SlackPlatform } from "../../src/chat/slack/platform.js";
 import { CREDENTIAL_SERVICES } from "../../src/config/index.js";
 import type { IncomingChatMessage } from "../../src/ports/index.js";
 import { type FakeSlack, FILE_DOWNLOAD, startFakeSlack } from "../fakes/slack.js";
+import { TestClock } from "../helpers/clock.js";
 import { recordingLogger } from "../helpers/log.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -36,7 +37,7 @@ interface Started {
 
 /** The fake, alice's DM, and a platform that records what it hands over. */
 async function startPlatform(
-  options: { appToken?: string; start?: boolean; scopes?: string[] } = {},
+  options: { appToken?: string; start?: boolean; scopes?: string[]; clock?: TestClock } = {},
 ): Promise<Started> {
   fake = await startFakeSlack({
     redeliverAfterMs: 100,
@@ -50,6 +51,7 @@ async function startPlatform(
     apiUrl: fake.apiUrl,
     reconnectBaseMs: 10,
     logger,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
   const received: IncomingChatMessage[] = [];
   const starting = platform.start(async (message) => {
@@ -103,6 +105,21 @@ describe("SlackPlatform", () => {
     expect(received.map((m) => m.text)).toEqual(["/new", "/agent coder", "!important & <urgent>"]);
   });
 
+  it("names the chat commands as people type them on Slack (!forget confirm), not paths or other words", async () => {
+    const { fake, platform } = await startPlatform();
+    await platform.send(
+      fake.channelId,
+      "/new: Start a new conversation\nTo do it, send /forget confirm (or `/new`). See /usr/bin/status, /help/x and /newer.",
+      "plain",
+    );
+    const { messageId } = await platform.send(fake.channelId, "…", "markdown");
+    await platform.edit(fake.channelId, messageId, "Send /memory there.", "markdown");
+    expect(fake.messages(fake.channelId).map((m) => m.text)).toEqual([
+      "!new: Start a new conversation\nTo do it, send !forget confirm (or `!new`). See /usr/bin/status, /help/x and /newer.",
+      "Send !memory there.",
+    ]);
+  });
+
   it("ignores its own DMs, other bots, and edits or deletions (subtypes)", async () => {
     const { fake, received, dm } = await startPlatform();
     fake.write({ userId: fake.botUserId, channelId: dm, text: "my own reply", botId: "B1" });
@@ -151,6 +168,36 @@ describe("SlackPlatform", () => {
     expect(revoked.retryable).toBe(false);
     expect(revoked.credentialRefused).toBe(true);
     expect(revoked.message).toContain(CREDENTIAL_SERVICES.slack.fix);
+  });
+
+  it("sends a text of maxMessageLength whole even when every character is one Slack escapes", async () => {
+    const { fake, platform } = await startPlatform();
+    const ampersands = "&".repeat(platform.maxMessageLength);
+    const html = "<b>&</b>".repeat(platform.maxMessageLength / 8);
+    await platform.send(fake.channelId, ampersands, "plain");
+    const { messageId } = await platform.send(fake.channelId, "soon", "markdown");
+    await platform.edit(fake.channelId, messageId, html, "markdown");
+    expect(fake.messages(fake.channelId).map((m) => m.text)).toEqual([
+      "&amp;".repeat(platform.maxMessageLength),
+      "&lt;b&gt;&amp;&lt;/b&gt;".repeat(platform.maxMessageLength / 8),
+    ]);
+  });
+
+  it("keeps chat.update within Slack's tier 3 for the whole app: past a burst, a retryable wait", async () => {
+    const clock = new TestClock();
+    const { fake, platform } = await startPlatform({ clock });
+    const chats = [fake.channelId, fake.addPerson("U0BEN0001", "ben")];
+    const sent = await Promise.all(chats.map((chat) => platform.send(chat, "…", "plain")));
+    const edit = (i: number) =>
+      platform.edit(chats[i % 2] ?? "", sent[i % 2]?.messageId ?? "", `part ${i}`, "plain");
+    for (let i = 0; i < 10; i += 1) await edit(i);
+    const over = await failure(edit(10));
+    expect([over.retryable, over.retryAfterS]).toEqual([true, 2]);
+    expect(over.message).toContain("Slack takes about 50 chat.update a minute");
+    expect(fake.callsTo("chat.update")).toHaveLength(10);
+    clock.advance(1200);
+    await edit(11);
+    expect(fake.callsTo("chat.update")).toHaveLength(11);
   });
 
   it("a rate-limited chat.update is retryable after Slack's Retry-After", async () => {

@@ -97,6 +97,58 @@ describe("loadConfig", () => {
     expect(loadError().message).toContain('"default" is the name of the llm: section');
   });
 
+  it("prices a named model on a local server at 0, unless it has prices; a hosted one stays unpriced", () => {
+    writeConfig(
+      [
+        "llm:",
+        "  api_key: k",
+        "models:",
+        "  ollama:",
+        "    provider: openai-compatible",
+        "    base_url: http://127.0.0.1:11434/v1",
+        "    model: qwen2.5:7b",
+        "  lan:",
+        "    provider: openai-compatible",
+        "    base_url: http://192.168.1.20:1234/v1",
+        "    model: lan-model",
+        "    prices: { input: 1, output: 2, cache_read: 0, cache_write: 0 }",
+        "  router:",
+        "    provider: openai-compatible",
+        "    base_url: https://openrouter.ai/api/v1",
+        "    api_key: r",
+        "    model: meta-llama/llama-3.3-70b-instruct",
+      ].join("\n"),
+    );
+    const prices = workspacePrices(loadConfig(workspace, {}));
+    const free = { input: 0, output: 0, cache_read: 0, cache_write: 0 };
+    expect(prices["qwen2.5:7b"]).toEqual(free);
+    expect(prices["lan-model"]).toEqual({ input: 1, output: 2, cache_read: 0, cache_write: 0 });
+    expect(prices["meta-llama/llama-3.3-70b-instruct"]).toBeUndefined();
+  });
+
+  it("follows fallbacks that name each other, or the entry itself, once each: no loop", () => {
+    writeConfig(
+      [
+        "llm:",
+        "  api_key: k",
+        "  fallbacks: [a, default, a]",
+        "models:",
+        "  a:",
+        "    model: claude-haiku-4-5",
+        "    fallbacks: [default, a]",
+        "  b:",
+        "    model: claude-opus-4-5",
+        "    fallbacks: [a]",
+      ].join("\n"),
+    );
+    const config = loadConfig(workspace, {});
+    const names = (model?: string) => modelChain(config, { model }).map((entry) => entry.name);
+    expect(names()).toEqual(["default", "a"]);
+    expect(names("a")).toEqual(["a", "default"]);
+    // An entry's chain is its own fallbacks, not theirs in turn.
+    expect(names("b")).toEqual(["b", "a"]);
+  });
+
   it("gives an entry of another provider that provider's key from the environment, and its own vision; names a vision that is not true or false", () => {
     writeConfig(
       [
@@ -187,6 +239,7 @@ describe("loadConfig", () => {
       backend: "sqlite",
       path: path.join(workspace, "history"),
       max_messages: 200,
+      keep_verbatim_tokens: 20_000,
       synchronous: "full",
     });
     expect(config.telegram.enabled).toBe(false);
@@ -353,7 +406,9 @@ describe("loadConfig", () => {
   });
 
   it("checks ranges", () => {
-    writeConfig("http:\n  port: 70000\nhistory:\n  max_messages: 1\nllm:\n  context_window: 512\n");
+    writeConfig(
+      "http:\n  port: 70000\nhistory:\n  max_messages: 1\n  keep_verbatim_tokens: -1\nllm:\n  context_window: 512\n",
+    );
     const message = loadError().message;
     expect(message).toContain(
       "llm.context_window: expected a whole number of at least 8000, found 512",
@@ -361,6 +416,9 @@ describe("loadConfig", () => {
     expect(message).toContain("http.port: expected a port number from 0 to 65535, found 70000");
     expect(message).toContain(
       "history.max_messages: expected a whole number of at least 2, found 1",
+    );
+    expect(message).toContain(
+      "history.keep_verbatim_tokens: expected a whole number of at least 0, found -1",
     );
   });
 
@@ -422,6 +480,17 @@ describe("loadConfig", () => {
     );
   });
 
+  it.each([
+    ["llm", "llm:\n  provider: openai\n"],
+    ["models.local", "models:\n  local:\n    provider: ollama\n    model: qwen2.5:7b\n"],
+  ])("names the provider to use for an OpenAI or a local endpoint (%s.provider)", (key, text) => {
+    writeConfig(text);
+    const found = key === "llm" ? "openai" : "ollama";
+    expect(loadError().message).toBe(
+      `${path.join(workspace, "picklebot.yaml")}: ${key}.provider: expected "anthropic", or "openai-compatible" for OpenAI, OpenRouter, Groq, Together, Ollama, LM Studio, vLLM and llama.cpp's server (docs/guides/models.md), found "${found}"; correct it or remove it to use the default.`,
+    );
+  });
+
   it("refuses an instance TTL that is not longer than the heartbeat", () => {
     writeConfig("cluster:\n  heartbeat_s: 10\n  instance_ttl_s: 10\n");
     expect(loadError().message).toContain(
@@ -455,6 +524,18 @@ describe("loadConfig", () => {
     expect(loadError().message).toContain(
       "discord.allowed_user_ids[0]: expected a Discord user id written as quoted digits",
     );
+  });
+
+  it("takes Slack member ids, and names the field and the fix for a name or a channel id", () => {
+    writeConfig('slack:\n  allowed_user_ids: ["U012AB3CD", "W0ENTERPRISE"]\n');
+    expect(loadConfig(workspace, {}).slack.allowed_user_ids).toEqual(["U012AB3CD", "W0ENTERPRISE"]);
+    writeConfig('slack:\n  allowed_user_ids: ["alice", "C0GENERAL"]\n');
+    const message = loadError().message;
+    for (const index of [0, 1]) {
+      expect(message).toContain(
+        `slack.allowed_user_ids[${index}]: expected a Slack member id such as "U012AB3CD" (profile → ⋮ → Copy member ID)`,
+      );
+    }
   });
 
   it("never repeats a secret value in an error", () => {
@@ -539,6 +620,37 @@ describe("loadConfig", () => {
     expect(loadError().message).toContain(
       ':5: the key "sandbox" is written twice in the same block (first on line 3)',
     );
+  });
+});
+
+describe("the models guide's worked examples", () => {
+  const guide = fs.readFileSync(new URL("../../docs/guides/models.md", import.meta.url), "utf8");
+  /** The yaml block under a `### <title>` heading of the guide. */
+  function example(title: string): string {
+    const section = guide.split(`### ${title}\n`)[1] ?? "";
+    return /```yaml\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
+  }
+
+  it.each([
+    ["OpenRouter", { base_url: "https://openrouter.ai/api/v1", api_key: "sk-or-test" }],
+    ["Ollama", { base_url: "http://127.0.0.1:11434/v1", context_window: 32768, vision: false }],
+    ["LM Studio", { base_url: "http://127.0.0.1:1234/v1", context_window: 16384 }],
+  ])("%s loads as written, on openai-compatible", (title, expected) => {
+    writeConfig(example(title));
+    const { llm } = loadConfig(workspace, { OPENROUTER_API_KEY: "sk-or-test" });
+    expect(llm).toMatchObject({ provider: "openai-compatible", ...expected });
+    if (title !== "OpenRouter") expect(llm.api_key).toBeUndefined();
+  });
+
+  it("every yaml block of the guide loads", () => {
+    const blocks = [...guide.matchAll(/```yaml\n([\s\S]*?)```/g)].map((match) => match[1] ?? "");
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+    for (const block of blocks) {
+      writeConfig(block);
+      expect(() =>
+        loadConfig(workspace, { OPENROUTER_API_KEY: "k", PROXY_KEY: "k" }),
+      ).not.toThrow();
+    }
   });
 });
 

@@ -8,10 +8,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { memoryText } from "../../src/base/memory-text.js";
+import { openStorage } from "../../src/storage/index.js";
 import { latestSchemaVersion, openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteHistoryStore } from "../../src/storage/sqlite/history.js";
 import { SqliteJobQueue } from "../../src/storage/sqlite/queue.js";
 import { runCli } from "../helpers/cli.js";
+import { TestClock } from "../helpers/clock.js";
+import { testConfig } from "../helpers/config.js";
 import { enqueueJob, killAllServers, startServer } from "../helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
@@ -191,6 +195,30 @@ describe("picklebot restore", () => {
     const restarted = await startServer(ws.dir);
     restarted.signal("SIGTERM");
     expect(await restarted.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it("keeps memory: a backup holds it, and restore brings back what was cleared since", async () => {
+    const storage = await openStorage(testConfig(ws.dir), new TestClock());
+    try {
+      await storage.memory.update(
+        { agentId: "pickle", scope: "owner" },
+        { by: "cli", at: 1 },
+        () => ({
+          text: memoryText(["Cat: Miso", "Dentist on Tuesday"]),
+          change: { action: "edit", entry: null, previous: null },
+        }),
+      );
+    } finally {
+      await storage.close();
+    }
+    const backup = join(ws.dir, "memory-backup.db");
+    expect((await cli("backup", backup)).code).toBe(0);
+    expect((await cli("memory", "clear", "owner")).code).toBe(0);
+    expect((await cli("memory", "show", "owner")).stdout).not.toContain("Miso");
+
+    expect(await cli("restore", backup)).toMatchObject({ code: 0, stderr: "" });
+    const shown = await cli("memory", "show", "owner");
+    expect(shown.stdout).toContain("Cat: Miso\n§\nDentist on Tuesday\n");
   });
 
   it("refuses a file that is not a database, naming it", async () => {

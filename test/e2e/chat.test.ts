@@ -7,9 +7,12 @@ import { openStorage } from "../../src/storage/index.js";
 import {
   type FakeAnthropic,
   type FakeReply,
+  isMemorySaveCall,
+  isSummaryCall,
   lastUserText,
   messageText,
   type RecordedRequest,
+  requestAt,
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
 import { CLI, childEnv, runCli } from "../helpers/cli.js";
@@ -130,19 +133,17 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
 
   /**
    * Twelve short lines in a workspace whose requests hold 20 messages: the eighth finds 14
-   * stored, past COMPACT_BEFORE of `history.max_messages`, so the turn driver compacts
+   * stored (and the twelfth again), past COMPACT_BEFORE of `history.max_messages`, so the turn driver compacts
    * first, as the server's worker does; summary calls get `summary`, the rest "Yes.".
    */
   async function chatPastMaxMessages(summary: FakeReply) {
     ws.write("picklebot.yaml", fakeModelConfig(fake.url, "history:\n  max_messages: 20\n"));
-    const isSummary = (request: RecordedRequest) =>
-      JSON.stringify(request.body.system).includes("You compress a conversation");
     const reply = (request: RecordedRequest): FakeReply =>
-      isSummary(request) ? summary : { text: "Yes." };
+      isSummaryCall(request) ? summary : { text: "Yes." };
     fake.script(...Array.from({ length: 40 }, () => reply));
     const lines = Array.from({ length: 12 }, (_, turn) => `short ${turn + 1}`);
     const result = await chat(`${lines.join("\n")}\n`);
-    const summaries = fake.requests.filter(isSummary).length;
+    const summaries = fake.requests.filter(isSummaryCall).length;
     return { result, summaries };
   }
 
@@ -150,12 +151,16 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
     const { result, summaries } = await chatPastMaxMessages({
       text: "SUMMARY: the user said short things.",
     });
-    expect(summaries).toBe(1);
+    // At the eighth line, and at the twelfth: the summary keeps the last 2 turns (5
+    // messages at most, a quarter of max_messages), so 14 are stored again 4 lines later.
+    expect(summaries).toBe(2);
     const notes = result.stdout.split("\n").filter((line) => line.startsWith("("));
-    expect(notes).toHaveLength(1);
-    expect(notes[0]).toMatch(
-      /^\(conversation compacted: \d+ messages summarised, context ~\d+k → ~\d+k tokens\)$/,
-    );
+    expect(notes).toHaveLength(2);
+    for (const note of notes) {
+      expect(note).toMatch(
+        /^\(conversation compacted: \d+ messages summarised, the last 4 kept as they were, context ~\d+k → ~\d+k tokens\)$/,
+      );
+    }
     expect(result.stdout.split("\n").filter((line) => line === "Yes.")).toHaveLength(12);
     expect(result.code).toBe(0);
     const last = fake.requests.at(-1)?.body.messages ?? [];
@@ -388,15 +393,16 @@ describe("picklebot chat (scripted, stdin not a TTY)", () => {
     ]);
   });
 
-  it("/compact summarises the conversation now, in one summary call, and says so", async () => {
-    fake.script({ text: "Hello." }, { text: "SUMMARY: the user said hi." });
+  it("/compact summarises the conversation now, after one memory save call, and says so", async () => {
+    fake.script({ text: "Hello." }, { text: "Nothing to save." }, { text: "SUMMARY: hi." });
     const result = await chat("hi\n/compact\n");
     expect(result.stderr).toBe("");
     expect(result.stdout).toMatch(
       /^Hello\.\nCompacted: 2 messages summarised, context ~\d+k → ~\d+k tokens\.\n$/,
     );
-    expect(fake.requests).toHaveLength(2);
-    expect(JSON.stringify(fake.requests[1]?.body.system)).toContain("You compress a conversation");
+    expect(fake.requests).toHaveLength(3);
+    expect(isMemorySaveCall(requestAt(fake, 1))).toBe(true);
+    expect(isSummaryCall(requestAt(fake, 2))).toBe(true);
   });
 
   it("refuses an unknown /word with the list of its commands, and sends nothing to the model", async () => {

@@ -1,5 +1,5 @@
 /**
- * `picklebot server` as a child process with its Discord bot on the real discord.js client,
+ * `picklebot server` as a child process with its Discord bot on the real @discordjs/ws client,
  * talking to the fake Discord (REST + gateway) and the fake model.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -198,7 +198,7 @@ describe("picklebot server with a Discord bot", () => {
   });
 
   it.each([
-    // A 403 before the gateway; discord.js's REST retries 5xx itself, not this.
+    // A 403 before the gateway; @discordjs/rest retries 5xx itself, not this.
     [
       "a lookup of the gateway",
       () => discord.failNext("GET /gateway/bot", { status: 403, code: 0, message: "flaky" }),

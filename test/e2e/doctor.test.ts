@@ -8,6 +8,7 @@ import fs, { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeDiscord, startFakeDiscord } from "../fakes/discord.js";
 import { stdioFake } from "../fakes/mcp.js";
@@ -242,6 +243,28 @@ describe("picklebot doctor", () => {
           ),
         });
         expect(code).toBe(0);
+      } finally {
+        await slack.close();
+      }
+    });
+
+    it("accepts an app made from the manifest of the chat platforms guide", async () => {
+      const guide = fs.readFileSync(
+        new URL("../../docs/guides/chat-platforms.md", import.meta.url),
+        "utf8",
+      );
+      const block = /Create the app from this manifest[\s\S]*?```yaml\n([\s\S]*?)```/.exec(guide);
+      const manifest = parseYaml((block?.[1] ?? "").replace(/^ {3}/gm, ""));
+      const slack = await enableSlack(manifest.oauth_config.scopes.bot);
+      try {
+        const { code, line } = await doctor();
+        expect(line("slack")[0]).toMatchObject({ status: "ok" });
+        expect(code).toBe(0);
+        expect(manifest.settings).toMatchObject({
+          socket_mode_enabled: true,
+          interactivity: { is_enabled: true },
+          event_subscriptions: { bot_events: ["app_mention", "message.im"] },
+        });
       } finally {
         await slack.close();
       }

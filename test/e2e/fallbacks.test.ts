@@ -25,11 +25,14 @@ let telegram: FakeTelegram;
 let ws: TempWorkspace;
 /** The primary's answer while its script is empty: a 503 until the test brings it back. */
 let primaryAnswer: FakeReply;
+/** The backup's answer while its script is empty. */
+let backupAnswer: FakeReply;
 
 beforeEach(async () => {
   primaryAnswer = { error: { status: 503 } };
   primary = await startFakeAnthropic({ defaultReply: () => primaryAnswer });
-  backup = await startFakeAnthropic({ defaultReply: { text: "backup here" } });
+  backupAnswer = { text: "backup here" };
+  backup = await startFakeAnthropic({ defaultReply: () => backupAnswer });
   telegram = await startFakeTelegram();
   ws = makeWorkspace({
     "picklebot.yaml": [
@@ -129,6 +132,33 @@ describe("fallback chains", () => {
     const models = db.prepare("SELECT model FROM usage ORDER BY created_at, seq").pluck().all();
     db.close();
     expect(models).toEqual(["backup-model", "claude-sonnet-4-6"]);
+  });
+
+  it("moves on at once from a primary rate-limited for an hour (429, Retry-After: 3600), saying so", async () => {
+    primaryAnswer = { error: { status: 429, retryAfterS: 3600 } };
+    await startBusServer(ws.dir, ["telegram"]);
+
+    await say("hello?");
+    expect(await nthReply(1)).toBe(
+      "(Answered by backup, backup-model: default is rate-limited (429, retry after 3600 s); default is tried again on the next message.)\n\nbackup here",
+    );
+    // No short retry that would sleep for the hour: one call, then the fallback.
+    expect(primary.requests).toHaveLength(1);
+  });
+
+  it("tells the chat when every model of the chain fails, without a notice of a fallback that did not answer", async () => {
+    backupAnswer = { error: { status: 503 } };
+    const yaml = readFileSync(join(ws.dir, "picklebot.yaml"), "utf8");
+    ws.write("picklebot.yaml", `${yaml}\nworkers:\n  outage_budget_s: 0\n`);
+    await startBusServer(ws.dir, ["telegram"]);
+
+    await say("hello?");
+    expect(await nthReply(1)).toMatch(
+      /^Sorry, I could not finish this after \d+ attempts: The Anthropic API answered with status 503/,
+    );
+    // Each attempt went down the whole chain.
+    expect(backup.requests.length).toBeGreaterThan(0);
+    expect(telegram.messages(OWNER).join("\n")).not.toContain("Answered by");
   });
 
   it("continues a turn whose tools already ran on the fallback, without running them again", async () => {

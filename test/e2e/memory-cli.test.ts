@@ -26,7 +26,7 @@ function memory(...args: string[]) {
 }
 
 /** `picklebot memory edit` with an editor that replaces the file's text with `text`. */
-function editTo(text: string, ...args: string[]) {
+function editTo(text: string | Buffer, ...args: string[]) {
   const script = join(ws.dir, "editor.sh");
   writeFileSync(join(ws.dir, "edited.txt"), text);
   writeFileSync(
@@ -101,11 +101,25 @@ describe("picklebot memory", () => {
     expect(again.stderr).toContain("discord:2002 is not linked to anyone");
   });
 
+  it("shows, edits and links a Slack person's memory by their member id", async () => {
+    await seed("slack:U0ALICE01", ["Cat: Miso"]);
+    const one = await memory("show", "slack:U0ALICE01");
+    expect(one).toMatchObject({ code: 0, stderr: "" });
+    expect(one.stdout).toContain("agent pickle's memory of slack:U0ALICE01: ");
+    expect((await editTo("Cat: Miso\n§\nLikes tea\n", "slack:U0ALICE01")).code).toBe(0);
+    const linked = await memory("link", "telegram:1001", "slack:U0ALICE01");
+    expect(linked).toMatchObject({ code: 0, stderr: "" });
+    expect(await stored("telegram:1001")).toBe("Cat: Miso\n§\nLikes tea");
+    const bad = await memory("show", "slack:alice");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("slack:<member id>");
+  });
+
   it("refuses what is not a person key, and a link back to itself", async () => {
     const bad = await memory("link", "telegram:ana", "owner");
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain(
-      '"telegram:ana" is not a person key; write telegram:<user id>, discord:<user id> or owner',
+      '"telegram:ana" is not a person key; write telegram:<user id>, discord:<user id>, slack:<member id> or owner',
     );
     const loop = await memory("link", "owner", "owner");
     expect(loop.code).toBe(1);
@@ -176,6 +190,11 @@ describe("picklebot memory", () => {
       'the line "§ Likes tea" starts with "§" but holds more',
     ],
     [
+      "a control character",
+      "Cat: Miso\n§\nLikes\u0000 tea\n",
+      "entry 2 holds a control character (\\x00), which is not text",
+    ],
+    [
       "the same entry twice",
       "Cat: Miso\n§\ncat:  miso\n",
       'entries 1 and 2 say the same ("cat: miso")',
@@ -193,6 +212,19 @@ describe("picklebot memory", () => {
       expect(await stored("owner")).toBe("Cat: Miso");
     },
   );
+
+  it("refuses a file the editor saved in another encoding than UTF-8, and keeps it", async () => {
+    await seed("owner", ["Cat: Miso"]);
+    const utf16 = Buffer.from("\ufeffCat: Miso\n", "utf16le");
+    const refused = await editTo(utf16, "owner");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      "agent pickle's memory of owner was not changed: the edited file is not UTF-8 text",
+    );
+    const kept = /your text is kept in (\S+), copy from it/.exec(refused.stderr)?.[1] ?? "";
+    expect(readFileSync(kept)).toEqual(utf16);
+    expect(await stored("owner")).toBe("Cat: Miso");
+  });
 
   it("refuses a bad scope, an unknown agent, no editor, and a failing editor", async () => {
     const scope = await memory("show", "ana");

@@ -32,8 +32,8 @@ const GITHUB_TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
 
 /**
  * The fake model: saves "remember my cat is called X", searches "what did we say about
- * the garden", makes four bad memory calls on "try bad memory", answers "Noted <n>." to n
- * tool results and echoes anything else.
+ * the garden", reads "read session <id>", makes four bad memory calls on "try bad memory",
+ * answers "Noted <n>." to n tool results and echoes anything else.
  */
 function model(request: RecordedRequest): FakeReply {
   const results = lastResults(request).length;
@@ -44,6 +44,8 @@ function model(request: RecordedRequest): FakeReply {
   if (said.includes("what did we say about the garden")) {
     return { toolUses: [{ name: "session_search", input: { query: "garden" } }] };
   }
+  const session = /^read session (\S+)$/.exec(said)?.[1];
+  if (session) return { toolUses: [{ name: "session_read", input: { session_id: session } }] };
   if (said.includes("try bad memory")) {
     return memoryCalls([
       { action: "add", about: "person", text: LONG_ENTRY },
@@ -215,17 +217,41 @@ async function gardenSearch(): Promise<void> {
   );
   expect(text).toContain("Read more of one with session_read");
   expect(text).not.toContain("weeds");
+
+  // Ana reads more of that session; Ben, given its id, reads nothing of it.
+  const sessionId = /session (s_\S+), message 1, .*they said: let's plant/.exec(text)?.[1] ?? "";
+  const [read] = await readSession(ANA, sessionId);
+  expect(read?.is_error).toBeUndefined();
+  expect(String(read?.content)).toContain("let's plant tomatoes in the garden this spring");
+  const [refused] = await readSession(BEN, sessionId);
+  expect(refused?.is_error).toBe(true);
+  expect(String(refused?.content)).toContain(
+    `there is no session "${sessionId}" among your conversations with this person`,
+  );
+  expect(String(refused?.content)).not.toContain("tomatoes");
+}
+
+/** `userId` asks to read a session; the session_read result the model was then sent. */
+async function readSession(userId: number, sessionId: string) {
+  const before = fake.requests.length;
+  say(userId, `read session ${sessionId}`);
+  const answered = await waitFor(
+    () => fake.requests.slice(before).find((request) => lastResults(request).length > 0),
+    `the result of session_read for ${userId}`,
+  );
+  await botSays(userId, "Noted 1.");
+  return lastResults(answered);
 }
 
 describe("session_search over Telegram", () => {
-  it("finds a person's older session's message on SQLite, never another person's", async () => {
+  it("finds a person's older session's message on SQLite and reads more of it, never another person's", async () => {
     workspace();
     await gardenSearch();
   });
 
   describe.skipIf(skipReason !== null)("on PostgreSQL", () => {
     const database = useMigratedDatabase("memory_e2e");
-    it("finds a person's older session's message, never another person's", async () => {
+    it("finds a person's older session's message and reads more of it, never another person's", async () => {
       const url = database().url;
       workspace(
         `queue:\n  backend: postgres\n  url: ${url}\n  pool_size: 3\nhistory:\n  backend: postgres\n`,

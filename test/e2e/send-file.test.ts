@@ -1,7 +1,8 @@
 /**
  * `send_file` end to end: `picklebot server` as a child process runs a cron whose agent
  * sends a workspace file into the cron's `deliver_to` chat, on the real telegraf,
- * discord.js and @slack/web-api clients against the fakes. The server is SIGKILLed while the upload is on its
+ * @discordjs/rest and @slack/web-api clients against the fakes. The server is SIGKILLed
+ * while the upload is on its
  * way (the fake holds it unanswered) and started again: the file arrives exactly once,
  * from the outbox, with the bytes the tool read.
  */

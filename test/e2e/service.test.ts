@@ -140,6 +140,13 @@ describe("deploy/picklebot.service", () => {
     expect(keys.get("ProtectSystem")).toBe("strict");
   });
 
+  it("starts node with glibc's allocator set to two arenas that give freed memory back", () => {
+    // docs/decisions/media-memory.md: without them, a burst of photos leaves ~90 MiB more.
+    expect(readFileSync(unitFile, "utf8")).toMatch(
+      /^Environment=MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072$/m,
+    );
+  });
+
   it("passes systemd-analyze verify where systemd is installed", async () => {
     const analyze = spawn("systemd-analyze", ["verify", unitFile]);
     let output = "";
@@ -174,6 +181,11 @@ describe("Dockerfile", () => {
     expect(instructions("FROM")).toEqual(["node:20-slim AS build", "node:20-slim"]);
     expect(dockerfile).toMatch(/python3 make g\+\+/);
     expect(instructions("USER")).toEqual(["node"]);
+  });
+
+  it("sets glibc's allocator to two arenas that give freed memory back, as the unit does", () => {
+    expect(dockerfile).toMatch(/MALLOC_ARENA_MAX=2\b/);
+    expect(dockerfile).toMatch(/MALLOC_TRIM_THRESHOLD_=131072\b/);
   });
 
   it("keeps the workspace in a volume and a stable instance id", () => {

@@ -51,24 +51,32 @@ describe("picklebot sessions", () => {
     const compacted = await cli("sessions", "compact", session?.id ?? "");
     expect(compacted.stderr).toBe("");
     expect(compacted.stdout).toMatch(
-      new RegExp(`^compacted session ${session?.id}: 4 messages summarised`),
+      new RegExp(
+        `^compacted session ${session?.id}: 2 messages summarised, the last 2 kept as they were`,
+      ),
     );
 
     await runCli(["chat", "--workspace", ws.dir, "--session", session?.id ?? ""], {
       input: "one more\n",
     });
-    const sent = fake.requests.at(-1)?.body.messages ?? [];
-    expect(sent).toHaveLength(1);
-    expect(messageText(sent[0] ?? { role: "user", content: "" })).toContain(
-      "Notes: the user asked about brine twice.",
-    );
-    expect(messageText(sent[0] ?? { role: "user", content: "" })).toContain("one more");
+    // The summary, then the last turn word for word, then the new message.
+    const sent = (fake.requests.at(-1)?.body.messages ?? []).map((message) => [
+      message.role,
+      messageText(message),
+    ]);
+    expect(sent).toEqual([
+      ["user", expect.stringContaining("Notes: the user asked about brine twice.")],
+      ["assistant", "echo: and again?"],
+      ["user", "one more"],
+    ]);
+    expect(sent[0]?.[1]).toMatch(/and again\?$/);
     // The usage ledger holds every model call, the summary's too.
     const usage = JSON.parse((await cli("usage", "--json")).stdout) as {
       total: { calls: number };
     };
     expect(usage.total.calls).toBe(fake.requests.length);
-    expect(fake.requests).toHaveLength(4);
+    // Two turns, the memory save call and the summary call, and one more turn.
+    expect(fake.requests).toHaveLength(5);
   });
 
   it("names an unknown session id", async () => {

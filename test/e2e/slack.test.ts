@@ -150,6 +150,44 @@ describe("picklebot server with a Slack bot", () => {
     await waitFor(() => slack.envelopes.every((e) => e.acked), "every envelope acknowledged");
   });
 
+  it("answers !help and !memory naming the commands as typed on Slack, with no model request", async () => {
+    await serve();
+    slack.write({ userId: OWNER, channelId: ownerDm, text: "!help" });
+    const help = await waitFor(() => texts(ownerDm)[0], "the help");
+    expect(help).toContain("!forget: Clear what the agent remembers about you");
+    expect(help).not.toMatch(/^\/new/m);
+    slack.write({ userId: OWNER, channelId: slack.channelId, text: `${mention()} !memory` });
+    await replyIn(
+      slack.channelId,
+      "What I remember about you is shown only in a private chat with me: send !memory there.",
+    );
+    expect(anthropic.requests).toEqual([]);
+  });
+
+  it("keeps a Slack person's memory under their member id: picklebot memory shows it, !forget confirm clears it", async () => {
+    anthropic.script(
+      {
+        toolUses: [
+          { name: "memory", input: { action: "add", about: "person", text: "Cat: Miso" } },
+        ],
+      },
+      { text: "Noted." },
+    );
+    await serve();
+    slack.write({ userId: OWNER, channelId: ownerDm, text: "remember my cat is Miso" });
+    await replyIn(ownerDm, "Noted.");
+    expect(await cli("memory", "show", `slack:${OWNER}`)).toContain("\nCat: Miso\n");
+
+    slack.write({ userId: OWNER, channelId: ownerDm, text: "!forget" });
+    await waitFor(() => texts(ownerDm).at(-1)?.endsWith("send !forget confirm"), "the question");
+    slack.write({ userId: OWNER, channelId: ownerDm, text: "!forget confirm" });
+    await waitFor(
+      () => texts(ownerDm).at(-1)?.startsWith("Done: pickle remembers nothing"),
+      "done",
+    );
+    expect(await cli("memory", "show", `slack:${OWNER}`)).not.toContain("Miso");
+  });
+
   it("refuses a stranger with a pairing code, and answers them once the owner approves it", async () => {
     await serve();
     slack.write({ userId: STRANGER, channelId: strangerDm, text: "let me in" });

@@ -10,6 +10,7 @@ import {
   requestAt,
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
+import { startFakeOpenAi } from "../fakes/openai.js";
 import {
   type FakeBrave,
   type FakeSearchEngine,
@@ -151,5 +152,44 @@ describe("web_search on the anthropic backend", () => {
     const table = await runCli(["usage", "--workspace", ws.dir]);
     expect(table.stdout).toMatch(/CACHE WRITE +WEB SEARCHES +USD\n/);
     expect(table.stdout).toMatch(/\ntotal +2 +200 +20 +0 +0 +1 +\$0\.0109\n/);
+  });
+});
+
+describe("web_search on the anthropic backend, for an agent on another provider", () => {
+  it("is a tool that tells the model why it cannot search, not a server tool the endpoint drops", async () => {
+    const openai = await startFakeOpenAi();
+    try {
+      ws = makeWorkspace({
+        "picklebot.yaml": fakeModelConfig(
+          fake.url,
+          [
+            "tools:",
+            "  web_search:",
+            "    backend: anthropic",
+            "models:",
+            "  gpt:",
+            "    provider: openai-compatible",
+            `    base_url: ${openai.url}`,
+            "    model: local-model",
+          ].join("\n"),
+        ),
+        "agents/researcher/AGENT.md": RESEARCHER.replace("tools:", "model: gpt\ntools:"),
+      });
+      openai.script(
+        { text: "", toolCalls: [{ name: "web_search", input: { query: "pool" } }] },
+        { text: "no search" },
+      );
+      const result = await chat("when is the pool open?\n");
+      expect(result.code).toBe(0);
+      const [first, second] = openai.requests;
+      const names = (first?.body.tools ?? []).map((tool) => tool.function.name);
+      expect(names).toContain("web_search");
+      expect(JSON.stringify(second?.body.messages)).toContain(
+        "which only an Anthropic model can use",
+      );
+      expect(fake.requests).toHaveLength(0);
+    } finally {
+      await openai.close();
+    }
   });
 });

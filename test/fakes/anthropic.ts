@@ -259,6 +259,31 @@ export function lastUserText(request: RecordedRequest): string {
   );
 }
 
+/** The instructions of a request, as one text. */
+function systemText(request: RecordedRequest): string {
+  const { system } = request.body;
+  if (typeof system === "string") return system;
+  return (system ?? []).map((block) => String(block.text ?? "")).join("\n");
+}
+
+/** A compaction's summary call (its instructions say so; it is offered no tools). */
+export function isSummaryCall(request: RecordedRequest): boolean {
+  return systemText(request).includes("You compress a conversation");
+}
+
+/**
+ * A compaction's memory save call, made just before its summary call: its instructions
+ * say the conversation is about to be summarised, and it is offered the `memory` tool alone.
+ */
+export function isMemorySaveCall(request: RecordedRequest): boolean {
+  const tools = (request.body.tools ?? []).map((tool) => String(tool.name));
+  return (
+    tools.length === 1 &&
+    tools[0] === "memory" &&
+    systemText(request).includes("is about to be summarised")
+  );
+}
+
 /** Request number `index` (from 0) that the fake received; throws when there is none yet. */
 export function requestAt(fake: FakeAnthropic, index: number): RecordedRequest {
   const request = fake.requests[index];

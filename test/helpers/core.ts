@@ -22,6 +22,7 @@ import { MessageBusWorker } from "../../src/chat/receiver.js";
 import { ChatSenders } from "../../src/chat/senders.js";
 import { type Config, modelEntryNames, secretValues } from "../../src/config/index.js";
 import { ChatHeartbeatDesk } from "../../src/cron/chat-heartbeats.js";
+import { chatSchedulesOfTurn } from "../../src/cron/chat-schedules.js";
 import { withMemoryEvents } from "../../src/events/memory-changed.js";
 import { FrontendRegistry } from "../../src/frontends/registry.js";
 import {
@@ -204,6 +205,9 @@ export async function openCore(options: CoreOptions = {}): Promise<Core> {
     provider: createAnthropicProvider({ apiKey: "test-key", baseURL: model.url, maxRetries: 0 }),
     clock,
     postMessage: (request) => senders.poster(request),
+    // As the server does: the schedule tool on the chat's schedules.
+    schedules: (request) =>
+      chatSchedulesOfTurn(request, { store: storage.schedules, clock, config }),
     delegate: queueSubagents({
       queue: storage.queue,
       history: storage.history,

@@ -380,6 +380,29 @@ export function historyContract(name: string, makeStore: HistoryFactory): void {
       }
     });
 
+    it("starts the context at the turns a compaction point keeps, and nothing earlier", async () => {
+      const session = await store.createSession({ key: "k", agentId: "pickle" });
+      // The last two turns, then the memory save stored before the point.
+      const kept = THREE_TURNS.slice(2);
+      const save: ChatMessage = {
+        role: "assistant",
+        content: [{ type: "memory_save", calls: [] }],
+      };
+      const point: ChatMessage = {
+        role: "user",
+        content: [{ type: "compaction", summary: "Earlier turns.", replaces: 2, keeps: 9 }],
+      };
+      await appendAll(store, session.id, [...THREE_TURNS, save, point, userText("next")]);
+      expect(await store.loadContext(session.id, 200)).toEqual([
+        ...kept,
+        save,
+        point,
+        userText("next"),
+      ]);
+      // max_messages still wins: the context starts at the latest turn start it allows.
+      expect(await store.loadContext(session.id, 3)).toEqual([point, userText("next")]);
+    });
+
     it("ends the context with tool calls still waiting for results", async () => {
       const session = await store.createSession({ key: "k", agentId: "pickle" });
       const turn = [userText("list my files"), toolCalls("t1")];

@@ -89,6 +89,16 @@ export function scheduleContract(
       expect(await schedules.create(newSchedule("e"), 2)).not.toBeNull();
     });
 
+    it("leaves the chat's heartbeat out of its limit of active reminders", async () => {
+      const heartbeat = { kind: "heartbeat", at: null, cron: "*/30 * * * *" } as const;
+      expect(
+        await schedules.create(newSchedule("h", heartbeat), Number.MAX_SAFE_INTEGER),
+      ).not.toBeNull();
+      expect(await schedules.create(newSchedule("a"), 2)).not.toBeNull();
+      expect(await schedules.create(newSchedule("b"), 2)).not.toBeNull();
+      expect(await schedules.create(newSchedule("c"), 2)).toBeNull();
+    });
+
     it("two creators racing for the last slot store one schedule", async () => {
       const results = await Promise.all([
         schedules.create(newSchedule("x"), 1),

@@ -11,6 +11,8 @@ import { DATABASE_FILE } from "../../src/storage/index.js";
 import {
   type FakeReply,
   type FakeReplySource,
+  isMemorySaveCall,
+  isSummaryCall,
   lastUserText,
   messageText,
   type RecordedRequest,
@@ -442,8 +444,6 @@ describe("AgentWorker: a turn that ends during a tool call is closed in history"
 });
 
 const BIG = { "big.txt": "Pickling notes, line after line of them.\n".repeat(5000) };
-const isSummaryCall = (request: RecordedRequest) =>
-  JSON.stringify(request.body.system).includes("You compress a conversation");
 /** Reads big.txt for each new message, answers after the result; summarises when asked. */
 const answer = (request: RecordedRequest): FakeReply => {
   if (isSummaryCall(request)) {
@@ -580,13 +580,28 @@ describe("AgentWorker: compaction", () => {
     expect(summaries.length).toBeGreaterThan(0);
     expect(summaries.length).toBeLessThan(14);
     expect(compactions().map((line) => line.how)).toEqual(summaries.map(() => "summarised"));
-    // Nothing was deleted: 14 turns of 2 messages, and the compaction points.
-    expect(storedCount(sessionId)).toBe(14 * 2 + summaries.length);
-    const first = requestAt(core.model, core.model.requests.length - 1).body.messages[0];
-    expect(messageText(first ?? { role: "user", content: "" })).toContain(
-      "Summary of the earlier conversation",
+    // Each summary call comes right after its memory save call (the pickle agent has memory).
+    const calls = core.model.requests;
+    const saves = calls.filter(isMemorySaveCall);
+    expect(saves).toHaveLength(summaries.length);
+    for (const summary of summaries) {
+      expect(isMemorySaveCall(calls[calls.indexOf(summary) - 1] as RecordedRequest)).toBe(true);
+    }
+    // Nothing was deleted: 14 turns of 2 messages, the memory save markers and the points.
+    expect(storedCount(sessionId)).toBe(14 * 2 + saves.length + summaries.length);
+    const last = requestAt(core.model, core.model.requests.length - 1).body.messages;
+    const texts = last.map((message) => messageText(message));
+    expect(texts[0]).toContain("Summary of the earlier conversation");
+    expect(texts[0]).toContain("SUMMARY #");
+    // The summary is followed by the latest turns before it, word for word, then the new one.
+    const kept = Number(compactions().at(-1)?.kept);
+    expect(kept).toBeGreaterThanOrEqual(2);
+    const keptTurns = kept / 2;
+    const said = texts.map((text) => /Message (\d+):/.exec(text)?.[1]).filter(Boolean);
+    expect(said.slice(-keptTurns - 1).map(Number)).toEqual(
+      Array.from({ length: keptTurns + 1 }, (_, index) => 14 - keptTurns + index),
     );
-    expect(messageText(first ?? { role: "user", content: "" })).toContain("SUMMARY #");
+    expect(texts.filter((text) => text === "Noted.").length).toBeGreaterThanOrEqual(keptTurns);
   });
 
   it("summarises a chat of many short messages before max_messages would make every request start later", async () => {
@@ -595,7 +610,9 @@ describe("AgentWorker: compaction", () => {
       defaultReply: (request) => (isSummaryCall(request) ? answer(request) : { text: "Yes." }),
     });
     core.start();
-    for (let turn = 1; turn <= 12; turn++) {
+    // At 14 messages (70% of 20) the summary keeps the last 2 turns, 5 messages at most
+    // (a quarter of max_messages): the next one would come at turn 12.
+    for (let turn = 1; turn <= 11; turn++) {
       await core.waitForJob((await core.enqueue(`short ${turn}`)).id, isDone);
     }
     expect(core.model.requests.filter(isSummaryCall)).toHaveLength(1);

@@ -118,7 +118,7 @@ describe("chat path in-process", () => {
     await startChat();
     say("hi");
     await chatShows(["ok"]);
-    core.model.script({ text: "Notes: the user said hi." });
+    core.model.script({ text: "Nothing to save." }, { text: "Notes: the user said hi." });
     say("/compact");
     await waitFor(() => core.platform.texts(CHAT_ID).length === 2, "the compaction's answer");
     expect(core.platform.texts(CHAT_ID)[1]).toMatch(

@@ -6,7 +6,7 @@
  * coalesces after downtime, fires once across two leaders, and stops at a reached budget.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { reachedBudget } from "../../src/agents/budget.js";
+import { reachedBudget, unpricedBudgetedModel } from "../../src/agents/budget.js";
 import { loadAgents } from "../../src/agents/definition.js";
 import { configuredHeartbeats } from "../../src/cron/chat-heartbeats.js";
 import { ChatHeartbeatWorker } from "../../src/cron/heartbeat-worker.js";
@@ -58,6 +58,7 @@ function heartbeatWorker(logLines = recordingLogger()): ChatHeartbeatWorker {
     outbox: storage.outbox,
     reachedBudget: (agentId) =>
       reachedBudget({ ledger: storage.usage, config, agents, clock }, agentId),
+    unpricedModel: (agentId) => unpricedBudgetedModel({ config, agents }, agentId),
     clock,
     logger: logLines.logger,
     maxAttempts: 3,
@@ -242,6 +243,44 @@ describe("heartbeats", () => {
     core.clock.set("2026-11-26T00:00:00Z");
     await worker.fireDue();
     await ticksDone(3);
+  });
+
+  it("under a budget, with a model that has no price, runs no tick and tells the owner once", async () => {
+    const agent = "---\nname: Pickle\ndescription: Helps\nmodel: mystery-model\n---\nYou help.\n";
+    await startChat({ budget: { daily_usd: 5 }, files: { "agents/pickle/AGENT.md": agent } });
+    await command("/heartbeat every 30m anything new?");
+    const worker = heartbeatWorker();
+    for (const at of ["10:30", "11:00", "11:30"]) {
+      core.clock.set(`2026-11-25T${at}:00Z`);
+      await worker.fireDue();
+    }
+    const paused = (text: string) => text.startsWith("Heartbeat paused:");
+    await waitFor(() => texts().some(paused));
+    expect(texts().filter(paused)).toEqual([
+      'Heartbeat paused: agent "pickle" uses model "mystery-model", which has no price, so its budget cannot be kept. No checks run until it has one (the owner can see how with `picklebot doctor`), or send /heartbeat off.',
+    ]);
+    expect(texts().filter((text) => text.startsWith("Sorry"))).toEqual([]);
+    expect(await tickJobs()).toEqual([]);
+    expect(core.model.requests).toHaveLength(0);
+  });
+
+  it("the agent's schedule tool cannot cancel the heartbeat, in the chat or in a tick", async () => {
+    const agent = "---\nname: Pickle\ndescription: Helps\ntools: [schedule]\n---\nYou help.\n";
+    await startChat({ files: { "agents/pickle/AGENT.md": agent } });
+    await command("/heartbeat every 30m anything new?");
+    const [heartbeat] = await core.storage.schedules.list({ states: ["active"] });
+    const id = heartbeat?.id as string;
+    const cancel = { toolUses: [{ name: "schedule", input: { action: "cancel", id } }] };
+    core.model.script(cancel, { text: "I could not." }, cancel, { text: "NOTHING_TO_REPORT" });
+    say("cancel the heartbeat");
+    await waitFor(() => texts().includes("I could not."));
+    core.clock.set("2026-11-25T11:30:00Z");
+    await heartbeatWorker().fireDue();
+    await ticksDone(1);
+    const refusal = `schedule: "${id}" is this chat's heartbeat, which only the owner turns off (/heartbeat off)`;
+    expect(lastUserText(core.model.requests[1] as never)).toContain(refusal);
+    expect(lastUserText(core.model.requests[3] as never)).toContain(refusal);
+    expect((await core.storage.schedules.get(id))?.state).toBe("active");
   });
 
   describe("refuses, saying how to fix it", () => {

@@ -12,9 +12,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeAnthropic, startFakeAnthropic } from "../fakes/anthropic.js";
+import { startFakeDiscord } from "../fakes/discord.js";
 import { startFakeSlack } from "../fakes/slack.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { slackYaml, startBusServer, telegramYaml } from "../helpers/bus.js";
+import { discordYaml, slackYaml, startBusServer, telegramYaml } from "../helpers/bus.js";
 import { runCli } from "../helpers/cli.js";
 import { killAllServers, startServer } from "../helpers/server.js";
 import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
@@ -22,7 +23,14 @@ import { fakeModelConfig, makeWorkspace, type TempWorkspace } from "../helpers/w
 const RECORDER = fileURLToPath(new URL("../fixtures/record-imports.mjs", import.meta.url));
 
 /** Libraries a command that does not use them must not load. */
-const CHAT_LIBRARIES = ["telegraf", "discord.js", "@slack/socket-mode", "@slack/web-api"];
+const DISCORD_LIBRARIES = ["@discordjs/ws", "@discordjs/rest"];
+const CHAT_LIBRARIES = [
+  "telegraf",
+  ...DISCORD_LIBRARIES,
+  "discord.js",
+  "@slack/socket-mode",
+  "@slack/web-api",
+];
 const HEAVY = [
   ...CHAT_LIBRARIES,
   "@anthropic-ai/sdk",
@@ -115,15 +123,31 @@ describe("the server loads what its config enables", () => {
     }
   });
 
-  it("with Telegram enabled, it loads telegraf and not discord.js", async () => {
+  it("with Telegram enabled, it loads telegraf and no Discord library", async () => {
     telegram = await startFakeTelegram();
     ws.write("picklebot.yaml", fakeModelConfig(fake.url, telegramYaml(telegram)));
     const server = await startBusServer(ws.dir, ["telegram"], { env: recording() });
     await server.kill();
     const packages = loadedPackages();
     expect(packages).toContain("telegraf");
-    expect(packages).not.toContain("discord.js");
+    for (const name of [...DISCORD_LIBRARIES, "discord.js"]) expect(packages).not.toContain(name);
     expect(packages).not.toContain("@slack/web-api");
+  });
+
+  it("with Discord enabled, it loads the gateway and REST clients, not discord.js's Client", async () => {
+    const discord = await startFakeDiscord();
+    try {
+      ws.write("picklebot.yaml", fakeModelConfig(fake.url, discordYaml(discord)));
+      const server = await startBusServer(ws.dir, ["discord"], { env: recording() });
+      await server.kill();
+      const packages = loadedPackages();
+      for (const name of DISCORD_LIBRARIES) expect(packages).toContain(name);
+      // Its Client, caches and validators cost about 10 MiB of an idle server (bench/RESULTS.md).
+      expect(packages).not.toContain("discord.js");
+      expect(packages).not.toContain("telegraf");
+    } finally {
+      await discord.close();
+    }
   });
 
   it("with Slack enabled, it loads the Slack clients and no other chat library", async () => {
@@ -136,7 +160,7 @@ describe("the server loads what its config enables", () => {
       expect(packages).toContain("@slack/socket-mode");
       expect(packages).toContain("@slack/web-api");
       expect(packages).not.toContain("telegraf");
-      expect(packages).not.toContain("discord.js");
+      for (const name of [...DISCORD_LIBRARIES, "discord.js"]) expect(packages).not.toContain(name);
     } finally {
       await slack.close();
     }

@@ -3,12 +3,14 @@
  * with a memory store and a test clock: what it confirms, and each refusal.
  */
 import { beforeEach, describe, expect, it } from "vitest";
+import { gateTools } from "../../src/agents/approval-gate.js";
 import { createScheduleTool } from "../../src/agents/tools/schedule.js";
 import { chatSchedulesOfTurn } from "../../src/cron/chat-schedules.js";
 import type { Tool, ToolContext } from "../../src/ports/index.js";
 import { MemoryScheduleStore } from "../../src/storage/memory/schedules.js";
 import { TestClock } from "../helpers/clock.js";
 import { testConfig } from "../helpers/config.js";
+import { newSchedule } from "../schedules/contract.js";
 
 const CHAT = { kind: "telegram", chatId: "42" } as const;
 const CONTEXT = {
@@ -103,6 +105,38 @@ describe("schedule tool", () => {
     await expect(run({ action: "cancel" })).rejects.toThrow(/"id" is required to cancel/);
   });
 
+  it("does not cancel a heartbeat: the owner turns it off; another chat's is no schedule of this one", async () => {
+    const heartbeat = {
+      kind: "heartbeat",
+      text: "anything?",
+      at: null,
+      cron: "*/30 * * * *",
+    } as const;
+    await store.create(newSchedule("hb1", { ...heartbeat, chat: CHAT }), 10);
+    await store.create(
+      newSchedule("hb2", { ...heartbeat, chat: { kind: "telegram", chatId: "7" } }),
+      10,
+    );
+    await expect(run({ action: "cancel", id: "hb1" })).rejects.toThrow(
+      'schedule: "hb1" is this chat\'s heartbeat, which only the owner turns off (/heartbeat off)',
+    );
+    await expect(run({ action: "cancel", id: "hb2" })).rejects.toThrow(
+      'schedule: this chat has no active schedule "hb2"',
+    );
+    expect((await store.list({ states: ["active"] })).map(({ id }) => id).sort()).toEqual([
+      "hb1",
+      "hb2",
+    ]);
+  });
+
+  it("is refused by a deny entry of the approvals policy, like any tool, before anything is stored", async () => {
+    const [gated] = gateTools([tool()], { schedule: "deny" }, undefined);
+    await expect(
+      gated?.run({ action: "create", when: "in 1 hour", message: "tea" }, CONTEXT),
+    ).rejects.toThrow("schedule: the owner's approvals policy refuses this call (schedule: deny)");
+    expect(await store.list()).toEqual([]);
+  });
+
   describe("refuses, with an error the model can act on", () => {
     it.each([
       [{ when: "after lunch-ish", message: "x" }, /could not read "after lunch-ish" as a time/],
@@ -116,6 +150,16 @@ describe("schedule tool", () => {
         { repeat: "every 30 minutes", message: "x" },
         /"every 30 minutes" runs every 30 minutes; recurring schedules run at most every 1 hour \(tools\.schedule\.min_interval_m\)/,
       ],
+      [
+        { repeat: "every 10 seconds", message: "x" },
+        /"every 10 seconds" runs every 10 seconds; recurring schedules run at most every 1 hour \(tools\.schedule\.min_interval_m\)/,
+      ],
+      [
+        { repeat: "* * * * * *", message: "x" },
+        /"\* \* \* \* \* \*" runs every 1 second; recurring schedules run at most every 1 hour/,
+      ],
+      [{ when: "now", message: "x" }, /"now" is in the past .* give a time in the future/],
+      [{ when: "in 0 minutes", message: "x" }, /"in 0 minutes" is in the past/],
       [{ repeat: "every full moon", message: "x" }, /could not read repeat "every full moon"/],
       [
         { when: "in 1 hour", repeat: "every day at 8", message: "x" },
@@ -140,10 +184,11 @@ describe("schedule tool", () => {
       );
     });
 
-    it("a scheduled run, a cron run or a subagent creating a schedule (no loops); listing still works", async () => {
+    it("a scheduled run, a cron run, a heartbeat tick or a subagent creating a schedule (no loops); listing still works", async () => {
       for (const key of [
         "schedule:k7m2qx:2026-11-27T21:00:00.000Z",
         "cron:daily:2026-11-27T08:00:00.000Z",
+        "heartbeat:k7m2qx:2026-11-27T21:00:00.000Z",
         "subagent:1:job1:call1",
       ]) {
         await expect(

@@ -131,6 +131,17 @@ describe("the Memory section", () => {
     expect((await storage.memory.read("pickle", "telegram:1001")).text).toBe("Cat: Miso");
   });
 
+  it("shows a Slack person's memory by their member id", async () => {
+    await storage.memory.update(
+      { agentId: "pickle", scope: "slack:U0ALICE01" },
+      { by: "cli", at: clock.now() },
+      () => ({ text: "Likes tea", change: { action: "add", entry: "Likes tea", previous: null } }),
+    );
+    const page = await client().get("/memory/pickle/slack%3AU0ALICE01");
+    expect(page.status).toBe(200);
+    expect(textOf(page.html)).toContain("Likes tea");
+  });
+
   it("answers 404 for an unknown agent, a bad scope, and an agent with memory off", async () => {
     const off = { ...builtInAgent("quiet"), memory: null };
     const section = memorySection({

@@ -79,6 +79,27 @@ describe("a session's transcript", () => {
     expect(html).toContain("answer it there");
   });
 
+  it("names the model of each call, when a fallback of another provider answered a turn's second call", async () => {
+    harness = await openDashboard();
+    const session = await harness.storage.history.createSession({
+      key: "telegram:42",
+      agentId: "pickle",
+    });
+    const usage = { input: 10, output: 5, cacheRead: 0, cacheWrite: 0 };
+    const calls = ["", "claude-sonnet-4-6", "", "gpt-4.1-mini"];
+    for (const [index, message] of CONVERSATION.slice(0, 4).entries()) {
+      const model = calls[index];
+      await harness.storage.history.append(
+        session.id,
+        message,
+        model ? { usage, call: { model } } : undefined,
+      );
+    }
+    const html = await (await harness.request(`/sessions/${session.id}`)).text();
+    expect(html).toContain("claude-sonnet-4-6, 10 in / 5 out tokens");
+    expect(html).toContain("gpt-4.1-mini, 10 in / 5 out tokens");
+  });
+
   it("answers a refresh with 204 while nothing changed, and the new transcript after", async () => {
     harness = await openDashboard();
     const session = await storedSession();

@@ -110,6 +110,29 @@ describe("the Usage section", () => {
     expect(textOf((await client().get("/usage")).html)).not.toContain("Models without a price");
   });
 
+  it("prices a named model's calls at its entry's prices, as picklebot usage does", async () => {
+    await call("pickle", "llama-3.3-70b", { input: 1_000_000 }); // $0.13 at the entry's price
+    const price = { input: 0.13, output: 0.4, cache_read: 0.13, cache_write: 0.13 };
+    const section = usageSection({
+      ledger: storage.usage,
+      config: testConfig(ws.dir, {
+        models: {
+          router: { provider: "openai-compatible", model: "llama-3.3-70b", prices: price },
+        },
+      }),
+      agents: new Map([["pickle", builtInAgent("pickle")]]),
+      clock,
+    });
+    const text = textOf((await mountSection(section).get("/usage")).html);
+    expect(text).toContain(
+      "By day (UTC), last 7d Day Calls Input Output Cache read Cache write USD 2025-01-15 1 1,000,000 0 0 0 $5.00 2025-01-16 3 1,000,010 100,000 0 0 $2.63",
+    );
+    expect(text).toContain(
+      "Not priced (counted as $0; add them to llm.prices in picklebot.yaml): mystery-model",
+    );
+    expect(text).not.toContain("llama-3.3-70b");
+  });
+
   it("narrows to a shorter period with since", async () => {
     const text = textOf((await client().get("/usage?since=12h")).html);
     expect(text).toContain("By agent, last 12h");

@@ -6,7 +6,8 @@
  *
  * Memory: a decoded photo is width × height × 3 bytes (a 12 MP photo, 36 MB), so images
  * are prepared one at a time, with one libvips thread and no libvips cache; twenty
- * people sending photos at once then cost one decode, not twenty.
+ * people sending photos at once then cost one decode, not twenty. sharp reads the stored
+ * file itself, in strips, so the original is never loaded whole into memory either.
  */
 import type { ImageMediaType } from "../../ports/index.js";
 
@@ -16,9 +17,16 @@ export const MAX_IMAGE_EDGE = 1568;
 /** The API's limit of one image's size. */
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 
+/** A stored image file: where it is and its size in bytes. */
+export interface ImageFile {
+  path: string;
+  bytes: number;
+}
+
 /** An image ready for the model. */
 export interface PreparedImage {
-  bytes: Uint8Array;
+  /** The image re-encoded for the model; absent when the file is sent as it is. */
+  bytes?: Uint8Array;
   mediaType: ImageMediaType;
   width: number;
   height: number;
@@ -40,8 +48,8 @@ const TYPES: Record<string, ImageMediaType> = {
  * and the PNG is under {@link MAX_IMAGE_BYTES}).
  * @throws UnreadableImage when the bytes are not an image.
  */
-export function prepareImage(bytes: Uint8Array): Promise<PreparedImage> {
-  const prepared = preparing.then(() => prepareNow(bytes));
+export function prepareImage(file: ImageFile): Promise<PreparedImage> {
+  const prepared = preparing.then(() => prepareNow(file));
   preparing = prepared.then(
     () => undefined,
     () => undefined,
@@ -62,12 +70,12 @@ async function loadSharp() {
 
 let sharpLoading: ReturnType<typeof loadSharp> | undefined;
 
-async function prepareNow(bytes: Uint8Array): Promise<PreparedImage> {
+async function prepareNow(file: ImageFile): Promise<PreparedImage> {
   sharpLoading ??= loadSharp();
   const sharp = await sharpLoading;
   let meta: Awaited<ReturnType<ReturnType<typeof sharp>["metadata"]>>;
   try {
-    meta = await sharp(bytes, { failOn: "error" }).metadata();
+    meta = await sharp(file.path, { failOn: "error" }).metadata();
   } catch (error) {
     throw new UnreadableImage(`not a readable image: ${(error as Error).message}`);
   }
@@ -78,12 +86,12 @@ async function prepareNow(bytes: Uint8Array): Promise<PreparedImage> {
     type &&
     upright &&
     Math.max(width, height) <= MAX_IMAGE_EDGE &&
-    bytes.byteLength < MAX_IMAGE_BYTES
+    file.bytes < MAX_IMAGE_BYTES
   ) {
-    return { bytes, mediaType: type, width, height };
+    return { mediaType: type, width, height };
   }
   try {
-    const resized = sharp(bytes, { failOn: "error" }).rotate().resize({
+    const resized = sharp(file.path, { failOn: "error" }).rotate().resize({
       width: MAX_IMAGE_EDGE,
       height: MAX_IMAGE_EDGE,
       fit: "inside",

@@ -19,20 +19,26 @@
  * the person and a note for the model, and is logged; the message's text is still
  * answered. A transient failure with attempts left throws a retryable error: the job is
  * tried again later, and what was downloaded or transcribed is not done again.
+ *
+ * Memory (bench/media.js, docs/decisions/media-memory.md): a download is written to the
+ * store chunk by chunk as it arrives, an image is read by sharp from its stored file, and
+ * the garbage a message's files leave is collected once they are read.
  */
+import { collectGarbage } from "../../base/collect-garbage.js";
 import { PicklebotError, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import type { SpeechToTextConfig } from "../../config/index.js";
 import type {
   ChatAttachment,
   ChatPlatformKind,
+  FileDownload,
   MediaRef,
   RequestContentBlock,
 } from "../../ports/index.js";
 import { prepareImage, UnreadableImage } from "./image.js";
 import { checkPdf } from "./pdf.js";
 import { TranscriptionError, transcribe } from "./speech.js";
-import type { MediaStore } from "./store.js";
+import { type MediaStore, MediaTooLarge, type StoredMedia } from "./store.js";
 
 /** The largest file picklebot takes from a chat (the model's limit for a PDF). */
 export const MAX_FILE_BYTES = 32 * 1024 * 1024;
@@ -57,7 +63,7 @@ export interface MediaIntakeOptions {
     platform: ChatPlatformKind,
     attachment: ChatAttachment,
     signal: AbortSignal,
-  ) => Promise<Uint8Array>;
+  ) => Promise<FileDownload>;
   /** The speech-to-text service (`speech_to_text`). (Default: none: voice notes are refused) */
   speech?: SpeechToTextConfig;
   /** Longest text a text file becomes (the tool-result budget). */
@@ -141,6 +147,9 @@ export class MediaIntake {
         });
       }
     }
+    // The downloads' chunks and the images' encodings are dead now: free them at once,
+    // not when V8 next notices (many photos at once would otherwise pile up).
+    if (job.attachments.length > 0) collectGarbage();
     const charge = this.#chargeFor(paid);
     return charge === undefined ? read : { ...read, charge };
   }
@@ -170,13 +179,13 @@ export class MediaIntake {
         `it is ${megabytes(attachment.size ?? 0)}; I take files up to ${megabytes(MAX_FILE_BYTES)}`,
       );
     }
-    const { bytes, ref } = await this.#bytesOf(job, attachment, name, signal);
+    const ref = await this.#stored(job, attachment, name, signal);
     const mimeType = attachment.mimeType ?? "application/octet-stream";
     if (attachment.kind === "voice" || attachment.kind === "audio") {
-      return this.#transcript(job, attachment, { bytes, ref, mimeType }, signal, paid);
+      return this.#transcript(job, attachment, { ref, mimeType }, signal, paid);
     }
-    if (attachment.kind === "image" || mimeType.startsWith("image/"))
-      return this.#image(bytes, ref);
+    if (attachment.kind === "image" || mimeType.startsWith("image/")) return this.#image(ref);
+    const bytes = await this.#options.store.read(ref.sha256);
     if (mimeType === "application/pdf" || /\.pdf$/i.test(name)) {
       const pdf = checkPdf(bytes);
       if (!pdf.ok) throw new Unreadable(pdf.reason);
@@ -201,47 +210,51 @@ export class MediaIntake {
     };
   }
 
-  /** The file's bytes: stored before for this source, or downloaded and stored now. */
-  async #bytesOf(
+  /**
+   * The stored file: stored before for this source, or downloaded now, written to the
+   * store chunk by chunk as it arrives.
+   */
+  async #stored(
     job: IntakeJob,
     attachment: ChatAttachment,
     name: string,
     signal: AbortSignal,
-  ): Promise<{ bytes: Uint8Array; ref: MediaRef }> {
+  ): Promise<MediaRef> {
     const { store } = this.#options;
     const known = await store.downloaded(attachment.source);
-    if (known) {
-      const bytes = await store.read(known);
-      return { bytes, ref: { sha256: known, bytes: bytes.byteLength, name } };
-    }
+    if (known) return { ...(await store.stored(known)), name };
     if (job.platform === "web") throw new Unreadable("the upload is not stored; send it again");
-    let bytes: Uint8Array;
+    let stored: StoredMedia;
     try {
-      bytes = await this.#options.download(job.platform, attachment, signal);
+      const download = await this.#options.download(job.platform, attachment, signal);
+      stored = await store.putChunks(
+        download instanceof Uint8Array ? [download] : download,
+        MAX_FILE_BYTES,
+      );
     } catch (thrown) {
       signal.throwIfAborted();
+      if (thrown instanceof MediaTooLarge) {
+        throw new Unreadable(`it is over ${megabytes(MAX_FILE_BYTES)}, the largest file I take`);
+      }
       const error = toError(thrown);
       const retryable = error instanceof PicklebotError && error.retryable;
       if (retryable && !job.lastAttempt) throw error;
       throw new Unreadable(`the download failed: ${error.message}`);
     }
-    if (bytes.byteLength > MAX_FILE_BYTES) {
-      throw new Unreadable(
-        `it is ${megabytes(bytes.byteLength)}; I take files up to ${megabytes(MAX_FILE_BYTES)}`,
-      );
-    }
-    const stored = await store.put(bytes);
     await store.rememberDownload(attachment.source, stored.sha256);
-    return { bytes, ref: { ...stored, name } };
+    return { ...stored, name };
   }
 
-  async #image(bytes: Uint8Array, original: MediaRef): Promise<RequestContentBlock> {
+  async #image(original: MediaRef): Promise<RequestContentBlock> {
+    const { store } = this.#options;
     try {
-      const prepared = await prepareImage(bytes);
-      const stored =
-        prepared.bytes === bytes
-          ? original
-          : { ...(await this.#options.store.put(prepared.bytes)), name: original.name };
+      const prepared = await prepareImage({
+        path: store.path(original.sha256),
+        bytes: original.bytes,
+      });
+      const stored = prepared.bytes
+        ? { ...(await store.put(prepared.bytes)), name: original.name }
+        : original;
       return {
         type: "image",
         mediaType: prepared.mediaType,
@@ -263,7 +276,7 @@ export class MediaIntake {
   async #transcript(
     job: IntakeJob,
     attachment: ChatAttachment,
-    audio: { bytes: Uint8Array; ref: MediaRef; mimeType: string },
+    audio: { ref: MediaRef; mimeType: string },
     signal: AbortSignal,
     paid: Map<string, number>,
   ): Promise<RequestContentBlock> {
@@ -279,7 +292,11 @@ export class MediaIntake {
       try {
         const made = await transcribe(
           speech,
-          { bytes: audio.bytes, name: audio.ref.name, mimeType: audio.mimeType },
+          {
+            bytes: await store.read(audio.ref.sha256),
+            name: audio.ref.name,
+            mimeType: audio.mimeType,
+          },
           signal,
         );
         text = made.text;

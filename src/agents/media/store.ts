@@ -14,9 +14,11 @@
  *
  * Each file is written to a temporary name and renamed, so a crash never leaves half a
  * file, and a job resumed after a crash finds what it downloaded or transcribed before.
+ * A download is written and hashed chunk by chunk as it arrives ({@link MediaStore.putChunks}),
+ * so a 20 MB file never sits whole in memory.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import type { MediaRef } from "../../ports/index.js";
@@ -61,6 +63,13 @@ export function uploadSource(sha256: string): string {
   return `upload:${checkedHash(sha256)}`;
 }
 
+/** Thrown by {@link MediaStore.putChunks} when the file goes over its limit; nothing is kept. */
+export class MediaTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`over the limit of ${limit} bytes`);
+  }
+}
+
 /** The content-addressed files of one history folder. */
 export class MediaStore {
   readonly #folder: string;
@@ -70,15 +79,56 @@ export class MediaStore {
   }
 
   /** Stores `bytes` under their SHA-256 (once: the same bytes again write nothing new). */
-  async put(bytes: Uint8Array): Promise<StoredMedia> {
-    const sha256 = createHash("sha256").update(bytes).digest("hex");
-    await this.#write(sha256, bytes);
-    return { sha256, bytes: bytes.byteLength };
+  put(bytes: Uint8Array): Promise<StoredMedia> {
+    return this.putChunks([bytes], Number.POSITIVE_INFINITY);
+  }
+
+  /**
+   * Stores a file that arrives in chunks (a download) under its SHA-256, writing and
+   * hashing each chunk as it comes, so only one chunk is in memory at a time.
+   * @throws MediaTooLarge past `maxBytes` (the partial file is removed); whatever reading
+   * `chunks` throws, as it is.
+   */
+  async putChunks(
+    chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+    maxBytes: number,
+  ): Promise<StoredMedia> {
+    await mkdir(this.#folder, { recursive: true });
+    const partial = join(this.#folder, `${randomUUID()}.partial`);
+    const hash = createHash("sha256");
+    let bytes = 0;
+    const file = await open(partial, "w");
+    try {
+      for await (const chunk of chunks) {
+        bytes += chunk.byteLength;
+        if (bytes > maxBytes) throw new MediaTooLarge(maxBytes);
+        hash.update(chunk);
+        await file.write(chunk);
+      }
+      await file.close();
+    } catch (error) {
+      await file.close().catch(() => undefined);
+      await rm(partial, { force: true });
+      throw error;
+    }
+    const sha256 = hash.digest("hex");
+    await rename(partial, join(this.#folder, sha256));
+    return { sha256, bytes };
   }
 
   /** The bytes stored under `sha256`. */
   read(sha256: string): Promise<Buffer> {
-    return readFile(join(this.#folder, checkedHash(sha256)));
+    return readFile(this.path(sha256));
+  }
+
+  /** Where the file `sha256` is, for a reader that takes a path (sharp reads it in strips). */
+  path(sha256: string): string {
+    return join(this.#folder, checkedHash(sha256));
+  }
+
+  /** The size of the stored file `sha256`. */
+  async stored(sha256: string): Promise<StoredMedia> {
+    return { sha256, bytes: (await stat(this.path(sha256))).size };
   }
 
   /** What a platform's file id downloaded to before, or null. */

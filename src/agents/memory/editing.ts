@@ -10,6 +10,7 @@ import {
   memoryEntries,
   memoryText,
 } from "../../base/memory-text.js";
+import { controlCharacterIn } from "../../base/printable.js";
 import { secretShapeIn } from "../../base/redact.js";
 import type { MemoryEdit, MemoryEditor } from "../../ports/index.js";
 
@@ -109,6 +110,8 @@ function entryProblem(entry: string, target: EditTarget): string | null {
   if (holdsSeparatorLine(entry)) {
     return `"text" holds a line with only "§", which separates entries; write one fact without it.`;
   }
+  const control = controlCharacterIn(entry, { multiline: true });
+  if (control) return `"text" holds a control character (${control}); write plain text.`;
   const secret = secretShapeIn(entry, target.secrets);
   if (secret) {
     return (
@@ -212,6 +215,10 @@ function handEditProblem(text: string, target: EditTarget): string | null {
   }
   const entries = memoryEntries(text);
   for (const [index, entry] of entries.entries()) {
+    const control = controlCharacterIn(entry, { multiline: true });
+    if (control) {
+      return `entry ${index + 1} holds a control character (${control}), which is not text; remove it.`;
+    }
     const secret = secretShapeIn(entry, target.secrets);
     if (secret) {
       return `entry ${index + 1} ("${quote(entry)}") looks like a secret (${secret}); memory is sent at the start of every conversation, so write where to find the secret instead.`;

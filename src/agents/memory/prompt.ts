@@ -71,6 +71,22 @@ export function renderMemory(run: RunMemory, notes: string, about: string, date:
   return sections.join("\n\n");
 }
 
+/**
+ * What the memories a run writes hold now, for the memory save before a summary (so it
+ * saves nothing twice): the agent's notes and, when it has one, the memory about the
+ * person being answered.
+ */
+export async function currentMemory(run: RunMemory, memory: MemoryStore): Promise<string> {
+  const notes = (await memory.read(run.agentId, AGENT_SCOPE)).text;
+  const sections = [`## Your notes (${size(notes, run.settings.agentChars)})`, notes || "(empty)"];
+  if (run.writer !== null) {
+    const about = (await memory.read(run.agentId, run.writer)).text;
+    const heading = `## About the person you are answering (${size(about, run.settings.personChars)})`;
+    sections.push(heading, about || "(empty)");
+  }
+  return sections.join("\n\n");
+}
+
 function size(text: string, budget: number): string {
   return `${memoryChars(text)} of ${budget} characters`;
 }

@@ -52,7 +52,12 @@ import {
   type ToolSpec,
 } from "../../ports/index.js";
 import { createAnthropicBatches } from "./anthropic-batches.js";
-import { describeCause, isRetryableStatus, retryAfterSeconds } from "./http-failure.js";
+import {
+  describeCause,
+  isRetryableStatus,
+  retryAfterSeconds,
+  shortRetryFetch,
+} from "./http-failure.js";
 import { type LoadedMedia, loadMedia, NO_MEDIA } from "./media.js";
 
 /** Options of {@link createAnthropicProvider}. */
@@ -210,7 +215,7 @@ function createClient(
     timeout: settings.timeoutMs,
     maxRetries: options.maxRetries ?? 2,
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
-    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+    fetch: shortRetryFetch(options.fetch),
   });
 }
 

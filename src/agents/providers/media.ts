@@ -43,7 +43,13 @@ export async function loadMedia(
       { retryable: false },
     );
   }
-  for (const [sha256, ref] of refs)
-    loaded.set(sha256, Buffer.from(await readMedia(ref)).toString("base64"));
+  for (const [sha256, ref] of refs) {
+    const bytes = await readMedia(ref);
+    // A view, not a copy: the file's bytes are in memory once, while their base64 is made.
+    loaded.set(
+      sha256,
+      Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64"),
+    );
+  }
   return loaded;
 }

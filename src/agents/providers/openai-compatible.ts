@@ -32,7 +32,12 @@ import {
   type ModelReply,
   type ModelRequest,
 } from "../../ports/index.js";
-import { describeCause, isRetryableStatus, retryAfterSeconds } from "./http-failure.js";
+import {
+  describeCause,
+  isRetryableStatus,
+  retryAfterSeconds,
+  shortRetryFetch,
+} from "./http-failure.js";
 import { type LoadedMedia, loadMedia, NO_MEDIA } from "./media.js";
 import { ReplyAssembler, toChatMessages, toChatTools } from "./openai-messages.js";
 import { repairTextToolCalls, TextToolCallFilter } from "./text-tool-calls.js";
@@ -218,7 +223,7 @@ function createClient(sdk: Sdk, endpoint: Endpoint, options: OpenAiCompatibleOpt
     timeout: endpoint.timeoutMs,
     maxRetries: options.maxRetries ?? 2,
     ...(keyless ? { defaultHeaders: { Authorization: null } } : {}),
-    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+    fetch: shortRetryFetch(options.fetch),
   });
 }
 

@@ -166,6 +166,7 @@ function blockText(block: ContentBlock): string {
     case "server_tool_result":
     case "prune":
     case "job_end":
+    case "memory_save":
       return "";
     default:
       return block satisfies never;

@@ -6,12 +6,12 @@
  * it stays in {@link PressTokens}, inside the adapter, and never travels with the press.
  */
 import {
-  type ButtonInteraction,
+  type APIMessageComponentInteraction,
   ButtonStyle,
   ComponentType,
   InteractionResponseType,
   MessageFlags,
-} from "discord.js";
+} from "discord-api-types/v10";
 import type { Choice, ChoiceStyle, IncomingChoice } from "../../ports/index.js";
 
 /** Discord's button style for each choice style. */
@@ -36,15 +36,17 @@ export function choiceComponents(choices: readonly Choice[]): object[] {
 }
 
 /** A button press as the core sees it. */
-export function toIncomingChoice(interaction: ButtonInteraction): IncomingChoice {
+export function toIncomingChoice(interaction: APIMessageComponentInteraction): IncomingChoice {
+  // In a guild the presser comes as a member, in a DM as a user.
+  const user = interaction.member?.user ?? interaction.user;
   return {
     platform: "discord",
-    chatId: interaction.channelId,
-    userId: interaction.user.id,
-    userName: interaction.user.username,
-    direct: interaction.guildId === null,
+    chatId: interaction.channel.id,
+    userId: user?.id ?? "",
+    userName: user?.username ?? "",
+    direct: interaction.guild_id === undefined,
     messageId: interaction.message.id,
-    choiceId: interaction.customId,
+    choiceId: interaction.data.custom_id,
     pressId: interaction.id,
   };
 }

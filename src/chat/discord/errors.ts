@@ -3,7 +3,7 @@
  * {@link ChatPlatformError} that says whether a retry can help, with the owner's fix for
  * a refused login, and never the bot token.
  */
-import { DiscordAPIError, HTTPError, RateLimitError } from "discord.js";
+import { DiscordAPIError, HTTPError, RateLimitError } from "@discordjs/rest";
 import { ChatPlatformError, toError } from "../../base/errors.js";
 import { redactError } from "../../base/redact.js";
 import { credentialRefused } from "../../config/index.js";
@@ -12,7 +12,7 @@ import { credentialRefused } from "../../config/index.js";
 const TOKEN_REFUSED_CLOSE = 4004;
 
 /**
- * Gateway closes after which discord.js gives up: the close code, the error @discordjs/ws
+ * Gateway closes after which @discordjs/ws gives up: the close code, the error it
  * rejects `login()` with, and what the owner has to do.
  */
 const UNRECOVERABLE_CLOSES = [
@@ -100,13 +100,13 @@ export function requestError(thrown: unknown, failure: RequestFailure): ChatPlat
 }
 
 /**
- * A failed login: a refused token (discord.js's TokenInvalid after a REST 401, or the
- * gateway's close 4004) or intent is final and says what to fix.
+ * A failed login: a refused token (a 401 to the gateway lookup, or the gateway's close
+ * 4004) or intent is final and says what to fix.
  */
 export function loginError(thrown: unknown, token: string): ChatPlatformError {
   const cause = scrubError(thrown, token);
   const code = (thrown as { code?: unknown }).code;
-  if (code === "TokenInvalid") {
+  if ((thrown instanceof DiscordAPIError || thrown instanceof HTTPError) && thrown.status === 401) {
     return new ChatPlatformError(credentialRefused("discord", "HTTP 401, TokenInvalid"), {
       cause,
       context: { platform: "discord", key: "discord.bot_token" },

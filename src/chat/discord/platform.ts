@@ -1,26 +1,30 @@
 /**
- * The Discord adapter: discord.js 14 on the gateway for incoming messages and button
- * presses, one standalone REST client for sending, editing, typing and answering presses.
- * It converts and filters, nothing more; allowlists, sessions, streaming, splitting and
- * retries live in the core.
+ * The Discord adapter: the discord.js project's gateway client (@discordjs/ws) for incoming
+ * messages and button presses, its REST client (@discordjs/rest) for sending, editing,
+ * typing and answering presses; raw gateway payloads, without discord.js's `Client` and
+ * its caches, which cost about 10 MiB of an idle server for nothing the adapter reads
+ * (bench/RESULTS.md, footprint). It converts and filters, nothing more; allowlists,
+ * sessions, streaming, splitting and retries live in the core.
  *
  *   start():  `connecting` ─► a fresh gateway client logs in (GET /gateway/bot, IDENTIFY)
  *             ─► READY ─► `connected`
  *             a failed login ─► that client is destroyed, the failure logged with its fix,
  *             and a new client tries again with backoff (1 s doubling to 60 s) until one
  *             works or stop() is called
- *   dropped:  discord.js reconnects and resumes by itself; its shard events move the state
- *             to `connecting` (shardReconnecting) and back to `connected` (shardResume)
- *   given up: a close discord.js will not recover from (token reset, intent switched off)
- *             ─► `connecting`, destroy the client and log in again as in start()
+ *   dropped:  @discordjs/ws reconnects and resumes by itself; its shard events move the
+ *             state to `connecting` (a recoverable close) and back to `connected` (RESUMED
+ *             or READY)
+ *   given up: a close @discordjs/ws will not recover from (token reset, intent switched
+ *             off) ─► `connecting`, destroy the client and log in again as in start()
  *   stop():   ignore further messages ─► destroy the current client ─► `stopped`
  *
- * A gateway client lives for one login: discord.js's WebSocketManager, once destroyed,
- * never closes the connections of a later login on the same client. A discarded client
- * is no longer current, so nothing it still emits reaches the state; its REST calls in
- * flight (a hung `GET /gateway/bot`) are aborted, then it is destroyed and loses every
- * listener. The REST client for sending is separate and keeps its token throughout, so
- * sends work before start, while the gateway is away, and after stop.
+ * A gateway client lives for one login, with its own session store: a WebSocketManager,
+ * once destroyed, never closes the connections of a later login on the same manager, and
+ * @discordjs/ws's default store is shared by the whole process. A discarded client is no
+ * longer current, so nothing it still emits reaches the state; its REST calls in flight
+ * (a hung `GET /gateway/bot`) are aborted, then it is destroyed and loses every listener.
+ * The REST client for sending is separate and keeps its token throughout, so sends work
+ * before start, while the gateway is away, and after stop.
  *
  * Formatting: Discord renders Markdown itself and never rejects a message for it, so
  * `markdown` text passes through unchanged. `plain` text is sent with Markdown escaped so
@@ -31,23 +35,23 @@
  * INTERACTION_CREATE (no intent needed) and is answered over REST with the interaction's
  * token, which the adapter keeps to itself and uses once.
  */
-import { once } from "node:events";
+import { escapeMarkdown } from "@discordjs/formatters";
+import { DefaultRestOptions, REST, type RESTOptions } from "@discordjs/rest";
+import { type SessionInfo, WebSocketManager, WebSocketShardEvents } from "@discordjs/ws";
 import {
-  type Attachment,
-  type ButtonInteraction,
-  Client,
-  DefaultRestOptions,
-  Events,
-  escapeMarkdown,
+  type APIAttachment,
+  type APIInteraction,
+  type APIMessageComponentInteraction,
+  ComponentType,
+  GatewayCloseCodes,
+  GatewayDispatchEvents,
+  type GatewayDispatchPayload,
   GatewayIntentBits,
-  type Message,
+  type GatewayMessageCreateDispatchData,
+  InteractionType,
   MessageFlags,
-  Options,
-  Partials,
-  REST,
-  type RESTOptions,
   Routes,
-} from "discord.js";
+} from "discord-api-types/v10";
 import { RECONNECT_BACKOFF, reconnectWithBackoff } from "../../base/backoff.js";
 import { ChatPlatformError } from "../../base/errors.js";
 import { type Logger, silentLogger } from "../../base/log.js";
@@ -58,6 +62,7 @@ import {
   type ChatPlatformState,
   type Choice,
   DEFAULT_DISCORD_CALL_TIMEOUT_MS,
+  type FileDownload,
   type IncomingChatMessage,
   type IncomingChoice,
   type OutgoingFile,
@@ -66,9 +71,10 @@ import {
 } from "../../ports/index.js";
 import { checkChoices } from "../choices.js";
 import { ConnectFailures } from "../connect-failures.js";
-import { checkOutgoingFile } from "../files.js";
+import { checkOutgoingFile, downloadChunks } from "../files.js";
 import { acknowledgement, choiceComponents, PressTokens, toIncomingChoice } from "./choices.js";
 import { loginError, requestError, scrubError, unrecoverableFix } from "./errors.js";
+import { ThreadParents } from "./threads.js";
 
 /** Options of {@link DiscordPlatform}. */
 export interface DiscordPlatformOptions {
@@ -96,7 +102,7 @@ type ChoiceHandler = (press: IncomingChoice) => Promise<void>;
 
 const DEFAULT_API_BASE = "https://discord.com/api";
 const MAX_MESSAGE_LENGTH = 2000;
-/** The longest wait for the global limit that discord.js does itself (it paces in seconds). */
+/** The longest wait for the global limit that @discordjs/rest does itself (it paces in seconds). */
 const GLOBAL_PACING_MS = 2000;
 
 /** The REST options of the sending client and of every gateway client's own REST. */
@@ -104,7 +110,7 @@ function restOptions(apiBase: string, timeoutMs: number): Partial<RESTOptions> {
   return {
     api: apiBase,
     // Retries and rate-limit waits belong to the core, which knows whether to wait; only
-    // discord.js's own pacing to Discord's 50 requests a second stays inside it.
+    // @discordjs/rest's own pacing to Discord's 50 requests a second stays inside it.
     retries: 0,
     rejectOnRateLimit: (limit) =>
       limit.route.startsWith("/channels") &&
@@ -128,11 +134,33 @@ function abandonableRest(
   };
 }
 
+/** What the bot asks the gateway for: guilds, their messages and DMs, with their text. */
+const INTENTS =
+  GatewayIntentBits.Guilds |
+  GatewayIntentBits.GuildMessages |
+  GatewayIntentBits.MessageContent |
+  GatewayIntentBits.DirectMessages;
+
+/**
+ * Gateway closes @discordjs/ws does not recover from: the session is over and only a new
+ * login (with a fixed token or intents) can help.
+ */
+const UNRECOVERABLE_CLOSE_CODES: ReadonlySet<number> = new Set([
+  GatewayCloseCodes.AuthenticationFailed,
+  GatewayCloseCodes.InvalidShard,
+  GatewayCloseCodes.ShardingRequired,
+  GatewayCloseCodes.InvalidAPIVersion,
+  GatewayCloseCodes.InvalidIntents,
+  GatewayCloseCodes.DisallowedIntents,
+]);
+
 /** The gateway client of one login, and what aborts its REST calls when it is discarded. */
 interface GatewayClient {
-  client: Client;
+  client: WebSocketManager;
   abandon: AbortController;
-  /** Settles (never rejects) when its `login()` does; undefined before login. */
+  /** The bot's own user id, from READY; undefined until then. */
+  botId?: string;
+  /** Settles (never rejects) when its login does; undefined before login. */
   loggingIn?: Promise<void>;
 }
 
@@ -180,6 +208,8 @@ export class DiscordPlatform implements ChatPlatform {
   #onChoice: ChoiceHandler | undefined;
   /** Interaction tokens of presses not answered yet. */
   readonly #pressTokens = new PressTokens();
+  /** The parent channel of each thread seen, for `channelIds`. */
+  readonly #threads = new ThreadParents();
   #state: ChatPlatformState = "stopped";
   #abort = new AbortController();
   readonly #failures: ConnectFailures;
@@ -347,35 +377,30 @@ export class DiscordPlatform implements ChatPlatform {
   /** A gateway client for one login, made current, with its listeners attached. */
   #createClient(): GatewayClient {
     const abandon = new AbortController();
-    const client = new Client({
-      intents: [
-        GatewayIntentBits.Guilds,
-        GatewayIntentBits.GuildMessages,
-        GatewayIntentBits.MessageContent,
-        GatewayIntentBits.DirectMessages,
-      ],
-      partials: [Partials.Channel],
-      // Incoming messages are handed on at once; caching them (200 per channel by default)
-      // would only grow the heap with every chat.
-      makeCache: Options.cacheWithLimits({
-        ...Options.DefaultMakeCacheSettings,
-        MessageManager: 0,
-      }),
-      rest: abandonableRest(this.#restOptions, abandon.signal),
+    const rest = new REST(abandonableRest(this.#restOptions, abandon.signal)).setToken(this.#token);
+    // This login's own session: a new login identifies afresh, as a new client would.
+    const sessions = new Map<number, SessionInfo>();
+    const client = new WebSocketManager({
+      token: this.#token,
+      intents: INTENTS,
+      rest,
+      retrieveSessionInfo: (shardId) => sessions.get(shardId) ?? null,
+      updateSessionInfo: (shardId, session) => {
+        if (session) sessions.set(shardId, session);
+        else sessions.delete(shardId);
+      },
     });
-    this.#gateway = { client, abandon };
-    client.on(Events.MessageCreate, (message) => {
-      if (this.#isCurrent(client)) this.#receive(client, message);
+    const gateway: GatewayClient = { client, abandon };
+    this.#gateway = gateway;
+    client.on(WebSocketShardEvents.Dispatch, ({ data }) => {
+      if (this.#isCurrent(client)) this.#dispatch(gateway, data);
     });
-    client.on(Events.InteractionCreate, (interaction) => {
-      if (this.#isCurrent(client) && interaction.isButton()) this.#receivePress(interaction);
-    });
-    this.#watchConnection(client);
-    return this.#gateway;
+    this.#watchConnection(gateway);
+    return gateway;
   }
 
   /** Whether events of `client` still count: it is the current one and stop() was not called. */
-  #isCurrent(client: Client): boolean {
+  #isCurrent(client: WebSocketManager): boolean {
     return client === this.#gateway?.client && !this.#abort.signal.aborted;
   }
 
@@ -388,61 +413,63 @@ export class DiscordPlatform implements ChatPlatform {
    * half a second later and never finishes that destroy: so a login in progress is given
    * {@link DISCARD_WAIT_MS} to finish first, and the destroy as long again.
    */
-  async #discard(client: Client | undefined): Promise<void> {
+  async #discard(client: WebSocketManager | undefined): Promise<void> {
     const gateway = this.#gateway;
     if (client === undefined || client !== gateway?.client) return;
     this.#gateway = undefined;
     gateway.abandon.abort();
     try {
       await settledWithin(gateway.loggingIn, DISCARD_WAIT_MS);
-      await settledWithin(client.destroy(), DISCARD_WAIT_MS);
+      await settledWithin(Promise.resolve(client.destroy()), DISCARD_WAIT_MS);
     } finally {
       client.removeAllListeners();
     }
   }
 
-  /** Logs the client in and waits for READY; gives up as soon as the client is discarded. */
+  /**
+   * Looks the gateway up (a refused token answers 401 here), connects and waits for READY;
+   * gives up as soon as the client is discarded.
+   */
   async #login(gateway: GatewayClient): Promise<void> {
     const { client, abandon } = gateway;
-    const loginFailed = new AbortController();
-    const ready = once(client, Events.ClientReady, {
-      signal: AbortSignal.any([abandon.signal, loginFailed.signal]),
-    });
-    ready.catch(() => {}); // rejected only on abort: stop(), or login itself failed
-    try {
-      const login = client.login(this.#token);
-      gateway.loggingIn = login.then(
-        () => {},
-        () => {},
-      );
-      // A client discarded while its gateway connects may take long to settle its login.
-      await unlessAborted(login, abandon.signal);
-    } catch (error) {
-      loginFailed.abort();
-      throw error;
-    }
-    await ready;
-    this.#logger.debug({ bot: client.user?.tag }, "discord gateway ready");
+    const login = client.fetchGatewayInformation().then(() => client.connect());
+    gateway.loggingIn = login.then(
+      () => {},
+      () => {},
+    );
+    // A client discarded while its gateway connects may take long to settle its login.
+    await unlessAborted(login, abandon.signal);
+    this.#logger.debug({ botId: gateway.botId }, "discord gateway ready");
   }
 
-  /** discord.js gave up on the session: drop its client and log in afresh, as start() does. */
-  async #relogin(client: Client): Promise<void> {
+  /** @discordjs/ws gave up on the session: drop its client and log in afresh, as start() does. */
+  async #relogin(client: WebSocketManager): Promise<void> {
     await this.#discard(client);
     await this.#connect(this.#abort.signal);
+  }
+
+  /** Routes one gateway event of the current client: READY, messages, presses, threads. */
+  #dispatch(gateway: GatewayClient, event: GatewayDispatchPayload): void {
+    this.#threads.observe(event);
+    if (event.t === GatewayDispatchEvents.Ready) gateway.botId = event.d.user.id;
+    else if (event.t === GatewayDispatchEvents.MessageCreate) this.#receive(gateway, event.d);
+    else if (event.t === GatewayDispatchEvents.InteractionCreate && isButtonPress(event.d)) {
+      this.#receivePress(event.d);
+    }
   }
 
   /**
    * Hands a message over. The gateway never sends a message twice, so one that could not
    * be stored is lost: logged as an error naming the chat.
    */
-  #receive(client: Client, message: Message): void {
-    const incoming = this.#accept(client, message);
+  #receive(gateway: GatewayClient, message: GatewayMessageCreateDispatchData): void {
+    const incoming = this.#accept(gateway.botId, message);
     if (!incoming) return;
     this.#handOver("message", incoming.chatId, this.#onMessage(incoming));
   }
 
   /** Hands a press over, keeping its token for {@link acknowledgeChoice}; lost like a message. */
-  #receivePress(interaction: ButtonInteraction): void {
+  #receivePress(interaction: APIMessageComponentInteraction): void {
     if (!this.#onChoice) return;
     const press = toIncomingChoice(interaction);
     this.#pressTokens.keep(press.pressId, interaction.token);
@@ -460,17 +487,20 @@ export class DiscordPlatform implements ChatPlatform {
   }
 
   /** Applies the platform's rules: who and where the bot listens. */
-  #accept(client: Client, message: Message): IncomingChatMessage | undefined {
-    const botId = client.user?.id;
+  #accept(
+    botId: string | undefined,
+    message: GatewayMessageCreateDispatchData,
+  ): IncomingChatMessage | undefined {
     if (message.author.bot || message.author.id === botId || !botId) return undefined;
-    const direct = message.guildId === null;
+    const direct = message.guild_id === undefined;
     if (!direct) {
-      if (!this.#inAllowedChannel(message) || !message.mentions.users.has(botId)) return undefined;
+      const mentioned = message.mentions.some((user) => user.id === botId);
+      if (!this.#inAllowedChannel(message.channel_id) || !mentioned) return undefined;
     }
-    const voice = message.flags.has(MessageFlags.IsVoiceMessage);
-    const attachments = [...message.attachments.values()].map((file) => toAttachment(file, voice));
+    const voice = ((message.flags ?? 0) & MessageFlags.IsVoiceMessage) !== 0;
+    const attachments = message.attachments.map((file) => toAttachment(file, voice));
     const unreadable = [
-      ...(message.stickers.size > 0 ? ["a sticker"] : []),
+      ...((message.sticker_items?.length ?? 0) > 0 ? ["a sticker"] : []),
       ...(message.poll ? ["a poll"] : []),
     ];
     // A message with nothing in it (an embed) is not for us; a bare mention is, and gets help.
@@ -480,7 +510,7 @@ export class DiscordPlatform implements ChatPlatform {
     const text = direct ? message.content.trim() : stripMention(message.content, botId);
     return {
       platform: "discord",
-      chatId: message.channelId,
+      chatId: message.channel_id,
       userId: message.author.id,
       userName: message.author.username,
       text,
@@ -492,7 +522,7 @@ export class DiscordPlatform implements ChatPlatform {
   }
 
   /** Downloads an attachment from its URL (Discord's CDN needs no token). */
-  async download(attachment: ChatAttachment, signal?: AbortSignal): Promise<Uint8Array> {
+  async download(attachment: ChatAttachment, signal?: AbortSignal): Promise<FileDownload> {
     const timeout = AbortSignal.timeout(this.#callTimeoutMs * 4);
     let response: Response;
     try {
@@ -513,16 +543,21 @@ export class DiscordPlatform implements ChatPlatform {
         { retryable: response.status === 429 || response.status >= 500 },
       );
     }
-    return new Uint8Array(await response.arrayBuffer());
+    return downloadChunks(
+      response,
+      (error) =>
+        new ChatPlatformError(
+          `Discord: the download of ${attachment.name ?? "a file"} was cut off: ${String(error)}`,
+          { retryable: true },
+        ),
+    );
   }
 
-  #inAllowedChannel(message: Message): boolean {
+  /** Whether a guild message in `channelId` (a channel, or a thread in one) is listened to. */
+  #inAllowedChannel(channelId: string): boolean {
     if (this.#channelIds.size === 0) return true;
-    const parentId = message.channel.isThread() ? message.channel.parentId : null;
-    return (
-      this.#channelIds.has(message.channelId) ||
-      (parentId !== null && this.#channelIds.has(parentId))
-    );
+    const parentId = this.#threads.parentOf(channelId);
+    return this.#channelIds.has(channelId) || (parentId !== null && this.#channelIds.has(parentId));
   }
 
   #render(text: string, format: TextFormat): string {
@@ -532,7 +567,7 @@ export class DiscordPlatform implements ChatPlatform {
   }
 
   async #request(action: string, chatId: string, call: () => Promise<unknown>): Promise<unknown> {
-    // discord.js forgets the token after a 401; a passing one must not stop every later send.
+    // @discordjs/rest forgets the token after a 401; a passing one must not stop every later send.
     this.#rest.setToken(this.#token);
     try {
       return await call();
@@ -552,46 +587,51 @@ export class DiscordPlatform implements ChatPlatform {
   }
 
   /** Follows one client's shard events; once it is discarded they change nothing. */
-  #watchConnection(client: Client): void {
+  #watchConnection(gateway: GatewayClient): void {
+    const { client } = gateway;
     const log = this.#logger;
     const current = () => this.#isCurrent(client);
-    const connected = (): void => {
+    client.on(WebSocketShardEvents.Ready, () => {
       if (current()) this.#state = "connected";
-    };
-    client.on(Events.ShardReady, connected);
-    client.on(Events.ShardResume, () => {
+    });
+    client.on(WebSocketShardEvents.Resumed, () => {
       if (!current()) return;
-      connected();
+      this.#state = "connected";
       log.info("discord connection resumed");
     });
-    client.on(Events.ShardReconnecting, () => {
+    client.on(WebSocketShardEvents.Closed, ({ code }) => {
       if (!current()) return;
-      this.#state = "connecting";
-      log.warn("discord connection lost; reconnecting");
-    });
-    client.on(Events.ShardDisconnect, (event) => {
+      if (!UNRECOVERABLE_CLOSE_CODES.has(code)) {
+        this.#state = "connecting";
+        log.warn("discord connection lost; reconnecting");
+        return;
+      }
       // While logging in, the failed login itself is retried by #connect.
-      if (!current() || this.#state !== "connected") return;
+      if (this.#state !== "connected") return;
       this.#state = "connecting";
-      const fix = unrecoverableFix({ code: event.code }) ?? `gateway closed with ${event.code}`;
-      log.error({ closeCode: event.code }, `discord gave up on the session: ${fix}`);
+      const fix = unrecoverableFix({ code }) ?? `gateway closed with ${code}`;
+      log.error({ closeCode: code }, `discord gave up on the session: ${fix}`);
       this.#relogin(client).catch((error: unknown) => {
         log.error({ error: this.#errorText(error) }, "discord: could not log in again");
       });
     });
-    client.on(Events.ShardError, (error) => {
+    client.on(WebSocketShardEvents.Error, ({ error }) => {
       if (current()) log.warn({ error: this.#errorText(error) }, "discord gateway error");
-    });
-    client.on(Events.Error, (error) => {
-      if (current()) log.error({ error: this.#errorText(error) }, "discord client error");
     });
   }
 }
 
-/** Removes every mention of the bot (`<@id>` or the old nickname form `<@!id>`). */
+/** Whether an interaction is a press of one of the bot's buttons. */
+function isButtonPress(interaction: APIInteraction): interaction is APIMessageComponentInteraction {
+  return (
+    interaction.type === InteractionType.MessageComponent &&
+    interaction.data.component_type === ComponentType.Button
+  );
+}
+
 /** A Discord attachment as the core sees it. */
-function toAttachment(file: Attachment, voiceMessage: boolean): ChatAttachment {
-  const type = file.contentType ?? undefined;
+function toAttachment(file: APIAttachment, voiceMessage: boolean): ChatAttachment {
+  const type = file.content_type;
   const kind = type?.startsWith("image/")
     ? "image"
     : type?.startsWith("audio/")
@@ -602,13 +642,14 @@ function toAttachment(file: Attachment, voiceMessage: boolean): ChatAttachment {
   return {
     kind,
     source: file.url,
-    name: file.name,
+    name: file.filename,
     ...(type === undefined ? {} : { mimeType: type }),
     size: file.size,
-    ...(file.duration === null ? {} : { durationS: file.duration }),
+    ...(file.duration_secs === undefined ? {} : { durationS: file.duration_secs }),
   };
 }
 
+/** Removes every mention of the bot (`<@id>` or the old nickname form `<@!id>`). */
 function stripMention(content: string, botId: string): string {
   return content.replace(new RegExp(`\\s*<@!?${botId}>\\s*`, "g"), " ").trim();
 }

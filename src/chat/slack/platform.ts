@@ -36,6 +36,7 @@
 import { LogLevel, type Logger as SlackLogger, SocketModeClient } from "@slack/socket-mode";
 import { WebClient, type WebClientOptions } from "@slack/web-api";
 import { RECONNECT_BACKOFF, reconnectWithBackoff } from "../../base/backoff.js";
+import { systemClock } from "../../base/clock.js";
 import { ChatPlatformError, toError } from "../../base/errors.js";
 import { type Logger, silentLogger } from "../../base/log.js";
 import { checkNumberOptions } from "../../base/options.js";
@@ -45,6 +46,7 @@ import {
   type ChatPlatform,
   type ChatPlatformState,
   type Choice,
+  type Clock,
   DEFAULT_SLACK_CALL_TIMEOUT_MS,
   type IncomingChatMessage,
   type IncomingChoice,
@@ -55,6 +57,7 @@ import {
 import { checkChoices } from "../choices.js";
 import { ConnectFailures } from "../connect-failures.js";
 import { checkOutgoingFile } from "../files.js";
+import { CallBudget } from "./call-budget.js";
 import { formatSlackChatId, parseSlackChatId } from "./chat-id.js";
 import { type BlockActions, choiceBlocks, PressUrls, toIncomingChoice } from "./choices.js";
 import { slackError } from "./errors.js";
@@ -78,17 +81,20 @@ export interface SlackPlatformOptions {
   callTimeoutMs?: number;
   /** Wait after the first failed connect; doubles up to a minute. (Default: 1000) */
   reconnectBaseMs?: number;
+  /** The time the app-wide budget of `chat.update` is kept by. (Default: the system's) */
+  clock?: Clock;
 }
 
 type MessageHandler = (message: IncomingChatMessage) => Promise<void>;
 type ChoiceHandler = (press: IncomingChoice) => Promise<void>;
 
 /**
- * The longest text the core may send in one message: Slack refuses more than 40,000
- * characters (`msg_too_long`), and escaping `&`, `<`, `>` lengthens a text as it goes out;
- * 1,000 characters are kept for that.
+ * The longest text the core may send in one message. Slack refuses a text of more than
+ * 40,000 characters as it arrives (`msg_too_long`), escaping included, and escaping makes
+ * one character as many as five (`&` ─► `&amp;`): 8,000 is the longest that always fits,
+ * whatever the text (Slack itself advises at most 4,000 for reading).
  */
-const MAX_MESSAGE_LENGTH = 39_000;
+const MAX_MESSAGE_LENGTH = 8000;
 
 /**
  * Shortest time between two streaming edits of one chat: chat.update is Slack's tier 3,
@@ -96,8 +102,25 @@ const MAX_MESSAGE_LENGTH = 39_000;
  */
 const EDIT_INTERVAL_MS = 1200;
 
+/** `chat.update` calls the whole app may make at once before they are paced. */
+const UPDATE_BURST = 10;
+
 /** The command names `!name` stands for. */
 const COMMAND_NAMES = new Set<string>([...CHAT_COMMANDS.map((c) => c.command), "start"]);
+
+/**
+ * A chat command named in the bot's text (`/new: Start…`, `send /forget confirm`): a
+ * known name after `/`, standing alone (not `/usr/bin/status`, `/help/x` or `/newer`).
+ */
+const COMMAND_MENTION = new RegExp(
+  `(^|[\\s(\`"])/(${[...COMMAND_NAMES].join("|")})(?=$|[\\s,;:!?)\`"]|\\.(?:\\s|$))`,
+  "gm",
+);
+
+/** `text` with the chat commands it names written as Slack's people type them: `!new`. */
+function commandsAsTyped(text: string): string {
+  return text.replace(COMMAND_MENTION, "$1!$2");
+}
 
 /** A @slack/logger that forwards the library's warnings and errors, at debug level. */
 function libraryLogger(logger: Logger): SlackLogger {
@@ -154,6 +177,7 @@ export class SlackPlatform implements ChatPlatform {
   readonly #web: WebClient;
   readonly #failures: ConnectFailures;
   readonly #pressUrls = new PressUrls();
+  readonly #updates: CallBudget;
   readonly #names = new Map<string, string>();
   /** File ids of uploads whose completion was not confirmed, by the send's key. */
   readonly #unconfirmed = new Map<string, string>();
@@ -176,6 +200,11 @@ export class SlackPlatform implements ChatPlatform {
     this.#failures = new ConnectFailures(this.#logger);
     this.#callTimeoutMs = options.callTimeoutMs ?? DEFAULT_SLACK_CALL_TIMEOUT_MS;
     this.#web = new WebClient(options.botToken, this.#clientOptions());
+    this.#updates = new CallBudget({
+      burst: UPDATE_BURST,
+      intervalMs: EDIT_INTERVAL_MS,
+      clock: options.clock ?? systemClock,
+    });
   }
 
   get state(): ChatPlatformState {
@@ -297,6 +326,7 @@ export class SlackPlatform implements ChatPlatform {
   /** chat.update with the new text and no blocks: an answered question keeps no buttons. */
   async edit(chatId: string, messageId: string, text: string, format: TextFormat): Promise<void> {
     this.#checkLength(text, chatId);
+    this.#takeUpdate(chatId);
     const { channel } = parseSlackChatId(chatId);
     await this.#call("chat.update", chatId, () =>
       this.#web.chat.update({
@@ -313,8 +343,9 @@ export class SlackPlatform implements ChatPlatform {
 
   #textFields(text: string, format: TextFormat) {
     const markdown = format === "markdown";
+    const typed = commandsAsTyped(text);
     return {
-      text: markdown ? toSlackMrkdwn(text) : escapeSlackText(text),
+      text: markdown ? toSlackMrkdwn(typed) : escapeSlackText(typed),
       mrkdwn: markdown,
       unfurl_links: false,
       unfurl_media: false,
@@ -332,6 +363,16 @@ export class SlackPlatform implements ChatPlatform {
       }),
     );
     return { messageId: String(posted.ts) };
+  }
+
+  /** Takes a `chat.update` from the app's budget; past it, a retryable wait as Slack's 429. */
+  #takeUpdate(chatId: string): void {
+    const waitS = this.#updates.take();
+    if (waitS === null) return;
+    throw new ChatPlatformError(
+      `slack: chat.update in ${chatId}: Slack takes about 50 chat.update a minute from the whole app; retry after ${waitS} s`,
+      { context: { platform: "slack", chatId }, retryable: true, retryAfterS: waitS },
+    );
   }
 
   /** Refuses for good a text the core should have split: Slack would refuse it too. */

@@ -47,6 +47,7 @@ import {
   type ChatPlatform,
   type ChatPlatformState,
   type Choice,
+  type FileDownload,
   type IncomingChatMessage,
   type IncomingChoice,
   type OutgoingFile,
@@ -56,7 +57,7 @@ import {
 } from "../../ports/index.js";
 import { checkChoices } from "../choices.js";
 import { ConnectFailures } from "../connect-failures.js";
-import { checkOutgoingFile } from "../files.js";
+import { checkOutgoingFile, downloadChunks } from "../files.js";
 import { toTelegramMarkdownV2 } from "./markdown.js";
 
 /** Options of {@link TelegramPlatform}. */
@@ -221,7 +222,7 @@ export class TelegramPlatform implements ChatPlatform {
     return { messageId: String(sent.message_id) };
   }
 
-  async download(attachment: ChatAttachment, signal?: AbortSignal): Promise<Uint8Array> {
+  async download(attachment: ChatAttachment, signal?: AbortSignal): Promise<FileDownload> {
     const file = await this.#call("getFile", { file_id: attachment.source }, { signal }).catch(
       (thrown: unknown) => {
         throw withDownloadLimit(thrown);
@@ -242,7 +243,7 @@ export class TelegramPlatform implements ChatPlatform {
           retryable: response.status === 429 || response.status >= 500,
         });
       }
-      return new Uint8Array(await response.arrayBuffer());
+      return downloadChunks(response, (error) => this.#scrub(error));
     } catch (error) {
       throw this.#scrub(error);
     }

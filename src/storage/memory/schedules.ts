@@ -15,9 +15,13 @@ export class MemoryScheduleStore implements ScheduleStore {
   readonly #schedules = new Map<string, Schedule>();
 
   async create(schedule: NewSchedule, maxActivePerChat: number): Promise<Schedule | null> {
-    // No await before the insert: the count and the insert are one step.
+    // No await before the insert: the count and the insert are one step. The chat's
+    // heartbeat is not one of its reminders.
     const active = [...this.#schedules.values()].filter(
-      (stored) => stored.state === "active" && sameChat(stored.chat, schedule.chat),
+      (stored) =>
+        stored.state === "active" &&
+        stored.kind !== "heartbeat" &&
+        sameChat(stored.chat, schedule.chat),
     );
     if (active.length >= maxActivePerChat || this.#schedules.has(schedule.id)) return null;
     const stored: Schedule = { ...schedule, state: "active", lastFiredAt: null, cancelledAt: null };

@@ -24,7 +24,7 @@ import {
   type UsageReport,
 } from "../../agents/usage-report.js";
 import { UsageError } from "../../base/errors.js";
-import type { Config } from "../../config/index.js";
+import { type Config, workspacePrices } from "../../config/index.js";
 import type { DashboardEnv, DashboardSection } from "../../http/env.js";
 import { Notice } from "../../http/layout.js";
 import type { Clock, UsageLedger } from "../../ports/index.js";
@@ -60,7 +60,7 @@ export function usageSection(deps: UsageSectionDeps): DashboardSection {
       return c.render(<Notice text={message} error />, { title: "Usage" });
     }
     const records = await deps.ledger.calls({ since });
-    const options = { prices: deps.config.llm.prices, timezone: deps.config.timezone };
+    const options = { prices: workspacePrices(deps.config), timezone: deps.config.timezone };
     const byAgent = summarizeUsage(records, { ...options, by: "agent" });
     const byDay = summarizeUsage(records, { ...options, by: "day" });
     const budgets = await budgetStandings(deps);
