@@ -16,7 +16,9 @@
  * It also applies the session's last prune point (see {@link PrunePointBlock}): the tool
  * outputs of older turns are sent as a note, so the request stays small while every
  * turn's words are still there. Old images and PDFs leave the same way, as a note naming
- * them.
+ * them; and beyond the newest {@link MAX_MEDIA_PER_REQUEST} images and PDF pages, or
+ * {@link MAX_MEDIA_BYTES_PER_REQUEST}, which is all the API takes in one request, older
+ * ones are sent as that note too.
  */
 import { assertNever } from "../base/assert-never.js";
 import { isCompaction, isWordsTurnStart } from "../base/turns.js";
@@ -87,7 +89,8 @@ export function closingMessages(
  */
 export function buildRequestMessages(history: readonly ChatMessage[]): RequestMessage[] {
   const ordered = summaryFirst(history);
-  return mergeSameRole(pairToolCalls(pruneOldToolOutputs(ordered).map(withValidBlocks)));
+  const pruned = withinMediaLimit(pruneOldToolOutputs(ordered));
+  return mergeSameRole(pairToolCalls(pruned.map(withValidBlocks)));
 }
 
 /**
@@ -99,6 +102,63 @@ function summaryFirst(history: readonly ChatMessage[]): readonly ChatMessage[] {
   const point = history.findLastIndex(isCompaction);
   if (point <= 0) return history;
   return [history[point] as ChatMessage, ...history.slice(0, point), ...history.slice(point + 1)];
+}
+
+/**
+ * The most images plus PDF pages the Messages API takes in one request (a 200k-token
+ * model's; it refuses more with "Too much media"). Images too small to fill the context
+ * window can pass it long before the budget prunes them.
+ */
+export const MAX_MEDIA_PER_REQUEST = 100;
+
+/**
+ * The most bytes of images and PDFs sent in one request: base64 makes them a third larger,
+ * and the API refuses a request over 32 MB (413), so 22 MiB (29.3 MiB encoded) leaves
+ * room for the rest of the request.
+ */
+export const MAX_MEDIA_BYTES_PER_REQUEST = 22 * 1024 * 1024;
+
+/**
+ * The history with only its newest images and PDFs within {@link MAX_MEDIA_PER_REQUEST}
+ * (an image counts 1, a PDF its pages) and {@link MAX_MEDIA_BYTES_PER_REQUEST}; older ones
+ * become the note of a pruned one. The history is returned as it is while within both,
+ * so the prompt cache's prefix changes only when a limit is passed.
+ */
+function withinMediaLimit(history: readonly ChatMessage[]): readonly ChatMessage[] {
+  const leftOut = new Set<string>();
+  let room = MAX_MEDIA_PER_REQUEST;
+  let bytesRoom = MAX_MEDIA_BYTES_PER_REQUEST;
+  for (let index = history.length - 1; index >= 0; index--) {
+    const content = (history[index] as ChatMessage).content;
+    for (let position = content.length - 1; position >= 0; position--) {
+      const block = content[position] as ContentBlock;
+      if (!isMedia(block)) continue;
+      // Once one does not fit, no older one is sent either.
+      if (room >= 0 && bytesRoom >= 0) {
+        room -= mediaWeight(block);
+        bytesRoom -= block.media.bytes;
+      }
+      if (room < 0 || bytesRoom < 0) leftOut.add(`${index}:${position}`);
+    }
+  }
+  if (leftOut.size === 0) return history;
+  return history.map((message, index) => ({
+    ...message,
+    content: message.content.map((block, position) =>
+      isMedia(block) && leftOut.has(`${index}:${position}`)
+        ? { type: "text", text: prunedMediaNote(block) }
+        : block,
+    ),
+  }));
+}
+
+function isMedia(block: ContentBlock): block is ImageBlock | DocumentBlock {
+  return block.type === "image" || block.type === "document";
+}
+
+/** What a block counts against {@link MAX_MEDIA_PER_REQUEST}: an image 1, a PDF its pages. */
+function mediaWeight(block: ImageBlock | DocumentBlock): number {
+  return block.type === "image" ? 1 : block.pages;
 }
 
 /** The message that stores a prune point keeping the last `keepTurns` turns' outputs. */

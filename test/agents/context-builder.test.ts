@@ -68,6 +68,41 @@ describe("buildRequestMessages: images and PDFs", () => {
     ]);
     expect(request.at(-1)?.content[0]).toEqual(image);
   });
+
+  it("sends at most 100 images and PDF pages, the newest; older ones as a note, so the API takes the request", () => {
+    const small = { ...image, width: 200, height: 200 } as ContentBlock;
+    const turns = Array.from({ length: 95 }, (_, index) => [
+      user(small, text(`photo ${index}`)),
+      assistant(text("Nice.")),
+    ]).flat();
+    const history = [...turns, user(pdf, pdf, image, text("and these?"))];
+    const request = buildRequestMessages(history);
+    const blocks = request.flatMap((message) => message.content);
+    const images = blocks.filter((block) => block.type === "image").length;
+    const pages = blocks.reduce((sum, block) => sum + (block.type === "document" ? 3 : 0), 0);
+    expect(images + pages).toBe(100);
+    expect(request.at(-1)?.content).toEqual(history.at(-1)?.content);
+    expect(request[0]?.content).toEqual([text(prunedMediaNote(small as never)), text("photo 0")]);
+  });
+
+  it("sends at most 22 MiB of images and PDFs, the newest; older ones as a note, so the request stays under the API's 32 MB", () => {
+    const mib = 1024 * 1024;
+    const heavy = (name: string, megabytes: number): ContentBlock => ({
+      ...(pdf as Extract<ContentBlock, { type: "document" }>),
+      media: { sha256: "b".repeat(64), bytes: megabytes * mib, name },
+    });
+    const history = [
+      user(heavy("old.pdf", 10), text("first")),
+      assistant(text("Read.")),
+      user(heavy("new.pdf", 15), text("second")),
+    ];
+    const request = buildRequestMessages(history);
+    expect(request[0]?.content).toEqual([
+      text(prunedMediaNote(heavy("old.pdf", 10) as never)),
+      text("first"),
+    ]);
+    expect(request.at(-1)?.content).toEqual(history.at(-1)?.content);
+  });
 });
 
 describe("buildRequestMessages: a prune point", () => {

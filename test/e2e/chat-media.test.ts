@@ -178,7 +178,7 @@ describe("files picklebot cannot read get a clear answer, and the caption its re
     const reply = await replyContaining("read this");
     expect(reply).toMatch(/echo: .*read this$/s);
     expect(reply).toContain(
-      "I could not read big.pdf: the download failed: telegram: 400 Bad Request: file is too big",
+      "I could not read big.pdf: the download failed: telegram: 400 Bad Request: file is too big (Telegram lets bots download files up to 20 MB; send it as a link, or a smaller file)",
     );
   });
 
@@ -294,7 +294,7 @@ describe("files sent from Discord", () => {
   const OWNER_ID = "400000000000000001";
   const DM = "300000000000000001";
 
-  it("an image attachment reaches the model as an image block with the message's text; a sticker gets the 'I can read …' answer", async () => {
+  it("an image attachment reaches the model as an image block with the message's text; a sticker and a poll get the 'I can read …' answer", async () => {
     const discord = await startFakeDiscord();
     try {
       ws = busWorkspace(model.url, discordYaml(discord, { allowedUserIds: [OWNER_ID] }));
@@ -325,6 +325,12 @@ describe("files sent from Discord", () => {
       });
       await discord.waitFor(
         () => discord.messages(DM).some((m) => m.includes("I cannot read a sticker.")),
+        20_000,
+      );
+
+      await discord.sendUserMessage({ channelId: DM, userId: OWNER_ID, content: "", poll: true });
+      await discord.waitFor(
+        () => discord.messages(DM).some((m) => m.includes("I cannot read a poll.")),
         20_000,
       );
     } finally {

@@ -13,8 +13,10 @@
  *   - every `server_tool_use` followed, in the same message, by its
  *     `web_search_tool_result`, and that result exactly as the API returned it
  *     (`serverResultsRefusal`, given the results the fake sent)
- *   - images: base64 of image/jpeg, png, gif or webp, at most 5 MB each, at most 100 in a
- *     request; documents: base64 of application/pdf, at most 32 MB, starting with %PDF-
+ *   - images: base64 of image/jpeg, png, gif or webp whose bytes are of that type, at most
+ *     5 MB each; documents: base64 of application/pdf, at most 32 MB, starting with %PDF-,
+ *     at most 100 pages; images plus PDF pages at most 100 in a request (a 200k-token
+ *     model's limit), each with the API's error text
  */
 /** A message as a request carries it (content blocks are read as plain objects). */
 interface Message {
@@ -152,44 +154,78 @@ export function canonicalJson(value: unknown): string {
 }
 
 const IMAGE_TYPES = ["image/jpeg", "image/png", "image/gif", "image/webp"];
-const MAX_IMAGES = 100;
+/** The most images plus PDF pages one request may hold (a 200k-token model's). */
+const MAX_MEDIA = 100;
+const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+
+/** The first bytes of each image type the API reads, as it checks the declared type. */
+const IMAGE_MAGIC: Record<string, (bytes: Buffer) => boolean> = {
+  "image/jpeg": (bytes) => bytes.subarray(0, 3).equals(Buffer.from([0xff, 0xd8, 0xff])),
+  "image/png": (bytes) => bytes.subarray(0, 4).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47])),
+  "image/gif": (bytes) => bytes.subarray(0, 4).toString("latin1") === "GIF8",
+  "image/webp": (bytes) =>
+    bytes.subarray(0, 4).toString("latin1") === "RIFF" &&
+    bytes.subarray(8, 12).toString("latin1") === "WEBP",
+};
 
 function mediaRule(messages: readonly Message[]): Refusal | null {
   let images = 0;
+  let pages = 0;
   for (const [index, message] of messages.entries()) {
     for (const [position, block] of blocksOf(message).entries()) {
       const where = `messages.${index}.content.${position}`;
       if (block.type === "image") {
         images += 1;
-        const refused = imageRefusal(block.source as Block | undefined);
-        if (refused) return `${where}.image.source.base64: ${refused}`;
+        const refused = imageRefusal(block.source as Block | undefined, `${where}.image.source`);
+        if (refused) return refused;
       }
       if (block.type === "document") {
-        const refused = documentRefusal(block.source as Block | undefined);
-        if (refused) return `${where}.document.source.base64: ${refused}`;
+        const checked = documentCheck(block.source as Block | undefined, where);
+        if (typeof checked === "string") return checked;
+        pages += checked;
       }
     }
   }
-  return images > MAX_IMAGES ? `messages: Too many images: ${images} > ${MAX_IMAGES}` : null;
+  return images + pages > MAX_MEDIA
+    ? `Too much media: ${pages} document pages + ${images} images > ${MAX_MEDIA}`
+    : null;
 }
 
-function imageRefusal(source: Block | undefined): string | null {
-  if (source?.type !== "base64") return "the source must be base64";
-  if (!IMAGE_TYPES.includes(String(source.media_type))) {
-    return `Input should be ${IMAGE_TYPES.map((type) => `'${type}'`).join(", ")}`;
+/** The API's refusal of an image source (`where`: its path in the request), or null. */
+function imageRefusal(source: Block | undefined, where: string): string | null {
+  if (source?.type !== "base64") return `${where}: the source must be base64`;
+  const mediaType = String(source.media_type);
+  const matches = IMAGE_MAGIC[mediaType];
+  if (!matches) {
+    const listed = IMAGE_TYPES.map((type) => `'${type}'`);
+    return `${where}.base64.media_type: Input should be ${listed.slice(0, -1).join(", ")} or ${listed.at(-1)}`;
   }
   const bytes = Buffer.from(String(source.data), "base64");
-  if (bytes.byteLength > 5 * 1024 * 1024) return "image exceeds 5 MB maximum";
-  if (bytes.byteLength === 0) return "Could not process image";
+  if (bytes.byteLength > MAX_IMAGE_BYTES) {
+    return `${where}.base64: image exceeds 5 MB maximum: ${bytes.byteLength} bytes > ${MAX_IMAGE_BYTES} bytes`;
+  }
+  if (bytes.byteLength === 0) return `${where}.base64: Could not process image`;
+  if (!matches(bytes)) {
+    return `${where}.base64.data: Image does not match the provided media type ${mediaType}`;
+  }
   return null;
 }
 
-function documentRefusal(source: Block | undefined): string | null {
+/** The pages of a document block, or the API's refusal of it. */
+function documentCheck(source: Block | undefined, where: string): number | string {
+  const at = `${where}.document.source.base64`;
   if (source?.type !== "base64" || source.media_type !== "application/pdf") {
-    return "Input should be 'application/pdf'";
+    return `${at}: Input should be 'application/pdf'`;
   }
   const bytes = Buffer.from(String(source.data), "base64");
-  if (bytes.byteLength > 32 * 1024 * 1024) return "PDF exceeds 32 MB maximum";
-  if (!bytes.subarray(0, 5).equals(Buffer.from("%PDF-"))) return "The PDF specified was not valid.";
-  return null;
+  if (bytes.byteLength > 32 * 1024 * 1024) return `${at}: PDF exceeds 32 MB maximum`;
+  if (!bytes.subarray(0, 5).equals(Buffer.from("%PDF-")))
+    return `${at}: The PDF specified was not valid.`;
+  const pages = Math.max(
+    1,
+    bytes.toString("latin1").match(/\/Type\s*\/Page(?![a-zA-Z])/g)?.length ?? 0,
+  );
+  if (pages > MAX_MEDIA)
+    return `${where}.pdf.source.base64.data: A maximum of ${MAX_MEDIA} PDF pages may be provided.`;
+  return pages;
 }

@@ -263,6 +263,83 @@ describe("fake Anthropic server refuses what the real API refuses", () => {
     expect(fake.refused).toHaveLength(1);
   });
 
+  const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).toString("base64");
+  const image = (mediaType: string, data = png) =>
+    ({
+      type: "image",
+      source: { type: "base64", media_type: mediaType, data },
+    }) as Anthropic.ImageBlockParam;
+  const pdfOf = (pages: number) => {
+    const objects = "<< /Type /Page >>\n".repeat(pages);
+    const data = Buffer.from(`%PDF-1.4\n${objects}%%EOF\n`).toString("base64");
+    return {
+      type: "document",
+      source: { type: "base64", media_type: "application/pdf", data },
+    } as Anthropic.DocumentBlockParam;
+  };
+  const asking = (...blocks: Anthropic.ContentBlockParam[]): Messages => [
+    { role: "user", content: [...blocks, { type: "text", text: "what is it?" }] },
+  ];
+
+  it("an image of a type it does not read, or whose bytes are of another type", async () => {
+    expect((await refusalFor(asking(image("image/heic")))).message).toBe(
+      "messages.0.content.0.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'",
+    );
+    await fake?.close();
+    expect((await refusalFor(asking(image("image/jpeg")))).message).toBe(
+      "messages.0.content.0.image.source.base64.data: Image does not match the provided media type image/jpeg",
+    );
+  });
+
+  it("an image over 5 MB", async () => {
+    const big = Buffer.alloc(5 * 1024 * 1024 + 1);
+    big.set([0x89, 0x50, 0x4e, 0x47]);
+    expect((await refusalFor(asking(image("image/png", big.toString("base64"))))).message).toBe(
+      "messages.0.content.0.image.source.base64: image exceeds 5 MB maximum: 5242881 bytes > 5242880 bytes",
+    );
+  });
+
+  it("more than 100 images and PDF pages in one request, and a PDF of more than 100 pages", async () => {
+    const images = Array.from({ length: 90 }, () => image("image/png"));
+    expect((await refusalFor(asking(...images, pdfOf(11)))).message).toBe(
+      "Too much media: 11 document pages + 90 images > 100",
+    );
+    await fake?.close();
+    expect((await refusalFor(asking(pdfOf(101)))).message).toBe(
+      "messages.0.content.0.pdf.source.base64.data: A maximum of 100 PDF pages may be provided.",
+    );
+  });
+
+  it("a request over 32 MB, with the API's 413 request_too_large", async () => {
+    fake = await startFakeAnthropic();
+    const big = Buffer.alloc(25 * 1024 * 1024);
+    big.write("%PDF-1.4\n<< /Type /Page >>\n%%EOF\n");
+    const document = {
+      type: "document",
+      source: { type: "base64", media_type: "application/pdf", data: big.toString("base64") },
+    } as Anthropic.DocumentBlockParam;
+    const error = await clientFor(fake)
+      .messages.create({ model: "claude-test", max_tokens: 10, messages: asking(document) })
+      .catch((thrown: InstanceType<typeof Anthropic.APIError>) => thrown);
+    expect(error).toBeInstanceOf(Anthropic.APIError);
+    expect((error as InstanceType<typeof Anthropic.APIError>).status).toBe(413);
+    expect((error as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+      error: { type: "request_too_large", message: "Request exceeds the maximum size" },
+    });
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it("accepts 100 images and PDF pages of the types they say", async () => {
+    fake = await startFakeAnthropic();
+    const images = Array.from({ length: 90 }, () => image("image/png"));
+    const message = await clientFor(fake).messages.create({
+      model: "claude-test",
+      max_tokens: 10,
+      messages: asking(...images, pdfOf(10)),
+    });
+    expect(message.content).toEqual([{ type: "text", text: "ok" }]);
+  });
+
   it("accepts a well-formed tool exchange", async () => {
     fake = await startFakeAnthropic();
     const message = await clientFor(fake).messages.create({

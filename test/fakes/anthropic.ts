@@ -342,6 +342,10 @@ export async function startFakeAnthropic(
       sendError(res, 404, `no route for ${req.method} ${path}`);
       return;
     }
+    if (Buffer.byteLength(raw) > MAX_REQUEST_BYTES) {
+      sendError(res, 413, "Request exceeds the maximum size");
+      return;
+    }
     let body: FakeMessagesBody;
     try {
       body = JSON.parse(raw) as FakeMessagesBody;
@@ -753,6 +757,9 @@ function answerModels(res: ServerResponse, path: string, models: readonly string
   res.writeHead(200, { "content-type": "application/json" });
   res.end(JSON.stringify(listedModel(id)));
 }
+
+/** The largest Messages API request body: 32 MB (a larger one is refused with 413). */
+const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
 
 const ERROR_TYPES: Record<number, string> = {
   400: "invalid_request_error",

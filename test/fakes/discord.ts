@@ -94,9 +94,12 @@ export interface DiscordUserMessageInput {
   /** The author is a bot account. (Default: false) */
   bot?: boolean;
   /** Files attached, served at their CDN-style URL (`/attachments/…`). (Default: none) */
-  attachments?: Array<{ name: string; contentType: string; bytes: Uint8Array }>;
+  /** Files attached; `size` is what Discord reports (Default: the bytes'). */
+  attachments?: Array<{ name: string; contentType: string; bytes: Uint8Array; size?: number }>;
   /** A sticker sent with the message. (Default: false) */
   sticker?: boolean;
+  /** A poll sent as the message. (Default: false) */
+  poll?: boolean;
 }
 
 /** A failure the fake answers instead of a REST route, see {@link FakeDiscord.failNext}. */
@@ -341,6 +344,20 @@ export class FakeDiscord {
       attachments: (input.attachments ?? []).map((file) => this.attach(created.channel_id, file)),
       ...(input.sticker
         ? { sticker_items: [{ id: this.snowflake(), name: "pickle", format_type: 1 }] }
+        : {}),
+      ...(input.poll
+        ? {
+            poll: {
+              question: { text: "Lunch?" },
+              answers: [
+                { answer_id: 1, poll_media: { text: "pickles" } },
+                { answer_id: 2, poll_media: { text: "more pickles" } },
+              ],
+              expiry: new Date(Date.now() + 86_400_000).toISOString(),
+              allow_multiselect: false,
+              layout_type: 1,
+            },
+          }
         : {}),
     };
     state.channel.last_message_id = message.id;
@@ -720,7 +737,7 @@ export class FakeDiscord {
   /** Stores an attachment's bytes and returns it as a message carries it. */
   private attach(
     channelId: string,
-    file: { name: string; contentType: string; bytes: Uint8Array },
+    file: { name: string; contentType: string; bytes: Uint8Array; size?: number },
   ): APIAttachment {
     const id = this.snowflake();
     const url = `http://127.0.0.1:${this.port}/attachments/${channelId}/${id}/${file.name}`;
@@ -729,7 +746,7 @@ export class FakeDiscord {
       id,
       filename: file.name,
       content_type: file.contentType,
-      size: file.bytes.byteLength,
+      size: file.size ?? file.bytes.byteLength,
       url,
       proxy_url: url,
     };

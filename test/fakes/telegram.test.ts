@@ -41,6 +41,36 @@ describe("fake Telegram Bot API with the real telegraf client", () => {
     ]);
   });
 
+  it("serves getFile and the file URL, and refuses a file over 20 MB as the Bot API does", async () => {
+    const small = fake.sendUserFile({
+      chatId: 42,
+      userId: 42,
+      kind: "document",
+      bytes: Buffer.from("hello"),
+      name: "a.txt",
+    });
+    const big = fake.sendUserFile({
+      chatId: 42,
+      userId: 42,
+      kind: "document",
+      bytes: Buffer.from("stand-in"),
+      size: 25 * 1024 * 1024,
+      name: "big.pdf",
+    });
+    const idOf = (update: typeof small) =>
+      (update.message as unknown as { document: { file_id: string } }).document.file_id;
+    const link = await bot.telegram.getFileLink(idOf(small));
+    expect(await (await fetch(link)).text()).toBe("hello");
+    expect(fake.downloads).toEqual([idOf(small)]);
+    const refused = await bot.telegram.getFile(idOf(big)).catch((thrown: unknown) => thrown);
+    expect(refused).toBeInstanceOf(TelegramError);
+    expect((refused as TelegramError).response).toMatchObject({
+      ok: false,
+      error_code: 400,
+      description: "Bad Request: file is too big",
+    });
+  });
+
   it("confirms handled updates through the offset, so none is handed out twice", async () => {
     bot.on("text", (ctx) => ctx.reply(`got ${ctx.message.text}`));
     await launch();

@@ -99,6 +99,11 @@ export type UserFileInput = {
   userId: number;
   /** The caption. (Default: none) */
   caption?: string;
+  /**
+   * The album the file is part of: Telegram sends each file of an album as a message of
+   * its own, all with one `media_group_id` and the caption on the first. (Default: none)
+   */
+  mediaGroupId?: string;
 } & (
   | {
       kind: "photo" | "voice" | "audio" | "document";
@@ -107,7 +112,7 @@ export type UserFileInput = {
       mimeType?: string /** The size Telegram reports. (Default: the bytes') */;
       size?: number;
     }
-  | { kind: "location" | "sticker" | "contact" | "video_note" }
+  | { kind: "location" | "sticker" | "contact" | "video_note" | "dice" | "story" }
 );
 
 /** The largest file the Bot API lets a bot download with getFile. */
@@ -262,6 +267,13 @@ export class FakeTelegram {
   private readonly files = new Map<string, { bytes: Uint8Array; size: number }>();
   /** Every file download (GET /file/bot<token>/<path>), by file_id. */
   readonly downloads: string[] = [];
+  /**
+   * While true, a file download is held without an answer (a slow file server) until
+   * {@link releaseDownloads}. (Default: false)
+   */
+  holdDownloads = false;
+  /** Downloads held by {@link holdDownloads}, each answered when called. */
+  private readonly heldDownloads: Array<() => void> = [];
 
   constructor(options: FakeTelegramOptions = {}) {
     this.token = options.token ?? "123456789:TEST-fake-telegram-token";
@@ -351,6 +363,7 @@ export class FakeTelegram {
       date: Math.floor(Date.now() / 1000),
       ...content,
       ...(input.caption === undefined ? {} : { caption: input.caption }),
+      ...(input.mediaGroupId === undefined ? {} : { media_group_id: input.mediaGroupId }),
     } as unknown as UserTextMessage;
     return this.queue({ update_id: this.nextUpdateId++, message });
   }
@@ -374,6 +387,8 @@ export class FakeTelegram {
         video_note: {
           video_note: { file_id: `vn-${messageId}`, file_unique_id: "v", length: 240, duration: 3 },
         },
+        dice: { dice: { emoji: "🎲", value: 4 } },
+        story: { story: { chat: this.chatState(input.chatId).chat, id: 7 } },
       };
       return kinds[input.kind];
     }
@@ -590,7 +605,21 @@ export class FakeTelegram {
     const file = this.files.get(fileId);
     if (token !== this.token || !file) return void response.writeHead(404).end("Not Found");
     this.downloads.push(fileId);
-    response.writeHead(200, { "content-type": "application/octet-stream" }).end(file.bytes);
+    const answer = () =>
+      response.writeHead(200, { "content-type": "application/octet-stream" }).end(file.bytes);
+    if (this.holdDownloads) this.heldDownloads.push(answer);
+    else answer();
+  }
+
+  /** Number of file downloads held now by {@link holdDownloads}. */
+  get heldDownloadCount(): number {
+    return this.heldDownloads.length;
+  }
+
+  /** Stops holding downloads, and answers those held. */
+  releaseDownloads(): void {
+    this.holdDownloads = false;
+    for (const answer of this.heldDownloads.splice(0)) answer();
   }
 
   private record(call: TelegramCall): void {

@@ -3,7 +3,8 @@
  * multipart form (file, model), answering `{ "text": … }` (and, when told the audio's length,
  * `usage: {type: "duration", seconds}` as OpenAI's whisper-1 does). It refuses what OpenAI refuses:
  * a missing or wrong key (401), a file it cannot decode (400 "Invalid file format"), and
- * it can be taken down (connections cut) to play a service that is down.
+ * it can be taken down (connections cut), made unavailable (503, as OpenAI answers when
+ * it is overloaded) to play a service that is down, or made to hang.
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -37,6 +38,12 @@ export class FakeTranscription {
   readonly calls: TranscriptionCall[] = [];
   /** Connections are cut while true. */
   down = false;
+  /** Every request is answered 503 while true. */
+  unavailable = false;
+  /** Requests are held without an answer while true (counted in {@link held}). */
+  hang = false;
+  /** Requests held by {@link hang}. */
+  held = 0;
   readonly #server: Server;
   readonly #key: string;
   readonly #transcript: string;
@@ -48,6 +55,10 @@ export class FakeTranscription {
     this.#seconds = options.seconds;
     this.#server = createServer((request, response) => {
       if (this.down) return void request.socket.destroy();
+      if (this.hang) {
+        this.held += 1;
+        return;
+      }
       void this.#answer(request).then(([status, body]) => {
         response
           .writeHead(status, { "content-type": "application/json" })
@@ -81,6 +92,14 @@ export class FakeTranscription {
       this.calls.push({ model, fileName, status });
       return [status, answer];
     };
+    if (this.unavailable) {
+      return record(503, {
+        error: {
+          message: "The engine is currently overloaded, please try again later",
+          type: "server_error",
+        },
+      });
+    }
     if (request.url !== "/v1/audio/transcriptions" || request.method !== "POST") {
       return record(404, { error: { message: "Not found" } });
     }

@@ -3,7 +3,15 @@
  * the in-memory chat platform. What reaches the chat, and every refusal the model is told.
  */
 import { createHash } from "node:crypto";
-import { readdirSync, rmSync, truncateSync } from "node:fs";
+import {
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MediaStore } from "../../src/agents/media/store.js";
@@ -168,6 +176,37 @@ describe("send_file", () => {
     expect(message).toMatch(expected);
     expect(platform.calls).toEqual([]);
     expect(await storage.outbox.summary()).toMatchObject({ pending: 0, failed: 0 });
+  });
+
+  it.each([
+    ["a symlink to a file outside the workspace", "link.txt", "outside", /outside the workspace/],
+    ["a symlink to the config file", "settings.txt", "picklebot.yaml", /picklebot\.yaml/],
+    ["a symlinked folder into history/", "h/picklebot.db", "history", /history/],
+  ])("refuses %s before anything is stored or sent", async (_what, path, target, expected) => {
+    ws.write("picklebot.yaml", "llm:\n  api_key: secret\n");
+    ws.write("history/picklebot.db", "not for the chat");
+    const outside = mkdtempSync(join(tmpdir(), "send-file-outside-"));
+    writeFileSync(join(outside, "outside.txt"), "secret outside");
+    const to = target === "outside" ? join(outside, "outside.txt") : target;
+    symlinkSync(to, join(ws.dir, path.split("/")[0] ?? path));
+    try {
+      const message = await refusal(tool().run({ path }, context()));
+      expect(message).toMatch(expected);
+      expect(platform.calls).toEqual([]);
+      expect(await storage.outbox.summary()).toMatchObject({ pending: 0, failed: 0 });
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses a 60 MB file over Telegram's 50 MB upload limit without reading it, saying the limit", async () => {
+    ws.write("film.mp4", "");
+    truncateSync(join(ws.dir, "film.mp4"), 60_000_000);
+    const message = await refusal(tool().run({ path: "film.mp4" }, context()));
+    expect(message).toBe(
+      `send_file: "film.mp4" is 60000000 bytes (60.0 MB), over telegram's limit of 50000000 bytes (50.0 MB) per file; send a smaller file (compress or split it)`,
+    );
+    expect(platform.calls).toEqual([]);
   });
 
   it("refuses an empty file, saying the platform refuses empty files", async () => {

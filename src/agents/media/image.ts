@@ -44,7 +44,8 @@ const TYPES: Record<string, ImageMediaType> = {
 
 /**
  * The image as the model gets it: as it is when it already fits, else turned upright,
- * scaled to fit {@link MAX_IMAGE_EDGE} and encoded as JPEG (PNG when it has transparency).
+ * scaled to fit {@link MAX_IMAGE_EDGE} and encoded as JPEG (PNG when it has transparency
+ * and the PNG is under {@link MAX_IMAGE_BYTES}).
  * @throws UnreadableImage when the bytes are not an image.
  */
 export function prepareImage(file: ImageFile): Promise<PreparedImage> {
@@ -96,12 +97,17 @@ async function prepareNow(file: ImageFile): Promise<PreparedImage> {
       fit: "inside",
       withoutEnlargement: true,
     });
-    const encoded = meta.hasAlpha
-      ? await resized.png().toBuffer({ resolveWithObject: true })
-      : await resized.jpeg({ quality: 85 }).toBuffer({ resolveWithObject: true });
+    const png = meta.hasAlpha ? await resized.png().toBuffer({ resolveWithObject: true }) : null;
+    // A PNG that stays over the API's limit (noise, a photo with an alpha channel) goes as JPEG.
+    const asPng = png !== null && png.data.byteLength < MAX_IMAGE_BYTES;
+    const encoded = asPng
+      ? png
+      : await resized.flatten({ background: "#ffffff" }).jpeg({ quality: 85 }).toBuffer({
+          resolveWithObject: true,
+        });
     return {
       bytes: encoded.data,
-      mediaType: meta.hasAlpha ? "image/png" : "image/jpeg",
+      mediaType: asPng ? "image/png" : "image/jpeg",
       width: encoded.info.width,
       height: encoded.info.height,
     };

@@ -499,8 +499,11 @@ export class DiscordPlatform implements ChatPlatform {
     }
     const voice = ((message.flags ?? 0) & MessageFlags.IsVoiceMessage) !== 0;
     const attachments = message.attachments.map((file) => toAttachment(file, voice));
-    const unreadable = (message.sticker_items?.length ?? 0) > 0 ? ["a sticker"] : [];
-    // A message with nothing in it (a poll, an embed) is not for us; a bare mention is, and gets help.
+    const unreadable = [
+      ...((message.sticker_items?.length ?? 0) > 0 ? ["a sticker"] : []),
+      ...(message.poll ? ["a poll"] : []),
+    ];
+    // A message with nothing in it (an embed) is not for us; a bare mention is, and gets help.
     if (message.content.trim() === "" && attachments.length === 0 && unreadable.length === 0) {
       return undefined;
     }

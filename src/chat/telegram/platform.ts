@@ -223,7 +223,11 @@ export class TelegramPlatform implements ChatPlatform {
   }
 
   async download(attachment: ChatAttachment, signal?: AbortSignal): Promise<FileDownload> {
-    const file = await this.#call("getFile", { file_id: attachment.source }, { signal });
+    const file = await this.#call("getFile", { file_id: attachment.source }, { signal }).catch(
+      (thrown: unknown) => {
+        throw withDownloadLimit(thrown);
+      },
+    );
     if (!file.file_path)
       throw new ChatPlatformError("telegram: getFile gave no file path", { retryable: true });
     const root = this.#options.apiRoot ?? "https://api.telegram.org";
@@ -407,6 +411,20 @@ export class TelegramPlatform implements ChatPlatform {
   }
 }
 
+/** The Bot API's limit of a file a bot downloads (getFile). */
+const TELEGRAM_MAX_DOWNLOAD_MB = 20;
+
+/** A getFile refusal of a file over the download limit, with the limit said; else as thrown. */
+function withDownloadLimit(thrown: unknown): unknown {
+  if (!(thrown instanceof ChatPlatformError) || !/file is too big/i.test(thrown.message)) {
+    return thrown;
+  }
+  return new ChatPlatformError(
+    `${thrown.message} (Telegram lets bots download files up to ${TELEGRAM_MAX_DOWNLOAD_MB} MB; send it as a link, or a smaller file)`,
+    { context: { status: 400 } },
+  );
+}
+
 function render(text: string, format: TextFormat): string {
   return format === "markdown" ? toTelegramMarkdownV2(text) : text;
 }
@@ -508,6 +526,9 @@ function filesOf(msg: Message): { attachments: ChatAttachment[]; unreadable: str
   if ("location" in msg) return cannot("a location");
   if ("contact" in msg) return cannot("a contact");
   if ("poll" in msg) return cannot("a poll");
+  if ("dice" in msg) return cannot(`a ${msg.dice.emoji} roll`);
+  if ("game" in msg) return cannot("a game");
+  if ("story" in msg) return cannot("a story");
   return { attachments: [], unreadable: [] };
 }
 
