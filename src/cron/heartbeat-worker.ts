@@ -52,7 +52,7 @@ import {
   timingOf,
 } from "./chat-heartbeats.js";
 import { latestOccurrenceBetween, nextOccurrence } from "./schedule.js";
-import { sleepFor, type Timers } from "./worker.js";
+import { fireUntilAborted, type Timers } from "./worker.js";
 
 /** Options of {@link ChatHeartbeatWorker}. */
 export interface ChatHeartbeatWorkerOptions {
@@ -105,11 +105,8 @@ export class ChatHeartbeatWorker implements Worker {
 
   /** Runs until `signal` aborts; rejects (a crash) when a store or the queue fails. */
   async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      const nextAt = await this.fireDue();
-      const delay = Math.min(Math.max(nextAt - this.#options.clock.now(), 0), this.#pollMs);
-      await sleepFor(delay, signal, this.#options.timers);
-    }
+    const { clock, timers } = this.#options;
+    await fireUntilAborted(() => this.fireDue(), signal, { clock, pollMs: this.#pollMs, timers });
   }
 
   /** Fires every due tick once; returns when the next one is due (or a poll away). */

@@ -36,7 +36,7 @@ import type {
   Worker,
 } from "../ports/index.js";
 import { dueOccurrence, nextScheduleOccurrence } from "./schedule-times.js";
-import { sleepFor, type Timers } from "./worker.js";
+import { fireUntilAborted, type Timers } from "./worker.js";
 
 /** Options of {@link ScheduleWorker}. */
 export interface ScheduleWorkerOptions {
@@ -67,11 +67,8 @@ export class ScheduleWorker implements Worker {
 
   /** Runs until `signal` aborts; rejects (a crash) when the store or the queue fails. */
   async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      const nextAt = await this.fireDue();
-      const delay = Math.min(Math.max(nextAt - this.#options.clock.now(), 0), this.#pollMs);
-      await sleepFor(delay, signal, this.#options.timers);
-    }
+    const { clock, timers } = this.#options;
+    await fireUntilAborted(() => this.fireDue(), signal, { clock, pollMs: this.#pollMs, timers });
   }
 
   /** Fires every due schedule once; returns when the next one is due (or a poll away). */

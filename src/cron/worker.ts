@@ -116,6 +116,22 @@ export function sleepFor(
   });
 }
 
+/**
+ * Calls `fireDue` until `signal` aborts, sleeping until the instant it returns (the next
+ * due one) but never longer than `pollMs`, so what another process added is seen in time.
+ */
+export async function fireUntilAborted(
+  fireDue: () => Promise<number>,
+  signal: AbortSignal,
+  options: { clock: Clock; pollMs: number; timers?: Timers | undefined },
+): Promise<void> {
+  while (!signal.aborted) {
+    const nextAt = await fireDue();
+    const delay = Math.min(Math.max(nextAt - options.clock.now(), 0), options.pollMs);
+    await sleepFor(delay, signal, options.timers);
+  }
+}
+
 /** Fires the crons of one folder on time; see the file header for the rules. */
 export class CronWorker implements Worker {
   readonly name = "cron";

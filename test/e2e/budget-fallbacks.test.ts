@@ -8,7 +8,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeAnthropic, type FakeReply, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { startBusServer, telegramYaml } from "../helpers/bus.js";
+import { nthTelegramReply, startBusServer, telegramYaml } from "../helpers/bus.js";
 import { killAllServers } from "../helpers/server.js";
 import { makeWorkspace, type TempWorkspace } from "../helpers/workspace.js";
 
@@ -66,12 +66,6 @@ function say(text: string) {
   return telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text });
 }
 
-/** Waits until the bot has sent `count` messages to the owner, and returns the last. */
-async function nthReply(count: number): Promise<string> {
-  await telegram.waitFor(() => telegram.messages(OWNER).length >= count, 20_000);
-  return telegram.messages(OWNER)[count - 1] ?? "";
-}
-
 describe("budgets over a model chain", () => {
   it("refuses a turn whose fallback has no price, so a failing primary never falls back at $0", async () => {
     primaryAnswer = { error: { status: 503 } };
@@ -79,7 +73,7 @@ describe("budgets over a model chain", () => {
     await startBusServer(ws.dir, ["telegram"]);
 
     await say("hello?");
-    expect(await nthReply(1)).toBe(REFUSED);
+    expect(await nthTelegramReply(telegram, OWNER, 1)).toBe(REFUSED);
     expect(backup.requests).toHaveLength(0);
     expect(telegram.messages(OWNER).join("\n")).not.toContain("backup here");
   });
@@ -89,9 +83,11 @@ describe("budgets over a model chain", () => {
     await startBusServer(ws.dir, ["telegram"]);
 
     await say("/model backup");
-    expect(await nthReply(1)).toContain("This conversation now uses backup (backup-model)");
+    expect(await nthTelegramReply(telegram, OWNER, 1)).toContain(
+      "This conversation now uses backup (backup-model)",
+    );
     await say("who answers?");
-    expect(await nthReply(2)).toBe(REFUSED);
+    expect(await nthTelegramReply(telegram, OWNER, 2)).toBe(REFUSED);
     expect(backup.requests).toHaveLength(0);
     expect(primary.requests).toHaveLength(0);
   });

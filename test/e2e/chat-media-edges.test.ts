@@ -70,6 +70,21 @@ function start(extra = ""): Promise<ServerProcess> {
   return startBusServer(workspace(extra).dir, ["telegram"]);
 }
 
+/** Runs `body` with a fake Discord and a server on a new workspace with Discord only. */
+async function withDiscordServer(
+  body: (discord: Awaited<ReturnType<typeof startFakeDiscord>>) => Promise<void>,
+): Promise<void> {
+  const discord = await startFakeDiscord();
+  try {
+    ws = busWorkspace(model.url, discordYaml(discord, { allowedUserIds: [DISCORD_OWNER] }));
+    await startBusServer(ws.dir, ["discord"]);
+    await body(discord);
+  } finally {
+    await killAllServers();
+    await discord.close();
+  }
+}
+
 /** Waits for a bot message in the owner's chat that contains `text`; returns it. */
 async function replyContaining(text: string): Promise<string> {
   await telegram.waitFor(() => telegram.messages(OWNER).some((m) => m.includes(text)), 20_000);
@@ -312,15 +327,12 @@ describe("every kind has an answer", () => {
     await replyContaining("keep it");
     const texts = blocksOf(model.requests.at(-1), "text").map((block) => String(block.text));
     expect(texts).toContain(
-      "[The user sent a file: backup.zip (application/zip, 0.0 MB). Its contents are not readable as text, an image or a PDF.]",
+      "[The user sent a file: backup.zip (application/zip, 8 B). Its contents are not readable as text, an image or a PDF.]",
     );
   });
 
   it("on Discord, a 40 MB attachment is refused by its size, never downloaded, and the words answered", async () => {
-    const discord = await startFakeDiscord();
-    try {
-      ws = busWorkspace(model.url, discordYaml(discord, { allowedUserIds: [DISCORD_OWNER] }));
-      await startBusServer(ws.dir, ["discord"]);
+    await withDiscordServer(async (discord) => {
       const big = { name: "film.mp4", contentType: "video/mp4", bytes: Buffer.from("stand-in") };
       await discord.sendUserMessage({
         channelId: DISCORD_DM,
@@ -336,17 +348,11 @@ describe("every kind has an answer", () => {
         "(I could not read film.mp4: it is 40.0 MB; I take files up to 32.0 MB)",
       );
       expect(discord.downloads).toEqual([]);
-    } finally {
-      await killAllServers();
-      await discord.close();
-    }
+    });
   });
 
   it("on Discord, a 28 MB PDF, too big for the API's 32 MB request once encoded, gets a clear reply; the words are answered", async () => {
-    const discord = await startFakeDiscord();
-    try {
-      ws = busWorkspace(model.url, discordYaml(discord, { allowedUserIds: [DISCORD_OWNER] }));
-      await startBusServer(ws.dir, ["discord"]);
+    await withDiscordServer(async (discord) => {
       const small = pdf(2);
       const bytes = Buffer.concat([
         small.subarray(0, small.length - 6),
@@ -367,17 +373,11 @@ describe("every kind has an answer", () => {
         "(I could not read scan.pdf: it is over 22 MB, the most the model takes in one request once encoded)",
       );
       expect(model.refused).toEqual([]);
-    } finally {
-      await killAllServers();
-      await discord.close();
-    }
+    });
   });
 
   it("on Discord, a PDF attachment reaches the model as a document block, with the message's text", async () => {
-    const discord = await startFakeDiscord();
-    try {
-      ws = busWorkspace(model.url, discordYaml(discord, { allowedUserIds: [DISCORD_OWNER] }));
-      await startBusServer(ws.dir, ["discord"]);
+    await withDiscordServer(async (discord) => {
       const bytes = pdf(2);
       await discord.sendUserMessage({
         channelId: DISCORD_DM,
@@ -396,10 +396,7 @@ describe("every kind has an answer", () => {
       });
       const data = String((document?.source as { data?: string } | undefined)?.data);
       expect(Buffer.from(data, "base64").equals(bytes)).toBe(true);
-    } finally {
-      await killAllServers();
-      await discord.close();
-    }
+    });
   });
 });
 

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeAnthropic, type FakeReply, startFakeAnthropic } from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { startBusServer, telegramYaml } from "../helpers/bus.js";
+import { nthTelegramReply, startBusServer, telegramYaml } from "../helpers/bus.js";
 import { CLI, childEnv, runCli } from "../helpers/cli.js";
 import { killAllServers, openWorkspaceDb } from "../helpers/server.js";
 import { waitFor } from "../helpers/wait.js";
@@ -65,12 +65,6 @@ function say(text: string) {
   return telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text });
 }
 
-/** Waits until the bot has sent `count` messages to the owner, and returns the last. */
-async function nthReply(count: number): Promise<string> {
-  await telegram.waitFor(() => telegram.messages(OWNER).length >= count, 20_000);
-  return telegram.messages(OWNER)[count - 1] ?? "";
-}
-
 /** `picklebot chat` on a pseudo-terminal (`script`): type into it, wait for its screen. */
 function terminalChat() {
   const command = `${process.execPath} ${CLI} chat --workspace ${ws.dir}`;
@@ -118,12 +112,12 @@ describe("fallback chains", () => {
     await startBusServer(ws.dir, ["telegram"]);
 
     await say("hello?");
-    expect(await nthReply(1)).toBe(`${NOTICE}\n\nbackup here`);
+    expect(await nthTelegramReply(telegram, OWNER, 1)).toBe(`${NOTICE}\n\nbackup here`);
     expect(backup.requests.map((request) => request.body.model)).toEqual(["backup-model"]);
 
     primaryAnswer = { text: "primary is back" };
     await say("and now?");
-    expect(await nthReply(2)).toBe("primary is back");
+    expect(await nthTelegramReply(telegram, OWNER, 2)).toBe("primary is back");
     expect(backup.requests).toHaveLength(1);
     const history = backup.requests[0]?.body.messages ?? [];
     expect(JSON.stringify(history)).toContain("hello?");
@@ -139,7 +133,7 @@ describe("fallback chains", () => {
     await startBusServer(ws.dir, ["telegram"]);
 
     await say("hello?");
-    expect(await nthReply(1)).toBe(
+    expect(await nthTelegramReply(telegram, OWNER, 1)).toBe(
       "(Answered by backup, backup-model: default is rate-limited (429, retry after 3600 s); default is tried again on the next message.)\n\nbackup here",
     );
     // No short retry that would sleep for the hour: one call, then the fallback.
@@ -153,7 +147,7 @@ describe("fallback chains", () => {
     await startBusServer(ws.dir, ["telegram"]);
 
     await say("hello?");
-    expect(await nthReply(1)).toMatch(
+    expect(await nthTelegramReply(telegram, OWNER, 1)).toMatch(
       /^Sorry, I could not finish this after \d+ attempts: The Anthropic API answered with status 503/,
     );
     // Each attempt went down the whole chain.
@@ -172,7 +166,7 @@ describe("fallback chains", () => {
     await startBusServer(ws.dir, ["telegram"]);
 
     await say("note that it ran");
-    expect(await nthReply(1)).toBe(`${NOTICE}\n\nbackup here`);
+    expect(await nthTelegramReply(telegram, OWNER, 1)).toBe(`${NOTICE}\n\nbackup here`);
     expect(readFileSync(join(ws.dir, "runs.txt"), "utf8")).toBe("ran\n");
     const sent = JSON.stringify(backup.requests[0]?.body.messages);
     expect(sent).toContain('"type":"tool_use"');
@@ -188,14 +182,14 @@ describe("fallback chains", () => {
     await startBusServer(ws.dir, ["telegram"]);
 
     await say("/model backup");
-    expect(await nthReply(1)).toBe(
+    expect(await nthTelegramReply(telegram, OWNER, 1)).toBe(
       "This conversation now uses backup (backup-model); no fallbacks. /new goes back to the agent's model.",
     );
     await say("who answers?");
-    expect(await nthReply(2)).toBe("backup here");
+    expect(await nthTelegramReply(telegram, OWNER, 2)).toBe("backup here");
     expect(primary.requests).toHaveLength(0);
     await say("/status");
-    expect(await nthReply(3)).toContain("\nLast answer: backup-model");
+    expect(await nthTelegramReply(telegram, OWNER, 3)).toContain("\nLast answer: backup-model");
   });
 
   it("runs a cron on the named model it names, and refuses a cron whose model is a typo of one", async () => {

@@ -10,7 +10,7 @@ import {
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
-import { busWorkspace, startBusServer, telegramYaml } from "../helpers/bus.js";
+import { busWorkspace, nthTelegramReply, startBusServer, telegramYaml } from "../helpers/bus.js";
 import { killAllServers } from "../helpers/server.js";
 import type { TempWorkspace } from "../helpers/workspace.js";
 
@@ -37,12 +37,6 @@ function say(text: string) {
   return telegram.sendUserMessage({ chatId: OWNER, userId: OWNER, text });
 }
 
-/** Waits until the bot has sent `count` messages to the owner, and returns the last. */
-async function nthReply(count: number): Promise<string> {
-  await telegram.waitFor(() => telegram.messages(OWNER).length >= count, 10_000);
-  return telegram.messages(OWNER)[count - 1] ?? "";
-}
-
 describe("skills and agents from Telegram, added while the server runs", () => {
   it("offers the new agent in /agent, and answers with its new skill loaded on use", async () => {
     const server = await startBusServer(ws.dir, ["telegram"]);
@@ -60,16 +54,16 @@ describe("skills and agents from Telegram, added while the server runs", () => {
     );
 
     await say("/agent");
-    expect(await nthReply(1)).toContain("cook: Cook, Kitchen help");
+    expect(await nthTelegramReply(telegram, OWNER, 1)).toContain("cook: Cook, Kitchen help");
     await say("/agent cook");
-    expect(await nthReply(2)).toMatch(/^Switched to cook \(Cook\)/);
+    expect(await nthTelegramReply(telegram, OWNER, 2)).toMatch(/^Switched to cook \(Cook\)/);
 
     model.script(
       { toolUses: [{ name: "skill", input: { name: "brine" } }] },
       { text: "50 g of salt per litre." },
     );
     await say("how salty is a brine?");
-    expect(await nthReply(3)).toBe("50 g of salt per litre.");
+    expect(await nthTelegramReply(telegram, OWNER, 3)).toBe("50 g of salt per litre.");
     const system = JSON.stringify(requestAt(model, 0).body.system);
     expect(system).toContain("You are Cook.");
     expect(system).toContain(

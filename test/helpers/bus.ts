@@ -95,3 +95,13 @@ export async function stopTelegramReply(telegram: FakeTelegram, chatId: number):
   );
   await telegram.waitFor(() => telegram.messages(chatId)[0]?.endsWith("Stopped."), 10_000);
 }
+
+/** Waits until the bot has sent `count` messages into Telegram chat `chatId`; returns the last. */
+export async function nthTelegramReply(
+  telegram: FakeTelegram,
+  chatId: number,
+  count: number,
+): Promise<string> {
+  await telegram.waitFor(() => telegram.messages(chatId).length >= count, 20_000);
+  return telegram.messages(chatId)[count - 1] ?? "";
+}

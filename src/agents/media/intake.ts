@@ -25,6 +25,7 @@
  * the garbage a message's files leave is collected once they are read.
  */
 import { collectGarbage } from "../../base/collect-garbage.js";
+import { formatBytes } from "../../base/content.js";
 import { PicklebotError, toError } from "../../base/errors.js";
 import type { Logger } from "../../base/log.js";
 import type { SpeechToTextConfig } from "../../config/index.js";
@@ -192,7 +193,7 @@ export class MediaIntake {
       return { type: "document", mediaType: "application/pdf", media: ref, pages: pdf.pages };
     }
     const text = textOf(bytes, mimeType, name);
-    const about = `${name} (${mimeType}, ${megabytes(bytes.byteLength)})`;
+    const about = `${name} (${mimeType}, ${formatBytes(bytes.byteLength)})`;
     if (text === null) {
       return {
         type: "text",
