@@ -6,7 +6,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { readSse } from "../../src/base/sse.js";
-import { fanoutProcesses, isRunning } from "../../test/helpers/cli.js";
+import { fanoutProcesses, isFanoutRunning } from "../../test/helpers/cli.js";
 import type { ServerProcess } from "../../test/helpers/server.js";
 
 /** The log line after which a server answers HTTP. */
@@ -52,7 +52,7 @@ export class EventsWatch {
   /** The fan-out processes still running 10 s after the servers are gone (none, or a violation). */
   async outlived(): Promise<number[]> {
     const deadline = Date.now() + 10_000;
-    const running = () => this.fanouts.filter(isRunning);
+    const running = () => this.fanouts.filter(isFanoutRunning);
     while (running().length > 0 && Date.now() < deadline) await sleep(200);
     return running();
   }

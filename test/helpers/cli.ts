@@ -24,6 +24,20 @@ export function isRunning(pid: number): boolean {
   }
 }
 
+/**
+ * Whether `pid` is still an `/events` fan-out process: running, and still running
+ * fanout-process.js (a long run's pids wrap around and come back as other processes).
+ */
+export function isFanoutRunning(pid: number): boolean {
+  try {
+    return (
+      isRunning(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("fanout-process.js")
+    );
+  } catch {
+    return false;
+  }
+}
+
 /** The pids of the `/events` fan-out processes `parent` (default: this process) has forked. */
 export function fanoutProcesses(parent = process.pid): number[] {
   const found = spawnSync("pgrep", ["-P", String(parent), "-f", "fanout-process.js"], {
