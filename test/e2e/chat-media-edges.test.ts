@@ -18,7 +18,11 @@ import {
   type RecordedRequest,
   startFakeAnthropic,
 } from "../fakes/anthropic.js";
-import { startFakeDiscord } from "../fakes/discord.js";
+import {
+  type DiscordUserMessageInput,
+  type FakeDiscord,
+  startFakeDiscord,
+} from "../fakes/discord.js";
 import { type FakeTelegram, startFakeTelegram } from "../fakes/telegram.js";
 import { type FakeTranscription, startFakeTranscription } from "../fakes/transcription.js";
 import { busWorkspace, discordYaml, startBusServer, telegramYaml } from "../helpers/bus.js";
@@ -71,9 +75,7 @@ function start(extra = ""): Promise<ServerProcess> {
 }
 
 /** Runs `body` with a fake Discord and a server on a new workspace with Discord only. */
-async function withDiscordServer(
-  body: (discord: Awaited<ReturnType<typeof startFakeDiscord>>) => Promise<void>,
-): Promise<void> {
+async function withDiscordServer(body: (discord: FakeDiscord) => Promise<void>): Promise<void> {
   const discord = await startFakeDiscord();
   try {
     ws = busWorkspace(model.url, discordYaml(discord, { allowedUserIds: [DISCORD_OWNER] }));
@@ -83,6 +85,24 @@ async function withDiscordServer(
     await killAllServers();
     await discord.close();
   }
+}
+
+/**
+ * The owner sends `content` with `attachments` in the Discord DM; waits until the bot's
+ * messages there contain `content` (the fake model's answer repeats it).
+ */
+async function sendOnDiscordAndWait(
+  discord: FakeDiscord,
+  content: string,
+  attachments: DiscordUserMessageInput["attachments"],
+): Promise<void> {
+  await discord.sendUserMessage({
+    channelId: DISCORD_DM,
+    userId: DISCORD_OWNER,
+    content,
+    attachments,
+  });
+  await discord.waitFor(() => discord.messages(DISCORD_DM).join("").includes(content), 30_000);
 }
 
 /** Waits for a bot message in the owner's chat that contains `text`; returns it. */
@@ -334,16 +354,7 @@ describe("every kind has an answer", () => {
   it("on Discord, a 40 MB attachment is refused by its size, never downloaded, and the words answered", async () => {
     await withDiscordServer(async (discord) => {
       const big = { name: "film.mp4", contentType: "video/mp4", bytes: Buffer.from("stand-in") };
-      await discord.sendUserMessage({
-        channelId: DISCORD_DM,
-        userId: DISCORD_OWNER,
-        content: "watch this",
-        attachments: [{ ...big, size: 40 * 1024 * 1024 }],
-      });
-      await discord.waitFor(
-        () => discord.messages(DISCORD_DM).join("").includes("watch this"),
-        20_000,
-      );
+      await sendOnDiscordAndWait(discord, "watch this", [{ ...big, size: 40 * 1024 * 1024 }]);
       expect(discord.messages(DISCORD_DM).join("")).toContain(
         "(I could not read film.mp4: it is 40.0 MB; I take files up to 32.0 MB)",
       );
@@ -359,16 +370,9 @@ describe("every kind has an answer", () => {
         Buffer.alloc(28 * 1024 * 1024),
         Buffer.from("%%EOF\n"),
       ]);
-      await discord.sendUserMessage({
-        channelId: DISCORD_DM,
-        userId: DISCORD_OWNER,
-        content: "skim this",
-        attachments: [{ name: "scan.pdf", contentType: "application/pdf", bytes }],
-      });
-      await discord.waitFor(
-        () => discord.messages(DISCORD_DM).join("").includes("skim this"),
-        30_000,
-      );
+      await sendOnDiscordAndWait(discord, "skim this", [
+        { name: "scan.pdf", contentType: "application/pdf", bytes },
+      ]);
       expect(discord.messages(DISCORD_DM).join("")).toContain(
         "(I could not read scan.pdf: it is over 22 MB, the most the model takes in one request once encoded)",
       );
@@ -379,16 +383,9 @@ describe("every kind has an answer", () => {
   it("on Discord, a PDF attachment reaches the model as a document block, with the message's text", async () => {
     await withDiscordServer(async (discord) => {
       const bytes = pdf(2);
-      await discord.sendUserMessage({
-        channelId: DISCORD_DM,
-        userId: DISCORD_OWNER,
-        content: "summarise this",
-        attachments: [{ name: "report.pdf", contentType: "application/pdf", bytes }],
-      });
-      await discord.waitFor(
-        () => discord.messages(DISCORD_DM).join("").includes("summarise this"),
-        20_000,
-      );
+      await sendOnDiscordAndWait(discord, "summarise this", [
+        { name: "report.pdf", contentType: "application/pdf", bytes },
+      ]);
       const [document] = blocksOf(model.requests.at(-1), "document");
       expect(document).toMatchObject({
         title: "report.pdf",
